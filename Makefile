@@ -1,0 +1,48 @@
+# Herald: the two commands a newcomer needs.
+#   make demo   install what is missing, build (release), start PostgreSQL and the development
+#               Kafka broker, run the round trip and report it, stop everything
+#   make test   install what is missing, build once (debug, with tests), start the
+#               infrastructure, run every test, stop everything (the exit status is the tests')
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+SWIFT ?= swift
+
+.PHONY: help deps build test demo bench-kafka infra-up infra-down clean
+
+help:
+	@echo "make demo     # start PostgreSQL + the development Kafka broker and run a round trip through both"
+	@echo "make test     # build once and run all tests against real PostgreSQL and Kafka"
+	@echo "make bench-kafka  # Kafka throughput benchmark (release build) against kcat"
+
+deps:
+	@scripts/install-dependencies.sh
+
+build: deps
+	$(SWIFT) build --build-tests
+
+test: deps
+	$(SWIFT) build --build-tests
+	scripts/with-infrastructure.sh .build/debug $(SWIFT) test --skip-build
+
+demo: deps
+	$(SWIFT) build -c release --product herald
+	$(SWIFT) build -c release --product herald-kafka-dev
+	scripts/with-infrastructure.sh .build/release .build/release/herald dev roundtrip
+
+bench-kafka: deps
+	$(SWIFT) build -c release --product herald-kafka-dev
+	$(SWIFT) build -c release --product kafka-throughput
+	.build/release/kafka-throughput --broker-binary .build/release/herald-kafka-dev
+
+infra-up: deps
+	$(SWIFT) build --product herald-kafka-dev
+	scripts/postgres.sh start
+	scripts/kafka-dev.sh start .build/debug/herald-kafka-dev
+
+infra-down:
+	-scripts/kafka-dev.sh stop
+	-scripts/postgres.sh stop
+
+clean: infra-down
+	rm -rf .build .local

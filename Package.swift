@@ -1,0 +1,109 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// Herald: a self-hosted push-notification platform.
+///
+/// Layout: C libraries are reached only through the `C*` targets and the one Swift module that
+/// wraps each (`HeraldKafka` for librdkafka, the HTTP/2 engine for libnghttp2). `HeraldCore`
+/// holds configuration and shared types, `HeraldRecords` the Kafka record formats,
+/// `HeraldStore` the PostgreSQL store. Executables are thin: they read configuration and start a
+/// `ServiceGroup`.
+let package = Package(
+    name: "herald",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "herald", targets: ["herald"]),
+        .executable(name: "herald-kafka-dev", targets: ["herald-kafka-dev"]),
+        .executable(name: "kafka-throughput", targets: ["kafka-throughput"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+    ],
+    targets: [
+        // MARK: C libraries (system packages, installed by scripts/install-dependencies.sh)
+        .systemLibrary(
+            name: "CRdKafka",
+            pkgConfig: "rdkafka",
+            providers: [.apt(["librdkafka-dev"])]
+        ),
+        .systemLibrary(
+            name: "CNGHTTP2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]
+        ),
+        .target(name: "CRdKafkaShim", dependencies: ["CRdKafka"]),
+        .target(name: "CKafkaDevBind", linkerSettings: [.linkedLibrary("dl")]),
+
+        // MARK: Libraries
+        .target(
+            name: "HeraldKafka",
+            dependencies: [
+                "CRdKafka", "CRdKafkaShim",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "HeraldRecords",
+            dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")]
+        ),
+        .target(
+            name: "HeraldCore",
+            dependencies: [
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                "HeraldKafka", "HeraldRecords",
+            ]
+        ),
+        .target(
+            name: "HeraldStore",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            resources: [.copy("Migrations")]
+        ),
+
+        // MARK: Executables
+        .executableTarget(
+            name: "herald",
+            dependencies: [
+                "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "herald-kafka-dev",
+            dependencies: [
+                "HeraldCore", "HeraldKafka", "CKafkaDevBind",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "kafka-throughput",
+            dependencies: ["HeraldCore", "HeraldKafka", "HeraldRecords"],
+            path: "Benchmarks/KafkaThroughput"
+        ),
+
+        // MARK: Tests
+        .testTarget(name: "HeraldKafkaTests", dependencies: ["HeraldKafka", "HeraldCore"]),
+        .testTarget(name: "HeraldRecordsTests", dependencies: ["HeraldRecords"]),
+        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

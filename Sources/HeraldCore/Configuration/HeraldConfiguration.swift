@@ -1,0 +1,151 @@
+import Configuration
+import HeraldKafka
+import SystemPackage
+
+/// Everything a Herald process reads at start.
+///
+/// Values come from the environment (`HERALD_` followed by the key in upper snake case, for
+/// example `HERALD_KAFKA_BROKERS`), then from the JSON file named by `HERALD_CONFIG_FILE`
+/// (keys as nested objects, for example `{"kafka": {"brokers": "..."}}`), then from the
+/// defaults below, which suit a development machine. Every key is listed in
+/// `docs/configuration.md`.
+public struct HeraldConfiguration: Sendable {
+    public var kafka: KafkaSettings
+    public var postgres: PostgresSettings
+    public var security: SecuritySettings
+    /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical` (`HERALD_LOG_LEVEL`).
+    public var logLevel: String
+
+    /// Reads the configuration.
+    /// - Parameters:
+    ///   - environment: the variables to read (the process environment by default).
+    /// - Throws: when `HERALD_CONFIG_FILE` names a file that is missing or not JSON.
+    public static func load(environment: [String: String]? = nil) async throws -> HeraldConfiguration {
+        HeraldConfiguration(reader: try await makeReader(environment: environment))
+    }
+
+    /// The reader behind ``load(environment:)``: environment first, then the file, then defaults.
+    public static func makeReader(environment: [String: String]? = nil) async throws -> ConfigReader {
+        let variables = environment ?? ProcessEnvironment.variables
+        let environmentProvider = EnvironmentVariablesProvider(environmentVariables: variables)
+            .prefixKeys(with: ["herald"])
+        var providers: [any ConfigProvider] = [environmentProvider]
+        if let path = variables["HERALD_CONFIG_FILE"], !path.isEmpty {
+            providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(path)))
+        }
+        return ConfigReader(providers: providers)
+    }
+
+    /// Reads the configuration from an already assembled reader.
+    public init(reader config: ConfigReader) {
+        kafka = KafkaSettings(
+            brokers: config.string(forKey: "kafka.brokers", default: "127.0.0.1:9092"),
+            clientID: config.string(forKey: "kafka.clientId", default: "herald"),
+            sessionTimeoutMilliseconds: config.int(forKey: "kafka.sessionTimeoutMs", default: 6_000),
+            heartbeatIntervalMilliseconds: config.int(forKey: "kafka.heartbeatIntervalMs", default: 1_000),
+            fetchWaitMaximumMilliseconds: config.int(forKey: "kafka.fetchWaitMaxMs", default: 10),
+            lingerMilliseconds: config.int(forKey: "kafka.lingerMs", default: 5),
+            compression: config.string(forKey: "kafka.compression", default: "lz4"),
+            debugContexts: config.string(forKey: "kafka.debug", default: "")
+        )
+        postgres = PostgresSettings(
+            host: config.string(forKey: "postgres.host", default: "127.0.0.1"),
+            port: config.int(forKey: "postgres.port", default: 54329),
+            user: config.string(forKey: "postgres.user", default: "herald"),
+            password: config.string(forKey: "postgres.password", isSecret: true, default: "herald-dev"),
+            database: config.string(forKey: "postgres.database", default: "herald"),
+            maximumConnections: config.int(forKey: "postgres.maxConnections", default: 20)
+        )
+        security = SecuritySettings(
+            masterKey: config.string(forKey: "masterKey", isSecret: true),
+            adminToken: config.string(forKey: "adminToken", isSecret: true)
+        )
+        logLevel = config.string(forKey: "logLevel", default: "info")
+    }
+}
+
+/// Where Kafka is and how Herald's clients talk to it.
+public struct KafkaSettings: Sendable {
+    /// Bootstrap brokers, `host:port` separated by commas (`HERALD_KAFKA_BROKERS`).
+    public var brokers: String
+    public var clientID: String
+    /// The defaults for session, heartbeat and fetch wait suit the development broker; a real
+    /// cluster is better served by 10000, 3000 and 100.
+    public var sessionTimeoutMilliseconds: Int
+    public var heartbeatIntervalMilliseconds: Int
+    public var fetchWaitMaximumMilliseconds: Int
+    public var lingerMilliseconds: Int
+    public var compression: String
+    /// librdkafka debug contexts, for example `cgrp,fetch` (`HERALD_KAFKA_DEBUG`); empty: none.
+    public var debugContexts: String
+
+    public init(brokers: String, clientID: String = "herald", sessionTimeoutMilliseconds: Int = 6_000,
+                heartbeatIntervalMilliseconds: Int = 1_000, fetchWaitMaximumMilliseconds: Int = 10,
+                lingerMilliseconds: Int = 5, compression: String = "lz4", debugContexts: String = "") {
+        self.brokers = brokers
+        self.clientID = clientID
+        self.sessionTimeoutMilliseconds = sessionTimeoutMilliseconds
+        self.heartbeatIntervalMilliseconds = heartbeatIntervalMilliseconds
+        self.fetchWaitMaximumMilliseconds = fetchWaitMaximumMilliseconds
+        self.lingerMilliseconds = lingerMilliseconds
+        self.compression = compression
+        self.debugContexts = debugContexts
+    }
+
+    private var client: KafkaClientConfiguration {
+        KafkaClientConfiguration(bootstrapServers: brokers, clientID: clientID,
+                                 extraProperties: debugContexts.isEmpty ? [:] : ["debug": debugContexts])
+    }
+
+    /// Producer settings for these brokers.
+    public func producerConfiguration(clientID suffix: String) -> KafkaProducerConfiguration {
+        var client = self.client
+        client.clientID = "\(clientID)-\(suffix)"
+        var configuration = KafkaProducerConfiguration(client: client)
+        configuration.lingerMilliseconds = lingerMilliseconds
+        configuration.compression = compression
+        return configuration
+    }
+
+    /// Consumer settings for these brokers.
+    public func consumerConfiguration(groupID: String, topics: [String], clientID suffix: String) -> KafkaConsumerConfiguration {
+        var client = self.client
+        client.clientID = "\(clientID)-\(suffix)"
+        var configuration = KafkaConsumerConfiguration(
+            client: client,
+            groupID: groupID,
+            topics: topics
+        )
+        configuration.sessionTimeoutMilliseconds = sessionTimeoutMilliseconds
+        configuration.heartbeatIntervalMilliseconds = heartbeatIntervalMilliseconds
+        configuration.fetchWaitMaximumMilliseconds = fetchWaitMaximumMilliseconds
+        return configuration
+    }
+}
+
+/// How to reach PostgreSQL.
+public struct PostgresSettings: Sendable {
+    public var host: String
+    public var port: Int
+    public var user: String
+    public var password: String
+    public var database: String
+    public var maximumConnections: Int
+
+    public init(host: String, port: Int, user: String, password: String, database: String, maximumConnections: Int = 20) {
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.database = database
+        self.maximumConnections = maximumConnections
+    }
+}
+
+/// Secrets. Never logged.
+public struct SecuritySettings: Sendable {
+    /// 32 bytes, base64 (`HERALD_MASTER_KEY`): encrypts APNs private keys at rest.
+    public var masterKey: String?
+    /// Bearer token that manages apps (`HERALD_ADMIN_TOKEN`).
+    public var adminToken: String?
+}

@@ -1,0 +1,12 @@
+import Crypto
+
+/// Hashes API keys for storage: Herald keeps only the SHA-256 of a key, never the key.
+///
+/// API keys are long random strings (at least 128 bits), so a fast unsalted hash is enough to
+/// make a stolen table useless and lets a request's key be looked up by its hash in one query.
+public enum SecretHasher {
+    /// The SHA-256 of `secret`'s UTF-8 bytes, as 32 bytes.
+    public static func hash(_ secret: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array(secret.utf8)))
+    }
+}

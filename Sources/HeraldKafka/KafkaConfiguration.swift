@@ -1,0 +1,110 @@
+/// Settings shared by Herald's Kafka producers and consumers.
+///
+/// Every property becomes a librdkafka configuration property; ``extraProperties`` passes any
+/// other librdkafka property through unchanged (they win over the typed fields).
+public struct KafkaClientConfiguration: Sendable {
+    /// Comma-separated `host:port` list of bootstrap brokers (`HERALD_KAFKA_BROKERS`).
+    public var bootstrapServers: String
+    /// The client id brokers see in their logs and quotas.
+    public var clientID: String
+    /// Further librdkafka properties, applied last.
+    public var extraProperties: [String: String]
+
+    public init(bootstrapServers: String, clientID: String = "herald", extraProperties: [String: String] = [:]) {
+        self.bootstrapServers = bootstrapServers
+        self.clientID = clientID
+        self.extraProperties = extraProperties
+    }
+
+    var properties: [String: String] {
+        [
+            "bootstrap.servers": bootstrapServers,
+            "client.id": clientID,
+            // Fail over between addresses of a broker quickly; never leave a broker alone for long.
+            "reconnect.backoff.ms": "50",
+            "reconnect.backoff.max.ms": "1000",
+        ]
+    }
+}
+
+/// How a ``KafkaProducer`` batches and acknowledges.
+public struct KafkaProducerConfiguration: Sendable {
+    public var client: KafkaClientConfiguration
+    /// Idempotent production: retries inside librdkafka never duplicate or reorder a record.
+    public var enableIdempotence: Bool = true
+    /// How long librdkafka waits to fill a batch (`linger.ms`).
+    public var lingerMilliseconds: Int = 5
+    /// Records librdkafka may hold before ``KafkaProducer/send(_:)`` waits (`queue.buffering.max.messages`).
+    /// This is the producer's whole in-memory buffer: when it is full, senders wait.
+    public var maximumQueuedMessages: Int = 100_000
+    /// How long a record may take to be acknowledged, retries included (`message.timeout.ms`).
+    public var deliveryTimeoutMilliseconds: Int = 120_000
+    /// `none`, `lz4`, `zstd`, `snappy` or `gzip` (`compression.codec`).
+    public var compression: String = "lz4"
+    /// How long a graceful shutdown waits for unacknowledged records.
+    public var flushTimeoutMilliseconds: Int = 30_000
+
+    public init(client: KafkaClientConfiguration) {
+        self.client = client
+    }
+
+    var properties: [String: String] {
+        var properties = client.properties
+        properties["enable.idempotence"] = enableIdempotence ? "true" : "false"
+        properties["linger.ms"] = String(lingerMilliseconds)
+        properties["queue.buffering.max.messages"] = String(maximumQueuedMessages)
+        properties["message.timeout.ms"] = String(deliveryTimeoutMilliseconds)
+        properties["compression.codec"] = compression
+        properties["acks"] = "all"
+        properties.merge(client.extraProperties) { _, extra in extra }
+        return properties
+    }
+}
+
+/// How a ``KafkaConsumer`` joins its group and fetches.
+public struct KafkaConsumerConfiguration: Sendable {
+    public var client: KafkaClientConfiguration
+    /// The consumer group; members of one group share the topics' partitions.
+    public var groupID: String
+    /// The topics to subscribe to.
+    public var topics: [String]
+    /// A member silent this long is removed from the group (`session.timeout.ms`).
+    public var sessionTimeoutMilliseconds: Int = 10_000
+    /// `heartbeat.interval.ms`; about a third of the session timeout or less.
+    public var heartbeatIntervalMilliseconds: Int = 3_000
+    /// Longest time a broker holds a fetch waiting for data (`fetch.wait.max.ms`).
+    public var fetchWaitMaximumMilliseconds: Int = 100
+    /// How often stored offsets are committed (`auto.commit.interval.ms`).
+    public var commitIntervalMilliseconds: Int = 1_000
+    /// Where a group without committed offsets starts: `earliest` or `latest`.
+    public var autoOffsetReset: String = "earliest"
+    /// Records handed from librdkafka to Swift per poll. The only buffer on the Swift side.
+    public var maximumBatchSize: Int = 256
+    /// How long one poll blocks its thread when no record is there.
+    public var pollTimeoutMilliseconds: Int = 100
+
+    public init(client: KafkaClientConfiguration, groupID: String, topics: [String]) {
+        self.client = client
+        self.groupID = groupID
+        self.topics = topics
+    }
+
+    var properties: [String: String] {
+        var properties = client.properties
+        properties["group.id"] = groupID
+        properties["session.timeout.ms"] = String(sessionTimeoutMilliseconds)
+        properties["heartbeat.interval.ms"] = String(heartbeatIntervalMilliseconds)
+        properties["fetch.wait.max.ms"] = String(fetchWaitMaximumMilliseconds)
+        properties["auto.commit.interval.ms"] = String(commitIntervalMilliseconds)
+        properties["auto.offset.reset"] = autoOffsetReset
+        // At-least-once: an offset is stored only when the caller says its record is handled;
+        // stored offsets are committed in the background and on every revoke and close.
+        properties["enable.auto.commit"] = "true"
+        properties["enable.auto.offset.store"] = "false"
+        // Eager rebalancing: a revoke takes every partition back, so records fetched but not
+        // handled can be dropped and fetched again from the committed offset.
+        properties["partition.assignment.strategy"] = "range,roundrobin"
+        properties.merge(client.extraProperties) { _, extra in extra }
+        return properties
+    }
+}

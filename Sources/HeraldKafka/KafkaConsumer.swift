@@ -1,0 +1,175 @@
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// A consumer-group member that hands out records on demand and stores offsets only when told.
+///
+/// Records are pulled through ``messages``: each pull takes up to
+/// ``KafkaConsumerConfiguration/maximumBatchSize`` records from librdkafka's fetch queue, which
+/// is the real buffer (bounded by librdkafka's `queued.max.messages.kbytes`); nothing unbounded
+/// is kept in Swift. An offset is stored only by ``storeOffset(for:)`` after the caller handled
+/// the record, and stored offsets are committed every
+/// ``KafkaConsumerConfiguration/commitIntervalMilliseconds``, on every rebalance and on close:
+/// a member that dies before storing has its records delivered again to another member.
+///
+/// Polls, commits and close block, so they run on the consumer's own thread, never on Swift's
+/// cooperative pool.
+///
+/// - Important: run it in a `ServiceGroup` (or call ``run()``): on graceful shutdown it ends
+///   ``messages``, commits, leaves the group and releases librdkafka. List it *before* the
+///   services that iterate its messages: a group shuts down in reverse order, so their loops
+///   (``messages`` ends when the iterating service is asked to stop) finish first, and the
+///   consumer then commits what they stored.
+public final class KafkaConsumer: Service, Sendable {
+    private let client: RdKafkaClient
+    private let thread: BlockingCallThread
+    private let configuration: KafkaConsumerConfiguration
+    private let logger: Logger
+    private let closing = Atomic<Bool>(false)
+    private let closed = Mutex(false)
+
+    /// Creates a consumer and subscribes it to ``KafkaConsumerConfiguration/topics``.
+    /// - Throws: ``KafkaError`` when librdkafka refuses a property or the subscription.
+    public init(configuration: KafkaConsumerConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        self.client = try RdKafkaClient.make(role: .consumer, properties: configuration.properties, logger: logger)
+        self.thread = BlockingCallThread(name: "herald-kafka-consumer")
+        do {
+            try client.subscribe(topics: configuration.topics)
+        } catch {
+            thread.stop()
+            throw error
+        }
+    }
+
+    deinit {
+        thread.stop()
+    }
+
+    /// The records of the subscribed topics, in order per partition. Iterate it from one task.
+    /// It ends (returns `nil`) when the consumer shuts down.
+    public var messages: KafkaConsumerMessages { KafkaConsumerMessages(consumer: self) }
+
+    /// The partitions this member owns right now.
+    public var assignment: [KafkaTopicPartition] {
+        client.context.assignment.withLock { $0 }
+    }
+
+    /// Marks `message` handled: after a commit, the group resumes after it.
+    /// - Throws: ``KafkaError`` when the partition is no longer assigned to this member (its new
+    ///   owner will deliver the record again) or the consumer is closed.
+    public func storeOffset(for message: KafkaConsumerMessage) throws {
+        try client.storeOffset(topic: message.topic, partition: message.partition, nextOffset: message.offset + 1)
+    }
+
+    /// Commits the stored offsets now and waits for the broker.
+    public func commit() async throws {
+        try await thread.run { [client] in try client.commitStoredOffsets() }
+    }
+
+    /// Stops fetching from `partitions` until ``resume(_:)``; records already fetched still arrive.
+    public func pause(_ partitions: [KafkaTopicPartition]) throws {
+        try client.setPaused(true, partitions: partitions)
+    }
+
+    /// Fetches again from paused partitions.
+    public func resume(_ partitions: [KafkaTopicPartition]) throws {
+        try client.setPaused(false, partitions: partitions)
+    }
+
+    /// Runs until graceful shutdown (or cancellation), then closes.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        try await close()
+    }
+
+    /// Ends ``messages``, commits stored offsets, leaves the group and releases librdkafka.
+    /// Idempotent.
+    public func close() async throws {
+        closing.store(true, ordering: .releasing)
+        let alreadyClosed = closed.withLock { closed in
+            defer { closed = true }
+            return closed
+        }
+        guard !alreadyClosed else { return }
+        defer { thread.stop() }
+        try await thread.run { [client, logger] in
+            defer { client.destroy() }
+            do {
+                try client.closeConsumer()
+                logger.debug("Kafka consumer left its group")
+            } catch {
+                logger.warning("Kafka consumer did not close cleanly", metadata: ["error": "\(error)"])
+                throw error
+            }
+        }
+    }
+
+    /// One pull: up to a batch of records, waiting up to the poll timeout for the first.
+    /// - Returns: the records and the number of revocations seen before the poll.
+    func nextBatch() async throws -> (messages: [KafkaConsumerMessage], revocationsBefore: Int)? {
+        if closing.load(ordering: .acquiring) { return nil }
+        let maximum = configuration.maximumBatchSize
+        let timeout = Int32(configuration.pollTimeoutMilliseconds)
+        do {
+            return try await thread.run { [self] in
+                if closing.load(ordering: .acquiring) { return nil }
+                let before = client.context.revocations.load(ordering: .sequentiallyConsistent)
+                return (try client.pollBatch(maximum: maximum, timeoutMilliseconds: timeout), before)
+            }
+        } catch let error as KafkaError where error.kind == .shutDown {
+            return nil
+        }
+    }
+
+    /// Revocations seen so far (each one voids the records fetched before it).
+    var revocations: Int {
+        client.context.revocations.load(ordering: .sequentiallyConsistent)
+    }
+}
+
+/// The records of a ``KafkaConsumer`` as an `AsyncSequence`, pulled on demand.
+public struct KafkaConsumerMessages: AsyncSequence, Sendable {
+    public typealias Element = KafkaConsumerMessage
+
+    let consumer: KafkaConsumer
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(consumer: consumer)
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let consumer: KafkaConsumer
+        private var batch: [KafkaConsumerMessage] = []
+        private var index = 0
+        private var batchRevocations = 0
+
+        init(consumer: KafkaConsumer) {
+            self.consumer = consumer
+        }
+
+        public mutating func next() async throws -> KafkaConsumerMessage? {
+            while true {
+                // Inside a ServiceGroup, the loop ends when its own service is asked to stop.
+                // Records fetched but not handed out are not stored: they come again later.
+                if Task.isShuttingDownGracefully { return nil }
+                if index < batch.count {
+                    // A revoke since this batch was fetched gave its partitions away: its records
+                    // will come again from the committed offset, to whoever owns them now.
+                    if consumer.revocations == batchRevocations {
+                        defer { index += 1 }
+                        return batch[index]
+                    }
+                    batch = []
+                    index = 0
+                }
+                try Task.checkCancellation()
+                guard let (messages, revocationsBefore) = try await consumer.nextBatch() else { return nil }
+                batch = messages
+                index = 0
+                batchRevocations = revocationsBefore
+            }
+        }
+    }
+}

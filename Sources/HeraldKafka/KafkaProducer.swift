@@ -1,0 +1,140 @@
+import CRdKafka
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Produces records to Kafka and reports when the broker acknowledged them.
+///
+/// librdkafka batches, compresses and retries; with ``KafkaProducerConfiguration/enableIdempotence``
+/// its retries never duplicate or reorder a record. A dedicated thread serves delivery reports
+/// from the moment the producer is created, so ``send(_:)`` works before ``run()`` is called.
+/// When librdkafka's queue is full (``KafkaProducerConfiguration/maximumQueuedMessages``),
+/// ``send(_:)`` waits for room: that is the producer's backpressure.
+///
+/// - Important: run it in a `ServiceGroup` (or call ``run()``): on graceful shutdown it flushes
+///   what is not yet acknowledged, waiting up to ``KafkaProducerConfiguration/flushTimeoutMilliseconds``.
+public final class KafkaProducer: Service, Sendable {
+    private enum Phase {
+        case running
+        case shuttingDown
+        case stopped
+    }
+
+    private let client: RdKafkaClient
+    private let configuration: KafkaProducerConfiguration
+    private let logger: Logger
+    private let phase = Mutex(Phase.running)
+    private let pollThread = PollThreadState()
+
+    /// Shared by the producer and its delivery-report thread.
+    private final class PollThreadState: Sendable {
+        let stopRequested = Atomic<Bool>(false)
+        let stopped = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    }
+
+    /// Creates a producer and starts its delivery-report thread.
+    /// - Throws: ``KafkaError`` `.configuration` when librdkafka refuses a property.
+    public init(configuration: KafkaProducerConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        self.client = try RdKafkaClient.make(role: .producer, properties: configuration.properties, logger: logger)
+        let thread = Thread { [client, pollThread, configuration, logger] in
+            while !pollThread.stopRequested.load(ordering: .acquiring) {
+                client.poll(timeoutMilliseconds: 100)
+            }
+            let remaining = client.flush(timeoutMilliseconds: Int32(configuration.flushTimeoutMilliseconds))
+            if remaining > 0 {
+                logger.error("Kafka producer shut down with records not acknowledged; their senders get an error",
+                             metadata: ["records": "\(remaining)"])
+                client.purgeUnacknowledged()
+            }
+            client.destroy()
+            let waiters = pollThread.stopped.withLock { state in
+                state.done = true
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+        thread.name = "herald-kafka-producer"
+        thread.start()
+    }
+
+    deinit {
+        pollThread.stopRequested.store(true, ordering: .releasing)
+    }
+
+    /// Produces one record and returns when the broker acknowledged it.
+    /// - Throws: ``KafkaError``: not acknowledged within the delivery timeout, refused by the
+    ///   broker (for example an unknown topic), or the producer is shut down.
+    @discardableResult
+    public func send(_ message: KafkaProducerMessage) async throws -> KafkaDeliveryReport {
+        try await send(CollectionOfOne(message))
+    }
+
+    /// Produces records and returns when the broker acknowledged all of them.
+    ///
+    /// Records with the same key keep their order. If one fails, the others may still have
+    /// been written: callers retry the whole group, which is why Herald's record ids are
+    /// deterministic.
+    /// - Returns: the report of the last record acknowledged.
+    /// - Throws: the first ``KafkaError`` among the records.
+    @discardableResult
+    public func send(_ messages: some Collection<KafkaProducerMessage>) async throws -> KafkaDeliveryReport {
+        guard !messages.isEmpty else { return KafkaDeliveryReport(partition: -1, offset: -1) }
+        guard phase.withLock({ $0 == .running }) else { throw KafkaError.shutDown }
+        let group = KafkaDeliveryGroup(count: messages.count)
+        var enqueued = 0
+        do {
+            for message in messages {
+                try await enqueue(message, group: group)
+                enqueued += 1
+            }
+        } catch let error as KafkaError {
+            group.failed(error, count: messages.count - enqueued)
+        }
+        return try await group.wait()
+    }
+
+    private func enqueue(_ message: KafkaProducerMessage, group: KafkaDeliveryGroup) async throws {
+        var backoffNanoseconds: UInt64 = 200_000
+        while true {
+            // Retained for librdkafka; released by the delivery-report callback or below.
+            let opaque = Unmanaged.passRetained(group).toOpaque()
+            guard let error = client.produce(topic: message.topic, partition: message.partition,
+                                             key: message.key, value: message.value, opaque: opaque) else {
+                return
+            }
+            Unmanaged<KafkaDeliveryGroup>.fromOpaque(opaque).release()
+            guard error.code == RD_KAFKA_RESP_ERR__QUEUE_FULL.rawValue else { throw error }
+            // librdkafka's queue is full: wait for acknowledgements to make room.
+            guard phase.withLock({ $0 == .running }) else { throw KafkaError.shutDown }
+            try? await Task.sleep(nanoseconds: backoffNanoseconds)
+            backoffNanoseconds = min(backoffNanoseconds * 2, 20_000_000)
+        }
+    }
+
+    /// Runs until graceful shutdown (or cancellation), then flushes and stops.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await shutdown()
+    }
+
+    /// Refuses new records, waits for the outstanding ones to be acknowledged (up to the flush
+    /// timeout; the rest fail), and releases librdkafka. Idempotent.
+    public func shutdown() async {
+        phase.withLock { if $0 == .running { $0 = .shuttingDown } }
+        pollThread.stopRequested.store(true, ordering: .releasing)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = pollThread.stopped.withLock { state in
+                if state.done { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+        phase.withLock { $0 = .stopped }
+        logger.debug("Kafka producer stopped")
+    }
+}

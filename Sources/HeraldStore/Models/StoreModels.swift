@@ -1,0 +1,286 @@
+import Foundation
+
+/// Which APNs server a token belongs to.
+public enum APNsEnvironment: String, Sendable, Codable, CaseIterable {
+    case production
+    case sandbox
+}
+
+/// An app: one iOS app (bundle id) and everything registered for it.
+public struct App: Sendable, Equatable {
+    public var id: UUID
+    public var name: String
+    public var bundleID: String
+    public var createdAt: Date
+    public var updatedAt: Date
+}
+
+/// What an API key may do.
+public enum APIKeyKind: String, Sendable, Codable {
+    /// Pushes, devices, statistics: for app back-ends and the marketing tool.
+    case server
+    /// Register or update a device only: the key an app's SDK embeds.
+    case client
+}
+
+/// An API key as stored: its hash, never the key.
+public struct APIKeyRecord: Sendable, Equatable {
+    public var id: UUID
+    public var appID: UUID
+    public var kind: APIKeyKind
+    public var keyPrefix: String
+    public var name: String
+    public var createdAt: Date
+    public var lastUsedAt: Date?
+    public var revokedAt: Date?
+}
+
+/// How Herald authenticates to APNs for an app.
+public enum APNsCredentialKind: String, Sendable, Codable {
+    /// An ES256 signing key (.p8) with key id and team id.
+    case token
+    /// A client certificate (PKCS#12 or PEM) for mutual TLS.
+    case certificate
+}
+
+/// An APNs credential; the secret is sealed (see `CredentialCipher`).
+public struct APNsCredentialRecord: Sendable, Equatable {
+    public var id: UUID
+    public var appID: UUID
+    public var environment: APNsEnvironment
+    public var kind: APNsCredentialKind
+    public var keyID: String?
+    public var teamID: String?
+    public var sealedSecret: [UInt8]
+    public var certificateExpiresAt: Date?
+    public var updatedAt: Date
+
+    public init(id: UUID, appID: UUID, environment: APNsEnvironment, kind: APNsCredentialKind, keyID: String?,
+                teamID: String?, sealedSecret: [UInt8], certificateExpiresAt: Date? = nil, updatedAt: Date = Date()) {
+        self.id = id
+        self.appID = appID
+        self.environment = environment
+        self.kind = kind
+        self.keyID = keyID
+        self.teamID = teamID
+        self.sealedSecret = sealedSecret
+        self.certificateExpiresAt = certificateExpiresAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// Whether a device is targeted.
+public enum DeviceStatus: String, Sendable, Codable {
+    case active
+    /// APNs said the token is dead; it is skipped until the device registers again.
+    case invalid
+}
+
+/// What an app's SDK sends to register (or refresh) a device.
+public struct DeviceRegistration: Sendable {
+    public var appID: UUID
+    public var token: [UInt8]
+    public var environment: APNsEnvironment
+    public var topic: String
+    public var alias: String?
+    public var tags: [String]
+    public var locale: String?
+    public var timeZone: String?
+
+    public init(appID: UUID, token: [UInt8], environment: APNsEnvironment, topic: String, alias: String? = nil,
+                tags: [String] = [], locale: String? = nil, timeZone: String? = nil) {
+        self.appID = appID
+        self.token = token
+        self.environment = environment
+        self.topic = topic
+        self.alias = alias
+        self.tags = tags
+        self.locale = locale
+        self.timeZone = timeZone
+    }
+}
+
+/// A registered device.
+public struct Device: Sendable, Equatable {
+    /// The registration id.
+    public var id: Int64
+    public var appID: UUID
+    public var token: [UInt8]
+    public var environment: APNsEnvironment
+    public var topic: String
+    public var alias: String?
+    public var tags: [String]
+    public var locale: String?
+    public var timeZone: String?
+    public var status: DeviceStatus
+    public var registeredAt: Date
+    public var updatedAt: Date
+    public var invalidatedAt: Date?
+    public var invalidReason: String?
+}
+
+/// One device of an audience page: what the fan-out puts in a job.
+public struct AudienceTarget: Sendable, Equatable {
+    public var deviceID: Int64
+    public var token: [UInt8]
+    public var environment: APNsEnvironment
+    public var topic: String
+}
+
+/// Where a push is in its life.
+public enum PushState: String, Sendable, Codable {
+    case scheduled
+    case accepted
+    case fanningOut = "fanning_out"
+    case sending
+    case completed
+    case canceled
+}
+
+/// A push to store.
+public struct NewPush: Sendable {
+    public var id: UUID
+    public var appID: UUID
+    public var state: PushState
+    /// The audience, notification and options as JSON text, as the API accepted them.
+    public var audienceJSON: String
+    public var notificationJSON: String
+    public var optionsJSON: String
+    /// The rendered APNs payload.
+    public var payload: [UInt8]
+    public var pushType: String
+    public var priority: Int
+    public var expiresAt: Date?
+    public var collapseID: String?
+    public var idempotencyKey: String?
+    public var scheduledAt: Date?
+    public var throttlePerSecond: Int?
+    public var finishWithinSeconds: Int?
+    public var recallOf: UUID?
+
+    public init(id: UUID, appID: UUID, state: PushState = .accepted, audienceJSON: String, notificationJSON: String,
+                optionsJSON: String = "{}", payload: [UInt8], pushType: String = "alert", priority: Int = 10,
+                expiresAt: Date? = nil, collapseID: String? = nil, idempotencyKey: String? = nil,
+                scheduledAt: Date? = nil, throttlePerSecond: Int? = nil, finishWithinSeconds: Int? = nil,
+                recallOf: UUID? = nil) {
+        self.id = id
+        self.appID = appID
+        self.state = state
+        self.audienceJSON = audienceJSON
+        self.notificationJSON = notificationJSON
+        self.optionsJSON = optionsJSON
+        self.payload = payload
+        self.pushType = pushType
+        self.priority = priority
+        self.expiresAt = expiresAt
+        self.collapseID = collapseID
+        self.idempotencyKey = idempotencyKey
+        self.scheduledAt = scheduledAt
+        self.throttlePerSecond = throttlePerSecond
+        self.finishWithinSeconds = finishWithinSeconds
+        self.recallOf = recallOf
+    }
+}
+
+/// A stored push with its progress.
+public struct Push: Sendable {
+    public var definition: NewPush
+    public var fanoutCursor: Int64
+    public var batchesEmitted: Int
+    public var createdAt: Date
+    public var completedAt: Date?
+    public var canceledAt: Date?
+
+    public var id: UUID { definition.id }
+    public var state: PushState { definition.state }
+}
+
+/// A push's counters. Once it is completed: targeted = accepted + rejected + expired + canceled.
+public struct PushCounters: Sendable, Equatable {
+    public var targeted: Int64 = 0
+    public var accepted: Int64 = 0
+    public var rejected: Int64 = 0
+    public var expired: Int64 = 0
+    public var canceled: Int64 = 0
+    public var tokensInvalidated: Int64 = 0
+    /// Rejections by APNs reason.
+    public var rejectedByReason: [String: Int64] = [:]
+
+    public init() {}
+
+    /// Every target has a terminal outcome.
+    public var isComplete: Bool { targeted == accepted + rejected + expired + canceled }
+}
+
+/// A device a push did not reach.
+public struct FailedDelivery: Sendable, Equatable {
+    public enum Status: String, Sendable, Codable {
+        case rejected
+        case expired
+        case canceled
+    }
+
+    public var pushID: UUID
+    public var deviceID: Int64
+    public var status: Status
+    public var reason: String?
+    public var httpStatus: Int?
+    public var attempts: Int
+
+    public init(pushID: UUID, deviceID: Int64, status: Status, reason: String?, httpStatus: Int?, attempts: Int) {
+        self.pushID = pushID
+        self.deviceID = deviceID
+        self.status = status
+        self.reason = reason
+        self.httpStatus = httpStatus
+        self.attempts = attempts
+    }
+}
+
+/// A Kafka record waiting in the outbox.
+public struct OutboxRecord: Sendable, Equatable {
+    public var id: Int64
+    public var topic: String
+    public var key: [UInt8]?
+    public var value: [UInt8]
+}
+
+/// How often a schedule fires.
+public enum ScheduleRecurrence: String, Sendable, Codable {
+    case once
+    case daily
+    case weekly
+}
+
+/// A recurring schedule: a push template fired at a time of day.
+public struct Schedule: Sendable, Equatable {
+    public var id: UUID
+    public var appID: UUID
+    public var name: String
+    public var pushTemplateJSON: String
+    public var recurrence: ScheduleRecurrence
+    /// Seconds after midnight in ``timeZone``.
+    public var timeOfDaySeconds: Int
+    public var timeZone: String
+    /// ISO weekdays (1 = Monday) for weekly schedules.
+    public var weekdays: [Int16]
+    public var nextFireAt: Date?
+    public var endsAt: Date?
+    public var enabled: Bool
+
+    public init(id: UUID, appID: UUID, name: String, pushTemplateJSON: String, recurrence: ScheduleRecurrence,
+                timeOfDaySeconds: Int, timeZone: String = "UTC", weekdays: [Int16] = [], nextFireAt: Date?,
+                endsAt: Date? = nil, enabled: Bool = true) {
+        self.id = id
+        self.appID = appID
+        self.name = name
+        self.pushTemplateJSON = pushTemplateJSON
+        self.recurrence = recurrence
+        self.timeOfDaySeconds = timeOfDaySeconds
+        self.timeZone = timeZone
+        self.weekdays = weekdays
+        self.nextFireAt = nextFireAt
+        self.endsAt = endsAt
+        self.enabled = enabled
+    }
+}

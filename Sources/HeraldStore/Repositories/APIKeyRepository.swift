@@ -1,0 +1,71 @@
+import Foundation
+import HeraldCore
+import Logging
+import PostgresNIO
+
+/// API keys, stored as SHA-256 hashes.
+public struct APIKeyRepository: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Stores the hash of `key` (the caller shows `key` once and forgets it).
+    public func create(appID: UUID, kind: APIKeyKind, key: String, name: String = "", id: UUID = UUID()) async throws -> APIKeyRecord {
+        let hash = SecretHasher.hash(key)
+        let prefix = String(key.prefix(8))
+        let rows = try await client.query("""
+            INSERT INTO api_keys (id, app_id, kind, key_hash, key_prefix, name)
+            VALUES (\(id), \(appID), \(kind.rawValue), \(hash.bytea), \(prefix), \(name))
+            RETURNING id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
+            """, logger: logger)
+        return try await Self.first(rows)!
+    }
+
+    /// The live (not revoked) key whose hash matches `key`, and marks it used.
+    public func authenticate(key: String) async throws -> APIKeyRecord? {
+        let hash = SecretHasher.hash(key)
+        let rows = try await client.query("""
+            UPDATE api_keys SET last_used_at = now()
+            WHERE key_hash = \(hash.bytea) AND revoked_at IS NULL
+            RETURNING id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
+            """, logger: logger)
+        return try await Self.first(rows)
+    }
+
+    public func keys(appID: UUID) async throws -> [APIKeyRecord] {
+        let rows = try await client.query("""
+            SELECT id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
+            FROM api_keys WHERE app_id = \(appID) ORDER BY created_at, id
+            """, logger: logger)
+        return try await Self.all(rows)
+    }
+
+    /// Revokes a key of `appID`. Returns whether a live key was revoked.
+    @discardableResult
+    public func revoke(id: UUID, appID: UUID) async throws -> Bool {
+        let rows = try await client.query("""
+            UPDATE api_keys SET revoked_at = now()
+            WHERE id = \(id) AND app_id = \(appID) AND revoked_at IS NULL RETURNING id
+            """, logger: logger)
+        for try await _ in rows.decode(UUID.self) { return true }
+        return false
+    }
+
+    private static func first(_ rows: PostgresRowSequence) async throws -> APIKeyRecord? {
+        try await all(rows).first
+    }
+
+    private static func all(_ rows: PostgresRowSequence) async throws -> [APIKeyRecord] {
+        var keys: [APIKeyRecord] = []
+        for try await (id, appID, kind, prefix, name, createdAt, lastUsedAt, revokedAt)
+            in rows.decode((UUID, UUID, String, String, String, Date, Date?, Date?).self) {
+            keys.append(APIKeyRecord(id: id, appID: appID, kind: APIKeyKind(rawValue: kind) ?? .server, keyPrefix: prefix,
+                                     name: name, createdAt: createdAt, lastUsedAt: lastUsedAt, revokedAt: revokedAt))
+        }
+        return keys
+    }
+}

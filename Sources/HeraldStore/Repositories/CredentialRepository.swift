@@ -1,0 +1,56 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// APNs credentials, one per app and environment, secrets sealed by `CredentialCipher`.
+public struct CredentialRepository: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Stores the credential, replacing the app's credential for the same environment.
+    public func upsert(_ credential: APNsCredentialRecord) async throws {
+        try await client.query("""
+            INSERT INTO apns_credentials (id, app_id, environment, kind, key_id, team_id, sealed_secret, certificate_expires_at)
+            VALUES (\(credential.id), \(credential.appID), \(credential.environment.rawValue), \(credential.kind.rawValue),
+                    \(credential.keyID), \(credential.teamID), \(credential.sealedSecret.bytea), \(credential.certificateExpiresAt))
+            ON CONFLICT (app_id, environment) DO UPDATE SET
+                id = EXCLUDED.id, kind = EXCLUDED.kind, key_id = EXCLUDED.key_id, team_id = EXCLUDED.team_id,
+                sealed_secret = EXCLUDED.sealed_secret, certificate_expires_at = EXCLUDED.certificate_expires_at,
+                updated_at = now()
+            """, logger: logger)
+    }
+
+    /// The app's credentials (at most one per environment).
+    public func credentials(appID: UUID) async throws -> [APNsCredentialRecord] {
+        let rows = try await client.query("""
+            SELECT id, app_id, environment, kind, key_id, team_id, sealed_secret, certificate_expires_at, updated_at
+            FROM apns_credentials WHERE app_id = \(appID) ORDER BY environment
+            """, logger: logger)
+        var credentials: [APNsCredentialRecord] = []
+        for try await (id, appID, environment, kind, keyID, teamID, secret, expiresAt, updatedAt)
+            in rows.decode((UUID, UUID, String, String, String?, String?, ByteBuffer, Date?, Date).self) {
+            guard let environment = APNsEnvironment(rawValue: environment), let kind = APNsCredentialKind(rawValue: kind) else {
+                continue
+            }
+            credentials.append(APNsCredentialRecord(
+                id: id, appID: appID, environment: environment, kind: kind, keyID: keyID, teamID: teamID,
+                sealedSecret: secret.bytes, certificateExpiresAt: expiresAt, updatedAt: updatedAt))
+        }
+        return credentials
+    }
+
+    /// Deletes the app's credential for `environment`. Returns whether there was one.
+    @discardableResult
+    public func delete(appID: UUID, environment: APNsEnvironment) async throws -> Bool {
+        let rows = try await client.query("""
+            DELETE FROM apns_credentials WHERE app_id = \(appID) AND environment = \(environment.rawValue) RETURNING id
+            """, logger: logger)
+        for try await _ in rows.decode(UUID.self) { return true }
+        return false
+    }
+}

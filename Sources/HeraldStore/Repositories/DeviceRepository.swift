@@ -1,0 +1,227 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Devices: registration, aliases and tags, the token lifecycle, and audience pages.
+public struct DeviceRepository: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// The result of a registration.
+    public struct Registered: Sendable, Equatable {
+        /// The registration id; the same for the same token of the same app, however often it
+        /// registers.
+        public var id: Int64
+        /// The token was not known before.
+        public var isNew: Bool
+    }
+
+    /// Registers a token, or refreshes it: a known token keeps its registration id, is
+    /// reactivated if it was invalid, takes the new environment and topic, the alias, locale and
+    /// time zone given (absent ones are kept), and gains the tags given.
+    public func register(_ registration: DeviceRegistration) async throws -> Registered {
+        try await client.withTransaction(logger: logger) { connection in
+            let rows = try await connection.query("""
+                INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone)
+                VALUES (\(registration.appID), \(registration.token.bytea), \(registration.environment.rawValue),
+                        \(registration.topic), \(registration.alias), \(registration.locale), \(registration.timeZone))
+                ON CONFLICT (app_id, token) DO UPDATE SET
+                    environment = EXCLUDED.environment,
+                    topic = EXCLUDED.topic,
+                    alias = COALESCE(EXCLUDED.alias, devices.alias),
+                    locale = COALESCE(EXCLUDED.locale, devices.locale),
+                    time_zone = COALESCE(EXCLUDED.time_zone, devices.time_zone),
+                    status = 'active', invalidated_at = NULL, invalid_reason = NULL,
+                    registered_at = now(), updated_at = now()
+                RETURNING id, (xmax = 0) AS inserted
+                """, logger: logger)
+            var registered: Registered?
+            for try await (id, inserted) in rows.decode((Int64, Bool).self) {
+                registered = Registered(id: id, isNew: inserted)
+            }
+            guard let registered else { throw StoreError(message: "device registration returned no row") }
+            if !registration.tags.isEmpty {
+                try await Self.insertTags(registration.tags, deviceID: registered.id, appID: registration.appID, on: connection, logger: logger)
+            }
+            return registered
+        }
+    }
+
+    /// The device with registration id `id`, if it belongs to `appID`.
+    public func device(id: Int64, appID: UUID) async throws -> Device? {
+        let rows = try await client.query("""
+            SELECT \(unescaped: Self.deviceColumns) FROM devices d WHERE d.id = \(id) AND d.app_id = \(appID)
+            """, logger: logger)
+        return try await Self.devices(from: rows).first
+    }
+
+    /// The devices of `appID` with `alias`, in registration order.
+    public func devices(alias: String, appID: UUID, limit: Int = 100) async throws -> [Device] {
+        let rows = try await client.query("""
+            SELECT \(unescaped: Self.deviceColumns) FROM devices d
+            WHERE d.app_id = \(appID) AND d.alias = \(alias) ORDER BY d.id LIMIT \(limit)
+            """, logger: logger)
+        return try await Self.devices(from: rows)
+    }
+
+    /// Devices of `appID` carrying `tag`, `limit` at a time after registration id `cursor`.
+    public func devices(tag: String, appID: UUID, after cursor: Int64 = 0, limit: Int = 100) async throws -> [Device] {
+        let rows = try await client.query("""
+            SELECT \(unescaped: Self.deviceColumns) FROM device_tags t JOIN devices d ON d.id = t.device_id
+            WHERE t.app_id = \(appID) AND t.tag = \(tag) AND t.device_id > \(cursor)
+            ORDER BY t.device_id LIMIT \(limit)
+            """, logger: logger)
+        return try await Self.devices(from: rows)
+    }
+
+    /// Sets (or with `nil` removes) the alias. Returns whether the device exists.
+    @discardableResult
+    public func setAlias(_ alias: String?, deviceID: Int64, appID: UUID) async throws -> Bool {
+        let rows = try await client.query("""
+            UPDATE devices SET alias = \(alias), updated_at = now()
+            WHERE id = \(deviceID) AND app_id = \(appID) RETURNING id
+            """, logger: logger)
+        for try await _ in rows.decode(Int64.self) { return true }
+        return false
+    }
+
+    /// Adds and removes tags of a device in one transaction. Returns whether the device exists.
+    @discardableResult
+    public func updateTags(adding: [String], removing: [String], deviceID: Int64, appID: UUID) async throws -> Bool {
+        try await client.withTransaction(logger: logger) { connection in
+            let rows = try await connection.query(
+                "UPDATE devices SET updated_at = now() WHERE id = \(deviceID) AND app_id = \(appID) RETURNING id",
+                logger: logger)
+            var found = false
+            for try await _ in rows.decode(Int64.self) { found = true }
+            guard found else { return false }
+            if !removing.isEmpty {
+                try await connection.query("""
+                    DELETE FROM device_tags WHERE app_id = \(appID) AND device_id = \(deviceID) AND tag = ANY(\(removing))
+                    """, logger: logger)
+            }
+            if !adding.isEmpty {
+                try await Self.insertTags(adding, deviceID: deviceID, appID: appID, on: connection, logger: logger)
+            }
+            return true
+        }
+    }
+
+    /// Deletes a device and its tags. Returns whether it existed.
+    @discardableResult
+    public func delete(id: Int64, appID: UUID) async throws -> Bool {
+        let rows = try await client.query(
+            "DELETE FROM devices WHERE id = \(id) AND app_id = \(appID) RETURNING id", logger: logger)
+        for try await _ in rows.decode(Int64.self) { return true }
+        return false
+    }
+
+    // MARK: Token lifecycle
+
+    /// Marks a token invalid after APNs rejected it.
+    ///
+    /// For `Unregistered` (410) pass APNs' timestamp: the token is invalidated only if the device
+    /// has not registered again after it. For `BadDeviceToken` and `DeviceTokenNotForTopic` pass
+    /// `nil`: the token is invalidated at once.
+    /// - Returns: whether the device was active and is now invalid.
+    @discardableResult
+    public func invalidate(deviceID: Int64, reason: String, unregisteredAt: Date?) async throws -> Bool {
+        let rows: PostgresRowSequence
+        if let unregisteredAt {
+            rows = try await client.query("""
+                UPDATE devices SET status = 'invalid', invalidated_at = now(), invalid_reason = \(reason), updated_at = now()
+                WHERE id = \(deviceID) AND status = 'active' AND registered_at <= \(unregisteredAt) RETURNING id
+                """, logger: logger)
+        } else {
+            rows = try await client.query("""
+                UPDATE devices SET status = 'invalid', invalidated_at = now(), invalid_reason = \(reason), updated_at = now()
+                WHERE id = \(deviceID) AND status = 'active' RETURNING id
+                """, logger: logger)
+        }
+        for try await _ in rows.decode(Int64.self) { return true }
+        return false
+    }
+
+    /// Deletes devices invalid since before `cutoff`. Returns how many.
+    public func purgeInvalid(before cutoff: Date) async throws -> Int {
+        let rows = try await client.query("""
+            WITH purged AS (DELETE FROM devices WHERE status = 'invalid' AND invalidated_at < \(cutoff) RETURNING 1)
+            SELECT count(*) FROM purged
+            """, logger: logger)
+        for try await count in rows.decode(Int64.self) { return Int(count) }
+        return 0
+    }
+
+    // MARK: Audiences
+
+    /// One keyset page of an app's active devices in registration-id order: those after
+    /// `cursor`, at most `limit`, optionally of one environment. Pass the last id of a page as
+    /// the next cursor; an empty page is the end.
+    public func audiencePage(appID: UUID, environment: APNsEnvironment? = nil, after cursor: Int64,
+                             limit: Int) async throws -> [AudienceTarget] {
+        let rows: PostgresRowSequence
+        if let environment {
+            rows = try await client.query("""
+                SELECT id, token, environment, topic FROM devices
+                WHERE app_id = \(appID) AND status = 'active' AND id > \(cursor) AND environment = \(environment.rawValue)
+                ORDER BY id LIMIT \(limit)
+                """, logger: logger)
+        } else {
+            rows = try await client.query("""
+                SELECT id, token, environment, topic FROM devices
+                WHERE app_id = \(appID) AND status = 'active' AND id > \(cursor)
+                ORDER BY id LIMIT \(limit)
+                """, logger: logger)
+        }
+        var targets: [AudienceTarget] = []
+        targets.reserveCapacity(limit)
+        for try await (id, token, environment, topic) in rows.decode((Int64, ByteBuffer, String, String).self) {
+            targets.append(AudienceTarget(deviceID: id, token: token.bytes,
+                                          environment: APNsEnvironment(rawValue: environment) ?? .production, topic: topic))
+        }
+        return targets
+    }
+
+    // MARK: Helpers
+
+    static let deviceColumns = """
+        d.id, d.app_id, d.token, d.environment, d.topic, d.alias, \
+        ARRAY(SELECT t.tag FROM device_tags t WHERE t.device_id = d.id ORDER BY t.tag), \
+        d.locale, d.time_zone, d.status, d.registered_at, d.updated_at, d.invalidated_at, d.invalid_reason
+        """
+
+    static func devices(from rows: PostgresRowSequence) async throws -> [Device] {
+        var devices: [Device] = []
+        for try await (id, appID, token, environment, topic, alias, tags, locale, timeZone, status, registeredAt,
+                       updatedAt, invalidatedAt, invalidReason)
+            in rows.decode((Int64, UUID, ByteBuffer, String, String, String?, [String], String?, String?, String, Date,
+                            Date, Date?, String?).self) {
+            devices.append(Device(
+                id: id, appID: appID, token: token.bytes,
+                environment: APNsEnvironment(rawValue: environment) ?? .production, topic: topic, alias: alias,
+                tags: tags, locale: locale, timeZone: timeZone, status: DeviceStatus(rawValue: status) ?? .active,
+                registeredAt: registeredAt, updatedAt: updatedAt, invalidatedAt: invalidatedAt, invalidReason: invalidReason))
+        }
+        return devices
+    }
+
+    static func insertTags(_ tags: [String], deviceID: Int64, appID: UUID, on connection: PostgresConnection,
+                           logger: Logger) async throws {
+        try await connection.query("""
+            INSERT INTO device_tags (app_id, tag, device_id)
+            SELECT \(appID), tag, \(deviceID) FROM unnest(\(tags)::text[]) AS tag
+            ON CONFLICT DO NOTHING
+            """, logger: logger)
+    }
+}
+
+/// The store found something it cannot explain (a bug or a schema mismatch).
+public struct StoreError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}

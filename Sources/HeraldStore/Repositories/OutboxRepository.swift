@@ -1,0 +1,69 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The transactional outbox: Kafka records written with the change they announce, published by
+/// a relay afterwards.
+public struct OutboxRepository: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Appends a record inside the caller's transaction.
+    static func append(_ record: PushRepository.OutboxDraft, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query("""
+            INSERT INTO outbox (topic, record_key, record_value)
+            VALUES (\(record.topic), \(record.key?.bytea), \(record.value.bytea))
+            """, logger: logger)
+    }
+
+    /// Appends a record on its own.
+    public func append(_ record: PushRepository.OutboxDraft) async throws {
+        try await client.withConnection { connection in
+            try await Self.append(record, on: connection, logger: logger)
+        }
+    }
+
+    /// Publishes the oldest unpublished records: locks up to `limit` of them (other relays skip
+    /// locked rows), hands them to `publish`, and marks them published when it returns. If
+    /// `publish` throws, they stay unpublished for the next attempt.
+    /// - Returns: how many records were published.
+    @discardableResult
+    public func publishBatch(limit: Int, _ publish: ([OutboxRecord]) async throws -> Void) async throws -> Int {
+        try await client.withTransaction(logger: logger) { connection in
+            let rows = try await connection.query("""
+                SELECT id, topic, record_key, record_value FROM outbox
+                WHERE published_at IS NULL ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                """, logger: logger)
+            var records: [OutboxRecord] = []
+            for try await (id, topic, key, value) in rows.decode((Int64, String, ByteBuffer?, ByteBuffer).self) {
+                records.append(OutboxRecord(id: id, topic: topic, key: key?.bytes, value: value.bytes))
+            }
+            guard !records.isEmpty else { return 0 }
+            try await publish(records)
+            try await connection.query(
+                "UPDATE outbox SET published_at = now() WHERE id = ANY(\(records.map(\.id)))", logger: logger)
+            return records.count
+        }
+    }
+
+    /// Records not yet published.
+    public func unpublishedCount() async throws -> Int {
+        let rows = try await client.query("SELECT count(*) FROM outbox WHERE published_at IS NULL", logger: logger)
+        for try await count in rows.decode(Int64.self) { return Int(count) }
+        return 0
+    }
+
+    /// Deletes records published before `cutoff`. Returns how many.
+    public func deletePublished(before cutoff: Date) async throws -> Int {
+        let rows = try await client.query("""
+            WITH deleted AS (DELETE FROM outbox WHERE published_at < \(cutoff) RETURNING 1) SELECT count(*) FROM deleted
+            """, logger: logger)
+        for try await count in rows.decode(Int64.self) { return Int(count) }
+        return 0
+    }
+}

@@ -1,0 +1,259 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Pushes, their counters, the batches they were cut into and their failed deliveries.
+public struct PushRepository: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// A record to publish to Kafka with the push, through the outbox.
+    public struct OutboxDraft: Sendable {
+        public var topic: String
+        public var key: [UInt8]?
+        public var value: [UInt8]
+
+        public init(topic: String, key: [UInt8]?, value: [UInt8]) {
+            self.topic = topic
+            self.key = key
+            self.value = value
+        }
+    }
+
+    /// Stores a push, its zeroed counters and its outbox records in one transaction.
+    ///
+    /// With an idempotency key the app already used, nothing is written and the first push is
+    /// returned instead.
+    /// - Returns: the stored push and whether this call created it.
+    public func create(_ push: NewPush, outbox: [OutboxDraft]) async throws -> (push: Push, created: Bool) {
+        let created: Bool = try await client.withTransaction(logger: logger) { connection in
+            let rows = try await connection.query("""
+                INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
+                                    expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
+                                    finish_within_s, recall_of)
+                VALUES (\(push.id), \(push.appID), \(push.state.rawValue), \(push.audienceJSON)::jsonb,
+                        \(push.notificationJSON)::jsonb, \(push.optionsJSON)::jsonb, \(push.payload.bytea), \(push.pushType),
+                        \(Int16(push.priority)), \(push.expiresAt), \(push.collapseID), \(push.idempotencyKey),
+                        \(push.scheduledAt), \(push.throttlePerSecond.map(Int32.init)),
+                        \(push.finishWithinSeconds.map(Int32.init)), \(push.recallOf))
+                ON CONFLICT (app_id, idempotency_key) DO NOTHING
+                RETURNING id
+                """, logger: logger)
+            var inserted = false
+            for try await _ in rows.decode(UUID.self) { inserted = true }
+            guard inserted else { return false }
+            try await connection.query("INSERT INTO push_counters (push_id) VALUES (\(push.id))", logger: logger)
+            for record in outbox {
+                try await OutboxRepository.append(record, on: connection, logger: logger)
+            }
+            return true
+        }
+        if created, let stored = try await self.push(id: push.id, appID: push.appID) {
+            return (stored, true)
+        }
+        guard let key = push.idempotencyKey, let first = try await self.push(idempotencyKey: key, appID: push.appID) else {
+            throw StoreError(message: "push \(push.id) was neither stored nor found by its idempotency key")
+        }
+        return (first, false)
+    }
+
+    /// The push `id` of `appID`.
+    public func push(id: UUID, appID: UUID) async throws -> Push? {
+        let rows = try await client.query("""
+            SELECT \(unescaped: Self.pushColumns) FROM pushes WHERE id = \(id) AND app_id = \(appID)
+            """, logger: logger)
+        return try await Self.pushes(from: rows).first
+    }
+
+    /// The push `appID` created with `idempotencyKey`.
+    public func push(idempotencyKey: String, appID: UUID) async throws -> Push? {
+        let rows = try await client.query("""
+            SELECT \(unescaped: Self.pushColumns) FROM pushes WHERE app_id = \(appID) AND idempotency_key = \(idempotencyKey)
+            """, logger: logger)
+        return try await Self.pushes(from: rows).first
+    }
+
+    /// An app's pushes, newest first, `limit` at a time before the push `cursor`.
+    public func list(appID: UUID, state: PushState? = nil, before cursor: UUID? = nil, limit: Int = 50) async throws -> [Push] {
+        let rows = try await client.query("""
+            SELECT \(unescaped: Self.pushColumns) FROM pushes
+            WHERE app_id = \(appID)
+              AND (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue)::text)
+              AND (\(cursor)::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM pushes WHERE id = \(cursor)::uuid))
+            ORDER BY created_at DESC, id DESC LIMIT \(limit)
+            """, logger: logger)
+        return try await Self.pushes(from: rows)
+    }
+
+    /// Moves a push to `state` if it is in one of `from`. Returns whether it moved.
+    @discardableResult
+    public func transition(id: UUID, from: [PushState], to state: PushState) async throws -> Bool {
+        let rows = try await client.query("""
+            UPDATE pushes SET state = \(state.rawValue),
+                fanout_started_at = CASE WHEN \(state.rawValue) = 'fanning_out' THEN COALESCE(fanout_started_at, now()) ELSE fanout_started_at END,
+                fanout_finished_at = CASE WHEN \(state.rawValue) = 'sending' THEN now() ELSE fanout_finished_at END,
+                completed_at = CASE WHEN \(state.rawValue) = 'completed' THEN now() ELSE completed_at END,
+                canceled_at = CASE WHEN \(state.rawValue) = 'canceled' THEN now() ELSE canceled_at END
+            WHERE id = \(id) AND state = ANY(\(from.map(\.rawValue))) RETURNING id
+            """, logger: logger)
+        for try await _ in rows.decode(UUID.self) { return true }
+        return false
+    }
+
+    // MARK: Fan-out progress
+
+    /// Records a batch the fan-out produced, and moves the push's cursor past it, in one
+    /// transaction. A batch recorded before (a restarted center producing it again) changes
+    /// nothing.
+    /// - Returns: whether the batch was new.
+    @discardableResult
+    public func recordBatch(pushID: UUID, sequence: Int, firstDevice: Int64, lastDevice: Int64, targetCount: Int) async throws -> Bool {
+        try await client.withTransaction(logger: logger) { connection in
+            let rows = try await connection.query("""
+                INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count)
+                VALUES (\(pushID), \(Int32(sequence)), \(firstDevice), \(lastDevice), \(Int32(targetCount)))
+                ON CONFLICT DO NOTHING RETURNING sequence
+                """, logger: logger)
+            var inserted = false
+            for try await _ in rows.decode(Int32.self) { inserted = true }
+            guard inserted else { return false }
+            try await connection.query("""
+                UPDATE pushes SET fanout_cursor = GREATEST(fanout_cursor, \(lastDevice)),
+                                  batches_emitted = GREATEST(batches_emitted, \(Int32(sequence + 1)))
+                WHERE id = \(pushID)
+                """, logger: logger)
+            try await connection.query("""
+                UPDATE push_counters SET targeted = targeted + \(Int64(targetCount)), updated_at = now()
+                WHERE push_id = \(pushID)
+                """, logger: logger)
+            return true
+        }
+    }
+
+    /// Marks a batch as having all its outcomes. Returns whether it was open.
+    @discardableResult
+    public func completeBatch(pushID: UUID, sequence: Int) async throws -> Bool {
+        let rows = try await client.query("""
+            UPDATE push_batches SET completed_at = now()
+            WHERE push_id = \(pushID) AND sequence = \(Int32(sequence)) AND completed_at IS NULL RETURNING sequence
+            """, logger: logger)
+        for try await _ in rows.decode(Int32.self) { return true }
+        return false
+    }
+
+    /// Sequences of the push's batches still waiting for outcomes.
+    public func openBatches(pushID: UUID) async throws -> [Int] {
+        let rows = try await client.query("""
+            SELECT sequence FROM push_batches WHERE push_id = \(pushID) AND completed_at IS NULL ORDER BY sequence
+            """, logger: logger)
+        var sequences: [Int] = []
+        for try await sequence in rows.decode(Int32.self) { sequences.append(Int(sequence)) }
+        return sequences
+    }
+
+    // MARK: Counters and failures
+
+    /// Adds `delta` to the push's counters (one row update for a whole batch of outcomes).
+    public func addToCounters(pushID: UUID, _ delta: PushCounters) async throws {
+        let reasons = try String(decoding: JSONEncoder().encode(delta.rejectedByReason), as: UTF8.self)
+        try await client.query("""
+            UPDATE push_counters SET
+                targeted = targeted + \(delta.targeted),
+                accepted = accepted + \(delta.accepted),
+                rejected = rejected + \(delta.rejected),
+                expired = expired + \(delta.expired),
+                canceled = canceled + \(delta.canceled),
+                tokens_invalidated = tokens_invalidated + \(delta.tokensInvalidated),
+                rejected_by_reason = (
+                    SELECT COALESCE(jsonb_object_agg(key, total), '{}'::jsonb) FROM (
+                        SELECT key, sum(value::bigint) AS total FROM (
+                            SELECT key, value FROM jsonb_each_text(rejected_by_reason)
+                            UNION ALL SELECT key, value FROM jsonb_each_text(\(reasons)::jsonb)
+                        ) AS both_sides GROUP BY key
+                    ) AS summed
+                ),
+                updated_at = now()
+            WHERE push_id = \(pushID)
+            """, logger: logger)
+    }
+
+    public func counters(pushID: UUID) async throws -> PushCounters? {
+        let rows = try await client.query("""
+            SELECT targeted, accepted, rejected, expired, canceled, tokens_invalidated, rejected_by_reason::text
+            FROM push_counters WHERE push_id = \(pushID)
+            """, logger: logger)
+        for try await (targeted, accepted, rejected, expired, canceled, invalidated, reasons)
+            in rows.decode((Int64, Int64, Int64, Int64, Int64, Int64, String).self) {
+            var counters = PushCounters()
+            counters.targeted = targeted
+            counters.accepted = accepted
+            counters.rejected = rejected
+            counters.expired = expired
+            counters.canceled = canceled
+            counters.tokensInvalidated = invalidated
+            counters.rejectedByReason = (try? JSONDecoder().decode([String: Int64].self, from: Data(reasons.utf8))) ?? [:]
+            return counters
+        }
+        return nil
+    }
+
+    /// Records devices a push did not reach (a device recorded before keeps its first record).
+    public func recordFailures(_ failures: [FailedDelivery]) async throws {
+        guard !failures.isEmpty else { return }
+        try await client.query("""
+            INSERT INTO failed_deliveries (push_id, device_id, status, reason, http_status, attempts)
+            SELECT * FROM unnest(\(failures.map(\.pushID))::uuid[], \(failures.map(\.deviceID))::bigint[],
+                                 \(failures.map(\.status.rawValue))::text[], \(failures.map { $0.reason ?? "" })::text[],
+                                 \(failures.map { Int16($0.httpStatus ?? 0) })::smallint[],
+                                 \(failures.map { Int16($0.attempts) })::smallint[])
+            ON CONFLICT DO NOTHING
+            """, logger: logger)
+    }
+
+    /// The devices a push did not reach, in device order after `cursor`.
+    public func failures(pushID: UUID, after cursor: Int64 = 0, limit: Int = 100) async throws -> [FailedDelivery] {
+        let rows = try await client.query("""
+            SELECT device_id, status, NULLIF(reason, ''), NULLIF(http_status, 0), attempts FROM failed_deliveries
+            WHERE push_id = \(pushID) AND device_id > \(cursor) ORDER BY device_id LIMIT \(limit)
+            """, logger: logger)
+        var failures: [FailedDelivery] = []
+        for try await (deviceID, status, reason, httpStatus, attempts) in rows.decode((Int64, String, String?, Int16?, Int16).self) {
+            failures.append(FailedDelivery(pushID: pushID, deviceID: deviceID,
+                                           status: FailedDelivery.Status(rawValue: status) ?? .rejected, reason: reason,
+                                           httpStatus: httpStatus.map(Int.init), attempts: Int(attempts)))
+        }
+        return failures
+    }
+
+    // MARK: Helpers
+
+    static let pushColumns = """
+        id, app_id, state, audience::text, notification::text, options::text, payload, push_type, priority, \
+        expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second, finish_within_s, recall_of, \
+        fanout_cursor, batches_emitted, created_at, completed_at, canceled_at
+        """
+
+    static func pushes(from rows: PostgresRowSequence) async throws -> [Push] {
+        var pushes: [Push] = []
+        for try await (id, appID, state, audience, notification, options, payload, pushType, priority, expiresAt,
+                       collapseID, idempotencyKey, scheduledAt, throttle, finishWithin, recallOf, cursor, batches,
+                       createdAt, completedAt, canceledAt)
+            in rows.decode((UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?, String?,
+                            String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?).self) {
+            let definition = NewPush(
+                id: id, appID: appID, state: PushState(rawValue: state) ?? .accepted, audienceJSON: audience,
+                notificationJSON: notification, optionsJSON: options, payload: payload.bytes, pushType: pushType,
+                priority: Int(priority), expiresAt: expiresAt, collapseID: collapseID, idempotencyKey: idempotencyKey,
+                scheduledAt: scheduledAt, throttlePerSecond: throttle.map(Int.init),
+                finishWithinSeconds: finishWithin.map(Int.init), recallOf: recallOf)
+            pushes.append(Push(definition: definition, fanoutCursor: cursor, batchesEmitted: Int(batches),
+                               createdAt: createdAt, completedAt: completedAt, canceledAt: canceledAt))
+        }
+        return pushes
+    }
+}

@@ -1,0 +1,79 @@
+// herald-kafka-dev: the development Kafka broker (librdkafka's mock cluster) with Herald's
+// topics created up front, on a fixed address. For development, tests and benchmarks only.
+import CKafkaDevBind
+import Foundation
+import HeraldCore
+import HeraldKafka
+import HeraldRecords
+import Logging
+import ServiceLifecycle
+
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = .info
+    return handler
+}
+let logger = Logger(label: "herald-kafka-dev")
+
+let reader = try await HeraldConfiguration.makeReader()
+let settings = DevelopmentBrokerSettings(reader: reader)
+
+herald_dev_bind_set_base_port(Int32(settings.port))
+let cluster: KafkaDevelopmentCluster
+do {
+    cluster = try KafkaDevelopmentCluster(brokers: settings.brokers, logger: logger)
+} catch {
+    logger.critical("could not start the development broker: \(error)")
+    exit(1)
+}
+if settings.port > 0 && herald_dev_bind_rewritten_count() != Int32(settings.brokers) {
+    logger.critical("""
+        the development broker did not get its ports \(settings.port)...\(settings.port + settings.brokers - 1) \
+        (\(herald_dev_bind_rewritten_count()) of \(settings.brokers) bound): is another broker running? \
+        Stop it or set HERALD_KAFKA_DEV_PORT (0 picks free ports)
+        """)
+    cluster.shutdown()
+    exit(1)
+}
+
+var created: [String] = []
+for topic in HeraldTopic.allCases {
+    let partitions = settings.partitions[topic] ?? topic.defaultPartitions
+    try cluster.createTopic(topic.name, partitions: partitions)
+    created.append("\(topic.name):\(partitions)")
+}
+for topic in settings.extraTopics {
+    try cluster.createTopic(topic.name, partitions: topic.partitions)
+    created.append("\(topic.name):\(topic.partitions)")
+}
+
+let bootstrap = cluster.bootstrapServers
+if let file = settings.bootstrapFile {
+    // Written whole, then renamed: a reader never sees half an address.
+    let temporary = file + ".tmp"
+    try Data((bootstrap + "\n").utf8).write(to: URL(fileURLWithPath: temporary))
+    _ = rename(temporary, file)
+}
+logger.info("development broker ready", metadata: ["bootstrap": "\(bootstrap)", "topics": "\(created.joined(separator: ","))"])
+print("HERALD_KAFKA_BROKERS=\(bootstrap)")
+fflush(nil)
+
+/// Keeps the cluster up until SIGTERM or SIGINT, then stops it.
+struct DevelopmentBrokerService: Service {
+    let cluster: KafkaDevelopmentCluster
+    let bootstrapFile: String?
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        cluster.shutdown()
+        if let bootstrapFile { unlink(bootstrapFile) }
+    }
+}
+
+let group = ServiceGroup(
+    services: [DevelopmentBrokerService(cluster: cluster, bootstrapFile: settings.bootstrapFile)],
+    gracefulShutdownSignals: [.sigterm, .sigint],
+    logger: logger
+)
+try await group.run()
+logger.info("development broker stopped")

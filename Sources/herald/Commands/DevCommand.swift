@@ -1,0 +1,182 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldKafka
+import HeraldRecords
+import HeraldStore
+import Logging
+import PostgresNIO
+
+/// `herald dev`: the local development stack.
+struct DevCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dev",
+        abstract: "Local development: check the stack end to end.",
+        subcommands: [DevRoundTripCommand.self]
+    )
+}
+
+/// Sends data through PostgreSQL and Kafka and back, and reports what happened.
+struct DevRoundTripCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "roundtrip",
+        abstract: "Round trip through PostgreSQL and Kafka: store an app, devices and a push with its outbox record, relay the outbox to Kafka, produce job batches and consume them all back."
+    )
+
+    @Option(help: "Job batch records to send through Kafka.") var records: Int = 10_000
+    @Option(help: "Targets per job batch record.") var targets: Int = 10
+    @Option(help: "The topic used for the round trip.") var topic: String = "herald.roundtrip"
+
+    func run() async throws {
+        let (configuration, logger) = try await CommandSupport.bootstrap(label: "herald.dev.roundtrip")
+        let runID = UUID()
+        print("Herald round trip \(runID.uuidString.prefix(8))")
+        print("  PostgreSQL \(configuration.postgres.host):\(configuration.postgres.port)/\(configuration.postgres.database)")
+        print("  Kafka      \(configuration.kafka.brokers)")
+
+        // PostgreSQL: migrations, an app, a device registered twice, a push with its outbox record.
+        let store = try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { client in
+            try await Self.postgresRoundTrip(client: client, kafka: configuration.kafka, logger: logger, runID: runID, topic: topic)
+        }
+        print("  ✔ PostgreSQL: schema versions \(store.schemaVersions), app \(store.appID.uuidString.prefix(8)), " +
+              "device id \(store.deviceID) kept on re-registration, push stored with \(store.outboxRecords) outbox record(s)")
+
+        // Kafka: the relayed outbox record plus job batches, produced and consumed back.
+        let producer = try KafkaProducer(configuration: configuration.kafka.producerConfiguration(clientID: "roundtrip"),
+                                         logger: logger)
+        let consumer = try KafkaConsumer(
+            configuration: configuration.kafka.consumerConfiguration(groupID: "roundtrip-\(runID)", topics: [topic],
+                                                                     clientID: "roundtrip"),
+            logger: logger)
+        let pushID = Self.bytes(of: runID)
+        let batches = (0..<records).map { sequence in Self.jobBatch(pushID: pushID, sequence: UInt32(sequence), targets: targets) }
+        let encoded = try batches.map { try $0.encodedRecord() }
+        let recordBytes = encoded.reduce(0) { $0 + $1.count }
+
+        let produceStart = ContinuousClock.now
+        try await producer.send(encoded.enumerated().map { index, value in
+            KafkaProducerMessage(topic: topic, key: Array(batches[index].batchID), value: value)
+        })
+        let produceTime = ContinuousClock.now - produceStart
+        await producer.shutdown()
+        print("  ✔ Kafka: produced \(records) job batches (\(targets) targets each, \(recordBytes / max(records, 1)) bytes each), " +
+              "acknowledged in \(Self.format(produceTime))")
+
+        // Consume until every batch of this run is back, exactly once each.
+        let consumeStart = ContinuousClock.now
+        var seen = Set<UInt32>()
+        var duplicates = 0
+        var outboxSeen = false
+        let deadline = ContinuousClock.now + .seconds(60)
+        for try await message in consumer.messages {
+            if let batch = try? Herald_V1_JobBatch.decodeRecord(message.value), batch.pushID == Data(pushID) {
+                if !seen.insert(batch.sequence).inserted { duplicates += 1 }
+            } else if let event = try? Herald_V1_PushEvent.decodeRecord(message.value), event.pushID == Data(Self.bytes(of: store.pushID)) {
+                outboxSeen = true
+            }
+            try consumer.storeOffset(for: message)
+            if (seen.count == records && outboxSeen) || ContinuousClock.now > deadline { break }
+        }
+        let consumeTime = ContinuousClock.now - consumeStart
+        try await consumer.close()
+
+        let ok = seen.count == records && duplicates == 0 && outboxSeen
+        print("  \(ok ? "✔" : "✘") Kafka: consumed \(seen.count)/\(records) job batches back (\(duplicates) duplicates) in " +
+              "\(Self.format(consumeTime)); outbox record relayed: \(outboxSeen ? "yes" : "NO")")
+        CommandSupport.printJSON([
+            "ok": ok, "records": records, "consumed": seen.count, "duplicates": duplicates,
+            "outbox_relayed": outboxSeen, "produce_seconds": Self.seconds(produceTime),
+            "consume_seconds": Self.seconds(consumeTime), "record_bytes": recordBytes / max(records, 1),
+        ])
+        if !ok { throw ExitCode.failure }
+    }
+
+    struct StoreResult: Sendable {
+        var schemaVersions: [Int]
+        var appID: UUID
+        var deviceID: Int64
+        var pushID: UUID
+        var outboxRecords: Int
+    }
+
+    static func postgresRoundTrip(client: PostgresClient, kafka: KafkaSettings, logger: Logger, runID: UUID, topic: String) async throws -> StoreResult {
+        let migrations = try MigrationRunner(client: client, logger: logger)
+        try await migrations.migrate()
+        let versions = try await migrations.appliedVersions()
+
+        let apps = AppRepository(client: client, logger: logger)
+        let devices = DeviceRepository(client: client, logger: logger)
+        let pushes = PushRepository(client: client, logger: logger)
+        let outbox = OutboxRepository(client: client, logger: logger)
+
+        let app = try await apps.create(name: "roundtrip \(runID.uuidString.prefix(8))", bundleID: "com.example.roundtrip")
+        let token = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        let registration = DeviceRegistration(appID: app.id, token: token, environment: .sandbox,
+                                              topic: app.bundleID, alias: "roundtrip", tags: ["demo"])
+        let first = try await devices.register(registration)
+        let second = try await devices.register(registration)
+        guard first.id == second.id, first.isNew, !second.isNew else {
+            throw ValidationError("re-registering a token created a second device (\(first.id) vs \(second.id))")
+        }
+
+        var event = Herald_V1_PushEvent()
+        event.kind = .created
+        let pushID = UUID()
+        event.pushID = Data(bytes(of: pushID))
+        event.appID = Data(bytes(of: app.id))
+        event.occurredAtMs = Int64(Date().timeIntervalSince1970 * 1000)
+        let push = NewPush(id: pushID, appID: app.id, audienceJSON: #"{"all":true}"#,
+                           notificationJSON: #"{"alert":"Hello from the round trip"}"#,
+                           payload: Array(#"{"aps":{"alert":"Hello from the round trip"}}"#.utf8))
+        _ = try await pushes.create(push, outbox: [.init(topic: topic, key: bytes(of: pushID), value: try event.encodedRecord())])
+
+        // The relay's job: publish the outbox to Kafka, then mark it published.
+        let producer = try KafkaProducer(configuration: kafka.producerConfiguration(clientID: "roundtrip-relay"), logger: logger)
+        var relayed = 0
+        while true {
+            let published = try await outbox.publishBatch(limit: 100) { records in
+                try await producer.send(records.map { KafkaProducerMessage(topic: $0.topic, key: $0.key, value: $0.value) })
+            }
+            relayed += published
+            if published == 0 { break }
+        }
+        await producer.shutdown()
+        try await apps.delete(id: app.id)
+        return StoreResult(schemaVersions: versions, appID: app.id, deviceID: first.id, pushID: pushID, outboxRecords: relayed)
+    }
+
+    static func jobBatch(pushID: [UInt8], sequence: UInt32, targets: Int) -> Herald_V1_JobBatch {
+        var batch = Herald_V1_JobBatch()
+        batch.pushID = Data(pushID)
+        batch.appID = Data(pushID)
+        batch.sequence = sequence
+        batch.batchID = Herald_V1_JobBatch.batchID(pushID: Data(pushID), sequence: sequence)
+        batch.environment = .sandbox
+        batch.apnsTopic = "com.example.roundtrip"
+        batch.pushType = .alert
+        batch.priority = 10
+        batch.expirationS = Int64(Date().timeIntervalSince1970) + 86_400
+        batch.collapseID = UUID().uuidString
+        batch.payload = Data(#"{"aps":{"alert":{"title":"Herald","body":"Your order has shipped and will arrive tomorrow."},"sound":"default"}}"#.utf8)
+        batch.targets = (0..<targets).map { index in
+            var target = Herald_V1_JobBatch.Target()
+            target.deviceID = UInt64(sequence) * UInt64(targets) + UInt64(index) + 1
+            target.token = Data((0..<32).map { _ in UInt8.random(in: 0...255) })
+            return target
+        }
+        batch.createdAtMs = Int64(Date().timeIntervalSince1970 * 1000)
+        return batch
+    }
+
+    static func bytes(of id: UUID) -> [UInt8] {
+        withUnsafeBytes(of: id.uuid) { Array($0) }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    static func format(_ duration: Duration) -> String {
+        String(format: "%.2f s", seconds(duration))
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+@testable import HeraldStore
+import PostgresNIO
+import Testing
+
+@Suite struct MigrationTests {
+    @Test("migrations apply to an empty database, and a second run changes nothing")
+    func applyThenNoOp() async throws {
+        try await withEmptyDatabase { client, logger in
+            let runner = try MigrationRunner(client: client, logger: logger)
+            let bundled = try MigrationRunner.bundledMigrations().map(\.version)
+            #expect(!bundled.isEmpty)
+
+            let first = try await runner.migrate()
+            #expect(first == bundled)
+            let second = try await runner.migrate()
+            #expect(second.isEmpty)
+            #expect(try await runner.appliedVersions() == bundled)
+
+            // The tables are there.
+            let rows = try await client.query("""
+                SELECT count(*) FROM information_schema.tables
+                WHERE table_schema = 'public' AND table_name = ANY(\(["apps", "api_keys", "apns_credentials", "devices",
+                    "device_tags", "pushes", "push_counters", "push_batches", "failed_deliveries", "outbox", "schedules"]))
+                """, logger: logger)
+            for try await count in rows.decode(Int64.self) { #expect(count == 11) }
+        }
+    }
+
+    @Test("processes migrating at once apply each migration once")
+    func concurrentRunners() async throws {
+        try await withEmptyDatabase { client, logger in
+            let applied = try await withThrowingTaskGroup(of: [Int].self) { group in
+                for _ in 0..<4 {
+                    group.addTask { try await MigrationRunner(client: client, logger: logger).migrate() }
+                }
+                var all: [[Int]] = []
+                for try await versions in group { all.append(versions) }
+                return all
+            }
+            // Exactly one runner applied the migrations; the others found them applied.
+            #expect(applied.filter { !$0.isEmpty }.count == 1)
+            #expect(applied.flatMap { $0 } == (try MigrationRunner.bundledMigrations().map(\.version)))
+        }
+    }
+
+    @Test("a failing migration leaves no trace and is not recorded")
+    func failingMigrationRollsBack() async throws {
+        try await withEmptyDatabase { client, logger in
+            let broken = Migration(version: 1, name: "broken", sql: "CREATE TABLE half (id int); SELECT * FROM no_such_table;")
+            let runner = try MigrationRunner(client: client, logger: logger, migrations: [broken])
+            await #expect(throws: (any Error).self) { try await runner.migrate() }
+            #expect(try await runner.appliedVersions().isEmpty)
+            let rows = try await client.query("SELECT to_regclass('half') IS NULL", logger: logger)
+            for try await missing in rows.decode(Bool.self) { #expect(missing) }
+        }
+    }
+
+    @Test("SQL is cut at top-level semicolons only")
+    func statementSplitting() {
+        let sql = """
+            -- a comment; with a semicolon
+            CREATE TABLE a (t text DEFAULT 'x;y');
+            CREATE FUNCTION f() RETURNS int AS $body$ BEGIN RETURN 1; END; $body$ LANGUAGE plpgsql;
+            SELECT 1
+            """
+        let statements = SQLStatementSplitter.split(sql)
+        #expect(statements.count == 3)
+        #expect(statements[0] == "CREATE TABLE a (t text DEFAULT 'x;y')")
+        #expect(statements[1].hasSuffix("LANGUAGE plpgsql"))
+        #expect(statements[1].contains("RETURN 1; END;"))
+        #expect(statements[2] == "SELECT 1")
+    }
+}

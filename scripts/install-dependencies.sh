@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the system packages Herald builds and tests with, if any is missing.
+# Debian/Ubuntu: apt packages; needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+packages=(
+  librdkafka-dev      # Kafka client (and the development broker's mock cluster)
+  libnghttp2-dev      # HTTP/2 engine for the APNs client and apns-sim
+  postgresql          # a throwaway local PostgreSQL server for development and tests
+  postgresql-contrib
+  kcat                # reference producer for the Kafka benchmark
+  pkg-config
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "dependencies: all system packages present"
+  exit 0
+fi
+
+echo "dependencies: installing ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "dependencies: installed ${missing[*]}"
