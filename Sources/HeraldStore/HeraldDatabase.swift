@@ -36,3 +36,19 @@ extension HeraldDatabase {
         }
     }
 }
+
+extension PostgresClient {
+    /// Runs `body` in a transaction; if `body` throws, rolls back and rethrows *its* error (not
+    /// postgres-nio's wrapper), so callers see what went wrong in their own terms.
+    func transaction<Result: Sendable>(
+        logger: Logger,
+        _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        do {
+            return try await withTransaction(logger: logger) { try await body($0) }
+        } catch let error as PostgresTransactionError {
+            if let bodyError = error.closureError { throw bodyError }
+            throw error
+        }
+    }
+}

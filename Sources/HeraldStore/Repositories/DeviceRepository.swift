@@ -25,7 +25,7 @@ public struct DeviceRepository: Sendable {
     /// reactivated if it was invalid, takes the new environment and topic, the alias, locale and
     /// time zone given (absent ones are kept), and gains the tags given.
     public func register(_ registration: DeviceRegistration) async throws -> Registered {
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query("""
                 INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone)
                 VALUES (\(registration.appID), \(registration.token.bytea), \(registration.environment.rawValue),
@@ -93,7 +93,7 @@ public struct DeviceRepository: Sendable {
     /// Adds and removes tags of a device in one transaction. Returns whether the device exists.
     @discardableResult
     public func updateTags(adding: [String], removing: [String], deviceID: Int64, appID: UUID) async throws -> Bool {
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query(
                 "UPDATE devices SET updated_at = now() WHERE id = \(deviceID) AND app_id = \(appID) RETURNING id",
                 logger: logger)

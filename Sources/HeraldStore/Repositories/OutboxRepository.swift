@@ -34,7 +34,7 @@ public struct OutboxRepository: Sendable {
     /// - Returns: how many records were published.
     @discardableResult
     public func publishBatch(limit: Int, _ publish: ([OutboxRecord]) async throws -> Void) async throws -> Int {
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query("""
                 SELECT id, topic, record_key, record_value FROM outbox
                 WHERE published_at IS NULL ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED

@@ -31,7 +31,7 @@ public struct PushRepository: Sendable {
     /// returned instead.
     /// - Returns: the stored push and whether this call created it.
     public func create(_ push: NewPush, outbox: [OutboxDraft]) async throws -> (push: Push, created: Bool) {
-        let created: Bool = try await client.withTransaction(logger: logger) { connection in
+        let created: Bool = try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query("""
                 INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
                                     expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
@@ -113,7 +113,7 @@ public struct PushRepository: Sendable {
     /// - Returns: whether the batch was new.
     @discardableResult
     public func recordBatch(pushID: UUID, sequence: Int, firstDevice: Int64, lastDevice: Int64, targetCount: Int) async throws -> Bool {
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query("""
                 INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count)
                 VALUES (\(pushID), \(Int32(sequence)), \(firstDevice), \(lastDevice), \(Int32(targetCount)))

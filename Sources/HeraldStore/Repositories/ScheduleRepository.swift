@@ -34,7 +34,7 @@ public struct ScheduleRepository: Sendable {
     /// - Returns: the schedules fired.
     @discardableResult
     public func fireDue(now: Date, limit: Int, _ fire: (Schedule) async throws -> Date?) async throws -> [Schedule] {
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query("""
                 SELECT \(unescaped: Self.columns) FROM schedules
                 WHERE enabled AND next_fire_at <= \(now) ORDER BY next_fire_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
