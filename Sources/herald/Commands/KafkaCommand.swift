@@ -37,7 +37,9 @@ struct KafkaProduceCommand: AsyncParsableCommand {
         while next < count {
             let end = min(count, next + batch)
             let messages = (next..<end).map { index in
-                KafkaProducerMessage(topic: topic, value: Self.value(runID: runID, index: index, size: size))
+                // Keyed by index: records spread evenly over the partitions.
+                KafkaProducerMessage(topic: topic, key: Array(String(index).utf8),
+                                     value: Self.value(runID: runID, index: index, size: size))
             }
             try await producer.send(messages)
             next = end
