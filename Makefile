@@ -28,7 +28,7 @@ test: deps
 demo: deps
 	$(SWIFT) build -c release --product herald
 	$(SWIFT) build -c release --product herald-kafka-dev
-	scripts/with-infrastructure.sh .build/release .build/release/herald dev roundtrip
+	HERALD_LOG_LEVEL=$${HERALD_LOG_LEVEL:-warning} scripts/with-infrastructure.sh .build/release .build/release/herald dev roundtrip
 
 bench-kafka: deps
 	$(SWIFT) build -c release --product herald-kafka-dev
