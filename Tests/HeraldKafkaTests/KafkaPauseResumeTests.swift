@@ -22,7 +22,7 @@ extension KafkaTests {
 
         @Test("paused partitions deliver nothing; after resume the rest arrives in order")
         func pauseThenResume() async throws {
-            let settings = try await testConfiguration().kafka
+            let settings = try await configurationFromEnvironment().kafka
             let topic = "herald.test.pause.\(UUID().uuidString.prefix(8))"
             let producer = try KafkaProducer(configuration: settings.producerConfiguration(clientID: "pause"), logger: logger)
             // One key: one partition, one order.

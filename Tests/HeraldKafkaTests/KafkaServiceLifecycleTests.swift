@@ -42,7 +42,7 @@ extension KafkaTests {
 
     @Test("a group with a producer and a consumer shuts down gracefully: acknowledged, committed, left")
     func gracefulShutdownFlushesAndCommits() async throws {
-        let settings = try await testConfiguration().kafka
+        let settings = try await configurationFromEnvironment().kafka
         let topic = "herald.test.lifecycle.\(UUID().uuidString.prefix(8))"
         let group = "lifecycle-\(UUID())"
 
@@ -95,7 +95,7 @@ extension KafkaTests {
 
     @Test("a graceful shutdown triggered from outside ends a consumer loop that waits for records")
     func externalShutdownEndsAnIdleLoop() async throws {
-        let settings = try await testConfiguration().kafka
+        let settings = try await configurationFromEnvironment().kafka
         let topic = "herald.test.idle.\(UUID().uuidString.prefix(8))"
         let producer = try KafkaProducer(configuration: settings.producerConfiguration(clientID: "idle"), logger: logger)
         try await producer.send(KafkaProducerMessage(topic: topic, value: Array("only".utf8)))
@@ -131,7 +131,7 @@ extension KafkaTests {
 
     @Test("a record for a topic that is too large fails with a clear error, and the producer keeps working")
     func oversizedRecordFailsAlone() async throws {
-        let settings = try await testConfiguration().kafka
+        let settings = try await configurationFromEnvironment().kafka
         let topic = "herald.test.size.\(UUID().uuidString.prefix(8))"
         var configuration = settings.producerConfiguration(clientID: "size")
         configuration.client.extraProperties["message.max.bytes"] = "10000"

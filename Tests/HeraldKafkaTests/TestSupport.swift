@@ -102,6 +102,6 @@ func eventually(timeout: Duration, _ condition: () throws -> Bool) async rethrow
 }
 
 /// Herald's configuration as `make test` exported it.
-func testConfiguration() async throws -> HeraldConfiguration {
+func configurationFromEnvironment() async throws -> HeraldConfiguration {
     try await HeraldConfiguration.load()
 }
