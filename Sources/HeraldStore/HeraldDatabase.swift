@@ -23,19 +23,87 @@ public enum HeraldDatabase {
 
 extension HeraldDatabase {
     /// Runs `body` with a running client for `settings`, and stops the client afterwards.
+    /// - Throws: ``DatabaseUnreachable`` at once when PostgreSQL cannot be reached or refuses the
+    ///   login; what `body` throws.
     public static func withClient<Result: Sendable>(
         settings: PostgresSettings,
         logger: Logger,
         _ body: @Sendable (PostgresClient) async throws -> Result
     ) async throws -> Result {
+        // Fail fast with the real reason: the pool retries a dead server for about a minute
+        // before it gives up, and then only says that it did.
+        if let error = await diagnose(settings: settings, logger: logger) { throw error }
         let client = makeClient(settings: settings, logger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            return try await body(client)
+        do {
+            return try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                defer { group.cancelAll() }
+                return try await body(client)
+            }
+        } catch {
+            throw await explain(error, settings: settings, logger: logger)
+        }
+    }
+
+    /// Turns postgres-nio's connection and login failures into an error that says where Herald
+    /// tried to connect and what to do; other errors pass through.
+    public static func explain(_ error: any Error, settings: PostgresSettings, logger: Logger) async -> any Error {
+        if let error = error as? PSQLError {
+            if error.code == .connectionError || error.code == .uncleanShutdown {
+                let reason = error.underlying.map { "\($0)" } ?? "connection failed"
+                return DatabaseUnreachable(settings: settings, reason: reason)
+            }
+            if error.code == .server, let sqlState = error.serverInfo?[.sqlState],
+               sqlState.hasPrefix("28") || sqlState == "3D000" {
+                // 28xxx: invalid authorization; 3D000: the database does not exist.
+                return DatabaseUnreachable(settings: settings, reason: error.serverInfo?[.message] ?? "login refused")
+            }
+        }
+        if String(describing: type(of: error)).contains("ConnectionPoolError") {
+            // The pool reports only that it gave up; one direct attempt tells why.
+            return await diagnose(settings: settings, logger: logger)
+                ?? DatabaseUnreachable(settings: settings, reason: "no connection could be opened")
+        }
+        return error
+    }
+
+    /// Opens one connection outside the pool and explains how it fails (`nil` if it works).
+    static func diagnose(settings: PostgresSettings, logger: Logger) async -> (any Error)? {
+        let configuration = PostgresConnection.Configuration(
+            host: settings.host, port: settings.port, username: settings.user, password: settings.password,
+            database: settings.database, tls: .disable)
+        do {
+            let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+            try? await connection.close()
+            return nil
+        } catch {
+            if let psql = error as? PSQLError {
+                if let message = psql.serverInfo?[.message] {
+                    return DatabaseUnreachable(settings: settings, reason: message)
+                }
+                if let underlying = psql.underlying {
+                    return DatabaseUnreachable(settings: settings, reason: "\(underlying)")
+                }
+            }
+            return DatabaseUnreachable(settings: settings, reason: "\(error)")
         }
     }
 }
+
+/// PostgreSQL could not be reached or refused the login.
+public struct DatabaseUnreachable: Error, CustomStringConvertible {
+    public var settings: PostgresSettings
+    public var reason: String
+
+    public var description: String {
+        """
+        cannot use PostgreSQL at \(settings.host):\(settings.port) (database \(settings.database), user \(settings.user)): \
+        \(reason). Start it (`make infra-up` runs the local one) or point HERALD_POSTGRES_HOST, _PORT, _USER, \
+        _PASSWORD and _DATABASE at yours (docs/configuration.md).
+        """
+    }
+}
+
 
 extension PostgresClient {
     /// Runs `body` in a transaction; if `body` throws, rolls back and rethrows *its* error (not
