@@ -26,13 +26,16 @@ final class RdKafkaClient: @unchecked Sendable {
     /// ``destroy()`` before the client, and so the context, can be released.
     final class CallbackContext: Sendable {
         let logger: Logger
+        /// `bootstrap.servers`, for error messages.
+        let brokers: String
         /// Incremented each time the group takes this member's partitions away.
         let revocations = Atomic<Int>(0)
         /// Partitions currently assigned, for diagnostics and tests.
         let assignment = Mutex<[KafkaTopicPartition]>([])
 
-        init(logger: Logger) {
+        init(logger: Logger, brokers: String) {
             self.logger = logger
+            self.brokers = brokers
         }
     }
 
@@ -79,7 +82,7 @@ final class RdKafkaClient: @unchecked Sendable {
             }
         }
 
-        let context = CallbackContext(logger: logger)
+        let context = CallbackContext(logger: logger, brokers: properties["bootstrap.servers"] ?? "")
         rd_kafka_conf_set_opaque(configuration, Unmanaged.passUnretained(context).toOpaque())
         rd_kafka_conf_set_log_cb(configuration, logCallback)
         rd_kafka_conf_set_error_cb(configuration, errorCallback)
@@ -377,7 +380,7 @@ private let errorCallback: @convention(c) (OpaquePointer?, Int32, UnsafePointer<
 }
 
 private let deliveryReportCallback: @convention(c) (OpaquePointer?, UnsafePointer<rd_kafka_message_t>?, UnsafeMutableRawPointer?) -> Void = {
-    _, message, _ in
+    _, message, contextOpaque in
     guard let message, let opaque = message.pointee._private else { return }
     // Balances the retain taken in `KafkaProducer.enqueue` for this record.
     let group = Unmanaged<KafkaDeliveryGroup>.fromOpaque(opaque).takeRetainedValue()
@@ -385,7 +388,10 @@ private let deliveryReportCallback: @convention(c) (OpaquePointer?, UnsafePointe
     if record.err == RD_KAFKA_RESP_ERR_NO_ERROR {
         group.delivered(KafkaDeliveryReport(partition: record.partition, offset: record.offset))
     } else {
-        group.failed(KafkaError(code: record.err, context: "a record was not acknowledged"))
+        let brokers = callbackContext(contextOpaque)?.brokers ?? "the brokers"
+        let hint = record.err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT
+            ? " (are the brokers at \(brokers) reachable? Check HERALD_KAFKA_BROKERS)" : ""
+        group.failed(KafkaError(code: record.err, context: "a record was not acknowledged by \(brokers)\(hint)"))
     }
 }
 
