@@ -18,6 +18,7 @@ struct Options {
     var partitions = 128
     var brokerBinary = ".build/release/herald-kafka-dev"
     var kcat = "kcat"
+    var compression = "none"
     var inFlightChunks = 8
     var chunkSize = 10_000
 
@@ -31,9 +32,10 @@ struct Options {
             case "--partitions": partitions = Int(value) ?? partitions
             case "--broker-binary": brokerBinary = value
             case "--kcat": kcat = value
+            case "--compression": compression = value
             default:
                 FileHandle.standardError.write(Data("""
-                    usage: kafka-throughput [--records N] [--targets T] [--partitions P] [--broker-binary PATH] [--kcat PATH]
+                    usage: kafka-throughput [--records N] [--targets T] [--partitions P] [--broker-binary PATH] [--kcat PATH] [--compression lz4|none|zstd]
 
                     """.utf8))
                 exit(2)
@@ -168,7 +170,7 @@ guard !bootstrap.isEmpty else {
     print("the development broker did not start (\(options.brokerBinary)); build it with: swift build -c release --product herald-kafka-dev")
     exit(1)
 }
-let settings = KafkaSettings(brokers: bootstrap)
+let settings = KafkaSettings(brokers: bootstrap, compression: options.compression)
 
 // 2. The records.
 let pushID = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
@@ -243,7 +245,7 @@ func runKcat(_ arguments: [String]) async throws -> (seconds: Double, status: In
 }
 let kcatProduce = try await runKcat([
     "-P", "-b", bootstrap, "-t", "bench.kcat", "-l", kcatInput.path,
-    "-X", "linger.ms=5", "-X", "compression.codec=lz4", "-X", "enable.idempotence=true", "-X", "acks=all",
+    "-X", "linger.ms=5", "-X", "compression.codec=\(options.compression)", "-X", "enable.idempotence=true", "-X", "acks=all",
     "-X", "queue.buffering.max.messages=100000",
 ])
 print(String(format: "  kcat produce:   %.2f s, %.0f records/s%@", kcatProduce.seconds, Double(options.records) / kcatProduce.seconds,
@@ -263,6 +265,7 @@ let summary: [String: Any] = [
     "record_bytes": recordBytes,
     "targets_per_record": options.targetsPerRecord,
     "partitions": options.partitions,
+    "compression": options.compression,
     "herald_produce_records_per_second": (Double(options.records) / heraldProduceSeconds).rounded(),
     "herald_consume_records_per_second": (Double(consumed) / heraldConsumeSeconds).rounded(),
     "herald_consumed": consumed,

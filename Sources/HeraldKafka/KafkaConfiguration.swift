@@ -40,7 +40,7 @@ public struct KafkaProducerConfiguration: Sendable {
     /// How long a record may take to be acknowledged, retries included (`message.timeout.ms`).
     public var deliveryTimeoutMilliseconds: Int = 120_000
     /// `none`, `lz4`, `zstd`, `snappy` or `gzip` (`compression.codec`).
-    public var compression: String = "lz4"
+    public var compression: String = "none"
     /// How long a graceful shutdown waits for unacknowledged records.
     public var flushTimeoutMilliseconds: Int = 30_000
 

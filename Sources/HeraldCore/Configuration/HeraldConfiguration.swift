@@ -45,7 +45,7 @@ public struct HeraldConfiguration: Sendable {
             heartbeatIntervalMilliseconds: config.int(forKey: "kafka.heartbeatIntervalMs", default: 1_000),
             fetchWaitMaximumMilliseconds: config.int(forKey: "kafka.fetchWaitMaxMs", default: 10),
             lingerMilliseconds: config.int(forKey: "kafka.lingerMs", default: 5),
-            compression: config.string(forKey: "kafka.compression", default: "lz4"),
+            compression: config.string(forKey: "kafka.compression", default: "none"),
             debugContexts: config.string(forKey: "kafka.debug", default: "")
         )
         postgres = PostgresSettings(
@@ -81,7 +81,7 @@ public struct KafkaSettings: Sendable {
 
     public init(brokers: String, clientID: String = "herald", sessionTimeoutMilliseconds: Int = 6_000,
                 heartbeatIntervalMilliseconds: Int = 1_000, fetchWaitMaximumMilliseconds: Int = 10,
-                lingerMilliseconds: Int = 5, compression: String = "lz4", debugContexts: String = "") {
+                lingerMilliseconds: Int = 5, compression: String = "none", debugContexts: String = "") {
         self.brokers = brokers
         self.clientID = clientID
         self.sessionTimeoutMilliseconds = sessionTimeoutMilliseconds
