@@ -112,26 +112,17 @@ func consumeAll(_ consumer: KafkaConsumer, count: Int) async throws -> (Int, Con
 
 /// A job batch like the ones herald-center produces: one push's payload and its targets.
 func jobRecord(sequence: Int, targets: Int, pushID: Data) throws -> [UInt8] {
-    var batch = Herald_V1_JobBatch()
-    batch.pushID = pushID
-    batch.appID = pushID
-    batch.sequence = UInt32(sequence)
-    batch.batchID = Herald_V1_JobBatch.batchID(pushID: pushID, sequence: UInt32(sequence))
-    batch.environment = .production
-    batch.apnsTopic = "com.example.shop"
-    batch.pushType = .alert
-    batch.priority = 10
-    batch.expirationS = 1_900_000_000
-    batch.collapseID = "4f7c1c2e-5b1d-4c7a-9a53-2f6d1e9b8c01"
-    batch.payload = Data(#"{"aps":{"alert":{"title":"Your order shipped","body":"It arrives tomorrow."},"sound":"default"}}"#.utf8)
-    batch.createdAtMs = 1_763_700_000_000
-    batch.targets = (0..<targets).map { index in
-        var target = Herald_V1_JobBatch.Target()
-        target.deviceID = UInt64(sequence * targets + index + 1)
-        target.token = Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &filler) })
-        return target
-    }
-    return try batch.encodedRecord()
+    try Herald_V1_JobBatch(
+        pushID: pushID, appID: pushID, sequence: UInt32(sequence), environment: .production,
+        apnsTopic: "com.example.shop", pushType: .alert, priority: 10, expirationS: 1_900_000_000,
+        collapseID: "4f7c1c2e-5b1d-4c7a-9a53-2f6d1e9b8c01",
+        payload: Data(#"{"aps":{"alert":{"title":"Your order shipped","body":"It arrives tomorrow."},"sound":"default"}}"#.utf8),
+        targets: (0..<targets).map { index in
+            .init(deviceID: UInt64(sequence * targets + index + 1),
+                  token: Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &filler) }))
+        },
+        createdAtMs: 1_763_700_000_000
+    ).encodedRecord()
 }
 
 let options = Options(arguments: CommandLine.arguments)

@@ -151,9 +151,6 @@ public struct KafkaConsumerMessages: AsyncSequence, Sendable {
 
         public mutating func next() async throws -> KafkaConsumerMessage? {
             while true {
-                // Inside a ServiceGroup, the loop ends when its own service is asked to stop.
-                // Records fetched but not handed out are not stored: they come again later.
-                if Task.isShuttingDownGracefully { return nil }
                 if index < batch.count {
                     // A revoke since this batch was fetched gave its partitions away: its records
                     // will come again from the committed offset, to whoever owns them now.
@@ -165,6 +162,10 @@ public struct KafkaConsumerMessages: AsyncSequence, Sendable {
                     index = 0
                 }
                 try Task.checkCancellation()
+                // Inside a ServiceGroup, the loop ends when its own service is asked to stop
+                // (checked between pulls, not per record: at most one pull's records follow).
+                // Records fetched but not handed out are not stored: they come again later.
+                if Task.isShuttingDownGracefully { return nil }
                 guard let (messages, revocationsBefore) = try await consumer.nextBatch() else { return nil }
                 batch = messages
                 index = 0

@@ -15,17 +15,12 @@ import Synchronization
 /// - Important: run it in a `ServiceGroup` (or call ``run()``): on graceful shutdown it flushes
 ///   what is not yet acknowledged, waiting up to ``KafkaProducerConfiguration/flushTimeoutMilliseconds``.
 public final class KafkaProducer: Service, Sendable {
-    private enum Phase {
-        case running
-        case shuttingDown
-        case stopped
-    }
-
     private let client: RdKafkaClient
-    private let configuration: KafkaProducerConfiguration
     private let logger: Logger
-    private let phase = Mutex(Phase.running)
     private let pollThread = PollThreadState()
+
+    /// New records are accepted until shutdown starts.
+    private var accepting: Bool { !pollThread.stopRequested.load(ordering: .acquiring) }
 
     /// Shared by the producer and its delivery-report thread.
     private final class PollThreadState: Sendable {
@@ -36,7 +31,6 @@ public final class KafkaProducer: Service, Sendable {
     /// Creates a producer and starts its delivery-report thread.
     /// - Throws: ``KafkaError`` `.configuration` when librdkafka refuses a property.
     public init(configuration: KafkaProducerConfiguration, logger: Logger) throws {
-        self.configuration = configuration
         self.logger = logger
         self.client = try RdKafkaClient.make(role: .producer, properties: configuration.properties, logger: logger)
         let thread = Thread { [client, pollThread, configuration, logger] in
@@ -83,7 +77,7 @@ public final class KafkaProducer: Service, Sendable {
     @discardableResult
     public func send(_ messages: some Collection<KafkaProducerMessage>) async throws -> KafkaDeliveryReport {
         guard !messages.isEmpty else { return KafkaDeliveryReport(partition: -1, offset: -1) }
-        guard phase.withLock({ $0 == .running }) else { throw KafkaError.shutDown }
+        guard accepting else { throw KafkaError.shutDown }
         let group = KafkaDeliveryGroup(count: messages.count)
         var enqueued = 0
         do {
@@ -109,7 +103,7 @@ public final class KafkaProducer: Service, Sendable {
             Unmanaged<KafkaDeliveryGroup>.fromOpaque(opaque).release()
             guard error.code == RD_KAFKA_RESP_ERR__QUEUE_FULL.rawValue else { throw error }
             // librdkafka's queue is full: wait for acknowledgements to make room.
-            guard phase.withLock({ $0 == .running }) else { throw KafkaError.shutDown }
+            guard accepting else { throw KafkaError.shutDown }
             try? await Task.sleep(nanoseconds: backoffNanoseconds)
             backoffNanoseconds = min(backoffNanoseconds * 2, 20_000_000)
         }
@@ -124,7 +118,6 @@ public final class KafkaProducer: Service, Sendable {
     /// Refuses new records, waits for the outstanding ones to be acknowledged (up to the flush
     /// timeout; the rest fail), and releases librdkafka. Idempotent.
     public func shutdown() async {
-        phase.withLock { if $0 == .running { $0 = .shuttingDown } }
         pollThread.stopRequested.store(true, ordering: .releasing)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = pollThread.stopped.withLock { state in
@@ -134,7 +127,6 @@ public final class KafkaProducer: Service, Sendable {
             }
             if done { continuation.resume() }
         }
-        phase.withLock { $0 = .stopped }
         logger.debug("Kafka producer stopped")
     }
 }

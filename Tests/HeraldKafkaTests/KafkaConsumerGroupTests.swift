@@ -90,7 +90,12 @@ extension KafkaTests {
             let unstoredA = Set(handledNumbers(logA, onlyUnstored: true))
             let handledB = Set(handledNumbers(logB))
 
-            #expect(storedA.count >= 9_999 && storedA.count <= 10_000, "A stored about 10,000 (the marker may be one of them)")
+            // Exactly 10,000 handlings with offsets stored before the hold. They may include the
+            // marker record, and a record seen twice when the development broker refused a commit
+            // during the rebalance that followed B's join.
+            let storedHandlings = handledNumbers(logA, includeUnstored: false).count
+                + handledNumbers(logA, prefix: "marker:", includeUnstored: false).count
+            #expect(storedHandlings == 10_000, "A handled 10,000 records with offsets stored, then held")
             #expect(unstoredA.count == 500)
             #expect(unstoredA.isSubset(of: handledB), "every record A handled without storing is redelivered to B")
             #expect(storedA.isDisjoint(with: handledB), "records A committed are not delivered again")

@@ -4,25 +4,19 @@ import Testing
 
 @Suite struct RecordCodecTests {
     func sampleBatch(targets: Int) -> Herald_V1_JobBatch {
-        var batch = Herald_V1_JobBatch()
-        let pushID = Data((0..<16).map { UInt8($0) })
-        batch.pushID = pushID
-        batch.appID = Data(repeating: 7, count: 16)
-        batch.sequence = 42
-        batch.batchID = Herald_V1_JobBatch.batchID(pushID: pushID, sequence: 42)
-        batch.environment = .production
-        batch.apnsTopic = "com.example.app"
-        batch.pushType = .alert
-        batch.priority = 10
-        batch.collapseID = "news-1"
-        batch.payload = Data(#"{"aps":{"alert":"hello"}}"#.utf8)
-        batch.targets = (0..<targets).map { index in
-            var target = Herald_V1_JobBatch.Target()
-            target.deviceID = UInt64(1_000_000 + index)
-            target.token = Data((0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index) })
-            return target
-        }
-        return batch
+        Herald_V1_JobBatch(
+            pushID: Data((0..<16).map { UInt8($0) }), appID: Data(repeating: 7, count: 16), sequence: 42,
+            environment: .production, apnsTopic: "com.example.app", pushType: .alert, priority: 10, expirationS: 0,
+            collapseID: "news-1", payload: Data(#"{"aps":{"alert":"hello"}}"#.utf8),
+            targets: (0..<targets).map { index in
+                .init(deviceID: UInt64(1_000_000 + index), token: Data((0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index) }))
+            },
+            createdAtMs: 0)
+    }
+
+    @Test func theInitializerDerivesTheBatchID() {
+        let batch = sampleBatch(targets: 1)
+        #expect(batch.batchID == Herald_V1_JobBatch.batchID(pushID: batch.pushID, sequence: 42))
     }
 
     @Test func jobBatchRoundTrips() throws {

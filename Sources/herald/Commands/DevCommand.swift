@@ -146,26 +146,16 @@ struct DevRoundTripCommand: AsyncParsableCommand {
     }
 
     static func jobBatch(pushID: [UInt8], sequence: UInt32, targets: Int) -> Herald_V1_JobBatch {
-        var batch = Herald_V1_JobBatch()
-        batch.pushID = Data(pushID)
-        batch.appID = Data(pushID)
-        batch.sequence = sequence
-        batch.batchID = Herald_V1_JobBatch.batchID(pushID: Data(pushID), sequence: sequence)
-        batch.environment = .sandbox
-        batch.apnsTopic = "com.example.roundtrip"
-        batch.pushType = .alert
-        batch.priority = 10
-        batch.expirationS = Int64(Date().timeIntervalSince1970) + 86_400
-        batch.collapseID = UUID().uuidString
-        batch.payload = Data(#"{"aps":{"alert":{"title":"Herald","body":"Your order has shipped and will arrive tomorrow."},"sound":"default"}}"#.utf8)
-        batch.targets = (0..<targets).map { index in
-            var target = Herald_V1_JobBatch.Target()
-            target.deviceID = UInt64(sequence) * UInt64(targets) + UInt64(index) + 1
-            target.token = Data((0..<32).map { _ in UInt8.random(in: 0...255) })
-            return target
-        }
-        batch.createdAtMs = Int64(Date().timeIntervalSince1970 * 1000)
-        return batch
+        Herald_V1_JobBatch(
+            pushID: Data(pushID), appID: Data(pushID), sequence: sequence, environment: .sandbox,
+            apnsTopic: "com.example.roundtrip", pushType: .alert, priority: 10,
+            expirationS: Int64(Date().timeIntervalSince1970) + 86_400, collapseID: UUID().uuidString,
+            payload: Data(#"{"aps":{"alert":{"title":"Herald","body":"Your order has shipped and will arrive tomorrow."},"sound":"default"}}"#.utf8),
+            targets: (0..<targets).map { index in
+                .init(deviceID: UInt64(sequence) * UInt64(targets) + UInt64(index) + 1,
+                      token: Data((0..<32).map { _ in UInt8.random(in: 0...255) }))
+            },
+            createdAtMs: Int64(Date().timeIntervalSince1970 * 1000))
     }
 
     static func bytes(of id: UUID) -> [UInt8] {
