@@ -15,6 +15,10 @@ let package = Package(
         .executable(name: "herald", targets: ["herald"]),
         .executable(name: "herald-kafka-dev", targets: ["herald-kafka-dev"]),
         .executable(name: "kafka-throughput", targets: ["kafka-throughput"]),
+        .executable(name: "apns-sim", targets: ["apns-sim"]),
+        .executable(name: "apns-sim-throughput", targets: ["apns-sim-throughput"]),
+        .library(name: "HeraldHTTP2", targets: ["HeraldHTTP2"]),
+        .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -26,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
     ],
     targets: [
         // MARK: C libraries (system packages, installed by scripts/install-dependencies.sh)
@@ -77,6 +83,31 @@ let package = Package(
             resources: [.copy("Migrations")]
         ),
 
+        .target(
+            name: "HeraldHTTP2",
+            dependencies: [
+                "CNGHTTP2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+            ]
+        ),
+        .target(
+            name: "APNsSimulator",
+            dependencies: [
+                "HeraldHTTP2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+
         // MARK: Executables
         .executableTarget(
             name: "herald",
@@ -100,10 +131,38 @@ let package = Package(
             path: "Benchmarks/KafkaThroughput"
         ),
 
+        .executableTarget(
+            name: "apns-sim",
+            dependencies: [
+                "APNsSimulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "apns-sim-throughput",
+            dependencies: [
+                "APNsSimulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/APNsSimThroughput"
+        ),
+
         // MARK: Tests
         .testTarget(name: "HeraldKafkaTests", dependencies: ["HeraldKafka", "HeraldCore"]),
         .testTarget(name: "HeraldRecordsTests", dependencies: ["HeraldRecords"]),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore"]),
+        .testTarget(
+            name: "APNsSimulatorTests",
+            dependencies: [
+                "APNsSimulator", "HeraldHTTP2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

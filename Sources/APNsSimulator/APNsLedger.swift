@@ -1,0 +1,175 @@
+import Foundation
+import Synchronization
+
+/// A notification the simulator accepted: what a phone would have received.
+public struct RecordedNotification: Codable, Sendable, Hashable {
+    public var token: String
+    public var topic: String
+    public var apnsID: String
+    public var collapseID: String?
+    public var pushType: String
+    public var priority: Int
+    /// `apns-expiration` as sent (seconds since 1970; 0 = deliver once), nil if absent.
+    public var expiration: Int64?
+    public var payload: String
+    /// When the simulator accepted it, milliseconds since 1970.
+    public var receivedAt: Int64
+}
+
+/// How much the simulator keeps of what it accepts.
+public enum RecordingMode: String, Sendable, Codable, CaseIterable {
+    /// Every accepted notification, in memory (and in the NDJSON file, if one is set).
+    case full
+    /// Counters only: for benchmarks, where keeping millions of payloads would measure memory.
+    case counts
+}
+
+/// Counts per status, reason and topic, and the accepted notifications; shared by all
+/// connections and read through the admin endpoint.
+public final class APNsLedger: Sendable {
+    /// The counters as the admin endpoint shows them.
+    public struct Counts: Codable, Sendable, Equatable {
+        public var requests = 0
+        public var accepted = 0
+        public var byStatus: [String: Int] = [:]
+        public var byReason: [String: Int] = [:]
+        public var acceptedByTopic: [String: Int] = [:]
+        public var rejectedByTopic: [String: Int] = [:]
+        public var connectionsOpened = 0
+        public var connectionsOpen = 0
+    }
+
+    private struct State {
+        var counts = Counts()
+        var notifications: [RecordedNotification] = []
+        var pendingFileBytes: [UInt8] = []
+    }
+
+    public let mode: RecordingMode
+    private let state = Mutex(State())
+    private let file: FileHandle?
+    private let encoder: JSONEncoder
+
+    /// - Parameter recordFile: an NDJSON file every accepted notification is appended to
+    ///   (`full` mode only); created or truncated.
+    /// - Throws: ``APNsSimulatorError`` when the file cannot be created.
+    public init(mode: RecordingMode, recordFile: String? = nil) throws {
+        self.mode = mode
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        self.encoder = encoder
+        if let recordFile, mode == .full {
+            guard FileManager.default.createFile(atPath: recordFile, contents: nil),
+                  let handle = FileHandle(forWritingAtPath: recordFile)
+            else { throw APNsSimulatorError("cannot create the record file \(recordFile): check the folder exists and is writable") }
+            self.file = handle
+        } else {
+            self.file = nil
+        }
+    }
+
+    func connectionOpened() {
+        state.withLock {
+            $0.counts.connectionsOpened += 1
+            $0.counts.connectionsOpen += 1
+        }
+    }
+
+    func connectionClosed() {
+        state.withLock { $0.counts.connectionsOpen -= 1 }
+    }
+
+    func rejected(_ reason: APNsReason, topic: Substring?) {
+        state.withLock { state in
+            state.counts.requests += 1
+            state.counts.byStatus[String(reason.status), default: 0] += 1
+            state.counts.byReason[reason.rawValue, default: 0] += 1
+            if let topic { state.counts.rejectedByTopic[String(topic), default: 0] += 1 }
+        }
+    }
+
+    /// Counts an acceptance; `notification` is made only in `full` mode (the caller checks
+    /// ``mode`` first).
+    func accepted(topic: Substring, notification: RecordedNotification?) {
+        var line: [UInt8] = []
+        if let notification, file != nil, let json = try? encoder.encode(notification) {
+            line = Array(json)
+            line.append(UInt8(ascii: "\n"))
+        }
+        let flush: [UInt8]? = state.withLock { state in
+            state.counts.requests += 1
+            state.counts.accepted += 1
+            state.counts.byStatus["200", default: 0] += 1
+            state.counts.acceptedByTopic[String(topic), default: 0] += 1
+            if let notification { state.notifications.append(notification) }
+            guard !line.isEmpty else { return nil }
+            state.pendingFileBytes.append(contentsOf: line)
+            guard state.pendingFileBytes.count >= 64 * 1024 else { return nil }
+            defer { state.pendingFileBytes.removeAll(keepingCapacity: true) }
+            return state.pendingFileBytes
+        }
+        if let flush { file?.write(Data(flush)) }
+    }
+
+    /// The counters now.
+    public var counts: Counts { state.withLock { $0.counts } }
+
+    /// Accepted notifications (full mode), oldest first, optionally only those for `token`.
+    public func notifications(token: String? = nil) -> [RecordedNotification] {
+        let all = state.withLock { $0.notifications }
+        guard let token else { return all }
+        return all.filter { $0.token == token.lowercased() }
+    }
+
+    /// Writes buffered NDJSON lines to the record file.
+    public func flush() {
+        let pending = state.withLock { state -> [UInt8] in
+            defer { state.pendingFileBytes.removeAll(keepingCapacity: true) }
+            return state.pendingFileBytes
+        }
+        if !pending.isEmpty { file?.write(Data(pending)) }
+    }
+
+    /// Forgets every notification and counter except the connection gauges.
+    public func reset() {
+        state.withLock { state in
+            let open = state.counts.connectionsOpen
+            state.counts = Counts()
+            state.counts.connectionsOpen = open
+            state.notifications.removeAll()
+        }
+    }
+
+    /// The counters in Prometheus text exposition format.
+    public func prometheusText() -> String {
+        let counts = self.counts
+        var text = """
+        # HELP apns_sim_requests_total Requests answered, by status and reason.
+        # TYPE apns_sim_requests_total counter
+
+        """
+        text += "apns_sim_requests_total{status=\"200\",reason=\"\"} \(counts.accepted)\n"
+        for (reason, count) in counts.byReason.sorted(by: { $0.key < $1.key }) {
+            let status = APNsReason(rawValue: reason)?.status ?? 0
+            text += "apns_sim_requests_total{status=\"\(status)\",reason=\"\(reason)\"} \(count)\n"
+        }
+        text += "# HELP apns_sim_accepted_total Notifications accepted, by topic.\n# TYPE apns_sim_accepted_total counter\n"
+        for (topic, count) in counts.acceptedByTopic.sorted(by: { $0.key < $1.key }) {
+            text += "apns_sim_accepted_total{topic=\"\(topic)\"} \(count)\n"
+        }
+        text += "# HELP apns_sim_rejected_total Requests rejected, by topic.\n# TYPE apns_sim_rejected_total counter\n"
+        for (topic, count) in counts.rejectedByTopic.sorted(by: { $0.key < $1.key }) {
+            text += "apns_sim_rejected_total{topic=\"\(topic)\"} \(count)\n"
+        }
+        text += """
+        # HELP apns_sim_connections_opened_total Connections accepted.
+        # TYPE apns_sim_connections_opened_total counter
+        apns_sim_connections_opened_total \(counts.connectionsOpened)
+        # HELP apns_sim_connections_open Connections open now.
+        # TYPE apns_sim_connections_open gauge
+        apns_sim_connections_open \(counts.connectionsOpen)
+
+        """
+        return text
+    }
+}

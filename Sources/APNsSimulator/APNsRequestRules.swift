@@ -1,0 +1,101 @@
+/// Apple's rules for the request line and headers of `POST /3/device/<token>`, as pure
+/// functions (unit-tested without sockets).
+enum APNsRequestRules {
+    /// The push types APNs accepts, with the topic suffix each requires.
+    enum PushType: String, CaseIterable {
+        case alert, background, voip, complication, fileprovider, mdm, liveactivity, location, pushtotalk, widgets, controls
+
+        /// What `apns-topic` must end with for this push type (nil: the bundle id itself).
+        var topicSuffix: String? {
+            switch self {
+            case .alert, .background, .mdm: nil
+            case .voip: ".voip"
+            case .complication: ".complication"
+            case .fileprovider: ".pushkit.fileprovider"
+            case .liveactivity: ".push-type.liveactivity"
+            case .location: ".location-query"
+            case .pushtotalk: ".voip-ptt"
+            case .widgets: ".push-type.widgets"
+            case .controls: ".push-type.controls"
+            }
+        }
+
+        /// The largest payload Apple takes for this push type.
+        var maximumPayloadBytes: Int { self == .voip ? 5120 : 4096 }
+    }
+
+    /// Splits `:path` into the device token, lower-cased.
+    /// - Returns: the token, or the reason the path is refused (BadPath, MissingDeviceToken,
+    ///   BadDeviceToken).
+    static func deviceToken(fromPath path: UnsafeRawBufferPointer?) -> Result<String, APNsReason> {
+        let prefix = "/3/device/".utf8
+        guard let path, path.count >= prefix.count, path.prefix(prefix.count).elementsEqual(prefix) else {
+            return .failure(.badPath)
+        }
+        let token = path.dropFirst(prefix.count)
+        if token.isEmpty { return .failure(.missingDeviceToken) }
+        // Tokens are hex of even length; their length is not fixed (Apple has said tokens may grow).
+        guard token.count % 2 == 0 else { return .failure(.badDeviceToken) }
+        var lowered = [UInt8]()
+        lowered.reserveCapacity(token.count)
+        for byte in token {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): lowered.append(byte)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): lowered.append(byte + 32)
+            case UInt8(ascii: "/"): return .failure(.badPath)
+            default: return .failure(.badDeviceToken)
+            }
+        }
+        return .success(String(decoding: lowered, as: UTF8.self))
+    }
+
+    /// Whether `topic` is a syntactically valid bundle id (letters, digits, `.`, `-`, `_`).
+    static func isWellFormedTopic(_ topic: String) -> Bool {
+        guard !topic.isEmpty, topic.utf8.count <= 255 else { return false }
+        return topic.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"): true
+            default: false
+            }
+        }
+    }
+
+    /// The push type named by `apns-push-type` (alert when absent), and the app's bundle id once
+    /// the push type's topic suffix is removed.
+    /// - Returns: InvalidPushType when the value is unknown or the topic lacks the suffix.
+    static func pushType(_ value: String?, topic: String) -> Result<(PushType, appTopic: Substring), APNsReason> {
+        guard let pushType = PushType(rawValue: value ?? "alert") else { return .failure(.invalidPushType) }
+        guard let suffix = pushType.topicSuffix else { return .success((pushType, topic[...])) }
+        guard topic.hasSuffix(suffix), topic.count > suffix.count else { return .failure(.invalidPushType) }
+        return .success((pushType, topic.dropLast(suffix.count)))
+    }
+
+    /// Whether `value` is a UUID in its canonical 8-4-4-4-12 form (either case).
+    static func isUUID(_ value: String) -> Bool {
+        let bytes = Array(value.utf8)
+        guard bytes.count == 36 else { return false }
+        for (index, byte) in bytes.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                if byte != UInt8(ascii: "-") { return false }
+            } else if !(byte >= 48 && byte <= 57) && !(byte >= 97 && byte <= 102) && !(byte >= 65 && byte <= 70) {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// `apns-priority`: 10, 5 or 1.
+    static func priority(_ value: String?) -> Result<Int, APNsReason> {
+        guard let value else { return .success(10) }
+        guard let priority = Int(value), [10, 5, 1].contains(priority) else { return .failure(.badPriority) }
+        return .success(priority)
+    }
+
+    /// `apns-expiration`: a UNIX time in seconds, 0 meaning "deliver once".
+    static func expiration(_ value: String?) -> Result<Int64?, APNsReason> {
+        guard let value else { return .success(nil) }
+        guard let expiration = Int64(value), expiration >= 0 else { return .failure(.badExpirationDate) }
+        return .success(expiration)
+    }
+}

@@ -1,0 +1,338 @@
+import NIOCore
+import NIOSSL
+import NIOTLS
+import Synchronization
+
+/// A request on its way: created by the caller's task, then owned by the connection's event
+/// loop. After `HTTP2ClientConnection.send` hands it over (through `EventLoop.execute`, which
+/// orders the hand-over), only the event loop touches its fields.
+final class PendingHTTP2Request: @unchecked Sendable {
+    var continuation: CheckedContinuation<HTTP2Response, any Error>?
+    let deadline: NIODeadline
+    var streamID: Int32 = 0
+    var status = 0
+    var headers = HTTP2HeaderFields()
+    var body: ByteBuffer?
+    var cancelled = false
+
+    init(deadline: NIODeadline) {
+        self.deadline = deadline
+    }
+
+    func finish(_ result: Result<HTTP2Response, any Error>) {
+        continuation?.resume(with: result)
+        continuation = nil
+    }
+}
+
+/// What a connection shares with the tasks that use it: lock-free readings of its state, and
+/// its event stream.
+final class HTTP2ClientSharedState: Sendable {
+    let maxConcurrentStreams = Atomic<Int>(0)
+    let openStreams = Atomic<Int>(0)
+    let acceptingRequests = Atomic<Bool>(true)
+    let goAway = Mutex<HTTP2GoAway?>(nil)
+    let events: AsyncStream<HTTP2ConnectionEvent>
+    let eventsContinuation: AsyncStream<HTTP2ConnectionEvent>.Continuation
+
+    init() {
+        (events, eventsContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(64))
+    }
+}
+
+/// The channel handler behind an ``HTTP2ClientConnection``: drives an nghttp2 client session,
+/// matches responses to pending requests, enforces deadlines and surfaces SETTINGS and GOAWAY.
+final class HTTP2ClientHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let shared: HTTP2ClientSharedState
+    private let usesTLS: Bool
+    private var session: NGHTTP2Session?
+    private var context: ChannelHandlerContext?
+    private var streams: [Int32: PendingHTTP2Request] = [:]
+    private var pings: [UInt64: (sent: NIODeadline, promise: EventLoopPromise<Duration>)] = [:]
+    private var nextPing: UInt64 = 1
+    private var goAway: HTTP2GoAway?
+    private var closed = false
+    private var isReading = false
+    private var flushScheduled = false
+    private var tlsNegotiated = false
+    private var receivedSettings = false
+    private var deadlineTimer: Scheduled<Void>?
+    private var earliestDeadline = NIODeadline.distantFuture
+    /// Completed once the server's first SETTINGS frame has arrived (and, over TLS, h2 was
+    /// negotiated); failed if the connection ends first.
+    let ready: EventLoopPromise<Void>
+
+    init(shared: HTTP2ClientSharedState, usesTLS: Bool, ready: EventLoopPromise<Void>) {
+        self.shared = shared
+        self.usesTLS = usesTLS
+        self.ready = ready
+    }
+
+    // MARK: Requests (on the event loop)
+
+    func submit(_ request: HTTP2Request, _ pending: PendingHTTP2Request) {
+        if pending.cancelled {
+            pending.finish(.failure(HTTP2Error(.cancelled, requestWasNotProcessed: true)))
+            return
+        }
+        guard let session, !closed else {
+            pending.finish(.failure(HTTP2Error(.connectionClosed, requestWasNotProcessed: true)))
+            return
+        }
+        if let goAway {
+            pending.finish(.failure(HTTP2Error(.goAway(goAway), requestWasNotProcessed: true)))
+            return
+        }
+        do {
+            let streamID = try session.submitRequest(request.outgoingHeaders, body: request.body)
+            pending.streamID = streamID
+            streams[streamID] = pending
+            shared.openStreams.store(streams.count, ordering: .relaxed)
+            if pending.deadline < earliestDeadline { earliestDeadline = pending.deadline }
+            scheduleFlush()
+        } catch {
+            pending.finish(.failure(HTTP2Error(.protocolError("\(error)"), requestWasNotProcessed: true)))
+        }
+    }
+
+    func cancel(_ pending: PendingHTTP2Request) {
+        pending.cancelled = true
+        guard pending.streamID != 0, streams[pending.streamID] === pending else { return }
+        session?.submitResetStream(streamID: pending.streamID, errorCode: HTTP2ErrorCode.cancel.rawValue)
+        complete(pending.streamID, with: .failure(HTTP2Error(.cancelled, requestWasNotProcessed: false)))
+        scheduleFlush()
+    }
+
+    func ping(promise: EventLoopPromise<Duration>) {
+        guard let session, !closed else {
+            promise.fail(HTTP2Error(.connectionClosed, requestWasNotProcessed: true))
+            return
+        }
+        let opaque = nextPing
+        nextPing &+= 1
+        pings[opaque] = (NIODeadline.now(), promise)
+        session.submitPing(opaqueData: opaque)
+        scheduleFlush()
+    }
+
+    func close() {
+        guard let context, !closed else { return }
+        session?.submitGoAway(errorCode: HTTP2ErrorCode.noError.rawValue, debugData: [])
+        flush()
+        context.close(promise: nil)
+    }
+
+    private func complete(_ streamID: Int32, with result: Result<HTTP2Response, any Error>) {
+        guard let pending = streams.removeValue(forKey: streamID) else { return }
+        shared.openStreams.store(streams.count, ordering: .relaxed)
+        pending.finish(result)
+    }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { start(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start(context: context)
+        context.fireChannelActive()
+    }
+
+    private func start(context: ChannelHandlerContext) {
+        guard session == nil else { return }
+        do {
+            let session = try NGHTTP2Session(role: .client, delegate: self)
+            // Request bodies are small (APNs payloads); responses too. Advertise a generous
+            // window so a server never waits for a WINDOW_UPDATE.
+            try session.submitSettings([
+                (NGHTTP2SettingsIdentifier.maxConcurrentStreams, 100),
+                (NGHTTP2SettingsIdentifier.initialWindowSize, 1 << 20),
+            ])
+            self.session = session
+            flush()
+        } catch {
+            ready.fail(error)
+            context.close(promise: nil)
+            return
+        }
+        armDeadlineTimer(context: context)
+    }
+
+    /// Checks deadlines every 20 ms while the connection lives: one timer per connection
+    /// instead of one per request.
+    private func armDeadlineTimer(context: ChannelHandlerContext) {
+        deadlineTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(20)) {
+            guard !self.closed else { return }
+            self.expireDeadlines()
+            self.armDeadlineTimer(context: context)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let session else { return }
+        isReading = true
+        defer { isReading = false }
+        do {
+            try session.receive(unwrapInboundIn(data))
+        } catch {
+            flush()
+            fail(everything: HTTP2Error(.protocolError("\(error)"), requestWasNotProcessed: false))
+            context.close(promise: nil)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flush()
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? TLSUserEvent, case .handshakeCompleted(let negotiated) = event {
+            if negotiated == "h2" {
+                tlsNegotiated = true
+                markReadyIfComplete()
+            } else {
+                ready.fail(HTTP2Error(.http2NotNegotiated(negotiated), requestWasNotProcessed: true))
+                context.close(promise: nil)
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        ready.fail(error)
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closed = true
+        deadlineTimer?.cancel()
+        shared.acceptingRequests.store(false, ordering: .relaxed)
+        ready.fail(HTTP2Error(.connectionClosed, requestWasNotProcessed: true))
+        fail(everything: HTTP2Error(.connectionClosed, requestWasNotProcessed: false))
+        for (_, ping) in pings { ping.promise.fail(HTTP2Error(.connectionClosed, requestWasNotProcessed: true)) }
+        pings.removeAll()
+        shared.eventsContinuation.yield(.closed)
+        shared.eventsContinuation.finish()
+        context.fireChannelInactive()
+    }
+
+    private func fail(everything error: HTTP2Error) {
+        let pending = streams
+        streams.removeAll()
+        shared.openStreams.store(0, ordering: .relaxed)
+        for (_, request) in pending { request.finish(.failure(error)) }
+    }
+
+    private func markReadyIfComplete() {
+        if receivedSettings && (tlsNegotiated || !usesTLS) { ready.succeed() }
+    }
+
+    private func expireDeadlines() {
+        guard !streams.isEmpty else { return }
+        let now = NIODeadline.now()
+        guard now >= earliestDeadline else { return }
+        var next = NIODeadline.distantFuture
+        var expired: [Int32] = []
+        for (streamID, pending) in streams {
+            if pending.deadline <= now { expired.append(streamID) } else if pending.deadline < next { next = pending.deadline }
+        }
+        earliestDeadline = next
+        for streamID in expired {
+            session?.submitResetStream(streamID: streamID, errorCode: HTTP2ErrorCode.cancel.rawValue)
+            complete(streamID, with: .failure(HTTP2Error(.deadlineExceeded, requestWasNotProcessed: false)))
+        }
+        if !expired.isEmpty { flush() }
+    }
+
+    // MARK: Output
+
+    private func scheduleFlush() {
+        guard !isReading, !flushScheduled, let context else { return }
+        flushScheduled = true
+        context.eventLoop.assumeIsolated().execute {
+            self.flushScheduled = false
+            self.flush()
+        }
+    }
+
+    private func flush() {
+        guard let context, let session, !closed else { return }
+        var buffer = context.channel.allocator.buffer(capacity: 4096)
+        do {
+            if try session.drainOutput(into: &buffer) {
+                context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+            }
+        } catch {
+            context.close(promise: nil)
+            return
+        }
+        if session.isFinished { context.close(promise: nil) }
+    }
+}
+
+extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
+    func sessionBeganHeaders(streamID: Int32) {}
+
+    func sessionReceivedHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        guard let pending = streams[streamID] else { return }
+        if name.count == 7, name.elementsEqual(":status".utf8) {
+            var status = 0
+            for byte in value { status = status * 10 + Int(byte &- 48) }
+            pending.status = status
+        }
+        pending.headers.append(name: name, value: value)
+    }
+
+    func sessionReceivedData(streamID: Int32, bytes: UnsafeRawBufferPointer) {
+        guard let pending = streams[streamID], let context else { return }
+        if pending.body == nil { pending.body = context.channel.allocator.buffer(capacity: max(bytes.count, 256)) }
+        pending.body!.writeBytes(bytes)
+    }
+
+    func sessionReceivedFrame(_ frame: NGHTTP2ReceivedFrame) {
+        switch frame {
+        case .settings(ack: false):
+            let limit = Int(session?.remoteMaxConcurrentStreams ?? 0)
+            let previous = shared.maxConcurrentStreams.exchange(limit, ordering: .relaxed)
+            if previous != limit || !receivedSettings {
+                shared.eventsContinuation.yield(.maxConcurrentStreamsChanged(limit))
+            }
+            if !receivedSettings {
+                receivedSettings = true
+                markReadyIfComplete()
+            }
+        case .ping(ack: true, let opaque):
+            if let ping = pings.removeValue(forKey: opaque) {
+                let elapsed = NIODeadline.now() - ping.sent
+                ping.promise.succeed(.nanoseconds(elapsed.nanoseconds))
+            }
+        case .goAway(let lastStreamID, let errorCode, let debugData):
+            let goAway = HTTP2GoAway(lastStreamID: lastStreamID, errorCode: HTTP2ErrorCode(rawValue: errorCode), debugData: debugData)
+            self.goAway = goAway
+            shared.goAway.withLock { $0 = goAway }
+            shared.acceptingRequests.store(false, ordering: .relaxed)
+            shared.eventsContinuation.yield(.goAway(goAway))
+        default:
+            break
+        }
+    }
+
+    func sessionClosedStream(streamID: Int32, errorCode: UInt32) {
+        guard let pending = streams[streamID] else { return }
+        let code = HTTP2ErrorCode(rawValue: errorCode)
+        if code == .noError && pending.status != 0 {
+            complete(streamID, with: .success(HTTP2Response(
+                status: pending.status, headers: pending.headers, body: pending.body ?? ByteBuffer())))
+        } else if let goAway, streamID > goAway.lastStreamID {
+            complete(streamID, with: .failure(HTTP2Error(.goAway(goAway), requestWasNotProcessed: true)))
+        } else {
+            complete(streamID, with: .failure(HTTP2Error(.streamReset(code), requestWasNotProcessed: code == .refusedStream)))
+        }
+    }
+}

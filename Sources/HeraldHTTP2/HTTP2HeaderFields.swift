@@ -1,0 +1,171 @@
+import CNGHTTP2
+
+/// One header field to send.
+public struct HTTP2HeaderField: Sendable, Hashable {
+    /// The lower-case field name (HTTP/2 requires lower case), pseudo-headers included (`:path`).
+    public var name: String
+    public var value: String
+    /// Sent as "never indexed" so that HPACK keeps it out of both sides' dynamic tables (Apple
+    /// asks this for `authorization` and `:path`; it keeps secrets out of shared state).
+    public var neverIndexed: Bool
+
+    public init(_ name: String, _ value: String, neverIndexed: Bool = false) {
+        self.name = name
+        self.value = value
+        self.neverIndexed = neverIndexed
+    }
+}
+
+/// The header fields of an outgoing request or response, pseudo-headers first.
+struct HTTP2OutgoingHeaders {
+    var fields: [HTTP2HeaderField]
+
+    /// Calls `body` with nghttp2 name/value pairs pointing into temporary storage. nghttp2 copies
+    /// names and values during `submit_*` (no `NO_COPY` flags are set), so the storage only has
+    /// to live for the call, and the pointers never leave it.
+    func withNameValuePairs<Result>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> Result) -> Result {
+        var byteCount = 0
+        for field in fields { byteCount += field.name.utf8.count + field.value.utf8.count }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(byteCount, 1)) { bytes in
+            withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(fields.count, 1)) { pairs in
+                var offset = 0
+                for (index, field) in fields.enumerated() {
+                    let nameStart = offset
+                    for byte in field.name.utf8 { bytes[offset] = byte; offset += 1 }
+                    let valueStart = offset
+                    for byte in field.value.utf8 { bytes[offset] = byte; offset += 1 }
+                    let flags = field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
+                    pairs.initializeElement(at: index, to: nghttp2_nv(
+                        name: bytes.baseAddress! + nameStart, value: bytes.baseAddress! + valueStart,
+                        namelen: valueStart - nameStart, valuelen: offset - valueStart, flags: UInt8(flags)))
+                }
+                defer { pairs.baseAddress!.deinitialize(count: fields.count) }
+                return body(UnsafePointer(pairs.baseAddress!), fields.count)
+            }
+        }
+    }
+}
+
+/// The header fields of a received request or response, in arrival order, pseudo-headers
+/// included. Stored as one byte array and a list of offsets: two allocations per message
+/// however many fields it has.
+public struct HTTP2HeaderFields: Sendable {
+    @usableFromInline struct Entry: Sendable {
+        var nameStart: Int32
+        var nameLength: Int32
+        var valueStart: Int32
+        var valueLength: Int32
+    }
+
+    @usableFromInline var bytes: [UInt8] = []
+    @usableFromInline var entries: [Entry] = []
+
+    public init() {}
+
+    public init(_ fields: [(String, String)]) {
+        self.init()
+        for (name, value) in fields { append(name: Array(name.utf8), value: Array(value.utf8)) }
+    }
+
+    mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        if entries.isEmpty {
+            bytes.reserveCapacity(256)
+            entries.reserveCapacity(12)
+        }
+        let nameStart = Int32(bytes.count)
+        bytes.append(contentsOf: name)
+        let valueStart = Int32(bytes.count)
+        bytes.append(contentsOf: value)
+        entries.append(Entry(nameStart: nameStart, nameLength: Int32(name.count),
+                             valueStart: valueStart, valueLength: Int32(value.count)))
+    }
+
+    mutating func append(name: [UInt8], value: [UInt8]) {
+        name.withUnsafeBytes { n in value.withUnsafeBytes { v in append(name: n, value: v) } }
+    }
+
+    /// How many fields there are.
+    public var count: Int { entries.count }
+
+    /// The total size of names and values in bytes.
+    public var byteCount: Int { bytes.count }
+
+    /// The value of the first field called `name` (lower case), or nil.
+    public subscript(_ name: String) -> String? {
+        guard let index = firstIndex(of: name) else { return nil }
+        return value(at: index)
+    }
+
+    /// How many fields are called `name`.
+    public func count(of name: String) -> Int {
+        var found = 0
+        for index in entries.indices where nameEquals(index, name) { found += 1 }
+        return found
+    }
+
+    /// Whether any field name appears more than once.
+    public var hasDuplicateNames: Bool {
+        for i in entries.indices {
+            for j in entries.index(after: i)..<entries.endIndex where namesEqual(i, j) { return true }
+        }
+        return false
+    }
+
+    /// Calls `body` with the raw bytes of the first value of `name`, without making a String.
+    public func withValueBytes<Result>(of name: String, _ body: (UnsafeRawBufferPointer?) throws -> Result) rethrows -> Result {
+        guard let index = firstIndex(of: name) else { return try body(nil) }
+        let entry = entries[index]
+        return try bytes.withUnsafeBytes { all in
+            try body(UnsafeRawBufferPointer(rebasing: all[Int(entry.valueStart)..<Int(entry.valueStart + entry.valueLength)]))
+        }
+    }
+
+    /// Calls `body` with each field's raw name and value, in order, without making Strings.
+    /// The buffers are valid only during the call.
+    public func forEachField(_ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) rethrows {
+        try bytes.withUnsafeBytes { all in
+            for entry in entries {
+                try body(
+                    UnsafeRawBufferPointer(rebasing: all[Int(entry.nameStart)..<Int(entry.nameStart + entry.nameLength)]),
+                    UnsafeRawBufferPointer(rebasing: all[Int(entry.valueStart)..<Int(entry.valueStart + entry.valueLength)]))
+            }
+        }
+    }
+
+    /// Every field as name and value strings.
+    public var fields: [(name: String, value: String)] {
+        entries.indices.map { (name(at: $0), value(at: $0)) }
+    }
+
+    func firstIndex(of name: String) -> Int? {
+        entries.indices.first { nameEquals($0, name) }
+    }
+
+    func name(at index: Int) -> String {
+        let entry = entries[index]
+        return String(decoding: bytes[Int(entry.nameStart)..<Int(entry.nameStart + entry.nameLength)], as: UTF8.self)
+    }
+
+    func value(at index: Int) -> String {
+        let entry = entries[index]
+        return String(decoding: bytes[Int(entry.valueStart)..<Int(entry.valueStart + entry.valueLength)], as: UTF8.self)
+    }
+
+    private func nameEquals(_ index: Int, _ name: String) -> Bool {
+        let entry = entries[index]
+        guard entry.nameLength == name.utf8.count else { return false }
+        var position = Int(entry.nameStart)
+        for byte in name.utf8 {
+            if bytes[position] != byte { return false }
+            position += 1
+        }
+        return true
+    }
+
+    private func namesEqual(_ i: Int, _ j: Int) -> Bool {
+        let a = entries[i], b = entries[j]
+        guard a.nameLength == b.nameLength else { return false }
+        for k in 0..<Int(a.nameLength) where bytes[Int(a.nameStart) + k] != bytes[Int(b.nameStart) + k] { return false }
+        return true
+    }
+}

@@ -1,0 +1,309 @@
+import NIOCore
+import NIOSSL
+import NIOTLS
+
+/// A complete request received by an ``HTTP2ServerConnection``.
+public struct HTTP2ServerRequest {
+    public let streamID: Int32
+    /// Every header field, pseudo-headers (`:method`, `:path`, …) included, in arrival order.
+    public let headers: HTTP2HeaderFields
+    /// The body, up to the connection's body limit.
+    public let body: ByteBuffer
+    /// How many body bytes the client sent, including those past the limit (not kept).
+    public let bodyLength: Int
+}
+
+/// Handles the requests of one server connection. Every method is called on the connection's
+/// event loop; the delegate may answer at once or later (from that event loop).
+public protocol HTTP2ServerConnectionDelegate: AnyObject {
+    /// A request's headers and body have all arrived. Answer with
+    /// ``HTTP2ServerConnection/respond(streamID:status:headers:body:)`` — or don't, and the
+    /// stream stays open until the client gives up.
+    func connection(_ connection: HTTP2ServerConnection, didReceive request: HTTP2ServerRequest)
+    /// The connection is closed; called once.
+    func connectionDidClose(_ connection: HTTP2ServerConnection)
+}
+
+/// Settings a server connection starts with.
+public struct HTTP2ServerSettings: Sendable {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS advertised at the start; nghttp2 refuses streams over it
+    /// with RST_STREAM REFUSED_STREAM. Change it later with
+    /// ``HTTP2ServerConnection/setMaxConcurrentStreams(_:)``.
+    public var maxConcurrentStreams: UInt32
+    /// SETTINGS_INITIAL_WINDOW_SIZE for request bodies.
+    public var initialWindowSize: UInt32
+    /// Request body bytes kept per stream; more are counted in `bodyLength` but dropped.
+    public var maxRequestBodyBytes: Int
+
+    public init(maxConcurrentStreams: UInt32 = 1000, initialWindowSize: UInt32 = 65_535, maxRequestBodyBytes: Int = 1 << 20) {
+        self.maxConcurrentStreams = maxConcurrentStreams
+        self.initialWindowSize = initialWindowSize
+        self.maxRequestBodyBytes = maxRequestBodyBytes
+    }
+}
+
+/// One server-side HTTP/2 connection: a channel handler that drives an nghttp2 server session
+/// with the bytes of a (TLS) socket and hands complete requests to its delegate.
+///
+/// Everything here runs on the channel's event loop; the methods a delegate calls must be called
+/// there too.
+public final class HTTP2ServerConnection: ChannelInboundHandler {
+    public typealias InboundIn = ByteBuffer
+    public typealias OutboundOut = ByteBuffer
+
+    fileprivate struct IncomingStream {
+        var headers = HTTP2HeaderFields()
+        var body: ByteBuffer?
+        var bodyLength = 0
+        /// Handed to the delegate; waiting for its answer (or a reset) to close.
+        var delivered = false
+    }
+
+    /// The delegate, set before the connection is added to a pipeline. The connection owns it.
+    public var delegate: (any HTTP2ServerConnectionDelegate)?
+    public let settings: HTTP2ServerSettings
+
+    private var session: NGHTTP2Session?
+    private var context: ChannelHandlerContext?
+    private var streams: [Int32: IncomingStream] = [:]
+    /// The header block being received: HEADERS and its CONTINUATIONs arrive back to back for
+    /// one stream, so fields collect here and reach `streams` once per block, not per field.
+    private var receivingHeadersOf: Int32 = 0
+    private var receivingHeaders = HTTP2HeaderFields()
+    private var isReading = false
+    private var flushScheduled = false
+    private var closeWhenIdle = false
+    private var closed = false
+    /// The stream limit currently advertised.
+    public private(set) var maxConcurrentStreams: UInt32
+
+    public init(settings: HTTP2ServerSettings) {
+        self.settings = settings
+        self.maxConcurrentStreams = settings.maxConcurrentStreams
+    }
+
+    /// The connection's event loop (valid once the connection is in a pipeline).
+    public var eventLoop: any EventLoop { context!.eventLoop }
+
+    /// The client's address, if known.
+    public var remoteAddress: SocketAddress? { context?.channel.remoteAddress }
+
+    /// The client's TLS certificate, when it presented one (mutual TLS).
+    public var peerCertificate: NIOSSLCertificate? {
+        guard let context, let tls = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self) else {
+            return nil
+        }
+        return tls.peerCertificate
+    }
+
+    /// Streams open on this connection (received, not yet closed).
+    public var openStreamCount: Int { streams.count }
+
+    // MARK: Answering
+
+    /// Sends a response on `streamID`.
+    /// - Returns: false when the stream is gone (the client reset it or the connection closed).
+    @discardableResult
+    public func respond(streamID: Int32, status: Int, headers: [HTTP2HeaderField] = [], body: ByteBuffer? = nil) -> Bool {
+        guard let session, !closed else { return false }
+        var fields: [HTTP2HeaderField] = [HTTP2HeaderField(":status", String(status))]
+        fields.append(contentsOf: headers)
+        do {
+            try session.submitResponse(streamID: streamID, HTTP2OutgoingHeaders(fields: fields), body: body)
+        } catch {
+            return false
+        }
+        scheduleFlush()
+        return true
+    }
+
+    /// Resets one stream with `errorCode`.
+    public func resetStream(streamID: Int32, errorCode: HTTP2ErrorCode) {
+        guard let session, !closed else { return }
+        session.submitResetStream(streamID: streamID, errorCode: errorCode.rawValue)
+        scheduleFlush()
+    }
+
+    /// Advertises a new SETTINGS_MAX_CONCURRENT_STREAMS; streams over it are refused from now on.
+    public func setMaxConcurrentStreams(_ limit: UInt32) {
+        guard let session, !closed, limit != maxConcurrentStreams else { return }
+        maxConcurrentStreams = limit
+        try? session.submitSettings([(NGHTTP2SettingsIdentifier.maxConcurrentStreams, limit)])
+        scheduleFlush()
+    }
+
+    /// Sends GOAWAY naming the last stream this side processed (or `lastStreamID`), then closes
+    /// the connection once the streams at or below it are answered.
+    public func goAway(errorCode: HTTP2ErrorCode = .noError, debugData: [UInt8] = [], lastStreamID: Int32? = nil) {
+        guard let session, !closed else { return }
+        session.submitGoAway(lastStreamID: lastStreamID, errorCode: errorCode.rawValue, debugData: debugData)
+        closeWhenIdle = true
+        scheduleFlush()
+    }
+
+    /// Closes the connection at once, without GOAWAY (as a dropped connection looks).
+    public func close() {
+        guard let context, !closed else { return }
+        context.close(promise: nil)
+    }
+
+    /// The highest stream id handed to the delegate so far.
+    public var lastProcessedStreamID: Int32 { session?.lastProcessedStreamID ?? 0 }
+
+    // MARK: Channel events
+
+    public func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { start(context: context) }
+    }
+
+    public func channelActive(context: ChannelHandlerContext) {
+        start(context: context)
+        context.fireChannelActive()
+    }
+
+    private func start(context: ChannelHandlerContext) {
+        guard session == nil else { return }
+        do {
+            let session = try NGHTTP2Session(role: .server, delegate: self)
+            try session.submitSettings([
+                (NGHTTP2SettingsIdentifier.maxConcurrentStreams, settings.maxConcurrentStreams),
+                (NGHTTP2SettingsIdentifier.initialWindowSize, settings.initialWindowSize),
+            ])
+            self.session = session
+            flush()
+        } catch {
+            context.close(promise: nil)
+        }
+    }
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let session else { return }
+        let bytes = unwrapInboundIn(data)
+        isReading = true
+        defer { isReading = false }
+        do {
+            try session.receive(bytes)
+        } catch {
+            // nghttp2 queued a GOAWAY naming the protocol error: send it, then hang up.
+            flush()
+            context.close(promise: nil)
+        }
+    }
+
+    public func channelReadComplete(context: ChannelHandlerContext) {
+        flush()
+        context.fireChannelReadComplete()
+    }
+
+    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? TLSUserEvent, case .handshakeCompleted(let negotiated) = event, negotiated != "h2" {
+            // APNs speaks HTTP/2 only; a client that did not offer h2 cannot be served.
+            context.close(promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    public func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    public func channelInactive(context: ChannelHandlerContext) {
+        if !closed {
+            closed = true
+            streams.removeAll()
+            delegate?.connectionDidClose(self)
+            delegate = nil
+        }
+        context.fireChannelInactive()
+    }
+
+    // MARK: Output
+
+    private func scheduleFlush() {
+        guard !isReading, !flushScheduled, let context else { return }
+        flushScheduled = true
+        context.eventLoop.assumeIsolated().execute {
+            self.flushScheduled = false
+            self.flush()
+        }
+    }
+
+    private func flush() {
+        guard let context, let session, !closed else { return }
+        var buffer = context.channel.allocator.buffer(capacity: 4096)
+        do {
+            if try session.drainOutput(into: &buffer) {
+                context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+            }
+        } catch {
+            context.close(promise: nil)
+            return
+        }
+        if session.isFinished || (closeWhenIdle && streams.isEmpty) {
+            context.close(promise: nil)
+        }
+    }
+}
+
+extension HTTP2ServerConnection: NGHTTP2SessionDelegate {
+    func sessionBeganHeaders(streamID: Int32) {
+        receivingHeadersOf = streamID
+        receivingHeaders = HTTP2HeaderFields()
+    }
+
+    func sessionReceivedHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        if streamID == receivingHeadersOf { receivingHeaders.append(name: name, value: value) }
+    }
+
+    /// Files the header block just received under its stream (trailers are dropped: APNs
+    /// requests have none).
+    private func finishHeaderBlock(_ streamID: Int32) {
+        guard streamID == receivingHeadersOf else { return }
+        receivingHeadersOf = 0
+        if streams[streamID] == nil {
+            var stream = IncomingStream()
+            swap(&stream.headers, &receivingHeaders)
+            streams[streamID] = stream
+        }
+    }
+
+    func sessionReceivedData(streamID: Int32, bytes: UnsafeRawBufferPointer) {
+        guard let context else { return }
+        let limit = settings.maxRequestBodyBytes
+        let allocator = context.channel.allocator
+        streams[streamID]?.appendBody(bytes, limit: limit, allocator: allocator)
+    }
+
+    func sessionReceivedFrame(_ frame: NGHTTP2ReceivedFrame) {
+        switch frame {
+        case .headers(let streamID, false):
+            finishHeaderBlock(streamID)
+        case .headers(let streamID, true), .data(let streamID, true):
+            if case .headers = frame { finishHeaderBlock(streamID) }
+            guard var stream = streams[streamID], !stream.delivered else { return }
+            streams[streamID] = IncomingStream(delivered: true)
+            stream.delivered = true
+            let request = HTTP2ServerRequest(
+                streamID: streamID, headers: stream.headers,
+                body: stream.body ?? ByteBuffer(), bodyLength: stream.bodyLength)
+            delegate?.connection(self, didReceive: request)
+        default:
+            break
+        }
+    }
+
+    func sessionClosedStream(streamID: Int32, errorCode: UInt32) {
+        streams.removeValue(forKey: streamID)
+    }
+}
+
+extension HTTP2ServerConnection.IncomingStream {
+    fileprivate mutating func appendBody(_ bytes: UnsafeRawBufferPointer, limit: Int, allocator: ByteBufferAllocator) {
+        bodyLength += bytes.count
+        let room = limit - (body?.readableBytes ?? 0)
+        guard room > 0 else { return }
+        if body == nil { body = allocator.buffer(capacity: min(limit, max(bytes.count, 1024))) }
+        body!.writeBytes(UnsafeRawBufferPointer(rebasing: bytes.prefix(room)))
+    }
+}
