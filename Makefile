@@ -24,6 +24,7 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests
 	scripts/with-infrastructure.sh .build/debug $(SWIFT) test --skip-build
+	scripts/test-external-clients.sh .build/debug
 
 demo: deps
 	$(SWIFT) build -c release --product herald

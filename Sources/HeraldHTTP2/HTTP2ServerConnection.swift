@@ -132,11 +132,29 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
         scheduleFlush()
     }
 
-    /// Sends GOAWAY naming the last stream this side processed (or `lastStreamID`), then closes
-    /// the connection once the streams at or below it are answered.
+    /// Sends GOAWAY naming `lastStreamID` (default: the last stream handed to the delegate),
+    /// then closes the connection once the streams at or below it are answered. Streams above it
+    /// that already arrived are reset with REFUSED_STREAM: the client may send them elsewhere.
+    /// When `lastStreamID`'s own response is still being sent, GOAWAY waits for it, so the
+    /// client sees the whole answer first (some clients drop DATA that follows a GOAWAY).
     public func goAway(errorCode: HTTP2ErrorCode = .noError, debugData: [UInt8] = [], lastStreamID: Int32? = nil) {
-        guard let session, !closed else { return }
-        session.submitGoAway(lastStreamID: lastStreamID, errorCode: errorCode.rawValue, debugData: debugData)
+        guard let session, !closed, pendingGoAway == nil, !closeWhenIdle else { return }
+        let last = lastStreamID ?? session.lastProcessedStreamID
+        for streamID in streams.keys where streamID > last {
+            session.submitResetStream(streamID: streamID, errorCode: HTTP2ErrorCode.refusedStream.rawValue)
+            streams[streamID] = nil
+        }
+        pendingGoAway = (last, errorCode, debugData)
+        if streams[last] == nil { sendPendingGoAway() }
+        scheduleFlush()
+    }
+
+    private var pendingGoAway: (lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8])?
+
+    private func sendPendingGoAway() {
+        guard let session, let goAway = pendingGoAway else { return }
+        pendingGoAway = nil
+        session.submitGoAway(lastStreamID: goAway.lastStreamID, errorCode: goAway.errorCode.rawValue, debugData: goAway.debugData)
         closeWhenIdle = true
         scheduleFlush()
     }
@@ -281,6 +299,11 @@ extension HTTP2ServerConnection: NGHTTP2SessionDelegate {
             finishHeaderBlock(streamID)
         case .headers(let streamID, true), .data(let streamID, true):
             if case .headers = frame { finishHeaderBlock(streamID) }
+            if let pendingGoAway, streamID > pendingGoAway.lastStreamID {
+                streams[streamID] = nil
+                session?.submitResetStream(streamID: streamID, errorCode: HTTP2ErrorCode.refusedStream.rawValue)
+                return
+            }
             guard var stream = streams[streamID], !stream.delivered else { return }
             streams[streamID] = IncomingStream(delivered: true)
             stream.delivered = true
@@ -295,6 +318,7 @@ extension HTTP2ServerConnection: NGHTTP2SessionDelegate {
 
     func sessionClosedStream(streamID: Int32, errorCode: UInt32) {
         streams.removeValue(forKey: streamID)
+        if let pendingGoAway, pendingGoAway.lastStreamID == streamID { sendPendingGoAway() }
     }
 }
 
