@@ -8,12 +8,13 @@ SHELL := /bin/bash
 
 SWIFT ?= swift
 
-.PHONY: help deps build test demo bench-kafka infra-up infra-down clean
+.PHONY: help deps build test demo bench-apns-sim bench-kafka infra-up infra-down clean
 
 help:
 	@echo "make demo     # start PostgreSQL + the development Kafka broker and run a round trip through both"
 	@echo "make test     # build once and run all tests against real PostgreSQL and Kafka"
 	@echo "make bench-kafka  # Kafka throughput benchmark (release build) against kcat"
+	@echo "make bench-apns-sim  # apns-sim against nghttpd under h2load (release build)"
 
 deps:
 	@scripts/install-dependencies.sh
@@ -30,6 +31,11 @@ demo: deps
 	$(SWIFT) build -c release --product herald
 	$(SWIFT) build -c release --product herald-kafka-dev
 	HERALD_LOG_LEVEL=$${HERALD_LOG_LEVEL:-warning} scripts/with-infrastructure.sh .build/release .build/release/herald dev roundtrip
+
+bench-apns-sim: deps
+	$(SWIFT) build -c release --product apns-sim
+	$(SWIFT) build -c release --product apns-sim-throughput
+	.build/release/apns-sim-throughput --apns-sim .build/release/apns-sim
 
 bench-kafka: deps
 	$(SWIFT) build -c release --product herald-kafka-dev

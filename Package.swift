@@ -145,6 +145,7 @@ let package = Package(
             dependencies: [
                 "APNsSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Benchmarks/APNsSimThroughput"
         ),

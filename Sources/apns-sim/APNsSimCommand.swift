@@ -152,7 +152,10 @@ struct APNsSimCommand: AsyncParsableCommand {
         fflush(nil)
         if let readyFile {
             let ready = #"{"port":\#(simulator.port),"adminPort":\#(simulator.adminPort ?? 0)}"#
-            FileManager.default.createFile(atPath: readyFile, contents: Data(ready.utf8))
+            guard FileManager.default.createFile(atPath: readyFile, contents: Data(ready.utf8)) else {
+                await simulator.shutdown()
+                throw APNsSimulatorError("cannot write --ready-file \(readyFile)")
+            }
         }
         let group = ServiceGroup(
             configuration: .init(services: [simulator], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
