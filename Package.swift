@@ -91,7 +91,11 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
-            ]
+            ],
+            // Per-request state lives in class properties touched from nghttp2 callbacks on one
+            // event loop; Swift's dynamic exclusivity checks on them cost about 2% of a request
+            // (measured with perf against h2load). The code never overlaps accesses.
+            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
         ),
         .target(
             name: "APNsSimulator",
@@ -105,7 +109,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"])]  // as HeraldHTTP2
         ),
 
         // MARK: Executables

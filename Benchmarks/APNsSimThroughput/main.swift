@@ -34,6 +34,10 @@ struct APNsSimThroughput: AsyncParsableCommand {
         try FileManager.default.createDirectory(atPath: folder + "/htdocs/3/device", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
 
+        for port in [simPort, nghttpdPort] where isListening(port) {
+            throw ValidationError("port \(port) is already in use (a server left from an earlier run?): stop it or pick another with --sim-port/--nghttpd-port")
+        }
+
         // A signing key apns-sim trusts, a provider token, a certificate for nghttpd.
         let signingKey = P256.Signing.PrivateKey()
         try signingKey.publicKey.pemRepresentation.write(toFile: folder + "/key.pub.pem", atomically: true, encoding: .utf8)
@@ -125,11 +129,29 @@ struct APNsSimThroughput: AsyncParsableCommand {
     /// SIGTERM, then SIGKILL if the process is still there after two seconds (nghttpd does not
     /// always exit on SIGTERM while connections linger).
     func stop(_ process: Process) {
-        guard process.isRunning else { return }
-        process.terminate()
-        for _ in 0..<40 where process.isRunning { usleep(50_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        let pid = process.processIdentifier
+        kill(pid, SIGTERM)
+        for _ in 0..<40 {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid { return }
+            usleep(50_000)
+        }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    func isListening(_ port: Int) -> Bool {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
     }
 
     func which(_ tool: String) -> String? {

@@ -99,7 +99,6 @@ public final class APNsLedger: Sendable {
         let flush: [UInt8]? = state.withLock { state in
             state.counts.requests += 1
             state.counts.accepted += 1
-            state.counts.byStatus["200", default: 0] += 1
             state.counts.acceptedByTopic[String(topic), default: 0] += 1
             if let notification { state.notifications.append(notification) }
             guard !line.isEmpty else { return nil }
@@ -111,8 +110,12 @@ public final class APNsLedger: Sendable {
         if let flush { file?.write(Data(flush)) }
     }
 
-    /// The counters now.
-    public var counts: Counts { state.withLock { $0.counts } }
+    /// The counters now (`byStatus["200"]` is filled in from `accepted` here, not per request).
+    public var counts: Counts {
+        var counts = state.withLock { $0.counts }
+        if counts.accepted > 0 { counts.byStatus["200"] = counts.accepted }
+        return counts
+    }
 
     /// Accepted notifications (full mode), oldest first, optionally only those for `token`.
     public func notifications(token: String? = nil) -> [RecordedNotification] {

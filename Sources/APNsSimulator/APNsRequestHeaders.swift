@@ -15,7 +15,9 @@ struct APNsRequestHeaders {
 
     var method: Method = .missing
     enum Method { case missing, post, other }
-    var token: Result<String, APNsReason> = .failure(.badPath)
+    /// What is wrong with `:path` (nil: a well-formed device path). The token itself is made a
+    /// String only when something needs it (``deviceToken(in:)``).
+    var pathProblem: APNsReason? = .badPath
     var topic: String?
     var pushType: String?
     var apnsID: String?
@@ -34,7 +36,7 @@ struct APNsRequestHeaders {
             switch name.count {
             case 5 where Self.equal(name, ":path"):
                 bit = 1 << 0
-                token = APNsRequestRules.deviceToken(fromPath: value)
+                pathProblem = APNsRequestRules.problem(withPath: value)
             case 7 where Self.equal(name, ":method"):
                 bit = 1 << 1
                 method = Self.equal(value, "POST") ? .post : .other
@@ -65,6 +67,11 @@ struct APNsRequestHeaders {
             if seen & bit != 0 { hasDuplicates = true }
             seen |= bit
         }
+    }
+
+    /// The request's device token, lower-cased (call only when ``pathProblem`` is nil).
+    static func deviceToken(in fields: HTTP2HeaderFields) -> String {
+        (try? fields.withValueBytes(of: ":path", APNsRequestRules.deviceToken(fromPath:)).get()) ?? ""
     }
 
     private static func authorization(_ value: UnsafeRawBufferPointer, currentToken: [UInt8]) -> Authorization {

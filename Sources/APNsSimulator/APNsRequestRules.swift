@@ -24,29 +24,44 @@ enum APNsRequestRules {
         var maximumPayloadBytes: Int { self == .voip ? 5120 : 4096 }
     }
 
+    /// Checks `:path` without making the token a String.
+    /// - Returns: nil when it is `/3/device/<hex of even length>`, else the reason it is refused.
+    static func problem(withPath path: UnsafeRawBufferPointer?) -> APNsReason? {
+        let prefix: StaticString = "/3/device/"
+        let prefixLength = prefix.utf8CodeUnitCount
+        guard let path, path.count >= prefixLength, memcmp(path.baseAddress!, prefix.utf8Start, prefixLength) == 0 else {
+            return .badPath
+        }
+        let tokenLength = path.count - prefixLength
+        if tokenLength == 0 { return .missingDeviceToken }
+        guard tokenLength % 2 == 0 else { return .badDeviceToken }
+        var badDigit = false
+        for index in prefixLength..<path.count {
+            let byte = path[index]
+            if byte == UInt8(ascii: "/") { return .badPath }
+            badDigit = badDigit || !isHexDigit(byte)
+        }
+        return badDigit ? .badDeviceToken : nil
+    }
+
+    @inline(__always)
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        let lowered = byte | 0x20
+        return (byte &- 48) < 10 || (lowered &- 97) < 6
+    }
+
     /// Splits `:path` into the device token, lower-cased.
     /// - Returns: the token, or the reason the path is refused (BadPath, MissingDeviceToken,
     ///   BadDeviceToken).
     static func deviceToken(fromPath path: UnsafeRawBufferPointer?) -> Result<String, APNsReason> {
-        let prefix = "/3/device/".utf8
-        guard let path, path.count >= prefix.count, path.prefix(prefix.count).elementsEqual(prefix) else {
-            return .failure(.badPath)
-        }
-        let token = path.dropFirst(prefix.count)
-        if token.isEmpty { return .failure(.missingDeviceToken) }
         // Tokens are hex of even length; their length is not fixed (Apple has said tokens may grow).
-        guard token.count % 2 == 0 else { return .failure(.badDeviceToken) }
-        var lowered = [UInt8]()
-        lowered.reserveCapacity(token.count)
-        for byte in token {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): lowered.append(byte)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): lowered.append(byte + 32)
-            case UInt8(ascii: "/"): return .failure(.badPath)
-            default: return .failure(.badDeviceToken)
-            }
-        }
-        return .success(String(decoding: lowered, as: UTF8.self))
+        if let problem = problem(withPath: path) { return .failure(problem) }
+        let token = path!.dropFirst("/3/device/".utf8.count)
+        // Lower-cased straight into the String's storage: one allocation.
+        return .success(String(unsafeUninitializedCapacity: token.count) { text in
+            for (index, byte) in token.enumerated() { text[index] = byte >= 65 && byte <= 70 ? byte + 32 : byte }
+            return token.count
+        })
     }
 
     /// Whether `topic` is a syntactically valid bundle id (letters, digits, `.`, `-`, `_`).
@@ -99,3 +114,9 @@ enum APNsRequestRules {
         return .success(expiration)
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif

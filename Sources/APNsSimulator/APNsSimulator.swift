@@ -69,7 +69,8 @@ public final class APNsSimulator: Service, Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         let settings = HTTP2ServerSettings(
             maxConcurrentStreams: configuration.streamsBeforeAuthentication,
-            maxRequestBodyBytes: 8192)
+            // Counting only, the simulator needs payload sizes, not payloads: keep no bodies.
+            maxRequestBodyBytes: configuration.recording == .full ? 8192 : 0)
         let server: HTTP2Server
         do {
             server = try await HTTP2Server.start(

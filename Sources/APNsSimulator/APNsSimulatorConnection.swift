@@ -15,7 +15,10 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
         case reject(APNsReason, timestamp: Int64? = nil)
     }
 
-    private unowned let connection: HTTP2ServerConnection
+    /// The connection this delegate serves. It owns the delegate and outlives every call into
+    /// it, so the reference needs no reference counting (`unowned(safe)` would cost two atomic
+    /// operations per use on the hot path).
+    private unowned(unsafe) let connection: HTTP2ServerConnection
     private let state: APNsSimulatorState
     /// The provider token in use on this connection and what it verified to.
     private var currentToken: [UInt8] = []
@@ -118,11 +121,7 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     private func evaluate(_ request: HTTP2ServerRequest, topic topicForCounts: inout Substring?) -> Outcome {
         let headers = APNsRequestHeaders(request.headers, currentToken: currentToken)
         guard headers.method == .post else { return .reject(.methodNotAllowed) }
-        let token: String
-        switch headers.token {
-        case .success(let value): token = value
-        case .failure(let reason): return .reject(reason)
-        }
+        if let problem = headers.pathProblem { return .reject(problem) }
         if headers.hasDuplicates { return .reject(.duplicateHeaders) }
 
         // Authentication: a provider token, or else the client certificate.
@@ -159,7 +158,9 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
         if request.bodyLength == 0 { return .reject(.payloadEmpty) }
         if request.bodyLength > pushType.maximumPayloadBytes { return .reject(.payloadTooLarge) }
 
-        switch state.devices.lookup(token: token, appTopic: appTopic) {
+        let device: DeviceRegistry.Lookup = state.devices.acceptsEveryToken
+            ? .deliverable : state.devices.lookup(token: APNsRequestHeaders.deviceToken(in: request.headers), appTopic: appTopic)
+        switch device {
         case .deliverable: return .accept(apnsID: headers.apnsID ?? random.uuidString())
         case .unknown: return .reject(.badDeviceToken)
         case .otherTopic: return .reject(.deviceTokenNotForTopic)
@@ -286,20 +287,25 @@ struct SimulatorRandom {
 
     /// A random (version 4) UUID in upper case, as APNs writes apns-id.
     mutating func uuidString() -> String {
-        let high = next(), low = next()
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for i in 0..<8 { bytes[i] = UInt8(truncatingIfNeeded: high >> (UInt64(i) * 8)) }
-        for i in 0..<8 { bytes[8 + i] = UInt8(truncatingIfNeeded: low >> (UInt64(i) * 8)) }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let hex = Array("0123456789ABCDEF".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(hex[Int(byte >> 4)])
-            text.append(hex[Int(byte & 0x0F)])
+        // 128 random bits with the version (4) and variant (10) bits set.
+        let high = (next() & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
+        let low = (next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
+        return String(unsafeUninitializedCapacity: 36) { text in
+            var position = 0
+            func put(_ value: UInt64, nibbles: Int) {
+                for shift in stride(from: (nibbles - 1) * 4, through: 0, by: -4) {
+                    let nibble = UInt8((value >> UInt64(shift)) & 0xF)
+                    text[position] = nibble < 10 ? nibble + 48 : nibble + 55
+                    position += 1
+                }
+            }
+            func dash() { text[position] = UInt8(ascii: "-"); position += 1 }
+            put(high >> 32, nibbles: 8); dash()
+            put(high >> 16, nibbles: 4); dash()
+            put(high, nibbles: 4); dash()
+            put(low >> 48, nibbles: 4); dash()
+            put(low, nibbles: 12)
+            return 36
         }
-        return String(decoding: text, as: UTF8.self)
     }
 }

@@ -33,6 +33,8 @@ public final class DeviceRegistry: Sendable {
 
     public let acceptAnyToken: Bool
     private let devices = Mutex<[String: Entry]>([:])
+    /// Whether any device was ever added (a benchmark with `acceptAnyToken` skips the lookup).
+    private let hasDevices = Atomic<Bool>(false)
 
     public init(acceptAnyToken: Bool, devices: [SimulatedDevice] = []) {
         self.acceptAnyToken = acceptAnyToken
@@ -41,6 +43,7 @@ public final class DeviceRegistry: Sendable {
 
     /// Adds devices, replacing any with the same token.
     public func add(_ newDevices: [SimulatedDevice]) {
+        if !newDevices.isEmpty { hasDevices.store(true, ordering: .releasing) }
         devices.withLock { table in
             for device in newDevices {
                 table[device.token.lowercased()] = Entry(topic: device.topic, unregisteredAt: device.unregisteredAt)
@@ -50,6 +53,10 @@ public final class DeviceRegistry: Sendable {
 
     /// How many devices are registered.
     public var count: Int { devices.withLock { $0.count } }
+
+    /// True when every well-formed token is deliverable (`acceptAnyToken` and no device
+    /// registered): the simulator then need not even read the token.
+    var acceptsEveryToken: Bool { acceptAnyToken && !hasDevices.load(ordering: .acquiring) }
 
     /// What a push to `token` for `appTopic` (the bundle id, topic suffixes removed) meets.
     /// `token` must be lower-case hex.

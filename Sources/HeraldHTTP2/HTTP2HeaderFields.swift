@@ -18,18 +18,29 @@ public struct HTTP2HeaderField: Sendable, Hashable {
 
 /// The header fields of an outgoing request or response, pseudo-headers first.
 struct HTTP2OutgoingHeaders {
+    /// A field sent before `fields` (a response's `:status`), kept apart so that answering does
+    /// not build a second array.
+    var leading: HTTP2HeaderField?
     var fields: [HTTP2HeaderField]
+
+    init(leading: HTTP2HeaderField? = nil, fields: [HTTP2HeaderField]) {
+        self.leading = leading
+        self.fields = fields
+    }
 
     /// Calls `body` with nghttp2 name/value pairs pointing into temporary storage. nghttp2 copies
     /// names and values during `submit_*` (no `NO_COPY` flags are set), so the storage only has
     /// to live for the call, and the pointers never leave it.
     func withNameValuePairs<Result>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> Result) -> Result {
         var byteCount = 0
+        if let leading { byteCount += leading.name.utf8.count + leading.value.utf8.count }
         for field in fields { byteCount += field.name.utf8.count + field.value.utf8.count }
+        let count = fields.count + (leading == nil ? 0 : 1)
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(byteCount, 1)) { bytes in
-            withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(fields.count, 1)) { pairs in
+            withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(count, 1)) { pairs in
                 var offset = 0
-                for (index, field) in fields.enumerated() {
+                var index = 0
+                func add(_ field: HTTP2HeaderField) {
                     let nameStart = offset
                     for byte in field.name.utf8 { bytes[offset] = byte; offset += 1 }
                     let valueStart = offset
@@ -38,9 +49,12 @@ struct HTTP2OutgoingHeaders {
                     pairs.initializeElement(at: index, to: nghttp2_nv(
                         name: bytes.baseAddress! + nameStart, value: bytes.baseAddress! + valueStart,
                         namelen: valueStart - nameStart, valuelen: offset - valueStart, flags: UInt8(flags)))
+                    index += 1
                 }
-                defer { pairs.baseAddress!.deinitialize(count: fields.count) }
-                return body(UnsafePointer(pairs.baseAddress!), fields.count)
+                if let leading { add(leading) }
+                for field in fields { add(field) }
+                defer { pairs.baseAddress!.deinitialize(count: count) }
+                return body(UnsafePointer(pairs.baseAddress!), count)
             }
         }
     }
@@ -78,6 +92,13 @@ public struct HTTP2HeaderFields: Sendable {
         bytes.append(contentsOf: value)
         entries.append(Entry(nameStart: nameStart, nameLength: Int32(name.count),
                              valueStart: valueStart, valueLength: Int32(value.count)))
+    }
+
+    /// Empties the fields, keeping the storage when this is its only owner (the server reuses
+    /// header storage from one request to the next).
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        entries.removeAll(keepingCapacity: true)
     }
 
     mutating func append(name: [UInt8], value: [UInt8]) {

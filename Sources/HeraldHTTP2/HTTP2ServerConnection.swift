@@ -6,7 +6,7 @@ import NIOTLS
 public struct HTTP2ServerRequest {
     public let streamID: Int32
     /// Every header field, pseudo-headers (`:method`, `:path`, …) included, in arrival order.
-    public let headers: HTTP2HeaderFields
+    public internal(set) var headers: HTTP2HeaderFields
     /// The body, up to the connection's body limit.
     public let body: ByteBuffer
     /// How many body bytes the client sent, including those past the limit (not kept).
@@ -70,6 +70,9 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
     /// one stream, so fields collect here and reach `streams` once per block, not per field.
     private var receivingHeadersOf: Int32 = 0
     private var receivingHeaders = HTTP2HeaderFields()
+    /// Header storage handed back after a request was delivered, reused for the next ones (a
+    /// delegate that kept a copy keeps it intact: the storage is copied on write).
+    private var spareHeaders: [HTTP2HeaderFields] = []
     private var isReading = false
     private var flushScheduled = false
     private var closeWhenIdle = false
@@ -106,10 +109,9 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
     @discardableResult
     public func respond(streamID: Int32, status: Int, headers: [HTTP2HeaderField] = [], body: ByteBuffer? = nil) -> Bool {
         guard let session, !closed else { return false }
-        var fields: [HTTP2HeaderField] = [HTTP2HeaderField(":status", String(status))]
-        fields.append(contentsOf: headers)
         do {
-            try session.submitResponse(streamID: streamID, HTTP2OutgoingHeaders(fields: fields), body: body)
+            let fields = HTTP2OutgoingHeaders(leading: HTTP2HeaderField(":status", String(status)), fields: headers)
+            try session.submitResponse(streamID: streamID, fields, body: body)
         } catch {
             return false
         }
@@ -267,7 +269,7 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
 extension HTTP2ServerConnection: NGHTTP2SessionDelegate {
     func sessionBeganHeaders(streamID: Int32) {
         receivingHeadersOf = streamID
-        receivingHeaders = HTTP2HeaderFields()
+        receivingHeaders = spareHeaders.popLast() ?? HTTP2HeaderFields()
     }
 
     func sessionReceivedHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
@@ -304,13 +306,15 @@ extension HTTP2ServerConnection: NGHTTP2SessionDelegate {
                 session?.submitResetStream(streamID: streamID, errorCode: HTTP2ErrorCode.refusedStream.rawValue)
                 return
             }
-            guard var stream = streams[streamID], !stream.delivered else { return }
-            streams[streamID] = IncomingStream(delivered: true)
-            stream.delivered = true
-            let request = HTTP2ServerRequest(
+            guard let stream = streams.updateValue(IncomingStream(delivered: true), forKey: streamID), !stream.delivered else { return }
+            var request = HTTP2ServerRequest(
                 streamID: streamID, headers: stream.headers,
                 body: stream.body ?? ByteBuffer(), bodyLength: stream.bodyLength)
             delegate?.connection(self, didReceive: request)
+            if spareHeaders.count < 64 {
+                request.headers.removeAll()
+                spareHeaders.append(request.headers)
+            }
         default:
             break
         }
