@@ -33,15 +33,14 @@ enum APNsRequestRules {
             return .badPath
         }
         let tokenLength = path.count - prefixLength
-        if tokenLength == 0 { return .missingDeviceToken }
-        guard tokenLength % 2 == 0 else { return .badDeviceToken }
         var badDigit = false
         for index in prefixLength..<path.count {
             let byte = path[index]
             if byte == UInt8(ascii: "/") { return .badPath }
             badDigit = badDigit || !isHexDigit(byte)
         }
-        return badDigit ? .badDeviceToken : nil
+        if tokenLength == 0 { return .missingDeviceToken }
+        return badDigit || tokenLength % 2 != 0 ? .badDeviceToken : nil
     }
 
     @inline(__always)

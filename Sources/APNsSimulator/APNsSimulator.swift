@@ -13,6 +13,9 @@ final class APNsSimulatorState: Sendable {
     let devices: DeviceRegistry
     let ledger: APNsLedger
     private let currentFaults: Mutex<APNsFaults>
+    /// Bumped whenever the faults change, so connections re-read them only then (one atomic
+    /// load per request instead of a lock).
+    let faultsVersion = Atomic<Int>(0)
 
     init(configuration: APNsSimulatorConfiguration) throws {
         try configuration.faults.validate()
@@ -25,7 +28,10 @@ final class APNsSimulatorState: Sendable {
 
     var faults: APNsFaults {
         get { currentFaults.withLock { $0 } }
-        set { currentFaults.withLock { $0 = newValue } }
+        set {
+            currentFaults.withLock { $0 = newValue }
+            faultsVersion.add(1, ordering: .releasing)
+        }
     }
 }
 

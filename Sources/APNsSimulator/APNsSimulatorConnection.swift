@@ -33,6 +33,9 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     private var answered = 0
     private var goingAwayAfter: Int32?
     private var random: SimulatorRandom
+    /// The faults as last read, and the version they were read at.
+    private var faults = APNsFaults()
+    private var faultsVersion = -1
 
     init(connection: HTTP2ServerConnection, state: APNsSimulatorState) {
         self.connection = connection
@@ -47,7 +50,12 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
 
     func connection(_ connection: HTTP2ServerConnection, didReceive request: HTTP2ServerRequest) {
         if let goingAwayAfter, request.streamID > goingAwayAfter { return }
-        let faults = state.faults
+        let version = state.faultsVersion.load(ordering: .acquiring)
+        if version != faultsVersion {
+            faultsVersion = version
+            faults = state.faults
+        }
+        let faults = self.faults
         var topicForCounts: Substring?
         let outcome = evaluate(request, topic: &topicForCounts)
 

@@ -40,11 +40,20 @@ struct HTTP2OutgoingHeaders {
             withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(count, 1)) { pairs in
                 var offset = 0
                 var index = 0
+                func copy(_ text: String) {
+                    var text = text
+                    text.withUTF8 { utf8 in
+                        if let source = utf8.baseAddress {
+                            (bytes.baseAddress! + offset).initialize(from: source, count: utf8.count)
+                        }
+                        offset += utf8.count
+                    }
+                }
                 func add(_ field: HTTP2HeaderField) {
                     let nameStart = offset
-                    for byte in field.name.utf8 { bytes[offset] = byte; offset += 1 }
+                    copy(field.name)
                     let valueStart = offset
-                    for byte in field.value.utf8 { bytes[offset] = byte; offset += 1 }
+                    copy(field.value)
                     let flags = field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
                     pairs.initializeElement(at: index, to: nghttp2_nv(
                         name: bytes.baseAddress! + nameStart, value: bytes.baseAddress! + valueStart,

@@ -1,0 +1,110 @@
+@testable import APNsSimulator
+import HeraldHTTP2
+import Testing
+
+/// Apple's request rules and the header container, without sockets.
+@Suite("APNs request rules (pure)")
+struct APNsRequestRulesTests {
+    func token(_ path: String) -> Result<String, APNsReason> {
+        Array(path.utf8).withUnsafeBytes { APNsRequestRules.deviceToken(fromPath: $0) }
+    }
+
+    @Test("device tokens: hex of any even length, lower-cased; everything else refused with Apple's reason")
+    func deviceTokens() {
+        #expect(token("/3/device/AB01cd") == .success("ab01cd"))
+        #expect(token("/3/device/" + String(repeating: "f", count: 200)) == .success(String(repeating: "f", count: 200)))
+        #expect(token("/3/device/") == .failure(.missingDeviceToken))
+        #expect(token("/3/device/abc") == .failure(.badDeviceToken))
+        #expect(token("/3/device/zz") == .failure(.badDeviceToken))
+        #expect(token("/3/device/ab/cd") == .failure(.badPath))
+        #expect(token("/3/devices/ab") == .failure(.badPath))
+        #expect(token("/3/dev") == .failure(.badPath))
+    }
+
+    @Test("push types and their topic suffixes")
+    func pushTypes() throws {
+        let cases: [(String?, String, String?)] = [
+            (nil, "com.a.b", "com.a.b"),
+            ("background", "com.a.b", "com.a.b"),
+            ("voip", "com.a.b.voip", "com.a.b"),
+            ("complication", "com.a.b.complication", "com.a.b"),
+            ("fileprovider", "com.a.b.pushkit.fileprovider", "com.a.b"),
+            ("liveactivity", "com.a.b.push-type.liveactivity", "com.a.b"),
+            ("location", "com.a.b.location-query", "com.a.b"),
+            ("pushtotalk", "com.a.b.voip-ptt", "com.a.b"),
+            ("widgets", "com.a.b.push-type.widgets", "com.a.b"),
+            ("controls", "com.a.b.push-type.controls", "com.a.b"),
+            ("voip", "com.a.b", nil),
+            ("toast", "com.a.b", nil),
+        ]
+        for (pushType, topic, appTopic) in cases {
+            let result = APNsRequestRules.pushType(pushType, topic: topic)
+            switch (result, appTopic) {
+            case (.success(let value), let expected?): #expect(String(value.appTopic) == expected, "\(pushType ?? "-") \(topic)")
+            case (.failure(let reason), nil): #expect(reason == .invalidPushType)
+            default: Issue.record("\(pushType ?? "-") \(topic): got \(result)")
+            }
+        }
+        #expect(APNsRequestRules.PushType.voip.maximumPayloadBytes == 5120)
+        #expect(APNsRequestRules.PushType.alert.maximumPayloadBytes == 4096)
+    }
+
+    @Test("apns-id, priority, expiration and topic syntax")
+    func headerValues() {
+        #expect(APNsRequestRules.isUUID("123E4567-E89B-12D3-A456-426614174000"))
+        #expect(APNsRequestRules.isUUID("123e4567-e89b-12d3-a456-426614174000"))
+        #expect(!APNsRequestRules.isUUID("123e4567e89b12d3a456426614174000"))
+        #expect(!APNsRequestRules.isUUID("123e4567-e89b-12d3-a456-42661417400g"))
+        #expect(APNsRequestRules.priority(nil) == .success(10))
+        #expect(APNsRequestRules.priority("1") == .success(1))
+        #expect(APNsRequestRules.priority("6") == .failure(.badPriority))
+        #expect(APNsRequestRules.expiration("0") == .success(0))
+        #expect(APNsRequestRules.expiration("-5") == .failure(.badExpirationDate))
+        #expect(APNsRequestRules.isWellFormedTopic("com.example-app_1"))
+        #expect(!APNsRequestRules.isWellFormedTopic("com example"))
+        #expect(!APNsRequestRules.isWellFormedTopic(""))
+    }
+
+    @Test("generated apns-ids are version 4 UUIDs, different each time")
+    func generatedIDs() {
+        var random = SimulatorRandom(seed: 42)
+        let ids = (0..<1000).map { _ in random.uuidString() }
+        #expect(Set(ids).count == 1000)
+        for id in ids.prefix(20) {
+            #expect(APNsRequestRules.isUUID(id))
+            #expect(Array(id.utf8)[14] == UInt8(ascii: "4"))
+            #expect([UInt8(ascii: "8"), UInt8(ascii: "9"), UInt8(ascii: "A"), UInt8(ascii: "B")].contains(Array(id.utf8)[19]))
+        }
+    }
+
+    @Test("status for each reason is Apple's")
+    func statuses() {
+        #expect(APNsReason.badDeviceToken.status == 400)
+        #expect(APNsReason.expiredProviderToken.status == 403)
+        #expect(APNsReason.badPath.status == 404)
+        #expect(APNsReason.methodNotAllowed.status == 405)
+        #expect(APNsReason.unregistered.status == 410)
+        #expect(APNsReason.payloadTooLarge.status == 413)
+        #expect(APNsReason.tooManyProviderTokenUpdates.status == 429)
+        #expect(APNsReason.internalServerError.status == 500)
+        #expect(APNsReason.shutdown.status == 503)
+    }
+}
+
+@Suite("HTTP/2 header fields (pure)")
+struct HTTP2HeaderFieldsTests {
+    @Test("lookup, counting and duplicates")
+    func lookups() {
+        let fields = HTTP2HeaderFields([(":status", "200"), ("apns-id", "X"), ("vary", "a"), ("vary", "b")])
+        #expect(fields[":status"] == "200")
+        #expect(fields["vary"] == "a")
+        #expect(fields["missing"] == nil)
+        #expect(fields.count(of: "vary") == 2)
+        #expect(fields.hasDuplicateNames)
+        #expect(!HTTP2HeaderFields([("a", "1"), ("b", "2")]).hasDuplicateNames)
+        #expect(fields.fields.map(\.name) == [":status", "apns-id", "vary", "vary"])
+        var names: [String] = []
+        fields.forEachField { name, _ in names.append(String(decoding: name, as: UTF8.self)) }
+        #expect(names.count == 4)
+    }
+}
