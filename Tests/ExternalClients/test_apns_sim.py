@@ -83,6 +83,7 @@ class Simulator:
     def stop(self):
         self.process.terminate()
         self.process.wait(timeout=20)
+        self.process.stderr.close()
 
     def admin(self, method, path, body=None):
         return httpx.request(method, f"http://127.0.0.1:{self.admin_port}{path}", json=body, timeout=10)
@@ -344,6 +345,32 @@ class FaultsAndAdmin(unittest.TestCase):
         status, _, _, _ = self.sim.curl("/3/device/0a0b0c0d", "-H", f"authorization: bearer {self.sim.token}", "-H", f"apns-topic: {TOPIC}")
         self.assertEqual(status, 200)
         self.assertEqual(self.sim.admin("POST", "/devices", {"devices": [{"token": "xyz", "topic": TOPIC}]}).status_code, 400)
+
+
+class Recording(unittest.TestCase):
+    def test_record_file_holds_exactly_the_accepted_notifications(self):
+        folder = tempfile.mkdtemp(prefix="apns-sim-record-")
+        record = os.path.join(folder, "accepted.ndjson")
+        sim = Simulator(["--record-file", record], folder=folder)
+        auth = ["-H", f"authorization: bearer {sim.token}", "-H", f"apns-topic: {TOPIC}"]
+        for n in range(3):
+            sim.curl(f"/3/device/{GOOD}", *auth, "-H", f"apns-collapse-id: c{n}")
+        sim.curl(f"/3/device/{GONE}", *auth)
+        sim.stop()  # SIGTERM: the simulator flushes the file before it exits
+        self.assertEqual(sim.process.returncode, 0)
+        with open(record) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual([(n["token"], n["collapseID"]) for n in lines], [(GOOD, "c0"), (GOOD, "c1"), (GOOD, "c2")])
+        self.assertEqual(lines[0]["payload"], PAYLOAD.decode())
+
+    def test_counts_only(self):
+        sim = Simulator(["--record", "counts"])
+        try:
+            sim.curl(f"/3/device/{GOOD}", "-H", f"authorization: bearer {sim.token}", "-H", f"apns-topic: {TOPIC}")
+            self.assertEqual(sim.admin("GET", "/stats").json()["accepted"], 1)
+            self.assertEqual(sim.admin("GET", "/notifications").text, "")
+        finally:
+            sim.stop()
 
 
 class CertificateAuthentication(unittest.TestCase):
