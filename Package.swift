@@ -19,6 +19,7 @@ let package = Package(
         .executable(name: "apns-sim-throughput", targets: ["apns-sim-throughput"]),
         .library(name: "HeraldHTTP2", targets: ["HeraldHTTP2"]),
         .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
+        .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -98,6 +99,18 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
         ),
         .target(
+            name: "HeraldAPNs",
+            dependencies: [
+                "HeraldHTTP2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
             name: "APNsSimulator",
             dependencies: [
                 "HeraldHTTP2",
@@ -159,6 +172,17 @@ let package = Package(
         .testTarget(name: "HeraldKafkaTests", dependencies: ["HeraldKafka", "HeraldCore"]),
         .testTarget(name: "HeraldRecordsTests", dependencies: ["HeraldRecords"]),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore"]),
+        .testTarget(
+            name: "HeraldAPNsTests",
+            dependencies: [
+                "HeraldAPNs", "APNsSimulator", "HeraldHTTP2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .testTarget(
             name: "APNsSimulatorTests",
             dependencies: [

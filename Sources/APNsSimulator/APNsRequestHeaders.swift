@@ -17,7 +17,7 @@ struct APNsRequestHeaders {
     enum Method { case missing, post, other }
     /// What is wrong with `:path` (nil: a well-formed device path). The token itself is made a
     /// String only when something needs it (``deviceToken(in:)``).
-    var pathProblem: APNsReason? = .badPath
+    var pathProblem: APNsSimulatorReason? = .badPath
     var topic: String?
     var pushType: String?
     var apnsID: String?

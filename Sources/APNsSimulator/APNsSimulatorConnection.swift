@@ -12,7 +12,7 @@ import Glibc
 final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     private enum Outcome {
         case accept(apnsID: String)
-        case reject(APNsReason, timestamp: Int64? = nil)
+        case reject(APNsSimulatorReason, timestamp: Int64? = nil)
     }
 
     /// The connection this delegate serves. It owns the delegate and outlives every call into
@@ -26,9 +26,9 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     private var currentTokenSince = NIODeadline.uptimeNanoseconds(0)
     /// The last token that failed verification, so a client retrying it costs no new check.
     private var lastRejectedToken: [UInt8] = []
-    private var rejectedReason = APNsReason.invalidProviderToken
+    private var rejectedReason = APNsSimulatorReason.invalidProviderToken
     /// The client certificate's topic, for certificate-based authentication (checked once).
-    private lazy var certificateTopic: Result<String, APNsReason>? = Self.topic(of: connection.peerCertificate)
+    private lazy var certificateTopic: Result<String, APNsSimulatorReason>? = Self.topic(of: connection.peerCertificate)
     private var raisedStreamLimit = false
     private var answered = 0
     private var goingAwayAfter: Int32?
@@ -178,7 +178,7 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
 
     /// Checks the provider token (verifying each distinct token once per connection) or the
     /// client certificate. Returns the topics the credential may push to (empty: any).
-    private func authenticate(_ authorization: APNsRequestHeaders.Authorization) -> Result<Set<String>, APNsReason> {
+    private func authenticate(_ authorization: APNsRequestHeaders.Authorization) -> Result<Set<String>, APNsSimulatorReason> {
         let verified: VerifiedProviderToken
         switch authorization {
         case .absent:
@@ -206,7 +206,7 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     }
 
     /// A token this connection has not seen: verify it and make it the connection's token.
-    private func adopt(_ token: [UInt8]) -> Result<VerifiedProviderToken, APNsReason> {
+    private func adopt(_ token: [UInt8]) -> Result<VerifiedProviderToken, APNsSimulatorReason> {
         let text = String(decoding: token, as: UTF8.self)
         switch ProviderTokenVerifier.verify(text[...], keys: state.keys) {
         case .failure(let reason):
@@ -214,6 +214,11 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
             rejectedReason = reason
             return .failure(reason)
         case .success(let verified):
+            // An expired token never becomes the connection's token, so the provider's renewed
+            // one is not held against the 20-minute rule.
+            if Int64(time(nil)) - verified.issuedAt > state.configuration.providerTokenLifetimeSeconds {
+                return .failure(.expiredProviderToken)
+            }
             let now = NIODeadline.now()
             if let current = currentVerification {
                 // One connection, one team; and a new token at most every 20 minutes.
@@ -252,7 +257,7 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     /// The APNs topic a client certificate names: its subject's UID (Apple's push certificates
     /// carry the bundle id there), else its common name without Apple's "Apple Push Services: "
     /// prefix. Nil when the client presented no certificate.
-    static func topic(of certificate: NIOSSLCertificate?) -> Result<String, APNsReason>? {
+    static func topic(of certificate: NIOSSLCertificate?) -> Result<String, APNsSimulatorReason>? {
         guard let certificate else { return nil }
         guard let der = try? certificate.toDERBytes(), let parsed = try? Certificate(derEncoded: der) else {
             return .failure(.badCertificate)

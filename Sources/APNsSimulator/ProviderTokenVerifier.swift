@@ -76,7 +76,7 @@ enum ProviderTokenVerifier {
         let iat: Int64?
     }
 
-    static func verify(_ token: Substring, keys: ProviderKeyRegistry) -> Result<VerifiedProviderToken, APNsReason> {
+    static func verify(_ token: Substring, keys: ProviderKeyRegistry) -> Result<VerifiedProviderToken, APNsSimulatorReason> {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
               let headerData = Data(base64URLEncoded: parts[0]),

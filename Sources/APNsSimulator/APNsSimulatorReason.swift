@@ -4,7 +4,7 @@ import NIOCore
 ///
 /// The reasons are Apple's own strings (developer.apple.com, "Handling notification responses
 /// from APNs"); the simulator answers with exactly these.
-public enum APNsReason: String, Error, Sendable, CaseIterable, Codable {
+public enum APNsSimulatorReason: String, Error, Sendable, CaseIterable, Codable {
     case badCollapseId = "BadCollapseId"
     case badDeviceToken = "BadDeviceToken"
     case badExpirationDate = "BadExpirationDate"
@@ -50,7 +50,7 @@ public enum APNsReason: String, Error, Sendable, CaseIterable, Codable {
     /// `{"reason":"…"}`, made once per reason.
     var body: ByteBuffer { Self.bodies[self]! }
 
-    private static let bodies: [APNsReason: ByteBuffer] = Dictionary(uniqueKeysWithValues: allCases.map {
+    private static let bodies: [APNsSimulatorReason: ByteBuffer] = Dictionary(uniqueKeysWithValues: allCases.map {
         ($0, ByteBuffer(string: #"{"reason":"\#($0.rawValue)"}"#))
     })
 }

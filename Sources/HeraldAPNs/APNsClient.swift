@@ -1,0 +1,261 @@
+import HeraldHTTP2
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import ServiceLifecycle
+import Synchronization
+
+/// Sends notifications to one APNs endpoint with one credential over a pool of HTTP/2
+/// connections.
+///
+/// Each connection carries at most the server's live SETTINGS_MAX_CONCURRENT_STREAMS (1 until
+/// a request on it has authenticated); at most `maxInFlight` notifications are in flight in all,
+/// and ``send(_:)`` waits for room — nothing is queued without bound. Requests APNs did not
+/// process (above a GOAWAY's last-stream-id, REFUSED_STREAM) are sent again on a live
+/// connection; every request has a deadline. Each connection has its own provider token,
+/// renewed after 50 minutes and never sooner than 20 minutes after the last.
+///
+/// - Important: call ``run()`` (directly or in a `ServiceGroup`): it opens the connections,
+///   reopens them with back-off, PINGs idle ones and closes them at graceful shutdown.
+public final class APNsClient: Service, Sendable {
+    public let endpoint: APNsEndpoint
+    public let configuration: APNsClientConfiguration
+    private let credential: APNsCredential
+    private let tls: NIOSSLContext
+    private let group: any EventLoopGroup
+    private let clock: APNsClock
+    private let logger: Logger
+    private let state: Mutex<APNsPoolState>
+
+    /// - Throws: ``APNsCredentialError`` when the TLS context cannot be made from the credential.
+    public init(endpoint: APNsEndpoint, credential: APNsCredential, configuration: APNsClientConfiguration = .init(),
+                group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, clock: APNsClock = .system,
+                logger: Logger = Logger(label: "herald.apns")) throws(APNsCredentialError) {
+        var clientCertificate: (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey)?
+        if case .certificate(let chain, let key) = credential { clientCertificate = (chain, key) }
+        do {
+            tls = try NIOSSLContext(configuration: HTTP2TLS.clientConfiguration(
+                trustedCertificates: endpoint.trustedCertificates, clientCertificate: clientCertificate))
+        } catch {
+            throw APNsCredentialError("cannot set up TLS with this credential: \(error)")
+        }
+        self.endpoint = endpoint
+        self.credential = credential
+        self.configuration = configuration
+        self.group = group
+        self.clock = clock
+        self.logger = logger
+        self.state = Mutex(APNsPoolState(connections: max(1, configuration.connections), maxInFlight: max(1, configuration.maxInFlight)))
+    }
+
+    // MARK: Sending
+
+    /// Sends one notification and returns what became of it; never throws.
+    public func send(_ notification: APNsNotification) async -> APNsOutcome {
+        if notification.problem != nil { return .failed(.invalid) }
+        var resends = 0
+        var renewedToken = false
+        while true {
+            guard let lease = await lease() else {
+                return .failed(state.withLock { $0.stopped } ? .clientStopped : .noConnection)
+            }
+            let request = makeRequest(notification, authorization: providerToken(for: lease))
+            do {
+                let response = try await lease.connection.send(request, timeout: configuration.requestTimeout)
+                if response.status == 200 {
+                    release(lease, authenticated: true)
+                    return .accepted(apnsID: response.headers["apns-id"] ?? notification.apnsID ?? "")
+                }
+                let (reason, timestamp) = Self.parseError(response.body, status: response.status)
+                release(lease, authenticated: reason.disposition != .credential)
+                if reason == .expiredProviderToken, !renewedToken, case .token = credential {
+                    renewedToken = true
+                    state.withLock { $0.slots[lease.slot].tokenExpired = true }
+                    continue
+                }
+                return .rejected(reason, status: response.status, unregisteredAt: timestamp)
+            } catch {
+                release(lease, authenticated: false)
+                let failure = error as? HTTP2Error
+                if failure?.requestWasNotProcessed == true, resends < configuration.unprocessedResends {
+                    resends += 1
+                    continue
+                }
+                switch failure?.kind {
+                case .deadlineExceeded?: return .failed(.timeout)
+                case .streamReset(let code)?: return .failed(code == .refusedStream ? .notProcessed : .streamReset(code))
+                case .goAway?: return .failed(.notProcessed)
+                case .cancelled?: return .failed(.clientStopped)
+                default: return .failed(failure?.requestWasNotProcessed == true ? .notProcessed : .connectionLost)
+                }
+            }
+        }
+    }
+
+    /// Connections now: the server's stream limit on each (0 while not connected), and what is in flight.
+    public var status: (streamLimits: [Int], inFlight: Int) {
+        state.withLock { state in
+            (state.slots.map { $0.connection.map { $0.maxConcurrentStreams } ?? 0 }, state.inFlight)
+        }
+    }
+
+    private func lease() async -> APNsLease? {
+        if let lease = state.withLock({ $0.tryLease() }) { return lease }
+        return await withCheckedContinuation { continuation in
+            let immediate: APNsLease?? = state.withLock { state in
+                if state.stopped { return .some(nil) }
+                if let lease = state.tryLease() { return .some(lease) }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let immediate { continuation.resume(returning: immediate) }
+        }
+    }
+
+    private func release(_ lease: APNsLease, authenticated: Bool) {
+        let woken = state.withLock { $0.release(lease, authenticated: authenticated) }
+        for (waiter, lease) in woken { waiter.resume(returning: lease) }
+    }
+
+    /// The connection's provider token, signed afresh when the policy says so. Signing happens
+    /// under the pool's lock (rarely: once per connection per 50 minutes) so that concurrent
+    /// sends can never put two different new tokens on one connection.
+    private func providerToken(for lease: APNsLease) -> String? {
+        guard case .token(let key) = credential else { return nil }
+        let now = clock.secondsSince1970()
+        let policy = configuration.tokenPolicy
+        return state.withLock { state in
+            var slot = state.slots[lease.slot]
+            if slot.connection === lease.connection,
+               policy.needsNewToken(issuedAt: slot.token?.issuedAt, now: now, expired: slot.tokenExpired) {
+                slot.token = (key.providerToken(issuedAt: now), now)
+                slot.tokenExpired = false
+                state.slots[lease.slot] = slot
+            }
+            return slot.token?.value ?? key.providerToken(issuedAt: now)
+        }
+    }
+
+    private func makeRequest(_ notification: APNsNotification, authorization: String?) -> HTTP2Request {
+        var headers: [HTTP2HeaderField] = []
+        headers.reserveCapacity(7)
+        if let authorization { headers.append(HTTP2HeaderField("authorization", "bearer " + authorization, neverIndexed: true)) }
+        headers.append(HTTP2HeaderField("apns-topic", notification.topic))
+        headers.append(HTTP2HeaderField("apns-push-type", notification.pushType.rawValue))
+        headers.append(HTTP2HeaderField("apns-priority", String(notification.priority.rawValue)))
+        if let expiration = notification.expiration { headers.append(HTTP2HeaderField("apns-expiration", String(expiration))) }
+        if let collapseID = notification.collapseID { headers.append(HTTP2HeaderField("apns-collapse-id", collapseID)) }
+        if let apnsID = notification.apnsID { headers.append(HTTP2HeaderField("apns-id", apnsID)) }
+        let authority = endpoint.port == 443 ? endpoint.host : "\(endpoint.host):\(endpoint.port)"
+        return HTTP2Request(path: "/3/device/" + notification.deviceToken, authority: authority, headers: headers,
+                            body: ByteBuffer(bytes: notification.payload))
+    }
+
+    /// Reads `{"reason":"…","timestamp":…}` without Foundation.
+    static func parseError(_ body: ByteBuffer, status: Int) -> (APNsReason, Int64?) {
+        let bytes = Array(body.readableBytesView)
+        func value(after key: String) -> ArraySlice<UInt8>? {
+            let needle = Array(key.utf8)
+            guard bytes.count >= needle.count else { return nil }
+            for start in 0...(bytes.count - needle.count) where bytes[start..<start + needle.count].elementsEqual(needle) {
+                var index = start + needle.count
+                while index < bytes.count, bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: ":") { index += 1 }
+                return bytes[index...]
+            }
+            return nil
+        }
+        var reason = APNsReason.unknown("HTTP \(status)")
+        if let rest = value(after: "\"reason\""), rest.first == UInt8(ascii: "\"") {
+            let text = rest.dropFirst().prefix { $0 != UInt8(ascii: "\"") }
+            reason = APNsReason(String(decoding: text, as: UTF8.self))
+        }
+        var timestamp: Int64?
+        if let rest = value(after: "\"timestamp\"") {
+            let digits = rest.prefix { $0 >= 48 && $0 <= 57 }
+            timestamp = Int64(String(decoding: digits, as: UTF8.self))
+        }
+        return (reason, timestamp)
+    }
+
+    // MARK: Connections
+
+    /// Opens the connections and keeps them open until graceful shutdown (or cancellation).
+    public func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            for slot in 0..<configuration.connections {
+                group.addTask { await self.maintain(slot: slot) }
+            }
+            group.addTask {
+                try? await gracefulShutdown()
+                self.stop()
+            }
+            await group.waitForAll()
+        }
+    }
+
+    private func stop() {
+        let (failed, connections) = state.withLock { state in
+            state.stopped = true
+            return (state.failWaiters(), state.slots.compactMap(\.connection))
+        }
+        for (waiter, lease) in failed { waiter.resume(returning: lease) }
+        for connection in connections {
+            Task { await connection.close() }
+        }
+    }
+
+    private var isStopped: Bool { state.withLock { $0.stopped } }
+
+    private func maintain(slot: Int) async {
+        try? await Task.sleep(nanoseconds: UInt64(configuration.connectionSpacing.nanoseconds) * UInt64(slot))
+        var backoff = configuration.reconnectBackoff.minimum
+        while !isStopped, !Task.isCancelled {
+            do {
+                let connection = try await HTTP2ClientConnection.connect(
+                    host: endpoint.host, port: endpoint.port, tls: tls, group: group, timeout: configuration.connectTimeout)
+                let woken = state.withLock { state -> [(APNsPoolState.Waiter, APNsLease?)] in
+                    state.slots[slot] = APNsPoolState.Slot(connection: connection)
+                    return state.wakeWaiters()
+                }
+                for (waiter, lease) in woken { waiter.resume(returning: lease) }
+                if isStopped { await connection.close() }
+                backoff = configuration.reconnectBackoff.minimum
+                logger.debug("APNs connection open", metadata: ["slot": "\(slot)", "endpoint": "\(endpoint.host):\(endpoint.port)"])
+                await watch(connection, slot: slot)
+                state.withLock { state in
+                    if state.slots[slot].connection === connection { state.slots[slot] = APNsPoolState.Slot() }
+                }
+                logger.debug("APNs connection closed", metadata: ["slot": "\(slot)", "goaway": "\(connection.goAway.map { "\($0.errorCode)" } ?? "none")"])
+            } catch {
+                logger.warning("cannot connect to APNs", metadata: [
+                    "endpoint": "\(endpoint.host):\(endpoint.port)", "error": "\(error)", "retry-in": "\(backoff)"])
+                let failed = state.withLock { state in state.hasLiveConnection ? [] : state.failWaiters() }
+                for (waiter, lease) in failed { waiter.resume(returning: lease) }
+                try? await Task.sleep(nanoseconds: UInt64(backoff.nanoseconds))
+                backoff = min(backoff * 2, configuration.reconnectBackoff.maximum)
+            }
+        }
+    }
+
+    /// Returns when `connection` has closed (or is going away and idle); PINGs it when idle.
+    private func watch(_ connection: HTTP2ClientConnection, slot: Int) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await connection.waitUntilClosed() }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(nanoseconds: UInt64(self.configuration.idlePingInterval.nanoseconds))
+                    if Task.isCancelled { return }
+                    let idle = self.state.withLock { $0.slots[slot].inUse == 0 }
+                    guard idle else { continue }
+                    if (try? await connection.ping()) == nil {
+                        await connection.close()
+                        return
+                    }
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+}

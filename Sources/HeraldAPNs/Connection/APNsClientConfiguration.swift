@@ -1,0 +1,43 @@
+import NIOCore
+
+/// How an ``APNsClient`` uses its connections.
+public struct APNsClientConfiguration: Sendable {
+    /// Connections to open to the endpoint.
+    public var connections = 2
+    /// Notifications in flight at most, over all connections; `send` waits when it is reached.
+    public var maxInFlight = 2000
+    /// Each request's deadline.
+    public var requestTimeout: TimeAmount = .seconds(10)
+    /// Deadline for TCP, TLS and the server's first SETTINGS.
+    public var connectTimeout: TimeAmount = .seconds(10)
+    /// Connections are opened this far apart.
+    public var connectionSpacing: TimeAmount = .milliseconds(100)
+    /// Back-off between failed connection attempts: doubles from `minimum` up to `maximum`.
+    public var reconnectBackoff: (minimum: TimeAmount, maximum: TimeAmount) = (.milliseconds(100), .seconds(30))
+    /// A connection with nothing in flight for this long is PINGed; one that does not answer
+    /// within `requestTimeout` is closed and reopened.
+    public var idlePingInterval: TimeAmount = .seconds(60)
+    /// Times a request APNs did not process (GOAWAY, REFUSED_STREAM) is sent again.
+    public var unprocessedResends = 3
+    /// When provider tokens are renewed.
+    public var tokenPolicy = APNsProviderTokenPolicy()
+
+    public init() {}
+}
+
+/// Seconds since 1970, injectable so that token renewal can be tested without waiting an hour.
+public struct APNsClock: Sendable {
+    public var secondsSince1970: @Sendable () -> Int64
+
+    public init(secondsSince1970: @escaping @Sendable () -> Int64) {
+        self.secondsSince1970 = secondsSince1970
+    }
+
+    public static let system = APNsClock { Int64(time(nil)) }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif

@@ -1,0 +1,90 @@
+import HeraldHTTP2
+import NIOCore
+
+/// A stream on a connection, lent to one send.
+struct APNsLease: Sendable {
+    let slot: Int
+    let connection: HTTP2ClientConnection
+}
+
+/// The pool's bookkeeping, kept under one lock: which connection may take another stream, how
+/// much is in flight, who waits. Methods return what to resume; resuming happens outside the lock.
+struct APNsPoolState {
+    struct Slot {
+        var connection: HTTP2ClientConnection?
+        /// Streams lent out on `connection`.
+        var inUse = 0
+        /// A request on this connection got past authentication: the server's own stream limit
+        /// applies from now on (before, 1: Apple's limit until the first success).
+        var authenticated = false
+        /// This connection's provider token and when it was issued.
+        var token: (value: String, issuedAt: Int64)?
+        var tokenExpired = false
+    }
+
+    typealias Waiter = CheckedContinuation<APNsLease?, Never>
+
+    var slots: [Slot]
+    var inFlight = 0
+    let maxInFlight: Int
+    var waiters = CircularBuffer<Waiter>()
+    var stopped = false
+
+    init(connections: Int, maxInFlight: Int) {
+        slots = Array(repeating: Slot(), count: connections)
+        self.maxInFlight = maxInFlight
+    }
+
+    /// Streams `slot` may still take.
+    func room(_ slot: Slot) -> Int {
+        guard let connection = slot.connection, connection.isAcceptingRequests else { return 0 }
+        let limit = slot.authenticated ? connection.maxConcurrentStreams : min(1, connection.maxConcurrentStreams)
+        return limit - slot.inUse
+    }
+
+    /// A stream on the connection with the most room, if any and if in-flight allows.
+    mutating func tryLease() -> APNsLease? {
+        guard !stopped, inFlight < maxInFlight else { return nil }
+        var best = -1
+        var bestRoom = 0
+        for index in slots.indices {
+            let room = room(slots[index])
+            if room > bestRoom {
+                best = index
+                bestRoom = room
+            }
+        }
+        guard best >= 0, let connection = slots[best].connection else { return nil }
+        slots[best].inUse += 1
+        inFlight += 1
+        return APNsLease(slot: best, connection: connection)
+    }
+
+    /// Gives a stream back; `authenticated` when the answer showed the credential was accepted.
+    mutating func release(_ lease: APNsLease, authenticated: Bool) -> [(Waiter, APNsLease?)] {
+        inFlight -= 1
+        if slots[lease.slot].connection === lease.connection {
+            slots[lease.slot].inUse -= 1
+            if authenticated { slots[lease.slot].authenticated = true }
+        }
+        return wakeWaiters()
+    }
+
+    /// Leases for as many waiters as there is room for, oldest first.
+    mutating func wakeWaiters() -> [(Waiter, APNsLease?)] {
+        var woken: [(Waiter, APNsLease?)] = []
+        while !waiters.isEmpty, let lease = tryLease() {
+            woken.append((waiters.removeFirst(), lease))
+        }
+        return woken
+    }
+
+    /// Every waiter, to be told there is no connection (or the client stopped).
+    mutating func failWaiters() -> [(Waiter, APNsLease?)] {
+        var failed: [(Waiter, APNsLease?)] = []
+        while !waiters.isEmpty { failed.append((waiters.removeFirst(), nil)) }
+        return failed
+    }
+
+    var hasLiveConnection: Bool { slots.contains { $0.connection?.isAcceptingRequests == true } }
+}
