@@ -229,3 +229,36 @@ struct APNsClientTests {
         }
     }
 }
+
+@Suite("APNs client with a certificate")
+struct APNsClientCertificateTests {
+    @Test("certificate-based authentication over mutual TLS: no provider token is sent, the certificate's topic is used")
+    func certificate() async throws {
+        // A self-signed client certificate whose common name is the topic, trusted by the simulator.
+        let (clientIdentity, keyPEM) = try SimulatorIdentity.selfSigned()
+        let credential = try APNsCredential.certificate(pemCertificate: clientIdentity.certificatePEM, pemPrivateKey: keyPEM)
+        let topic = "apns-sim"  // SimulatorIdentity's common name
+        let simulator = ClientFixture.simulator {
+            $0.clientCertificateAuthorities = clientIdentity.certificateChain
+            $0.devices.append(SimulatedDevice(token: "c0ffee00", topic: topic))
+        }
+        try await withClient(simulator: simulator, credential: credential) { simulator, client in
+            let notification = APNsNotification(deviceToken: "c0ffee00", topic: topic, payload: Array(#"{"aps":{"alert":"cert"}}"#.utf8))
+            guard case .accepted = await client.send(notification) else {
+                Issue.record("not accepted")
+                return
+            }
+            var other = notification
+            other.topic = ClientFixture.bundleID
+            #expect(await client.send(other) == .rejected(.topicDisallowed, status: 400, unregisteredAt: nil))
+            #expect(simulator.ledger.notifications().map(\.topic) == [topic])
+        }
+    }
+
+    @Test("a credential that is not PEM is refused with what to fix")
+    func badCredential() {
+        #expect(throws: APNsCredentialError.self) { try APNsCredential.certificate(pemCertificate: "nope", pemPrivateKey: "nope") }
+        #expect(throws: APNsCredentialError.self) { try APNsSigningKey(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----", keyID: "K", teamID: "T") }
+        #expect(throws: APNsCredentialError.self) { try APNsCredential.certificate(pkcs12: [1, 2, 3], passphrase: "x") }
+    }
+}
