@@ -8,13 +8,14 @@ SHELL := /bin/bash
 
 SWIFT ?= swift
 
-.PHONY: help deps build test demo bench-apns-sim bench-kafka infra-up infra-down clean
+.PHONY: help deps build test demo bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
 
 help:
 	@echo "make demo     # start PostgreSQL + the development Kafka broker and run a round trip through both"
 	@echo "make test     # build once and run all tests against real PostgreSQL and Kafka"
 	@echo "make bench-kafka  # Kafka throughput benchmark (release build) against kcat"
 	@echo "make bench-apns-sim  # apns-sim against nghttpd under h2load (release build)"
+	@echo "make bench-apns-client  # Herald's APNs client against h2load, both to apns-sim"
 
 deps:
 	@scripts/install-dependencies.sh
@@ -36,6 +37,11 @@ bench-apns-sim: deps
 	$(SWIFT) build -c release --product apns-sim
 	$(SWIFT) build -c release --product apns-sim-throughput
 	.build/release/apns-sim-throughput --apns-sim .build/release/apns-sim
+
+bench-apns-client: deps
+	$(SWIFT) build -c release --product apns-sim
+	$(SWIFT) build -c release --product apns-client-throughput
+	.build/release/apns-client-throughput --apns-sim .build/release/apns-sim
 
 bench-kafka: deps
 	$(SWIFT) build -c release --product herald-kafka-dev

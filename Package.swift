@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "kafka-throughput", targets: ["kafka-throughput"]),
         .executable(name: "apns-sim", targets: ["apns-sim"]),
         .executable(name: "apns-sim-throughput", targets: ["apns-sim-throughput"]),
+        .executable(name: "apns-client-throughput", targets: ["apns-client-throughput"]),
         .library(name: "HeraldHTTP2", targets: ["HeraldHTTP2"]),
         .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
@@ -166,6 +167,17 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Benchmarks/APNsSimThroughput"
+        ),
+        .executableTarget(
+            name: "apns-client-throughput",
+            dependencies: [
+                "APNsSimulator", "HeraldAPNs",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Benchmarks/APNsClientThroughput"
         ),
 
         // MARK: Tests
