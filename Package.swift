@@ -162,7 +162,7 @@ let package = Package(
         .executableTarget(
             name: "apns-sim-throughput",
             dependencies: [
-                "APNsSimulator",
+                "APNsSimulator", "HeraldAPNs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

@@ -6,6 +6,7 @@
 // reported, and a final JSON line carries every figure. Both servers run one event-loop thread
 // (nghttpd's default), so the comparison is server against server on the same core budget.
 import APNsSimulator
+import HeraldAPNs
 import ArgumentParser
 import Crypto
 import Foundation
@@ -41,7 +42,8 @@ struct APNsSimThroughput: AsyncParsableCommand {
         // A signing key apns-sim trusts, a provider token, a certificate for nghttpd.
         let signingKey = P256.Signing.PrivateKey()
         try signingKey.publicKey.pemRepresentation.write(toFile: folder + "/key.pub.pem", atomically: true, encoding: .utf8)
-        let token = try providerToken(signingKey)
+        let token = APNsSigningKey(privateKey: signingKey, keyID: "BENCHKEY01", teamID: "BENCHTEAM1")
+            .providerToken(issuedAt: Int64(Date().timeIntervalSince1970))
         let (identity, keyPEM) = try SimulatorIdentity.selfSigned()
         try identity.certificatePEM.write(toFile: folder + "/cert.pem", atomically: true, encoding: .utf8)
         try keyPEM.write(toFile: folder + "/key.pem", atomically: true, encoding: .utf8)
@@ -167,16 +169,5 @@ struct APNsSimThroughput: AsyncParsableCommand {
     func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
-    }
-
-    func providerToken(_ key: P256.Signing.PrivateKey) throws -> String {
-        func base64URL(_ data: Data) -> String {
-            data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-                .replacingOccurrences(of: "=", with: "")
-        }
-        let header = base64URL(Data(#"{"alg":"ES256","kid":"BENCHKEY01"}"#.utf8))
-        let claims = base64URL(Data(#"{"iss":"BENCHTEAM1","iat":\#(Int(Date().timeIntervalSince1970))}"#.utf8))
-        let signature = try key.signature(for: Data("\(header).\(claims)".utf8)).rawRepresentation
-        return "\(header).\(claims).\(base64URL(signature))"
     }
 }

@@ -263,16 +263,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
 
     private func flush() {
         guard let context, let session, !closed else { return }
-        var buffer = context.channel.allocator.buffer(capacity: 4096)
-        do {
-            if try session.drainOutput(into: &buffer) {
-                context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
-            }
-        } catch {
-            context.close(promise: nil)
-            return
-        }
-        if session.isFinished { context.close(promise: nil) }
+        session.flush(to: context)
     }
 }
 

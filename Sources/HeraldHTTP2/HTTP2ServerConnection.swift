@@ -251,19 +251,9 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
 
     private func flush() {
         guard let context, let session, !closed else { return }
-        var buffer = context.channel.allocator.buffer(capacity: 4096)
-        do {
-            if try session.drainOutput(into: &buffer) {
-                context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
-            }
-        } catch {
-            context.close(promise: nil)
-            return
-        }
-        if session.isFinished || (closeWhenIdle && streams.isEmpty) {
-            context.close(promise: nil)
-        }
+        if session.flush(to: context), closeWhenIdle, streams.isEmpty { context.close(promise: nil) }
     }
+
 }
 
 extension HTTP2ServerConnection: NGHTTP2SessionDelegate {

@@ -132,6 +132,25 @@ final class NGHTTP2Session {
         }
     }
 
+    /// Writes and flushes what nghttp2 wants sent on `context`'s channel, and closes the channel
+    /// when the session is finished or broken.
+    /// - Returns: false when the channel is being closed.
+    @discardableResult
+    func flush(to context: ChannelHandlerContext) -> Bool {
+        var buffer = context.channel.allocator.buffer(capacity: 4096)
+        do {
+            if try drainOutput(into: &buffer) { context.writeAndFlush(NIOAny(buffer), promise: nil) }
+        } catch {
+            context.close(promise: nil)
+            return false
+        }
+        if isFinished {
+            context.close(promise: nil)
+            return false
+        }
+        return true
+    }
+
     /// Whether nghttp2 still wants to read or write; when neither, the connection is done.
     var isFinished: Bool {
         nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0
