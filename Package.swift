@@ -112,6 +112,10 @@ let package = Package(
             ]
         ),
         .target(
+            name: "HeraldSender",
+            dependencies: ["HeraldAPNs", "HeraldRecords"]
+        ),
+        .target(
             name: "APNsSimulator",
             dependencies: [
                 "HeraldHTTP2",
@@ -191,6 +195,14 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "HeraldSenderTests",
+            dependencies: [
+                "HeraldSender", "HeraldAPNs", "HeraldRecords", "APNsSimulator",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

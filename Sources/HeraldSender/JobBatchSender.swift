@@ -1,0 +1,173 @@
+import Foundation
+import HeraldAPNs
+import HeraldRecords
+
+/// Sends every target of one job batch through an ``APNsClient`` and returns the batch's
+/// outcome record: each target ends accepted, rejected (with APNs' reason, status and the 410
+/// timestamp) or expired — exactly one of them.
+///
+/// Retryable answers (429, 500, 503, timeouts, lost connections) are sent again with the
+/// ``RetryPolicy``'s back-off, never past the batch's expiration. The `apns-id` of each
+/// notification is derived from the push and the device, and an `apns-collapse-id` is always
+/// set (the push's own, or one derived from the push id), so a batch delivered twice replaces
+/// rather than stacks on the phone.
+///
+/// This is the sender worker's core; the worker around it (the Kafka consumer, credentials from
+/// PostgreSQL, outcomes to Kafka, offsets) is not built yet.
+public struct JobBatchSender: Sendable {
+    public var retryPolicy: RetryPolicy
+    /// Milliseconds since 1970 (injectable for tests).
+    public var now: @Sendable () -> Int64
+
+    public init(retryPolicy: RetryPolicy = .init(), now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+        self.retryPolicy = retryPolicy
+        self.now = now
+    }
+
+    /// Sends `batch` and returns its outcomes.
+    public func send(_ batch: Herald_V1_JobBatch, with client: APNsClient) async -> Herald_V1_OutcomeBatch {
+        let pushID = UUID(data: batch.pushID)
+        let pushType = APNsPushType(batch.pushType)
+        let priority = APNsPriority(rawValue: Int(batch.priority))
+        let expiration = batch.expirationS > 0 ? batch.expirationS : nil
+        let collapseID = batch.collapseID.isEmpty ? Self.collapseID(pushID: pushID) : batch.collapseID
+        let payload = Array(batch.payload)
+
+        var outcomes = Herald_V1_OutcomeBatch()
+        outcomes.schemaVersion = 1
+        outcomes.batchID = batch.batchID
+        outcomes.pushID = batch.pushID
+        outcomes.appID = batch.appID
+        await withTaskGroup(of: (UInt64, TargetResult).self) { group in
+            for target in batch.targets {
+                let notification = APNsNotification(
+                    deviceToken: target.token.hexString, topic: batch.apnsTopic, pushType: pushType, priority: priority,
+                    expiration: expiration, collapseID: collapseID,
+                    apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: target.deviceID)),
+                    payload: payload)
+                group.addTask { (target.deviceID, await self.deliver(notification, client: client, expiresAtSeconds: expiration)) }
+            }
+            for await (deviceID, result) in group {
+                switch result {
+                case .accepted: outcomes.acceptedDeviceIds.append(deviceID)
+                case .failed(var failure):
+                    failure.deviceID = deviceID
+                    outcomes.failures.append(failure)
+                }
+            }
+        }
+        outcomes.acceptedDeviceIds.sort()
+        outcomes.failures.sort { $0.deviceID < $1.deviceID }
+        outcomes.completedAtMs = now()
+        return outcomes
+    }
+
+    enum TargetResult: Sendable {
+        case accepted
+        case failed(Herald_V1_OutcomeBatch.Failure)
+    }
+
+    private func deliver(_ notification: APNsNotification, client: APNsClient, expiresAtSeconds: Int64?) async -> TargetResult {
+        var generator = SystemRandomNumberGenerator()
+        var attempt = 0
+        while true {
+            attempt += 1
+            let outcome = await client.send(notification)
+            var failure = Herald_V1_OutcomeBatch.Failure()
+            failure.attempts = UInt32(attempt)
+            switch outcome {
+            case .accepted:
+                return .accepted
+            case .rejected(let reason, let status, let unregisteredAt) where Self.isFinal(reason):
+                failure.status = .rejected
+                failure.reason = reason.description
+                failure.httpStatus = UInt32(status)
+                failure.unregisteredAtMs = unregisteredAt ?? 0
+                return .failed(failure)
+            case .failed(.invalid):
+                failure.status = .rejected
+                failure.reason = notification.problem ?? "invalid notification"
+                return .failed(failure)
+            default:
+                let decision = retryPolicy.decision(
+                    afterAttempt: attempt, nowMilliseconds: now(), expirationMilliseconds: expiresAtSeconds.map { $0 * 1000 },
+                    unit: Double.random(in: 0..<1, using: &generator))
+                switch decision {
+                case .retry(let milliseconds):
+                    try? await Task.sleep(for: .milliseconds(milliseconds))
+                case .expired:
+                    failure.status = .expired
+                    failure.reason = "Expired"
+                    return .failed(failure)
+                case .giveUp:
+                    failure.status = .rejected
+                    (failure.reason, failure.httpStatus) = Self.describe(outcome)
+                    return .failed(failure)
+                }
+            }
+        }
+    }
+
+    /// Whether sending again cannot help: a permanent reason, or a credential APNs refuses
+    /// (only an expired token or one updated too often heals with time).
+    static func isFinal(_ reason: APNsReason) -> Bool {
+        switch reason.disposition {
+        case .permanent: true
+        case .retryable: false
+        case .credential: reason != .expiredProviderToken && reason != .tooManyProviderTokenUpdates
+        }
+    }
+
+    static func describe(_ outcome: APNsOutcome) -> (String, UInt32) {
+        switch outcome {
+        case .accepted: ("", 200)
+        case .rejected(let reason, let status, _): (reason.description, UInt32(status))
+        case .failed(let failure): ("\(failure)", 0)
+        }
+    }
+
+    /// The collapse id Herald sets when the push has none: derived from the push id, so every
+    /// copy of one push's notification on a device replaces the previous one.
+    static func collapseID(pushID: UUID) -> String { "herald-" + pushID.uuidString.lowercased() }
+}
+
+extension APNsPushType {
+    init(_ recordType: Herald_V1_JobBatch.PushType) {
+        switch recordType {
+        case .background: self = .background
+        case .voip: self = .voip
+        case .complication: self = .complication
+        case .fileprovider: self = .fileprovider
+        case .mdm: self = .mdm
+        case .liveactivity: self = .liveactivity
+        case .location: self = .location
+        case .pushtotalk: self = .pushtotalk
+        case .widgets: self = .widgets
+        case .controls: self = .controls
+        default: self = .alert
+        }
+    }
+}
+
+extension UUID {
+    /// The UUID in 16 bytes of a record field (all zeros if the field is not 16 bytes long).
+    init(data: Data) {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        if data.count == 16 { bytes = Array(data) }
+        self = bytes.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+    }
+}
+
+extension Data {
+    /// Lower-case hex, as APNs paths carry tokens.
+    var hexString: String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(unsafeUninitializedCapacity: count * 2) { buffer in
+            for (index, byte) in enumerated() {
+                buffer[index * 2] = digits[Int(byte >> 4)]
+                buffer[index * 2 + 1] = digits[Int(byte & 0x0F)]
+            }
+            return count * 2
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import APNsSimulator
+import Crypto
+import Foundation
+import HeraldAPNs
+import HeraldRecords
+import HeraldSender
+import ServiceLifecycle
+import Testing
+
+@Suite("Retry policy (pure)")
+struct RetryPolicyTests {
+    @Test("back-off doubles with equal jitter, capped; attempts and expiration end retrying")
+    func policy() {
+        let policy = RetryPolicy(maxAttempts: 4, baseDelayMilliseconds: 100, maxDelayMilliseconds: 1000)
+        #expect(policy.delayMilliseconds(afterAttempt: 1, unit: 0) == 50)
+        #expect(policy.delayMilliseconds(afterAttempt: 1, unit: 0.999) == 99)
+        #expect(policy.delayMilliseconds(afterAttempt: 3, unit: 0) == 200)
+        #expect(policy.delayMilliseconds(afterAttempt: 10, unit: 0.999) == 999)
+        #expect(policy.decision(afterAttempt: 1, nowMilliseconds: 0, expirationMilliseconds: nil, unit: 0) == .retry(afterMilliseconds: 50))
+        #expect(policy.decision(afterAttempt: 4, nowMilliseconds: 0, expirationMilliseconds: nil, unit: 0) == .giveUp)
+        #expect(policy.decision(afterAttempt: 1, nowMilliseconds: 1000, expirationMilliseconds: 1000, unit: 0) == .expired)
+        #expect(policy.decision(afterAttempt: 2, nowMilliseconds: 950, expirationMilliseconds: 1000, unit: 0) == .expired)
+    }
+}
+
+enum SenderFixture {
+    static let bundleID = "com.herald.sender"
+    static let key = P256.Signing.PrivateKey()
+    static let pushID = UUID()
+    static let unregisteredAt: Int64 = 1_700_000_123_000
+
+    static func token(_ index: Int) -> Data { Data((0..<32).map { UInt8(truncatingIfNeeded: index >> (($0 % 4) * 8)) ^ UInt8($0) }) }
+    static func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
+
+    /// 300 targets: device ids 1…300; 290 deliverable, 5 unregistered (291…295), 5 unknown (296…300).
+    static func batch(expirationS: Int64 = 0, collapseID: String = "") -> Herald_V1_JobBatch {
+        Herald_V1_JobBatch(
+            pushID: withUnsafeBytes(of: pushID.uuid) { Data($0) }, appID: Data(repeating: 7, count: 16), sequence: 0,
+            environment: .sandbox, apnsTopic: bundleID, pushType: .alert, priority: 10, expirationS: expirationS,
+            collapseID: collapseID, payload: Data(#"{"aps":{"alert":"batch"}}"#.utf8),
+            targets: (1...300).map { Herald_V1_JobBatch.Target(deviceID: UInt64($0), token: token($0)) },
+            createdAtMs: Int64(Date().timeIntervalSince1970 * 1000))
+    }
+
+    static func simulator(_ adjust: (inout APNsSimulatorConfiguration) -> Void = { _ in }) -> APNsSimulatorConfiguration {
+        var configuration = APNsSimulatorConfiguration()
+        configuration.port = 0
+        configuration.adminPort = nil
+        configuration.threads = 1
+        configuration.keys = [ProviderKey(keyID: "SENDERKEY1", teamID: "SENDERTEAM", publicKeyPEM: key.publicKey.pemRepresentation, topics: [bundleID])]
+        configuration.devices = (1...290).map { SimulatedDevice(token: hex(token($0)), topic: bundleID) }
+            + (291...295).map { SimulatedDevice(token: hex(token($0)), topic: bundleID, unregisteredAt: unregisteredAt) }
+        adjust(&configuration)
+        return configuration
+    }
+}
+
+func withSenderClient(_ configuration: APNsSimulatorConfiguration, _ body: (APNsSimulator, APNsClient) async throws -> Void) async throws {
+    let simulator = try await APNsSimulator.start(configuration)
+    var clientConfiguration = APNsClientConfiguration()
+    clientConfiguration.connectionSpacing = .milliseconds(10)
+    let client = try APNsClient(
+        endpoint: APNsEndpoint(host: "localhost", port: simulator.port, trustedCertificates: simulator.identity.certificateChain),
+        credential: .token(APNsSigningKey(privateKey: SenderFixture.key, keyID: "SENDERKEY1", teamID: "SENDERTEAM")),
+        configuration: clientConfiguration)
+    let group = ServiceGroup(services: [client], logger: .init(label: "test"))
+    try await withThrowingTaskGroup(of: Void.self) { tasks in
+        tasks.addTask { try await group.run() }
+        do {
+            try await body(simulator, client)
+        } catch {
+            await group.triggerGracefulShutdown()
+            await simulator.shutdown()
+            throw error
+        }
+        await group.triggerGracefulShutdown()
+        try await tasks.waitForAll()
+    }
+    await simulator.shutdown()
+}
+
+@Suite("Sending a job batch through apns-sim", .serialized)
+struct JobBatchSenderTests {
+    @Test("every target ends in exactly one outcome; APNs' reasons and the 410 timestamp are kept")
+    func outcomesAddUp() async throws {
+        try await withSenderClient(SenderFixture.simulator()) { simulator, client in
+            let outcomes = await JobBatchSender().send(SenderFixture.batch(), with: client)
+            #expect(outcomes.acceptedDeviceIds == (1...290).map(UInt64.init))
+            #expect(outcomes.failures.count == 10)
+            #expect(outcomes.acceptedDeviceIds.count + outcomes.failures.count == 300)
+            let unregistered = outcomes.failures.filter { $0.reason == "Unregistered" }
+            #expect(unregistered.map(\.deviceID) == (291...295).map(UInt64.init))
+            #expect(unregistered.allSatisfy { $0.httpStatus == 410 && $0.unregisteredAtMs == SenderFixture.unregisteredAt && $0.status == .rejected })
+            #expect(outcomes.failures.filter { $0.reason == "BadDeviceToken" }.map(\.deviceID) == (296...300).map(UInt64.init))
+            // What a phone got: exactly the accepted ones, each with its deterministic apns-id and a collapse id.
+            let recorded = simulator.ledger.notifications()
+            #expect(recorded.count == 290)
+            let expectedID = APNsNotification.deterministicID(pushID: SenderFixture.pushID, deviceID: 1)
+            #expect(recorded.contains { $0.apnsID == expectedID && $0.token == SenderFixture.hex(SenderFixture.token(1)) })
+            #expect(Set(recorded.map(\.collapseID)) == ["herald-" + SenderFixture.pushID.uuidString.lowercased()])
+            #expect(outcomes.batchID == SenderFixture.batch().batchID)
+        }
+    }
+
+    @Test("a 503/429 storm is retried until every deliverable target is accepted, once each")
+    func storm() async throws {
+        var faults = APNsFaults()
+        faults.serviceUnavailable = 0.3
+        faults.tooManyRequests = 0.2
+        try await withSenderClient(SenderFixture.simulator { $0.faults = faults }) { simulator, client in
+            let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 30, baseDelayMilliseconds: 2, maxDelayMilliseconds: 20))
+            let outcomes = await sender.send(SenderFixture.batch(collapseID: "promo"), with: client)
+            #expect(outcomes.acceptedDeviceIds.count == 290)
+            #expect(outcomes.failures.count == 10)
+            #expect(simulator.ledger.counts.accepted == 290)
+            #expect((simulator.ledger.counts.byReason["ServiceUnavailable"] ?? 0) > 0)
+            #expect(Set(simulator.ledger.notifications().map(\.collapseID)) == ["promo"])
+        }
+    }
+
+    @Test("retries stop at the expiration: the targets are expired, not lost")
+    func expiration() async throws {
+        var faults = APNsFaults()
+        faults.serviceUnavailable = 1
+        try await withSenderClient(SenderFixture.simulator { $0.faults = faults }) { simulator, client in
+            let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 1000, baseDelayMilliseconds: 50, maxDelayMilliseconds: 200))
+            let expiration = Int64(Date().timeIntervalSince1970) + 1
+            let outcomes = await sender.send(SenderFixture.batch(expirationS: expiration), with: client)
+            #expect(outcomes.acceptedDeviceIds.isEmpty)
+            #expect(outcomes.failures.count == 300)
+            // The ten bad tokens are refused for good at once; the rest expire after retries.
+            let expired = outcomes.failures.filter { $0.status == .expired }
+            #expect(expired.map(\.deviceID) == (1...290).map(UInt64.init))
+            #expect(expired.allSatisfy { $0.attempts >= 2 })
+            #expect(simulator.ledger.counts.accepted == 0)
+        }
+    }
+
+    @Test("out of attempts: rejected with the last reason and the number of attempts")
+    func giveUp() async throws {
+        var faults = APNsFaults()
+        faults.tooManyRequests = 1
+        try await withSenderClient(SenderFixture.simulator { $0.faults = faults }) { _, client in
+            let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 3, baseDelayMilliseconds: 1, maxDelayMilliseconds: 5))
+            let outcomes = await sender.send(SenderFixture.batch(), with: client)
+            let throttled = outcomes.failures.filter { $0.reason == "TooManyRequests" }
+            #expect(throttled.count == 290)
+            #expect(throttled.allSatisfy { $0.attempts == 3 && $0.httpStatus == 429 && $0.status == .rejected })
+        }
+    }
+}
