@@ -113,7 +113,12 @@ let package = Package(
         ),
         .target(
             name: "HeraldSender",
-            dependencies: ["HeraldAPNs", "HeraldRecords"]
+            dependencies: [
+                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldStore", "HeraldCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
         .target(
             name: "APNsSimulator",
@@ -202,7 +207,8 @@ let package = Package(
         .testTarget(
             name: "HeraldSenderTests",
             dependencies: [
-                "HeraldSender", "HeraldAPNs", "HeraldRecords", "APNsSimulator",
+                "HeraldSender", "HeraldAPNs", "HeraldRecords", "APNsSimulator", "HeraldStore", "HeraldCore", "HeraldKafka",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

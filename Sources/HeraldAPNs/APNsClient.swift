@@ -187,11 +187,21 @@ public final class APNsClient: Service, Sendable {
                 group.addTask { await self.maintain(slot: slot) }
             }
             group.addTask {
-                try? await gracefulShutdown()
+                // Ends at graceful shutdown, or when shutdown() stopped this client first.
+                while !self.isStopped {
+                    if Task.isShuttingDownGracefully { break }
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
                 self.stop()
             }
             await group.waitForAll()
         }
+    }
+
+    /// Stops this client on its own (as a credential store does when an app's credential
+    /// changes): waiting sends get `clientStopped`, connections close, ``run()`` returns.
+    public func shutdown() {
+        stop()
     }
 
     private func stop() {

@@ -1,0 +1,159 @@
+import Foundation
+import HeraldAPNs
+import HeraldCore
+import HeraldRecords
+import HeraldStore
+import Logging
+import NIOSSL
+import ServiceLifecycle
+import Synchronization
+
+/// Where each APNs environment is: Apple's servers, or another host (apns-sim).
+public struct SenderEndpoints: Sendable {
+    public var production: APNsEndpoint
+    public var sandbox: APNsEndpoint
+
+    public init(production: APNsEndpoint = .production, sandbox: APNsEndpoint = .sandbox) {
+        self.production = production
+        self.sandbox = sandbox
+    }
+}
+
+/// An app has no APNs credential for the batch's environment.
+public struct MissingCredential: Error, CustomStringConvertible, Sendable {
+    public let appID: UUID
+    public let environment: APNsEnvironment
+    public var description: String {
+        "app \(appID) has no APNs credential for \(environment.rawValue): upload one (PUT /v1/apps/{id}/credentials/\(environment.rawValue))"
+    }
+}
+
+/// One running ``APNsClient`` per app and environment, made from the credential stored in
+/// PostgreSQL (its secret opened with the master key), cached, and replaced when the stored
+/// credential changes (checked at most every `refreshInterval`).
+///
+/// The sealed secret is the `.p8` key's PEM text for token credentials, and the PEM certificate
+/// chain followed by its PEM private key for certificate credentials; it is sealed with the
+/// owner `"<app id>/<credential id>"`.
+///
+/// - Important: run it (a `Service`): it runs the clients it makes and stops them at shutdown.
+public final class CredentialStore: Service, Sendable {
+    private struct Key: Hashable {
+        let appID: UUID
+        let environment: APNsEnvironment
+    }
+
+    private struct Entry {
+        let client: APNsClient
+        let updatedAt: Date
+        var checkedAt: ContinuousClock.Instant
+    }
+
+    private let repository: CredentialRepository
+    private let cipher: CredentialCipher
+    private let endpoints: SenderEndpoints
+    private let clientConfiguration: APNsClientConfiguration
+    private let refreshInterval: Duration
+    private let logger: Logger
+    private let cache = Mutex<[Key: Entry]>([:])
+    private let starts: AsyncStream<APNsClient>
+    private let startsContinuation: AsyncStream<APNsClient>.Continuation
+
+    public init(repository: CredentialRepository, cipher: CredentialCipher, endpoints: SenderEndpoints,
+                clientConfiguration: APNsClientConfiguration, refreshInterval: Duration = .seconds(30), logger: Logger) {
+        self.repository = repository
+        self.cipher = cipher
+        self.endpoints = endpoints
+        self.clientConfiguration = clientConfiguration
+        self.refreshInterval = refreshInterval
+        self.logger = logger
+        (starts, startsContinuation) = AsyncStream.makeStream()
+    }
+
+    /// Runs every client made, until graceful shutdown.
+    public func run() async throws {
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                try? await gracefulShutdown()
+                self.startsContinuation.finish()
+                let clients = self.cache.withLock { cache in
+                    defer { cache.removeAll() }
+                    return cache.values.map(\.client)
+                }
+                for client in clients { client.shutdown() }
+            }
+            for await client in starts {
+                group.addTask { try? await client.run() }
+            }
+        }
+    }
+
+    /// The client for `appID` in `environment`.
+    /// - Throws: ``MissingCredential``, a database error, or ``APNsCredentialError`` when the
+    ///   stored secret cannot be opened or used.
+    public func client(appID: UUID, environment: APNsEnvironment) async throws -> APNsClient {
+        let key = Key(appID: appID, environment: environment)
+        let now = ContinuousClock.now
+        if let entry = cache.withLock({ $0[key] }), now - entry.checkedAt < refreshInterval { return entry.client }
+
+        guard let record = try await repository.credentials(appID: appID).first(where: { $0.environment == environment }) else {
+            throw MissingCredential(appID: appID, environment: environment)
+        }
+        let cached: APNsClient? = cache.withLock { cache in
+            guard var entry = cache[key], entry.updatedAt == record.updatedAt else { return nil }
+            entry.checkedAt = now
+            cache[key] = entry
+            return entry.client
+        }
+        if let cached { return cached }
+
+        let client = try APNsClient(
+            endpoint: environment == .production ? endpoints.production : endpoints.sandbox,
+            credential: try credential(from: record), configuration: clientConfiguration,
+            logger: logger)
+        let replaced: APNsClient? = cache.withLock { cache in
+            defer { cache[key] = Entry(client: client, updatedAt: record.updatedAt, checkedAt: now) }
+            return cache[key]?.client
+        }
+        startsContinuation.yield(client)
+        replaced?.shutdown()
+        logger.info("APNs credential loaded", metadata: [
+            "app": "\(appID)", "environment": "\(environment.rawValue)", "kind": "\(record.kind.rawValue)",
+            "key-id": "\(record.keyID ?? "-")"])
+        return client
+    }
+
+    private func credential(from record: APNsCredentialRecord) throws -> APNsCredential {
+        let secret: [UInt8]
+        do {
+            secret = try cipher.open(record.sealedSecret, owner: "\(record.appID)/\(record.id)")
+        } catch {
+            throw APNsCredentialError("the stored credential of app \(record.appID) cannot be opened with this master key: check HERALD_MASTER_KEY")
+        }
+        let text = String(decoding: secret, as: UTF8.self)
+        switch record.kind {
+        case .token:
+            guard let keyID = record.keyID, let teamID = record.teamID else {
+                throw APNsCredentialError("the token credential of app \(record.appID) has no key id or team id")
+            }
+            return .token(try APNsSigningKey(pem: text, keyID: keyID, teamID: teamID))
+        case .certificate:
+            guard let lastCertificateEnd = text.range(of: "-----END CERTIFICATE-----", options: .backwards),
+                  let keyStart = text.range(of: "-----BEGIN", range: lastCertificateEnd.upperBound..<text.endIndex)
+            else { throw APNsCredentialError("the certificate credential of app \(record.appID) holds no private key after its certificate") }
+            let certificates = String(text[..<keyStart.lowerBound])
+            let privateKey = String(text[keyStart.lowerBound...])
+            return try APNsCredential.certificate(pemCertificate: certificates, pemPrivateKey: privateKey)
+        }
+    }
+}
+
+extension APNsEnvironment {
+    init?(_ record: Herald_V1_ApnsEnvironment) {
+        switch record {
+        case .production: self = .production
+        case .sandbox: self = .sandbox
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,227 @@
+import Foundation
+import HeraldAPNs
+import HeraldKafka
+import HeraldRecords
+import HeraldStore
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Whether a push was canceled (its remaining jobs are then dropped, counted as canceled).
+public protocol PushCancellationSource: Sendable {
+    func isCanceled(pushID: UUID, appID: UUID) async -> Bool
+}
+
+/// Push states read from PostgreSQL, each remembered for a second.
+public final class StoredPushCancellations: PushCancellationSource {
+    private let pushes: PushRepository
+    private let remembered = Mutex<[UUID: (canceled: Bool, at: ContinuousClock.Instant)]>([:])
+
+    public init(pushes: PushRepository) { self.pushes = pushes }
+
+    public func isCanceled(pushID: UUID, appID: UUID) async -> Bool {
+        let now = ContinuousClock.now
+        if let known = remembered.withLock({ $0[pushID] }), now - known.at < .seconds(1) { return known.canceled }
+        let canceled = (try? await pushes.push(id: pushID, appID: appID))??.state == .canceled
+        remembered.withLock { table in
+            if table.count > 10_000 { table.removeAll() }
+            table[pushID] = (canceled, now)
+        }
+        return canceled
+    }
+}
+
+/// herald-sender's work loop: a consumer-group member on `herald.jobs` that sends each job
+/// batch (``JobBatchSender``), publishes its outcomes to `herald.outcomes` (keyed by push id)
+/// and only then stores the batch's offset — in offset order per partition, so a worker killed
+/// at any moment loses nothing: what it had not finished comes again to whoever owns the
+/// partition next.
+///
+/// Backpressure: at most `maxBatchesInFlight` batches are being sent; the worker pulls the next
+/// record only when one finishes, so librdkafka's fetch queue is the only buffer and memory stays
+/// flat however deep the backlog. (Within a batch, the APNs client's in-flight bound applies.)
+public final class SenderWorker: Service, Sendable {
+    private let consumer: KafkaConsumer
+    private let producer: KafkaProducer
+    private let credentials: CredentialStore
+    private let cancellations: (any PushCancellationSource)?
+    private let sender: JobBatchSender
+    private let maxBatchesInFlight: Int
+    private let outcomesTopic: String
+    private let logger: Logger
+    private let tracker = Mutex(OffsetTracker())
+    private let slots: BatchSlots
+    /// Batches finished since start, by how they ended (for logs and tests).
+    public let finishedBatches = Atomic<Int>(0)
+
+    public init(consumer: KafkaConsumer, producer: KafkaProducer, credentials: CredentialStore,
+                cancellations: (any PushCancellationSource)?, sender: JobBatchSender = .init(),
+                maxBatchesInFlight: Int = 8, outcomesTopic: String = HeraldTopic.outcomes.name, logger: Logger) {
+        self.outcomesTopic = outcomesTopic
+        self.consumer = consumer
+        self.producer = producer
+        self.credentials = credentials
+        self.cancellations = cancellations
+        self.sender = sender
+        self.maxBatchesInFlight = max(1, maxBatchesInFlight)
+        self.slots = BatchSlots(count: max(1, maxBatchesInFlight))
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            for try await message in consumer.messages {
+                await slots.acquire()
+                tracker.withLock { $0.begin(message) }
+                group.addTask {
+                    await self.process(message)
+                    self.slots.release()
+                }
+            }
+            // Graceful shutdown: no more pulls; the batches in flight finish, publish and store.
+        }
+    }
+
+    private func process(_ message: KafkaConsumerMessage) async {
+        let outcome: Herald_V1_OutcomeBatch
+        do {
+            let batch = try Herald_V1_JobBatch.decodeRecord(message.value)
+            outcome = await send(batch)
+        } catch {
+            await deadLetter(message, reason: "\(error)")
+            finish(message)
+            return
+        }
+        await publish(outcome, pushID: outcome.pushID)
+        finish(message)
+        finishedBatches.add(1, ordering: .relaxed)
+    }
+
+    private func send(_ batch: Herald_V1_JobBatch) async -> Herald_V1_OutcomeBatch {
+        let pushID = UUID(data: batch.pushID)
+        let appID = UUID(data: batch.appID)
+        if let cancellations, await cancellations.isCanceled(pushID: pushID, appID: appID) {
+            return Self.everyTarget(of: batch, status: .canceled, reason: "Canceled")
+        }
+        guard let environment = APNsEnvironment(batch.environment) else {
+            return Self.everyTarget(of: batch, status: .rejected, reason: "NoEnvironment")
+        }
+        do {
+            let client = try await credentials.client(appID: appID, environment: environment)
+            return await sender.send(batch, with: client)
+        } catch let error as MissingCredential {
+            logger.warning("no APNs credential", metadata: ["push": "\(pushID)", "error": "\(error)"])
+            return Self.everyTarget(of: batch, status: .rejected, reason: "MissingCredential")
+        } catch {
+            logger.error("APNs credential unusable", metadata: ["push": "\(pushID)", "error": "\(error)"])
+            return Self.everyTarget(of: batch, status: .rejected, reason: "InvalidCredential")
+        }
+    }
+
+    /// Publishes until the broker takes it (a broker outage holds the batch, and with it the
+    /// partition's offsets, until it is back).
+    private func publish(_ outcome: Herald_V1_OutcomeBatch, pushID: Data) async {
+        guard let value = try? outcome.encodedRecord() else { return }
+        var delay = Duration.milliseconds(100)
+        while true {
+            do {
+                _ = try await producer.send(KafkaProducerMessage(topic: outcomesTopic, key: Array(pushID), value: value))
+                return
+            } catch {
+                logger.warning("cannot publish outcomes; retrying", metadata: ["error": "\(error)", "retry-in": "\(delay)"])
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(10))
+            }
+        }
+    }
+
+    private func deadLetter(_ message: KafkaConsumerMessage, reason: String) async {
+        var letter = Herald_V1_DeadLetter()
+        letter.schemaVersion = 1
+        letter.originalTopic = message.topic
+        letter.originalPartition = message.partition
+        letter.originalOffset = message.offset
+        letter.originalKey = Data(message.key ?? [])
+        letter.originalValue = Data(message.value)
+        letter.reason = reason
+        letter.consumer = "herald-sender"
+        letter.failedAtMs = Int64(Date().timeIntervalSince1970 * 1000)
+        logger.error("unreadable job batch sent to the dead-letter topic", metadata: [
+            "partition": "\(message.partition)", "offset": "\(message.offset)", "reason": "\(reason)"])
+        if let value = try? letter.encodedRecord() {
+            _ = try? await producer.send(KafkaProducerMessage(topic: HeraldTopic.deadLetter.name, key: message.key, value: value))
+        }
+    }
+
+    private func finish(_ message: KafkaConsumerMessage) {
+        guard let store = tracker.withLock({ $0.finish(message) }) else { return }
+        do {
+            try consumer.storeOffset(for: store)
+        } catch {
+            // The partition was taken away meanwhile: its new owner starts from the committed
+            // offset, and this batch's notifications carry the same apns-id and collapse id.
+            logger.info("offset not stored (partition reassigned?)", metadata: [
+                "partition": "\(store.partition)", "offset": "\(store.offset)", "error": "\(error)"])
+        }
+    }
+
+    static func everyTarget(of batch: Herald_V1_JobBatch, status: Herald_V1_OutcomeBatch.Status, reason: String) -> Herald_V1_OutcomeBatch {
+        var outcome = Herald_V1_OutcomeBatch()
+        outcome.schemaVersion = 1
+        outcome.batchID = batch.batchID
+        outcome.pushID = batch.pushID
+        outcome.appID = batch.appID
+        outcome.failures = batch.targets.map { target in
+            var failure = Herald_V1_OutcomeBatch.Failure()
+            failure.deviceID = target.deviceID
+            failure.status = status
+            failure.reason = reason
+            return failure
+        }
+        outcome.completedAtMs = Int64(Date().timeIntervalSince1970 * 1000)
+        return outcome
+    }
+}
+
+/// A counting semaphore for batches in flight; waiters queue in order.
+final class BatchSlots: Sendable {
+    private struct State {
+        var free: Int
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state: Mutex<State>
+
+    init(count: Int) { state = Mutex(State(free: count)) }
+
+    func acquire() async {
+        let acquired = state.withLock { state -> Bool in
+            guard state.free > 0 else { return false }
+            state.free -= 1
+            return true
+        }
+        if acquired { return }
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.free > 0 {
+                    state.free -= 1
+                    return true
+                }
+                state.waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func release() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiters.isEmpty {
+                state.free += 1
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        waiter?.resume()
+    }
+}
