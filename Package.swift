@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "herald-kafka-dev", targets: ["herald-kafka-dev"]),
         .executable(name: "kafka-throughput", targets: ["kafka-throughput"]),
         .executable(name: "apns-sim", targets: ["apns-sim"]),
+        .executable(name: "herald-sender", targets: ["herald-sender"]),
         .executable(name: "apns-sim-throughput", targets: ["apns-sim-throughput"]),
         .executable(name: "apns-client-throughput", targets: ["apns-client-throughput"]),
         .library(name: "HeraldHTTP2", targets: ["HeraldHTTP2"]),
@@ -118,6 +119,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .target(
@@ -159,6 +162,16 @@ let package = Package(
             path: "Benchmarks/KafkaThroughput"
         ),
 
+        .executableTarget(
+            name: "herald-sender",
+            dependencies: [
+                "HeraldSender", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldStore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "apns-sim",
             dependencies: [

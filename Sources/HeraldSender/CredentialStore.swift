@@ -123,6 +123,23 @@ public final class CredentialStore: Service, Sendable {
         return client
     }
 
+    /// Connection gauges per app and environment, in Prometheus text format.
+    public func prometheusText() -> String {
+        let clients = cache.withLock { $0.map { ($0.key, $0.value.client) } }
+        var text = "# HELP herald_sender_apns_connections Open APNs connections per app and environment.\n"
+        text += "# TYPE herald_sender_apns_connections gauge\n"
+        var streams = "# HELP herald_sender_apns_stream_limit Sum of the servers' SETTINGS_MAX_CONCURRENT_STREAMS.\n# TYPE herald_sender_apns_stream_limit gauge\n"
+        var inFlight = "# HELP herald_sender_apns_in_flight Notifications in flight.\n# TYPE herald_sender_apns_in_flight gauge\n"
+        for (key, client) in clients.sorted(by: { "\($0.0.appID)" < "\($1.0.appID)" }) {
+            let status = client.status
+            let labels = "{app=\"\(key.appID)\",environment=\"\(key.environment.rawValue)\"}"
+            text += "herald_sender_apns_connections\(labels) \(status.streamLimits.filter { $0 > 0 }.count)\n"
+            streams += "herald_sender_apns_stream_limit\(labels) \(status.streamLimits.reduce(0, +))\n"
+            inFlight += "herald_sender_apns_in_flight\(labels) \(status.inFlight)\n"
+        }
+        return text + streams + inFlight
+    }
+
     private func credential(from record: APNsCredentialRecord) throws -> APNsCredential {
         let secret: [UInt8]
         do {

@@ -18,9 +18,13 @@ public struct JobBatchSender: Sendable {
     public var retryPolicy: RetryPolicy
     /// Milliseconds since 1970 (injectable for tests).
     public var now: @Sendable () -> Int64
+    /// Where each batch's counts and latencies go, if anywhere.
+    public var metrics: SenderMetrics?
 
-    public init(retryPolicy: RetryPolicy = .init(), now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+    public init(retryPolicy: RetryPolicy = .init(), metrics: SenderMetrics? = nil,
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
         self.retryPolicy = retryPolicy
+        self.metrics = metrics
         self.now = now
     }
 
@@ -38,16 +42,26 @@ public struct JobBatchSender: Sendable {
         outcomes.batchID = batch.batchID
         outcomes.pushID = batch.pushID
         outcomes.appID = batch.appID
-        await withTaskGroup(of: (UInt64, TargetResult).self) { group in
+        var attempts = 0
+        var latencies: [Double] = []
+        latencies.reserveCapacity(batch.targets.count)
+        await withTaskGroup(of: (UInt64, TargetResult, Int, Double).self) { group in
             for target in batch.targets {
                 let notification = APNsNotification(
                     deviceToken: target.token.hexString, topic: batch.apnsTopic, pushType: pushType, priority: priority,
                     expiration: expiration, collapseID: collapseID,
                     apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: target.deviceID)),
                     payload: payload)
-                group.addTask { (target.deviceID, await self.deliver(notification, client: client, expiresAtSeconds: expiration)) }
+                group.addTask {
+                    let start = ContinuousClock.now
+                    let (result, tries) = await self.deliver(notification, client: client, expiresAtSeconds: expiration)
+                    let elapsed = ContinuousClock.now - start
+                    return (target.deviceID, result, tries, Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+                }
             }
-            for await (deviceID, result) in group {
+            for await (deviceID, result, tries, latency) in group {
+                attempts += tries
+                latencies.append(latency)
                 switch result {
                 case .accepted: outcomes.acceptedDeviceIds.append(deviceID)
                 case .failed(var failure):
@@ -59,7 +73,19 @@ public struct JobBatchSender: Sendable {
         outcomes.acceptedDeviceIds.sort()
         outcomes.failures.sort { $0.deviceID < $1.deviceID }
         outcomes.completedAtMs = now()
+        metrics?.record(accepted: outcomes.acceptedDeviceIds.count,
+                        failures: outcomes.failures.map { (Self.statusName($0.status), $0.reason) },
+                        attempts: attempts, latencies: latencies)
         return outcomes
+    }
+
+    static func statusName(_ status: Herald_V1_OutcomeBatch.Status) -> String {
+        switch status {
+        case .rejected: "rejected"
+        case .expired: "expired"
+        case .canceled: "canceled"
+        default: "unknown"
+        }
     }
 
     enum TargetResult: Sendable {
@@ -67,7 +93,7 @@ public struct JobBatchSender: Sendable {
         case failed(Herald_V1_OutcomeBatch.Failure)
     }
 
-    private func deliver(_ notification: APNsNotification, client: APNsClient, expiresAtSeconds: Int64?) async -> TargetResult {
+    private func deliver(_ notification: APNsNotification, client: APNsClient, expiresAtSeconds: Int64?) async -> (TargetResult, Int) {
         var generator = SystemRandomNumberGenerator()
         var attempt = 0
         while true {
@@ -77,17 +103,17 @@ public struct JobBatchSender: Sendable {
             failure.attempts = UInt32(attempt)
             switch outcome {
             case .accepted:
-                return .accepted
+                return (.accepted, attempt)
             case .rejected(let reason, let status, let unregisteredAt) where Self.isFinal(reason):
                 failure.status = .rejected
                 failure.reason = reason.description
                 failure.httpStatus = UInt32(status)
                 failure.unregisteredAtMs = unregisteredAt ?? 0
-                return .failed(failure)
+                return (.failed(failure), attempt)
             case .failed(.invalid):
                 failure.status = .rejected
                 failure.reason = notification.problem ?? "invalid notification"
-                return .failed(failure)
+                return (.failed(failure), attempt)
             default:
                 let decision = retryPolicy.decision(
                     afterAttempt: attempt, nowMilliseconds: now(), expirationMilliseconds: expiresAtSeconds.map { $0 * 1000 },
@@ -98,11 +124,11 @@ public struct JobBatchSender: Sendable {
                 case .expired:
                     failure.status = .expired
                     failure.reason = "Expired"
-                    return .failed(failure)
+                    return (.failed(failure), attempt)
                 case .giveUp:
                     failure.status = .rejected
                     (failure.reason, failure.httpStatus) = Self.describe(outcome)
-                    return .failed(failure)
+                    return (.failed(failure), attempt)
                 }
             }
         }

@@ -51,6 +51,8 @@ public final class SenderWorker: Service, Sendable {
     private let logger: Logger
     private let tracker = Mutex(OffsetTracker())
     private let slots: BatchSlots
+    /// Counts for `/metrics`.
+    public let metrics: SenderMetrics
     /// Batches finished since start, by how they ended (for logs and tests).
     public let finishedBatches = Atomic<Int>(0)
 
@@ -62,9 +64,13 @@ public final class SenderWorker: Service, Sendable {
         self.producer = producer
         self.credentials = credentials
         self.cancellations = cancellations
+        var sender = sender
+        let metrics = sender.metrics ?? SenderMetrics()
+        sender.metrics = metrics
         self.sender = sender
         self.maxBatchesInFlight = max(1, maxBatchesInFlight)
         self.slots = BatchSlots(count: max(1, maxBatchesInFlight))
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -73,8 +79,10 @@ public final class SenderWorker: Service, Sendable {
             for try await message in consumer.messages {
                 await slots.acquire()
                 tracker.withLock { $0.begin(message) }
+                metrics.batchesInFlight.add(1, ordering: .relaxed)
                 group.addTask {
                     await self.process(message)
+                    self.metrics.batchesInFlight.subtract(1, ordering: .relaxed)
                     self.slots.release()
                 }
             }
@@ -101,21 +109,27 @@ public final class SenderWorker: Service, Sendable {
         let pushID = UUID(data: batch.pushID)
         let appID = UUID(data: batch.appID)
         if let cancellations, await cancellations.isCanceled(pushID: pushID, appID: appID) {
-            return Self.everyTarget(of: batch, status: .canceled, reason: "Canceled")
+            return counted(Self.everyTarget(of: batch, status: .canceled, reason: "Canceled"))
         }
         guard let environment = APNsEnvironment(batch.environment) else {
-            return Self.everyTarget(of: batch, status: .rejected, reason: "NoEnvironment")
+            return counted(Self.everyTarget(of: batch, status: .rejected, reason: "NoEnvironment"))
         }
         do {
             let client = try await credentials.client(appID: appID, environment: environment)
             return await sender.send(batch, with: client)
         } catch let error as MissingCredential {
             logger.warning("no APNs credential", metadata: ["push": "\(pushID)", "error": "\(error)"])
-            return Self.everyTarget(of: batch, status: .rejected, reason: "MissingCredential")
+            return counted(Self.everyTarget(of: batch, status: .rejected, reason: "MissingCredential"))
         } catch {
             logger.error("APNs credential unusable", metadata: ["push": "\(pushID)", "error": "\(error)"])
-            return Self.everyTarget(of: batch, status: .rejected, reason: "InvalidCredential")
+            return counted(Self.everyTarget(of: batch, status: .rejected, reason: "InvalidCredential"))
         }
+    }
+
+    private func counted(_ outcome: Herald_V1_OutcomeBatch) -> Herald_V1_OutcomeBatch {
+        metrics.record(accepted: 0, failures: outcome.failures.map { (JobBatchSender.statusName($0.status), $0.reason) },
+                       attempts: 0, latencies: [])
+        return outcome
     }
 
     /// Publishes until the broker takes it (a broker outage holds the batch, and with it the

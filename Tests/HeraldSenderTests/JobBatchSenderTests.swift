@@ -124,7 +124,7 @@ struct JobBatchSenderTests {
         faults.serviceUnavailable = 1
         try await withSenderClient(SenderFixture.simulator { $0.faults = faults }) { simulator, client in
             let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 1000, baseDelayMilliseconds: 50, maxDelayMilliseconds: 200))
-            let expiration = Int64(Date().timeIntervalSince1970) + 1
+            let expiration = Int64(Date().timeIntervalSince1970) + 2  // whole seconds: at least one second ahead
             let outcomes = await sender.send(SenderFixture.batch(expirationS: expiration), with: client)
             #expect(outcomes.acceptedDeviceIds.isEmpty)
             #expect(outcomes.failures.count == 300)

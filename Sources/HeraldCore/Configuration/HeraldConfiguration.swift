@@ -13,6 +13,7 @@ public struct HeraldConfiguration: Sendable {
     public var kafka: KafkaSettings
     public var postgres: PostgresSettings
     public var security: SecuritySettings
+    public var sender: SenderSettings
     /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical` (`HERALD_LOG_LEVEL`).
     public var logLevel: String
 
@@ -60,6 +61,7 @@ public struct HeraldConfiguration: Sendable {
             masterKey: config.string(forKey: "masterKey", isSecret: true),
             adminToken: config.string(forKey: "adminToken", isSecret: true)
         )
+        sender = SenderSettings(reader: config)
         logLevel = config.string(forKey: "logLevel", default: "info")
     }
 }

@@ -1,0 +1,58 @@
+import Configuration
+
+/// herald-sender's settings (`HERALD_SENDER_*`); every one is in docs/configuration.md.
+public struct SenderSettings: Sendable {
+    /// The consumer group on `herald.jobs` (`HERALD_SENDER_GROUP_ID`).
+    public var groupID: String
+    /// Where job batches come from and outcomes go (`HERALD_SENDER_JOBS_TOPIC`,
+    /// `HERALD_SENDER_OUTCOMES_TOPIC`); the defaults are Herald's topics.
+    public var jobsTopic: String
+    public var outcomesTopic: String
+    /// HTTP/2 connections per app credential and environment (`HERALD_SENDER_CONNECTIONS`).
+    public var connections: Int
+    /// Notifications in flight per credential (`HERALD_SENDER_MAX_IN_FLIGHT`).
+    public var maxInFlight: Int
+    /// Job batches being sent at once; the worker pulls no more while they are
+    /// (`HERALD_SENDER_MAX_BATCHES_IN_FLIGHT`).
+    public var maxBatchesInFlight: Int
+    /// Each APNs request's deadline (`HERALD_SENDER_REQUEST_TIMEOUT_MS`).
+    public var requestTimeoutMilliseconds: Int
+    /// Attempts per notification, the first included (`HERALD_SENDER_MAX_ATTEMPTS`).
+    public var maxAttempts: Int
+    /// First back-off, doubled per attempt (`HERALD_SENDER_RETRY_BASE_MS`) up to
+    /// `HERALD_SENDER_RETRY_MAX_MS`.
+    public var retryBaseMilliseconds: Int
+    public var retryMaxMilliseconds: Int
+    /// APNs hosts (`HERALD_SENDER_APNS_PRODUCTION_HOST`/`_PORT`, `HERALD_SENDER_APNS_SANDBOX_HOST`/`_PORT`).
+    public var productionHost: String
+    public var productionPort: Int
+    public var sandboxHost: String
+    public var sandboxPort: Int
+    /// A PEM file of certificates trusted besides the system's (apns-sim's), or nil
+    /// (`HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE`).
+    public var trustCertificateFile: String?
+    /// The Prometheus endpoint (`HERALD_SENDER_METRICS_HOST`, `HERALD_SENDER_METRICS_PORT`; port 0
+    /// turns it off).
+    public var metricsHost: String
+    public var metricsPort: Int
+
+    init(reader config: ConfigReader) {
+        groupID = config.string(forKey: "sender.groupId", default: "herald-sender")
+        jobsTopic = config.string(forKey: "sender.jobsTopic", default: "herald.jobs")
+        outcomesTopic = config.string(forKey: "sender.outcomesTopic", default: "herald.outcomes")
+        connections = config.int(forKey: "sender.connections", default: 2)
+        maxInFlight = config.int(forKey: "sender.maxInFlight", default: 2000)
+        maxBatchesInFlight = config.int(forKey: "sender.maxBatchesInFlight", default: 8)
+        requestTimeoutMilliseconds = config.int(forKey: "sender.requestTimeoutMs", default: 10_000)
+        maxAttempts = config.int(forKey: "sender.maxAttempts", default: 8)
+        retryBaseMilliseconds = config.int(forKey: "sender.retryBaseMs", default: 200)
+        retryMaxMilliseconds = config.int(forKey: "sender.retryMaxMs", default: 30_000)
+        productionHost = config.string(forKey: "sender.apns.production.host", default: "api.push.apple.com")
+        productionPort = config.int(forKey: "sender.apns.production.port", default: 443)
+        sandboxHost = config.string(forKey: "sender.apns.sandbox.host", default: "api.sandbox.push.apple.com")
+        sandboxPort = config.int(forKey: "sender.apns.sandbox.port", default: 443)
+        trustCertificateFile = config.string(forKey: "sender.apns.trustCertificateFile")
+        metricsHost = config.string(forKey: "sender.metrics.host", default: "127.0.0.1")
+        metricsPort = config.int(forKey: "sender.metrics.port", default: 9465)
+    }
+}

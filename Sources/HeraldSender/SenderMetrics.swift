@@ -1,0 +1,74 @@
+import Synchronization
+
+/// What herald-sender counts, shown on `/metrics` in Prometheus text format. Updated once per
+/// batch (not per notification), under one lock.
+public final class SenderMetrics: Sendable {
+    /// Upper bounds of the send-latency histogram, in milliseconds.
+    static let latencyBuckets: [Double] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
+
+    private struct State {
+        var outcomes: [String: Int] = [:]  // "accepted", "rejected/Unregistered", …
+        var batches = 0
+        var attempts = 0
+        var latencyCounts = [Int](repeating: 0, count: SenderMetrics.latencyBuckets.count + 1)
+        var latencySum = 0.0
+        var latencyCount = 0
+    }
+
+    private let state = Mutex(State())
+    let batchesInFlight = Atomic<Int>(0)
+
+    public init() {}
+
+    /// Adds one finished batch: its outcomes, the attempts it took and each notification's
+    /// latency (milliseconds from first attempt to final answer).
+    func record(accepted: Int, failures: [(status: String, reason: String)], attempts: Int, latencies: [Double]) {
+        var buckets = [Int](repeating: 0, count: Self.latencyBuckets.count + 1)
+        var sum = 0.0
+        for latency in latencies {
+            buckets[Self.latencyBuckets.firstIndex { latency <= $0 } ?? Self.latencyBuckets.count] += 1
+            sum += latency
+        }
+        state.withLock { state in
+            state.batches += 1
+            state.attempts += attempts
+            if accepted > 0 { state.outcomes["accepted|", default: 0] += accepted }
+            for failure in failures { state.outcomes["\(failure.status)|\(failure.reason)", default: 0] += 1 }
+            for index in buckets.indices { state.latencyCounts[index] += buckets[index] }
+            state.latencySum += sum
+            state.latencyCount += latencies.count
+        }
+    }
+
+    /// The Prometheus text exposition, with `extra` lines appended (connection gauges).
+    public func prometheusText(extra: String = "") -> String {
+        let state = self.state.withLock { $0 }
+        var text = "# HELP herald_sender_notifications_total Notifications by final outcome and APNs reason.\n"
+        text += "# TYPE herald_sender_notifications_total counter\n"
+        for (key, count) in state.outcomes.sorted(by: { $0.key < $1.key }) {
+            let parts = key.split(separator: "|", omittingEmptySubsequences: false)
+            text += "herald_sender_notifications_total{outcome=\"\(parts[0])\",reason=\"\(parts.count > 1 ? parts[1] : "")\"} \(count)\n"
+        }
+        text += "# HELP herald_sender_batches_total Job batches finished.\n# TYPE herald_sender_batches_total counter\n"
+        text += "herald_sender_batches_total \(state.batches)\n"
+        text += "# HELP herald_sender_batches_in_flight Job batches being sent.\n# TYPE herald_sender_batches_in_flight gauge\n"
+        text += "herald_sender_batches_in_flight \(batchesInFlight.load(ordering: .relaxed))\n"
+        text += "# HELP herald_sender_attempts_total APNs requests made (retries included).\n# TYPE herald_sender_attempts_total counter\n"
+        text += "herald_sender_attempts_total \(state.attempts)\n"
+        text += "# HELP herald_sender_latency_milliseconds From a notification's first attempt to its final answer.\n"
+        text += "# TYPE herald_sender_latency_milliseconds histogram\n"
+        var cumulative = 0
+        for (index, bound) in Self.latencyBuckets.enumerated() {
+            cumulative += state.latencyCounts[index]
+            text += "herald_sender_latency_milliseconds_bucket{le=\"\(Int(bound))\"} \(cumulative)\n"
+        }
+        cumulative += state.latencyCounts[Self.latencyBuckets.count]
+        text += "herald_sender_latency_milliseconds_bucket{le=\"+Inf\"} \(cumulative)\n"
+        text += "herald_sender_latency_milliseconds_sum \(state.latencySum)\n"
+        text += "herald_sender_latency_milliseconds_count \(state.latencyCount)\n"
+        return text + extra
+    }
+
+    /// Batches finished so far.
+    public var batches: Int { state.withLock { $0.batches } }
+}

@@ -1,0 +1,97 @@
+// herald-sender: reads its configuration and runs the sender worker in a ServiceGroup
+// (PostgreSQL client, Kafka producer and consumer, the APNs clients, the worker, /metrics).
+// Everything it does is in the HeraldSender library; docs/configuration.md lists its settings.
+import Foundation
+import HeraldAPNs
+import HeraldCore
+import HeraldKafka
+import HeraldRecords
+import HeraldSender
+import HeraldStore
+import Logging
+import NIOCore
+import NIOSSL
+import ServiceLifecycle
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("herald-sender: \(message)\n".utf8))
+    exit(2)
+}
+
+let configuration: HeraldConfiguration
+do {
+    configuration = try await HeraldConfiguration.load()
+} catch {
+    fail("cannot read the configuration: \(error)")
+}
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = Logger.Level(rawValue: configuration.logLevel) ?? .info
+    return handler
+}
+let logger = Logger(label: "herald.sender")
+let settings = configuration.sender
+
+guard let masterKey = configuration.security.masterKey else {
+    fail("HERALD_MASTER_KEY is not set: the sender needs it to open the apps' APNs keys (32 bytes, base64)")
+}
+let cipher: CredentialCipher
+do {
+    cipher = try CredentialCipher(masterKeyBase64: masterKey)
+} catch {
+    fail("\(error)")
+}
+let trusted: [NIOSSLCertificate]
+if let file = settings.trustCertificateFile {
+    do {
+        trusted = try NIOSSLCertificate.fromPEMFile(file)
+    } catch {
+        fail("cannot read HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE \(file): \(error)")
+    }
+} else {
+    trusted = []
+}
+let endpoints = SenderEndpoints(
+    production: APNsEndpoint(host: settings.productionHost, port: settings.productionPort, trustedCertificates: trusted),
+    sandbox: APNsEndpoint(host: settings.sandboxHost, port: settings.sandboxPort, trustedCertificates: trusted))
+let clientConfiguration: APNsClientConfiguration = {
+    var clientConfiguration = APNsClientConfiguration()
+    clientConfiguration.connections = settings.connections
+    clientConfiguration.maxInFlight = settings.maxInFlight
+    clientConfiguration.requestTimeout = .milliseconds(Int64(settings.requestTimeoutMilliseconds))
+    return clientConfiguration
+}()
+
+do {
+    try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
+        try await MigrationRunner(client: database, logger: logger).migrate()
+        let credentials = CredentialStore(
+            repository: CredentialRepository(client: database, logger: logger), cipher: cipher, endpoints: endpoints,
+            clientConfiguration: clientConfiguration, logger: logger)
+        let consumer = try KafkaConsumer(
+            configuration: configuration.kafka.consumerConfiguration(groupID: settings.groupID, topics: [settings.jobsTopic], clientID: "sender"),
+            logger: logger)
+        let producer = try KafkaProducer(configuration: configuration.kafka.producerConfiguration(clientID: "sender"), logger: logger)
+        let worker = SenderWorker(
+            consumer: consumer, producer: producer, credentials: credentials,
+            cancellations: StoredPushCancellations(pushes: PushRepository(client: database, logger: logger)),
+            sender: JobBatchSender(retryPolicy: RetryPolicy(
+                maxAttempts: settings.maxAttempts, baseDelayMilliseconds: settings.retryBaseMilliseconds,
+                maxDelayMilliseconds: settings.retryMaxMilliseconds)),
+            maxBatchesInFlight: settings.maxBatchesInFlight, outcomesTopic: settings.outcomesTopic, logger: logger)
+        var services: [any Service] = [producer, consumer, credentials, worker]
+        if settings.metricsPort > 0 {
+            services.append(MetricsServer(host: settings.metricsHost, port: settings.metricsPort) {
+                worker.metrics.prometheusText(extra: credentials.prometheusText())
+            })
+        }
+        logger.info("herald-sender starting", metadata: [
+            "group": "\(settings.groupID)", "kafka": "\(configuration.kafka.brokers)",
+            "metrics": "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort)/metrics" : "off")"])
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        logger.info("herald-sender stopped")
+    }
+} catch {
+    fail("\(error)")
+}

@@ -1,0 +1,117 @@
+import APNsSimulator
+import Crypto
+import Foundation
+import HeraldAPNs
+import HeraldCore
+@testable import HeraldKafka
+import HeraldRecords
+import HeraldSender
+import HeraldStore
+import Logging
+import PostgresNIO
+import Testing
+
+/// A 32-byte token per device number, the same each time.
+func deviceToken(_ device: Int) -> Data {
+    withUnsafeBytes(of: UInt32(device).bigEndian) { Data($0) } + Data((4..<32).map { UInt8($0 * 7) })
+}
+
+func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
+
+/// Everything a sender test needs: an app with a stored (sealed) APNs key in PostgreSQL, apns-sim
+/// knowing that key and the devices, and topics of its own on the development broker.
+struct WorkerEnvironment: Sendable {
+    let configuration: HeraldConfiguration
+    let database: PostgresClient
+    let logger: Logger
+    let masterKey: String
+    let cipher: CredentialCipher
+    let appID: UUID
+    let bundleID: String
+    let simulator: APNsSimulator
+    let suffix: String
+    var jobsTopic: String { "herald.test.jobs.\(suffix)" }
+    var outcomesTopic: String { "herald.test.outcomes.\(suffix)" }
+    var group: String { "herald-sender-test-\(suffix)" }
+
+    /// Produces `batches` job batches of `targets` targets each (device numbers from 1) for one
+    /// push; returns the batch ids.
+    func produceJobs(batches: Int, targets: Int, pushID: UUID = UUID()) async throws -> Set<Data> {
+        let pushIDBytes = withUnsafeBytes(of: pushID.uuid) { Data($0) }
+        let appIDBytes = withUnsafeBytes(of: appID.uuid) { Data($0) }
+        let records = (0..<batches).map { sequence in
+            Herald_V1_JobBatch(
+                pushID: pushIDBytes, appID: appIDBytes, sequence: UInt32(sequence), environment: .sandbox, apnsTopic: bundleID,
+                pushType: .alert, priority: 10, expirationS: 0, collapseID: "", payload: Data(#"{"aps":{"alert":"worker"}}"#.utf8),
+                targets: (1...targets).map { Herald_V1_JobBatch.Target(deviceID: UInt64(sequence * targets + $0), token: deviceToken(sequence * targets + $0)) },
+                createdAtMs: 0)
+        }
+        let producer = try KafkaProducer(configuration: configuration.kafka.producerConfiguration(clientID: "test-jobs"), logger: logger)
+        try await producer.send(try records.map {
+            KafkaProducerMessage(topic: jobsTopic, key: Array($0.batchID), value: try $0.encodedRecord())
+        })
+        await producer.shutdown()
+        return Set(records.map(\.batchID))
+    }
+
+    /// Reads outcome batches until every one of `batchIDs` has one (or `timeout` passes); a batch
+    /// published twice (after a redelivery) counts once, its last copy kept.
+    func collectOutcomes(_ batchIDs: Set<Data>, timeout: Duration = .seconds(120)) async throws -> [Data: Herald_V1_OutcomeBatch] {
+        let consumer = try KafkaConsumer(
+            configuration: configuration.kafka.consumerConfiguration(groupID: "\(group)-reader-\(UUID().uuidString.prefix(4))", topics: [outcomesTopic], clientID: "test-outcomes"),
+            logger: logger)
+        var byBatch: [Data: Herald_V1_OutcomeBatch] = [:]
+        let deadline = ContinuousClock.now + timeout
+        while !batchIDs.isSubset(of: Set(byBatch.keys)), ContinuousClock.now < deadline {
+            guard let (messages, _) = try await consumer.nextBatch() else { break }
+            for message in messages {
+                let outcome = try Herald_V1_OutcomeBatch.decodeRecord(message.value)
+                byBatch[outcome.batchID] = outcome
+            }
+        }
+        try await consumer.close()
+        return byBatch
+    }
+}
+
+/// Sets up a ``WorkerEnvironment`` with `deliverable` known devices (1…deliverable) and
+/// `unregistered` more after them, runs `body`, and stops apns-sim.
+func withWorkerEnvironment(
+    deliverable: Int, unregistered: Int = 0, faults: APNsFaults = APNsFaults(),
+    _ body: @Sendable (WorkerEnvironment) async throws -> Void
+) async throws {
+    let configuration = try await HeraldConfiguration.load()
+    let logger = Logger(label: "test.sender")
+    let masterKey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+    let cipher = try CredentialCipher(masterKeyBase64: masterKey)
+    let signingKey = P256.Signing.PrivateKey()
+    let suffix = String(UUID().uuidString.prefix(8)).lowercased()
+    let bundleID = "com.herald.worker.\(suffix)"
+
+    var simulatorConfiguration = APNsSimulatorConfiguration()
+    simulatorConfiguration.port = 0
+    simulatorConfiguration.adminPort = nil
+    simulatorConfiguration.threads = 1
+    simulatorConfiguration.faults = faults
+    simulatorConfiguration.keys = [ProviderKey(keyID: "WORKERKEY1", teamID: "WORKERTEAM", publicKeyPEM: signingKey.publicKey.pemRepresentation, topics: [bundleID])]
+    simulatorConfiguration.devices = (1...deliverable).map { SimulatedDevice(token: hex(deviceToken($0)), topic: bundleID) }
+        + (0..<unregistered).map { SimulatedDevice(token: hex(deviceToken(deliverable + 1 + $0)), topic: bundleID, unregisteredAt: 1_700_000_000_000 + Int64(deliverable + 1 + $0)) }
+    let simulator = try await APNsSimulator.start(simulatorConfiguration)
+    do {
+        try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
+            try await MigrationRunner(client: database, logger: logger).migrate()
+            let app = try await AppRepository(client: database, logger: logger).create(name: "worker test", bundleID: bundleID)
+            let credentialID = UUID()
+            try await CredentialRepository(client: database, logger: logger).upsert(APNsCredentialRecord(
+                id: credentialID, appID: app.id, environment: .sandbox, kind: .token, keyID: "WORKERKEY1", teamID: "WORKERTEAM",
+                sealedSecret: try cipher.seal(Array(signingKey.pemRepresentation.utf8), owner: "\(app.id)/\(credentialID)")))
+            try await body(WorkerEnvironment(
+                configuration: configuration, database: database, logger: logger, masterKey: masterKey, cipher: cipher,
+                appID: app.id, bundleID: bundleID, simulator: simulator, suffix: suffix))
+        }
+    } catch {
+        await simulator.shutdown()
+        throw error
+    }
+    await simulator.shutdown()
+}
