@@ -8,7 +8,7 @@ SHELL := /bin/bash
 
 SWIFT ?= swift
 
-.PHONY: help deps build test demo bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
+.PHONY: help deps build test demo bench-sender bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
 
 help:
 	@echo "make demo     # start PostgreSQL + the development Kafka broker and run a round trip through both"
@@ -16,6 +16,7 @@ help:
 	@echo "make bench-kafka  # Kafka throughput benchmark (release build) against kcat"
 	@echo "make bench-apns-sim  # apns-sim against nghttpd under h2load (release build)"
 	@echo "make bench-apns-client  # Herald's APNs client against h2load, both to apns-sim"
+	@echo "make bench-sender  # a million notifications through Kafka and herald-sender to apns-sim"
 
 deps:
 	@scripts/install-dependencies.sh
@@ -42,6 +43,13 @@ bench-apns-client: deps
 	$(SWIFT) build -c release --product apns-sim
 	$(SWIFT) build -c release --product apns-client-throughput
 	.build/release/apns-client-throughput --apns-sim .build/release/apns-sim
+
+bench-sender: deps
+	$(SWIFT) build -c release --product apns-sim
+	$(SWIFT) build -c release --product herald-sender
+	$(SWIFT) build -c release --product herald-kafka-dev
+	$(SWIFT) build -c release --product sender-throughput
+	HERALD_LOG_LEVEL=warning scripts/with-infrastructure.sh .build/release .build/release/sender-throughput
 
 bench-kafka: deps
 	$(SWIFT) build -c release --product herald-kafka-dev

@@ -19,6 +19,7 @@ let package = Package(
         .executable(name: "herald-sender", targets: ["herald-sender"]),
         .executable(name: "apns-sim-throughput", targets: ["apns-sim-throughput"]),
         .executable(name: "apns-client-throughput", targets: ["apns-client-throughput"]),
+        .executable(name: "sender-throughput", targets: ["sender-throughput"]),
         .library(name: "HeraldHTTP2", targets: ["HeraldHTTP2"]),
         .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
         .library(name: "HeraldAPNs", targets: ["HeraldAPNs"]),
@@ -121,6 +122,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .target(
@@ -200,6 +202,16 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Benchmarks/APNsClientThroughput"
+        ),
+        .executableTarget(
+            name: "sender-throughput",
+            dependencies: [
+                "APNsSimulator", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/SenderThroughput"
         ),
 
         // MARK: Tests

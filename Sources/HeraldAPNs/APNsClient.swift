@@ -27,6 +27,8 @@ public final class APNsClient: Service, Sendable {
     private let clock: APNsClock
     private let logger: Logger
     private let state: Mutex<APNsPoolState>
+    /// `:authority`, made once.
+    private let authority: String
 
     /// - Throws: ``APNsCredentialError`` when the TLS context cannot be made from the credential.
     public init(endpoint: APNsEndpoint, credential: APNsCredential, configuration: APNsClientConfiguration = .init(),
@@ -41,6 +43,7 @@ public final class APNsClient: Service, Sendable {
             throw APNsCredentialError("cannot set up TLS with this credential: \(error)")
         }
         self.endpoint = endpoint
+        self.authority = endpoint.port == 443 ? endpoint.host : "\(endpoint.host):\(endpoint.port)"
         self.credential = credential
         self.configuration = configuration
         self.group = group
@@ -129,27 +132,26 @@ public final class APNsClient: Service, Sendable {
             var slot = state.slots[lease.slot]
             if slot.connection === lease.connection,
                policy.needsNewToken(issuedAt: slot.token?.issuedAt, now: now, expired: slot.tokenExpired) {
-                slot.token = (key.providerToken(issuedAt: now), now)
+                slot.token = ("bearer " + key.providerToken(issuedAt: now), now)
                 slot.tokenExpired = false
                 state.slots[lease.slot] = slot
             }
-            return slot.token?.value ?? key.providerToken(issuedAt: now)
+            return slot.token?.value ?? "bearer " + key.providerToken(issuedAt: now)
         }
     }
 
     private func makeRequest(_ notification: APNsNotification, authorization: String?) -> HTTP2Request {
         var headers: [HTTP2HeaderField] = []
         headers.reserveCapacity(7)
-        if let authorization { headers.append(HTTP2HeaderField("authorization", "bearer " + authorization, neverIndexed: true)) }
+        if let authorization { headers.append(HTTP2HeaderField("authorization", authorization, neverIndexed: true)) }
         headers.append(HTTP2HeaderField("apns-topic", notification.topic))
         headers.append(HTTP2HeaderField("apns-push-type", notification.pushType.rawValue))
         headers.append(HTTP2HeaderField("apns-priority", String(notification.priority.rawValue)))
         if let expiration = notification.expiration { headers.append(HTTP2HeaderField("apns-expiration", String(expiration))) }
         if let collapseID = notification.collapseID { headers.append(HTTP2HeaderField("apns-collapse-id", collapseID)) }
         if let apnsID = notification.apnsID { headers.append(HTTP2HeaderField("apns-id", apnsID)) }
-        let authority = endpoint.port == 443 ? endpoint.host : "\(endpoint.host):\(endpoint.port)"
         return HTTP2Request(path: "/3/device/" + notification.deviceToken, authority: authority, headers: headers,
-                            body: ByteBuffer(bytes: notification.payload))
+                            body: notification.payload)
     }
 
     /// Reads `{"reason":"…","timestamp":…}` without Foundation.

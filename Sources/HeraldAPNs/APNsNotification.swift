@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOCore
 
 /// One notification to one device, ready to send.
 public struct APNsNotification: Sendable, Hashable {
@@ -18,11 +19,19 @@ public struct APNsNotification: Sendable, Hashable {
     /// `apns-id`, a UUID; Herald sets a deterministic one (``deterministicID(pushID:deviceID:)``)
     /// so a notification sent twice is recognisably the same.
     public var apnsID: String?
-    /// The encoded payload (``APNsPayload/validated(for:)``).
-    public var payload: [UInt8]
+    /// The encoded payload (``APNsPayload/validated(for:)``). Held as a `ByteBuffer` so that the
+    /// notifications of one push share one copy of it.
+    public var payload: ByteBuffer
 
     public init(deviceToken: String, topic: String, pushType: APNsPushType = .alert, priority: APNsPriority? = nil,
                 expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil, payload: [UInt8]) {
+        self.init(deviceToken: deviceToken, topic: topic, pushType: pushType, priority: priority, expiration: expiration,
+                  collapseID: collapseID, apnsID: apnsID, payload: ByteBuffer(bytes: payload))
+    }
+
+    /// The same, with the payload already in a buffer (shared, not copied).
+    public init(deviceToken: String, topic: String, pushType: APNsPushType = .alert, priority: APNsPriority? = nil,
+                expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil, payload: ByteBuffer) {
         self.deviceToken = deviceToken
         self.topic = topic
         self.pushType = pushType
@@ -42,8 +51,21 @@ public struct APNsNotification: Sendable, Hashable {
         var bytes = Array(Insecure.SHA1.hash(data: input).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x50
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let uuid = bytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }
-        return UUID(uuid: uuid).uuidString
+        // Formatted by hand (Foundation's uuidString goes through printf): 8-4-4-4-12, upper case.
+        let digits: StaticString = "0123456789ABCDEF"
+        return String(unsafeUninitializedCapacity: 36) { text in
+            var position = 0
+            for (index, byte) in bytes.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    text[position] = UInt8(ascii: "-")
+                    position += 1
+                }
+                text[position] = digits.utf8Start[Int(byte >> 4)]
+                text[position + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                position += 2
+            }
+            return 36
+        }
     }
 
     /// Why this notification cannot be sent as it is, or nil. Checked before sending, so a
@@ -52,9 +74,9 @@ public struct APNsNotification: Sendable, Hashable {
         if deviceToken.isEmpty || deviceToken.utf8.count % 2 != 0 || !deviceToken.utf8.allSatisfy(\.isHexDigit) {
             return "the device token must be hex of even length"
         }
-        if payload.isEmpty { return "the payload is empty" }
-        if payload.count > pushType.maximumPayloadBytes {
-            return "the payload is \(payload.count) bytes; \(pushType.rawValue) notifications take at most \(pushType.maximumPayloadBytes)"
+        if payload.readableBytes == 0 { return "the payload is empty" }
+        if payload.readableBytes > pushType.maximumPayloadBytes {
+            return "the payload is \(payload.readableBytes) bytes; \(pushType.rawValue) notifications take at most \(pushType.maximumPayloadBytes)"
         }
         if !pushType.allowedPriorities.contains(priority) {
             return "\(pushType.rawValue) notifications take priority \(pushType.allowedPriorities.map(\.rawValue).sorted()), not \(priority.rawValue)"

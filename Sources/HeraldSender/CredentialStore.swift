@@ -56,11 +56,22 @@ public final class CredentialStore: Service, Sendable {
     private let refreshInterval: Duration
     private let logger: Logger
     private let cache = Mutex<[Key: Entry]>([:])
-    private let starts: AsyncStream<APNsClient>
-    private let startsContinuation: AsyncStream<APNsClient>.Continuation
+    /// Work for ``run()``: run a new client, or retire a replaced one.
+    private enum Job: Sendable {
+        case run(APNsClient)
+        /// Stopped after `retirementDelay`, so that batches already sending on it finish there.
+        case retire(APNsClient)
+    }
+
+    private let starts: AsyncStream<Job>
+    private let startsContinuation: AsyncStream<Job>.Continuation
+    /// How long a replaced client keeps running for the batches already using it.
+    private let retirementDelay: Duration
 
     public init(repository: CredentialRepository, cipher: CredentialCipher, endpoints: SenderEndpoints,
-                clientConfiguration: APNsClientConfiguration, refreshInterval: Duration = .seconds(30), logger: Logger) {
+                clientConfiguration: APNsClientConfiguration, refreshInterval: Duration = .seconds(30),
+                retirementDelay: Duration = .seconds(120), logger: Logger) {
+        self.retirementDelay = retirementDelay
         self.repository = repository
         self.cipher = cipher
         self.endpoints = endpoints
@@ -82,8 +93,17 @@ public final class CredentialStore: Service, Sendable {
                 }
                 for client in clients { client.shutdown() }
             }
-            for await client in starts {
-                group.addTask { try? await client.run() }
+            for await job in starts {
+                switch job {
+                case .run(let client):
+                    group.addTask { try? await client.run() }
+                case .retire(let client):
+                    let delay = retirementDelay
+                    group.addTask {
+                        try? await Task.sleep(for: delay)
+                        client.shutdown()
+                    }
+                }
             }
         }
     }
@@ -111,12 +131,17 @@ public final class CredentialStore: Service, Sendable {
             endpoint: environment == .production ? endpoints.production : endpoints.sandbox,
             credential: try credential(from: record), configuration: clientConfiguration,
             logger: logger)
-        let replaced: APNsClient? = cache.withLock { cache in
-            defer { cache[key] = Entry(client: client, updatedAt: record.updatedAt, checkedAt: now) }
-            return cache[key]?.client
+        // Another batch may have loaded the same credential meanwhile: keep the first client (this
+        // one never started, so dropping it costs nothing).
+        let (winner, replaced): (APNsClient, APNsClient?) = cache.withLock { cache in
+            if let existing = cache[key], existing.updatedAt == record.updatedAt { return (existing.client, nil) }
+            let replaced = cache[key]?.client
+            cache[key] = Entry(client: client, updatedAt: record.updatedAt, checkedAt: now)
+            return (client, replaced)
         }
-        startsContinuation.yield(client)
-        replaced?.shutdown()
+        guard winner === client else { return winner }
+        startsContinuation.yield(.run(client))
+        if let replaced { startsContinuation.yield(.retire(replaced)) }
         logger.info("APNs credential loaded", metadata: [
             "app": "\(appID)", "environment": "\(environment.rawValue)", "kind": "\(record.kind.rawValue)",
             "key-id": "\(record.keyID ?? "-")"])

@@ -1,6 +1,8 @@
 import Foundation
+import NIOCore
 import HeraldAPNs
 import HeraldRecords
+import Synchronization
 
 /// Sends every target of one job batch through an ``APNsClient`` and returns the batch's
 /// outcome record: each target ends accepted, rejected (with APNs' reason, status and the 410
@@ -35,7 +37,7 @@ public struct JobBatchSender: Sendable {
         let priority = APNsPriority(rawValue: Int(batch.priority))
         let expiration = batch.expirationS > 0 ? batch.expirationS : nil
         let collapseID = batch.collapseID.isEmpty ? Self.collapseID(pushID: pushID) : batch.collapseID
-        let payload = Array(batch.payload)
+        let payload = ByteBuffer(bytes: batch.payload)
 
         var outcomes = Herald_V1_OutcomeBatch()
         outcomes.schemaVersion = 1
@@ -45,28 +47,41 @@ public struct JobBatchSender: Sendable {
         var attempts = 0
         var latencies: [Double] = []
         latencies.reserveCapacity(batch.targets.count)
-        await withTaskGroup(of: (UInt64, TargetResult, Int, Double).self) { group in
-            for target in batch.targets {
-                let notification = APNsNotification(
-                    deviceToken: target.token.hexString, topic: batch.apnsTopic, pushType: pushType, priority: priority,
-                    expiration: expiration, collapseID: collapseID,
-                    apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: target.deviceID)),
-                    payload: payload)
+        // A few tasks per batch, each taking the next target, rather than a task per target: the
+        // APNs client bounds what is in flight anyway, and tasks cost allocations.
+        let targets = batch.targets
+        let next = TargetCursor()
+        let lanes = min(targets.count, Self.lanesPerBatch)
+        await withTaskGroup(of: [(UInt64, TargetResult, Int, Double)].self) { group in
+            for _ in 0..<lanes {
                 group.addTask {
-                    let start = ContinuousClock.now
-                    let (result, tries) = await self.deliver(notification, client: client, expiresAtSeconds: expiration)
-                    let elapsed = ContinuousClock.now - start
-                    return (target.deviceID, result, tries, Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+                    var done: [(UInt64, TargetResult, Int, Double)] = []
+                    while case let index = next.take(), index < targets.count {
+                        let target = targets[index]
+                        let notification = APNsNotification(
+                            deviceToken: target.token.hexString, topic: batch.apnsTopic, pushType: pushType, priority: priority,
+                            expiration: expiration, collapseID: collapseID,
+                            apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: target.deviceID)),
+                            payload: payload)
+                        let start = ContinuousClock.now
+                        let (result, tries) = await self.deliver(notification, client: client, expiresAtSeconds: expiration)
+                        let elapsed = ContinuousClock.now - start
+                        done.append((target.deviceID, result, tries,
+                                     Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15))
+                    }
+                    return done
                 }
             }
-            for await (deviceID, result, tries, latency) in group {
-                attempts += tries
-                latencies.append(latency)
-                switch result {
-                case .accepted: outcomes.acceptedDeviceIds.append(deviceID)
-                case .failed(var failure):
-                    failure.deviceID = deviceID
-                    outcomes.failures.append(failure)
+            for await lane in group {
+                for (deviceID, result, tries, latency) in lane {
+                    attempts += tries
+                    latencies.append(latency)
+                    switch result {
+                    case .accepted: outcomes.acceptedDeviceIds.append(deviceID)
+                    case .failed(var failure):
+                        failure.deviceID = deviceID
+                        outcomes.failures.append(failure)
+                    }
                 }
             }
         }
@@ -87,6 +102,10 @@ public struct JobBatchSender: Sendable {
         default: "unknown"
         }
     }
+
+    /// Concurrent sends per batch (with 8 batches in flight, 2,048: about the APNs client's
+    /// default in-flight bound).
+    static let lanesPerBatch = 256
 
     enum TargetResult: Sendable {
         case accepted
@@ -196,4 +215,10 @@ extension Data {
             return count * 2
         }
     }
+}
+
+/// Hands out target indexes to a batch's sending tasks.
+final class TargetCursor: Sendable {
+    private let position = Atomic<Int>(0)
+    func take() -> Int { position.add(1, ordering: .relaxed).oldValue }
 }

@@ -15,10 +15,17 @@ import Testing
 /// on the broker. `make test` starts PostgreSQL and the broker.
 @Suite("herald-sender worker through Kafka, PostgreSQL and apns-sim", .serialized)
 struct SenderWorkerTests {
-    @Test("2,000 targets in 20 batches: one outcome per target, apns-sim got exactly the deliverable ones, offsets stored")
+    @Test("2,000 targets in 20 batches: one outcome per target, apns-sim got exactly the deliverable ones, offsets stored; a canceled push's jobs are dropped as canceled")
     func batchesThroughTheBroker() async throws {
         try await withWorkerEnvironment(deliverable: 1900, unregistered: 50) { environment in
             let batchIDs = try await environment.produceJobs(batches: 20, targets: 100)
+            // A second push, canceled after its jobs were cut: none of them may reach a phone.
+            let canceledPush = UUID()
+            let pushes = PushRepository(client: environment.database, logger: environment.logger)
+            _ = try await pushes.create(NewPush(id: canceledPush, appID: environment.appID, audienceJSON: "{}", notificationJSON: "{}",
+                                                payload: Array(#"{"aps":{}}"#.utf8)), outbox: [])
+            #expect(try await pushes.transition(id: canceledPush, from: [.accepted], to: .canceled))
+            let canceledBatchIDs = try await environment.produceJobs(batches: 2, targets: 100, pushID: canceledPush)
             let logger = environment.logger
             let configuration = environment.configuration
             var endpoints = SenderEndpoints()
@@ -44,7 +51,7 @@ struct SenderWorkerTests {
                     return nil
                 }
                 tasks.addTask {
-                    let outcomes = try await environment.collectOutcomes(batchIDs)
+                    let outcomes = try await environment.collectOutcomes(batchIDs.union(canceledBatchIDs))
                     await services.triggerGracefulShutdown()
                     return outcomes
                 }
@@ -53,9 +60,13 @@ struct SenderWorkerTests {
                 return collected
             }
 
-            #expect(Set(outcomes.keys) == batchIDs)
-            let accepted = outcomes.values.flatMap(\.acceptedDeviceIds)
-            let failures = outcomes.values.flatMap(\.failures)
+            #expect(Set(outcomes.keys) == batchIDs.union(canceledBatchIDs))
+            let canceled = canceledBatchIDs.compactMap { outcomes[$0] }
+            #expect(canceled.flatMap(\.acceptedDeviceIds).isEmpty)
+            #expect(canceled.flatMap(\.failures).count == 200)
+            #expect(canceled.flatMap(\.failures).allSatisfy { $0.status == .canceled })
+            let accepted = batchIDs.compactMap { outcomes[$0] }.flatMap(\.acceptedDeviceIds)
+            let failures = batchIDs.compactMap { outcomes[$0] }.flatMap(\.failures)
             #expect(accepted.count + failures.count == 2000)
             #expect(Set(accepted) == Set((1...1900).map(UInt64.init)))
             let unregistered = failures.filter { $0.reason == "Unregistered" }
@@ -64,7 +75,7 @@ struct SenderWorkerTests {
             #expect(failures.filter { $0.reason == "BadDeviceToken" }.count == 50)
             #expect(environment.simulator.ledger.counts.accepted == 1900)
             #expect(Set(environment.simulator.ledger.notifications().map(\.token)).count == 1900)
-            #expect(worker.metrics.batches == 20)
+            #expect(worker.metrics.batches == 22)
             #expect(worker.metrics.prometheusText().contains(#"herald_sender_notifications_total{outcome="rejected",reason="Unregistered"} 50"#))
 
             // Every batch's offset was stored and committed: a new member of the group gets nothing.

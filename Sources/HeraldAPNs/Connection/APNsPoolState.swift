@@ -17,7 +17,8 @@ struct APNsPoolState {
         /// A request on this connection got past authentication: the server's own stream limit
         /// applies from now on (before, 1: Apple's limit until the first success).
         var authenticated = false
-        /// This connection's provider token and when it was issued.
+        /// This connection's provider token (as the `authorization` value, "bearer …") and when
+        /// it was issued.
         var token: (value: String, issuedAt: Int64)?
         var tokenExpired = false
     }

@@ -1,0 +1,225 @@
+// sender-throughput: herald-sender end to end on one machine. A million notifications wait in
+// Kafka as 2,000 job batches of 500 targets; one herald-sender process (release build) sends them
+// to apns-sim and publishes their outcomes. It prints notifications/s from the sender's start to
+// the last outcome, the sender's CPU microseconds per notification and its peak RSS, and — in the
+// same run, as the reference — h2load's requests/s against the same apns-sim.
+//
+// Run it through `make bench-sender` (PostgreSQL and the development broker started fresh by
+// scripts/with-infrastructure.sh; HERALD_BIN_DIR names the release binaries).
+import APNsSimulator
+import ArgumentParser
+import Crypto
+import Foundation
+import HeraldAPNs
+import HeraldCore
+import HeraldKafka
+import HeraldRecords
+import HeraldStore
+import Logging
+
+@main
+struct SenderThroughput: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sender-throughput",
+        abstract: "herald-sender through Kafka to apns-sim, against h2load to the same apns-sim.")
+
+    @Option(help: "Job batches.") var batches = 2000
+    @Option(help: "Targets per batch.") var targets = 500
+    @Option(help: "Requests for the h2load reference run.") var h2loadRequests = 200_000
+    @Option(help: "Port for apns-sim.") var simPort = 22960
+
+    func run() async throws {
+        let binaries = ProcessInfo.processInfo.environment["HERALD_BIN_DIR"] ?? ".build/release"
+        let configuration = try await HeraldConfiguration.load()
+        let logger = Logger(label: "bench.sender")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sender-bench-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+
+        // apns-sim, trusting the app's key, every token deliverable, counting only.
+        let signingKey = P256.Signing.PrivateKey()
+        let bundleID = "com.herald.bench"
+        try signingKey.publicKey.pemRepresentation.write(toFile: folder + "/key.pub.pem", atomically: true, encoding: .utf8)
+        let (identity, keyPEM) = try SimulatorIdentity.selfSigned()
+        try identity.certificatePEM.write(toFile: folder + "/cert.pem", atomically: true, encoding: .utf8)
+        try keyPEM.write(toFile: folder + "/key.pem", atomically: true, encoding: .utf8)
+        let simulator = try launch(binaries + "/apns-sim", [
+            "--port", "\(simPort)", "--no-admin", "--record", "counts", "--accept-any-token", "--streams-before-auth", "1000",
+            "--certificate", folder + "/cert.pem", "--private-key", folder + "/key.pem",
+            "--key", "BENCHKEY01:BENCHTEAM1:\(folder)/key.pub.pem:\(bundleID)", "--log-level", "warning",
+        ], log: folder + "/apns-sim.log")
+        defer { stop(simulator) }
+        try await Task.sleep(for: .seconds(1))
+
+        // The reference: h2load, same server, 4 connections × 250 streams.
+        let payload = #"{"aps":{"alert":{"title":"Herald","body":"A benchmark notification"},"sound":"default"}}"#
+        try payload.write(toFile: folder + "/payload.json", atomically: true, encoding: .utf8)
+        let key = APNsSigningKey(privateKey: signingKey, keyID: "BENCHKEY01", teamID: "BENCHTEAM1")
+        let h2loadRate = try h2load(token: key.providerToken(issuedAt: Int64(Date().timeIntervalSince1970)), folder: folder, topic: bundleID)
+        print(String(format: "h2load against apns-sim: %.0f req/s", h2loadRate))
+
+        // The app and its sealed key in PostgreSQL.
+        let masterKey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let cipher = try CredentialCipher(masterKeyBase64: masterKey)
+        let appID = try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
+            try await MigrationRunner(client: database, logger: logger).migrate()
+            let app = try await AppRepository(client: database, logger: logger).create(name: "sender benchmark", bundleID: bundleID)
+            let credentialID = UUID()
+            try await CredentialRepository(client: database, logger: logger).upsert(APNsCredentialRecord(
+                id: credentialID, appID: app.id, environment: .sandbox, kind: .token, keyID: "BENCHKEY01", teamID: "BENCHTEAM1",
+                sealedSecret: try cipher.seal(Array(signingKey.pemRepresentation.utf8), owner: "\(app.id)/\(credentialID)")))
+            return app.id
+        }
+
+        // A million notifications waiting in herald.jobs.
+        let pushID = UUID()
+        let pushIDBytes = withUnsafeBytes(of: pushID.uuid) { Data($0) }
+        let appIDBytes = withUnsafeBytes(of: appID.uuid) { Data($0) }
+        let producer = try KafkaProducer(configuration: configuration.kafka.producerConfiguration(clientID: "bench-jobs"), logger: logger)
+        var batchIDs = Set<Data>()
+        for chunk in stride(from: 0, to: batches, by: 100) {
+            let records = try (chunk..<min(chunk + 100, batches)).map { sequence -> KafkaProducerMessage in
+                let batch = Herald_V1_JobBatch(
+                    pushID: pushIDBytes, appID: appIDBytes, sequence: UInt32(sequence), environment: .sandbox, apnsTopic: bundleID,
+                    pushType: .alert, priority: 10, expirationS: 0, collapseID: "", payload: Data(payload.utf8),
+                    targets: (0..<targets).map { index in
+                        let device = sequence * targets + index + 1
+                        return Herald_V1_JobBatch.Target(deviceID: UInt64(device), token: withUnsafeBytes(of: UInt64(device).bigEndian) { Data($0) } + Data(repeating: 0xAB, count: 24))
+                    },
+                    createdAtMs: Int64(Date().timeIntervalSince1970 * 1000))
+                batchIDs.insert(batch.batchID)
+                return KafkaProducerMessage(topic: HeraldTopic.jobs.name, key: Array(batch.batchID), value: try batch.encodedRecord())
+            }
+            try await producer.send(records)
+        }
+        await producer.shutdown()
+        let total = batches * targets
+        print("\(total) notifications in \(batches) job batches waiting in \(HeraldTopic.jobs.name)")
+
+        // herald-sender, started now; the clock runs until the last outcome is read.
+        var variables = ProcessInfo.processInfo.environment
+        variables["HERALD_MASTER_KEY"] = masterKey
+        variables["HERALD_SENDER_GROUP_ID"] = "bench-sender-\(pushID.uuidString.prefix(8))"
+        variables["HERALD_SENDER_APNS_SANDBOX_HOST"] = "127.0.0.1"
+        variables["HERALD_SENDER_APNS_SANDBOX_PORT"] = "\(simPort)"
+        variables["HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE"] = folder + "/cert.pem"
+        variables["HERALD_SENDER_METRICS_PORT"] = "0"
+        variables["HERALD_LOG_LEVEL"] = "warning"
+        let start = ContinuousClock.now
+        let sender = try launch(binaries + "/herald-sender", [], log: folder + "/sender.log", environment: variables)
+        defer { stop(sender) }
+
+        let reader = try KafkaConsumer(
+            configuration: configuration.kafka.consumerConfiguration(groupID: "bench-reader-\(pushID.uuidString.prefix(8))", topics: [HeraldTopic.outcomes.name], clientID: "bench-reader"),
+            logger: logger)
+        var seen = Set<Data>()
+        var accepted = 0
+        var firstOutcome: ContinuousClock.Instant?
+        var failureReasons: [String: Int] = [:]
+        var peakRSS = 0
+        var outcomes = reader.messages.makeAsyncIterator()
+        while seen.count < batches {
+            guard let message = try await outcomes.next() else { break }
+            let outcome = try Herald_V1_OutcomeBatch.decodeRecord(message.value)
+            if outcome.pushID == pushIDBytes, seen.insert(outcome.batchID).inserted {
+                accepted += outcome.acceptedDeviceIds.count
+                for failure in outcome.failures { failureReasons["\(failure.status) \(failure.reason)", default: 0] += 1 }
+                if firstOutcome == nil { firstOutcome = ContinuousClock.now }
+            }
+            if seen.count % 100 == 0 { peakRSS = max(peakRSS, Self.residentKilobytes(sender.processIdentifier, field: "VmHWM:")) }
+            if !sender.isRunning { throw ValidationError("herald-sender exited early; see \(folder)/sender.log") }
+        }
+        let elapsed = ContinuousClock.now - start
+        peakRSS = max(peakRSS, Self.residentKilobytes(sender.processIdentifier, field: "VmHWM:"))
+        let cpuSeconds = Self.cpuSeconds(sender.processIdentifier)
+        try await reader.close()
+        guard accepted == total else {
+            let log = (try? String(contentsOfFile: folder + "/sender.log", encoding: .utf8)) ?? ""
+            throw ValidationError("only \(accepted) of \(total) notifications accepted; failures: \(failureReasons); sender log:\n\(log.suffix(3000))")
+        }
+
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let rate = Double(total) / seconds
+        // Steady state: from the first outcome to the last (start-up, migrations, the group join and
+        // the first TLS handshakes excluded).
+        let steady = ContinuousClock.now - (firstOutcome ?? start)
+        let steadySeconds = Double(steady.components.seconds) + Double(steady.components.attoseconds) / 1e18
+        let steadyRate = Double(total - targets) / steadySeconds
+        let microseconds = cpuSeconds / Double(total) * 1e6
+        print(String(format: "herald-sender: %d notifications in %.1f s = %.0f/s (%.2f of h2load), %.1f µs CPU each, peak RSS %.0f MB",
+                     total, seconds, rate, rate / h2loadRate, microseconds, Double(peakRSS) / 1024))
+        print(String(format: "  steady state (first outcome to last): %.0f/s (%.2f of h2load)", steadyRate, steadyRate / h2loadRate))
+        let result: [String: Any] = [
+            "benchmark": "sender-throughput", "notifications": total, "batches": batches, "seconds": (seconds * 10).rounded() / 10,
+            "notificationsPerSecond": Int(rate), "steadyNotificationsPerSecond": Int(steadyRate), "h2loadRequestsPerSecond": Int(h2loadRate), "ratio": (rate / h2loadRate * 100).rounded() / 100,
+            "senderCPUMicrosecondsPerNotification": (microseconds * 10).rounded() / 10, "senderPeakRSSMegabytes": peakRSS / 1024,
+        ]
+        print(String(decoding: try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys]), as: UTF8.self))
+    }
+
+    static func cpuSeconds(_ pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command name: state is field 3; utime and stime are fields 14 and 15.
+        let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    static func residentKilobytes(_ pid: Int32, field: String) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }) else { return 0 }
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    func h2load(token: String, folder: String, topic: String) throws -> Double {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
+        process.arguments = [
+            "-n", "\(h2loadRequests)", "-c", "4", "-m", "250",
+            "-H", "authorization: bearer \(token)", "-H", "apns-topic: \(topic)", "-H", "apns-push-type: alert",
+            "-H", "apns-priority: 10", "-d", folder + "/payload.json",
+            "https://127.0.0.1:\(simPort)/3/device/\(String(repeating: "ab", count: 32))",
+        ]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard output.contains("status codes: \(h2loadRequests) 2xx"),
+              let line = output.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
+              let rate = line.split(separator: ",").dropFirst().first?.split(separator: " ").first.flatMap({ Double($0) })
+        else { throw ValidationError("h2load did not get \(h2loadRequests) 2xx answers (is nghttp2-client installed?):\n\(output)") }
+        return rate
+    }
+
+    func launch(_ path: String, _ arguments: [String], log: String, environment: [String: String]? = nil) throws -> Process {
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw ValidationError("no \(path): build it with `swift build -c release --product \((path as NSString).lastPathComponent)`")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        return process
+    }
+
+    func stop(_ process: Process) {
+        let pid = process.processIdentifier
+        kill(pid, SIGTERM)
+        for _ in 0..<100 {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid { return }
+            usleep(50_000)
+        }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+}
