@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import HeraldAPNs
 import HeraldRecords
+import Logging
 import Synchronization
 
 /// Sends every target of one job batch through an ``APNsClient`` and returns the batch's
@@ -22,6 +23,9 @@ public struct JobBatchSender: Sendable {
     public var now: @Sendable () -> Int64
     /// Where each batch's counts and latencies go, if anywhere.
     public var metrics: SenderMetrics?
+    /// Final rejections and expirations are logged at debug level with the push id, the apns-id
+    /// and the token's first 8 hex digits — never the whole token.
+    public var logger = Logger(label: "herald.sender.batch")
 
     public init(retryPolicy: RetryPolicy = .init(), metrics: SenderMetrics? = nil,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
@@ -81,6 +85,11 @@ public struct JobBatchSender: Sendable {
                     case .failed(var failure):
                         failure.deviceID = deviceID
                         outcomes.failures.append(failure)
+                        logger.debug("notification not delivered", metadata: [
+                            "push": "\(pushID)", "device": "\(deviceID)",
+                            "apns-id": "\(APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: deviceID)))",
+                            "token": "\(batch.targets.first { $0.deviceID == deviceID }.map { String($0.token.hexString.prefix(8)) + "…" } ?? "?")",
+                            "outcome": "\(Self.statusName(failure.status))", "reason": "\(failure.reason)", "attempts": "\(failure.attempts)"])
                     }
                 }
             }

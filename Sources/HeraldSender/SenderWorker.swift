@@ -67,6 +67,7 @@ public final class SenderWorker: Service, Sendable {
         var sender = sender
         let metrics = sender.metrics ?? SenderMetrics()
         sender.metrics = metrics
+        sender.logger = logger
         self.sender = sender
         self.maxBatchesInFlight = max(1, maxBatchesInFlight)
         self.slots = BatchSlots(count: max(1, maxBatchesInFlight))
