@@ -68,7 +68,8 @@ public final class APNsClient: Service, Sendable {
                 let response = try await lease.connection.send(request, timeout: configuration.requestTimeout)
                 if response.status == 200 {
                     release(lease, authenticated: true)
-                    return .accepted(apnsID: response.headers["apns-id"] ?? notification.apnsID ?? "")
+                    // APNs echoes the apns-id it was given; read the header only when none was.
+                    return .accepted(apnsID: notification.apnsID ?? response.headers["apns-id"] ?? "")
                 }
                 let (reason, timestamp) = Self.parseError(response.body, status: response.status)
                 release(lease, authenticated: reason.disposition != .credential)

@@ -18,13 +18,48 @@ public struct HTTP2HeaderField: Sendable, Hashable {
 
 /// The header fields of an outgoing request or response, pseudo-headers first.
 struct HTTP2OutgoingHeaders {
-    /// A field sent before `fields` (a response's `:status`), kept apart so that answering does
-    /// not build a second array.
-    var leading: HTTP2HeaderField?
+    /// Fields sent before `fields` (a response's `:status`, a request's pseudo-headers), kept
+    /// apart so that the caller's array is used as it is, not copied into a new one.
+    var leading: LeadingFields
     var fields: [HTTP2HeaderField]
 
+    /// Up to four leading fields, stored inline (no allocation).
+    struct LeadingFields {
+        var count = 0
+        var first, second, third, fourth: HTTP2HeaderField?
+
+        init(_ fields: [HTTP2HeaderField]) {
+            for field in fields { append(field) }
+        }
+
+        init() {}
+
+        mutating func append(_ field: HTTP2HeaderField) {
+            switch count {
+            case 0: first = field
+            case 1: second = field
+            case 2: third = field
+            default: fourth = field
+            }
+            count = min(count + 1, 4)
+        }
+
+        func forEach(_ body: (HTTP2HeaderField) -> Void) {
+            if let first { body(first) }
+            if let second { body(second) }
+            if let third { body(third) }
+            if let fourth { body(fourth) }
+        }
+    }
+
     init(leading: HTTP2HeaderField? = nil, fields: [HTTP2HeaderField]) {
-        self.leading = leading
+        self.leading = LeadingFields()
+        if let leading { self.leading.append(leading) }
+        self.fields = fields
+    }
+
+    init(leading: [HTTP2HeaderField], fields: [HTTP2HeaderField]) {
+        self.leading = LeadingFields(leading)
         self.fields = fields
     }
 
@@ -33,9 +68,9 @@ struct HTTP2OutgoingHeaders {
     /// to live for the call, and the pointers never leave it.
     func withNameValuePairs<Result>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> Result) -> Result {
         var byteCount = 0
-        if let leading { byteCount += leading.name.utf8.count + leading.value.utf8.count }
+        leading.forEach { byteCount += $0.name.utf8.count + $0.value.utf8.count }
         for field in fields { byteCount += field.name.utf8.count + field.value.utf8.count }
-        let count = fields.count + (leading == nil ? 0 : 1)
+        let count = fields.count + leading.count
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(byteCount, 1)) { bytes in
             withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(count, 1)) { pairs in
                 var offset = 0
@@ -54,13 +89,15 @@ struct HTTP2OutgoingHeaders {
                     copy(field.name)
                     let valueStart = offset
                     copy(field.value)
-                    let flags = field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
+                    // `authorization` is never indexed, whatever the caller said.
+                    let neverIndexed = field.neverIndexed || field.name == "authorization"
+                    let flags = neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
                     pairs.initializeElement(at: index, to: nghttp2_nv(
                         name: bytes.baseAddress! + nameStart, value: bytes.baseAddress! + valueStart,
                         namelen: valueStart - nameStart, valuelen: offset - valueStart, flags: UInt8(flags)))
                     index += 1
                 }
-                if let leading { add(leading) }
+                leading.forEach { add($0) }
                 for field in fields { add(field) }
                 defer { pairs.baseAddress!.deinitialize(count: count) }
                 return body(UnsafePointer(pairs.baseAddress!), count)

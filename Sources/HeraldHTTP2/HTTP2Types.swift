@@ -112,19 +112,13 @@ public struct HTTP2Request: Sendable {
         self.pathNeverIndexed = pathNeverIndexed
     }
 
+    /// The header block: pseudo-headers first, then `headers`, without copying them into a new
+    /// array (a request's header array is often shared by many requests).
     var outgoingHeaders: HTTP2OutgoingHeaders {
-        var fields: [HTTP2HeaderField] = []
-        fields.reserveCapacity(headers.count + 4)
-        fields.append(HTTP2HeaderField(":method", method))
-        fields.append(HTTP2HeaderField(":scheme", scheme))
-        fields.append(HTTP2HeaderField(":authority", authority))
-        fields.append(HTTP2HeaderField(":path", path, neverIndexed: pathNeverIndexed))
-        for field in headers {
-            var field = field
-            if field.name == "authorization" { field.neverIndexed = true }
-            fields.append(field)
-        }
-        return HTTP2OutgoingHeaders(fields: fields)
+        HTTP2OutgoingHeaders(
+            leading: [HTTP2HeaderField(":method", method), HTTP2HeaderField(":scheme", scheme),
+                      HTTP2HeaderField(":authority", authority), HTTP2HeaderField(":path", path, neverIndexed: pathNeverIndexed)],
+            fields: headers)
     }
 }
 
