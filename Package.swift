@@ -183,10 +183,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(name: "BenchmarkSupport", path: "Benchmarks/Support"),
         .executableTarget(
             name: "apns-sim-throughput",
             dependencies: [
-                "APNsSimulator", "HeraldAPNs",
+                "APNsSimulator", "HeraldAPNs", "BenchmarkSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -195,7 +196,7 @@ let package = Package(
         .executableTarget(
             name: "apns-client-throughput",
             dependencies: [
-                "APNsSimulator", "HeraldAPNs",
+                "APNsSimulator", "HeraldAPNs", "BenchmarkSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -206,7 +207,7 @@ let package = Package(
         .executableTarget(
             name: "sender-throughput",
             dependencies: [
-                "APNsSimulator", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldStore",
+                "APNsSimulator", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldStore", "BenchmarkSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

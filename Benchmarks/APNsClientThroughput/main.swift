@@ -7,6 +7,7 @@
 // with a final JSON line.
 import APNsSimulator
 import ArgumentParser
+import BenchmarkSupport
 import Crypto
 import Foundation
 import HeraldAPNs
@@ -42,26 +43,23 @@ struct APNsClientThroughput: AsyncParsableCommand {
         let payload = #"{"aps":{"alert":{"title":"Herald","body":"A benchmark notification"},"sound":"default"}}"#
         try payload.write(toFile: folder + "/payload.json", atomically: true, encoding: .utf8)
 
-        let simulator = Process()
-        simulator.executableURL = URL(fileURLWithPath: apnsSim)
-        simulator.arguments = [
+        let simulator = try BenchmarkProcesses.launch(apnsSim, [
             // h2load does not wait for a raised stream limit; Herald's client keeps to one stream
             // per connection until its first success whatever the server advertises.
             "--port", "\(simPort)", "--no-admin", "--record", "counts", "--accept-any-token", "--streams-before-auth", "1000",
             "--certificate", folder + "/cert.pem", "--private-key", folder + "/key.pem",
             "--key", "BENCHKEY01:BENCHTEAM1:\(folder)/key.pub.pem:com.herald.bench", "--log-level", "warning",
-        ]
-        simulator.standardOutput = FileHandle.nullDevice
-        try simulator.run()
-        defer {
-            kill(simulator.processIdentifier, SIGKILL)
-            simulator.waitUntilExit()
-        }
+        ])
+        defer { BenchmarkProcesses.stop(simulator) }
         try await Task.sleep(for: .seconds(1))
         let token = String(repeating: "ab", count: 32)
 
         // The reference: h2load, the same requests, the same server.
-        let h2loadRate = try h2load(token: key.providerToken(issuedAt: Int64(Date().timeIntervalSince1970)), folder: folder, deviceToken: token)
+        let h2loadRate = try BenchmarkProcesses.h2load(
+            requests: notifications, connections: connections, streams: max(1, inFlight / connections),
+            headers: ["authorization: bearer \(key.providerToken(issuedAt: Int64(Date().timeIntervalSince1970)))",
+                      "apns-topic: com.herald.bench", "apns-push-type: alert", "apns-priority: 10", "apns-collapse-id: bench"],
+            bodyFile: folder + "/payload.json", url: "https://127.0.0.1:\(simPort)/3/device/\(token)")
 
         // Herald's client.
         var configuration = APNsClientConfiguration()
@@ -121,27 +119,6 @@ struct APNsClientThroughput: AsyncParsableCommand {
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     }
 
-    func h2load(token: String, folder: String, deviceToken: String) throws -> Double {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
-        process.arguments = [
-            "-n", "\(notifications)", "-c", "\(connections)", "-m", "\(max(1, inFlight / connections))",
-            "-H", "authorization: bearer \(token)", "-H", "apns-topic: com.herald.bench", "-H", "apns-push-type: alert",
-            "-H", "apns-priority: 10", "-H", "apns-collapse-id: bench", "-d", folder + "/payload.json",
-            "https://127.0.0.1:\(simPort)/3/device/\(deviceToken)",
-        ]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard output.contains("status codes: \(notifications) 2xx"),
-              let line = output.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
-              let rate = line.split(separator: ",").dropFirst().first?.split(separator: " ").first.flatMap({ Double($0) })
-        else { throw ValidationError("h2load did not get \(notifications) 2xx answers (is nghttp2-client installed?):\n\(output)") }
-        return rate
-    }
 }
 
 /// Shared by the sending tasks (atomics cannot be captured directly).

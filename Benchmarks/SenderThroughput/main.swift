@@ -8,6 +8,7 @@
 // scripts/with-infrastructure.sh; HERALD_BIN_DIR names the release binaries).
 import APNsSimulator
 import ArgumentParser
+import BenchmarkSupport
 import Crypto
 import Foundation
 import HeraldAPNs
@@ -43,19 +44,23 @@ struct SenderThroughput: AsyncParsableCommand {
         let (identity, keyPEM) = try SimulatorIdentity.selfSigned()
         try identity.certificatePEM.write(toFile: folder + "/cert.pem", atomically: true, encoding: .utf8)
         try keyPEM.write(toFile: folder + "/key.pem", atomically: true, encoding: .utf8)
-        let simulator = try launch(binaries + "/apns-sim", [
+        let simulator = try BenchmarkProcesses.launch(binaries + "/apns-sim", [
             "--port", "\(simPort)", "--no-admin", "--record", "counts", "--accept-any-token", "--streams-before-auth", "1000",
             "--certificate", folder + "/cert.pem", "--private-key", folder + "/key.pem",
             "--key", "BENCHKEY01:BENCHTEAM1:\(folder)/key.pub.pem:\(bundleID)", "--log-level", "warning",
         ], log: folder + "/apns-sim.log")
-        defer { stop(simulator) }
+        defer { BenchmarkProcesses.stop(simulator) }
         try await Task.sleep(for: .seconds(1))
 
         // The reference: h2load, same server, 4 connections × 250 streams.
         let payload = #"{"aps":{"alert":{"title":"Herald","body":"A benchmark notification"},"sound":"default"}}"#
         try payload.write(toFile: folder + "/payload.json", atomically: true, encoding: .utf8)
         let key = APNsSigningKey(privateKey: signingKey, keyID: "BENCHKEY01", teamID: "BENCHTEAM1")
-        let h2loadRate = try h2load(token: key.providerToken(issuedAt: Int64(Date().timeIntervalSince1970)), folder: folder, topic: bundleID)
+        let h2loadRate = try BenchmarkProcesses.h2load(
+            requests: h2loadRequests, connections: 4, streams: 250,
+            headers: ["authorization: bearer \(key.providerToken(issuedAt: Int64(Date().timeIntervalSince1970)))",
+                      "apns-topic: \(bundleID)", "apns-push-type: alert", "apns-priority: 10"],
+            bodyFile: folder + "/payload.json", url: "https://127.0.0.1:\(simPort)/3/device/\(String(repeating: "ab", count: 32))")
         print(String(format: "h2load against apns-sim: %.0f req/s", h2loadRate))
 
         // The app and its sealed key in PostgreSQL.
@@ -106,8 +111,8 @@ struct SenderThroughput: AsyncParsableCommand {
         variables["HERALD_SENDER_METRICS_PORT"] = "0"
         variables["HERALD_LOG_LEVEL"] = "warning"
         let start = ContinuousClock.now
-        let sender = try launch(binaries + "/herald-sender", [], log: folder + "/sender.log", environment: variables)
-        defer { stop(sender) }
+        let sender = try BenchmarkProcesses.launch(binaries + "/herald-sender", [], log: folder + "/sender.log", environment: variables)
+        defer { BenchmarkProcesses.stop(sender) }
 
         let reader = try KafkaConsumer(
             configuration: configuration.kafka.consumerConfiguration(groupID: "bench-reader-\(pushID.uuidString.prefix(8))", topics: [HeraldTopic.outcomes.name], clientID: "bench-reader"),
@@ -172,54 +177,6 @@ struct SenderThroughput: AsyncParsableCommand {
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
-    func h2load(token: String, folder: String, topic: String) throws -> Double {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
-        process.arguments = [
-            "-n", "\(h2loadRequests)", "-c", "4", "-m", "250",
-            "-H", "authorization: bearer \(token)", "-H", "apns-topic: \(topic)", "-H", "apns-push-type: alert",
-            "-H", "apns-priority: 10", "-d", folder + "/payload.json",
-            "https://127.0.0.1:\(simPort)/3/device/\(String(repeating: "ab", count: 32))",
-        ]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard output.contains("status codes: \(h2loadRequests) 2xx"),
-              let line = output.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
-              let rate = line.split(separator: ",").dropFirst().first?.split(separator: " ").first.flatMap({ Double($0) })
-        else { throw ValidationError("h2load did not get \(h2loadRequests) 2xx answers (is nghttp2-client installed?):\n\(output)") }
-        return rate
-    }
 
-    func launch(_ path: String, _ arguments: [String], log: String, environment: [String: String]? = nil) throws -> Process {
-        guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw ValidationError("no \(path): build it with `swift build -c release --product \((path as NSString).lastPathComponent)`")
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        FileManager.default.createFile(atPath: log, contents: nil)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        return process
-    }
 
-    func stop(_ process: Process) {
-        let pid = process.processIdentifier
-        kill(pid, SIGTERM)
-        for _ in 0..<100 {
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid { return }
-            usleep(50_000)
-        }
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
-    }
 }
