@@ -219,10 +219,18 @@ let package = Package(
         .testTarget(name: "HeraldKafkaTests", dependencies: ["HeraldKafka", "HeraldCore"]),
         .testTarget(name: "HeraldRecordsTests", dependencies: ["HeraldRecords"]),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldCore"]),
+        .target(
+            name: "APNsTestSupport",
+            dependencies: [
+                "APNsSimulator", "HeraldAPNs",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/APNsTestSupport"
+        ),
         .testTarget(
             name: "HeraldAPNsTests",
             dependencies: [
-                "HeraldAPNs", "APNsSimulator", "HeraldHTTP2",
+                "HeraldAPNs", "APNsSimulator", "HeraldHTTP2", "APNsTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -234,6 +242,7 @@ let package = Package(
             name: "HeraldSenderTests",
             dependencies: [
                 "HeraldSender", "HeraldAPNs", "HeraldRecords", "APNsSimulator", "HeraldStore", "HeraldCore", "HeraldKafka",
+                "APNsTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

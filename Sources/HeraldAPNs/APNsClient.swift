@@ -29,6 +29,9 @@ public final class APNsClient: Service, Sendable {
     private let state: Mutex<APNsPoolState>
     /// `:authority`, made once.
     private let authority: String
+    /// Finished by `stop()`; `run()` waits on it.
+    private let stopped: AsyncStream<Void>
+    private let stoppedContinuation: AsyncStream<Void>.Continuation
 
     /// - Throws: ``APNsCredentialError`` when the TLS context cannot be made from the credential.
     public init(endpoint: APNsEndpoint, credential: APNsCredential, configuration: APNsClientConfiguration = .init(),
@@ -44,6 +47,7 @@ public final class APNsClient: Service, Sendable {
         }
         self.endpoint = endpoint
         self.authority = endpoint.port == 443 ? endpoint.host : "\(endpoint.host):\(endpoint.port)"
+        (stopped, stoppedContinuation) = AsyncStream.makeStream()
         self.credential = credential
         self.configuration = configuration
         self.group = group
@@ -185,19 +189,16 @@ public final class APNsClient: Service, Sendable {
 
     /// Opens the connections and keeps them open until graceful shutdown (or cancellation).
     public func run() async throws {
-        await withTaskGroup(of: Void.self) { group in
-            for slot in 0..<configuration.connections {
-                group.addTask { await self.maintain(slot: slot) }
-            }
-            group.addTask {
-                // Ends at graceful shutdown, or when shutdown() stopped this client first.
-                while !self.isStopped {
-                    if Task.isShuttingDownGracefully { break }
-                    try? await Task.sleep(for: .milliseconds(100))
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Void.self) { group in
+                for slot in 0..<configuration.connections {
+                    group.addTask { await self.maintain(slot: slot) }
                 }
-                self.stop()
+                for await _ in stopped {}  // until stop(): at graceful shutdown, or shutdown() first
+                group.cancelAll()  // wakes connection loops sleeping in back-off
             }
-            await group.waitForAll()
+        } onGracefulShutdown: {
+            self.stop()
         }
     }
 
@@ -208,6 +209,7 @@ public final class APNsClient: Service, Sendable {
     }
 
     private func stop() {
+        stoppedContinuation.finish()
         let (failed, connections) = state.withLock { state in
             state.stopped = true
             return (state.failWaiters(), state.slots.compactMap(\.connection))

@@ -1,4 +1,5 @@
 import APNsSimulator
+import APNsTestSupport
 import Crypto
 import Foundation
 import HeraldAPNs
@@ -39,7 +40,7 @@ enum ClientFixture {
     }
 }
 
-/// A simulator and a client running against it; both stopped afterwards.
+/// A simulator and a client running against it (the fixture's key unless `credential` is given).
 func withClient(
     simulator configuration: APNsSimulatorConfiguration = ClientFixture.simulator(),
     client adjust: (inout APNsClientConfiguration) -> Void = { _ in },
@@ -47,29 +48,10 @@ func withClient(
     credential: APNsCredential? = nil,
     _ body: (APNsSimulator, APNsClient) async throws -> Void
 ) async throws {
-    let simulator = try await APNsSimulator.start(configuration)
-    var clientConfiguration = APNsClientConfiguration()
-    clientConfiguration.connectionSpacing = .milliseconds(10)
-    adjust(&clientConfiguration)
-    let endpoint = APNsEndpoint(host: "localhost", port: simulator.port, trustedCertificates: simulator.identity.certificateChain)
-    let client = try APNsClient(
-        endpoint: endpoint,
+    try await withAPNsClient(
+        simulator: configuration,
         credential: credential ?? .token(APNsSigningKey(privateKey: ClientFixture.key, keyID: ClientFixture.keyID, teamID: ClientFixture.teamID)),
-        configuration: clientConfiguration, clock: clock)
-    let group = ServiceGroup(services: [client], logger: .init(label: "test"))
-    try await withThrowingTaskGroup(of: Void.self) { tasks in
-        tasks.addTask { try await group.run() }
-        do {
-            try await body(simulator, client)
-        } catch {
-            await group.triggerGracefulShutdown()
-            await simulator.shutdown()
-            throw error
-        }
-        await group.triggerGracefulShutdown()
-        try await tasks.waitForAll()
-    }
-    await simulator.shutdown()
+        client: adjust, clock: clock, body)
 }
 
 /// Sends every notification at once; returns the outcomes in order.

@@ -1,4 +1,5 @@
 import APNsSimulator
+import APNsTestSupport
 import Crypto
 import Foundation
 import HeraldAPNs
@@ -56,27 +57,9 @@ enum SenderFixture {
 }
 
 func withSenderClient(_ configuration: APNsSimulatorConfiguration, _ body: (APNsSimulator, APNsClient) async throws -> Void) async throws {
-    let simulator = try await APNsSimulator.start(configuration)
-    var clientConfiguration = APNsClientConfiguration()
-    clientConfiguration.connectionSpacing = .milliseconds(10)
-    let client = try APNsClient(
-        endpoint: APNsEndpoint(host: "localhost", port: simulator.port, trustedCertificates: simulator.identity.certificateChain),
-        credential: .token(APNsSigningKey(privateKey: SenderFixture.key, keyID: "SENDERKEY1", teamID: "SENDERTEAM")),
-        configuration: clientConfiguration)
-    let group = ServiceGroup(services: [client], logger: .init(label: "test"))
-    try await withThrowingTaskGroup(of: Void.self) { tasks in
-        tasks.addTask { try await group.run() }
-        do {
-            try await body(simulator, client)
-        } catch {
-            await group.triggerGracefulShutdown()
-            await simulator.shutdown()
-            throw error
-        }
-        await group.triggerGracefulShutdown()
-        try await tasks.waitForAll()
-    }
-    await simulator.shutdown()
+    try await withAPNsClient(
+        simulator: configuration,
+        credential: .token(APNsSigningKey(privateKey: SenderFixture.key, keyID: "SENDERKEY1", teamID: "SENDERTEAM")), body)
 }
 
 @Suite("Sending a job batch through apns-sim", .serialized)
