@@ -43,7 +43,4 @@ struct OffsetTracker {
         partitions[key] = entries
         return store
     }
-
-    /// Batches in flight, all partitions together.
-    var inFlight: Int { partitions.values.reduce(0) { $0 + $1.count } }
 }

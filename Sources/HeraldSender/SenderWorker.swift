@@ -46,15 +46,12 @@ public final class SenderWorker: Service, Sendable {
     private let credentials: CredentialStore
     private let cancellations: (any PushCancellationSource)?
     private let sender: JobBatchSender
-    private let maxBatchesInFlight: Int
     private let outcomesTopic: String
     private let logger: Logger
     private let tracker = Mutex(OffsetTracker())
     private let slots: BatchSlots
     /// Counts for `/metrics`.
     public let metrics: SenderMetrics
-    /// Batches finished since start, by how they ended (for logs and tests).
-    public let finishedBatches = Atomic<Int>(0)
 
     public init(consumer: KafkaConsumer, producer: KafkaProducer, credentials: CredentialStore,
                 cancellations: (any PushCancellationSource)?, sender: JobBatchSender = .init(),
@@ -69,7 +66,6 @@ public final class SenderWorker: Service, Sendable {
         sender.metrics = metrics
         sender.logger = logger
         self.sender = sender
-        self.maxBatchesInFlight = max(1, maxBatchesInFlight)
         self.slots = BatchSlots(count: max(1, maxBatchesInFlight))
         self.metrics = metrics
         self.logger = logger
@@ -103,7 +99,6 @@ public final class SenderWorker: Service, Sendable {
         }
         await publish(outcome, pushID: outcome.pushID)
         finish(message)
-        finishedBatches.add(1, ordering: .relaxed)
     }
 
     private func send(_ batch: Herald_V1_JobBatch) async -> Herald_V1_OutcomeBatch {
