@@ -56,6 +56,12 @@ public final class KafkaConsumer: Service, Sendable {
         client.context.assignment.withLock { $0 }
     }
 
+    /// The high watermark of each assigned partition as last seen in fetch responses (cheap: no
+    /// broker round trip); with the offsets a consumer stored, it gives the lag.
+    public func highWatermarks() -> [KafkaTopicPartition: Int64] {
+        client.highWatermarks(assignment)
+    }
+
     /// Marks `message` handled: after a commit, the group resumes after it.
     /// - Throws: ``KafkaError`` when the partition is no longer assigned to this member (its new
     ///   owner will deliver the record again) or the consumer is closed.

@@ -320,6 +320,22 @@ final class RdKafkaClient: @unchecked Sendable {
         }
     }
 
+    /// The high watermark (the offset the next record will get) librdkafka last learned for each
+    /// partition from fetch responses; no broker round trip. Partitions not fetched yet are left out.
+    func highWatermarks(_ partitions: [KafkaTopicPartition]) -> [KafkaTopicPartition: Int64] {
+        destroyedLock.withLock { destroyed in
+            guard !destroyed else { return [:] }
+            var marks: [KafkaTopicPartition: Int64] = [:]
+            for partition in partitions {
+                var low: Int64 = 0
+                var high: Int64 = 0
+                let code = rd_kafka_get_watermark_offsets(handle, partition.topic, partition.partition, &low, &high)
+                if code == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0 { marks[partition] = high }
+            }
+            return marks
+        }
+    }
+
     /// Commits, leaves the group (LeaveGroup) and stops fetching. Blocking.
     func closeConsumer() throws {
         guard !destroyed else { return }

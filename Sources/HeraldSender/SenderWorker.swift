@@ -49,6 +49,8 @@ public final class SenderWorker: Service, Sendable {
     private let outcomesTopic: String
     private let logger: Logger
     private let tracker = Mutex(OffsetTracker())
+    /// The next offset of each partition after the last stored one (for the lag metric).
+    private let storedOffsets = Mutex<[KafkaTopicPartition: Int64]>([:])
     private let slots: BatchSlots
     /// Counts for `/metrics`.
     public let metrics: SenderMetrics
@@ -167,12 +169,28 @@ public final class SenderWorker: Service, Sendable {
         guard let store = tracker.withLock({ $0.finish(message) }) else { return }
         do {
             try consumer.storeOffset(for: store)
+            storedOffsets.withLock { $0[KafkaTopicPartition(topic: store.topic, partition: store.partition)] = store.offset + 1 }
         } catch {
             // The partition was taken away meanwhile: its new owner starts from the committed
             // offset, and this batch's notifications carry the same apns-id and collapse id.
             logger.info("offset not stored (partition reassigned?)", metadata: [
                 "partition": "\(store.partition)", "offset": "\(store.offset)", "error": "\(error)"])
         }
+    }
+
+    /// Job batches not finished yet in the partitions this worker owns: each partition's high
+    /// watermark minus the offset after its last stored one, in Prometheus text format. A
+    /// partition with nothing stored by this worker yet is left out (its lag is unknown here).
+    public func lagPrometheusText() -> String {
+        let marks = consumer.highWatermarks()
+        let stored = storedOffsets.withLock { $0 }
+        var text = "# HELP herald_sender_consumer_lag Job batches behind in each owned partition.\n"
+        text += "# TYPE herald_sender_consumer_lag gauge\n"
+        for (partition, high) in marks.sorted(by: { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }) {
+            guard let next = stored[partition] else { continue }
+            text += "herald_sender_consumer_lag{topic=\"\(partition.topic)\",partition=\"\(partition.partition)\"} \(max(0, high - next))\n"
+        }
+        return text
     }
 
     static func everyTarget(of batch: Herald_V1_JobBatch, status: Herald_V1_OutcomeBatch.Status, reason: String) -> Herald_V1_OutcomeBatch {

@@ -82,7 +82,7 @@ do {
         var services: [any Service] = [producer, consumer, credentials, worker]
         if settings.metricsPort > 0 {
             services.append(MetricsServer(host: settings.metricsHost, port: settings.metricsPort) {
-                worker.metrics.prometheusText(extra: credentials.prometheusText())
+                worker.metrics.prometheusText(extra: credentials.prometheusText() + worker.lagPrometheusText())
             })
         }
         logger.info("herald-sender starting", metadata: [

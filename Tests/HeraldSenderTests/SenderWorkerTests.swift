@@ -45,17 +45,29 @@ struct SenderWorkerTests {
                 maxBatchesInFlight: 4, outcomesTopic: environment.outcomesTopic, logger: logger)
             let services = ServiceGroup(configuration: .init(services: [producer, consumer, credentials, worker], logger: logger))
 
-            let outcomes = try await withThrowingTaskGroup(of: [Data: Herald_V1_OutcomeBatch]?.self) { tasks in
+            /// Whether every owned partition with a stored offset is at lag 0.
+            @Sendable func caughtUp(_ text: String) -> Bool {
+                let lines = text.split(separator: "\n").filter { $0.hasPrefix("herald_sender_consumer_lag{") }
+                return !lines.isEmpty && lines.allSatisfy { $0.hasSuffix(" 0") }
+            }
+            let (outcomes, lag) = try await withThrowingTaskGroup(of: ([Data: Herald_V1_OutcomeBatch], String)?.self) { tasks in
                 tasks.addTask {
                     try await services.run()
                     return nil
                 }
                 tasks.addTask {
                     let outcomes = try await environment.collectOutcomes(batchIDs.union(canceledBatchIDs))
+                    // Offsets are stored just after outcomes are published: give the last ones a moment.
+                    var lag = worker.lagPrometheusText()
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while !caughtUp(lag), ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(50))
+                        lag = worker.lagPrometheusText()
+                    }
                     await services.triggerGracefulShutdown()
-                    return outcomes
+                    return (outcomes, lag)
                 }
-                var collected: [Data: Herald_V1_OutcomeBatch] = [:]
+                var collected: ([Data: Herald_V1_OutcomeBatch], String) = ([:], "")
                 for try await result in tasks { if let result { collected = result } }
                 return collected
             }
@@ -76,6 +88,8 @@ struct SenderWorkerTests {
             #expect(environment.simulator.ledger.counts.accepted == 1900)
             #expect(Set(environment.simulator.ledger.notifications().map(\.token)).count == 1900)
             #expect(worker.metrics.batches == 22)
+            // Everything done: every owned partition is at lag 0.
+            #expect(caughtUp(lag), "\(lag)")
             #expect(worker.metrics.prometheusText().contains(#"herald_sender_notifications_total{outcome="rejected",reason="Unregistered"} 50"#))
 
             // Every batch's offset was stored and committed: a new member of the group gets nothing.
