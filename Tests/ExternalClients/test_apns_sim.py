@@ -129,7 +129,7 @@ class RawH2:
         if data:
             self.sock.sendall(data)
 
-    def request(self, token=GOOD, bearer=None, extra=(), end=True, payload=PAYLOAD):
+    def request(self, token=GOOD, bearer=None, extra=(), end=True, payload=PAYLOAD, flush=True):
         stream = self.conn.get_next_available_stream_id()
         headers = [(":method", "POST"), (":scheme", "https"), (":authority", "localhost"),
                    (":path", f"/3/device/{token}"), ("apns-topic", TOPIC)]
@@ -138,7 +138,8 @@ class RawH2:
         self.conn.send_headers(stream, headers + list(extra))
         if end:
             self.conn.send_data(stream, payload, end_stream=True)
-        self.flush()
+        if flush:
+            self.flush()
         return stream
 
     def pump(self):
@@ -251,7 +252,10 @@ class ProviderTokensAndStreams(unittest.TestCase):
         # SETTINGS (limit 1): the two extra streams are refused with REFUSED_STREAM and the
         # first is answered (403: no provider token).
         client = RawH2(self.sim, unbounded=True, read_settings=False)
-        streams = [client.request() for _ in range(3)]
+        # One write, so the server reads all three together: the first is still open (its answer
+        # not yet sent) when the other two arrive.
+        streams = [client.request(flush=False) for _ in range(3)]
+        client.flush()
         self.assertEqual(client.status(streams[0]), (403, {"reason": "MissingProviderToken"}))
         for stream in streams[1:]:
             client.wait(stream)
