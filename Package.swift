@@ -128,7 +128,7 @@ let package = Package(
         .target(
             name: "APNsSimulator",
             dependencies: [
-                "HeraldHTTP2",
+                "HeraldHTTP2", "HeraldAPNs",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -251,7 +251,7 @@ let package = Package(
         .testTarget(
             name: "APNsSimulatorTests",
             dependencies: [
-                "APNsSimulator", "HeraldHTTP2",
+                "APNsSimulator", "HeraldHTTP2", "HeraldAPNs",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNs
 import Synchronization
 
 /// A notification the simulator accepted: what a phone would have received.
@@ -79,11 +80,11 @@ public final class APNsLedger: Sendable {
         state.withLock { $0.counts.connectionsOpen -= 1 }
     }
 
-    func rejected(_ reason: APNsSimulatorReason, topic: Substring?) {
+    func rejected(_ reason: APNsReason, topic: Substring?) {
         state.withLock { state in
             state.counts.requests += 1
             state.counts.byStatus[String(reason.status), default: 0] += 1
-            state.counts.byReason[reason.rawValue, default: 0] += 1
+            state.counts.byReason[reason.description, default: 0] += 1
             if let topic { state.counts.rejectedByTopic[String(topic), default: 0] += 1 }
         }
     }
@@ -153,7 +154,7 @@ public final class APNsLedger: Sendable {
         """
         text += "apns_sim_requests_total{status=\"200\",reason=\"\"} \(counts.accepted)\n"
         for (reason, count) in counts.byReason.sorted(by: { $0.key < $1.key }) {
-            let status = APNsSimulatorReason(rawValue: reason)?.status ?? 0
+            let status = APNsReason(reason).status
             text += "apns_sim_requests_total{status=\"\(status)\",reason=\"\(reason)\"} \(count)\n"
         }
         text += "# HELP apns_sim_accepted_total Notifications accepted, by topic.\n# TYPE apns_sim_accepted_total counter\n"

@@ -1,4 +1,5 @@
 import HeraldHTTP2
+import HeraldAPNs
 
 /// The header fields APNs looks at, picked out of a request in one pass (the simulator's hot
 /// path: one scan instead of a lookup per header, Strings only for values that are present).
@@ -17,7 +18,7 @@ struct APNsRequestHeaders {
     enum Method { case missing, post, other }
     /// What is wrong with `:path` (nil: a well-formed device path). The token itself is made a
     /// String only when something needs it (``deviceToken(in:)``).
-    var pathProblem: APNsSimulatorReason? = .badPath
+    var pathProblem: APNsReason? = .badPath
     var topic: String?
     var pushType: String?
     var apnsID: String?

@@ -26,7 +26,7 @@ enum APNsRequestRules {
 
     /// Checks `:path` without making the token a String.
     /// - Returns: nil when it is `/3/device/<hex of even length>`, else the reason it is refused.
-    static func problem(withPath path: UnsafeRawBufferPointer?) -> APNsSimulatorReason? {
+    static func problem(withPath path: UnsafeRawBufferPointer?) -> APNsReason? {
         let prefix: StaticString = "/3/device/"
         let prefixLength = prefix.utf8CodeUnitCount
         guard let path, path.count >= prefixLength, memcmp(path.baseAddress!, prefix.utf8Start, prefixLength) == 0 else {
@@ -52,7 +52,7 @@ enum APNsRequestRules {
     /// Splits `:path` into the device token, lower-cased.
     /// - Returns: the token, or the reason the path is refused (BadPath, MissingDeviceToken,
     ///   BadDeviceToken).
-    static func deviceToken(fromPath path: UnsafeRawBufferPointer?) -> Result<String, APNsSimulatorReason> {
+    static func deviceToken(fromPath path: UnsafeRawBufferPointer?) -> Result<String, APNsReason> {
         // Tokens are hex of even length; their length is not fixed (Apple has said tokens may grow).
         if let problem = problem(withPath: path) { return .failure(problem) }
         let token = path!.dropFirst("/3/device/".utf8.count)
@@ -78,7 +78,7 @@ enum APNsRequestRules {
     /// The push type named by `apns-push-type` (alert when absent), and the app's bundle id once
     /// the push type's topic suffix is removed.
     /// - Returns: InvalidPushType when the value is unknown or the topic lacks the suffix.
-    static func pushType(_ value: String?, topic: String) -> Result<(PushType, appTopic: Substring), APNsSimulatorReason> {
+    static func pushType(_ value: String?, topic: String) -> Result<(PushType, appTopic: Substring), APNsReason> {
         guard let pushType = PushType(rawValue: value ?? "alert") else { return .failure(.invalidPushType) }
         guard let suffix = pushType.topicSuffix else { return .success((pushType, topic[...])) }
         guard topic.hasSuffix(suffix), topic.count > suffix.count else { return .failure(.invalidPushType) }
@@ -100,14 +100,14 @@ enum APNsRequestRules {
     }
 
     /// `apns-priority`: 10, 5 or 1.
-    static func priority(_ value: String?) -> Result<Int, APNsSimulatorReason> {
+    static func priority(_ value: String?) -> Result<Int, APNsReason> {
         guard let value else { return .success(10) }
         guard let priority = Int(value), [10, 5, 1].contains(priority) else { return .failure(.badPriority) }
         return .success(priority)
     }
 
     /// `apns-expiration`: a UNIX time in seconds, 0 meaning "deliver once".
-    static func expiration(_ value: String?) -> Result<Int64?, APNsSimulatorReason> {
+    static func expiration(_ value: String?) -> Result<Int64?, APNsReason> {
         guard let value else { return .success(nil) }
         guard let expiration = Int64(value), expiration >= 0 else { return .failure(.badExpirationDate) }
         return .success(expiration)
@@ -116,6 +116,7 @@ enum APNsRequestRules {
 
 #if canImport(Glibc)
 import Glibc
+import HeraldAPNs
 #elseif canImport(Darwin)
 import Darwin
 #endif

@@ -1,4 +1,5 @@
 import HeraldHTTP2
+import HeraldAPNs
 import NIOCore
 import NIOSSL
 import X509
@@ -12,7 +13,7 @@ import Glibc
 final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     private enum Outcome {
         case accept(apnsID: String)
-        case reject(APNsSimulatorReason, timestamp: Int64? = nil)
+        case reject(APNsReason, timestamp: Int64? = nil)
     }
 
     /// The connection this delegate serves. It owns the delegate and outlives every call into
@@ -26,9 +27,9 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     private var currentTokenSince = NIODeadline.uptimeNanoseconds(0)
     /// The last token that failed verification, so a client retrying it costs no new check.
     private var lastRejectedToken: [UInt8] = []
-    private var rejectedReason = APNsSimulatorReason.invalidProviderToken
+    private var rejectedReason = APNsReason.invalidProviderToken
     /// The client certificate's topic, for certificate-based authentication (checked once).
-    private lazy var certificateTopic: Result<String, APNsSimulatorReason>? = Self.topic(of: connection.peerCertificate)
+    private lazy var certificateTopic: Result<String, APNsReason>? = Self.topic(of: connection.peerCertificate)
     private var raisedStreamLimit = false
     private var answered = 0
     private var goingAwayAfter: Int32?
@@ -106,7 +107,7 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
         case .reject(let reason, let timestamp):
             var body = reason.body
             if let timestamp {
-                body = ByteBuffer(string: #"{"reason":"\#(reason.rawValue)","timestamp":\#(timestamp)}"#)
+                body = ByteBuffer(string: #"{"reason":"\#(reason.description)","timestamp":\#(timestamp)}"#)
             }
             connection.respond(streamID: streamID, status: reason.status, headers: [
                 HTTP2HeaderField("apns-id", apnsID), HTTP2HeaderField("content-type", "application/json"),
@@ -178,7 +179,7 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
 
     /// Checks the provider token (verifying each distinct token once per connection) or the
     /// client certificate. Returns the topics the credential may push to (empty: any).
-    private func authenticate(_ authorization: APNsRequestHeaders.Authorization) -> Result<Set<String>, APNsSimulatorReason> {
+    private func authenticate(_ authorization: APNsRequestHeaders.Authorization) -> Result<Set<String>, APNsReason> {
         let verified: VerifiedProviderToken
         switch authorization {
         case .absent:
@@ -206,7 +207,7 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     }
 
     /// A token this connection has not seen: verify it and make it the connection's token.
-    private func adopt(_ token: [UInt8]) -> Result<VerifiedProviderToken, APNsSimulatorReason> {
+    private func adopt(_ token: [UInt8]) -> Result<VerifiedProviderToken, APNsReason> {
         let text = String(decoding: token, as: UTF8.self)
         switch ProviderTokenVerifier.verify(text[...], keys: state.keys) {
         case .failure(let reason):
@@ -257,7 +258,7 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     /// The APNs topic a client certificate names: its subject's UID (Apple's push certificates
     /// carry the bundle id there), else its common name without Apple's "Apple Push Services: "
     /// prefix. Nil when the client presented no certificate.
-    static func topic(of certificate: NIOSSLCertificate?) -> Result<String, APNsSimulatorReason>? {
+    static func topic(of certificate: NIOSSLCertificate?) -> Result<String, APNsReason>? {
         guard let certificate else { return nil }
         guard let der = try? certificate.toDERBytes(), let parsed = try? Certificate(derEncoded: der) else {
             return .failure(.badCertificate)

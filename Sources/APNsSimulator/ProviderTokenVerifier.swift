@@ -1,4 +1,5 @@
 import Crypto
+import HeraldAPNs
 import Foundation
 import Synchronization
 
@@ -76,7 +77,7 @@ enum ProviderTokenVerifier {
         let iat: Int64?
     }
 
-    static func verify(_ token: Substring, keys: ProviderKeyRegistry) -> Result<VerifiedProviderToken, APNsSimulatorReason> {
+    static func verify(_ token: Substring, keys: ProviderKeyRegistry) -> Result<VerifiedProviderToken, APNsReason> {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
               let headerData = Data(base64URLEncoded: parts[0]),

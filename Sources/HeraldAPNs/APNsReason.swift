@@ -1,6 +1,9 @@
 /// Why APNs refused a notification: Apple's documented reasons, and `unknown` for strings its
 /// live servers send that its documents don't list.
-public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
+///
+/// One definition for Herald: the sender reads these from APNs' answers, and apns-sim answers
+/// with them.
+public enum APNsReason: Error, Sendable, Hashable, CustomStringConvertible {
     case badCollapseId, badDeviceToken, badExpirationDate, badMessageId, badPriority, badTopic
     case deviceTokenNotForTopic, duplicateHeaders, idleTimeout, invalidPushType, missingDeviceToken
     case missingTopic, payloadEmpty, topicDisallowed, badCertificate, badCertificateEnvironment
@@ -10,8 +13,8 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
     case internalServerError, serviceUnavailable, shutdown
     case unknown(String)
 
-    private static let byName: [String: APNsReason] = {
-        let all: [APNsReason] = [
+    /// Every reason Apple documents.
+    public static let documented: [APNsReason] = [
             .badCollapseId, .badDeviceToken, .badExpirationDate, .badMessageId, .badPriority, .badTopic,
             .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType, .missingDeviceToken,
             .missingTopic, .payloadEmpty, .topicDisallowed, .badCertificate, .badCertificateEnvironment,
@@ -19,9 +22,27 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
             .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken, .badPath, .methodNotAllowed,
             .expiredToken, .unregistered, .payloadTooLarge, .tooManyProviderTokenUpdates, .tooManyRequests,
             .internalServerError, .serviceUnavailable, .shutdown,
-        ]
-        return Dictionary(uniqueKeysWithValues: all.map { ($0.description, $0) })
-    }()
+    ]
+
+    private static let byName: [String: APNsReason] =
+        Dictionary(uniqueKeysWithValues: documented.map { ($0.description, $0) })
+
+    /// The HTTP status Apple sends with this reason (0 for a reason Apple does not document).
+    public var status: Int {
+        switch self {
+        case .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden, .invalidProviderToken,
+             .missingProviderToken, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken: 403
+        case .badPath: 404
+        case .methodNotAllowed: 405
+        case .expiredToken, .unregistered: 410
+        case .payloadTooLarge: 413
+        case .tooManyProviderTokenUpdates, .tooManyRequests: 429
+        case .internalServerError: 500
+        case .serviceUnavailable, .shutdown: 503
+        case .unknown: 0
+        default: 400
+        }
+    }
 
     /// The reason named `name` in an APNs response body.
     public init(_ name: String) {

@@ -1,11 +1,12 @@
 @testable import APNsSimulator
 import HeraldHTTP2
+import HeraldAPNs
 import Testing
 
 /// Apple's request rules and the header container, without sockets.
 @Suite("APNs request rules (pure)")
 struct APNsRequestRulesTests {
-    func token(_ path: String) -> Result<String, APNsSimulatorReason> {
+    func token(_ path: String) -> Result<String, APNsReason> {
         Array(path.utf8).withUnsafeBytes { APNsRequestRules.deviceToken(fromPath: $0) }
     }
 
@@ -79,15 +80,15 @@ struct APNsRequestRulesTests {
 
     @Test("status for each reason is Apple's")
     func statuses() {
-        #expect(APNsSimulatorReason.badDeviceToken.status == 400)
-        #expect(APNsSimulatorReason.expiredProviderToken.status == 403)
-        #expect(APNsSimulatorReason.badPath.status == 404)
-        #expect(APNsSimulatorReason.methodNotAllowed.status == 405)
-        #expect(APNsSimulatorReason.unregistered.status == 410)
-        #expect(APNsSimulatorReason.payloadTooLarge.status == 413)
-        #expect(APNsSimulatorReason.tooManyProviderTokenUpdates.status == 429)
-        #expect(APNsSimulatorReason.internalServerError.status == 500)
-        #expect(APNsSimulatorReason.shutdown.status == 503)
+        #expect(APNsReason.badDeviceToken.status == 400)
+        #expect(APNsReason.expiredProviderToken.status == 403)
+        #expect(APNsReason.badPath.status == 404)
+        #expect(APNsReason.methodNotAllowed.status == 405)
+        #expect(APNsReason.unregistered.status == 410)
+        #expect(APNsReason.payloadTooLarge.status == 413)
+        #expect(APNsReason.tooManyProviderTokenUpdates.status == 429)
+        #expect(APNsReason.internalServerError.status == 500)
+        #expect(APNsReason.shutdown.status == 503)
     }
 }
 
