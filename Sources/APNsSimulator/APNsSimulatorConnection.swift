@@ -58,7 +58,9 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
         }
         let faults = self.faults
         var topicForCounts: Substring?
-        let outcome = evaluate(request, topic: &topicForCounts)
+        // Read once; validation, the answer and the record all use it.
+        let headers = APNsRequestHeaders(request.headers, currentToken: currentToken)
+        let outcome = evaluate(request, headers, topic: &topicForCounts)
 
         if case .accept = outcome, faults.drawsRandomFaults {
             if random.chance(faults.dropConnection) {
@@ -84,9 +86,9 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
         switch final {
         case .accept(let id):
             apnsID = id
-            record(request, apnsID: id, topic: topicForCounts ?? "")
+            record(request, headers, apnsID: id, topic: topicForCounts ?? "")
         case .reject(let reason, _):
-            apnsID = request.headers["apns-id"].flatMap { APNsRequestRules.isUUID($0) ? $0 : nil } ?? random.uuidString()  // rejections are rare: a second look is fine
+            apnsID = headers.apnsID.flatMap { APNsRequestRules.isUUID($0) ? $0 : nil } ?? random.uuidString()
             state.ledger.rejected(reason, topic: topicForCounts)
         }
 
@@ -127,8 +129,7 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
 
     // MARK: Validation, in the order APNs applies it
 
-    private func evaluate(_ request: HTTP2ServerRequest, topic topicForCounts: inout Substring?) -> Outcome {
-        let headers = APNsRequestHeaders(request.headers, currentToken: currentToken)
+    private func evaluate(_ request: HTTP2ServerRequest, _ headers: APNsRequestHeaders, topic topicForCounts: inout Substring?) -> Outcome {
         guard headers.method == .post else { return .reject(.methodNotAllowed) }
         if let problem = headers.pathProblem { return .reject(problem) }
         if headers.hasDuplicates { return .reject(.duplicateHeaders) }
@@ -235,21 +236,19 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
         }
     }
 
-    private func record(_ request: HTTP2ServerRequest, apnsID: String, topic: Substring) {
+    private func record(_ request: HTTP2ServerRequest, _ headers: APNsRequestHeaders, apnsID: String, topic: Substring) {
         guard state.ledger.mode == .full else {
             state.ledger.accepted(topic: topic, notification: nil)
             return
         }
-        let headers = request.headers
-        let path = headers[":path"] ?? ""
         let notification = RecordedNotification(
-            token: String(path.dropFirst("/3/device/".count)).lowercased(),
-            topic: headers["apns-topic"] ?? String(topic),
+            token: APNsRequestHeaders.deviceToken(in: request.headers),
+            topic: headers.topic ?? String(topic),
             apnsID: apnsID,
-            collapseID: headers["apns-collapse-id"],
-            pushType: headers["apns-push-type"] ?? "alert",
-            priority: headers["apns-priority"].flatMap(Int.init) ?? 10,
-            expiration: headers["apns-expiration"].flatMap { Int64($0) },
+            collapseID: headers.collapseID,
+            pushType: headers.pushType ?? "alert",
+            priority: headers.priority.flatMap(Int.init) ?? 10,
+            expiration: headers.expiration.flatMap { Int64($0) },
             payload: String(buffer: request.body),
             receivedAt: Int64(time(nil)) * 1000)
         state.ledger.accepted(topic: topic, notification: notification)
