@@ -69,10 +69,9 @@ struct SenderThroughput: AsyncParsableCommand {
         let appID = try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
             try await MigrationRunner(client: database, logger: logger).migrate()
             let app = try await AppRepository(client: database, logger: logger).create(name: "sender benchmark", bundleID: bundleID)
-            let credentialID = UUID()
-            try await CredentialRepository(client: database, logger: logger).upsert(APNsCredentialRecord(
-                id: credentialID, appID: app.id, environment: .sandbox, kind: .token, keyID: "BENCHKEY01", teamID: "BENCHTEAM1",
-                sealedSecret: try cipher.seal(Array(signingKey.pemRepresentation.utf8), owner: "\(app.id)/\(credentialID)")))
+            try await CredentialRepository(client: database, logger: logger).upsert(.token(
+                appID: app.id, environment: .sandbox, keyID: "BENCHKEY01", teamID: "BENCHTEAM1",
+                privateKeyPEM: signingKey.pemRepresentation, cipher: cipher))
             return app.id
         }
 

@@ -32,9 +32,7 @@ public struct MissingCredential: Error, CustomStringConvertible, Sendable {
 /// PostgreSQL (its secret opened with the master key), cached, and replaced when the stored
 /// credential changes (checked at most every `refreshInterval`).
 ///
-/// The sealed secret is the `.p8` key's PEM text for token credentials, and the PEM certificate
-/// chain followed by its PEM private key for certificate credentials; it is sealed with the
-/// owner `"<app id>/<credential id>"`.
+/// The secret's format is `APNsCredentialRecord`'s (HeraldStore, `+Sealing`).
 ///
 /// - Important: run it (a `Service`): it runs the clients it makes and stops them at shutdown.
 public final class CredentialStore: Service, Sendable {
@@ -168,7 +166,7 @@ public final class CredentialStore: Service, Sendable {
     private func credential(from record: APNsCredentialRecord) throws -> APNsCredential {
         let secret: [UInt8]
         do {
-            secret = try cipher.open(record.sealedSecret, owner: "\(record.appID)/\(record.id)")
+            secret = try record.openSecret(with: cipher)
         } catch {
             throw APNsCredentialError("the stored credential of app \(record.appID) cannot be opened with this master key: check HERALD_MASTER_KEY")
         }

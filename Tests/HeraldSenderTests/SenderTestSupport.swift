@@ -101,10 +101,9 @@ func withWorkerEnvironment(
         try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
             try await MigrationRunner(client: database, logger: logger).migrate()
             let app = try await AppRepository(client: database, logger: logger).create(name: "worker test", bundleID: bundleID)
-            let credentialID = UUID()
-            try await CredentialRepository(client: database, logger: logger).upsert(APNsCredentialRecord(
-                id: credentialID, appID: app.id, environment: .sandbox, kind: .token, keyID: "WORKERKEY1", teamID: "WORKERTEAM",
-                sealedSecret: try cipher.seal(Array(signingKey.pemRepresentation.utf8), owner: "\(app.id)/\(credentialID)")))
+            try await CredentialRepository(client: database, logger: logger).upsert(.token(
+                appID: app.id, environment: .sandbox, keyID: "WORKERKEY1", teamID: "WORKERTEAM",
+                privateKeyPEM: signingKey.pemRepresentation, cipher: cipher))
             try await body(WorkerEnvironment(
                 configuration: configuration, database: database, logger: logger, masterKey: masterKey, cipher: cipher,
                 appID: app.id, bundleID: bundleID, simulator: simulator, suffix: suffix))
