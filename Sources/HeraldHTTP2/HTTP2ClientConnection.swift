@@ -126,11 +126,9 @@ public final class HTTP2ClientConnection: Sendable {
     /// - Returns: the round-trip time.
     public func ping() async throws -> Duration {
         let handler = self.handler
-        return try await channel.eventLoop.flatSubmit {
-            let promise = handler.value.eventLoopPromise()
-            handler.value.ping(promise: promise)
-            return promise.futureResult
-        }.get()
+        let promise = channel.eventLoop.makePromise(of: Duration.self)
+        channel.eventLoop.execute { handler.value.ping(promise: promise) }
+        return try await promise.futureResult.get()
     }
 
     /// Sends GOAWAY and closes the connection; requests still open fail with `connectionClosed`.
@@ -143,11 +141,5 @@ public final class HTTP2ClientConnection: Sendable {
     /// Completes when the connection is closed, by either side.
     public func waitUntilClosed() async {
         try? await channel.closeFuture.get()
-    }
-}
-
-extension HTTP2ClientHandler {
-    fileprivate func eventLoopPromise() -> EventLoopPromise<Duration> {
-        ready.futureResult.eventLoop.makePromise()
     }
 }
