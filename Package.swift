@@ -17,6 +17,8 @@ let package = Package(
         .executable(name: "kafka-throughput", targets: ["kafka-throughput"]),
         .executable(name: "apns-sim", targets: ["apns-sim"]),
         .executable(name: "herald-sender", targets: ["herald-sender"]),
+        .executable(name: "herald-center", targets: ["herald-center"]),
+        .executable(name: "fanout-throughput", targets: ["fanout-throughput"]),
         .executable(name: "apns-sim-throughput", targets: ["apns-sim-throughput"]),
         .executable(name: "apns-client-throughput", targets: ["apns-client-throughput"]),
         .executable(name: "sender-throughput", targets: ["sender-throughput"]),
@@ -114,9 +116,27 @@ let package = Package(
             ]
         ),
         .target(
-            name: "HeraldSender",
+            name: "HeraldMetrics",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "HeraldCenter",
             dependencies: [
                 "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldStore", "HeraldCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "HeraldSender",
+            dependencies: [
+                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldStore", "HeraldCore", "HeraldMetrics",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -167,10 +187,18 @@ let package = Package(
         .executableTarget(
             name: "herald-sender",
             dependencies: [
-                "HeraldSender", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldStore",
+                "HeraldSender", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldStore", "HeraldMetrics",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "herald-center",
+            dependencies: [
+                "HeraldCenter", "HeraldCore", "HeraldKafka", "HeraldStore", "HeraldMetrics",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -215,6 +243,17 @@ let package = Package(
             path: "Benchmarks/SenderThroughput"
         ),
 
+        .executableTarget(
+            name: "fanout-throughput",
+            dependencies: [
+                "HeraldCenter", "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldStore", "BenchmarkSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Benchmarks/FanoutThroughput"
+        ),
+
         // MARK: Tests
         .testTarget(name: "HeraldKafkaTests", dependencies: ["HeraldKafka", "HeraldCore"]),
         .testTarget(name: "HeraldRecordsTests", dependencies: ["HeraldRecords"]),
@@ -245,6 +284,14 @@ let package = Package(
                 "APNsTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "HeraldCenterTests",
+            dependencies: [
+                "HeraldCenter", "HeraldRecords", "HeraldStore", "HeraldCore", "HeraldKafka",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

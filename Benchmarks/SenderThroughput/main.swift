@@ -77,8 +77,8 @@ struct SenderThroughput: AsyncParsableCommand {
 
         // A million notifications waiting in herald.jobs.
         let pushID = UUID()
-        let pushIDBytes = withUnsafeBytes(of: pushID.uuid) { Data($0) }
-        let appIDBytes = withUnsafeBytes(of: appID.uuid) { Data($0) }
+        let pushIDBytes = pushID.recordBytes
+        let appIDBytes = appID.recordBytes
         let producer = try KafkaProducer(configuration: configuration.kafka.producerConfiguration(clientID: "bench-jobs"), logger: logger)
         var batchIDs = Set<Data>()
         for chunk in stride(from: 0, to: batches, by: 100) {

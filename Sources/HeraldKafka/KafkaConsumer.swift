@@ -112,6 +112,17 @@ public final class KafkaConsumer: Service, Sendable {
         }
     }
 
+    /// The records of one pull, for consumers that handle records in batches (one database
+    /// transaction for all of them): up to `maximumBatchSize`, waiting up to the poll timeout for
+    /// the first; empty when none came; nil once the consumer is closed or shutting down
+    /// gracefully. Records of partitions revoked during the pull are left out (they come again
+    /// to their new owner).
+    public func nextMessages() async throws -> [KafkaConsumerMessage]? {
+        if Task.isShuttingDownGracefully { return nil }
+        guard let (messages, revocationsBefore) = try await nextBatch() else { return nil }
+        return revocations == revocationsBefore ? messages : []
+    }
+
     /// One pull: up to a batch of records, waiting up to the poll timeout for the first.
     /// - Returns: the records and the number of revocations seen before the poll.
     func nextBatch() async throws -> (messages: [KafkaConsumerMessage], revocationsBefore: Int)? {

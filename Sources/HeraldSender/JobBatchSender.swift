@@ -203,15 +203,6 @@ extension APNsPushType {
     }
 }
 
-extension UUID {
-    /// The UUID in 16 bytes of a record field (all zeros if the field is not 16 bytes long).
-    init(data: Data) {
-        var bytes = [UInt8](repeating: 0, count: 16)
-        if data.count == 16 { bytes = Array(data) }
-        self = bytes.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
-    }
-}
-
 extension Data {
     /// Lower-case hex, as APNs paths carry tokens.
     var hexString: String {

@@ -6,6 +6,7 @@ import HeraldAPNs
 import HeraldCore
 import HeraldKafka
 import HeraldRecords
+import HeraldMetrics
 import HeraldSender
 import HeraldStore
 import Logging

@@ -36,7 +36,7 @@ enum SenderFixture {
     /// 300 targets: device ids 1…300; 290 deliverable, 5 unregistered (291…295), 5 unknown (296…300).
     static func batch(expirationS: Int64 = 0, collapseID: String = "") -> Herald_V1_JobBatch {
         Herald_V1_JobBatch(
-            pushID: withUnsafeBytes(of: pushID.uuid) { Data($0) }, appID: Data(repeating: 7, count: 16), sequence: 0,
+            pushID: pushID.recordBytes, appID: Data(repeating: 7, count: 16), sequence: 0,
             environment: .sandbox, apnsTopic: bundleID, pushType: .alert, priority: 10, expirationS: expirationS,
             collapseID: collapseID, payload: Data(#"{"aps":{"alert":"batch"}}"#.utf8),
             targets: (1...300).map { Herald_V1_JobBatch.Target(deviceID: UInt64($0), token: token($0)) },

@@ -37,8 +37,8 @@ struct WorkerEnvironment: Sendable {
     /// Produces `batches` job batches of `targets` targets each (device numbers from 1) for one
     /// push; returns the batch ids.
     func produceJobs(batches: Int, targets: Int, pushID: UUID = UUID()) async throws -> Set<Data> {
-        let pushIDBytes = withUnsafeBytes(of: pushID.uuid) { Data($0) }
-        let appIDBytes = withUnsafeBytes(of: appID.uuid) { Data($0) }
+        let pushIDBytes = pushID.recordBytes
+        let appIDBytes = appID.recordBytes
         let records = (0..<batches).map { sequence in
             Herald_V1_JobBatch(
                 pushID: pushIDBytes, appID: appIDBytes, sequence: UInt32(sequence), environment: .sandbox, apnsTopic: bundleID,

@@ -14,6 +14,7 @@ public struct HeraldConfiguration: Sendable {
     public var postgres: PostgresSettings
     public var security: SecuritySettings
     public var sender: SenderSettings
+    public var center: CenterSettings
     /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical` (`HERALD_LOG_LEVEL`).
     public var logLevel: String
 
@@ -62,6 +63,7 @@ public struct HeraldConfiguration: Sendable {
             adminToken: config.string(forKey: "adminToken", isSecret: true)
         )
         sender = SenderSettings(reader: config)
+        center = CenterSettings(reader: config)
         logLevel = config.string(forKey: "logLevel", default: "info")
     }
 }

@@ -105,6 +105,26 @@ public struct PushRepository: Sendable {
         return false
     }
 
+    /// Cancels a push that is not finished (scheduled, accepted, fanning out or sending) and
+    /// appends `outbox` records in the same transaction. What was never sent is counted as
+    /// canceled by herald-center; senders drop the push's remaining jobs.
+    /// - Returns: whether the push was canceled by this call.
+    @discardableResult
+    public func cancel(id: UUID, appID: UUID, outbox: [OutboxDraft] = []) async throws -> Bool {
+        try await client.transaction(logger: logger) { connection in
+            let rows = try await connection.query("""
+                UPDATE pushes SET state = 'canceled', canceled_at = now(), paused_at = NULL
+                WHERE id = \(id) AND app_id = \(appID) AND state IN ('scheduled', 'accepted', 'fanning_out', 'sending')
+                RETURNING id
+                """, logger: logger)
+            var canceled = false
+            for try await _ in rows.decode(UUID.self) { canceled = true }
+            guard canceled else { return false }
+            for record in outbox { try await OutboxRepository.append(record, on: connection, logger: logger) }
+            return true
+        }
+    }
+
     // MARK: Fan-out progress
 
     /// Records a batch the fan-out produced, and moves the push's cursor past it, in one
@@ -160,8 +180,14 @@ public struct PushRepository: Sendable {
 
     /// Adds `delta` to the push's counters (one row update for a whole batch of outcomes).
     public func addToCounters(pushID: UUID, _ delta: PushCounters) async throws {
+        try await client.withConnection { connection in
+            try await Self.addToCounters(pushID: pushID, delta, on: connection, logger: logger)
+        }
+    }
+
+    static func addToCounters(pushID: UUID, _ delta: PushCounters, on connection: PostgresConnection, logger: Logger) async throws {
         let reasons = try String(decoding: JSONEncoder().encode(delta.rejectedByReason), as: UTF8.self)
-        try await client.query("""
+        try await connection.query("""
             UPDATE push_counters SET
                 targeted = targeted + \(delta.targeted),
                 accepted = accepted + \(delta.accepted),

@@ -1,0 +1,1 @@
+print("fanout-throughput: not written yet")

@@ -1,0 +1,112 @@
+import Foundation
+import HeraldKafka
+import HeraldRecords
+import HeraldStore
+import Logging
+import ServiceLifecycle
+
+/// Counts outcomes: a consumer-group member on `herald.outcomes` that turns each pull of outcome
+/// batches into one PostgreSQL transaction (``FanoutRepository/applyOutcomes(_:)``: batch
+/// completion, per-push counters, failed deliveries, token invalidation, completed pushes) and
+/// only then stores the offsets. A center killed in between counts nothing twice: a batch's
+/// outcome is counted once, when its batch row is completed.
+public final class OutcomeAccountant: Service, Sendable {
+    private let consumer: KafkaConsumer
+    private let fanouts: FanoutRepository
+    private let deadLetters: KafkaProducer?
+    private let metrics: CenterMetrics
+    private let logger: Logger
+
+    public init(consumer: KafkaConsumer, fanouts: FanoutRepository, deadLetters: KafkaProducer?, metrics: CenterMetrics,
+                logger: Logger) {
+        self.consumer = consumer
+        self.fanouts = fanouts
+        self.deadLetters = deadLetters
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        while let messages = try await consumer.nextMessages() {
+            guard !messages.isEmpty else { continue }
+            var outcomes: [BatchOutcome] = []
+            outcomes.reserveCapacity(messages.count)
+            for message in messages {
+                do {
+                    outcomes.append(Self.outcome(try Herald_V1_OutcomeBatch.decodeRecord(message.value)))
+                } catch {
+                    await deadLetter(message, reason: "\(error)")
+                }
+            }
+            let applied = await apply(outcomes)
+            metrics.outcomeBatchesCounted.add(applied.batchesCounted, ordering: .relaxed)
+            metrics.outcomeBatchesIgnored.add(applied.batchesIgnored, ordering: .relaxed)
+            metrics.notificationsCounted.add(applied.notificationsCounted, ordering: .relaxed)
+            metrics.tokensInvalidated.add(applied.tokensInvalidated, ordering: .relaxed)
+            metrics.pushesCompleted.add(applied.pushesCompleted.count, ordering: .relaxed)
+            for push in applied.pushesCompleted { logger.info("push completed", metadata: ["push": "\(push)"]) }
+            for message in messages {
+                // A partition reassigned meanwhile: its new owner reads these again and counts
+                // nothing twice.
+                try? consumer.storeOffset(for: message)
+            }
+        }
+    }
+
+    /// Applies until PostgreSQL takes it (an outage holds the pull, and with it the offsets).
+    private func apply(_ outcomes: [BatchOutcome]) async -> AppliedOutcomes {
+        var delay = Duration.milliseconds(200)
+        while true {
+            do {
+                return try await fanouts.applyOutcomes(outcomes)
+            } catch {
+                logger.warning("cannot count outcomes; retrying", metadata: ["error": "\(error)", "retry-in": "\(delay)"])
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+
+    static func outcome(_ record: Herald_V1_OutcomeBatch) -> BatchOutcome {
+        let sequence = record.batchID.count >= 20
+            ? record.batchID.suffix(4).reduce(0) { $0 << 8 | Int($1) }
+            : -1
+        return BatchOutcome(
+            pushID: UUID(data: record.pushID), sequence: sequence,
+            acceptedDeviceIDs: record.acceptedDeviceIds.map { Int64(bitPattern: $0) },
+            failures: record.failures.map { failure in
+                BatchOutcome.Failure(
+                    deviceID: Int64(bitPattern: failure.deviceID), status: Self.status(failure.status), reason: failure.reason,
+                    httpStatus: Int(failure.httpStatus),
+                    unregisteredAt: failure.unregisteredAtMs > 0 ? Date(timeIntervalSince1970: Double(failure.unregisteredAtMs) / 1000) : nil,
+                    attempts: Int(failure.attempts))
+            })
+    }
+
+    static func status(_ status: Herald_V1_OutcomeBatch.Status) -> FailedDelivery.Status {
+        switch status {
+        case .expired: .expired
+        case .canceled: .canceled
+        default: .rejected
+        }
+    }
+
+    private func deadLetter(_ message: KafkaConsumerMessage, reason: String) async {
+        logger.error("unreadable outcome batch sent to the dead-letter topic", metadata: [
+            "partition": "\(message.partition)", "offset": "\(message.offset)", "reason": "\(reason)"])
+        guard let deadLetters else { return }
+        var letter = Herald_V1_DeadLetter()
+        letter.schemaVersion = 1
+        letter.originalTopic = message.topic
+        letter.originalPartition = message.partition
+        letter.originalOffset = message.offset
+        letter.originalKey = Data(message.key ?? [])
+        letter.originalValue = Data(message.value)
+        letter.reason = reason
+        letter.consumer = "herald-center"
+        letter.failedAtMs = Int64(Date().timeIntervalSince1970 * 1000)
+        if let value = try? letter.encodedRecord() {
+            _ = try? await deadLetters.send(KafkaProducerMessage(topic: HeraldTopic.deadLetter.name, key: message.key, value: value))
+        }
+    }
+}

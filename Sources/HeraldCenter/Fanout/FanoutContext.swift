@@ -1,0 +1,69 @@
+import Foundation
+import HeraldKafka
+import HeraldRecords
+import HeraldStore
+
+/// What the center works out once per push before it touches its batches: who the audience is,
+/// how to cut it, what every job record carries.
+struct FanoutContext {
+    let push: Push
+    let selection: AudienceSelection
+    let cutter: BatchCutter
+    let factory: JobBatchFactory
+    let jobsTopic: String
+
+    /// - Throws: ``UnreadableAudience`` when the stored audience is not one.
+    init(push: Push, batchSize: Int, jobsTopic: String) throws {
+        self.push = push
+        let audience: PushAudience
+        do {
+            audience = try PushAudience(json: push.definition.audienceJSON)
+        } catch {
+            throw UnreadableAudience(pushID: push.id, reason: "\(error)")
+        }
+        selection = AudienceSelection(appID: push.definition.appID, audience: audience, acceptedByPush: push.definition.recallOf)
+        cutter = BatchCutter(pushID: push.id, batchSize: batchSize)
+        factory = JobBatchFactory(push: push)
+        self.jobsTopic = jobsTopic
+    }
+
+    /// The selection that rebuilds `batch`: its environment, topic and device range.
+    func selection(rebuilding batch: RecordedBatch) -> AudienceSelection {
+        var narrowed = selection
+        narrowed.audience.environment = batch.environment
+        narrowed.topic = batch.topic
+        narrowed.throughDevice = batch.lastDevice
+        return narrowed
+    }
+
+    /// Reads `batch`'s devices again (those still active and still in the audience) and cuts
+    /// them into the same batch: same sequence, so the same batch id.
+    func rebuild(_ batch: RecordedBatch, from audience: AudienceRepository) async throws -> BatchCutter.Cut {
+        let targets = try await audience.page(selection(rebuilding: batch), after: batch.firstDevice - 1,
+                                              limit: max(batch.targetCount, cutter.batchSize))
+        var record = batch
+        record.targetCount = targets.count
+        return BatchCutter.Cut(record: record, targets: targets)
+    }
+
+    /// The Kafka record of `cut`, keyed by its batch id so batches spread over the partitions.
+    func message(_ cut: BatchCutter.Cut) throws -> KafkaProducerMessage {
+        let batch = factory.batch(cut)
+        return KafkaProducerMessage(topic: jobsTopic, key: Array(batch.batchID), value: try batch.encodedRecord())
+    }
+
+    /// The outcome of a batch that will never be sent: every target canceled.
+    func canceledOutcome(_ cut: BatchCutter.Cut) -> BatchOutcome {
+        BatchOutcome(pushID: push.id, sequence: cut.record.sequence, acceptedDeviceIDs: [], failures: cut.targets.map {
+            BatchOutcome.Failure(deviceID: $0.deviceID, status: .canceled, reason: "Canceled", httpStatus: 0,
+                                 unregisteredAt: nil, attempts: 0)
+        })
+    }
+}
+
+/// A push's stored audience cannot be read (written by something other than the Open API).
+public struct UnreadableAudience: Error, CustomStringConvertible {
+    public var pushID: UUID
+    public var reason: String
+    public var description: String { "push \(pushID) has an audience Herald cannot read: \(reason)" }
+}

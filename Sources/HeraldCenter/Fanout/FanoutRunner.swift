@@ -1,0 +1,209 @@
+import Foundation
+import HeraldKafka
+import HeraldStore
+import Logging
+
+/// Fans out one claimed push: keyset pages of its audience, cut into job batches, recorded in
+/// PostgreSQL and then produced to `herald.jobs`, page after page until the audience ends — paced
+/// when the push is throttled, held while it is paused, stopped when it is canceled or another
+/// center took it over.
+///
+/// Resuming is the same code: a push claimed again starts at its recorded cursor and first
+/// produces the batches its previous center recorded but never got acknowledged.
+struct FanoutRunner: Sendable {
+    let center: String
+    let fanouts: FanoutRepository
+    let audience: AudienceRepository
+    let producer: KafkaProducer
+    let pageSize: Int
+    let batchSize: Int
+    let jobsTopic: String
+    let lease: Duration
+    let metrics: CenterMetrics
+    let logger: Logger
+
+    /// Fans out `push` (claimed by this center) as far as it goes.
+    func run(_ push: Push) async throws {
+        var logger = logger
+        logger[metadataKey: "push"] = "\(push.id)"
+        let context: FanoutContext
+        do {
+            context = try FanoutContext(push: push, batchSize: batchSize, jobsTopic: jobsTopic)
+        } catch {
+            // Nothing can be sent: end the fan-out with nothing targeted rather than retry forever.
+            logger.error("fan-out impossible", metadata: ["error": "\(error)"])
+            _ = try await fanouts.finishFanout(pushID: push.id, by: center)
+            return
+        }
+        let resumed = try await fanouts.unproducedBatches(pushID: push.id)
+        if !resumed.isEmpty {
+            logger.info("resuming a fan-out: producing the batches its previous center left unacknowledged",
+                        metadata: ["batches": "\(resumed.count)", "cursor": "\(push.fanoutCursor)"])
+            var cuts: [BatchCutter.Cut] = []
+            for batch in resumed { cuts.append(try await context.rebuild(batch, from: audience)) }
+            try await produce(cuts, context: context, logger: logger)
+        }
+
+        if let original = push.definition.recallOf {
+            // A recall goes to the devices that accepted the original: wait until every
+            // outcome of the (canceled) original is counted.
+            guard try await waitForCompletion(of: original, recall: push.id, logger: logger) else { return }
+        }
+        var cursor = push.fanoutCursor
+        var nextSequence = push.batchesEmitted
+        var pacer = try await makePacer(context, after: cursor)
+        logger.info("fan-out started", metadata: [
+            "cursor": "\(cursor)", "batches-before": "\(nextSequence)",
+            "rate": "\(pacer.map { "\(Int($0.rate))/s" } ?? "unthrottled")"])
+
+        while true {
+            guard try await waitUntilRunnable(push.id, pacer: &pacer, logger: logger) == .proceed else { return }
+            let page = try await audience.page(context.selection, after: cursor, limit: pageSize)
+            guard let last = page.last else {
+                if try await fanouts.finishFanout(pushID: push.id, by: center) {
+                    metrics.fanoutsFinished.add(1, ordering: .relaxed)
+                    logger.info("fan-out finished", metadata: ["batches": "\(nextSequence)"])
+                }
+                return
+            }
+            let cuts = context.cutter.cut(page, firstSequence: nextSequence)
+            switch try await fanouts.recordPage(pushID: push.id, by: center, cursor: last.deviceID, batches: cuts.map(\.record)) {
+            case .recorded: break
+            case .canceled:
+                try await countCanceled(push.id, logger: logger)
+                return
+            case .claimLost:
+                logger.warning("another center took this fan-out over; stopping")
+                return
+            }
+            cursor = last.deviceID
+            nextSequence += cuts.count
+            if pacer == nil {
+                try await produce(cuts, context: context, logger: logger)
+            } else {
+                for (index, cut) in cuts.enumerated() {
+                    switch try await waitUntilRunnable(push.id, pacer: &pacer, logger: logger) {
+                    case .proceed:
+                        try await produce([cut], context: context, logger: logger)
+                        pacer?.emit(cut.targets.count)
+                    case .canceled:
+                        // Canceled in the middle of a page: the batches recorded but not sent are
+                        // counted as canceled here, so the push still completes.
+                        let unsent = cuts[index...].map(context.canceledOutcome)
+                        _ = try await fanouts.applyOutcomes(Array(unsent))
+                        return
+                    case .lost:
+                        // The new holder produces what this center recorded but did not send.
+                        return
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records, then produces and acknowledges `cuts`; a broker outage holds the fan-out (its
+    /// claim renewed) until the broker takes them.
+    private func produce(_ cuts: [BatchCutter.Cut], context: FanoutContext, logger: Logger) async throws {
+        guard !cuts.isEmpty else { return }
+        let messages = try cuts.map(context.message)
+        var delay = Duration.milliseconds(200)
+        while true {
+            do {
+                _ = try await producer.send(messages)
+                break
+            } catch {
+                try Task.checkCancellation()
+                logger.warning("cannot produce job batches; retrying", metadata: ["error": "\(error)", "retry-in": "\(delay)"])
+                _ = try? await fanouts.renewClaim(pushID: context.push.id, by: center)
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+        try await fanouts.markProduced(pushID: context.push.id, sequences: cuts.map(\.record.sequence))
+        metrics.batchesProduced.add(cuts.count, ordering: .relaxed)
+        metrics.devicesEmitted.add(cuts.reduce(0) { $0 + $1.targets.count }, ordering: .relaxed)
+    }
+
+    /// A pacer for a throttled push (a rate, or "finish within" spread over what is left), with
+    /// its plan stored for the ETA; nil when the push is not throttled.
+    private func makePacer(_ context: FanoutContext, after cursor: Int64) async throws -> EmissionPacer? {
+        let definition = context.push.definition
+        guard definition.throttlePerSecond != nil || definition.finishWithinSeconds != nil else { return nil }
+        let remaining = try await audience.count(context.selection, after: cursor)
+        let rate: Double
+        if let perSecond = definition.throttlePerSecond {
+            rate = Double(perSecond)
+        } else {
+            rate = max(1, Double(remaining) / Double(definition.finishWithinSeconds ?? 1))
+        }
+        let pacer = EmissionPacer(rate: rate, start: .now)
+        try await fanouts.setPlan(pushID: context.push.id, audienceSize: remaining,
+                                  etaAt: Date().addingTimeInterval(pacer.secondsToEmit(remaining)))
+        return pacer
+    }
+
+    private enum Next { case proceed, canceled, lost }
+
+    /// Before each page (and each paced batch): stops when the push was canceled (counting what
+    /// it never sent) or taken over; holds while it is paused; sleeps the pacer's delay. Renews
+    /// the claim while it waits.
+    private func waitUntilRunnable(_ pushID: UUID, pacer: inout EmissionPacer?, logger: Logger) async throws -> Next {
+        var wasPaused = false
+        var lastRenewal = ContinuousClock.now
+        while true {
+            try Task.checkCancellation()
+            guard let control = try await fanouts.control(pushID: pushID) else { return .lost }
+            if control.state == .canceled {
+                try await countCanceled(pushID, logger: logger)
+                return .canceled
+            }
+            guard control.state == .fanningOut, control.claimedBy == center else {
+                logger.warning("another center took this fan-out over; stopping")
+                return .lost
+            }
+            if control.paused {
+                if !wasPaused { logger.info("fan-out paused") }
+                wasPaused = true
+                _ = try await fanouts.renewClaim(pushID: pushID, by: center)
+                try await Task.sleep(for: .milliseconds(200))
+                continue
+            }
+            if wasPaused {
+                logger.info("fan-out resumed")
+                pacer?.restart(now: .now)
+            }
+            guard let delay = pacer?.delay(now: .now), delay > .zero else { return .proceed }
+            // Sleep in short steps so cancel and pause take effect quickly; renew the claim
+            // while waiting long.
+            if delay > .milliseconds(200), ContinuousClock.now - lastRenewal > lease / 4 {
+                _ = try await fanouts.renewClaim(pushID: pushID, by: center)
+                lastRenewal = .now
+            }
+            try await Task.sleep(for: min(delay, .milliseconds(200)))
+            if delay <= .milliseconds(200) { return .proceed }
+        }
+    }
+
+    /// Waits (renewing the claim) until push `original` is completed. Returns false when the
+    /// recall itself was canceled or taken over meanwhile.
+    private func waitForCompletion(of original: UUID, recall: UUID, logger: Logger) async throws -> Bool {
+        var pacer: EmissionPacer?
+        var logged = false
+        while try await !fanouts.isCompleted(pushID: original) {
+            if !logged {
+                logger.info("recall waits for the original push's last outcomes", metadata: ["original": "\(original)"])
+                logged = true
+            }
+            guard try await waitUntilRunnable(recall, pacer: &pacer, logger: logger) == .proceed else { return false }
+            _ = try await fanouts.renewClaim(pushID: recall, by: center)
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        return true
+    }
+
+    private func countCanceled(_ pushID: UUID, logger: Logger) async throws {
+        if let remainder = try await fanouts.accountCanceledRemainder(pushID: pushID, by: center, lease: lease) {
+            logger.info("push canceled during fan-out; never-sent devices counted as canceled", metadata: ["devices": "\(remainder)"])
+        }
+    }
+}

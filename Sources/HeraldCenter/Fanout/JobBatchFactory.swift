@@ -1,0 +1,61 @@
+import Foundation
+import HeraldAPNs
+import HeraldRecords
+import HeraldStore
+
+/// Turns a push and the targets of one cut batch into the `herald.jobs` record senders read.
+/// Everything but the targets is worked out once per push.
+struct JobBatchFactory {
+    let pushID: Data
+    let appID: Data
+    let pushType: APNsPushType
+    let recordPushType: Herald_V1_JobBatch.PushType
+    let priority: UInt32
+    let expiration: Int64
+    let collapseID: String
+    let payload: Data
+
+    init(push: Push) {
+        let definition = push.definition
+        pushID = push.id.recordBytes
+        appID = definition.appID.recordBytes
+        pushType = APNsPushType(rawValue: definition.pushType) ?? .alert
+        recordPushType = Self.recordPushType(pushType)
+        priority = UInt32(definition.priority)
+        expiration = definition.expiresAt.map { Int64($0.timeIntervalSince1970.rounded(.up)) } ?? 0
+        // A batch delivered twice must replace, not stack, on the phone.
+        collapseID = definition.collapseID ?? push.id.uuidString.lowercased()
+        payload = Data(definition.payload)
+    }
+
+    /// The record of `cut`, stamped `now`.
+    func batch(_ cut: BatchCutter.Cut, now: Date = Date()) -> Herald_V1_JobBatch {
+        var targets: [Herald_V1_JobBatch.Target] = []
+        targets.reserveCapacity(cut.targets.count)
+        for target in cut.targets {
+            targets.append(Herald_V1_JobBatch.Target(deviceID: UInt64(target.deviceID), token: Data(target.token)))
+        }
+        return Herald_V1_JobBatch(
+            pushID: pushID, appID: appID, sequence: UInt32(cut.record.sequence),
+            environment: cut.record.environment == .sandbox ? .sandbox : .production,
+            apnsTopic: pushType.topic(forBundleID: cut.record.topic), pushType: recordPushType, priority: priority,
+            expirationS: expiration, collapseID: collapseID, payload: payload, targets: targets,
+            createdAtMs: Int64(now.timeIntervalSince1970 * 1000))
+    }
+
+    static func recordPushType(_ type: APNsPushType) -> Herald_V1_JobBatch.PushType {
+        switch type {
+        case .alert: .alert
+        case .background: .background
+        case .voip: .voip
+        case .complication: .complication
+        case .fileprovider: .fileprovider
+        case .mdm: .mdm
+        case .liveactivity: .liveactivity
+        case .location: .location
+        case .pushtotalk: .pushtotalk
+        case .widgets: .widgets
+        case .controls: .controls
+        }
+    }
+}

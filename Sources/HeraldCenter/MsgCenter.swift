@@ -1,0 +1,217 @@
+import Foundation
+import HeraldCore
+import HeraldKafka
+import HeraldRecords
+import HeraldStore
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// The Msg Center's fan-out side, as one `Service`: it claims pushes — when `herald.pushes` says
+/// one was created or fell due, and on every sweep (accepted pushes nobody took, scheduled pushes
+/// that fell due, fan-outs whose center stopped renewing its claim) — and runs up to
+/// `maxConcurrentFanouts` fan-outs at once. The sweep also counts the never-sent remainder of
+/// canceled pushes nobody holds, re-drives batches without outcome, and purges old invalid
+/// tokens.
+///
+/// Graceful shutdown stops the fan-outs between pages and gives their claims up, so another
+/// center resumes them at once.
+public final class MsgCenter: Service, Sendable {
+    private let settings: CenterSettings
+    private let fanouts: FanoutRepository
+    private let devices: DeviceRepository
+    private let audience: AudienceRepository
+    private let producer: KafkaProducer
+    private let pushEvents: KafkaConsumer?
+    private let logger: Logger
+    public let metrics: CenterMetrics
+    private let running = Mutex<Set<UUID>>([])
+    private let claimed: AsyncStream<Push>
+    private let claimedSink: AsyncStream<Push>.Continuation
+
+    /// - Parameters:
+    ///   - pushEvents: a consumer on `herald.pushes`; without one the center finds pushes by
+    ///     sweeping only.
+    public init(settings: CenterSettings, database: PostgresClient, producer: KafkaProducer, pushEvents: KafkaConsumer?,
+                metrics: CenterMetrics = CenterMetrics(), logger: Logger) {
+        self.settings = settings
+        self.fanouts = FanoutRepository(client: database, logger: logger)
+        self.devices = DeviceRepository(client: database, logger: logger)
+        self.audience = AudienceRepository(client: database, logger: logger)
+        self.producer = producer
+        self.pushEvents = pushEvents
+        self.metrics = metrics
+        self.logger = logger
+        (claimed, claimedSink) = AsyncStream.makeStream(of: Push.self)
+    }
+
+    var lease: Duration { .milliseconds(settings.claimLeaseMilliseconds) }
+
+    var runner: FanoutRunner {
+        FanoutRunner(center: settings.name, fanouts: fanouts, audience: audience, producer: producer,
+                     pageSize: settings.pageSize, batchSize: settings.batchSize, jobsTopic: settings.jobsTopic,
+                     lease: lease, metrics: metrics, logger: logger)
+    }
+
+    public func run() async throws {
+        logger.info("msg center running", metadata: ["name": "\(settings.name)", "max-fanouts": "\(settings.maxConcurrentFanouts)"])
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { try await self.sweepUntilShutdown() }
+            if let pushEvents {
+                group.addTask { try await self.listen(to: pushEvents) }
+            }
+            group.addTask {
+                // Ends the claimed stream on graceful shutdown so the loop below returns.
+                try? await gracefulShutdown()
+                self.claimedSink.finish()
+            }
+            let runner = self.runner
+            for await push in claimed {
+                group.addTask {
+                    defer {
+                        _ = self.running.withLock { $0.remove(push.id) }
+                        self.metrics.fanoutsRunning.subtract(1, ordering: .relaxed)
+                    }
+                    do {
+                        try await runner.run(push)
+                    } catch is CancellationError {
+                        try? await self.fanouts.releaseClaim(pushID: push.id, by: self.settings.name)
+                    } catch {
+                        // Another center (or this one, on its next sweep after the lease) takes it over.
+                        self.logger.error("fan-out failed; it will be resumed", metadata: ["push": "\(push.id)", "error": "\(error)"])
+                    }
+                }
+            }
+            group.cancelAll()
+        }
+        // Claims of fan-outs stopped by the shutdown were released above.
+        logger.info("msg center stopped")
+    }
+
+    /// Claims those of `pushIDs` that are claimable, up to the free fan-out slots, and starts them.
+    func claimAndStart(_ pushIDs: [UUID]) async {
+        let free = settings.maxConcurrentFanouts - running.withLock { $0.count }
+        let candidates = Array(running.withLock { busy in pushIDs.filter { !busy.contains($0) } }.prefix(max(0, free)))
+        guard !candidates.isEmpty else { return }
+        do {
+            for push in try await fanouts.claim(candidates, by: settings.name, lease: lease) {
+                guard running.withLock({ $0.insert(push.id).inserted }) else { continue }
+                metrics.fanoutsStarted.add(1, ordering: .relaxed)
+                metrics.fanoutsRunning.add(1, ordering: .relaxed)
+                logger.info("push claimed", metadata: ["push": "\(push.id)", "app": "\(push.definition.appID)"])
+                claimedSink.yield(push)
+            }
+        } catch {
+            logger.warning("cannot claim pushes", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: herald.pushes
+
+    private func listen(to consumer: KafkaConsumer) async throws {
+        while let messages = try await consumer.nextMessages() {
+            for message in messages {
+                if let event = try? Herald_V1_PushEvent.decodeRecord(message.value) {
+                    await handle(event)
+                } else {
+                    logger.error("unreadable push event skipped", metadata: ["partition": "\(message.partition)", "offset": "\(message.offset)"])
+                }
+                try? consumer.storeOffset(for: message)
+            }
+        }
+    }
+
+    func handle(_ event: Herald_V1_PushEvent) async {
+        let pushID = UUID(data: event.pushID)
+        switch event.kind {
+        case .created, .scheduleDue:
+            await claimAndStart([pushID])
+        case .canceled, .recalled:
+            // A fan-out running here sees the cancel itself; otherwise count what was never sent.
+            if !running.withLock({ $0.contains(pushID) }) {
+                _ = try? await fanouts.accountCanceledRemainder(pushID: pushID, by: settings.name, lease: lease)
+            }
+        default:
+            break
+        }
+    }
+
+    // MARK: Sweeps
+
+    private func sweepUntilShutdown() async throws {
+        var lastRedrive = ContinuousClock.now
+        var lastPurge = ContinuousClock.now - .seconds(3600)
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            await sweep()
+            if ContinuousClock.now - lastRedrive > .seconds(5) {
+                lastRedrive = .now
+                await redrive()
+            }
+            if settings.purgeInvalidAfterDays > 0, ContinuousClock.now - lastPurge > .seconds(3600) {
+                lastPurge = .now
+                await purge()
+            }
+            try? await Task.sleep(for: .milliseconds(settings.sweepIntervalMilliseconds))
+        }
+    }
+
+    /// One sweep: claims what is claimable, counts canceled remainders nobody holds, refreshes
+    /// the per-state gauge.
+    func sweep() async {
+        do {
+            let free = settings.maxConcurrentFanouts - running.withLock { $0.count }
+            if free > 0 {
+                await claimAndStart(try await fanouts.claimCandidates(lease: lease, limit: free))
+            }
+            for pushID in try await fanouts.canceledUnaccounted(lease: lease, limit: 100) {
+                if let remainder = try await fanouts.accountCanceledRemainder(pushID: pushID, by: settings.name, lease: lease) {
+                    logger.info("canceled push: never-sent devices counted", metadata: ["push": "\(pushID)", "devices": "\(remainder)"])
+                }
+            }
+            let byState = try await fanouts.pushCountsByState()
+            metrics.pushesByState.withLock { $0 = byState }
+        } catch {
+            logger.warning("sweep failed; trying again", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Produces again the batches whose outcome did not come back in time (a record lost in the
+    /// broker must not leave a push hanging). Same batch id: counted once whichever copy answers.
+    func redrive() async {
+        do {
+            let stale = try await fanouts.batchesWithoutOutcome(after: .milliseconds(settings.redriveAfterMilliseconds), limit: 200)
+            var contexts: [UUID: FanoutContext] = [:]
+            for batch in stale {
+                if contexts[batch.pushID] == nil, let push = try await fanouts.push(id: batch.pushID) {
+                    contexts[batch.pushID] = try? FanoutContext(push: push, batchSize: settings.batchSize, jobsTopic: settings.jobsTopic)
+                }
+                guard let context = contexts[batch.pushID] else { continue }
+                let cut = try await context.rebuild(batch, from: audience)
+                if cut.targets.isEmpty {
+                    // Every device left the audience: nothing to send, nothing will answer.
+                    _ = try await fanouts.applyOutcomes([BatchOutcome(pushID: batch.pushID, sequence: batch.sequence, acceptedDeviceIDs: [], failures: [])])
+                    continue
+                }
+                _ = try await producer.send(try context.message(cut))
+                if try await fanouts.markRedriven(pushID: batch.pushID, sequence: batch.sequence) {
+                    metrics.batchesRedriven.add(1, ordering: .relaxed)
+                    logger.warning("batch without outcome produced again", metadata: ["push": "\(batch.pushID)", "sequence": "\(batch.sequence)"])
+                }
+            }
+        } catch {
+            logger.warning("re-drive failed; trying again later", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func purge() async {
+        do {
+            let cutoff = Date().addingTimeInterval(-Double(settings.purgeInvalidAfterDays) * 86_400)
+            let purged = try await devices.purgeInvalid(before: cutoff)
+            metrics.tokensPurged.add(purged, ordering: .relaxed)
+            if purged > 0 { logger.info("invalid tokens purged", metadata: ["devices": "\(purged)", "older-than-days": "\(settings.purgeInvalidAfterDays)"]) }
+        } catch {
+            logger.warning("purge failed; trying again later", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import HeraldKafka
+import HeraldStore
+import Logging
+import ServiceLifecycle
+
+/// Publishes the transactional outbox to Kafka: every `interval`, the oldest unpublished records
+/// (locked, so several relays share the work) are produced and, once the broker acknowledged
+/// them, marked published. A broker outage leaves them in PostgreSQL until it is back: an
+/// accepted push is delayed, never lost.
+public final class OutboxRelay: Service, Sendable {
+    private let outbox: OutboxRepository
+    private let producer: KafkaProducer
+    private let interval: Duration
+    private let metrics: CenterMetrics?
+    private let logger: Logger
+
+    public init(outbox: OutboxRepository, producer: KafkaProducer, interval: Duration, metrics: CenterMetrics? = nil, logger: Logger) {
+        self.outbox = outbox
+        self.producer = producer
+        self.interval = interval
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        var failing = false
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            do {
+                var published = 0
+                repeat {
+                    published = try await outbox.publishBatch(limit: 500) { records in
+                        _ = try await self.producer.send(records.map {
+                            KafkaProducerMessage(topic: $0.topic, key: $0.key, value: $0.value)
+                        })
+                    }
+                    metrics?.outboxPublished.add(published, ordering: .relaxed)
+                } while published == 500
+                if failing { logger.info("outbox relay publishing again") }
+                failing = false
+            } catch {
+                if !failing { logger.warning("cannot publish the outbox; records wait in PostgreSQL", metadata: ["error": "\(error)"]) }
+                failing = true
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+}

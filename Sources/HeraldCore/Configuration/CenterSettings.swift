@@ -1,0 +1,55 @@
+import Configuration
+import Foundation
+
+/// herald-center's settings (`HERALD_CENTER_*`); every one is in docs/configuration.md.
+public struct CenterSettings: Sendable {
+    /// This center's name in claims (`HERALD_CENTER_NAME`); by default the host name and process id.
+    public var name: String
+    /// The consumer group on `herald.pushes` and `herald.outcomes` (`HERALD_CENTER_GROUP_ID`).
+    public var groupID: String
+    /// Topics (`HERALD_CENTER_PUSHES_TOPIC`, `HERALD_CENTER_JOBS_TOPIC`, `HERALD_CENTER_OUTCOMES_TOPIC`).
+    public var pushesTopic: String
+    public var jobsTopic: String
+    public var outcomesTopic: String
+    /// Devices read from PostgreSQL per keyset page (`HERALD_CENTER_PAGE_SIZE`).
+    public var pageSize: Int
+    /// Targets per job batch (`HERALD_CENTER_BATCH_SIZE`, at most 500).
+    public var batchSize: Int
+    /// Pushes fanned out at once by this center (`HERALD_CENTER_MAX_FANOUTS`).
+    public var maxConcurrentFanouts: Int
+    /// A fan-out claim not renewed for this long is taken over by another center
+    /// (`HERALD_CENTER_CLAIM_LEASE_MS`).
+    public var claimLeaseMilliseconds: Int
+    /// How often the center looks for due schedules, orphaned fan-outs and unaccounted
+    /// cancellations (`HERALD_CENTER_SWEEP_INTERVAL_MS`).
+    public var sweepIntervalMilliseconds: Int
+    /// A produced batch with no outcome after this long is produced again
+    /// (`HERALD_CENTER_REDRIVE_AFTER_MS`).
+    public var redriveAfterMilliseconds: Int
+    /// Invalid tokens older than this many days are deleted (`HERALD_CENTER_PURGE_INVALID_AFTER_DAYS`; 0 keeps them).
+    public var purgeInvalidAfterDays: Int
+    /// How often the outbox is published (`HERALD_CENTER_OUTBOX_INTERVAL_MS`; 0 turns the relay off).
+    public var outboxIntervalMilliseconds: Int
+    /// The Prometheus endpoint (`HERALD_CENTER_METRICS_HOST`, `HERALD_CENTER_METRICS_PORT`; 0 turns it off).
+    public var metricsHost: String
+    public var metricsPort: Int
+
+    init(reader config: ConfigReader) {
+        let host = ProcessInfo.processInfo.hostName
+        name = config.string(forKey: "center.name", default: "\(host)-\(ProcessInfo.processInfo.processIdentifier)")
+        groupID = config.string(forKey: "center.groupId", default: "herald-center")
+        pushesTopic = config.string(forKey: "center.pushesTopic", default: "herald.pushes")
+        jobsTopic = config.string(forKey: "center.jobsTopic", default: "herald.jobs")
+        outcomesTopic = config.string(forKey: "center.outcomesTopic", default: "herald.outcomes")
+        pageSize = max(1, config.int(forKey: "center.pageSize", default: 10_000))
+        batchSize = min(500, max(1, config.int(forKey: "center.batchSize", default: 500)))
+        maxConcurrentFanouts = max(1, config.int(forKey: "center.maxFanouts", default: 4))
+        claimLeaseMilliseconds = max(100, config.int(forKey: "center.claimLeaseMs", default: 30_000))
+        sweepIntervalMilliseconds = max(10, config.int(forKey: "center.sweepIntervalMs", default: 500))
+        redriveAfterMilliseconds = max(1000, config.int(forKey: "center.redriveAfterMs", default: 600_000))
+        purgeInvalidAfterDays = max(0, config.int(forKey: "center.purgeInvalidAfterDays", default: 30))
+        outboxIntervalMilliseconds = max(0, config.int(forKey: "center.outboxIntervalMs", default: 100))
+        metricsHost = config.string(forKey: "center.metrics.host", default: "127.0.0.1")
+        metricsPort = config.int(forKey: "center.metrics.port", default: 9466)
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+
+/// Who a push goes to, as the Open API stores it in `pushes.audience`.
+///
+/// JSON: `{"all": true}` for every device of the app, or any combination of
+/// `"registration_ids"`, `"aliases"`, `"tags": {"any": [...], "all": [...], "none": [...]}` and
+/// `"environment"`. Selectors combine with AND; ids and aliases together form one list (a device
+/// named by either is in it). Only active devices of the app are ever targeted.
+public struct PushAudience: Sendable, Equatable, Codable {
+    /// Every device of the app (the other selectors still narrow it).
+    public var all: Bool?
+    public var registrationIDs: [Int64]?
+    public var aliases: [String]?
+    public var tags: TagFilter?
+    public var environment: APNsEnvironment?
+
+    /// A boolean over tags: a device must carry at least one of `any`, every one of `all`, and
+    /// none of `none` (absent or empty lists do not filter).
+    public struct TagFilter: Sendable, Equatable, Codable {
+        public var any: [String]?
+        public var all: [String]?
+        public var none: [String]?
+
+        public init(any: [String]? = nil, all: [String]? = nil, none: [String]? = nil) {
+            self.any = any
+            self.all = all
+            self.none = none
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case all
+        case registrationIDs = "registration_ids"
+        case aliases, tags, environment
+    }
+
+    public init(all: Bool? = nil, registrationIDs: [Int64]? = nil, aliases: [String]? = nil, tags: TagFilter? = nil,
+                environment: APNsEnvironment? = nil) {
+        self.all = all
+        self.registrationIDs = registrationIDs
+        self.aliases = aliases
+        self.tags = tags
+        self.environment = environment
+    }
+
+    /// Every active device of the app.
+    public static let everyone = PushAudience(all: true)
+
+    /// Reads the stored JSON.
+    /// - Throws: `DecodingError` when it is not an audience.
+    public init(json: String) throws {
+        self = try JSONDecoder().decode(PushAudience.self, from: Data(json.utf8))
+    }
+
+    /// The JSON stored with a push.
+    public var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"
+    }
+}
+
+/// The devices one query of a fan-out reads: a push's audience for an app, optionally narrowed to
+/// a device-id range, one environment and topic (rebuilding one batch), or to the devices that
+/// accepted an earlier push (a recall).
+public struct AudienceSelection: Sendable, Equatable {
+    public var appID: UUID
+    public var audience: PushAudience
+    /// Only devices that accepted this push (a recall's audience).
+    public var acceptedByPush: UUID?
+    /// Only device ids up to this one (inclusive).
+    public var throughDevice: Int64?
+    /// Only devices registered with this topic.
+    public var topic: String?
+
+    public init(appID: UUID, audience: PushAudience, acceptedByPush: UUID? = nil, throughDevice: Int64? = nil,
+                topic: String? = nil) {
+        self.appID = appID
+        self.audience = audience
+        self.acceptedByPush = acceptedByPush
+        self.throughDevice = throughDevice
+        self.topic = topic
+    }
+}

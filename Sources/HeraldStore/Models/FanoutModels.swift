@@ -1,0 +1,96 @@
+import Foundation
+
+/// A batch of one push as herald-center cut it: `targetCount` devices of one environment and
+/// topic, with ids from `firstDevice` through `lastDevice`. With the push's audience these rebuild
+/// the batch when it has to be produced again.
+public struct RecordedBatch: Sendable, Equatable {
+    public var pushID: UUID
+    public var sequence: Int
+    public var firstDevice: Int64
+    public var lastDevice: Int64
+    public var targetCount: Int
+    public var environment: APNsEnvironment
+    /// The devices' topic (the bundle id they registered with).
+    public var topic: String
+
+    public init(pushID: UUID, sequence: Int, firstDevice: Int64, lastDevice: Int64, targetCount: Int,
+                environment: APNsEnvironment, topic: String) {
+        self.pushID = pushID
+        self.sequence = sequence
+        self.firstDevice = firstDevice
+        self.lastDevice = lastDevice
+        self.targetCount = targetCount
+        self.environment = environment
+        self.topic = topic
+    }
+}
+
+/// What an operator or the API has done to a push while it fans out.
+public struct PushControl: Sendable, Equatable {
+    public var state: PushState
+    public var paused: Bool
+    /// The center holding the fan-out, if any.
+    public var claimedBy: String?
+}
+
+/// The result of recording a page of batches.
+public enum PageRecording: Sendable, Equatable {
+    /// Recorded; the fan-out goes on.
+    case recorded
+    /// The push was canceled meanwhile: nothing was recorded; count the remainder as canceled.
+    case canceled
+    /// Another center holds the fan-out now (this one's claim lapsed): stop without writing.
+    case claimLost
+}
+
+/// The outcome of one job batch, reduced to what the accounting stores.
+public struct BatchOutcome: Sendable {
+    public var pushID: UUID
+    public var sequence: Int
+    public var acceptedDeviceIDs: [Int64]
+    public var failures: [Failure]
+
+    public struct Failure: Sendable {
+        public var deviceID: Int64
+        public var status: FailedDelivery.Status
+        public var reason: String
+        public var httpStatus: Int
+        /// APNs' 410 timestamp, when it gave one.
+        public var unregisteredAt: Date?
+        public var attempts: Int
+
+        public init(deviceID: Int64, status: FailedDelivery.Status, reason: String, httpStatus: Int,
+                    unregisteredAt: Date?, attempts: Int) {
+            self.deviceID = deviceID
+            self.status = status
+            self.reason = reason
+            self.httpStatus = httpStatus
+            self.unregisteredAt = unregisteredAt
+            self.attempts = attempts
+        }
+    }
+
+    public init(pushID: UUID, sequence: Int, acceptedDeviceIDs: [Int64], failures: [Failure]) {
+        self.pushID = pushID
+        self.sequence = sequence
+        self.acceptedDeviceIDs = acceptedDeviceIDs
+        self.failures = failures
+    }
+
+    /// Reasons after which APNs will never accept the token again for this topic.
+    public static let tokenInvalidatingReasons: Set<String> = ["Unregistered", "BadDeviceToken", "DeviceTokenNotForTopic"]
+}
+
+/// What one call of the outcome accounting changed.
+public struct AppliedOutcomes: Sendable, Equatable {
+    /// Batches counted now (a batch's outcome seen before is not counted again).
+    public var batchesCounted = 0
+    /// Outcomes of batches already counted, or of batches no push recorded.
+    public var batchesIgnored = 0
+    public var notificationsCounted = 0
+    public var tokensInvalidated = 0
+    /// Pushes that became completed.
+    public var pushesCompleted: [UUID] = []
+
+    public init() {}
+}

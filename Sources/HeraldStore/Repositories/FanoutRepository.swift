@@ -1,0 +1,419 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// herald-center's side of a push: claiming its fan-out, recording the batches it was cut into,
+/// pausing and canceling, re-driving batches without outcome, and counting outcomes.
+///
+/// Every write that could race with another center happens under the push row's lock and
+/// re-checks who holds the claim, so one push is fanned out once however many centers run.
+public struct FanoutRepository: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    // MARK: Claims
+
+    /// Pushes a center could take now: accepted ones, scheduled ones that fell due, and fan-outs
+    /// whose center stopped renewing its claim for `lease`. At most `limit` of each kind, oldest
+    /// first. Read without locks; ``claim(_:by:lease:)`` decides.
+    public func claimCandidates(lease: Duration, limit: Int) async throws -> [UUID] {
+        let rows = try await client.query("""
+            (SELECT id FROM pushes WHERE state = 'accepted' ORDER BY created_at LIMIT \(limit))
+            UNION ALL
+            (SELECT id FROM pushes WHERE state = 'scheduled' AND scheduled_at <= now() ORDER BY scheduled_at LIMIT \(limit))
+            UNION ALL
+            (SELECT id FROM pushes WHERE state = 'fanning_out'
+                AND (claimed_at IS NULL OR claimed_at < now() - \(lease.milliseconds) * interval '1 millisecond')
+             ORDER BY claimed_at LIMIT \(limit))
+            """, logger: logger)
+        var ids: [UUID] = []
+        for try await id in rows.decode(UUID.self) { ids.append(id) }
+        return ids
+    }
+
+    /// Claims the fan-out of those of `pushIDs` that are claimable (accepted, scheduled and due,
+    /// or held by a center whose claim is older than `lease`) and not locked by another center
+    /// claiming them right now. The claim must be renewed (every recorded page renews it) within
+    /// `lease`, or another center takes the push over.
+    /// - Returns: the pushes claimed, now `fanning_out`.
+    public func claim(_ pushIDs: [UUID], by center: String, lease: Duration) async throws -> [Push] {
+        guard !pushIDs.isEmpty else { return [] }
+        let claimable = """
+            (state = 'accepted' OR (state = 'scheduled' AND scheduled_at <= now())
+             OR (state = 'fanning_out' AND (claimed_at IS NULL OR claimed_at < now() - $3 * interval '1 millisecond')))
+            """
+        var binds = PostgresBindings()
+        binds.append(pushIDs)
+        binds.append(center)
+        binds.append(lease.milliseconds)
+        let rows = try await client.query(PostgresQuery(unsafeSQL: """
+            UPDATE pushes SET state = 'fanning_out', claimed_by = $2, claimed_at = now(),
+                              fanout_started_at = COALESCE(fanout_started_at, now())
+            WHERE id IN (SELECT id FROM pushes WHERE id = ANY($1) AND \(claimable) FOR UPDATE SKIP LOCKED)
+              AND \(claimable)
+            RETURNING \(PushRepository.pushColumns)
+            """, binds: binds), logger: logger)
+        return try await PushRepository.pushes(from: rows)
+    }
+
+    /// State, pause and claim of a push, read before each page (and each paced batch).
+    public func control(pushID: UUID) async throws -> PushControl? {
+        let rows = try await client.query(
+            "SELECT state, paused_at IS NOT NULL, claimed_by FROM pushes WHERE id = \(pushID)", logger: logger)
+        for try await (state, paused, claimedBy) in rows.decode((String, Bool, String?).self) {
+            return PushControl(state: PushState(rawValue: state) ?? .accepted, paused: paused, claimedBy: claimedBy)
+        }
+        return nil
+    }
+
+    /// Whether push `pushID` is completed (every target has its final outcome).
+    public func isCompleted(pushID: UUID) async throws -> Bool {
+        let rows = try await client.query("SELECT completed_at IS NOT NULL FROM pushes WHERE id = \(pushID)", logger: logger)
+        for try await completed in rows.decode(Bool.self) { return completed }
+        return true
+    }
+
+    /// The push `id`, whatever its app (for the center, which works for every app).
+    public func push(id: UUID) async throws -> Push? {
+        let rows = try await client.query(
+            "SELECT \(unescaped: PushRepository.pushColumns) FROM pushes WHERE id = \(id)", logger: logger)
+        return try await PushRepository.pushes(from: rows).first
+    }
+
+    /// Gives a claim up (a center shutting down), so another center takes the fan-out over at
+    /// once instead of after the lease.
+    public func releaseClaim(pushID: UUID, by center: String) async throws {
+        try await client.query("""
+            UPDATE pushes SET claimed_at = NULL WHERE id = \(pushID) AND claimed_by = \(center) AND state = 'fanning_out'
+            """, logger: logger)
+    }
+
+    /// Renews a claim (while a fan-out waits: paused or paced). Returns whether `center` still holds it.
+    public func renewClaim(pushID: UUID, by center: String) async throws -> Bool {
+        let rows = try await client.query("""
+            UPDATE pushes SET claimed_at = now() WHERE id = \(pushID) AND claimed_by = \(center) AND state = 'fanning_out'
+            RETURNING id
+            """, logger: logger)
+        for try await _ in rows.decode(UUID.self) { return true }
+        return false
+    }
+
+    /// Pauses (`true`) or resumes a push's fan-out. Returns whether the push exists and is not finished.
+    @discardableResult
+    public func setPaused(_ paused: Bool, pushID: UUID, appID: UUID) async throws -> Bool {
+        let rows = try await client.query("""
+            UPDATE pushes SET paused_at = CASE WHEN \(paused) THEN COALESCE(paused_at, now()) ELSE NULL END
+            WHERE id = \(pushID) AND app_id = \(appID) AND state IN ('scheduled', 'accepted', 'fanning_out') RETURNING id
+            """, logger: logger)
+        for try await _ in rows.decode(UUID.self) { return true }
+        return false
+    }
+
+    /// Stores the audience size and the planned end of emission of a paced fan-out.
+    public func setPlan(pushID: UUID, audienceSize: Int64?, etaAt: Date?) async throws {
+        try await client.query(
+            "UPDATE pushes SET audience_size = \(audienceSize), eta_at = \(etaAt) WHERE id = \(pushID)", logger: logger)
+    }
+
+    // MARK: Pages and batches
+
+    /// Records the batches cut from one page, moves the fan-out cursor to `cursor` and renews the
+    /// claim, in one transaction under the push's row lock. Record first, produce second: a batch
+    /// recorded here is produced by this center or, if it dies first, by whoever resumes the
+    /// fan-out (``unproducedBatches(pushID:)``). A batch recorded before is left as it was.
+    public func recordPage(pushID: UUID, by center: String, cursor: Int64, batches: [RecordedBatch]) async throws -> PageRecording {
+        try await client.transaction(logger: logger) { connection in
+            let rows = try await connection.query(
+                "SELECT state, claimed_by FROM pushes WHERE id = \(pushID) FOR UPDATE", logger: logger)
+            var control: (state: String, claimedBy: String?)?
+            for try await row in rows.decode((String, String?).self) { control = row }
+            guard let control else { return .claimLost }
+            if control.state == PushState.canceled.rawValue { return .canceled }
+            guard control.state == PushState.fanningOut.rawValue, control.claimedBy == center else { return .claimLost }
+            var added: Int64 = 0
+            if !batches.isEmpty {
+                let inserted = try await connection.query("""
+                    INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, environment, topic)
+                    SELECT \(pushID), * FROM unnest(\(batches.map { Int32($0.sequence) })::integer[],
+                        \(batches.map(\.firstDevice))::bigint[], \(batches.map(\.lastDevice))::bigint[],
+                        \(batches.map { Int32($0.targetCount) })::integer[], \(batches.map(\.environment.rawValue))::text[],
+                        \(batches.map(\.topic))::text[])
+                    ON CONFLICT DO NOTHING RETURNING target_count
+                    """, logger: logger)
+                for try await count in inserted.decode(Int32.self) { added += Int64(count) }
+            }
+            let emitted = Int32((batches.map(\.sequence).max() ?? -1) + 1)
+            try await connection.query("""
+                UPDATE pushes SET fanout_cursor = GREATEST(fanout_cursor, \(cursor)),
+                                  batches_emitted = GREATEST(batches_emitted, \(emitted)), claimed_at = now()
+                WHERE id = \(pushID)
+                """, logger: logger)
+            if added > 0 {
+                try await connection.query(
+                    "UPDATE push_counters SET targeted = targeted + \(added), updated_at = now() WHERE push_id = \(pushID)",
+                    logger: logger)
+            }
+            return .recorded
+        }
+    }
+
+    /// Notes that the broker acknowledged these batches.
+    public func markProduced(pushID: UUID, sequences: [Int]) async throws {
+        guard !sequences.isEmpty else { return }
+        try await client.query("""
+            UPDATE push_batches SET produced_at = now()
+            WHERE push_id = \(pushID) AND sequence = ANY(\(sequences.map { Int32($0) })) AND produced_at IS NULL
+            """, logger: logger)
+    }
+
+    /// Batches recorded but never acknowledged by the broker (their center died in between).
+    public func unproducedBatches(pushID: UUID) async throws -> [RecordedBatch] {
+        let rows = try await client.query("""
+            SELECT \(unescaped: Self.batchColumns) FROM push_batches
+            WHERE push_id = \(pushID) AND produced_at IS NULL ORDER BY sequence
+            """, logger: logger)
+        return try await Self.batches(from: rows)
+    }
+
+    /// Produced batches still without an outcome `after` they were last produced, oldest first.
+    public func batchesWithoutOutcome(after: Duration, limit: Int) async throws -> [RecordedBatch] {
+        let rows = try await client.query("""
+            SELECT \(unescaped: Self.batchColumns) FROM push_batches
+            WHERE completed_at IS NULL AND produced_at IS NOT NULL
+              AND emitted_at < now() - \(after.milliseconds) * interval '1 millisecond'
+            ORDER BY emitted_at LIMIT \(limit)
+            """, logger: logger)
+        return try await Self.batches(from: rows)
+    }
+
+    /// Notes that a batch was produced again. Returns false when its outcome arrived meanwhile.
+    @discardableResult
+    public func markRedriven(pushID: UUID, sequence: Int) async throws -> Bool {
+        let rows = try await client.query("""
+            UPDATE push_batches SET emitted_at = now(), redriven = redriven + 1
+            WHERE push_id = \(pushID) AND sequence = \(Int32(sequence)) AND completed_at IS NULL RETURNING sequence
+            """, logger: logger)
+        for try await _ in rows.decode(Int32.self) { return true }
+        return false
+    }
+
+    /// Ends a fan-out that reached the end of its audience: the push is `sending` (or
+    /// `completed` when every batch already has its outcome, or it had none) and the claim is
+    /// released. Returns false when `center` no longer holds it.
+    public func finishFanout(pushID: UUID, by center: String) async throws -> Bool {
+        let finished = try await client.transaction(logger: logger) { connection in
+            let rows = try await connection.query("""
+                UPDATE pushes SET state = 'sending', fanout_finished_at = now(), claimed_by = NULL, eta_at = NULL
+                WHERE id = \(pushID) AND state = 'fanning_out' AND claimed_by = \(center) RETURNING id
+                """, logger: logger)
+            var finished = false
+            for try await _ in rows.decode(UUID.self) { finished = true }
+            if finished { _ = try await Self.completeIfDone([pushID], on: connection, logger: logger) }
+            return finished
+        }
+        return finished
+    }
+
+    /// Counts what a canceled push never sent: the devices of its audience past its fan-out
+    /// cursor are added to `targeted` and `canceled`, once. Done by the center holding the
+    /// fan-out (`center`), or by any center when nobody holds it or its claim is older than `lease`.
+    /// - Returns: the devices counted, or nil when there was nothing to do (not canceled, already
+    ///   counted, or another center holds it).
+    public func accountCanceledRemainder(pushID: UUID, by center: String, lease: Duration) async throws -> Int64? {
+        try await client.transaction(logger: logger) { connection in
+            let rows = try await connection.query("""
+                SELECT app_id, audience::text, recall_of, fanout_cursor FROM pushes
+                WHERE id = \(pushID) AND state = 'canceled' AND fanout_finished_at IS NULL
+                  AND (claimed_by IS NULL OR claimed_by = \(center)
+                       OR claimed_at < now() - \(lease.milliseconds) * interval '1 millisecond')
+                FOR UPDATE
+                """, logger: logger)
+            var found: (appID: UUID, audience: String, recallOf: UUID?, cursor: Int64)?
+            for try await row in rows.decode((UUID, String, UUID?, Int64).self) { found = row }
+            guard let found else { return nil }
+            let selection = AudienceSelection(appID: found.appID, audience: (try? PushAudience(json: found.audience)) ?? PushAudience(),
+                                              acceptedByPush: found.recallOf)
+            var remainder: Int64 = 0
+            let counted = try await connection.query(
+                AudienceRepository.query(selection, columns: "count(*)", after: found.cursor), logger: logger)
+            for try await count in counted.decode(Int64.self) { remainder = count }
+            try await connection.query("""
+                UPDATE push_counters SET targeted = targeted + \(remainder), canceled = canceled + \(remainder), updated_at = now()
+                WHERE push_id = \(pushID)
+                """, logger: logger)
+            try await connection.query("""
+                UPDATE pushes SET fanout_finished_at = now(), claimed_by = NULL, eta_at = NULL WHERE id = \(pushID)
+                """, logger: logger)
+            _ = try await Self.completeIfDone([pushID], on: connection, logger: logger)
+            return remainder
+        }
+    }
+
+    /// Canceled pushes whose remainder nobody counted yet and nobody holds (or whose holder's
+    /// claim is older than `lease`).
+    public func canceledUnaccounted(lease: Duration, limit: Int) async throws -> [UUID] {
+        let rows = try await client.query("""
+            SELECT id FROM pushes WHERE state = 'canceled' AND fanout_finished_at IS NULL
+              AND (claimed_by IS NULL OR claimed_at < now() - \(lease.milliseconds) * interval '1 millisecond')
+            ORDER BY canceled_at LIMIT \(limit)
+            """, logger: logger)
+        var ids: [UUID] = []
+        for try await id in rows.decode(UUID.self) { ids.append(id) }
+        return ids
+    }
+
+    // MARK: Outcomes
+
+    /// Counts the outcomes of job batches, in one transaction: each batch is marked complete (with
+    /// the devices that accepted it, for a recall) — a batch counted before is skipped, so a
+    /// redelivered outcome changes nothing; then each push's counters get one update for all its
+    /// batches, failures are recorded per device, dead tokens are invalidated (410 only if the
+    /// device did not register again after APNs' timestamp), and pushes whose every batch is
+    /// complete are marked completed.
+    public func applyOutcomes(_ outcomes: [BatchOutcome]) async throws -> AppliedOutcomes {
+        guard !outcomes.isEmpty else { return AppliedOutcomes() }
+        return try await client.transaction(logger: logger) { connection in
+            var applied = AppliedOutcomes()
+            var deltas: [UUID: PushCounters] = [:]
+            var failed: [(pushID: UUID, failure: BatchOutcome.Failure)] = []
+            for outcome in outcomes {
+                let rows = try await connection.query("""
+                    UPDATE push_batches SET completed_at = now(), accepted_device_ids = \(outcome.acceptedDeviceIDs)
+                    WHERE push_id = \(outcome.pushID) AND sequence = \(Int32(outcome.sequence)) AND completed_at IS NULL
+                    RETURNING target_count
+                    """, logger: logger)
+                var targetCount: Int32?
+                for try await count in rows.decode(Int32.self) { targetCount = count }
+                guard let targetCount else {
+                    applied.batchesIgnored += 1
+                    continue
+                }
+                applied.batchesCounted += 1
+                var delta = deltas[outcome.pushID] ?? PushCounters()
+                let reported = outcome.acceptedDeviceIDs.count + outcome.failures.count
+                // A batch rebuilt after devices changed may hold fewer or more than first recorded:
+                // the outcome is the truth, so the counters keep adding up.
+                delta.targeted += Int64(reported) - Int64(targetCount)
+                delta.accepted += Int64(outcome.acceptedDeviceIDs.count)
+                for failure in outcome.failures {
+                    switch failure.status {
+                    case .rejected:
+                        delta.rejected += 1
+                        delta.rejectedByReason[failure.reason.isEmpty ? "Unknown" : failure.reason, default: 0] += 1
+                    case .expired: delta.expired += 1
+                    case .canceled: delta.canceled += 1
+                    }
+                    failed.append((outcome.pushID, failure))
+                }
+                deltas[outcome.pushID] = delta
+                applied.notificationsCounted += reported
+            }
+            if !failed.isEmpty {
+                try await connection.query("""
+                    INSERT INTO failed_deliveries (push_id, device_id, status, reason, http_status, attempts)
+                    SELECT * FROM unnest(\(failed.map(\.pushID))::uuid[], \(failed.map(\.failure.deviceID))::bigint[],
+                                         \(failed.map(\.failure.status.rawValue))::text[], \(failed.map(\.failure.reason))::text[],
+                                         \(failed.map { Int16(clamping: $0.failure.httpStatus) })::smallint[],
+                                         \(failed.map { Int16(clamping: $0.failure.attempts) })::smallint[])
+                    ON CONFLICT DO NOTHING
+                    """, logger: logger)
+                for (pushID, count) in try await Self.invalidateTokens(failed, on: connection, logger: logger) {
+                    deltas[pushID, default: PushCounters()].tokensInvalidated += count
+                    applied.tokensInvalidated += Int(count)
+                }
+            }
+            for (pushID, delta) in deltas {
+                try await PushRepository.addToCounters(pushID: pushID, delta, on: connection, logger: logger)
+            }
+            applied.pushesCompleted = try await Self.completeIfDone(Array(deltas.keys), on: connection, logger: logger)
+            return applied
+        }
+    }
+
+    /// Invalidates the tokens the failures prove dead. Returns the number invalidated per push.
+    static func invalidateTokens(_ failed: [(pushID: UUID, failure: BatchOutcome.Failure)], on connection: PostgresConnection,
+                                 logger: Logger) async throws -> [UUID: Int64] {
+        let dead = failed.filter { $0.failure.status == .rejected && BatchOutcome.tokenInvalidatingReasons.contains($0.failure.reason) }
+        guard !dead.isEmpty else { return [:] }
+        var pushOfDevice: [Int64: UUID] = [:]
+        for entry in dead { pushOfDevice[entry.failure.deviceID] = entry.pushID }
+        let dated = dead.filter { $0.failure.unregisteredAt != nil }
+        let undated = dead.filter { $0.failure.unregisteredAt == nil }
+        var invalidated: [UUID: Int64] = [:]
+        if !dated.isEmpty {
+            // 410 with APNs' timestamp: a device that registered again after it keeps its token.
+            let rows = try await connection.query("""
+                UPDATE devices d SET status = 'invalid', invalidated_at = now(), invalid_reason = u.reason, updated_at = now()
+                FROM unnest(\(dated.map(\.failure.deviceID))::bigint[], \(dated.map(\.failure.reason))::text[],
+                            \(dated.map { $0.failure.unregisteredAt ?? Date() })::timestamptz[]) AS u(id, reason, unregistered_at)
+                WHERE d.id = u.id AND d.status = 'active' AND d.registered_at <= u.unregistered_at
+                RETURNING d.id
+                """, logger: logger)
+            for try await id in rows.decode(Int64.self) { if let push = pushOfDevice[id] { invalidated[push, default: 0] += 1 } }
+        }
+        if !undated.isEmpty {
+            let rows = try await connection.query("""
+                UPDATE devices d SET status = 'invalid', invalidated_at = now(), invalid_reason = u.reason, updated_at = now()
+                FROM unnest(\(undated.map(\.failure.deviceID))::bigint[], \(undated.map(\.failure.reason))::text[]) AS u(id, reason)
+                WHERE d.id = u.id AND d.status = 'active'
+                RETURNING d.id
+                """, logger: logger)
+            for try await id in rows.decode(Int64.self) { if let push = pushOfDevice[id] { invalidated[push, default: 0] += 1 } }
+        }
+        return invalidated
+    }
+
+    /// Marks completed those of `pushIDs` whose fan-out finished and whose every batch has its
+    /// outcome (a canceled push keeps its state and gets its completion time). Returns them.
+    static func completeIfDone(_ pushIDs: [UUID], on connection: PostgresConnection, logger: Logger) async throws -> [UUID] {
+        guard !pushIDs.isEmpty else { return [] }
+        let rows = try await connection.query("""
+            UPDATE pushes p SET state = CASE WHEN p.state = 'sending' THEN 'completed' ELSE p.state END, completed_at = now()
+            WHERE p.id = ANY(\(pushIDs)) AND p.state IN ('sending', 'canceled') AND p.fanout_finished_at IS NOT NULL
+              AND p.completed_at IS NULL
+              AND NOT EXISTS (SELECT 1 FROM push_batches b WHERE b.push_id = p.id AND b.completed_at IS NULL)
+            RETURNING p.id
+            """, logger: logger)
+        var completed: [UUID] = []
+        for try await id in rows.decode(UUID.self) { completed.append(id) }
+        return completed
+    }
+
+    /// Unfinished pushes per state (the finished ones are not counted: the table only grows).
+    public func pushCountsByState() async throws -> [String: Int64] {
+        let rows = try await client.query("""
+            SELECT state, count(*) FROM pushes WHERE state IN ('scheduled', 'accepted', 'fanning_out', 'sending') GROUP BY state
+            """, logger: logger)
+        var counts: [String: Int64] = ["scheduled": 0, "accepted": 0, "fanning_out": 0, "sending": 0]
+        for try await (state, count) in rows.decode((String, Int64).self) { counts[state] = count }
+        return counts
+    }
+
+    // MARK: Helpers
+
+    static let batchColumns = "push_id, sequence, first_device, last_device, target_count, environment, topic"
+
+    static func batches(from rows: PostgresRowSequence) async throws -> [RecordedBatch] {
+        var batches: [RecordedBatch] = []
+        for try await (pushID, sequence, first, last, count, environment, topic)
+            in rows.decode((UUID, Int32, Int64, Int64, Int32, String, String).self) {
+            batches.append(RecordedBatch(pushID: pushID, sequence: Int(sequence), firstDevice: first, lastDevice: last,
+                                         targetCount: Int(count), environment: APNsEnvironment(rawValue: environment) ?? .production,
+                                         topic: topic))
+        }
+        return batches
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, for SQL intervals.
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,66 @@
+// herald-center: reads its configuration and runs the Msg Center in a ServiceGroup (PostgreSQL
+// client, Kafka producer and consumers, the outbox relay, fan-outs and sweeps, outcome
+// accounting, /metrics). Everything it does is in the HeraldCenter library; docs/configuration.md
+// lists its settings.
+import Foundation
+import HeraldCenter
+import HeraldCore
+import HeraldKafka
+import HeraldMetrics
+import HeraldStore
+import Logging
+import ServiceLifecycle
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("herald-center: \(message)\n".utf8))
+    exit(2)
+}
+
+let configuration: HeraldConfiguration
+do {
+    configuration = try await HeraldConfiguration.load()
+} catch {
+    fail("cannot read the configuration: \(error)")
+}
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = Logger.Level(rawValue: configuration.logLevel) ?? .info
+    return handler
+}
+let logger = Logger(label: "herald.center")
+let settings = configuration.center
+
+do {
+    try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
+        try await MigrationRunner(client: database, logger: logger).migrate()
+        let kafka = configuration.kafka
+        let producer = try KafkaProducer(configuration: kafka.producerConfiguration(clientID: "center"), logger: logger)
+        let pushEvents = try KafkaConsumer(
+            configuration: kafka.consumerConfiguration(groupID: settings.groupID, topics: [settings.pushesTopic], clientID: "center-pushes"),
+            logger: logger)
+        let outcomes = try KafkaConsumer(
+            configuration: kafka.consumerConfiguration(groupID: settings.groupID, topics: [settings.outcomesTopic], clientID: "center-outcomes"),
+            logger: logger)
+        let metrics = CenterMetrics()
+        let center = MsgCenter(settings: settings, database: database, producer: producer, pushEvents: pushEvents,
+                               metrics: metrics, logger: logger)
+        let accountant = OutcomeAccountant(consumer: outcomes, fanouts: FanoutRepository(client: database, logger: logger),
+                                           deadLetters: producer, metrics: metrics, logger: logger)
+        var services: [any Service] = [producer, pushEvents, outcomes, center, accountant]
+        if settings.outboxIntervalMilliseconds > 0 {
+            services.append(OutboxRelay(outbox: OutboxRepository(client: database, logger: logger), producer: producer,
+                                        interval: .milliseconds(settings.outboxIntervalMilliseconds), metrics: metrics, logger: logger))
+        }
+        if settings.metricsPort > 0 {
+            services.append(MetricsServer(host: settings.metricsHost, port: settings.metricsPort) { metrics.prometheusText() })
+        }
+        logger.info("herald-center starting", metadata: [
+            "name": "\(settings.name)", "group": "\(settings.groupID)", "kafka": "\(kafka.brokers)",
+            "metrics": "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort)/metrics" : "off")"])
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        logger.info("herald-center stopped")
+    }
+} catch {
+    fail("\(error)")
+}
