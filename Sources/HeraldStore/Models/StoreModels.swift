@@ -125,6 +125,13 @@ public struct AudienceTarget: Sendable, Equatable {
     public var token: [UInt8]
     public var environment: APNsEnvironment
     public var topic: String
+
+    public init(deviceID: Int64, token: [UInt8], environment: APNsEnvironment, topic: String) {
+        self.deviceID = deviceID
+        self.token = token
+        self.environment = environment
+        self.topic = topic
+    }
 }
 
 /// Where a push is in its life.

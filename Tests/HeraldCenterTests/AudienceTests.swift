@@ -1,0 +1,64 @@
+import Foundation
+import HeraldStore
+import Testing
+
+@Suite("Audiences from PostgreSQL")
+struct AudienceTests {
+    /// Devices 0..<40 of the app: tags by number (even → "even", multiple of 3 → "three",
+    /// multiple of 5 → "five"), aliases "user-N/4"; plus devices of another app with the same
+    /// tags and aliases, and two invalidated devices.
+    @Test func selectorsCombineAndNeverLeakAcrossApps() async throws {
+        try await withCenterEnvironment { env in
+            let shape: @Sendable (Int) -> (tags: [String], alias: String?) = { number in
+                var tags: [String] = []
+                if number % 2 == 0 { tags.append("even") }
+                if number % 3 == 0 { tags.append("three") }
+                if number % 5 == 0 { tags.append("five") }
+                return (tags, "user-\(number / 4)")
+            }
+            let ids = try await env.register(40, shape: shape)
+            try await env.register(40, app: env.otherApp, seed: 2, shape: shape)
+            let sandbox = try await env.register(3, seed: 3, environment: .sandbox) { _ in (["even"], nil) }
+            // Invalidated devices are never targeted.
+            try await env.devices.invalidate(deviceID: ids[0], reason: "BadDeviceToken", unregisteredAt: nil)
+            try await env.devices.invalidate(deviceID: ids[6], reason: "Unregistered", unregisteredAt: Date().addingTimeInterval(60))
+            let active = Set(ids.indices.filter { $0 != 0 && $0 != 6 })
+
+            func numbers(_ audience: PushAudience) async throws -> Set<Int> {
+                var cursor: Int64 = 0
+                var found: [Int64] = []
+                // Small pages, to walk the keyset.
+                while true {
+                    let page = try await env.audience.page(AudienceSelection(appID: env.app.id, audience: audience), after: cursor, limit: 7)
+                    guard let last = page.last else { break }
+                    #expect(page.map(\.deviceID) == page.map(\.deviceID).sorted())
+                    found += page.map(\.deviceID)
+                    cursor = last.deviceID
+                }
+                let count = try await env.audience.count(AudienceSelection(appID: env.app.id, audience: audience))
+                #expect(Int(count) == found.count)
+                #expect(Set(found).count == found.count, "no device twice")
+                return Set(found.map { id in ids.firstIndex(of: id) ?? (sandbox.contains(id) ? 1000 + sandbox.firstIndex(of: id)! : -1) })
+            }
+
+            #expect(try await numbers(.everyone) == active.union([1000, 1001, 1002]))
+            #expect(try await numbers(PushAudience(all: true, environment: .production)) == active)
+            #expect(try await numbers(PushAudience(all: true, environment: .sandbox)) == [1000, 1001, 1002])
+            #expect(try await numbers(PushAudience(registrationIDs: [ids[1], ids[2], ids[6], sandbox[0]])) == [1, 2, 1000])
+            #expect(try await numbers(PushAudience(aliases: ["user-2", "user-9"])) == [8, 9, 10, 11, 36, 37, 38, 39])
+            #expect(try await numbers(PushAudience(registrationIDs: [ids[1]], aliases: ["user-9"])) == [1, 36, 37, 38, 39])
+            let evens = active.filter { $0 % 2 == 0 }
+            #expect(try await numbers(PushAudience(tags: .init(any: ["even"]), environment: .production)) == evens)
+            #expect(try await numbers(PushAudience(tags: .init(any: ["three", "five"]))) == active.filter { $0 % 3 == 0 || $0 % 5 == 0 })
+            #expect(try await numbers(PushAudience(tags: .init(all: ["even", "three"]))) == active.filter { $0 % 6 == 0 })
+            #expect(try await numbers(PushAudience(tags: .init(all: ["even", "three", "three"]))) == active.filter { $0 % 6 == 0 })
+            #expect(try await numbers(PushAudience(all: true, tags: .init(none: ["even"]))) == active.filter { $0 % 2 != 0 })
+            #expect(try await numbers(PushAudience(tags: .init(any: ["three"], all: ["even"], none: ["five"])))
+                    == active.filter { $0 % 6 == 0 && $0 % 5 != 0 })
+            #expect(try await numbers(PushAudience(aliases: ["user-3", "user-4"], tags: .init(none: ["even"]))) == [13, 15, 17, 19])
+            #expect(try await numbers(PushAudience(tags: .init(any: ["no-such-tag"]))).isEmpty)
+            // An audience that selects nothing reaches nobody.
+            #expect(try await numbers(PushAudience()).isEmpty)
+        }
+    }
+}

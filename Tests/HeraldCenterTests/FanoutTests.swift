@@ -1,0 +1,188 @@
+import Foundation
+@testable import HeraldCenter
+import HeraldRecords
+import HeraldStore
+import Testing
+
+@Suite("Msg Center fan-out through the broker", .serialized)
+struct FanoutTests {
+    @Test func broadcastReachesEveryActiveDeviceOnceAndCountersAddUp() async throws {
+        try await withCenterEnvironment { env in
+            let ids = try await env.register(250) { number in (number % 2 == 0 ? ["even"] : [], nil) }
+            try await env.register(30, app: env.otherApp, seed: 2)
+            try await env.devices.invalidate(deviceID: ids[3], reason: "BadDeviceToken", unregisteredAt: nil)
+            let sender = try env.startFakeSender { device in
+                device % 10 == 0 ? BatchOutcome.Failure(deviceID: device, status: .rejected, reason: "BadDeviceToken", httpStatus: 400, unregisteredAt: nil, attempts: 1) : nil
+            }
+            let center = try env.startCenter(env.settings(name: "center-a", pageSize: 64, batchSize: 20))
+            let push = try await env.createPush(audience: .everyone)
+            #expect(try await env.eventually { try await env.state(of: push) == .completed })
+            let counts = sender.deviceCounts(push: push)
+            #expect(Set(counts.keys) == Set(ids).subtracting([ids[3]]))
+            #expect(counts.values.allSatisfy { $0 == 1 })
+            for batch in sender.read(push: push) {
+                #expect(batch.targets.count <= 20)
+                #expect(batch.apnsTopic == env.app.bundleID)
+                #expect(batch.collapseID == push.id.uuidString.lowercased())
+                #expect(batch.batchID == Herald_V1_JobBatch.batchID(pushID: push.id.recordBytes, sequence: batch.sequence))
+            }
+            let counters = try #require(try await env.pushes.counters(pushID: push.id))
+            let rejected = Int64(ids.filter { $0 % 10 == 0 && $0 != ids[3] }.count)
+            #expect(counters.targeted == 249)
+            #expect(counters.rejected == rejected && counters.rejectedByReason == ["BadDeviceToken": rejected])
+            #expect(counters.accepted == 249 - rejected)
+            #expect(counters.isComplete)
+            #expect(counters.tokensInvalidated == rejected)
+            let failures = try await env.pushes.failures(pushID: push.id, limit: 1000)
+            #expect(failures.count == Int(rejected) && failures.allSatisfy { $0.reason == "BadDeviceToken" })
+            // Invalidated tokens are left out of the next push.
+            let next = try await env.createPush(audience: .everyone)
+            #expect(try await env.eventually { try await env.state(of: next) == .completed })
+            #expect(try await env.pushes.counters(pushID: next.id)?.targeted == 249 - rejected)
+            await center.stop()
+            await sender.stop()
+        }
+    }
+
+    @Test func twoCentersNeverFanOutOnePushTwice() async throws {
+        try await withCenterEnvironment { env in
+            let ids = try await env.registerMany(3000)
+            let reader = try env.startFakeSender()
+            let first = try env.startCenter(env.settings(name: "center-1", pageSize: 500, batchSize: 100))
+            let second = try env.startCenter(env.settings(name: "center-2", pageSize: 500, batchSize: 100))
+            var pushes: [Push] = []
+            for _ in 0..<6 { pushes.append(try await env.createPush(audience: .everyone)) }
+            for push in pushes {
+                #expect(try await env.eventually { try await env.state(of: push) == .completed })
+                let batches = reader.read(push: push)
+                #expect(Set(batches.map(\.batchID)).count == batches.count, "no batch produced twice")
+                let counts = reader.deviceCounts(push: push)
+                #expect(counts.count == 3000 && counts.values.allSatisfy { $0 == 1 })
+                #expect(Set(counts.keys) == Set(ids))
+                #expect(try await env.pushes.counters(pushID: push.id)?.accepted == 3000)
+            }
+            let started = first.center.metrics.fanoutsStarted.load(ordering: .relaxed) + second.center.metrics.fanoutsStarted.load(ordering: .relaxed)
+            #expect(started == 6)
+            await first.stop()
+            await second.stop()
+            await reader.stop()
+        }
+    }
+
+    @Test func scheduledPushFiresOnceAtItsTime() async throws {
+        try await withCenterEnvironment { env in
+            try await env.register(10)
+            let reader = try env.startFakeSender()
+            let first = try env.startCenter(env.settings(name: "center-1"))
+            let second = try env.startCenter(env.settings(name: "center-2"))
+            let due = Date().addingTimeInterval(2)
+            let push = try await env.createPush(audience: .everyone, state: .scheduled, scheduledAt: due)
+            try await Task.sleep(for: .seconds(1))
+            #expect(try await env.state(of: push) == .scheduled)
+            #expect(reader.read(push: push).isEmpty, "not early")
+            #expect(try await env.eventually { try await env.state(of: push) == .completed })
+            let batches = reader.read(push: push)
+            #expect(batches.count == 1)
+            #expect(batches.allSatisfy { $0.createdAtMs >= Int64(due.timeIntervalSince1970 * 1000) })
+            try await Task.sleep(for: .seconds(1))
+            #expect(reader.read(push: push).count == 1, "not twice")
+            await first.stop()
+            await second.stop()
+            await reader.stop()
+        }
+    }
+
+    @Test func throttledPushKeepsItsRate() async throws {
+        try await withCenterEnvironment { env in
+            try await env.registerMany(3000)
+            let reader = try env.startFakeSender()
+            let center = try env.startCenter(env.settings(name: "center-t", pageSize: 1000, batchSize: 100))
+            let push = try await env.createPush(audience: .everyone, throttlePerSecond: 1000)
+            #expect(try await env.eventually { try await env.state(of: push) == .completed })
+            let batches = reader.read(push: push).sorted { $0.createdAtMs < $1.createdAtMs }
+            #expect(batches.count == 30)
+            if let firstBatch = batches.first, let last = batches.last, last.createdAtMs > firstBatch.createdAtMs {
+                // Everything but the last batch left between the first and the last batch's time.
+                let seconds = Double(last.createdAtMs - firstBatch.createdAtMs) / 1000
+                let rate = Double(3000 - last.targets.count) / seconds
+                #expect(abs(rate - 1000) / 1000 <= 0.10, "rate \(rate)/s for 1000/s")
+            }
+            await center.stop()
+            await reader.stop()
+        }
+    }
+
+    @Test func cancelInTheMiddleStopsEmissionAndCountsTheRestCanceled() async throws {
+        try await withCenterEnvironment { env in
+            try await env.registerMany(5000)
+            let reader = try env.startFakeSender()
+            let center = try env.startCenter(env.settings(name: "center-c", pageSize: 500, batchSize: 100))
+            let push = try await env.createPush(audience: .everyone, throttlePerSecond: 1000)
+            #expect(try await env.eventually { try await env.pushes.push(id: push.id, appID: env.app.id)?.batchesEmitted ?? 0 >= 5 })
+            #expect(try await env.cancel(push))
+            let canceledAt = ContinuousClock.now
+            #expect(try await env.eventually {
+                try await env.pushes.push(id: push.id, appID: env.app.id)?.completedAt != nil
+            })
+            let sentAfterCancel = reader.read(push: push).count
+            try await Task.sleep(for: .seconds(1))
+            #expect(reader.read(push: push).count == sentAfterCancel, "nothing produced after the cancel took effect")
+            _ = canceledAt
+            let counters = try #require(try await env.pushes.counters(pushID: push.id))
+            let emitted = Int64(reader.deviceCounts(push: push).count)
+            #expect(emitted < 5000)
+            #expect(counters.targeted == 5000)
+            #expect(counters.canceled == 5000 - counters.accepted)
+            #expect(counters.isComplete)
+            #expect(try await env.state(of: push) == .canceled)
+            await center.stop()
+            await reader.stop()
+        }
+    }
+
+    @Test func pausedPushHoldsAndResumes() async throws {
+        try await withCenterEnvironment { env in
+            try await env.registerMany(4000)
+            let reader = try env.startFakeSender()
+            let center = try env.startCenter(env.settings(name: "center-p", pageSize: 500, batchSize: 100))
+            let push = try await env.createPush(audience: .everyone, throttlePerSecond: 1000)
+            func emitted() async throws -> Int { try await env.pushes.push(id: push.id, appID: env.app.id)?.batchesEmitted ?? 0 }
+            func targeted() async throws -> Int64 { try await env.pushes.counters(pushID: push.id)?.targeted ?? 0 }
+            #expect(try await env.eventually { try await emitted() >= 1 })
+            #expect(try await env.fanouts.setPaused(true, pushID: push.id, appID: env.app.id))
+            // The page being paced may finish its current batch; then nothing moves.
+            try await Task.sleep(for: .milliseconds(500))
+            let held = reader.deviceCounts(push: push).count
+            let heldTargeted = try await targeted()
+            try await Task.sleep(for: .seconds(1))
+            #expect(reader.deviceCounts(push: push).count == held, "no batch while paused")
+            #expect(try await targeted() == heldTargeted, "no page while paused")
+            #expect(try await env.state(of: push) == .fanningOut)
+            #expect(try await env.fanouts.setPaused(false, pushID: push.id, appID: env.app.id))
+            #expect(try await env.eventually { try await env.state(of: push) == .completed })
+            #expect(reader.deviceCounts(push: push).count == 4000)
+            await center.stop()
+            await reader.stop()
+        }
+    }
+
+    @Test func recallReachesExactlyTheDevicesThatAccepted() async throws {
+        try await withCenterEnvironment { env in
+            let ids = try await env.register(120)
+            let rejected = Set(ids.enumerated().filter { $0.offset % 4 == 0 }.map(\.element))
+            let reader = try env.startFakeSender { device in
+                rejected.contains(device) ? BatchOutcome.Failure(deviceID: device, status: .rejected, reason: "TooManyRequests", httpStatus: 429, unregisteredAt: nil, attempts: 8) : nil
+            }
+            let center = try env.startCenter(env.settings(name: "center-r", pageSize: 50, batchSize: 25))
+            let original = try await env.createPush(audience: .everyone)
+            #expect(try await env.eventually { try await env.state(of: original) == .completed })
+            let recall = try await env.createPush(audience: .everyone, recallOf: original.id)
+            #expect(try await env.eventually { try await env.state(of: recall) == .completed })
+            let reached = Set(reader.deviceCounts(push: recall).keys)
+            #expect(reached == Set(ids).subtracting(rejected))
+            #expect(try await env.pushes.counters(pushID: recall.id)?.targeted == Int64(ids.count - rejected.count))
+            await center.stop()
+            await reader.stop()
+        }
+    }
+}
