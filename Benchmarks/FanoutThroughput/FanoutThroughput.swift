@@ -1,0 +1,110 @@
+// fanout-throughput: one broadcast to 1,000,000 devices resolved from PostgreSQL and enqueued
+// into the broker by a herald-center process; prints devices/s and the center's peak RSS, and
+// as the reference psql's COPY of the same rows to /dev/null, in the same run.
+//
+// Run it with `make bench-fanout` (release build, PostgreSQL and the development broker up).
+import ArgumentParser
+import BenchmarkSupport
+import Foundation
+import HeraldCore
+import HeraldRecords
+import HeraldStore
+import Logging
+import PostgresNIO
+
+@main
+struct FanoutThroughput: AsyncParsableCommand {
+    @Option(help: "Devices in the broadcast.") var devices = 1_000_000
+    @Option(help: "Folder with herald-center (release build).") var binaries = ".build/release"
+    @Option(help: "Devices per keyset page (HERALD_CENTER_PAGE_SIZE).") var pageSize = 10_000
+    @Option(help: "Rounds; the median is reported.") var rounds = 3
+
+    func run() async throws {
+        var configuration = try await HeraldConfiguration.load()
+        let logger = Logger(label: "bench.fanout")
+        let database = "herald_bench_fanout"
+        try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { admin in
+            try await admin.query("DROP DATABASE IF EXISTS \(unescaped: database) WITH (FORCE)", logger: logger)
+            try await admin.query("CREATE DATABASE \(unescaped: database)", logger: logger)
+        }
+        configuration.postgres.database = database
+        let postgres = configuration.postgres
+        try await HeraldDatabase.withClient(settings: postgres, logger: logger) { client in
+            try await MigrationRunner(client: client, logger: logger).migrate()
+            let app = try await AppRepository(client: client, logger: logger).create(name: "fan-out benchmark", bundleID: "com.herald.bench")
+            let insertStart = ContinuousClock.now
+            try await client.query("""
+                INSERT INTO devices (app_id, token, environment, topic)
+                SELECT \(app.id), decode(lpad(to_hex(n), 64, '0'), 'hex'), 'production', 'com.herald.bench'
+                FROM generate_series(1, \(Int32(devices))) AS n
+                """, logger: logger)
+            try await client.query("VACUUM ANALYZE devices", logger: logger)
+            print("devices: \(devices) inserted in \(ContinuousClock.now - insertStart)")
+
+            var copySeconds: [Double] = []
+            var fanoutSeconds: [Double] = []
+            var peakRSS: [Int] = []
+            for round in 1...rounds {
+                // Reference: the same rows, the same index, streamed by PostgreSQL's COPY to /dev/null.
+                let copy = try BenchmarkProcesses.launch("/usr/bin/psql", [
+                    "-h", postgres.host, "-p", "\(postgres.port)", "-U", postgres.user, "-d", database, "-c",
+                    "\\copy (SELECT id, token, environment, topic FROM devices WHERE app_id = '\(app.id)' AND status = 'active' ORDER BY id) TO '/dev/null'",
+                ], environment: ProcessInfo.processInfo.environment.merging(["PGPASSWORD": postgres.password]) { $1 })
+                let copyStart = ContinuousClock.now
+                copy.waitUntilExit()
+                copySeconds.append(Self.seconds(ContinuousClock.now - copyStart))
+
+                let center = try BenchmarkProcesses.launch(binaries + "/herald-center", [], log: "/tmp/fanout-bench-center.log", environment: ProcessInfo.processInfo.environment.merging([
+                    "HERALD_POSTGRES_DATABASE": database, "HERALD_CENTER_PAGE_SIZE": "\(pageSize)", "HERALD_CENTER_METRICS_PORT": "0",
+                    "HERALD_CENTER_NAME": "bench-center", "HERALD_LOG_LEVEL": "warning",
+                ]) { $1 })
+                try await Task.sleep(for: .seconds(2))
+                let pushID = UUID()
+                _ = try await PushRepository(client: client, logger: logger).create(
+                    NewPush(id: pushID, appID: app.id, audienceJSON: PushAudience.everyone.json, notificationJSON: "{}",
+                            payload: Array(#"{"aps":{"alert":"benchmark"}}"#.utf8)),
+                    outbox: [.init(topic: HeraldTopic.pushes.name, key: Array(pushID.recordBytes),
+                                   value: try Herald_V1_PushEvent(kind: .created, pushID: pushID, appID: app.id).encodedRecord())])
+                var peak = 0
+                var elapsed: Double?
+                let deadline = ContinuousClock.now + .seconds(600)
+                while elapsed == nil, ContinuousClock.now < deadline, center.isRunning {
+                    peak = max(peak, Self.peakRSS(of: center.processIdentifier))
+                    let rows = try await client.query("""
+                        SELECT EXTRACT(EPOCH FROM fanout_finished_at - fanout_started_at)::float8 FROM pushes
+                        WHERE id = \(pushID) AND fanout_finished_at IS NOT NULL
+                        """, logger: logger)
+                    for try await seconds in rows.decode(Double.self) { elapsed = seconds }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                peak = max(peak, Self.peakRSS(of: center.processIdentifier))
+                BenchmarkProcesses.stop(center)
+                guard let elapsed else { throw ValidationError("the fan-out did not finish; see /tmp/fanout-bench-center.log") }
+                fanoutSeconds.append(elapsed)
+                peakRSS.append(peak)
+                print(String(format: "round %d: center %.2f s (%.0f devices/s), peak RSS %d MB; psql COPY %.2f s (%.0f rows/s)",
+                             round, elapsed, Double(devices) / elapsed, peak / 1024, copySeconds.last!, Double(devices) / copySeconds.last!))
+            }
+            let center = BenchmarkProcesses.median(fanoutSeconds)
+            let copy = BenchmarkProcesses.median(copySeconds)
+            print(String(format: "median: herald-center %.0f devices/s, psql COPY %.0f rows/s, ratio %.2f (target ≥ 0.50); peak RSS %d MB (target ≤ 150)",
+                         Double(devices) / center, Double(devices) / copy, copy / center, (peakRSS.max() ?? 0) / 1024))
+        }
+        try await HeraldDatabase.withClient(settings: try await HeraldConfiguration.load().postgres, logger: logger) { admin in
+            try await admin.query("DROP DATABASE IF EXISTS \(unescaped: database) WITH (FORCE)", logger: logger)
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    /// VmHWM of a process in KiB (0 when it is gone).
+    static func peakRSS(of pid: Int32) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" })[1]) ?? 0
+        }
+        return 0
+    }
+}

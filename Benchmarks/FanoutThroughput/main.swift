@@ -1,1 +1,0 @@
-print("fanout-throughput: not written yet")
