@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNs
+import HeraldCore
 import HeraldKafka
 import HeraldRecords
 import HeraldStore
@@ -148,21 +149,9 @@ public final class SenderWorker: Service, Sendable {
     }
 
     private func deadLetter(_ message: KafkaConsumerMessage, reason: String) async {
-        var letter = Herald_V1_DeadLetter()
-        letter.schemaVersion = 1
-        letter.originalTopic = message.topic
-        letter.originalPartition = message.partition
-        letter.originalOffset = message.offset
-        letter.originalKey = Data(message.key ?? [])
-        letter.originalValue = Data(message.value)
-        letter.reason = reason
-        letter.consumer = "herald-sender"
-        letter.failedAtMs = Int64(Date().timeIntervalSince1970 * 1000)
         logger.error("unreadable job batch sent to the dead-letter topic", metadata: [
             "partition": "\(message.partition)", "offset": "\(message.offset)", "reason": "\(reason)"])
-        if let value = try? letter.encodedRecord() {
-            _ = try? await producer.send(KafkaProducerMessage(topic: HeraldTopic.deadLetter.name, key: message.key, value: value))
-        }
+        await producer.sendToDeadLetter(message, reason: reason, consumer: "herald-sender")
     }
 
     private func finish(_ message: KafkaConsumerMessage) {

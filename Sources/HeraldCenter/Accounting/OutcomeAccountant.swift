@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldKafka
 import HeraldRecords
 import HeraldStore
@@ -94,19 +95,6 @@ public final class OutcomeAccountant: Service, Sendable {
     private func deadLetter(_ message: KafkaConsumerMessage, reason: String) async {
         logger.error("unreadable outcome batch sent to the dead-letter topic", metadata: [
             "partition": "\(message.partition)", "offset": "\(message.offset)", "reason": "\(reason)"])
-        guard let deadLetters else { return }
-        var letter = Herald_V1_DeadLetter()
-        letter.schemaVersion = 1
-        letter.originalTopic = message.topic
-        letter.originalPartition = message.partition
-        letter.originalOffset = message.offset
-        letter.originalKey = Data(message.key ?? [])
-        letter.originalValue = Data(message.value)
-        letter.reason = reason
-        letter.consumer = "herald-center"
-        letter.failedAtMs = Int64(Date().timeIntervalSince1970 * 1000)
-        if let value = try? letter.encodedRecord() {
-            _ = try? await deadLetters.send(KafkaProducerMessage(topic: HeraldTopic.deadLetter.name, key: message.key, value: value))
-        }
+        await deadLetters?.sendToDeadLetter(message, reason: reason, consumer: "herald-center")
     }
 }
