@@ -11,22 +11,9 @@ import HeraldStore
 import Logging
 import ServiceLifecycle
 
-func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("herald-center: \(message)\n".utf8))
-    exit(2)
-}
+func fail(_ message: String) -> Never { ServiceProcess.fail("herald-center", message) }
 
-let configuration: HeraldConfiguration
-do {
-    configuration = try await HeraldConfiguration.load()
-} catch {
-    fail("cannot read the configuration: \(error)")
-}
-LoggingSystem.bootstrap { label in
-    var handler = StreamLogHandler.standardError(label: label)
-    handler.logLevel = Logger.Level(rawValue: configuration.logLevel) ?? .info
-    return handler
-}
+let configuration = await ServiceProcess.start("herald-center")
 let logger = Logger(label: "herald.center")
 let settings = configuration.center
 

@@ -14,22 +14,9 @@ import NIOCore
 import NIOSSL
 import ServiceLifecycle
 
-func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("herald-sender: \(message)\n".utf8))
-    exit(2)
-}
+func fail(_ message: String) -> Never { ServiceProcess.fail("herald-sender", message) }
 
-let configuration: HeraldConfiguration
-do {
-    configuration = try await HeraldConfiguration.load()
-} catch {
-    fail("cannot read the configuration: \(error)")
-}
-LoggingSystem.bootstrap { label in
-    var handler = StreamLogHandler.standardError(label: label)
-    handler.logLevel = Logger.Level(rawValue: configuration.logLevel) ?? .info
-    return handler
-}
+let configuration = await ServiceProcess.start("herald-sender")
 let logger = Logger(label: "herald.sender")
 let settings = configuration.sender
 
