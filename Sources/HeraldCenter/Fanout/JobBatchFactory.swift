@@ -9,7 +9,6 @@ struct JobBatchFactory {
     let pushID: Data
     let appID: Data
     let pushType: APNsPushType
-    let recordPushType: Herald_V1_JobBatch.PushType
     let priority: UInt32
     let expiration: Int64
     let collapseID: String
@@ -20,7 +19,6 @@ struct JobBatchFactory {
         pushID = push.id.recordBytes
         appID = definition.appID.recordBytes
         pushType = APNsPushType(rawValue: definition.pushType) ?? .alert
-        recordPushType = Self.recordPushType(pushType)
         priority = UInt32(definition.priority)
         expiration = definition.expiresAt.map { Int64($0.timeIntervalSince1970.rounded(.up)) } ?? 0
         // A batch delivered twice must replace, not stack, on the phone.
@@ -38,7 +36,7 @@ struct JobBatchFactory {
         return Herald_V1_JobBatch(
             pushID: pushID, appID: appID, sequence: UInt32(cut.record.sequence),
             environment: cut.record.environment == .sandbox ? .sandbox : .production,
-            apnsTopic: pushType.topic(forBundleID: cut.record.topic), pushType: recordPushType, priority: priority,
+            apnsTopic: pushType.topic(forBundleID: cut.record.topic), pushType: Self.recordPushType(pushType), priority: priority,
             expirationS: expiration, collapseID: collapseID, payload: payload, targets: targets,
             createdAtMs: Int64(now.timeIntervalSince1970 * 1000))
     }
