@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "apns-sim", targets: ["apns-sim"]),
         .executable(name: "herald-sender", targets: ["herald-sender"]),
         .executable(name: "herald-center", targets: ["herald-center"]),
+        .executable(name: "herald-api", targets: ["herald-api"]),
         .executable(name: "fanout-throughput", targets: ["fanout-throughput"]),
         .executable(name: "apns-sim-throughput", targets: ["apns-sim-throughput"]),
         .executable(name: "apns-client-throughput", targets: ["apns-client-throughput"]),
@@ -38,6 +39,9 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird", from: "2.1.0"),
     ],
     targets: [
         // MARK: C libraries (system packages, installed by scripts/install-dependencies.sh)
@@ -134,6 +138,24 @@ let package = Package(
             ]
         ),
         .target(
+            name: "HeraldAPI",
+            dependencies: [
+                "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            // Sources/HeraldAPI/Generated is made from Schemas/openapi.yaml by
+            // scripts/generate-openapi.sh (swift-openapi-generator); `make test` checks it is current.
+            exclude: ["Generated/openapi-generator-config.yaml"]
+        ),
+        .target(
             name: "HeraldSender",
             dependencies: [
                 "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldStore", "HeraldCore", "HeraldMetrics",
@@ -198,6 +220,14 @@ let package = Package(
             name: "herald-center",
             dependencies: [
                 "HeraldCenter", "HeraldCore", "HeraldKafka", "HeraldStore", "HeraldMetrics",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "herald-api",
+            dependencies: [
+                "HeraldAPI", "HeraldCore", "HeraldStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -292,6 +322,17 @@ let package = Package(
             dependencies: [
                 "HeraldCenter", "HeraldRecords", "HeraldStore", "HeraldCore", "HeraldKafka",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "HeraldAPITests",
+            dependencies: [
+                "HeraldAPI", "HeraldRecords", "HeraldStore", "HeraldCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

@@ -25,12 +25,13 @@ public struct APIKeyRepository: Sendable {
         return try await Self.first(rows)!
     }
 
-    /// The live (not revoked) key whose hash matches `key`, and marks it used.
+    /// The live key (not revoked, or rotated but still in its grace period) whose hash matches
+    /// `key`, and marks it used.
     public func authenticate(key: String) async throws -> APIKeyRecord? {
         let hash = SecretHasher.hash(key)
         let rows = try await client.query("""
             UPDATE api_keys SET last_used_at = now()
-            WHERE key_hash = \(hash.bytea) AND revoked_at IS NULL
+            WHERE key_hash = \(hash.bytea) AND (revoked_at IS NULL OR revoked_at > now())
             RETURNING id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
             """, logger: logger)
         return try await Self.first(rows)
@@ -44,15 +45,39 @@ public struct APIKeyRepository: Sendable {
         return try await Self.all(rows)
     }
 
-    /// Revokes a key of `appID`. Returns whether a live key was revoked.
+    /// Revokes a key of `appID` at once. Returns whether a live key was revoked.
     @discardableResult
     public func revoke(id: UUID, appID: UUID) async throws -> Bool {
         let rows = try await client.query("""
             UPDATE api_keys SET revoked_at = now()
-            WHERE id = \(id) AND app_id = \(appID) AND revoked_at IS NULL RETURNING id
+            WHERE id = \(id) AND app_id = \(appID) AND (revoked_at IS NULL OR revoked_at > now()) RETURNING id
             """, logger: logger)
         for try await _ in rows.decode(UUID.self) { return true }
         return false
+    }
+
+    /// Replaces the live key `id` of `appID` by `newKey` (same kind and name), in one
+    /// transaction: the old key keeps working for `graceSeconds` (0: it stops at once).
+    /// - Returns: the new key's record, or `nil` when `id` is not a live key of `appID`.
+    public func rotate(id: UUID, appID: UUID, newKey: String, graceSeconds: Int, newID: UUID = UUID()) async throws -> APIKeyRecord? {
+        let hash = SecretHasher.hash(newKey)
+        let prefix = String(newKey.prefix(8))
+        return try await client.transaction(logger: logger) { connection in
+            let old = try await connection.query("""
+                UPDATE api_keys SET revoked_at = now() + make_interval(secs => \(Double(graceSeconds)))
+                WHERE id = \(id) AND app_id = \(appID) AND (revoked_at IS NULL OR revoked_at > now())
+                RETURNING kind, name
+                """, logger: logger)
+            var kindAndName: (String, String)?
+            for try await row in old.decode((String, String).self) { kindAndName = row }
+            guard let (kind, name) = kindAndName else { return nil }
+            let rows = try await connection.query("""
+                INSERT INTO api_keys (id, app_id, kind, key_hash, key_prefix, name)
+                VALUES (\(newID), \(appID), \(kind), \(hash.bytea), \(prefix), \(name))
+                RETURNING id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
+                """, logger: logger)
+            return try await Self.first(rows)
+        }
     }
 
     private static func first(_ rows: PostgresRowSequence) async throws -> APIKeyRecord? {

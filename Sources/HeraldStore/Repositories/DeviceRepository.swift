@@ -45,6 +45,7 @@ public struct DeviceRepository: Sendable {
                 registered = Registered(id: id, isNew: inserted)
             }
             guard let registered else { throw StoreError(message: "device registration returned no row") }
+            try await Self.checkAliasLimit(registration.alias, appID: registration.appID, on: connection, logger: logger)
             if !registration.tags.isEmpty {
                 try await Self.insertTags(registration.tags, deviceID: registered.id, appID: registration.appID, on: connection, logger: logger)
             }
@@ -82,12 +83,16 @@ public struct DeviceRepository: Sendable {
     /// Sets (or with `nil` removes) the alias. Returns whether the device exists.
     @discardableResult
     public func setAlias(_ alias: String?, deviceID: Int64, appID: UUID) async throws -> Bool {
-        let rows = try await client.query("""
-            UPDATE devices SET alias = \(alias), updated_at = now()
-            WHERE id = \(deviceID) AND app_id = \(appID) RETURNING id
-            """, logger: logger)
-        for try await _ in rows.decode(Int64.self) { return true }
-        return false
+        try await client.transaction(logger: logger) { connection in
+            let rows = try await connection.query("""
+                UPDATE devices SET alias = \(alias), updated_at = now()
+                WHERE id = \(deviceID) AND app_id = \(appID) RETURNING id
+                """, logger: logger)
+            var found = false
+            for try await _ in rows.decode(Int64.self) { found = true }
+            if found { try await Self.checkAliasLimit(alias, appID: appID, on: connection, logger: logger) }
+            return found
+        }
     }
 
     /// Adds and removes tags of a device in one transaction. Returns whether the device exists.
@@ -217,6 +222,34 @@ public struct DeviceRepository: Sendable {
             SELECT \(appID), tag, \(deviceID) FROM unnest(\(tags)::text[]) AS tag
             ON CONFLICT DO NOTHING
             """, logger: logger)
+        let rows = try await connection.query("SELECT count(*) FROM device_tags WHERE device_id = \(deviceID)", logger: logger)
+        for try await count in rows.decode(Int64.self) where count > DeviceLimits.maximumTagsPerDevice {
+            throw DeviceLimits.Exceeded(field: "tags", message: "a device carries at most \(DeviceLimits.maximumTagsPerDevice) tags; remove some first")
+        }
+    }
+
+    /// Refuses a write that would give more than the allowed number of devices one alias
+    /// (checked inside the write's transaction).
+    static func checkAliasLimit(_ alias: String?, appID: UUID, on connection: PostgresConnection, logger: Logger) async throws {
+        guard let alias else { return }
+        let rows = try await connection.query(
+            "SELECT count(*) FROM devices WHERE app_id = \(appID) AND alias = \(alias)", logger: logger)
+        for try await count in rows.decode(Int64.self) where count > DeviceLimits.maximumDevicesPerAlias {
+            throw DeviceLimits.Exceeded(field: "alias", message: "an alias names at most \(DeviceLimits.maximumDevicesPerAlias) devices; this one has that many already")
+        }
+    }
+}
+
+/// Limits on what one device or alias holds (docs/limits.md).
+public enum DeviceLimits {
+    public static let maximumTagsPerDevice = 100
+    public static let maximumDevicesPerAlias = 100
+
+    /// A write would exceed a limit; nothing was changed.
+    public struct Exceeded: Error, CustomStringConvertible {
+        public var field: String
+        public var message: String
+        public var description: String { message }
     }
 }
 

@@ -1,0 +1,34 @@
+import Foundation
+import HeraldStore
+
+/// Who is calling: the admin (the configured token) or an app, through one of its keys.
+enum Principal: Sendable, Equatable {
+    case admin
+    case app(appID: UUID, key: APIKeyKind)
+
+    /// The caller of the operation running in this task, set by ``AuthenticationMiddleware``.
+    @TaskLocal static var current: Principal?
+}
+
+/// What an operation demands of its caller.
+enum Permission {
+    /// No key (health, readiness, metrics).
+    case open
+    /// The admin token.
+    case admin
+    /// A server key of an app.
+    case server
+    /// A server or client key of an app.
+    case serverOrClient
+
+    /// The permission of each operation of Schemas/openapi.yaml, by operation id.
+    static func of(operationID: String) -> Permission {
+        switch operationID {
+        case "getHealth", "getReadiness", "getMetrics": .open
+        case "createApp", "listApps", "getApp", "updateApp", "deleteApp", "listKeys", "createKey", "revokeKey",
+             "rotateKey", "listCredentials", "putCredential", "deleteCredential": .admin
+        case "registerDevice", "updateDevice": .serverOrClient
+        default: .server
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Synchronization
+
+/// Per-app token buckets: an app may make `ratePerSecond` requests a second on average and
+/// `burst` at once. Kept in this process's memory (each herald-api process limits on its own;
+/// docs/limits.md).
+final class RateLimiter: Sendable {
+    /// What the limiter decided about one request.
+    struct Decision: Equatable {
+        var allowed: Bool
+        /// Whole requests left in the bucket after this one.
+        var remaining: Int
+        /// When refused: seconds until one request is allowed again (at least 1).
+        var retryAfterSeconds: Int
+    }
+
+    struct Bucket {
+        var tokens: Double
+        var updated: Double
+    }
+
+    let ratePerSecond: Int
+    let burst: Int
+    private let buckets = Mutex<[UUID: Bucket]>([:])
+
+    init(ratePerSecond: Int, burst: Int) {
+        self.ratePerSecond = max(1, ratePerSecond)
+        self.burst = max(1, burst)
+    }
+
+    /// Takes one token for `appID` at time `now` (seconds, monotonic).
+    func take(appID: UUID, now: Double = RateLimiter.now()) -> Decision {
+        buckets.withLock { buckets in
+            var bucket = buckets[appID] ?? Bucket(tokens: Double(burst), updated: now)
+            let decision = Self.take(&bucket, now: now, rate: Double(ratePerSecond), burst: Double(burst))
+            buckets[appID] = bucket
+            return decision
+        }
+    }
+
+    /// The bucket arithmetic, without the lock.
+    static func take(_ bucket: inout Bucket, now: Double, rate: Double, burst: Double) -> Decision {
+        bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.updated) * rate)
+        bucket.updated = now
+        guard bucket.tokens >= 1 else {
+            let wait = (1 - bucket.tokens) / rate
+            return Decision(allowed: false, remaining: 0, retryAfterSeconds: max(1, Int(wait.rounded(.up))))
+        }
+        bucket.tokens -= 1
+        return Decision(allowed: true, remaining: Int(bucket.tokens), retryAfterSeconds: 0)
+    }
+
+    static func now() -> Double {
+        let duration = ContinuousClock.now - ContinuousClock.Instant.zeroReference
+        return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+extension ContinuousClock.Instant {
+    fileprivate static let zeroReference = ContinuousClock.now
+}

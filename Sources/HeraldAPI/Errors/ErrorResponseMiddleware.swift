@@ -1,0 +1,114 @@
+import Foundation
+import HTTPTypes
+import Logging
+import OpenAPIRuntime
+import PostgresNIO
+
+/// Turns every error of an operation into Herald's JSON error answer: ``APIError``s as they
+/// are, requests the generated decoder refused as 400/415 with what was wrong, an unreachable
+/// database as 503. Anything else is a bug: logged, and answered 500 without details.
+struct ErrorResponseMiddleware: ServerMiddleware {
+    let logger: Logger
+
+    func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        do {
+            return try await next(request, body, metadata)
+        } catch {
+            let apiError = Self.apiError(for: error, operationID: operationID, logger: logger)
+            return Self.response(for: apiError)
+        }
+    }
+
+    static func response(for error: APIError) -> (HTTPResponse, HTTPBody?) {
+        var fields = error.headers
+        fields[.contentType] = "application/json"
+        return (HTTPResponse(status: error.status, headerFields: fields), HTTPBody(error.body))
+    }
+
+    static func apiError(for error: any Error, operationID: String, logger: Logger) -> APIError {
+        if let apiError = error as? APIError { return apiError }
+        if let serverError = error as? ServerError {
+            if let apiError = serverError.underlyingError as? APIError { return apiError }
+            if let decodingError = serverError.underlyingError as? DecodingError {
+                return describe(decodingError)
+            }
+            if isDatabaseUnavailable(serverError.underlyingError) { return .unavailable }
+            let status = serverError.httpStatus
+            if status == .unsupportedMediaType {
+                return APIError(status, code: "unsupported_media_type",
+                                message: "\(serverError.causeDescription): send the body as the Open API contract says (usually application/json)")
+            }
+            if status.kind == .clientError {
+                return APIError(status, code: "invalid_request", message: "\(serverError.causeDescription) (\(serverError.underlyingError))")
+            }
+            logger.error("operation failed", metadata: ["operation": "\(operationID)", "error": "\(serverError.underlyingError)"])
+            return APIError(.internalServerError, code: "internal_error", message: "Herald failed to answer; the failure is logged.")
+        }
+        if isDatabaseUnavailable(error) { return .unavailable }
+        logger.error("request failed", metadata: ["operation": "\(operationID)", "error": "\(error)"])
+        return APIError(.internalServerError, code: "internal_error", message: "Herald failed to answer; the failure is logged.")
+    }
+
+    /// A 400 naming the field the decoder stopped at.
+    static func describe(_ error: DecodingError) -> APIError {
+        func path(_ context: DecodingError.Context, _ last: CodingKey? = nil) -> String? {
+            let keys = context.codingPath + (last.map { [$0] } ?? [])
+            let names = keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+            guard !names.isEmpty else { return nil }
+            return names.reduce("") { text, name in name.hasPrefix("[") || text.isEmpty ? text + name : text + "." + name }
+        }
+        switch error {
+        case .dataCorrupted(let context):
+            if let underlying = context.underlyingError, "\(underlying)".contains("nexpected") || context.codingPath.isEmpty {
+                return APIError(.badRequest, code: "invalid_json", message: "The body is not valid JSON: \(context.debugDescription)",
+                                field: path(context))
+            }
+            return APIError(.badRequest, code: "invalid_request", message: "A value is malformed: \(context.debugDescription)",
+                            field: path(context))
+        case .keyNotFound(let key, let context):
+            return APIError(.badRequest, code: "missing_field", message: "The field \"\(key.stringValue)\" is required.",
+                            field: path(context, key))
+        case .typeMismatch(let type, let context):
+            return APIError(.badRequest, code: "wrong_type", message: "Expected \(describe(type)): \(context.debugDescription)",
+                            field: path(context))
+        case .valueNotFound(let type, let context):
+            return APIError(.badRequest, code: "wrong_type", message: "Expected \(describe(type)), found null.", field: path(context))
+        @unknown default:
+            return APIError(.badRequest, code: "invalid_request", message: "The request cannot be read: \(error)")
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        let name = "\(type)"
+        if name.contains("String") { return "a string" }
+        if name.contains("Int") { return "an integer" }
+        if name.contains("Double") || name.contains("Float") { return "a number" }
+        if name.contains("Bool") { return "true or false" }
+        if name.contains("Array") { return "an array" }
+        if name.contains("Dictionary") || name.contains("Container") { return "an object" }
+        return "another type (\(name))"
+    }
+
+    /// PostgreSQL down, unreachable or refusing connections.
+    static func isDatabaseUnavailable(_ error: any Error) -> Bool {
+        if let psql = error as? PSQLError {
+            switch psql.code {
+            case .serverClosedConnection, .connectionError, .uncleanShutdown, .poolClosed, .clientClosedConnection,
+                 .queryCancelled, .tooManyParameters:
+                return psql.code != .tooManyParameters
+            default:
+                if let sqlState = psql.serverInfo?[.sqlState] {
+                    // 08: connection exceptions, 57: operator intervention (shutdown), 53: resources.
+                    return sqlState.hasPrefix("08") || sqlState.hasPrefix("57") || sqlState.hasPrefix("53")
+                }
+                return false
+            }
+        }
+        if error is CancellationError { return false }
+        let text = String(describing: error)
+        return text.contains("Connection refused") || text.contains("connectTimeout") || text.contains("ECONNREFUSED")
+    }
+}

@@ -1,0 +1,290 @@
+import Foundation
+import HeraldAPNs
+import HeraldStore
+import OpenAPIRuntime
+
+/// A push request checked and turned into what Herald stores: the audience, the rendered APNs
+/// payload (checked against Apple's size limit here, not by a worker) and the options.
+///
+/// Pure logic: no I/O, so every rule is unit-tested.
+struct PushComposer {
+    /// Lists in an audience hold at most this many ids or aliases.
+    static let maximumListSize = 1000
+    static let maximumScheduleAhead: TimeInterval = 366 * 86_400
+
+    struct Composed {
+        var audience: PushAudience
+        var notificationJSON: String
+        var optionsJSON: String
+        var payload: [UInt8]
+        var pushType: APNsPushType
+        var priority: APNsPriority
+        var expiresAt: Date?
+        var collapseID: String?
+        var scheduledAt: Date?
+        var throttlePerSecond: Int?
+        var finishWithinSeconds: Int?
+        /// The push this one replaces (its collapse id is taken by the handler).
+        var replaces: UUID?
+        var warnings: [String]
+    }
+
+    let now: Date
+
+    init(now: Date = Date()) {
+        self.now = now
+    }
+
+    func compose(_ request: Components.Schemas.PushRequest) throws(APIError) -> Composed {
+        let audience = try audience(request.audience)
+        let options = request.options ?? .init()
+        var warnings: [String] = []
+
+        // The payload: a notification, or a raw aps dictionary.
+        let payload: APNsPayload
+        let isSilent: Bool
+        switch (request.notification, request.aps) {
+        case (let notification?, nil):
+            if request.data != nil {
+                throw .invalid("data", "with a notification, put custom keys in notification.data")
+            }
+            payload = try self.payload(notification)
+            isSilent = notification.silent == true && notification.alert == nil && notification.sound == nil
+                && notification.criticalSound == nil && notification.badge == nil
+        case (nil, let aps?):
+            var raw = APNsPayload()
+            raw.custom = try custom(request.data, field: "data")
+            raw.custom["aps"] = APNsJSON(container: aps)
+            payload = raw
+            isSilent = false
+        case (.some, .some):
+            throw .invalid("aps", "send either a notification or a raw aps dictionary, not both")
+        case (nil, nil):
+            throw .invalid("notification", "a push needs a notification (or, for experts, a raw aps dictionary)")
+        }
+
+        let pushType = options.pushType.flatMap { APNsPushType(rawValue: $0.rawValue) } ?? (isSilent ? .background : .alert)
+        let priority: APNsPriority
+        if let requested = options.priority.flatMap({ APNsPriority(rawValue: $0.rawValue) }) {
+            guard pushType.allowedPriorities.contains(requested) else {
+                let allowed = pushType.allowedPriorities.map { String($0.rawValue) }.sorted().joined(separator: " or ")
+                throw .invalid("options.priority", "Apple takes \(pushType.rawValue) pushes with priority \(allowed) only")
+            }
+            priority = requested
+        } else {
+            priority = pushType.defaultPriority
+        }
+        if request.notification?.silent == true, !isSilent {
+            warnings.append("silent is set together with an alert, sound or badge: the phone will show them; a background update carries none")
+        }
+
+        let bytes: [UInt8]
+        do {
+            bytes = try payload.validated(for: pushType)
+        } catch {
+            throw APIError(.contentTooLarge, code: "payload_too_large", message: error.description, field: "notification")
+        }
+
+        // Timing.
+        let scheduledAt = try schedule(options.scheduledAt)
+        let start = scheduledAt ?? now
+        var expiresAt: Date?
+        switch (options.timeToLiveSeconds, options.expiresAt) {
+        case (let ttl?, nil):
+            guard (1...2_592_000).contains(ttl) else {
+                throw .invalid("options.time_to_live_seconds", "a time to live is 1 to 2592000 seconds (30 days)")
+            }
+            expiresAt = start.addingTimeInterval(TimeInterval(ttl))
+        case (nil, let expiry?):
+            guard expiry > start else {
+                throw .invalid("options.expires_at", "expires_at must be after the push starts (now, or its scheduled_at)")
+            }
+            expiresAt = expiry
+        case (.some, .some):
+            throw .invalid("options.expires_at", "give a time to live or an absolute expiration, not both")
+        case (nil, nil):
+            expiresAt = nil
+        }
+
+        if let collapseID = options.collapseId, collapseID.isEmpty || collapseID.utf8.count > 64 {
+            throw .invalid("options.collapse_id", "a collapse id is 1 to 64 bytes")
+        }
+
+        var throttlePerSecond: Int?
+        var finishWithin: Int?
+        if let throttle = options.throttle {
+            switch (throttle.perSecond, throttle.finishWithinSeconds) {
+            case (let rate?, nil):
+                guard (1...1_000_000).contains(rate) else {
+                    throw .invalid("options.throttle.per_second", "a throttle is 1 to 1000000 notifications a second")
+                }
+                throttlePerSecond = rate
+            case (nil, let seconds?):
+                guard (1...604_800).contains(seconds) else {
+                    throw .invalid("options.throttle.finish_within_seconds", "finish_within_seconds is 1 to 604800 (a week)")
+                }
+                finishWithin = seconds
+            default:
+                throw .invalid("options.throttle", "a throttle is either per_second or finish_within_seconds")
+            }
+        }
+
+        var replaces: UUID?
+        if let text = options.replaces {
+            guard let id = UUID(uuidString: text) else { throw .invalid("options.replaces", "replaces names a push id (a UUID)") }
+            replaces = id
+        }
+
+        var notificationJSON = "{}"
+        if let notification = request.notification {
+            notificationJSON = Self.json(notification)
+        } else if let aps = request.aps {
+            notificationJSON = Self.json(RawNotification(aps: aps, data: request.data))
+        }
+        return Composed(
+            audience: audience, notificationJSON: notificationJSON, optionsJSON: Self.json(options), payload: bytes,
+            pushType: pushType, priority: priority, expiresAt: expiresAt, collapseID: options.collapseId,
+            scheduledAt: scheduledAt, throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithin,
+            replaces: replaces, warnings: warnings)
+    }
+
+    /// The stored audience, after the limits and "selects somebody" are checked.
+    func audience(_ audience: Components.Schemas.Audience) throws(APIError) -> PushAudience {
+        let ids = audience.registrationIds ?? []
+        let aliases = audience.aliases ?? []
+        guard ids.count <= Self.maximumListSize else {
+            throw .invalid("audience.registration_ids", "an audience names at most \(Self.maximumListSize) registration ids; use tags for more")
+        }
+        guard aliases.count <= Self.maximumListSize else {
+            throw .invalid("audience.aliases", "an audience names at most \(Self.maximumListSize) aliases; use tags for more")
+        }
+        if let bad = ids.firstIndex(where: { $0 < 1 }) {
+            throw .invalid("audience.registration_ids[\(bad)]", "registration ids are positive numbers")
+        }
+        try checkStrings(aliases, field: "audience.aliases", maximumLength: 128)
+        var tags: PushAudience.TagFilter?
+        if let filter = audience.tags {
+            for (name, list) in [("any", filter.any), ("all", filter.all), ("none", filter.none)] {
+                guard let list else { continue }
+                guard list.count <= 100 else { throw .invalid("audience.tags.\(name)", "at most 100 tags in one list") }
+                try checkStrings(list, field: "audience.tags.\(name)", maximumLength: 64)
+            }
+            tags = .init(any: filter.any, all: filter.all, none: filter.none)
+        }
+        let everyone = audience.all == true
+        let hasTagSelector = !(tags?.any ?? []).isEmpty || !(tags?.all ?? []).isEmpty || !(tags?.none ?? []).isEmpty
+        guard everyone || !ids.isEmpty || !aliases.isEmpty || hasTagSelector else {
+            throw .invalid("audience", "the audience selects nobody: set all to true, or name registration_ids, aliases or tags")
+        }
+        return PushAudience(
+            all: everyone ? true : nil, registrationIDs: ids.isEmpty ? nil : ids, aliases: aliases.isEmpty ? nil : aliases,
+            tags: hasTagSelector ? tags : nil,
+            environment: audience.environment.flatMap { APNsEnvironment(rawValue: $0.rawValue) })
+    }
+
+    private func checkStrings(_ values: [String], field: String, maximumLength: Int) throws(APIError) {
+        if let bad = values.firstIndex(where: { $0.isEmpty || $0.count > maximumLength }) {
+            throw .invalid("\(field)[\(bad)]", "each entry is 1 to \(maximumLength) characters")
+        }
+    }
+
+    private func payload(_ notification: Components.Schemas.Notification) throws(APIError) -> APNsPayload {
+        var payload = APNsPayload()
+        if let alert = notification.alert {
+            payload.alert = .details(.init(
+                title: alert.title, subtitle: alert.subtitle, body: alert.body, launchImage: alert.launchImage,
+                titleLocalizationKey: alert.titleLocKey, titleLocalizationArguments: alert.titleLocArgs,
+                subtitleLocalizationKey: alert.subtitleLocKey, subtitleLocalizationArguments: alert.subtitleLocArgs,
+                localizationKey: alert.locKey, localizationArguments: alert.locArgs))
+        }
+        if let badge = notification.badge {
+            guard (0...1_000_000).contains(badge) else { throw .invalid("notification.badge", "a badge is 0 to 1000000") }
+            payload.badge = badge
+        }
+        switch (notification.sound, notification.criticalSound) {
+        case (let name?, nil):
+            guard !name.isEmpty else { throw .invalid("notification.sound", "name a sound file, or \"default\"") }
+            payload.sound = .named(name)
+        case (nil, let critical?):
+            let volume = critical.volume ?? 1
+            guard (0...1).contains(volume) else { throw .invalid("notification.critical_sound.volume", "the volume is 0 to 1") }
+            payload.sound = .critical(name: critical.name, volume: volume)
+        case (.some, .some):
+            throw .invalid("notification.critical_sound", "give a sound or a critical_sound, not both")
+        case (nil, nil):
+            break
+        }
+        payload.category = notification.category
+        payload.threadID = notification.threadId
+        payload.contentAvailable = notification.silent == true
+        payload.mutableContent = notification.mutableContent == true
+        payload.targetContentID = notification.targetContentId
+        if let level = notification.interruptionLevel {
+            payload.interruptionLevel = APNsPayload.InterruptionLevel(rawValue: level.rawValue)
+        }
+        if let score = notification.relevanceScore {
+            guard (0...1).contains(score) else { throw .invalid("notification.relevance_score", "a relevance score is 0 to 1") }
+            payload.relevanceScore = score
+        }
+        payload.custom = try custom(notification.data, field: "notification.data")
+        return payload
+    }
+
+    private func custom(_ data: OpenAPIObjectContainer?, field: String) throws(APIError) -> [String: APNsJSON] {
+        guard let data else { return [:] }
+        guard data.value["aps"] == nil else {
+            throw .invalid(field, "custom data cannot use the key \"aps\", which is Apple's")
+        }
+        var custom: [String: APNsJSON] = [:]
+        for (key, value) in data.value { custom[key] = APNsJSON(any: value) }
+        return custom
+    }
+
+    private func schedule(_ scheduledAt: Date?) throws(APIError) -> Date? {
+        guard let scheduledAt else { return nil }
+        guard scheduledAt > now.addingTimeInterval(-60) else {
+            throw .invalid("options.scheduled_at", "scheduled_at is in the past; leave it out to send now")
+        }
+        guard scheduledAt < now.addingTimeInterval(Self.maximumScheduleAhead) else {
+            throw .invalid("options.scheduled_at", "a push is scheduled at most a year ahead")
+        }
+        return scheduledAt > now ? scheduledAt : nil
+    }
+
+    private struct RawNotification: Encodable {
+        var aps: OpenAPIObjectContainer
+        var data: OpenAPIObjectContainer?
+    }
+
+    /// JSON with sorted keys, as stored with the push.
+    static func json(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "{}"
+    }
+}
+
+extension APNsJSON {
+    /// A JSON value the Open API decoded as a free-form object.
+    init(container: OpenAPIObjectContainer) {
+        self = APNsJSON(any: container.value)
+    }
+
+    init(any value: (any Sendable)?) {
+        switch value {
+        case nil: self = .null
+        case let bool as Bool: self = .bool(bool)
+        case let integer as Int: self = .integer(integer)
+        case let integer as Int64: self = .integer(Int(integer))
+        case let number as Double: self = number == number.rounded() && abs(number) < 1e15 ? .integer(Int(number)) : .number(number)
+        case let text as String: self = .string(text)
+        case let array as [(any Sendable)?]: self = .array(array.map { APNsJSON(any: $0) })
+        case let object as [String: (any Sendable)?]: self = .object(object.mapValues { APNsJSON(any: $0) })
+        case let container as OpenAPIObjectContainer: self = APNsJSON(any: container.value)
+        case let container as OpenAPIValueContainer: self = APNsJSON(any: container.value)
+        case let container as OpenAPIArrayContainer: self = .array(container.value.map { APNsJSON(any: $0) })
+        default: self = .string(String(describing: value!))
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import PostgresNIO
+
+/// What the Open API shows of a push: the push, its counters, and its fan-out progress.
+public struct PushProgress: Sendable {
+    public var push: Push
+    public var counters: PushCounters
+    public var paused: Bool
+    public var audienceSize: Int64?
+    public var etaAt: Date?
+    public var fanoutStartedAt: Date?
+    public var fanoutFinishedAt: Date?
+}
+
+/// An app's numbers: devices by status and environment, pushes by state, delivery totals.
+public struct AppStatistics: Sendable {
+    public var activeDevices: Int64 = 0
+    public var invalidDevices: Int64 = 0
+    public var activeDevicesByEnvironment: [String: Int64] = [:]
+    public var pushesByState: [String: Int64] = [:]
+    public var delivery = PushCounters()
+}
+
+extension PushRepository {
+    /// The push `id` of `appID` with its counters and progress.
+    public func progress(id: UUID, appID: UUID) async throws -> PushProgress? {
+        try await progress(where: "p.id = \(id) AND p.app_id = \(appID)", limit: 1).first
+    }
+
+    /// An app's pushes with their progress, newest first, `limit` at a time before `cursor`.
+    public func progressList(appID: UUID, state: PushState?, before cursor: UUID?, limit: Int) async throws -> [PushProgress] {
+        try await progress(where: """
+            p.app_id = \(appID) AND (\(state?.rawValue)::text IS NULL OR p.state = \(state?.rawValue)::text)
+            AND (\(cursor)::uuid IS NULL OR (p.created_at, p.id) < (SELECT created_at, id FROM pushes WHERE id = \(cursor)::uuid AND app_id = \(appID)))
+            """, limit: limit)
+    }
+
+    /// Whether the stored push `id` was created from this audience, notification and options
+    /// (compared as JSON values, so key order and spacing do not matter).
+    public func matches(id: UUID, audienceJSON: String, notificationJSON: String, optionsJSON: String) async throws -> Bool {
+        let rows = try await client.query("""
+            SELECT audience = \(audienceJSON)::jsonb AND notification = \(notificationJSON)::jsonb AND options = \(optionsJSON)::jsonb
+            FROM pushes WHERE id = \(id)
+            """, logger: logger)
+        for try await same in rows.decode(Bool.self) { return same }
+        return false
+    }
+
+    /// The recall push of `pushID`, if one was made.
+    public func recall(of pushID: UUID, appID: UUID) async throws -> Push? {
+        let rows = try await client.query("""
+            SELECT \(unescaped: Self.pushColumns) FROM pushes WHERE recall_of = \(pushID) AND app_id = \(appID)
+            ORDER BY created_at LIMIT 1
+            """, logger: logger)
+        return try await Self.pushes(from: rows).first
+    }
+
+    /// The app's devices, pushes created since `since`, and their delivery totals.
+    public func statistics(appID: UUID, since: Date) async throws -> AppStatistics {
+        var statistics = AppStatistics()
+        let devices = try await client.query("""
+            SELECT status, environment, count(*) FROM devices WHERE app_id = \(appID) GROUP BY status, environment
+            """, logger: logger)
+        for try await (status, environment, count) in devices.decode((String, String, Int64).self) {
+            if status == "active" {
+                statistics.activeDevices += count
+                statistics.activeDevicesByEnvironment[environment, default: 0] += count
+            } else {
+                statistics.invalidDevices += count
+            }
+        }
+        let pushes = try await client.query("""
+            SELECT state, count(*) FROM pushes WHERE app_id = \(appID) AND created_at >= \(since) GROUP BY state
+            """, logger: logger)
+        for try await (state, count) in pushes.decode((String, Int64).self) { statistics.pushesByState[state] = count }
+        let totals = try await client.query("""
+            SELECT COALESCE(sum(c.targeted), 0)::bigint, COALESCE(sum(c.accepted), 0)::bigint, COALESCE(sum(c.rejected), 0)::bigint,
+                   COALESCE(sum(c.expired), 0)::bigint, COALESCE(sum(c.canceled), 0)::bigint,
+                   COALESCE(sum(c.tokens_invalidated), 0)::bigint,
+                   COALESCE((SELECT jsonb_object_agg(reason, total) FROM (
+                       SELECT r.key AS reason, sum(r.value::bigint) AS total
+                       FROM push_counters c2 JOIN pushes p2 ON p2.id = c2.push_id, jsonb_each_text(c2.rejected_by_reason) r
+                       WHERE p2.app_id = \(appID) AND p2.created_at >= \(since) GROUP BY r.key) reasons), '{}')::text
+            FROM push_counters c JOIN pushes p ON p.id = c.push_id
+            WHERE p.app_id = \(appID) AND p.created_at >= \(since)
+            """, logger: logger)
+        for try await (targeted, accepted, rejected, expired, canceled, invalidated, reasons)
+            in totals.decode((Int64, Int64, Int64, Int64, Int64, Int64, String).self) {
+            statistics.delivery.targeted = targeted
+            statistics.delivery.accepted = accepted
+            statistics.delivery.rejected = rejected
+            statistics.delivery.expired = expired
+            statistics.delivery.canceled = canceled
+            statistics.delivery.tokensInvalidated = invalidated
+            statistics.delivery.rejectedByReason = (try? JSONDecoder().decode([String: Int64].self, from: Data(reasons.utf8))) ?? [:]
+        }
+        return statistics
+    }
+
+    private func progress(where condition: PostgresQuery, limit: Int) async throws -> [PushProgress] {
+        var query = PostgresQuery(unsafeSQL: """
+            SELECT p.id, p.app_id, p.state, p.audience::text, p.notification::text, p.options::text, p.payload, p.push_type,
+                   p.priority, p.expires_at, p.collapse_id, p.idempotency_key, p.scheduled_at, p.throttle_per_second,
+                   p.finish_within_s, p.recall_of, p.fanout_cursor, p.batches_emitted, p.created_at, p.completed_at,
+                   p.canceled_at,
+                   p.paused_at IS NOT NULL, p.audience_size, p.eta_at, p.fanout_started_at, p.fanout_finished_at,
+                   COALESCE(c.targeted, 0), COALESCE(c.accepted, 0), COALESCE(c.rejected, 0), COALESCE(c.expired, 0),
+                   COALESCE(c.canceled, 0), COALESCE(c.tokens_invalidated, 0), COALESCE(c.rejected_by_reason, '{}')::text
+            FROM pushes p LEFT JOIN push_counters c ON c.push_id = p.id
+            WHERE
+            """, binds: condition.binds)
+        query.sql += " " + condition.sql + " ORDER BY p.created_at DESC, p.id DESC LIMIT \(max(1, limit))"
+        let rows = try await client.query(query, logger: logger)
+        var result: [PushProgress] = []
+        for try await row in rows {
+            let columns = try row.decode((UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?,
+                                          String?, String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?,
+                                          Date?).self)
+            let cells = row.makeRandomAccess()
+            let definition = NewPush(
+                id: columns.0, appID: columns.1, state: PushState(rawValue: columns.2) ?? .accepted,
+                audienceJSON: columns.3, notificationJSON: columns.4, optionsJSON: columns.5, payload: columns.6.bytes,
+                pushType: columns.7, priority: Int(columns.8), expiresAt: columns.9, collapseID: columns.10,
+                idempotencyKey: columns.11, scheduledAt: columns.12, throttlePerSecond: columns.13.map(Int.init),
+                finishWithinSeconds: columns.14.map(Int.init), recallOf: columns.15)
+            var counters = PushCounters()
+            counters.targeted = try cells[26].decode(Int64.self)
+            counters.accepted = try cells[27].decode(Int64.self)
+            counters.rejected = try cells[28].decode(Int64.self)
+            counters.expired = try cells[29].decode(Int64.self)
+            counters.canceled = try cells[30].decode(Int64.self)
+            counters.tokensInvalidated = try cells[31].decode(Int64.self)
+            let reasons = try cells[32].decode(String.self)
+            counters.rejectedByReason = (try? JSONDecoder().decode([String: Int64].self, from: Data(reasons.utf8))) ?? [:]
+            result.append(PushProgress(
+                push: Push(definition: definition, fanoutCursor: columns.16, batchesEmitted: Int(columns.17),
+                           createdAt: columns.18, completedAt: columns.19, canceledAt: columns.20),
+                counters: counters, paused: try cells[21].decode(Bool.self), audienceSize: try cells[22].decode(Int64?.self),
+                etaAt: try cells[23].decode(Date?.self), fanoutStartedAt: try cells[24].decode(Date?.self),
+                fanoutFinishedAt: try cells[25].decode(Date?.self)))
+        }
+        return result
+    }
+}
