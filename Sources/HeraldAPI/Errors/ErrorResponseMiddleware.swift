@@ -62,7 +62,12 @@ struct ErrorResponseMiddleware: ServerMiddleware {
         }
         switch error {
         case .dataCorrupted(let context):
-            if let underlying = context.underlyingError, "\(underlying)".contains("nexpected") || context.codingPath.isEmpty {
+            if context.debugDescription.contains("unknown keys") {
+                return APIError(.badRequest, code: "unknown_field",
+                                message: "The field \"\(context.codingPath.last?.stringValue ?? "?")\" is not part of this request; check its spelling against the Open API contract.",
+                                field: path(context))
+            }
+            if context.codingPath.isEmpty {
                 return APIError(.badRequest, code: "invalid_json", message: "The body is not valid JSON: \(context.debugDescription)",
                                 field: path(context))
             }

@@ -15,6 +15,7 @@ public struct HeraldConfiguration: Sendable {
     public var security: SecuritySettings
     public var sender: SenderSettings
     public var center: CenterSettings
+    public var api: APISettings
     /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical` (`HERALD_LOG_LEVEL`).
     public var logLevel: String
 
@@ -64,6 +65,7 @@ public struct HeraldConfiguration: Sendable {
         )
         sender = SenderSettings(reader: config)
         center = CenterSettings(reader: config)
+        api = APISettings(reader: config)
         logLevel = config.string(forKey: "logLevel", default: "info")
     }
 }

@@ -142,3 +142,20 @@ extension PushRepository {
         return result
     }
 }
+
+extension PushRepository {
+    /// A page of the devices push `pushID` did not reach, with when each was recorded.
+    public func failurePage(pushID: UUID, after cursor: Int64, limit: Int) async throws -> [(failure: FailedDelivery, failedAt: Date)] {
+        let rows = try await client.query("""
+            SELECT device_id, status, NULLIF(reason, ''), NULLIF(http_status, 0), attempts, failed_at FROM failed_deliveries
+            WHERE push_id = \(pushID) AND device_id > \(cursor) ORDER BY device_id LIMIT \(limit)
+            """, logger: logger)
+        var page: [(FailedDelivery, Date)] = []
+        for try await (deviceID, status, reason, httpStatus, attempts, failedAt)
+            in rows.decode((Int64, String, String?, Int16?, Int16, Date).self) {
+            page.append((FailedDelivery(pushID: pushID, deviceID: deviceID, status: FailedDelivery.Status(rawValue: status) ?? .rejected,
+                                        reason: reason, httpStatus: httpStatus.map(Int.init), attempts: Int(attempts)), failedAt))
+        }
+        return page
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import HeraldStore
+
+/// Reads a bulk import line by line: NDJSON (one registration object a line) or CSV (a header
+/// line naming the columns). Good lines become rows; bad ones are counted, and the first 100
+/// are kept with their line number and what is wrong.
+struct DeviceImportParser {
+    enum Format { case ndjson, csv }
+
+    static let reportedErrors = 100
+
+    let format: Format
+    let appID: UUID
+    let bundleID: String
+    private(set) var lines = 0
+    private(set) var rejected = 0
+    private(set) var errors: [(line: Int, message: String)] = []
+    private var columns: [String]?
+    private var pending: [UInt8] = []
+
+    init(format: Format, appID: UUID, bundleID: String) {
+        self.format = format
+        self.appID = appID
+        self.bundleID = bundleID
+    }
+
+    /// Feeds the next bytes of the body; returns the rows of the lines they completed.
+    mutating func feed(_ bytes: some Collection<UInt8>) -> [DeviceImportRow] {
+        pending.append(contentsOf: bytes)
+        var rows: [DeviceImportRow] = []
+        var start = 0
+        while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+            if let row = parse(pending[start..<newline]) { rows.append(row) }
+            start = newline + 1
+        }
+        pending.removeFirst(start)
+        return rows
+    }
+
+    /// The last line, when the body did not end with a line break.
+    mutating func finish() -> [DeviceImportRow] {
+        defer { pending.removeAll() }
+        return parse(pending[...]).map { [$0] } ?? []
+    }
+
+    private mutating func parse(_ bytes: ArraySlice<UInt8>) -> DeviceImportRow? {
+        var text = String(decoding: bytes, as: UTF8.self)
+        if text.hasSuffix("\r") { text.removeLast() }
+        if text.allSatisfy(\.isWhitespace) { return nil }
+        if format == .csv && columns == nil {
+            let names = CSV.fields(text).map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            let known: Set = ["token", "environment", "topic", "alias", "tags", "locale", "time_zone"]
+            if let unknown = names.first(where: { !known.contains($0) }) {
+                reject(line: 1, "the CSV header names an unknown column \"\(unknown)\"; columns are \(known.sorted().joined(separator: ", "))")
+                columns = []
+            } else if !names.contains("token") || !names.contains("environment") {
+                reject(line: 1, "the CSV header must name the columns token and environment")
+                columns = []
+            } else {
+                columns = names
+            }
+            return nil
+        }
+        lines += 1
+        let lineNumber = format == .csv ? lines + 1 : lines
+        do {
+            return try format == .csv ? csvRow(text) : ndjsonRow(text)
+        } catch {
+            reject(line: lineNumber, error.message)
+            return nil
+        }
+    }
+
+    private mutating func reject(line: Int, _ message: String) {
+        rejected += 1
+        if errors.count < Self.reportedErrors { errors.append((line, message)) }
+    }
+
+    private func ndjsonRow(_ text: String) throws(APIError) -> DeviceImportRow {
+        let registration: Components.Schemas.DeviceRegistration
+        do {
+            registration = try JSONDecoder().decode(Components.Schemas.DeviceRegistration.self, from: Data(text.utf8))
+        } catch let error as DecodingError {
+            let described = ErrorResponseMiddleware.describe(error)
+            throw .invalid(described.field ?? "line", described.message)
+        } catch {
+            throw .invalid("line", "not a JSON object")
+        }
+        let checked = try DeviceInput.registration(registration, appID: appID, bundleID: bundleID)
+        return DeviceImportRow(token: checked.token, environment: checked.environment, topic: checked.topic,
+                               alias: checked.alias, tags: checked.tags, locale: checked.locale, timeZone: checked.timeZone)
+    }
+
+    private func csvRow(_ text: String) throws(APIError) -> DeviceImportRow {
+        guard let columns, !columns.isEmpty else { throw .invalid("line", "no usable CSV header") }
+        let fields = CSV.fields(text)
+        guard fields.count == columns.count else {
+            throw .invalid("line", "\(fields.count) fields where the header names \(columns.count)")
+        }
+        var values: [String: String] = [:]
+        for (name, value) in zip(columns, fields) where !value.isEmpty { values[name] = value }
+        guard let environment = values["environment"].flatMap(Components.Schemas.Environment.init(rawValue:)) else {
+            throw .invalid("environment", "environment is production or sandbox")
+        }
+        let tags = values["tags"].map { $0.split(separator: "|").map(String.init) }
+        let registration = Components.Schemas.DeviceRegistration(
+            token: values["token"] ?? "", environment: environment, topic: values["topic"], alias: values["alias"], tags: tags,
+            locale: values["locale"], timeZone: values["time_zone"])
+        let checked = try DeviceInput.registration(registration, appID: appID, bundleID: bundleID)
+        return DeviceImportRow(token: checked.token, environment: checked.environment, topic: checked.topic,
+                               alias: checked.alias, tags: checked.tags, locale: checked.locale, timeZone: checked.timeZone)
+    }
+}
+
+/// Just enough CSV (RFC 4180): commas, double-quoted fields with "" for a quote.
+enum CSV {
+    static func fields(_ line: String) -> [String] {
+        var fields: [String] = []
+        var field = ""
+        var quoted = false
+        var iterator = line.makeIterator()
+        while let character = iterator.next() {
+            if quoted {
+                if character == "\"" {
+                    if let next = iterator.next() {
+                        if next == "\"" { field.append("\"") } else {
+                            quoted = false
+                            if next == "," { fields.append(field); field = "" } else { field.append(next) }
+                        }
+                    } else {
+                        quoted = false
+                    }
+                } else {
+                    field.append(character)
+                }
+            } else if character == "\"" && field.isEmpty {
+                quoted = true
+            } else if character == "," {
+                fields.append(field)
+                field = ""
+            } else {
+                field.append(character)
+            }
+        }
+        fields.append(field)
+        return fields
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import HeraldStore
+
+/// The checks every device registration passes, from the API or an import line.
+enum DeviceInput {
+    /// The token's bytes from its hexadecimal text (8 to 100 bytes).
+    static func token(_ text: String, field: String = "token") throws(APIError) -> [UInt8] {
+        let utf8 = Array(text.utf8)
+        guard utf8.count % 2 == 0, (16...200).contains(utf8.count) else {
+            throw .invalid(field, "a device token is 16 to 200 hexadecimal digits (APNs tokens are 64)")
+        }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(utf8.count / 2)
+        var index = 0
+        while index < utf8.count {
+            guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else {
+                throw .invalid(field, "a device token is hexadecimal digits only (0-9, a-f)")
+            }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+
+    private static func nibble(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    static func alias(_ alias: String?, field: String = "alias") throws(APIError) {
+        guard let alias else { return }
+        guard (1...128).contains(alias.count), !alias.contains(where: \.isNewline) else {
+            throw .invalid(field, "an alias is 1 to 128 characters on one line")
+        }
+    }
+
+    static func tags(_ tags: [String]?, field: String = "tags") throws(APIError) {
+        guard let tags else { return }
+        guard tags.count <= DeviceLimits.maximumTagsPerDevice else {
+            throw .invalid(field, "a device carries at most \(DeviceLimits.maximumTagsPerDevice) tags")
+        }
+        if let bad = tags.firstIndex(where: { !(1...64).contains($0.count) || $0.contains(where: { $0.isNewline || $0 == "\t" }) }) {
+            throw .invalid("\(field)[\(bad)]", "a tag is 1 to 64 characters, without tabs or line breaks")
+        }
+    }
+
+    static func text(_ value: String?, field: String, maximum: Int) throws(APIError) {
+        guard let value else { return }
+        guard (1...maximum).contains(value.count), !value.contains(where: \.isNewline) else {
+            throw .invalid(field, "\(field) is 1 to \(maximum) characters on one line")
+        }
+    }
+
+    static func timeZone(_ value: String?, field: String = "time_zone") throws(APIError) {
+        guard let value else { return }
+        guard value.count <= 64, TimeZone(identifier: value) != nil else {
+            throw .invalid(field, "time_zone is an IANA time zone such as Europe/Berlin")
+        }
+    }
+
+    /// A registration checked as a whole.
+    static func registration(_ body: Components.Schemas.DeviceRegistration, appID: UUID, bundleID: String) throws(APIError) -> DeviceRegistration {
+        let token = try token(body.token)
+        try alias(body.alias)
+        try tags(body.tags)
+        try text(body.topic, field: "topic", maximum: 255)
+        try text(body.locale, field: "locale", maximum: 35)
+        try timeZone(body.timeZone)
+        return DeviceRegistration(appID: appID, token: token, environment: body.environment.store, topic: body.topic ?? bundleID,
+                                  alias: body.alias, tags: body.tags ?? [], locale: body.locale, timeZone: body.timeZone)
+    }
+}

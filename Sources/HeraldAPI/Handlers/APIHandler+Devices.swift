@@ -1,0 +1,162 @@
+import Foundation
+import HeraldStore
+import OpenAPIRuntime
+
+// Devices: registration (also with a client key), look-ups, changes, bulk import.
+extension APIHandler {
+    func registerDevice(_ input: Operations.RegisterDevice.Input) async throws -> Operations.RegisterDevice.Output {
+        let appID = try Principal.requireApp()
+        guard case .json(let body) = input.body else { throw APIError.badRequest("send the device as JSON") }
+        let app = try await callingApp(appID)
+        let registration = try DeviceInput.registration(body, appID: appID, bundleID: app.bundleID)
+        let registered = try await withDeviceLimits { try await devices.register(registration) }
+        guard let device = try await devices.device(id: registered.id, appID: appID) else { throw APIError.notFound("device") }
+        return registered.isNew ? .created(.init(body: .json(.init(device)))) : .ok(.init(body: .json(.init(device))))
+    }
+
+    func listDevices(_ input: Operations.ListDevices.Input) async throws -> Operations.ListDevices.Output {
+        let appID = try Principal.requireApp()
+        let limit = try Self.pageSize(input.query.limit)
+        let cursor = input.query.cursor ?? 0
+        guard cursor >= 0 else { throw APIError.badRequest("cursor is a registration id from next_cursor", field: "cursor") }
+        let page: [Device]
+        switch (input.query.alias, input.query.tag) {
+        case (let alias?, nil):
+            try DeviceInput.alias(alias)
+            page = try await devices.devices(alias: alias, appID: appID, limit: min(limit, DeviceLimits.maximumDevicesPerAlias + 1))
+                .filter { $0.id > cursor }
+        case (nil, let tag?):
+            try DeviceInput.tags([tag], field: "tag")
+            page = try await devices.devices(tag: tag, appID: appID, after: cursor, limit: limit)
+        case (nil, nil):
+            page = try await devices.devices(appID: appID, after: cursor, limit: limit)
+        case (.some, .some):
+            throw APIError.badRequest("look devices up by alias or by tag, not both at once", field: "tag")
+        }
+        let next = input.query.alias == nil && page.count == limit ? page.last?.id : nil
+        return .ok(.init(body: .json(.init(devices: page.map(Components.Schemas.Device.init), nextCursor: next))))
+    }
+
+    func getDevice(_ input: Operations.GetDevice.Input) async throws -> Operations.GetDevice.Output {
+        let appID = try Principal.requireApp()
+        guard let device = try await devices.device(id: input.path.registrationId, appID: appID) else {
+            throw APIError.notFound("device \(input.path.registrationId)")
+        }
+        return .ok(.init(body: .json(.init(device))))
+    }
+
+    func updateDevice(_ input: Operations.UpdateDevice.Input) async throws -> Operations.UpdateDevice.Output {
+        let appID = try Principal.requireApp()
+        let id = input.path.registrationId
+        guard case .json(let body) = input.body else { throw APIError.badRequest("send the changes as JSON") }
+        if let alias = body.alias, !alias.isEmpty { try DeviceInput.alias(alias) }
+        try DeviceInput.tags(body.addTags, field: "add_tags")
+        try DeviceInput.tags(body.removeTags, field: "remove_tags")
+        guard try await devices.device(id: id, appID: appID) != nil else { throw APIError.notFound("device \(id)") }
+        try await withDeviceLimits {
+            if let alias = body.alias {
+                try await devices.setAlias(alias.isEmpty ? nil : alias, deviceID: id, appID: appID)
+            }
+            if body.addTags != nil || body.removeTags != nil {
+                try await devices.updateTags(adding: body.addTags ?? [], removing: body.removeTags ?? [], deviceID: id, appID: appID)
+            }
+        }
+        guard let device = try await devices.device(id: id, appID: appID) else { throw APIError.notFound("device \(id)") }
+        return .ok(.init(body: .json(.init(device))))
+    }
+
+    func deleteDevice(_ input: Operations.DeleteDevice.Input) async throws -> Operations.DeleteDevice.Output {
+        let appID = try Principal.requireApp()
+        guard try await devices.delete(id: input.path.registrationId, appID: appID) else {
+            throw APIError.notFound("device \(input.path.registrationId)")
+        }
+        return .noContent(.init())
+    }
+
+    func importDevices(_ input: Operations.ImportDevices.Input) async throws -> Operations.ImportDevices.Output {
+        let appID = try Principal.requireApp()
+        let app = try await callingApp(appID)
+        let (format, body): (DeviceImportParser.Format, HTTPBody) = switch input.body {
+        case .applicationXNdjson(let body): (.ndjson, body)
+        case .csv(let body): (.csv, body)
+        }
+        let parser = ImportProgress(parser: DeviceImportParser(format: format, appID: appID, bundleID: app.bundleID))
+        let limit = settings.maximumImportBytes
+        let chunks = ImportChunks(body: body, progress: parser, maximumBytes: limit)
+        let accepted = try await devices.importDevices(appID: appID, chunks: chunks)
+        let result = parser.result
+        logger.info("devices imported", metadata: ["app": "\(appID)", "lines": "\(result.lines)", "accepted": "\(accepted)",
+                                                   "rejected": "\(result.rejected)"])
+        return .ok(.init(body: .json(.init(
+            lines: result.lines, accepted: accepted, rejected: result.rejected,
+            errors: result.errors.map { .init(line: $0.line, message: $0.message) }))))
+    }
+
+    // MARK: Helpers
+
+    func callingApp(_ appID: UUID) async throws -> App {
+        guard let app = try await apps.app(id: appID) else { throw APIError.notFound("app") }
+        return app
+    }
+
+    /// Runs a device write, answering 422 when it would exceed a device limit.
+    func withDeviceLimits<Result>(_ body: () async throws -> Result) async throws -> Result {
+        do {
+            return try await body()
+        } catch let error as DeviceLimits.Exceeded {
+            throw APIError.invalid(error.field, error.message)
+        }
+    }
+}
+
+/// The parser's state, shared between the body reader and the handler that reports it.
+final class ImportProgress: @unchecked Sendable {
+    // Touched by one task at a time: the COPY writer while it reads, the handler after.
+    var parser: DeviceImportParser
+
+    init(parser: DeviceImportParser) {
+        self.parser = parser
+    }
+
+    var result: (lines: Int, rejected: Int, errors: [(line: Int, message: String)]) {
+        (parser.lines, parser.rejected, parser.errors)
+    }
+}
+
+/// The import body as chunks of parsed rows, read as the COPY asks for them.
+struct ImportChunks: AsyncSequence, Sendable {
+    typealias Element = [DeviceImportRow]
+    let body: HTTPBody
+    let progress: ImportProgress
+    let maximumBytes: Int
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var chunks: HTTPBody.AsyncIterator
+        let progress: ImportProgress
+        let maximumBytes: Int
+        var read = 0
+        var finished = false
+
+        mutating func next() async throws -> [DeviceImportRow]? {
+            while !finished {
+                guard let chunk = try await chunks.next() else {
+                    finished = true
+                    let last = progress.parser.finish()
+                    return last.isEmpty ? nil : last
+                }
+                read += chunk.count
+                if read > maximumBytes {
+                    throw APIError(.contentTooLarge, code: "import_too_large",
+                                   message: "an import is at most \(maximumBytes) bytes; split the file (nothing of this one was imported)")
+                }
+                let rows = progress.parser.feed(chunk)
+                if !rows.isEmpty { return rows }
+            }
+            return nil
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(chunks: body.makeAsyncIterator(), progress: progress, maximumBytes: maximumBytes)
+    }
+}

@@ -1,0 +1,237 @@
+import Foundation
+import HeraldAPNs
+import HeraldRecords
+import HeraldStore
+import OpenAPIRuntime
+
+// Pushes: accept, validate, follow, cancel, pause, recall; and the app's statistics.
+extension APIHandler {
+    func createPush(_ input: Operations.CreatePush.Input) async throws -> Operations.CreatePush.Output {
+        let appID = try Principal.requireApp()
+        guard case .json(let body) = input.body else { throw APIError.badRequest("send the push as JSON") }
+        if let key = input.headers.idempotencyKey, !(1...255).contains(key.count) {
+            throw APIError.badRequest("an Idempotency-Key is 1 to 255 characters", field: "Idempotency-Key")
+        }
+        let composed = try PushComposer().compose(body)
+        let collapseID = try await collapseID(for: composed, appID: appID)
+        let id = UUID()
+        let definition = NewPush(
+            id: id, appID: appID, state: composed.scheduledAt == nil ? .accepted : .scheduled,
+            audienceJSON: composed.audience.json, notificationJSON: composed.notificationJSON, optionsJSON: composed.optionsJSON,
+            payload: composed.payload, pushType: composed.pushType.rawValue, priority: composed.priority.rawValue,
+            expiresAt: composed.expiresAt, collapseID: collapseID, idempotencyKey: input.headers.idempotencyKey,
+            scheduledAt: composed.scheduledAt, throttlePerSecond: composed.throttlePerSecond,
+            finishWithinSeconds: composed.finishWithinSeconds)
+        let (push, created) = try await pushes.create(definition, outbox: [try announcement(.created, pushID: id, appID: appID)])
+        if !created {
+            guard try await pushes.matches(id: push.id, audienceJSON: definition.audienceJSON,
+                                           notificationJSON: definition.notificationJSON, optionsJSON: definition.optionsJSON) else {
+                throw APIError.conflict("this Idempotency-Key was used for a different push (\(push.id.lowercased)); use a new key for a new push",
+                                        code: "idempotency_key_reused")
+            }
+        } else {
+            metrics.pushesAccepted.add(1, ordering: .relaxed)
+        }
+        return .accepted(.init(headers: .init(idempotentReplayed: created ? nil : "true"), body: .json(.init(push))))
+    }
+
+    func validatePush(_ input: Operations.ValidatePush.Input) async throws -> Operations.ValidatePush.Output {
+        let appID = try Principal.requireApp()
+        guard case .json(let body) = input.body else { throw APIError.badRequest("send the push as JSON") }
+        let composed = try PushComposer().compose(body)
+        _ = try await collapseID(for: composed, appID: appID)
+        var warnings = composed.warnings
+        let size = try await audiences.count(AudienceSelection(appID: appID, audience: composed.audience))
+        if size == 0 { warnings.append("the audience holds no active device right now") }
+        let environments = Set(try await credentials.credentials(appID: appID).map(\.environment))
+        for environment in composed.audience.environment.map({ [$0] }) ?? APNsEnvironment.allCases
+        where !environments.contains(environment) {
+            warnings.append("the app has no \(environment.rawValue) APNs credential: its \(environment.rawValue) devices will be rejected")
+        }
+        if let rate = composed.throttlePerSecond, size > 0 {
+            warnings.append("at \(rate)/s the fan-out takes about \(max(1, size / Int64(rate))) s")
+        }
+        return .ok(.init(body: .json(.init(
+            audienceSize: size, payloadBytes: composed.payload.count, payloadLimit: composed.pushType.maximumPayloadBytes,
+            pushType: composed.pushType.rawValue, priority: composed.priority.rawValue, warnings: warnings))))
+    }
+
+    func listPushes(_ input: Operations.ListPushes.Input) async throws -> Operations.ListPushes.Output {
+        let appID = try Principal.requireApp()
+        let limit = try Self.pageSize(input.query.limit)
+        let cursor = try input.query.cursor.map { text throws(APIError) in try Self.uuid(text, "cursor") }
+        let page = try await pushes.progressList(appID: appID, state: input.query.state?.store, before: cursor, limit: limit)
+        return .ok(.init(body: .json(.init(pushes: page.map(Components.Schemas.PushStatus.init),
+                                           nextCursor: page.count == limit ? page.last?.push.id.lowercased : nil))))
+    }
+
+    func getPush(_ input: Operations.GetPush.Input) async throws -> Operations.GetPush.Output {
+        .ok(.init(body: .json(try await progress(input.path.pushId))))
+    }
+
+    func cancelPush(_ input: Operations.CancelPush.Input) async throws -> Operations.CancelPush.Output {
+        let appID = try Principal.requireApp()
+        let id = try Self.uuid(input.path.pushId, "pushId")
+        if try await !pushes.cancel(id: id, appID: appID, outbox: [try announcement(.canceled, pushID: id, appID: appID)]) {
+            let current = try await progress(input.path.pushId)
+            throw APIError.conflict("the push is \(current.state.rawValue) already; only scheduled and running pushes can be canceled",
+                                    code: "push_finished")
+        }
+        logger.info("push canceled", metadata: ["push": "\(id)"])
+        return .ok(.init(body: .json(try await progress(input.path.pushId))))
+    }
+
+    func pausePush(_ input: Operations.PausePush.Input) async throws -> Operations.PausePush.Output {
+        .ok(.init(body: .json(try await setPaused(true, input.path.pushId))))
+    }
+
+    func resumePush(_ input: Operations.ResumePush.Input) async throws -> Operations.ResumePush.Output {
+        .ok(.init(body: .json(try await setPaused(false, input.path.pushId))))
+    }
+
+    func recallPush(_ input: Operations.RecallPush.Input) async throws -> Operations.RecallPush.Output {
+        let appID = try Principal.requireApp()
+        let id = try Self.uuid(input.path.pushId, "pushId")
+        guard let original = try await pushes.push(id: id, appID: appID) else { throw APIError.notFound("push \(input.path.pushId)") }
+        guard original.definition.recallOf == nil else {
+            throw APIError.conflict("this push is itself a recall; it cannot be recalled", code: "recall_of_recall")
+        }
+        if let existing = try await pushes.recall(of: id, appID: appID) {
+            return .accepted(.init(body: .json(.init(existing))))
+        }
+        try await pushes.cancel(id: id, appID: appID, outbox: [try announcement(.canceled, pushID: id, appID: appID)])
+        var payload = APNsPayload()
+        payload.contentAvailable = true
+        payload.custom["herald"] = .object(["revoke": .string(id.lowercased)])
+        let recallID = UUID()
+        let recall = NewPush(
+            id: recallID, appID: appID, state: .accepted, audienceJSON: PushAudience.everyone.json,
+            notificationJSON: #"{"recall_of":"\#(id.lowercased)"}"#, payload: try payload.validated(for: .background),
+            pushType: APNsPushType.background.rawValue, priority: APNsPriority.conserve.rawValue,
+            collapseID: original.definition.collapseID, idempotencyKey: "herald-recall:\(id.lowercased)", recallOf: id)
+        let (push, _) = try await pushes.create(recall, outbox: [try announcement(.created, pushID: recallID, appID: appID)])
+        logger.info("push recalled", metadata: ["push": "\(id)", "recall": "\(push.id)"])
+        return .accepted(.init(body: .json(.init(push))))
+    }
+
+    func listPushFailures(_ input: Operations.ListPushFailures.Input) async throws -> Operations.ListPushFailures.Output {
+        let push = try await progress(input.path.pushId)
+        let limit = try Self.pageSize(input.query.limit)
+        let cursor = input.query.cursor ?? 0
+        guard let id = UUID(uuidString: push.id) else { throw APIError.notFound("push") }
+        let page = try await pushes.failurePage(pushID: id, after: cursor, limit: limit)
+        let failures = page.map { entry in
+            Components.Schemas.Failure(
+                registrationId: entry.failure.deviceID,
+                status: Components.Schemas.Failure.StatusPayload(rawValue: entry.failure.status.rawValue) ?? .rejected,
+                reason: entry.failure.reason, httpStatus: entry.failure.httpStatus, attempts: entry.failure.attempts,
+                failedAt: entry.failedAt)
+        }
+        return .ok(.init(body: .json(.init(failures: failures, nextCursor: page.count == limit ? page.last?.failure.deviceID : nil))))
+    }
+
+    func streamPushEvents(_ input: Operations.StreamPushEvents.Input) async throws -> Operations.StreamPushEvents.Output {
+        let appID = try Principal.requireApp()
+        let id = try Self.uuid(input.path.pushId, "pushId")
+        guard try await pushes.progress(id: id, appID: appID) != nil else { throw APIError.notFound("push \(input.path.pushId)") }
+        let events = PushProgressEvents(pushes: pushes, pushID: id, appID: appID)
+        return .ok(.init(body: .textEventStream(HTTPBody(events, length: .unknown, iterationBehavior: .single))))
+    }
+
+    func getStatistics(_ input: Operations.GetStatistics.Input) async throws -> Operations.GetStatistics.Output {
+        let appID = try Principal.requireApp()
+        let since = input.query.since ?? Date().addingTimeInterval(-30 * 86_400)
+        let statistics = try await pushes.statistics(appID: appID, since: since)
+        return .ok(.init(body: .json(.init(
+            devices: .init(active: statistics.activeDevices, invalid: statistics.invalidDevices,
+                           byEnvironment: .init(additionalProperties: statistics.activeDevicesByEnvironment)),
+            pushes: .init(additionalProperties: statistics.pushesByState),
+            delivery: .init(statistics.delivery), since: since))))
+    }
+
+    // MARK: Helpers
+
+    private func progress(_ text: String) async throws -> Components.Schemas.PushStatus {
+        let appID = try Principal.requireApp()
+        let id = try Self.uuid(text, "pushId")
+        guard let progress = try await pushes.progress(id: id, appID: appID) else { throw APIError.notFound("push \(text)") }
+        return .init(progress)
+    }
+
+    private func setPaused(_ paused: Bool, _ text: String) async throws -> Components.Schemas.PushStatus {
+        let appID = try Principal.requireApp()
+        let id = try Self.uuid(text, "pushId")
+        if try await !fanouts.setPaused(paused, pushID: id, appID: appID) {
+            let current = try await progress(text)
+            throw APIError.conflict("the push is \(current.state.rawValue); only scheduled pushes and fan-outs in progress can be paused or resumed",
+                                    code: "push_not_running")
+        }
+        return try await progress(text)
+    }
+
+    /// The collapse id the push gets: its own, or the one of the push it replaces.
+    private func collapseID(for composed: PushComposer.Composed, appID: UUID) async throws -> String? {
+        guard let replaces = composed.replaces else { return composed.collapseID }
+        guard let original = try await pushes.push(id: replaces, appID: appID) else {
+            throw APIError.invalid("options.replaces", "options.replaces names no push of this app")
+        }
+        let inherited = original.definition.collapseID ?? original.id.lowercased
+        if let own = composed.collapseID, own != inherited {
+            throw APIError.invalid("options.collapse_id", "a replacing push takes the collapse id of the push it replaces (\(inherited)); leave collapse_id out")
+        }
+        return inherited
+    }
+
+    private func announcement(_ kind: Herald_V1_PushEvent.Kind, pushID: UUID, appID: UUID) throws -> PushRepository.OutboxDraft {
+        let event = Herald_V1_PushEvent(kind: kind, pushID: pushID, appID: appID)
+        return .init(topic: settings.pushesTopic, key: Array(pushID.recordBytes), value: try event.encodedRecord())
+    }
+}
+
+/// A push's progress as Server-Sent Events: `progress` events with the push's status JSON when
+/// it changes (checked every half second), keep-alive comments every 15 s, and the end after
+/// the push completed or was canceled.
+struct PushProgressEvents: AsyncSequence, Sendable {
+    typealias Element = ArraySlice<UInt8>
+    let pushes: PushRepository
+    let pushID: UUID
+    let appID: UUID
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let pushes: PushRepository
+        let pushID: UUID
+        let appID: UUID
+        var last: [UInt8] = []
+        var lastWrite = ContinuousClock.now
+        var finished = false
+
+        mutating func next() async throws -> ArraySlice<UInt8>? {
+            var first = last.isEmpty
+            while !finished {
+                if !first { try await Task.sleep(for: .milliseconds(500)) }
+                first = false
+                guard let progress = try await pushes.progress(id: pushID, appID: appID) else { return nil }
+                let status = Components.Schemas.PushStatus(progress)
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                encoder.dateEncodingStrategy = .iso8601
+                let json = Array(try encoder.encode(status))
+                if status.state == .completed || status.state == .canceled { finished = true }
+                if json != last {
+                    last = json
+                    lastWrite = .now
+                    return ArraySlice(Array("event: progress\ndata: ".utf8) + json + Array("\n\n".utf8))
+                }
+                if ContinuousClock.now - lastWrite > .seconds(15) {
+                    lastWrite = .now
+                    return ArraySlice(": keep-alive\n\n".utf8)
+                }
+            }
+            return nil
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(pushes: pushes, pushID: pushID, appID: appID)
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Logging
+import OpenAPIRuntime
+import PostgresNIO
+
+/// The Open API's operations (Schemas/openapi.yaml), one extension per resource. The caller
+/// is already authenticated and rate-limited (``AuthenticationMiddleware``); errors are thrown
+/// as ``APIError`` and answered by ``ErrorResponseMiddleware``.
+struct APIHandler: APIProtocol {
+    let database: PostgresClient
+    let apps: AppRepository
+    let keys: APIKeyRepository
+    let credentials: CredentialRepository
+    let devices: DeviceRepository
+    let pushes: PushRepository
+    let fanouts: FanoutRepository
+    let audiences: AudienceRepository
+    let authenticator: KeyAuthenticator
+    /// Seals APNs private keys; `nil` when no master key is configured (credentials then cannot be stored).
+    let cipher: CredentialCipher?
+    let settings: APISettings
+    let metrics: APIMetrics
+    let logger: Logger
+
+    // MARK: System
+
+    func getHealth(_ input: Operations.GetHealth.Input) async throws -> Operations.GetHealth.Output {
+        .ok(.init(body: .json(.init(status: "ok"))))
+    }
+
+    func getReadiness(_ input: Operations.GetReadiness.Input) async throws -> Operations.GetReadiness.Output {
+        do {
+            let rows = try await database.query("SELECT 1", logger: logger)
+            for try await _ in rows.decode(Int32.self) {}
+        } catch {
+            throw APIError.unavailable
+        }
+        return .ok(.init(body: .json(.init(status: "ready"))))
+    }
+
+    func getMetrics(_ input: Operations.GetMetrics.Input) async throws -> Operations.GetMetrics.Output {
+        .ok(.init(body: .plainText(HTTPBody(metrics.prometheusText()))))
+    }
+
+    // MARK: Helpers shared by the resources
+
+    /// A UUID from a path or query parameter, or a 400 naming it.
+    static func uuid(_ text: String, _ field: String) throws(APIError) -> UUID {
+        guard let id = UUID(uuidString: text) else { throw APIError.badRequest("\(field) must be a UUID", field: field) }
+        return id
+    }
+
+    /// A page size: 1 to 1000, default 100.
+    static func pageSize(_ limit: Int?) throws(APIError) -> Int {
+        guard let limit else { return 100 }
+        guard (1...1000).contains(limit) else { throw APIError.badRequest("limit is 1 to 1000", field: "limit") }
+        return limit
+    }
+}

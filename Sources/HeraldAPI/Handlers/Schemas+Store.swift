@@ -1,0 +1,115 @@
+import Foundation
+import HeraldStore
+
+// How Herald's stored things are shown through the Open API.
+
+extension Components.Schemas.App {
+    init(_ app: App) {
+        self.init(id: app.id.lowercased, name: app.name, bundleId: app.bundleID, createdAt: app.createdAt, updatedAt: app.updatedAt)
+    }
+}
+
+extension Components.Schemas.Key {
+    init(_ key: APIKeyRecord) {
+        self.init(id: key.id.lowercased, kind: .init(key.kind), prefix: key.keyPrefix, name: key.name, createdAt: key.createdAt,
+                  lastUsedAt: key.lastUsedAt, revokedAt: key.revokedAt)
+    }
+}
+
+extension Components.Schemas.KeyKind {
+    init(_ kind: APIKeyKind) {
+        self = kind == .server ? .server : .client
+    }
+}
+
+extension Components.Schemas.KeyCreated {
+    init(_ key: APIKeyRecord, secret: String) {
+        self.init(id: key.id.lowercased, kind: .init(key.kind), key: secret, prefix: key.keyPrefix, createdAt: key.createdAt)
+    }
+}
+
+extension Components.Schemas.Credential {
+    init(_ credential: APNsCredentialRecord) {
+        self.init(environment: .init(credential.environment), kind: credential.kind == .token ? .token : .certificate,
+                  keyId: credential.keyID, teamId: credential.teamID, certificateExpiresAt: credential.certificateExpiresAt,
+                  updatedAt: credential.updatedAt)
+    }
+}
+
+extension Components.Schemas.Environment {
+    init(_ environment: APNsEnvironment) {
+        self = environment == .production ? .production : .sandbox
+    }
+
+    var store: APNsEnvironment { self == .production ? .production : .sandbox }
+}
+
+extension Components.Schemas.Device {
+    init(_ device: Device) {
+        let prefix = Array(device.token.prefix(4)).hexadecimal
+        self.init(
+            registrationId: device.id, environment: .init(device.environment), topic: device.topic, tokenPrefix: prefix,
+            alias: device.alias, tags: device.tags, locale: device.locale, timeZone: device.timeZone,
+            status: device.status == .active ? .active : .invalid, invalidReason: device.invalidReason,
+            registeredAt: device.registeredAt, updatedAt: device.updatedAt, invalidatedAt: device.invalidatedAt)
+    }
+}
+
+extension Components.Schemas.PushState {
+    init(_ state: PushState) {
+        switch state {
+        case .scheduled: self = .scheduled
+        case .accepted: self = .accepted
+        case .fanningOut: self = .fanningOut
+        case .sending: self = .sending
+        case .completed: self = .completed
+        case .canceled: self = .canceled
+        }
+    }
+
+    var store: PushState {
+        switch self {
+        case .scheduled: .scheduled
+        case .accepted: .accepted
+        case .fanningOut: .fanningOut
+        case .sending: .sending
+        case .completed: .completed
+        case .canceled: .canceled
+        }
+    }
+}
+
+extension Components.Schemas.Counters {
+    init(_ counters: PushCounters) {
+        self.init(targeted: counters.targeted, accepted: counters.accepted, rejected: counters.rejected,
+                  expired: counters.expired, canceled: counters.canceled, tokensInvalidated: counters.tokensInvalidated,
+                  rejectedByReason: .init(additionalProperties: counters.rejectedByReason))
+    }
+}
+
+extension Components.Schemas.PushStatus {
+    init(_ progress: PushProgress) {
+        let push = progress.push
+        let definition = push.definition
+        let running = push.state == .fanningOut || push.state == .accepted || push.state == .scheduled
+        self.init(
+            id: push.id.lowercased, state: .init(push.state), pushType: definition.pushType, priority: definition.priority,
+            collapseId: definition.collapseID, paused: progress.paused, audienceSize: progress.audienceSize,
+            counters: .init(progress.counters), recallOf: definition.recallOf?.lowercased, createdAt: push.createdAt,
+            scheduledAt: definition.scheduledAt, expiresAt: definition.expiresAt, fanoutStartedAt: progress.fanoutStartedAt,
+            fanoutFinishedAt: progress.fanoutFinishedAt, completedAt: push.completedAt, canceledAt: push.canceledAt,
+            eta: running ? progress.etaAt : nil)
+    }
+}
+
+extension Components.Schemas.PushAccepted {
+    init(_ push: Push) {
+        self.init(id: push.id.lowercased, state: .init(push.state), createdAt: push.createdAt,
+                  scheduledAt: push.definition.scheduledAt, payloadBytes: push.definition.payload.count)
+    }
+}
+
+extension UUID {
+    /// The lower-case form the API shows.
+    var lowercased: String { uuidString.lowercased() }
+}

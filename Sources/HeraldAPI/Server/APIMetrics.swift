@@ -1,0 +1,65 @@
+import Foundation
+import HTTPTypes
+import OpenAPIRuntime
+import Synchronization
+
+/// herald-api's Prometheus metrics: requests by operation and status, their latency, pushes
+/// accepted.
+final class APIMetrics: Sendable {
+    static let latencyBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+
+    private struct State {
+        var requests: [String: Int] = [:]
+        var latencyCounts = [Int](repeating: 0, count: APIMetrics.latencyBuckets.count)
+        var latencySum = 0.0
+        var latencyCount = 0
+    }
+
+    let pushesAccepted = Atomic<Int>(0)
+    private let state = Mutex(State())
+
+    func record(operationID: String, status: Int, seconds: Double) {
+        state.withLock { state in
+            state.requests["operation=\"\(operationID)\",status=\"\(status)\"", default: 0] += 1
+            for (index, bound) in Self.latencyBuckets.enumerated() where seconds <= bound { state.latencyCounts[index] += 1 }
+            state.latencySum += seconds
+            state.latencyCount += 1
+        }
+    }
+
+    func prometheusText() -> String {
+        let snapshot = state.withLock { $0 }
+        var text = "# HELP herald_api_requests_total Requests answered, by operation and HTTP status.\n"
+        text += "# TYPE herald_api_requests_total counter\n"
+        for (labels, count) in snapshot.requests.sorted(by: { $0.key < $1.key }) {
+            text += "herald_api_requests_total{\(labels)} \(count)\n"
+        }
+        text += "# HELP herald_api_request_seconds Time to answer a request.\n# TYPE herald_api_request_seconds histogram\n"
+        for (index, bound) in Self.latencyBuckets.enumerated() {
+            text += "herald_api_request_seconds_bucket{le=\"\(bound)\"} \(snapshot.latencyCounts[index])\n"
+        }
+        text += "herald_api_request_seconds_bucket{le=\"+Inf\"} \(snapshot.latencyCount)\n"
+        text += "herald_api_request_seconds_sum \(snapshot.latencySum)\nherald_api_request_seconds_count \(snapshot.latencyCount)\n"
+        text += "# HELP herald_api_pushes_accepted_total Pushes accepted (idempotent replays not counted).\n"
+        text += "# TYPE herald_api_pushes_accepted_total counter\n"
+        text += "herald_api_pushes_accepted_total \(pushesAccepted.load(ordering: .relaxed))\n"
+        return text
+    }
+}
+
+/// Counts every operation's answer and how long it took.
+struct MetricsMiddleware: ServerMiddleware {
+    let metrics: APIMetrics
+
+    func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        let start = ContinuousClock.now
+        let (response, responseBody) = try await next(request, body, metadata)
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        metrics.record(operationID: operationID, status: response.status.code, seconds: seconds)
+        return (response, responseBody)
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldStore
+import Hummingbird
+import Logging
+import OpenAPIHummingbird
+import OpenAPIRuntime
+import PostgresNIO
+import ServiceLifecycle
+
+/// herald-api: the Open API on Hummingbird, routes and bodies generated from
+/// Schemas/openapi.yaml.
+///
+/// A `Service`: run it in a `ServiceGroup` after the `PostgresClient` it uses. It writes pushes
+/// and their announcements to PostgreSQL only (the outbox); herald-center publishes them, so a
+/// broker outage never fails a request.
+public struct APIServer: Service {
+    /// The Hummingbird application (tests drive it with HummingbirdTesting).
+    let application: Application<RouterResponder<BasicRequestContext>>
+
+    /// - Parameters:
+    ///   - onServerRunning: called with the port once the server listens (useful with port 0).
+    public init(settings: APISettings, security: SecuritySettings, database: PostgresClient, logger: Logger,
+                onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws {
+        let cipher = try security.masterKey.map { try CredentialCipher(masterKeyBase64: $0) }
+        let keys = APIKeyRepository(client: database, logger: logger)
+        let authenticator = KeyAuthenticator(keys: keys, cacheTTL: .milliseconds(settings.keyCacheMilliseconds))
+        let metrics = APIMetrics()
+        let handler = APIHandler(
+            database: database, apps: AppRepository(client: database, logger: logger), keys: keys,
+            credentials: CredentialRepository(client: database, logger: logger),
+            devices: DeviceRepository(client: database, logger: logger), pushes: PushRepository(client: database, logger: logger),
+            fanouts: FanoutRepository(client: database, logger: logger),
+            audiences: AudienceRepository(client: database, logger: logger), authenticator: authenticator, cipher: cipher,
+            settings: settings, metrics: metrics, logger: logger)
+
+        let router = Router()
+        router.add(middleware: RouteErrorMiddleware(maximumBodyBytes: settings.maximumBodyBytes))
+        try handler.registerHandlers(on: router, configuration: .init(jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes]), middlewares: [
+            MetricsMiddleware(metrics: metrics),
+            ErrorResponseMiddleware(logger: logger),
+            AuthenticationMiddleware(
+                adminToken: security.adminToken, authenticator: authenticator,
+                rateLimiter: RateLimiter(ratePerSecond: settings.rateLimitPerSecond, burst: settings.rateLimitBurst)),
+        ])
+        application = Application(
+            router: router,
+            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "herald-api"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+            logger: logger)
+    }
+
+    public func run() async throws {
+        try await application.runService()
+    }
+}
+
+/// What happens before an operation is found: unknown paths and methods, and bodies over the
+/// limit, answered in Herald's JSON error form.
+struct RouteErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    let maximumBodyBytes: Int
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var request = request
+        if !request.uri.path.hasSuffix("/devices/import") {
+            if let length = request.headers[.contentLength].flatMap(Int.init), length > maximumBodyBytes {
+                return Self.response(APIError(.contentTooLarge, code: "body_too_large",
+                                              message: "a request body is at most \(maximumBodyBytes) bytes"))
+            }
+            do {
+                _ = try await request.collectBody(upTo: maximumBodyBytes)
+            } catch {
+                return Self.response(APIError(.contentTooLarge, code: "body_too_large",
+                                              message: "a request body is at most \(maximumBodyBytes) bytes"))
+            }
+        }
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError {
+            switch error.status {
+            case .notFound:
+                return Self.response(APIError(.notFound, code: "no_such_route",
+                                              message: "\(request.method.rawValue) \(request.uri.path) is not part of the Herald Open API (Schemas/openapi.yaml)"))
+            case .methodNotAllowed:
+                return Self.response(APIError(.methodNotAllowed, code: "method_not_allowed",
+                                              message: "\(request.uri.path) does not take \(request.method.rawValue)"))
+            default:
+                return Self.response(APIError(error.status, code: "invalid_request", message: error.body ?? error.status.reasonPhrase))
+            }
+        }
+    }
+
+    static func response(_ error: APIError) -> Response {
+        var headers = error.headers
+        headers[.contentType] = "application/json"
+        return Response(status: error.status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: error.body)))
+    }
+}

@@ -1,0 +1,32 @@
+import Configuration
+
+/// herald-api's settings (`HERALD_API_*`); every one is in docs/configuration.md.
+public struct APISettings: Sendable {
+    /// Where the Open API listens (`HERALD_API_HOST`, `HERALD_API_PORT`; port 0 picks a free one).
+    public var host: String
+    public var port: Int
+    /// The topic push announcements go to through the outbox (`HERALD_API_PUSHES_TOPIC`).
+    public var pushesTopic: String
+    /// Requests a second each app may make, on average and in a burst
+    /// (`HERALD_API_RATE_LIMIT_PER_SECOND`, `HERALD_API_RATE_LIMIT_BURST`).
+    public var rateLimitPerSecond: Int
+    public var rateLimitBurst: Int
+    /// The largest JSON body accepted (`HERALD_API_MAX_BODY_BYTES`).
+    public var maximumBodyBytes: Int
+    /// The largest bulk import (`HERALD_API_MAX_IMPORT_BYTES`).
+    public var maximumImportBytes: Int
+    /// How long an app key stays cached after a look-up (`HERALD_API_KEY_CACHE_MS`): a key revoked
+    /// through another herald-api process stops working within this time.
+    public var keyCacheMilliseconds: Int
+
+    init(reader config: ConfigReader) {
+        host = config.string(forKey: "api.host", default: "127.0.0.1")
+        port = config.int(forKey: "api.port", default: 8080)
+        pushesTopic = config.string(forKey: "api.pushesTopic", default: "herald.pushes")
+        rateLimitPerSecond = max(1, config.int(forKey: "api.rateLimit.perSecond", default: 1_000))
+        rateLimitBurst = max(1, config.int(forKey: "api.rateLimit.burst", default: 2_000))
+        maximumBodyBytes = max(1024, config.int(forKey: "api.maxBodyBytes", default: 1 << 20))
+        maximumImportBytes = max(1024, config.int(forKey: "api.maxImportBytes", default: 1 << 30))
+        keyCacheMilliseconds = max(0, config.int(forKey: "api.keyCacheMs", default: 5_000))
+    }
+}
