@@ -15,11 +15,21 @@ struct ErrorResponseMiddleware: ServerMiddleware {
         next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         do {
-            return try await next(request, body, metadata)
+            return try await next(request, try await Self.absentIfEmpty(body, operationID: operationID), metadata)
         } catch {
             let apiError = Self.apiError(for: error, operationID: operationID, logger: logger)
             return Self.response(for: apiError)
         }
+    }
+
+    /// An empty body is no body: an operation whose body is optional (rotateKey) then reads it
+    /// as absent. (JSON bodies were already read into memory within the size limit by
+    /// `RouteErrorMiddleware`; the streamed import is left alone.)
+    static func absentIfEmpty(_ body: HTTPBody?, operationID: String) async throws -> HTTPBody? {
+        guard let body, operationID != "importDevices" else { return body }
+        if case .known(let length) = body.length { return length == 0 ? nil : body }
+        let bytes = try await [UInt8](collecting: body, upTo: .max)
+        return bytes.isEmpty ? nil : HTTPBody(bytes)
     }
 
     static func response(for error: APIError) -> (HTTPResponse, HTTPBody?) {

@@ -1,0 +1,108 @@
+import Crypto
+import Foundation
+import HTTPTypes
+@testable import HeraldAPI
+import HeraldCore
+import HeraldStore
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import PostgresNIO
+import Testing
+
+/// A live herald-api (real HTTP on a free port) on the test PostgreSQL server, and helpers to
+/// call it as an app back-end or the admin would.
+struct APITest: Sendable {
+    static let adminToken = "test-admin-token-\(UUID().uuidString)"
+
+    let client: any TestClientProtocol
+    let database: PostgresClient
+    let logger: Logger
+    let masterKey: String
+
+    /// One answer: status, headers, and the body as text and (when it is an object) JSON.
+    struct Answer: @unchecked Sendable {
+        var status: HTTPResponse.Status
+        var headers: HTTPFields
+        var text: String
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:] }
+        var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+        var errorField: String? { (json["error"] as? [String: Any])?["field"] as? String }
+        subscript(key: String) -> Any? { json[key] }
+    }
+
+    /// An app created through the API, with its two keys.
+    struct CreatedApp: Sendable {
+        var id: String
+        var bundleID: String
+        var serverKey: String
+        var serverKeyID: String
+        var clientKey: String
+    }
+
+    @discardableResult
+    func call(_ method: HTTPRequest.Method, _ path: String, key: String?, json: String? = nil, body: String? = nil,
+              contentType: String? = nil, headers extra: HTTPFields = [:]) async throws -> Answer {
+        var headers = extra
+        if let key { headers[.authorization] = "Bearer \(key)" }
+        var buffer: ByteBuffer?
+        if let json {
+            headers[.contentType] = "application/json"
+            buffer = ByteBuffer(string: json)
+        } else if let body {
+            headers[.contentType] = contentType ?? "application/octet-stream"
+            buffer = ByteBuffer(string: body)
+        }
+        let response = try await client.execute(uri: path, method: method, headers: headers, body: buffer)
+        return Answer(status: response.status, headers: response.headers, text: String(buffer: response.body))
+    }
+
+    func createApp(name: String = "test app") async throws -> CreatedApp {
+        let bundleID = "com.herald.test.\(UUID().uuidString.prefix(8).lowercased())"
+        let answer = try await call(.post, "/v1/apps", key: Self.adminToken, json: #"{"name":"\#(name)","bundle_id":"\#(bundleID)"}"#)
+        #expect(answer.status == .created, "\(answer.text)")
+        let app = answer["app"] as? [String: Any]
+        let server = answer["server_key"] as? [String: Any]
+        let client = answer["client_key"] as? [String: Any]
+        return CreatedApp(id: app?["id"] as? String ?? "", bundleID: bundleID, serverKey: server?["key"] as? String ?? "",
+                          serverKeyID: server?["id"] as? String ?? "", clientKey: client?["key"] as? String ?? "")
+    }
+
+    /// Registers a device; returns its registration id.
+    func register(_ app: CreatedApp, token: String = APITest.randomToken(), environment: String = "production",
+                  alias: String? = nil, tags: [String] = []) async throws -> Int64 {
+        var fields = [#""token":"\#(token)""#, #""environment":"\#(environment)""#]
+        if let alias { fields.append(#""alias":"\#(alias)""#) }
+        if !tags.isEmpty { fields.append(#""tags":[\#(tags.map { "\"\($0)\"" }.joined(separator: ","))]"#) }
+        let answer = try await call(.post, "/v1/devices", key: app.serverKey, json: "{\(fields.joined(separator: ","))}")
+        #expect(answer.status == .created || answer.status == .ok, "\(answer.text)")
+        return (answer["registration_id"] as? NSNumber)?.int64Value ?? -1
+    }
+
+    static func randomToken() -> String {
+        (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    }
+}
+
+/// Runs `body` against a live herald-api backed by the test database.
+func withAPI(rateLimitPerSecond: Int = 100_000, burst: Int = 100_000,
+             _ body: @Sendable (APITest) async throws -> Void) async throws {
+    let configuration = try await HeraldConfiguration.load()
+    let logger = Logger(label: "test.api")
+    try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
+        try await MigrationRunner(client: database, logger: logger).migrate()
+        var settings = configuration.api
+        settings.port = 0
+        settings.rateLimitPerSecond = rateLimitPerSecond
+        settings.rateLimitBurst = burst
+        settings.keyCacheMilliseconds = 0
+        var security = configuration.security
+        security.adminToken = APITest.adminToken
+        let masterKey = Data(SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }).base64EncodedString()
+        security.masterKey = masterKey
+        let server = try APIServer(settings: settings, security: security, database: database, logger: logger)
+        try await server.application.test(.live) { client in
+            try await body(APITest(client: client, database: database, logger: logger, masterKey: masterKey))
+        }
+    }
+}
