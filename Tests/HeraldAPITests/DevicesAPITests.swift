@@ -1,0 +1,146 @@
+import Foundation
+import HTTPTypes
+@testable import HeraldAPI
+import HeraldStore
+import PostgresNIO
+import Testing
+
+@Suite("Open API: devices")
+struct DevicesAPITests {
+    @Test func registrationIsStableAndReactivates() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let token = APITest.randomToken()
+            let first = try await api.call(.post, "/v1/devices", key: app.clientKey,
+                                           json: #"{"token":"\#(token)","environment":"production","alias":"alice","tags":["news"],"locale":"de_DE","time_zone":"Europe/Berlin"}"#)
+            #expect(first.status == .created)
+            let id = (first["registration_id"] as? NSNumber)?.int64Value ?? 0
+            #expect(first["topic"] as? String == app.bundleID && first["token_prefix"] as? String == String(token.prefix(8)))
+            #expect(!first.text.contains(token), "the whole token is never returned")
+
+            // APNs said the token is dead; the phone registers it again: same id, active, tags kept and added.
+            #expect(try await DeviceRepository(client: api.database, logger: api.logger)
+                .invalidate(deviceID: id, reason: "BadDeviceToken", unregisteredAt: nil))
+            let invalid = try await api.call(.get, "/v1/devices/\(id)", key: app.serverKey)
+            #expect(invalid["status"] as? String == "invalid" && invalid["invalid_reason"] as? String == "BadDeviceToken")
+            let again = try await api.call(.post, "/v1/devices", key: app.serverKey,
+                                           json: #"{"token":"\#(token.uppercased())","environment":"sandbox","tags":["sport"]}"#)
+            #expect(again.status == .ok)
+            #expect((again["registration_id"] as? NSNumber)?.int64Value == id)
+            #expect(again["status"] as? String == "active" && again["environment"] as? String == "sandbox")
+            #expect(Set(again["tags"] as? [String] ?? []) == ["news", "sport"] && again["alias"] as? String == "alice")
+
+            let badToken = try await api.call(.post, "/v1/devices", key: app.serverKey, json: #"{"token":"xyz","environment":"production"}"#)
+            #expect(badToken.status == .unprocessableContent && badToken.errorField == "token")
+            let badZone = try await api.call(.post, "/v1/devices", key: app.serverKey,
+                                             json: #"{"token":"\#(APITest.randomToken())","environment":"production","time_zone":"Mars/Olympus"}"#)
+            #expect(badZone.status == .unprocessableContent && badZone.errorField == "time_zone")
+            let badEnvironment = try await api.call(.post, "/v1/devices", key: app.serverKey,
+                                                    json: #"{"token":"\#(APITest.randomToken())","environment":"staging"}"#)
+            #expect(badEnvironment.status == .badRequest)
+        }
+    }
+
+    @Test func aliasesTagsLookupsAndDeletion() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let a = try await api.register(app, alias: "bob", tags: ["vip"])
+            let b = try await api.register(app, alias: "bob")
+            let c = try await api.register(app, tags: ["vip", "beta"])
+
+            let byAlias = try await api.call(.get, "/v1/devices?alias=bob", key: app.serverKey)
+            #expect(Set((byAlias["devices"] as? [[String: Any]] ?? []).compactMap { ($0["registration_id"] as? NSNumber)?.int64Value }) == [a, b])
+            let byTag = try await api.call(.get, "/v1/devices?tag=vip&limit=1", key: app.serverKey)
+            #expect((byTag["devices"] as? [[String: Any]])?.count == 1)
+            let cursor = (byTag["next_cursor"] as? NSNumber)?.int64Value ?? 0
+            let nextPage = try await api.call(.get, "/v1/devices?tag=vip&limit=1&cursor=\(cursor)", key: app.serverKey)
+            #expect(((nextPage["devices"] as? [[String: Any]])?.first?["registration_id"] as? NSNumber)?.int64Value == c)
+
+            let changed = try await api.call(.patch, "/v1/devices/\(a)", key: app.clientKey,
+                                             json: #"{"alias":"","add_tags":["gold"],"remove_tags":["vip"]}"#)
+            #expect(changed.status == .ok && changed["alias"] == nil && changed["tags"] as? [String] == ["gold"])
+            let tooMany = try await api.call(.patch, "/v1/devices/\(a)", key: app.serverKey,
+                                             json: #"{"add_tags":[\#((0..<100).map { "\"t\($0)\"" }.joined(separator: ","))]}"#)
+            #expect(tooMany.status == .unprocessableContent && tooMany.errorField == "tags", "101 tags is one too many")
+
+            #expect(try await api.call(.delete, "/v1/devices/\(b)", key: app.clientKey).status == .forbidden)
+            #expect(try await api.call(.delete, "/v1/devices/\(b)", key: app.serverKey).status == .noContent)
+            #expect(try await api.call(.get, "/v1/devices/\(b)", key: app.serverKey).status == .notFound)
+        }
+    }
+
+    @Test func appsSeeOnlyTheirOwnDevices() async throws {
+        try await withAPI { api in
+            let mine = try await api.createApp()
+            let theirs = try await api.createApp()
+            let device = try await api.register(mine, alias: "carol", tags: ["private"])
+            for (method, json) in [(HTTPRequest.Method.get, nil), (.patch, #"{"alias":"mallory"}"#), (.delete, nil)] as [(HTTPRequest.Method, String?)] {
+                let answer = try await api.call(method, "/v1/devices/\(device)", key: theirs.serverKey, json: json)
+                #expect(answer.status == .notFound, "\(method) of another app's device")
+            }
+            #expect((try await api.call(.get, "/v1/devices?alias=carol", key: theirs.serverKey)["devices"] as? [Any])?.isEmpty == true)
+            #expect((try await api.call(.get, "/v1/devices?tag=private", key: theirs.serverKey)["devices"] as? [Any])?.isEmpty == true)
+            #expect((try await api.call(.get, "/v1/devices", key: theirs.serverKey)["devices"] as? [Any])?.isEmpty == true)
+            // The same token registered by another app is another device.
+            let mineStill = try await api.call(.get, "/v1/devices/\(device)", key: mine.serverKey)
+            #expect(mineStill["alias"] as? String == "carol")
+        }
+    }
+
+    @Test func bulkImportOfAHundredThousandLinesReportsBadOnes() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            var lines: [String] = []
+            var badLines: [Int] = []
+            for number in 1...100_000 {
+                let token = String(format: "%064x", number)
+                switch number % 10_000 {
+                case 17:
+                    lines.append(#"{"token":"nothex","environment":"production"}"#)
+                    badLines.append(number)
+                case 18:
+                    lines.append(#"{"token":"\#(token)","environment":"moon"}"#)
+                    badLines.append(number)
+                case 19:
+                    lines.append("not json at all")
+                    badLines.append(number)
+                default:
+                    let tags = number % 3 == 0 ? #","tags":["third"]"# : ""
+                    lines.append(#"{"token":"\#(token)","environment":"production"\#(tags)}"#)
+                }
+            }
+            let answer = try await api.call(.post, "/v1/devices/import", key: app.serverKey, body: lines.joined(separator: "\n") + "\n",
+                                            contentType: "application/x-ndjson")
+            #expect(answer.status == .ok, "\(answer.text.prefix(300))")
+            #expect(answer["lines"] as? Int == 100_000)
+            #expect(answer["accepted"] as? Int == 100_000 - badLines.count)
+            #expect(answer["rejected"] as? Int == badLines.count)
+            let reported = (answer["errors"] as? [[String: Any]] ?? []).compactMap { $0["line"] as? Int }
+            #expect(reported == badLines)
+
+            let appID = UUID(uuidString: app.id)!
+            let counts = try await api.database.query("""
+                SELECT count(*), count(*) FILTER (WHERE EXISTS (SELECT 1 FROM device_tags t WHERE t.device_id = d.id AND t.tag = 'third'))
+                FROM devices d WHERE d.app_id = \(appID) AND d.status = 'active'
+                """, logger: api.logger)
+            for try await (devices, tagged) in counts.decode((Int64, Int64).self) {
+                #expect(devices == Int64(100_000 - badLines.count))
+                #expect(tagged == Int64((1...100_000).filter { $0 % 3 == 0 && !badLines.contains($0) }.count))
+            }
+
+            // CSV, with a header; a known token is refreshed, not doubled.
+            let csv = """
+                token,environment,alias,tags
+                \(String(format: "%064x", 1)),sandbox,dave,a|b
+                \(APITest.randomToken()),production,,
+                zz,production,,
+                """
+            let imported = try await api.call(.post, "/v1/devices/import", key: app.serverKey, body: csv, contentType: "text/csv")
+            #expect(imported["lines"] as? Int == 3 && imported["accepted"] as? Int == 2 && imported["rejected"] as? Int == 1)
+            #expect((imported["errors"] as? [[String: Any]])?.first?["line"] as? Int == 4)
+            let dave = try await api.call(.get, "/v1/devices?alias=dave", key: app.serverKey)
+            let daves = dave["devices"] as? [[String: Any]] ?? []
+            #expect(daves.count == 1 && daves.first?["environment"] as? String == "sandbox")
+        }
+    }
+}
