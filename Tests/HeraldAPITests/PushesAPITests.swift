@@ -1,0 +1,211 @@
+import Foundation
+import HTTPTypes
+@testable import HeraldAPI
+import HeraldRecords
+import HeraldStore
+import PostgresNIO
+import Testing
+
+@Suite("Open API: pushes")
+struct PushesAPITests {
+    static let hello = #"{"audience":{"all":true},"notification":{"alert":{"title":"Hello","body":"World"},"badge":3,"data":{"deep_link":"app://inbox"}}}"#
+
+    @Test func acceptedPushIsStoredWithItsAnnouncementInOneGo() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let answer = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: Self.hello)
+            #expect(answer.status == .accepted && answer["state"] as? String == "accepted")
+            #expect(answer.headers[HTTPField.Name("RateLimit-Limit")!] != nil)
+            let id = try #require(UUID(uuidString: answer["id"] as? String ?? ""))
+            let push = try #require(try await PushRepository(client: api.database, logger: api.logger).push(id: id, appID: UUID(uuidString: app.id)!))
+            let payload = try JSONSerialization.jsonObject(with: Data(push.definition.payload)) as? [String: Any]
+            let aps = payload?["aps"] as? [String: Any]
+            #expect((aps?["alert"] as? [String: Any])?["title"] as? String == "Hello" && aps?["badge"] as? Int == 3)
+            #expect(payload?["deep_link"] as? String == "app://inbox")
+            #expect(push.definition.pushType == "alert" && push.definition.priority == 10)
+            #expect(try PushAudience(json: push.definition.audienceJSON) == .everyone)
+
+            // The outbox holds the announcement herald-center will publish.
+            let rows = try await api.database.query("SELECT topic, record_value FROM outbox WHERE record_key = \(ByteBuffer(bytes: Array(id.recordBytes)))", logger: api.logger)
+            var events: [Herald_V1_PushEvent] = []
+            for try await (topic, value) in rows.decode((String, ByteBuffer).self) {
+                #expect(topic == "herald.pushes")
+                events.append(try Herald_V1_PushEvent.decodeRecord(Array(buffer: value)))
+            }
+            #expect(events.count == 1 && events.first?.kind == .created)
+
+            let status = try await api.call(.get, "/v1/pushes/\(id.uuidString.lowercased())", key: app.serverKey)
+            #expect(status.status == .ok && status["push_type"] as? String == "alert")
+            #expect((status["counters"] as? [String: Any])?["targeted"] as? Int == 0)
+        }
+    }
+
+    @Test func idempotencyKeyReturnsTheFirstPush() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let key: HTTPFields = [HTTPField.Name("Idempotency-Key")!: "campaign-42"]
+            let first = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: Self.hello, headers: key)
+            // The same request again, its keys in another order: the same push.
+            let reordered = #"{"notification":{"badge":3,"data":{"deep_link":"app://inbox"},"alert":{"body":"World","title":"Hello"}},"audience":{"all":true}}"#
+            let second = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: reordered, headers: key)
+            #expect(first.status == .accepted && second.status == .accepted)
+            #expect(first["id"] as? String == second["id"] as? String)
+            #expect(second.headers[HTTPField.Name("Idempotent-Replayed")!] == "true")
+            let different = try await api.call(.post, "/v1/pushes", key: app.serverKey,
+                                               json: #"{"audience":{"all":true},"notification":{"alert":{"body":"Other"}}}"#, headers: key)
+            #expect(different.status == .conflict && different.errorCode == "idempotency_key_reused")
+            // Another app may use the same key for its own push.
+            let other = try await api.createApp()
+            let theirs = try await api.call(.post, "/v1/pushes", key: other.serverKey, json: Self.hello, headers: key)
+            #expect(theirs.status == .accepted && theirs["id"] as? String != first["id"] as? String)
+            let list = try await api.call(.get, "/v1/pushes", key: app.serverKey)
+            #expect((list["pushes"] as? [Any])?.count == 1)
+        }
+    }
+
+    @Test func refusedPushesSayWhy() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let long = String(repeating: "x", count: 4100)
+            let cases: [(String, HTTPResponse.Status, String)] = [
+                (#"{"audience":{"all":true},"notification":{"alert":{"body":"\#(long)"}}}"#, .contentTooLarge, "notification"),
+                (#"{"audience":{"all":false},"notification":{"alert":{"body":"x"}}}"#, .unprocessableContent, "audience"),
+                (#"{"audience":{"all":true}}"#, .unprocessableContent, "notification"),
+                (#"{"audience":{"all":true},"notification":{"silent":true},"options":{"priority":10}}"#, .unprocessableContent, "options.priority"),
+                (#"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"scheduled_at":"2001-01-01T00:00:00Z"}}"#, .unprocessableContent, "options.scheduled_at"),
+                (#"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"throttle":{"per_second":5,"finish_within_seconds":10}}}"#, .unprocessableContent, "options.throttle"),
+                (#"{"audience":{"all":true},"notification":{"alert":{"body":"x"},"data":{"aps":1}}}"#, .unprocessableContent, "notification.data"),
+                (#"{"audience":{"registration_ids":[\#((1...1001).map(String.init).joined(separator: ","))]},"notification":{"alert":{"body":"x"}}}"#, .unprocessableContent, "audience.registration_ids"),
+                (#"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"replaces":"\#(UUID().uuidString)"}}"#, .unprocessableContent, "options.replaces"),
+                (#"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"push_type":"telepathy"}}"#, .badRequest, "options.push_type"),
+            ]
+            for (json, status, field) in cases {
+                let answer = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: json)
+                #expect(answer.status == status && answer.errorField == field, "\(field): \(answer.text)")
+            }
+            // voip takes 5120 bytes.
+            let voip = String(repeating: "v", count: 4500)
+            let accepted = try await api.call(.post, "/v1/pushes", key: app.serverKey,
+                                              json: #"{"audience":{"all":true},"aps":{"alert":"\#(voip)"},"options":{"push_type":"voip"}}"#)
+            #expect(accepted.status == .accepted)
+            #expect((try await api.call(.get, "/v1/pushes", key: app.serverKey)["pushes"] as? [Any])?.count == 1, "nothing refused was stored")
+        }
+    }
+
+    @Test func cancelPauseResumeRecallReplace() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let later = ISO8601DateFormatter().string(from: Date().addingTimeInterval(3600))
+            let scheduled = try await api.call(.post, "/v1/pushes", key: app.serverKey,
+                                               json: #"{"audience":{"tags":{"any":["news"]}},"notification":{"alert":{"body":"later"}},"options":{"scheduled_at":"\#(later)","throttle":{"per_second":100},"collapse_id":"daily"}}"#)
+            #expect(scheduled.status == .accepted && scheduled["state"] as? String == "scheduled")
+            let id = scheduled["id"] as? String ?? ""
+
+            let paused = try await api.call(.post, "/v1/pushes/\(id)/pause", key: app.serverKey)
+            #expect(paused.status == .ok && paused["paused"] as? Bool == true)
+            let resumed = try await api.call(.post, "/v1/pushes/\(id)/resume", key: app.serverKey)
+            #expect(resumed.status == .ok && resumed["paused"] as? Bool == false)
+
+            // A replacing push takes the collapse id of the push it replaces.
+            let replacing = try await api.call(.post, "/v1/pushes", key: app.serverKey,
+                                               json: #"{"audience":{"all":true},"notification":{"alert":{"body":"fixed"}},"options":{"replaces":"\#(id)"}}"#)
+            #expect(replacing.status == .accepted)
+            let replacingStatus = try await api.call(.get, "/v1/pushes/\(replacing["id"] as? String ?? "")", key: app.serverKey)
+            #expect(replacingStatus["collapse_id"] as? String == "daily")
+
+            let canceled = try await api.call(.delete, "/v1/pushes/\(id)", key: app.serverKey)
+            #expect(canceled.status == .ok && canceled["state"] as? String == "canceled" && canceled["canceled_at"] != nil)
+            let twice = try await api.call(.delete, "/v1/pushes/\(id)", key: app.serverKey)
+            #expect(twice.status == .conflict && twice.errorCode == "push_finished")
+            #expect(try await api.call(.post, "/v1/pushes/\(id)/pause", key: app.serverKey).status == .conflict)
+
+            // Recall: a background push carrying the revoke command, once however often asked.
+            let recall = try await api.call(.post, "/v1/pushes/\(id)/recall", key: app.serverKey)
+            #expect(recall.status == .accepted)
+            let recallID = try #require(UUID(uuidString: recall["id"] as? String ?? ""))
+            let again = try await api.call(.post, "/v1/pushes/\(id)/recall", key: app.serverKey)
+            #expect(again["id"] as? String == recall["id"] as? String)
+            let stored = try #require(try await PushRepository(client: api.database, logger: api.logger).push(id: recallID, appID: UUID(uuidString: app.id)!))
+            #expect(stored.definition.recallOf == UUID(uuidString: id) && stored.definition.pushType == "background" && stored.definition.priority == 5)
+            let payload = try JSONSerialization.jsonObject(with: Data(stored.definition.payload)) as? [String: Any]
+            #expect((payload?["aps"] as? [String: Any])?["content-available"] as? Int == 1)
+            #expect((payload?["herald"] as? [String: Any])?["revoke"] as? String == id)
+            #expect(try await api.call(.post, "/v1/pushes/\(recallID.uuidString)/recall", key: app.serverKey).status == .conflict)
+
+            // Another app sees none of it.
+            let other = try await api.createApp()
+            for path in ["/v1/pushes/\(id)", "/v1/pushes/\(id)/failures", "/v1/pushes/\(id)/events"] {
+                #expect(try await api.call(.get, path, key: other.serverKey).status == .notFound, "\(path)")
+            }
+            #expect(try await api.call(.delete, "/v1/pushes/\(id)", key: other.serverKey).status == .notFound)
+            #expect(try await api.call(.post, "/v1/pushes/\(id)/recall", key: other.serverKey).status == .notFound)
+        }
+    }
+
+    @Test func validationFailuresStatisticsAndEvents() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let devices = [try await api.register(app, tags: ["a"]), try await api.register(app, tags: ["a"]),
+                           try await api.register(app, environment: "sandbox", tags: ["b"])]
+            let dryRun = try await api.call(.post, "/v1/pushes/validate", key: app.serverKey,
+                                            json: #"{"audience":{"tags":{"any":["a"]}},"notification":{"alert":{"body":"hi"}}}"#)
+            #expect(dryRun.status == .ok && dryRun["audience_size"] as? Int == 2 && dryRun["payload_limit"] as? Int == 4096)
+            #expect((dryRun["warnings"] as? [String] ?? []).contains { $0.contains("no production APNs credential") })
+            #expect((try await api.call(.get, "/v1/pushes", key: app.serverKey)["pushes"] as? [Any])?.isEmpty == true, "a dry run stores nothing")
+
+            let push = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: Self.hello)
+            let id = try #require(UUID(uuidString: push["id"] as? String ?? ""))
+            // herald-center's accounting, played here: one batch, two delivered, one rejected.
+            let repository = PushRepository(client: api.database, logger: api.logger)
+            var delta = PushCounters()
+            delta.targeted = 3
+            delta.accepted = 2
+            delta.rejected = 1
+            delta.rejectedByReason = ["BadDeviceToken": 1]
+            try await repository.addToCounters(pushID: id, delta)
+            try await repository.recordFailures([FailedDelivery(pushID: id, deviceID: devices[2], status: .rejected,
+                                                                reason: "BadDeviceToken", httpStatus: 400, attempts: 1)])
+            let failures = try await api.call(.get, "/v1/pushes/\(id.uuidString)/failures", key: app.serverKey)
+            let failure = (failures["failures"] as? [[String: Any]])?.first
+            #expect((failure?["registration_id"] as? NSNumber)?.int64Value == devices[2] && failure?["reason"] as? String == "BadDeviceToken")
+
+            let statistics = try await api.call(.get, "/v1/stats", key: app.serverKey)
+            #expect((statistics["devices"] as? [String: Any])?["active"] as? Int == 3)
+            let delivery = statistics["delivery"] as? [String: Any]
+            #expect(delivery?["accepted"] as? Int == 2 && (delivery?["rejected_by_reason"] as? [String: Any])?["BadDeviceToken"] as? Int == 1)
+
+            // Live progress: the stream shows the push and ends once it is canceled (directly in
+            // the store: the test client has one connection, which the stream holds).
+            let appID = try #require(UUID(uuidString: app.id))
+            let canceler = Task {
+                try await Task.sleep(for: .milliseconds(1200))
+                return try await repository.cancel(id: id, appID: appID)
+            }
+            let events = try await api.call(.get, "/v1/pushes/\(id.uuidString)/events", key: app.serverKey)
+            #expect(try await canceler.value)
+            #expect(events.status == .ok && events.headers[.contentType]?.hasPrefix("text/event-stream") == true)
+            let data = events.text.components(separatedBy: "\n").filter { $0.hasPrefix("data: ") }
+            #expect(data.count >= 2)
+            #expect(data.first?.contains(#""state":"accepted""#) == true && data.last?.contains(#""state":"canceled""#) == true)
+        }
+    }
+
+    @Test func rateLimitAnswers429WithRetryAfter() async throws {
+        try await withAPI(rateLimitPerSecond: 1, burst: 3) { api in
+            let app = try await api.createApp()
+            var statuses: [HTTPResponse.Status] = []
+            var last: APITest.Answer?
+            for _ in 0..<5 {
+                let answer = try await api.call(.get, "/v1/pushes", key: app.serverKey)
+                statuses.append(answer.status)
+                last = answer
+            }
+            #expect(statuses.prefix(3).allSatisfy { $0 == .ok } && statuses.last == .tooManyRequests)
+            #expect(last?.errorCode == "rate_limited" && last?.headers[HTTPField.Name("Retry-After")!] == "1")
+            #expect(last?.headers[HTTPField.Name("RateLimit-Limit")!] == "1")
+            // Limits are per app: another app is not slowed down.
+            let other = try await api.createApp()
+            #expect(try await api.call(.get, "/v1/pushes", key: other.serverKey).status == .ok)
+        }
+    }
+}
