@@ -26,8 +26,10 @@ build: deps
 	$(SWIFT) build --build-tests
 
 test: deps
+	scripts/generate-openapi.sh --check
 	$(SWIFT) build --build-tests
 	scripts/with-infrastructure.sh .build/debug $(SWIFT) test --skip-build
+	scripts/with-infrastructure.sh .build/debug scripts/test-api-contract.sh .build/debug
 	scripts/test-external-clients.sh .build/debug
 
 demo: deps

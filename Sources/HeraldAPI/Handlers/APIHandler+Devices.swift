@@ -22,11 +22,11 @@ extension APIHandler {
         let page: [Device]
         switch (input.query.alias, input.query.tag) {
         case (let alias?, nil):
-            try DeviceInput.alias(alias)
+            try Self.queryParameter { () throws(APIError) in try DeviceInput.alias(alias) }
             page = try await devices.devices(alias: alias, appID: appID, limit: min(limit, DeviceLimits.maximumDevicesPerAlias + 1))
                 .filter { $0.id > cursor }
         case (nil, let tag?):
-            try DeviceInput.tags([tag], field: "tag")
+            try Self.queryParameter { () throws(APIError) in try DeviceInput.tags([tag], field: "tag") }
             page = try await devices.devices(tag: tag, appID: appID, after: cursor, limit: limit)
         case (nil, nil):
             page = try await devices.devices(appID: appID, after: cursor, limit: limit)
@@ -93,6 +93,15 @@ extension APIHandler {
     }
 
     // MARK: Helpers
+
+    /// A bad query parameter is a malformed request (400), not an unacceptable value.
+    static func queryParameter(_ check: () throws(APIError) -> Void) throws(APIError) {
+        do {
+            try check()
+        } catch {
+            throw APIError.badRequest(error.message, field: error.field)
+        }
+    }
 
     func callingApp(_ appID: UUID) async throws -> App {
         guard let app = try await apps.app(id: appID) else { throw APIError.notFound("app") }

@@ -40,8 +40,9 @@ struct PushComposer {
         let options = request.options ?? .init()
         var warnings: [String] = []
 
-        // The payload: a notification, or a raw aps dictionary.
-        let payload: APNsPayload
+        // The payload: a notification, or a raw aps dictionary (written as given).
+        var payload: APNsPayload?
+        var rawPayload: APNsJSON?
         let isSilent: Bool
         switch (request.notification, request.aps) {
         case (let notification?, nil):
@@ -52,10 +53,9 @@ struct PushComposer {
             isSilent = notification.silent == true && notification.alert == nil && notification.sound == nil
                 && notification.criticalSound == nil && notification.badge == nil
         case (nil, let aps?):
-            var raw = APNsPayload()
-            raw.custom = try custom(request.data, field: "data")
-            raw.custom["aps"] = APNsJSON(container: aps)
-            payload = raw
+            var root = try custom(request.data, field: "data")
+            root["aps"] = APNsJSON(container: aps)
+            rawPayload = .object(root)
             isSilent = false
         case (.some, .some):
             throw .invalid("aps", "send either a notification or a raw aps dictionary, not both")
@@ -78,11 +78,16 @@ struct PushComposer {
             warnings.append("silent is set together with an alert, sound or badge: the phone will show them; a background update carries none")
         }
 
-        let bytes: [UInt8]
-        do {
-            bytes = try payload.validated(for: pushType)
-        } catch {
-            throw APIError(.contentTooLarge, code: "payload_too_large", message: error.description, field: "notification")
+        var bytes: [UInt8] = []
+        if let payload {
+            bytes = payload.encoded()
+        } else {
+            rawPayload?.write(to: &bytes)
+        }
+        guard bytes.count <= pushType.maximumPayloadBytes else {
+            let error = APNsPayloadTooLarge(size: bytes.count, limit: pushType.maximumPayloadBytes, pushType: pushType)
+            throw APIError(.contentTooLarge, code: "payload_too_large", message: error.description,
+                           field: payload == nil ? "aps" : "notification")
         }
 
         // Timing.

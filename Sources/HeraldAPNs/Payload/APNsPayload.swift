@@ -169,6 +169,12 @@ public struct APNsPayloadTooLarge: Error, Sendable, Hashable, CustomStringConver
     public let limit: Int
     public let pushType: APNsPushType
 
+    public init(size: Int, limit: Int, pushType: APNsPushType) {
+        self.size = size
+        self.limit = limit
+        self.pushType = pushType
+    }
+
     public var description: String {
         "the payload is \(size) bytes; APNs takes at most \(limit) for \(pushType.rawValue) notifications: shorten the text or custom data"
     }
