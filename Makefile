@@ -8,7 +8,7 @@ SHELL := /bin/bash
 
 SWIFT ?= swift
 
-.PHONY: help deps build test demo bench-fanout bench-sender bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
+.PHONY: help deps build test demo bench-api bench-fanout bench-sender bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
 
 help:
 	@echo "make demo     # start PostgreSQL + the development Kafka broker and run a round trip through both"
@@ -17,6 +17,7 @@ help:
 	@echo "make bench-apns-sim  # apns-sim against nghttpd under h2load (release build)"
 	@echo "make bench-apns-client  # Herald's APNs client against h2load, both to apns-sim"
 	@echo "make bench-sender  # a million notifications through Kafka and herald-sender to apns-sim"
+	@echo "make bench-api  # single-device pushes to herald-api under wrk, against /healthz"
 	@echo "make bench-fanout  # a 1,000,000-device broadcast fanned out by herald-center, against psql COPY"
 
 deps:
@@ -53,6 +54,12 @@ bench-sender: deps
 	$(SWIFT) build -c release --product herald-kafka-dev
 	$(SWIFT) build -c release --product sender-throughput
 	HERALD_LOG_LEVEL=warning scripts/with-infrastructure.sh .build/release .build/release/sender-throughput
+
+bench-api: deps
+	$(SWIFT) build -c release --product herald-api
+	$(SWIFT) build -c release --product herald-kafka-dev
+	$(SWIFT) build -c release --product api-throughput
+	HERALD_LOG_LEVEL=warning scripts/with-infrastructure.sh .build/release .build/release/api-throughput
 
 bench-fanout: deps
 	$(SWIFT) build -c release --product herald-center

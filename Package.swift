@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "herald-center", targets: ["herald-center"]),
         .executable(name: "herald-api", targets: ["herald-api"]),
         .executable(name: "fanout-throughput", targets: ["fanout-throughput"]),
+        .executable(name: "api-throughput", targets: ["api-throughput"]),
         .executable(name: "apns-sim-throughput", targets: ["apns-sim-throughput"]),
         .executable(name: "apns-client-throughput", targets: ["apns-client-throughput"]),
         .executable(name: "sender-throughput", targets: ["sender-throughput"]),
@@ -282,6 +283,17 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "Benchmarks/FanoutThroughput"
+        ),
+
+        .executableTarget(
+            name: "api-throughput",
+            dependencies: [
+                "HeraldCore", "HeraldStore", "BenchmarkSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Benchmarks/APIThroughput"
         ),
 
         // MARK: Tests

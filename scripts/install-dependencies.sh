@@ -11,6 +11,7 @@ packages=(
   kcat                # reference producer for the Kafka benchmark
   nghttp2-client      # h2load: load generator for the apns-sim benchmark
   nghttp2-server      # nghttpd: the C reference server in the apns-sim benchmark
+  wrk                 # HTTP load generator for the Open API benchmark
   curl                # an HTTP/2 client that is not Herald's, for apns-sim's tests
   python3-venv        # a virtualenv for the Python HTTP/2 clients in apns-sim's tests
   pkg-config
