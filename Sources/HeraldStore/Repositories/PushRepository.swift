@@ -25,36 +25,63 @@ public struct PushRepository: Sendable {
         }
     }
 
-    /// Stores a push, its zeroed counters and its outbox records in one transaction.
+    /// Stores a push, its zeroed counters and its outbox records atomically.
     ///
     /// With an idempotency key the app already used, nothing is written and the first push is
-    /// returned instead.
+    /// returned instead. A push with one outbox record (the Open API's case) is written by one
+    /// statement — one round trip — whose data-modifying parts PostgreSQL applies together or
+    /// not at all.
     /// - Returns: the stored push and whether this call created it.
     public func create(_ push: NewPush, outbox: [OutboxDraft]) async throws -> (push: Push, created: Bool) {
-        let created: Bool = try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query("""
-                INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
-                                    expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
-                                    finish_within_s, recall_of)
-                VALUES (\(push.id), \(push.appID), \(push.state.rawValue), \(push.audienceJSON)::jsonb,
-                        \(push.notificationJSON)::jsonb, \(push.optionsJSON)::jsonb, \(push.payload.bytea), \(push.pushType),
-                        \(Int16(push.priority)), \(push.expiresAt), \(push.collapseID), \(push.idempotencyKey),
-                        \(push.scheduledAt), \(push.throttlePerSecond.map(Int32.init)),
-                        \(push.finishWithinSeconds.map(Int32.init)), \(push.recallOf))
-                ON CONFLICT (app_id, idempotency_key) DO NOTHING
-                RETURNING id
+        var createdAt: Date?
+        if outbox.count == 1, let record = outbox.first {
+            let rows = try await client.query("""
+                WITH inserted AS (
+                    INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
+                                        expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
+                                        finish_within_s, recall_of)
+                    VALUES (\(push.id), \(push.appID), \(push.state.rawValue), \(push.audienceJSON)::jsonb,
+                            \(push.notificationJSON)::jsonb, \(push.optionsJSON)::jsonb, \(push.payload.bytea), \(push.pushType),
+                            \(Int16(push.priority)), \(push.expiresAt), \(push.collapseID), \(push.idempotencyKey),
+                            \(push.scheduledAt), \(push.throttlePerSecond.map(Int32.init)),
+                            \(push.finishWithinSeconds.map(Int32.init)), \(push.recallOf))
+                    ON CONFLICT (app_id, idempotency_key) DO NOTHING
+                    RETURNING id, created_at
+                ), counters AS (
+                    INSERT INTO push_counters (push_id) SELECT id FROM inserted
+                ), announced AS (
+                    INSERT INTO outbox (topic, record_key, record_value)
+                    SELECT \(record.topic), \(record.key?.bytea), \(record.value.bytea) FROM inserted
+                )
+                SELECT created_at FROM inserted
                 """, logger: logger)
-            var inserted = false
-            for try await _ in rows.decode(UUID.self) { inserted = true }
-            guard inserted else { return false }
-            try await connection.query("INSERT INTO push_counters (push_id) VALUES (\(push.id))", logger: logger)
-            for record in outbox {
-                try await OutboxRepository.append(record, on: connection, logger: logger)
+            for try await value in rows.decode(Date.self) { createdAt = value }
+        } else {
+            createdAt = try await client.transaction(logger: logger) { connection in
+                let rows = try await connection.query("""
+                    INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
+                                        expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
+                                        finish_within_s, recall_of)
+                    VALUES (\(push.id), \(push.appID), \(push.state.rawValue), \(push.audienceJSON)::jsonb,
+                            \(push.notificationJSON)::jsonb, \(push.optionsJSON)::jsonb, \(push.payload.bytea), \(push.pushType),
+                            \(Int16(push.priority)), \(push.expiresAt), \(push.collapseID), \(push.idempotencyKey),
+                            \(push.scheduledAt), \(push.throttlePerSecond.map(Int32.init)),
+                            \(push.finishWithinSeconds.map(Int32.init)), \(push.recallOf))
+                    ON CONFLICT (app_id, idempotency_key) DO NOTHING
+                    RETURNING created_at
+                    """, logger: logger)
+                var createdAt: Date?
+                for try await value in rows.decode(Date.self) { createdAt = value }
+                guard createdAt != nil else { return nil }
+                try await connection.query("INSERT INTO push_counters (push_id) VALUES (\(push.id))", logger: logger)
+                for record in outbox {
+                    try await OutboxRepository.append(record, on: connection, logger: logger)
+                }
+                return createdAt
             }
-            return true
         }
-        if created, let stored = try await self.push(id: push.id, appID: push.appID) {
-            return (stored, true)
+        if let createdAt {
+            return (Push(definition: push, fanoutCursor: 0, batchesEmitted: 0, createdAt: createdAt, completedAt: nil, canceledAt: nil), true)
         }
         guard let key = push.idempotencyKey, let first = try await self.push(idempotencyKey: key, appID: push.appID) else {
             throw StoreError(message: "push \(push.id) was neither stored nor found by its idempotency key")
