@@ -229,6 +229,8 @@ let package = Package(
             name: "herald-api",
             dependencies: [
                 "HeraldAPI", "HeraldCore", "HeraldStore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -5,7 +5,13 @@ import HeraldAPI
 import HeraldCore
 import HeraldStore
 import Logging
+import NIOCore
+import NIOPosix
 import ServiceLifecycle
+
+// Swift concurrency's jobs run on NIO's event loops: a request then moves between Hummingbird,
+// the handler and postgres-nio without hopping threads (measured: see docs/benchmarks.md).
+_ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 
 let configuration = await ServiceProcess.start("herald-api")
 let logger = Logger(label: "herald.api")

@@ -18,7 +18,7 @@ final class KeyAuthenticator: Sendable {
 
     private let keys: APIKeyRepository
     private let cacheTTL: Duration
-    private let cache = Mutex<[String: Entry]>([:])
+    private let cache = Mutex<[[UInt8]: Entry]>([:])
     private static let maximumEntries = 100_000
 
     init(keys: APIKeyRepository, cacheTTL: Duration) {
@@ -28,7 +28,7 @@ final class KeyAuthenticator: Sendable {
 
     /// The live key matching `key`, or `nil`.
     func authenticate(_ key: String) async throws -> APIKeyRecord? {
-        let digest = SecretHasher.hash(key).hexadecimal
+        let digest = SecretHasher.hash(key)
         let now = ContinuousClock.now
         if let entry = cache.withLock({ $0[digest] }), entry.expires > now { return entry.record }
         let record = try await keys.authenticate(key: key)

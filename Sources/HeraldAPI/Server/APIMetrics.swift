@@ -8,8 +8,13 @@ import Synchronization
 final class APIMetrics: Sendable {
     static let latencyBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 
+    private struct RequestKey: Hashable {
+        var operationID: String
+        var status: Int
+    }
+
     private struct State {
-        var requests: [String: Int] = [:]
+        var requests: [RequestKey: Int] = [:]
         var latencyCounts = [Int](repeating: 0, count: APIMetrics.latencyBuckets.count)
         var latencySum = 0.0
         var latencyCount = 0
@@ -20,7 +25,7 @@ final class APIMetrics: Sendable {
 
     func record(operationID: String, status: Int, seconds: Double) {
         state.withLock { state in
-            state.requests["operation=\"\(operationID)\",status=\"\(status)\"", default: 0] += 1
+            state.requests[RequestKey(operationID: operationID, status: status), default: 0] += 1
             for (index, bound) in Self.latencyBuckets.enumerated() where seconds <= bound { state.latencyCounts[index] += 1 }
             state.latencySum += seconds
             state.latencyCount += 1
@@ -31,8 +36,9 @@ final class APIMetrics: Sendable {
         let snapshot = state.withLock { $0 }
         var text = "# HELP herald_api_requests_total Requests answered, by operation and HTTP status.\n"
         text += "# TYPE herald_api_requests_total counter\n"
-        for (labels, count) in snapshot.requests.sorted(by: { $0.key < $1.key }) {
-            text += "herald_api_requests_total{\(labels)} \(count)\n"
+        let sorted = snapshot.requests.sorted { ($0.key.operationID, $0.key.status) < ($1.key.operationID, $1.key.status) }
+        for (key, count) in sorted {
+            text += "herald_api_requests_total{operation=\"\(key.operationID)\",status=\"\(key.status)\"} \(count)\n"
         }
         text += "# HELP herald_api_request_seconds Time to answer a request.\n# TYPE herald_api_request_seconds histogram\n"
         for (index, bound) in Self.latencyBuckets.enumerated() {
