@@ -155,3 +155,18 @@ struct AppsAPITests {
         }
     }
 }
+
+@Suite("Open API: values PostgreSQL cannot store")
+struct StoredValueTests {
+    @Test func nulCharactersAreABadRequestNotAServerError() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let answer = try await api.call(.post, "/v1/apps/\(app.id)/keys", key: APITest.adminToken,
+                                            json: #"{"kind":"client","name":"a\u0000b"}"#)
+            #expect(answer.status == .badRequest && answer.errorCode == "invalid_text", "\(answer.text)")
+            let device = try await api.call(.post, "/v1/devices", key: app.serverKey,
+                                            json: #"{"token":"\#(APITest.randomToken())","environment":"production","locale":"x\u0000"}"#)
+            #expect(device.status == .badRequest && device.errorCode == "invalid_text", "\(device.text)")
+        }
+    }
+}

@@ -46,6 +46,7 @@ struct ErrorResponseMiddleware: ServerMiddleware {
                 return describe(decodingError)
             }
             if isDatabaseUnavailable(serverError.underlyingError) { return .unavailable }
+            if let rejected = rejectedValue(serverError.underlyingError) { return rejected }
             let status = serverError.httpStatus
             if status == .unsupportedMediaType {
                 return APIError(status, code: "unsupported_media_type",
@@ -58,6 +59,7 @@ struct ErrorResponseMiddleware: ServerMiddleware {
             return APIError(.internalServerError, code: "internal_error", message: "Herald failed to answer; the failure is logged.")
         }
         if isDatabaseUnavailable(error) { return .unavailable }
+        if let rejected = rejectedValue(error) { return rejected }
         logger.error("request failed", metadata: ["operation": "\(operationID)", "error": "\(error)"])
         return APIError(.internalServerError, code: "internal_error", message: "Herald failed to answer; the failure is logged.")
     }
@@ -105,6 +107,19 @@ struct ErrorResponseMiddleware: ServerMiddleware {
         if name.contains("Array") { return "an array" }
         if name.contains("Dictionary") || name.contains("Container") { return "an object" }
         return "another type (\(name))"
+    }
+
+    /// A value PostgreSQL refused to store (SQLSTATE class 22, data exception: a NUL character
+    /// in a text, a number out of range): the request's fault, answered 400.
+    static func rejectedValue(_ error: any Error) -> APIError? {
+        guard let psql = error as? PSQLError, let sqlState = psql.serverInfo?[.sqlState], sqlState.hasPrefix("22") else {
+            return nil
+        }
+        if sqlState == "22021" || sqlState == "22P05" {
+            return APIError(.badRequest, code: "invalid_text",
+                            message: "a text field holds a character Herald cannot store (NUL, \\u0000); remove it")
+        }
+        return APIError(.badRequest, code: "invalid_value", message: "a value is out of the range Herald stores; check numbers and lengths against the contract")
     }
 
     /// PostgreSQL down, unreachable or refusing connections.
