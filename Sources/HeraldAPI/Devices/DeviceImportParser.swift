@@ -25,9 +25,9 @@ struct DeviceImportParser {
     }
 
     /// Feeds the next bytes of the body; returns the rows of the lines they completed.
-    mutating func feed(_ bytes: some Collection<UInt8>) -> [DeviceImportRow] {
+    mutating func feed(_ bytes: some Collection<UInt8>) -> [DeviceRegistration] {
         pending.append(contentsOf: bytes)
-        var rows: [DeviceImportRow] = []
+        var rows: [DeviceRegistration] = []
         var start = 0
         while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
             if let row = parse(pending[start..<newline]) { rows.append(row) }
@@ -38,12 +38,12 @@ struct DeviceImportParser {
     }
 
     /// The last line, when the body did not end with a line break.
-    mutating func finish() -> [DeviceImportRow] {
+    mutating func finish() -> [DeviceRegistration] {
         defer { pending.removeAll() }
         return parse(pending[...]).map { [$0] } ?? []
     }
 
-    private mutating func parse(_ bytes: ArraySlice<UInt8>) -> DeviceImportRow? {
+    private mutating func parse(_ bytes: ArraySlice<UInt8>) -> DeviceRegistration? {
         var text = String(decoding: bytes, as: UTF8.self)
         if text.hasSuffix("\r") { text.removeLast() }
         if text.allSatisfy(\.isWhitespace) { return nil }
@@ -76,7 +76,7 @@ struct DeviceImportParser {
         if errors.count < Self.reportedErrors { errors.append((line, message)) }
     }
 
-    private func ndjsonRow(_ text: String) throws(APIError) -> DeviceImportRow {
+    private func ndjsonRow(_ text: String) throws(APIError) -> DeviceRegistration {
         let registration: Components.Schemas.DeviceRegistration
         do {
             registration = try JSONDecoder().decode(Components.Schemas.DeviceRegistration.self, from: Data(text.utf8))
@@ -86,12 +86,10 @@ struct DeviceImportParser {
         } catch {
             throw .invalid("line", "not a JSON object")
         }
-        let checked = try DeviceInput.registration(registration, appID: appID, bundleID: bundleID)
-        return DeviceImportRow(token: checked.token, environment: checked.environment, topic: checked.topic,
-                               alias: checked.alias, tags: checked.tags, locale: checked.locale, timeZone: checked.timeZone)
+        return try DeviceInput.registration(registration, appID: appID, bundleID: bundleID)
     }
 
-    private func csvRow(_ text: String) throws(APIError) -> DeviceImportRow {
+    private func csvRow(_ text: String) throws(APIError) -> DeviceRegistration {
         guard let columns, !columns.isEmpty else { throw .invalid("line", "no usable CSV header") }
         let fields = CSV.fields(text)
         guard fields.count == columns.count else {
@@ -106,9 +104,7 @@ struct DeviceImportParser {
         let registration = Components.Schemas.DeviceRegistration(
             token: values["token"] ?? "", environment: environment, topic: values["topic"], alias: values["alias"], tags: tags,
             locale: values["locale"], timeZone: values["time_zone"])
-        let checked = try DeviceInput.registration(registration, appID: appID, bundleID: bundleID)
-        return DeviceImportRow(token: checked.token, environment: checked.environment, topic: checked.topic,
-                               alias: checked.alias, tags: checked.tags, locale: checked.locale, timeZone: checked.timeZone)
+        return try DeviceInput.registration(registration, appID: appID, bundleID: bundleID)
     }
 }
 

@@ -134,7 +134,7 @@ final class ImportProgress: @unchecked Sendable {
 
 /// The import body as chunks of parsed rows, read as the COPY asks for them.
 struct ImportChunks: AsyncSequence, Sendable {
-    typealias Element = [DeviceImportRow]
+    typealias Element = [DeviceRegistration]
     let body: HTTPBody
     let progress: ImportProgress
     let maximumBytes: Int
@@ -146,7 +146,7 @@ struct ImportChunks: AsyncSequence, Sendable {
         var read = 0
         var finished = false
 
-        mutating func next() async throws -> [DeviceImportRow]? {
+        mutating func next() async throws -> [DeviceRegistration]? {
             while !finished {
                 guard let chunk = try await chunks.next() else {
                     finished = true

@@ -3,37 +3,16 @@ import Logging
 import NIOCore
 import PostgresNIO
 
-/// One device of a bulk import, already checked by the caller.
-public struct DeviceImportRow: Sendable {
-    public var token: [UInt8]
-    public var environment: APNsEnvironment
-    public var topic: String
-    public var alias: String?
-    public var tags: [String]
-    public var locale: String?
-    public var timeZone: String?
-
-    public init(token: [UInt8], environment: APNsEnvironment, topic: String, alias: String? = nil, tags: [String] = [],
-                locale: String? = nil, timeZone: String? = nil) {
-        self.token = token
-        self.environment = environment
-        self.topic = topic
-        self.alias = alias
-        self.tags = tags
-        self.locale = locale
-        self.timeZone = timeZone
-    }
-}
-
 extension DeviceRepository {
-    /// Registers (or refreshes) every device `chunks` yields, through `COPY ... FROM STDIN` into
+    /// Registers (or refreshes) every device `chunks` yields (checked by the caller; their
+    /// `appID` is ignored for `appID`), through `COPY ... FROM STDIN` into
     /// a temporary table and one merge, in one transaction: all of them or, on an error, none.
     ///
     /// A token that appears twice takes its last line. A known token is refreshed as
     /// ``register(_:)`` would (same registration id, reactivated, tags added).
     /// - Returns: how many devices were registered or refreshed.
     public func importDevices<Chunks: AsyncSequence & Sendable>(appID: UUID, chunks: Chunks) async throws -> Int
-    where Chunks.Element == [DeviceImportRow] {
+    where Chunks.Element == [DeviceRegistration] {
         try await client.transaction(logger: logger) { connection in
             try await connection.query("""
                 CREATE TEMPORARY TABLE device_import (
@@ -97,7 +76,7 @@ extension DeviceRepository {
 
 /// PostgreSQL's COPY text format: columns separated by tabs, `\N` for NULL, backslash escapes.
 enum CopyText {
-    static func appendRow(_ row: DeviceImportRow, line: Int, to buffer: inout ByteBuffer) {
+    static func appendRow(_ row: DeviceRegistration, line: Int, to buffer: inout ByteBuffer) {
         buffer.writeString(String(line))
         buffer.writeInteger(UInt8(ascii: "\t"))
         // bytea in hex: \x..., with the backslash escaped for COPY.
