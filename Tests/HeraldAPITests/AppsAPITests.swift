@@ -4,6 +4,7 @@ import HTTPTypes
 @testable import HeraldAPI
 import HeraldCore
 import HeraldStore
+import Logging
 import PostgresNIO
 import Testing
 
@@ -167,6 +168,36 @@ struct StoredValueTests {
             let device = try await api.call(.post, "/v1/devices", key: app.serverKey,
                                             json: #"{"token":"\#(APITest.randomToken())","environment":"production","locale":"x\u0000"}"#)
             #expect(device.status == .badRequest && device.errorCode == "invalid_text", "\(device.text)")
+        }
+    }
+}
+
+@Suite("Open API: an unreachable database")
+struct DatabaseOutageTests {
+    @Test func unreachableDatabaseAnswers503QuicklyNot500() async throws {
+        let configuration = try await HeraldConfiguration.load()
+        var postgres = configuration.postgres
+        postgres.port = 1  // nothing listens there
+        let logger = Logger(label: "test.api.outage")
+        let client = HeraldDatabase.makeClient(settings: postgres, logger: logger)
+        var settings = configuration.api
+        settings.port = 0
+        settings.requestTimeoutMilliseconds = 1000
+        var security = configuration.security
+        security.adminToken = APITest.adminToken
+        let server = try APIServer(settings: settings, security: security, database: client, logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            try await server.application.test(.live) { http in
+                let api = APITest(client: http, database: client, logger: logger, masterKey: "")
+                #expect(try await api.call(.get, "/healthz", key: nil).status == .ok, "alive, just not ready")
+                let ready = try await api.call(.get, "/readyz", key: nil)
+                #expect(ready.status == .serviceUnavailable && ready.errorCode == "database_unavailable")
+                let create = try await api.call(.post, "/v1/apps", key: APITest.adminToken, json: #"{"name":"x","bundle_id":"a.b"}"#)
+                #expect(create.status == .serviceUnavailable, "\(create.text)")
+                #expect(create.headers[HTTPField.Name("Retry-After")!] == "5")
+            }
         }
     }
 }

@@ -46,6 +46,11 @@ struct APIError: Error, Sendable, CustomStringConvertible {
         message: "Herald cannot reach its database right now; nothing was changed. Retry in a few seconds.",
         headers: [.retryAfter: "5"])
 
+    static let timedOut = APIError(
+        .serviceUnavailable, code: "timed_out",
+        message: "Herald's database did not answer in time. Retry in a few seconds (with the same Idempotency-Key, a retried push is not sent twice).",
+        headers: [.retryAfter: "5"])
+
     /// The JSON body.
     var body: [UInt8] {
         var text = #"{"error":{"code":"# + Self.quoted(code) + #","message":"# + Self.quoted(message)

@@ -9,16 +9,39 @@ import PostgresNIO
 /// database as 503. Anything else is a bug: logged, and answered 500 without details.
 struct ErrorResponseMiddleware: ServerMiddleware {
     let logger: Logger
+    /// Operations (other than streams and imports) unfinished after this answer 503.
+    let timeout: Duration
 
     func intercept(
         _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
         next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         do {
-            return try await next(request, try await Self.absentIfEmpty(body, operationID: operationID), metadata)
+            let body = try await Self.absentIfEmpty(body, operationID: operationID)
+            if operationID == "streamPushEvents" || operationID == "importDevices" {
+                return try await next(request, body, metadata)
+            }
+            // The task group below waits for `next` to return before this does.
+            return try await withoutActuallyEscaping(next) { next in
+                try await Self.withDeadline(timeout) { try await next(request, body, metadata) }
+            }
         } catch {
             let apiError = Self.apiError(for: error, operationID: operationID, logger: logger)
             return Self.response(for: apiError)
+        }
+    }
+
+    /// `body`'s result, or ``APIError/timedOut`` once `timeout` passed (`body` is then canceled).
+    static func withDeadline<Result: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
+        try await withThrowingTaskGroup(of: Result?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let result = first else { throw APIError.timedOut }
+            return result
         }
     }
 
@@ -124,6 +147,8 @@ struct ErrorResponseMiddleware: ServerMiddleware {
 
     /// PostgreSQL down, unreachable or refusing connections.
     static func isDatabaseUnavailable(_ error: any Error) -> Bool {
+        // postgres-nio's pool gives up on a server it cannot connect to ("circuit breaker").
+        if String(reflecting: type(of: error)).contains("ConnectionPoolError") { return true }
         if let psql = error as? PSQLError {
             switch psql.code {
             case .serverClosedConnection, .connectionError, .uncleanShutdown, .poolClosed, .clientClosedConnection,

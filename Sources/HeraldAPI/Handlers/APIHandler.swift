@@ -32,8 +32,10 @@ struct APIHandler: APIProtocol {
 
     func getReadiness(_ input: Operations.GetReadiness.Input) async throws -> Operations.GetReadiness.Output {
         do {
-            let rows = try await database.query("SELECT 1", logger: logger)
-            for try await _ in rows.decode(Int32.self) {}
+            try await ErrorResponseMiddleware.withDeadline(.milliseconds(min(2000, settings.requestTimeoutMilliseconds / 2))) { [database, logger] in
+                let rows = try await database.query("SELECT 1", logger: logger)
+                for try await _ in rows.decode(Int32.self) {}
+            }
         } catch {
             throw APIError.unavailable
         }

@@ -39,7 +39,7 @@ public struct APIServer: Service {
         router.add(middleware: RouteErrorMiddleware(maximumBodyBytes: settings.maximumBodyBytes))
         try handler.registerHandlers(on: router, configuration: .init(jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes]), middlewares: [
             MetricsMiddleware(metrics: metrics),
-            ErrorResponseMiddleware(logger: logger),
+            ErrorResponseMiddleware(logger: logger, timeout: .milliseconds(settings.requestTimeoutMilliseconds)),
             AuthenticationMiddleware(
                 adminToken: security.adminToken, authenticator: authenticator,
                 rateLimiter: RateLimiter(ratePerSecond: settings.rateLimitPerSecond, burst: settings.rateLimitBurst)),

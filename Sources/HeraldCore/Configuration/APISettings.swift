@@ -18,6 +18,9 @@ public struct APISettings: Sendable {
     /// How long an app key stays cached after a look-up (`HERALD_API_KEY_CACHE_MS`): a key revoked
     /// through another herald-api process stops working within this time.
     public var keyCacheMilliseconds: Int
+    /// An operation that has not finished after this long (the database unreachable or stuck)
+    /// answers 503 (`HERALD_API_REQUEST_TIMEOUT_MS`); live progress streams and imports have none.
+    public var requestTimeoutMilliseconds: Int
 
     init(reader config: ConfigReader) {
         host = config.string(forKey: "api.host", default: "127.0.0.1")
@@ -28,5 +31,6 @@ public struct APISettings: Sendable {
         maximumBodyBytes = max(1024, config.int(forKey: "api.maxBodyBytes", default: 1 << 20))
         maximumImportBytes = max(1024, config.int(forKey: "api.maxImportBytes", default: 1 << 30))
         keyCacheMilliseconds = max(0, config.int(forKey: "api.keyCacheMs", default: 5_000))
+        requestTimeoutMilliseconds = max(100, config.int(forKey: "api.requestTimeoutMs", default: 10_000))
     }
 }
