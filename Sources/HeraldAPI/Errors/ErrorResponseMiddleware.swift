@@ -9,8 +9,8 @@ import PostgresNIO
 /// database as 503. Anything else is a bug: logged, and answered 500 without details.
 struct ErrorResponseMiddleware: ServerMiddleware {
     let logger: Logger
-    /// Operations (other than streams and imports) unfinished after this answer 503.
-    let timeout: Duration
+    /// Operations (other than streams and imports) unfinished after their deadline answer 503.
+    let deadlines: RequestDeadlines
 
     func intercept(
         _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
@@ -23,7 +23,7 @@ struct ErrorResponseMiddleware: ServerMiddleware {
             }
             // The task group below waits for `next` to return before this does.
             return try await withoutActuallyEscaping(next) { next in
-                try await Self.withDeadline(timeout) { try await next(request, body, metadata) }
+                try await deadlines.guarding { try await next(request, body, metadata) }
             }
         } catch {
             let apiError = Self.apiError(for: error, operationID: operationID, logger: logger)

@@ -35,11 +35,12 @@ public struct APIServer: Service {
             audiences: AudienceRepository(client: database, logger: logger), authenticator: authenticator, cipher: cipher,
             settings: settings, metrics: metrics, logger: logger)
 
+        let deadlines = RequestDeadlines(timeout: .milliseconds(settings.requestTimeoutMilliseconds))
         let router = Router()
         router.add(middleware: RouteErrorMiddleware(maximumBodyBytes: settings.maximumBodyBytes))
         try handler.registerHandlers(on: router, configuration: .init(jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes]), middlewares: [
             MetricsMiddleware(metrics: metrics),
-            ErrorResponseMiddleware(logger: logger, timeout: .milliseconds(settings.requestTimeoutMilliseconds)),
+            ErrorResponseMiddleware(logger: logger, deadlines: deadlines),
             AuthenticationMiddleware(
                 adminToken: security.adminToken, authenticator: authenticator,
                 rateLimiter: RateLimiter(ratePerSecond: settings.rateLimitPerSecond, burst: settings.rateLimitBurst)),
@@ -47,6 +48,7 @@ public struct APIServer: Service {
         application = Application(
             router: router,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "herald-api"),
+            services: [deadlines],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
     }
