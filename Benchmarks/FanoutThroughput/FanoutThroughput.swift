@@ -63,8 +63,7 @@ struct FanoutThroughput: AsyncParsableCommand {
                 _ = try await PushRepository(client: client, logger: logger).create(
                     NewPush(id: pushID, appID: app.id, audienceJSON: PushAudience.everyone.json, notificationJSON: "{}",
                             payload: Array(#"{"aps":{"alert":"benchmark"}}"#.utf8)),
-                    outbox: [.init(topic: HeraldTopic.pushes.name, key: Array(pushID.recordBytes),
-                                   value: try Herald_V1_PushEvent(kind: .created, pushID: pushID, appID: app.id).encodedRecord())])
+                    announcement: try .pushEvent(.created, pushID: pushID, appID: app.id, topic: HeraldTopic.pushes.name))
                 var peak = 0
                 var elapsed: Double?
                 let deadline = ContinuousClock.now + .seconds(600)

@@ -86,19 +86,17 @@ struct CenterEnvironment: Sendable {
                     throttlePerSecond: Int? = nil, finishWithin: Int? = nil, recallOf: UUID? = nil) async throws -> Push {
         let app = app ?? self.app
         let id = UUID()
-        let event = Herald_V1_PushEvent(kind: .created, pushID: id, appID: app.id)
         let (push, _) = try await pushes.create(
             NewPush(id: id, appID: app.id, state: state, audienceJSON: audience.json, notificationJSON: "{}",
                     payload: Array(#"{"aps":{"alert":"center test"}}"#.utf8), scheduledAt: scheduledAt,
                     throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithin, recallOf: recallOf),
-            outbox: [.init(topic: pushesTopic, key: Array(id.recordBytes), value: try event.encodedRecord())])
+            announcement: try .pushEvent(.created, pushID: id, appID: app.id, topic: pushesTopic))
         return push
     }
 
     func cancel(_ push: Push) async throws -> Bool {
-        let event = Herald_V1_PushEvent(kind: .canceled, pushID: push.id, appID: push.definition.appID)
-        return try await pushes.cancel(id: push.id, appID: push.definition.appID, outbox: [
-            .init(topic: pushesTopic, key: Array(push.id.recordBytes), value: try event.encodedRecord())])
+        try await pushes.cancel(id: push.id, appID: push.definition.appID, outbox: [
+            try PushRepository.OutboxDraft.pushEvent(.canceled, pushID: push.id, appID: push.definition.appID, topic: pushesTopic)])
     }
 
     func state(of push: Push) async throws -> PushState? {

@@ -23,7 +23,8 @@ struct SenderWorkerTests {
             let canceledPush = UUID()
             let pushes = PushRepository(client: environment.database, logger: environment.logger)
             _ = try await pushes.create(NewPush(id: canceledPush, appID: environment.appID, audienceJSON: "{}", notificationJSON: "{}",
-                                                payload: Array(#"{"aps":{}}"#.utf8)), outbox: [])
+                                                payload: Array(#"{"aps":{}}"#.utf8)),
+                                        announcement: .init(topic: "herald.test.sender.pushes", key: nil, value: []))
             #expect(try await pushes.transition(id: canceledPush, from: [.accepted], to: .canceled))
             let canceledBatchIDs = try await environment.produceJobs(batches: 2, targets: 100, pushID: canceledPush)
             let logger = environment.logger

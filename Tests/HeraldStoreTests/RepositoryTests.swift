@@ -202,7 +202,7 @@ import Testing
             let key = "order-\(UUID())"
             let first = NewPush(id: UUID(), appID: app.id, audienceJSON: #"{"all": true}"#, notificationJSON: #"{"alert": "hi"}"#,
                                 payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8), collapseID: "c1", idempotencyKey: key)
-            let created = try await pushes.create(first, outbox: [.init(topic: "herald.pushes", key: [1], value: [2, 3])])
+            let created = try await pushes.create(first, announcement: .init(topic: "herald.pushes", key: [1], value: [2, 3]))
             #expect(created.created)
             #expect(created.push.id == first.id)
             #expect(created.push.state == .accepted)
@@ -210,7 +210,7 @@ import Testing
 
             var retry = first
             retry.id = UUID()
-            let again = try await pushes.create(retry, outbox: [.init(topic: "herald.pushes", key: [9], value: [9])])
+            let again = try await pushes.create(retry, announcement: .init(topic: "herald.pushes", key: [9], value: [9]))
             #expect(!again.created)
             #expect(again.push.id == first.id)
             let outboxRows = try await client.query("SELECT count(*) FROM outbox WHERE record_key = \(Data([9]))", logger: logger)

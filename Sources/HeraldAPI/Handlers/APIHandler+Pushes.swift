@@ -22,7 +22,7 @@ extension APIHandler {
             expiresAt: composed.expiresAt, collapseID: collapseID, idempotencyKey: input.headers.idempotencyKey,
             scheduledAt: composed.scheduledAt, throttlePerSecond: composed.throttlePerSecond,
             finishWithinSeconds: composed.finishWithinSeconds)
-        let (push, created) = try await pushes.create(definition, outbox: [try announcement(.created, pushID: id, appID: appID)])
+        let (push, created) = try await pushes.create(definition, announcement: try announcement(.created, pushID: id, appID: appID))
         if !created {
             guard try await pushes.matches(id: push.id, audienceJSON: definition.audienceJSON,
                                            notificationJSON: definition.notificationJSON, optionsJSON: definition.optionsJSON) else {
@@ -109,7 +109,7 @@ extension APIHandler {
             notificationJSON: #"{"recall_of":"\#(id.lowercased)"}"#, payload: try payload.validated(for: .background),
             pushType: APNsPushType.background.rawValue, priority: APNsPriority.conserve.rawValue,
             collapseID: original.definition.collapseID, idempotencyKey: "herald-recall:\(id.lowercased)", recallOf: id)
-        let (push, _) = try await pushes.create(recall, outbox: [try announcement(.created, pushID: recallID, appID: appID)])
+        let (push, _) = try await pushes.create(recall, announcement: try announcement(.created, pushID: recallID, appID: appID))
         logger.info("push recalled", metadata: ["push": "\(id)", "recall": "\(push.id)"])
         return .accepted(.init(body: .json(.init(push))))
     }
@@ -183,8 +183,7 @@ extension APIHandler {
     }
 
     private func announcement(_ kind: Herald_V1_PushEvent.Kind, pushID: UUID, appID: UUID) throws -> PushRepository.OutboxDraft {
-        let event = Herald_V1_PushEvent(kind: kind, pushID: pushID, appID: appID)
-        return .init(topic: settings.pushesTopic, key: Array(pushID.recordBytes), value: try event.encodedRecord())
+        try PushRepository.OutboxDraft.pushEvent(kind, pushID: pushID, appID: appID, topic: settings.pushesTopic)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldRecords
 import Logging
 import PostgresNIO
 
@@ -23,45 +24,25 @@ public struct PushRepository: Sendable {
             self.key = key
             self.value = value
         }
+
+    /// The announcement of a push event (created, canceled, ...) on the pushes topic, keyed by
+    /// the push id so one push's events stay in order.
+    public static func pushEvent(_ kind: Herald_V1_PushEvent.Kind, pushID: UUID, appID: UUID, topic: String) throws -> OutboxDraft {
+        OutboxDraft(topic: topic, key: Array(pushID.recordBytes),
+                    value: try Herald_V1_PushEvent(kind: kind, pushID: pushID, appID: appID).encodedRecord())
+    }
     }
 
-    /// Stores a push, its zeroed counters and its outbox records atomically.
+    /// Stores a push, its zeroed counters and its announcement (an outbox record) atomically:
+    /// one prepared statement, one round trip, whose data-modifying parts PostgreSQL applies
+    /// together or not at all.
     ///
     /// With an idempotency key the app already used, nothing is written and the first push is
-    /// returned instead. A push with one outbox record (the Open API's case) is written by one
-    /// statement — one round trip — whose data-modifying parts PostgreSQL applies together or
-    /// not at all.
+    /// returned instead.
     /// - Returns: the stored push and whether this call created it.
-    public func create(_ push: NewPush, outbox: [OutboxDraft]) async throws -> (push: Push, created: Bool) {
-        var createdAt: Date?
-        if outbox.count == 1, let record = outbox.first {
-            let rows = try await client.execute(InsertPushWithAnnouncement(push: push, record: record), logger: logger)
-            for try await value in rows { createdAt = value }
-        } else {
-            createdAt = try await client.transaction(logger: logger) { connection in
-                let rows = try await connection.query("""
-                    INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
-                                        expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
-                                        finish_within_s, recall_of)
-                    VALUES (\(push.id), \(push.appID), \(push.state.rawValue), \(push.audienceJSON)::jsonb,
-                            \(push.notificationJSON)::jsonb, \(push.optionsJSON)::jsonb, \(push.payload.bytea), \(push.pushType),
-                            \(Int16(push.priority)), \(push.expiresAt), \(push.collapseID), \(push.idempotencyKey),
-                            \(push.scheduledAt), \(push.throttlePerSecond.map(Int32.init)),
-                            \(push.finishWithinSeconds.map(Int32.init)), \(push.recallOf))
-                    ON CONFLICT (app_id, idempotency_key) DO NOTHING
-                    RETURNING created_at
-                    """, logger: logger)
-                var createdAt: Date?
-                for try await value in rows.decode(Date.self) { createdAt = value }
-                guard createdAt != nil else { return nil }
-                try await connection.query("INSERT INTO push_counters (push_id) VALUES (\(push.id))", logger: logger)
-                for record in outbox {
-                    try await OutboxRepository.append(record, on: connection, logger: logger)
-                }
-                return createdAt
-            }
-        }
-        if let createdAt {
+    public func create(_ push: NewPush, announcement: OutboxDraft) async throws -> (push: Push, created: Bool) {
+        let rows = try await client.execute(InsertPushWithAnnouncement(push: push, record: announcement), logger: logger)
+        for try await createdAt in rows {
             return (Push(definition: push, fanoutCursor: 0, batchesEmitted: 0, createdAt: createdAt, completedAt: nil, canceledAt: nil), true)
         }
         guard let key = push.idempotencyKey, let first = try await self.push(idempotencyKey: key, appID: push.appID) else {
@@ -292,8 +273,8 @@ public struct PushRepository: Sendable {
     }
 }
 
-/// The Open API's write of a push, its counters and its one outbox record, as one prepared
-/// statement (planned once per connection: this is the API's hottest write).
+/// The write of a push, its counters and its announcement, as one prepared statement (planned
+/// once per connection: this is the Open API's hottest write).
 struct InsertPushWithAnnouncement: PostgresPreparedStatement {
     typealias Row = Date
     static let sql = """

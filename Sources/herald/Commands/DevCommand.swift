@@ -48,7 +48,7 @@ struct DevRoundTripCommand: AsyncParsableCommand {
             configuration: configuration.kafka.consumerConfiguration(groupID: "roundtrip-\(runID)", topics: [topic],
                                                                      clientID: "roundtrip"),
             logger: logger)
-        let pushID = Self.bytes(of: runID)
+        let pushID = Array(runID.recordBytes)
         let batches = (0..<records).map { sequence in Self.jobBatch(pushID: pushID, sequence: UInt32(sequence), targets: targets) }
         let encoded = try batches.map { try $0.encodedRecord() }
         let recordBytes = encoded.reduce(0) { $0 + $1.count }
@@ -71,7 +71,7 @@ struct DevRoundTripCommand: AsyncParsableCommand {
         for try await message in consumer.messages {
             if let batch = try? Herald_V1_JobBatch.decodeRecord(message.value), batch.pushID == Data(pushID) {
                 if !seen.insert(batch.sequence).inserted { duplicates += 1 }
-            } else if let event = try? Herald_V1_PushEvent.decodeRecord(message.value), event.pushID == Data(Self.bytes(of: store.pushID)) {
+            } else if let event = try? Herald_V1_PushEvent.decodeRecord(message.value), event.pushID == store.pushID.recordBytes {
                 outboxSeen = true
             }
             try consumer.storeOffset(for: message)
@@ -119,16 +119,11 @@ struct DevRoundTripCommand: AsyncParsableCommand {
             throw ValidationError("re-registering a token created a second device (\(first.id) vs \(second.id))")
         }
 
-        var event = Herald_V1_PushEvent()
-        event.kind = .created
         let pushID = UUID()
-        event.pushID = Data(bytes(of: pushID))
-        event.appID = Data(bytes(of: app.id))
-        event.occurredAtMs = Int64(Date().timeIntervalSince1970 * 1000)
         let push = NewPush(id: pushID, appID: app.id, audienceJSON: #"{"all":true}"#,
                            notificationJSON: #"{"alert":"Hello from the round trip"}"#,
                            payload: Array(#"{"aps":{"alert":"Hello from the round trip"}}"#.utf8))
-        _ = try await pushes.create(push, outbox: [.init(topic: topic, key: bytes(of: pushID), value: try event.encodedRecord())])
+        _ = try await pushes.create(push, announcement: try .pushEvent(.created, pushID: pushID, appID: app.id, topic: topic))
 
         // The relay's job: publish the outbox to Kafka, then mark it published.
         let producer = try KafkaProducer(configuration: kafka.producerConfiguration(clientID: "roundtrip-relay"), logger: logger)
@@ -156,10 +151,6 @@ struct DevRoundTripCommand: AsyncParsableCommand {
                       token: Data((0..<32).map { _ in UInt8.random(in: 0...255) }))
             },
             createdAtMs: Int64(Date().timeIntervalSince1970 * 1000))
-    }
-
-    static func bytes(of id: UUID) -> [UInt8] {
-        withUnsafeBytes(of: id.uuid) { Array($0) }
     }
 
     static func seconds(_ duration: Duration) -> Double {
