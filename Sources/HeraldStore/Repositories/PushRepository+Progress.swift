@@ -84,25 +84,14 @@ extension PushRepository {
             FROM push_counters c JOIN pushes p ON p.id = c.push_id
             WHERE p.app_id = \(appID) AND p.created_at >= \(since)
             """, logger: logger)
-        for try await (targeted, accepted, rejected, expired, canceled, invalidated, reasons)
-            in totals.decode((Int64, Int64, Int64, Int64, Int64, Int64, String).self) {
-            statistics.delivery.targeted = targeted
-            statistics.delivery.accepted = accepted
-            statistics.delivery.rejected = rejected
-            statistics.delivery.expired = expired
-            statistics.delivery.canceled = canceled
-            statistics.delivery.tokensInvalidated = invalidated
-            statistics.delivery.rejectedByReason = (try? JSONDecoder().decode([String: Int64].self, from: Data(reasons.utf8))) ?? [:]
-        }
+        for try await row in totals { statistics.delivery = try PushCounters(row.makeRandomAccess(), from: 0) }
         return statistics
     }
 
     private func progress(where condition: PostgresQuery, limit: Int) async throws -> [PushProgress] {
+        // The push's columns first (decoded as everywhere else), then its progress from column 21.
         var query = PostgresQuery(unsafeSQL: """
-            SELECT p.id, p.app_id, p.state, p.audience::text, p.notification::text, p.options::text, p.payload, p.push_type,
-                   p.priority, p.expires_at, p.collapse_id, p.idempotency_key, p.scheduled_at, p.throttle_per_second,
-                   p.finish_within_s, p.recall_of, p.fanout_cursor, p.batches_emitted, p.created_at, p.completed_at,
-                   p.canceled_at,
+            SELECT \(Self.pushColumns),
                    p.paused_at IS NOT NULL, p.audience_size, p.eta_at, p.fanout_started_at, p.fanout_finished_at,
                    COALESCE(c.targeted, 0), COALESCE(c.accepted, 0), COALESCE(c.rejected, 0), COALESCE(c.expired, 0),
                    COALESCE(c.canceled, 0), COALESCE(c.tokens_invalidated, 0), COALESCE(c.rejected_by_reason, '{}')::text
@@ -113,31 +102,11 @@ extension PushRepository {
         let rows = try await client.query(query, logger: logger)
         var result: [PushProgress] = []
         for try await row in rows {
-            let columns = try row.decode((UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?,
-                                          String?, String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?,
-                                          Date?).self)
             let cells = row.makeRandomAccess()
-            let definition = NewPush(
-                id: columns.0, appID: columns.1, state: PushState(rawValue: columns.2) ?? .accepted,
-                audienceJSON: columns.3, notificationJSON: columns.4, optionsJSON: columns.5, payload: columns.6.bytes,
-                pushType: columns.7, priority: Int(columns.8), expiresAt: columns.9, collapseID: columns.10,
-                idempotencyKey: columns.11, scheduledAt: columns.12, throttlePerSecond: columns.13.map(Int.init),
-                finishWithinSeconds: columns.14.map(Int.init), recallOf: columns.15)
-            var counters = PushCounters()
-            counters.targeted = try cells[26].decode(Int64.self)
-            counters.accepted = try cells[27].decode(Int64.self)
-            counters.rejected = try cells[28].decode(Int64.self)
-            counters.expired = try cells[29].decode(Int64.self)
-            counters.canceled = try cells[30].decode(Int64.self)
-            counters.tokensInvalidated = try cells[31].decode(Int64.self)
-            let reasons = try cells[32].decode(String.self)
-            counters.rejectedByReason = (try? JSONDecoder().decode([String: Int64].self, from: Data(reasons.utf8))) ?? [:]
             result.append(PushProgress(
-                push: Push(definition: definition, fanoutCursor: columns.16, batchesEmitted: Int(columns.17),
-                           createdAt: columns.18, completedAt: columns.19, canceledAt: columns.20),
-                counters: counters, paused: try cells[21].decode(Bool.self), audienceSize: try cells[22].decode(Int64?.self),
-                etaAt: try cells[23].decode(Date?.self), fanoutStartedAt: try cells[24].decode(Date?.self),
-                fanoutFinishedAt: try cells[25].decode(Date?.self)))
+                push: try Self.push(from: row), counters: try PushCounters(cells, from: 26), paused: try cells[21].decode(Bool.self),
+                audienceSize: try cells[22].decode(Int64?.self), etaAt: try cells[23].decode(Date?.self),
+                fanoutStartedAt: try cells[24].decode(Date?.self), fanoutFinishedAt: try cells[25].decode(Date?.self)))
         }
         return result
     }
@@ -157,5 +126,21 @@ extension PushRepository {
                                         reason: reason, httpStatus: httpStatus.map(Int.init), attempts: Int(attempts)), failedAt))
         }
         return page
+    }
+}
+
+extension PushCounters {
+    /// The counters in seven columns of a row from `first` on: targeted, accepted, rejected,
+    /// expired, canceled, tokens invalidated, and the rejections by reason as JSON text.
+    init(_ cells: PostgresRandomAccessRow, from first: Int) throws {
+        self.init()
+        targeted = try cells[first].decode(Int64.self)
+        accepted = try cells[first + 1].decode(Int64.self)
+        rejected = try cells[first + 2].decode(Int64.self)
+        expired = try cells[first + 3].decode(Int64.self)
+        canceled = try cells[first + 4].decode(Int64.self)
+        tokensInvalidated = try cells[first + 5].decode(Int64.self)
+        let reasons = try cells[first + 6].decode(String.self)
+        rejectedByReason = (try? JSONDecoder().decode([String: Int64].self, from: Data(reasons.utf8))) ?? [:]
     }
 }

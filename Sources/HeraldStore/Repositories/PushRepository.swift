@@ -202,18 +202,7 @@ public struct PushRepository: Sendable {
             SELECT targeted, accepted, rejected, expired, canceled, tokens_invalidated, rejected_by_reason::text
             FROM push_counters WHERE push_id = \(pushID)
             """, logger: logger)
-        for try await (targeted, accepted, rejected, expired, canceled, invalidated, reasons)
-            in rows.decode((Int64, Int64, Int64, Int64, Int64, Int64, String).self) {
-            var counters = PushCounters()
-            counters.targeted = targeted
-            counters.accepted = accepted
-            counters.rejected = rejected
-            counters.expired = expired
-            counters.canceled = canceled
-            counters.tokensInvalidated = invalidated
-            counters.rejectedByReason = (try? JSONDecoder().decode([String: Int64].self, from: Data(reasons.utf8))) ?? [:]
-            return counters
-        }
+        for try await row in rows { return try PushCounters(row.makeRandomAccess(), from: 0) }
         return nil
     }
 
@@ -255,21 +244,25 @@ public struct PushRepository: Sendable {
 
     static func pushes(from rows: PostgresRowSequence) async throws -> [Push] {
         var pushes: [Push] = []
-        for try await (id, appID, state, audience, notification, options, payload, pushType, priority, expiresAt,
-                       collapseID, idempotencyKey, scheduledAt, throttle, finishWithin, recallOf, cursor, batches,
-                       createdAt, completedAt, canceledAt)
-            in rows.decode((UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?, String?,
-                            String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?).self) {
-            let definition = NewPush(
-                id: id, appID: appID, state: PushState(rawValue: state) ?? .accepted, audienceJSON: audience,
-                notificationJSON: notification, optionsJSON: options, payload: payload.bytes, pushType: pushType,
-                priority: Int(priority), expiresAt: expiresAt, collapseID: collapseID, idempotencyKey: idempotencyKey,
-                scheduledAt: scheduledAt, throttlePerSecond: throttle.map(Int.init),
-                finishWithinSeconds: finishWithin.map(Int.init), recallOf: recallOf)
-            pushes.append(Push(definition: definition, fanoutCursor: cursor, batchesEmitted: Int(batches),
-                               createdAt: createdAt, completedAt: completedAt, canceledAt: canceledAt))
-        }
+        for try await row in rows { pushes.append(try push(from: row)) }
         return pushes
+    }
+
+    /// The push in the first columns of `row`, selected as ``pushColumns``.
+    static func push(from row: PostgresRow) throws -> Push {
+        let (id, appID, state, audience, notification, options, payload, pushType, priority, expiresAt,
+             collapseID, idempotencyKey, scheduledAt, throttle, finishWithin, recallOf, cursor, batches,
+             createdAt, completedAt, canceledAt)
+            = try row.decode((UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?, String?,
+                              String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?).self)
+        let definition = NewPush(
+            id: id, appID: appID, state: PushState(rawValue: state) ?? .accepted, audienceJSON: audience,
+            notificationJSON: notification, optionsJSON: options, payload: payload.bytes, pushType: pushType,
+            priority: Int(priority), expiresAt: expiresAt, collapseID: collapseID, idempotencyKey: idempotencyKey,
+            scheduledAt: scheduledAt, throttlePerSecond: throttle.map(Int.init),
+            finishWithinSeconds: finishWithin.map(Int.init), recallOf: recallOf)
+        return Push(definition: definition, fanoutCursor: cursor, batchesEmitted: Int(batches),
+                    createdAt: createdAt, completedAt: completedAt, canceledAt: canceledAt)
     }
 }
 
