@@ -17,7 +17,9 @@ struct ErrorResponseMiddleware: ServerMiddleware {
         next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         do {
-            let body = try await Self.absentIfEmpty(body, operationID: operationID)
+            // An empty body is no body: an operation whose body is optional (rotateKey) then
+            // reads it as absent. RouteErrorMiddleware gave every JSON body its length.
+            let body = body?.length == .known(0) ? nil : body
             if operationID == "streamPushEvents" || operationID == "importDevices" {
                 return try await next(request, body, metadata)
             }
@@ -29,30 +31,6 @@ struct ErrorResponseMiddleware: ServerMiddleware {
             let apiError = Self.apiError(for: error, operationID: operationID, logger: logger)
             return Self.response(for: apiError)
         }
-    }
-
-    /// `body`'s result, or ``APIError/timedOut`` once `timeout` passed (`body` is then canceled).
-    static func withDeadline<Result: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
-        try await withThrowingTaskGroup(of: Result?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let result = first else { throw APIError.timedOut }
-            return result
-        }
-    }
-
-    /// An empty body is no body: an operation whose body is optional (rotateKey) then reads it
-    /// as absent. (JSON bodies were already read into memory within the size limit by
-    /// `RouteErrorMiddleware`; the streamed import is left alone.)
-    static func absentIfEmpty(_ body: HTTPBody?, operationID: String) async throws -> HTTPBody? {
-        guard let body, operationID != "importDevices" else { return body }
-        if case .known(let length) = body.length { return length == 0 ? nil : body }
-        let bytes = try await [UInt8](collecting: body, upTo: .max)
-        return bytes.isEmpty ? nil : HTTPBody(bytes)
     }
 
     static func response(for error: APIError) -> (HTTPResponse, HTTPBody?) {
@@ -149,21 +127,14 @@ struct ErrorResponseMiddleware: ServerMiddleware {
     static func isDatabaseUnavailable(_ error: any Error) -> Bool {
         // postgres-nio's pool gives up on a server it cannot connect to ("circuit breaker").
         if String(reflecting: type(of: error)).contains("ConnectionPoolError") { return true }
-        if let psql = error as? PSQLError {
-            switch psql.code {
-            case .serverClosedConnection, .connectionError, .uncleanShutdown, .poolClosed, .clientClosedConnection,
-                 .queryCancelled, .tooManyParameters:
-                return psql.code != .tooManyParameters
-            default:
-                if let sqlState = psql.serverInfo?[.sqlState] {
-                    // 08: connection exceptions, 57: operator intervention (shutdown), 53: resources.
-                    return sqlState.hasPrefix("08") || sqlState.hasPrefix("57") || sqlState.hasPrefix("53")
-                }
-                return false
-            }
+        guard let psql = error as? PSQLError else { return false }
+        switch psql.code {
+        case .serverClosedConnection, .connectionError, .uncleanShutdown, .poolClosed, .clientClosedConnection, .queryCancelled:
+            return true
+        default:
+            // 08: connection exceptions, 57: operator intervention (shutdown), 53: resources.
+            guard let sqlState = psql.serverInfo?[.sqlState] else { return false }
+            return sqlState.hasPrefix("08") || sqlState.hasPrefix("57") || sqlState.hasPrefix("53")
         }
-        if error is CancellationError { return false }
-        let text = String(describing: error)
-        return text.contains("Connection refused") || text.contains("connectTimeout") || text.contains("ECONNREFUSED")
     }
 }

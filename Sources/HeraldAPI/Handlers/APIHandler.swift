@@ -22,6 +22,7 @@ struct APIHandler: APIProtocol {
     let cipher: CredentialCipher?
     let settings: APISettings
     let metrics: APIMetrics
+    let deadlines: RequestDeadlines
     let logger: Logger
 
     // MARK: System
@@ -32,7 +33,7 @@ struct APIHandler: APIProtocol {
 
     func getReadiness(_ input: Operations.GetReadiness.Input) async throws -> Operations.GetReadiness.Output {
         do {
-            try await ErrorResponseMiddleware.withDeadline(.milliseconds(min(2000, settings.requestTimeoutMilliseconds / 2))) { [database, logger] in
+            try await deadlines.guarding(timeout: min(.seconds(2), deadlines.timeout / 2)) { [database, logger] in
                 let rows = try await database.query("SELECT 1", logger: logger)
                 for try await _ in rows.decode(Int32.self) {}
             }

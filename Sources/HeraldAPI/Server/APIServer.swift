@@ -27,15 +27,15 @@ public struct APIServer: Service {
         let keys = APIKeyRepository(client: database, logger: logger)
         let authenticator = KeyAuthenticator(keys: keys, cacheTTL: .milliseconds(settings.keyCacheMilliseconds))
         let metrics = APIMetrics()
+        let deadlines = RequestDeadlines(timeout: .milliseconds(settings.requestTimeoutMilliseconds))
         let handler = APIHandler(
             database: database, apps: AppRepository(client: database, logger: logger), keys: keys,
             credentials: CredentialRepository(client: database, logger: logger),
             devices: DeviceRepository(client: database, logger: logger), pushes: PushRepository(client: database, logger: logger),
             fanouts: FanoutRepository(client: database, logger: logger),
             audiences: AudienceRepository(client: database, logger: logger), authenticator: authenticator, cipher: cipher,
-            settings: settings, metrics: metrics, logger: logger)
+            settings: settings, metrics: metrics, deadlines: deadlines, logger: logger)
 
-        let deadlines = RequestDeadlines(timeout: .milliseconds(settings.requestTimeoutMilliseconds))
         let router = Router()
         router.add(middleware: RouteErrorMiddleware(maximumBodyBytes: settings.maximumBodyBytes))
         try handler.registerHandlers(on: router, configuration: .init(jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes]), middlewares: [
@@ -66,16 +66,18 @@ struct RouteErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var request = request
         if !request.uri.path.hasSuffix("/devices/import") {
-            if let length = request.headers[.contentLength].flatMap(Int.init), length > maximumBodyBytes {
-                return Self.response(APIError(.contentTooLarge, code: "body_too_large",
-                                              message: "a request body is at most \(maximumBodyBytes) bytes"))
-            }
+            // JSON bodies are read here, within the limit, and announced with their length: the
+            // operations then see an empty body as no body (ErrorResponseMiddleware).
+            let buffer: ByteBuffer
             do {
-                _ = try await request.collectBody(upTo: maximumBodyBytes)
+                buffer = try await request.collectBody(upTo: maximumBodyBytes)
             } catch {
                 return Self.response(APIError(.contentTooLarge, code: "body_too_large",
                                               message: "a request body is at most \(maximumBodyBytes) bytes"))
             }
+            var head = request.head
+            head.headerFields[.contentLength] = String(buffer.readableBytes)
+            request = Request(head: head, body: .init(buffer: buffer))
         }
         do {
             return try await next(request, context)

@@ -30,15 +30,16 @@ final class RequestDeadlines: Service, Sendable {
         self.timeout = timeout
     }
 
-    /// `body`'s result, or ``APIError/timedOut`` when it ran past the deadline (it is then canceled).
-    func guarding<Result: Sendable>(_ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
+    /// `body`'s result, or ``APIError/timedOut`` when it ran past the deadline — `timeout`, or
+    /// this watchdog's — (it is then canceled).
+    func guarding<Result: Sendable>(timeout: Duration? = nil, _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
         try await withThrowingTaskGroup(of: Result.self) { group in
             group.addTask {
                 let id: Int? = withUnsafeCurrentTask { task in
                     guard let task else { return nil }
                     return self.state.withLock { state in
                         state.next += 1
-                        state.entries[state.next] = Entry(task: task, deadline: .now + self.timeout)
+                        state.entries[state.next] = Entry(task: task, deadline: .now + (timeout ?? self.timeout))
                         return state.next
                     }
                 }
