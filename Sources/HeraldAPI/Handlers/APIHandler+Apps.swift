@@ -60,7 +60,7 @@ extension APIHandler {
         let app = try await existingApp(input.path.appId)
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the key's kind as JSON") }
         if let name = body.name, name.count > 200 { throw APIError.invalid("name", "a key name is at most 200 characters") }
-        let kind: APIKeyKind = body.kind == .server ? .server : .client
+        let kind = APIKeyKind(rawValue: body.kind.rawValue)!
         let secret = APIKeySecret.generate(kind: kind)
         let key = try await keys.create(appID: app.id, kind: kind, key: secret, name: body.name ?? "")
         return .created(.init(body: .json(.init(key, secret: secret))))
@@ -84,12 +84,8 @@ extension APIHandler {
             }
             grace = seconds
         }
-        let existing = try await keys.keys(appID: appID).first { $0.id == keyID }
-        guard let existing else { throw APIError.notFound("a live key with this id") }
-        let secret = APIKeySecret.generate(kind: existing.kind)
-        guard let key = try await keys.rotate(id: keyID, appID: appID, newKey: secret, graceSeconds: grace) else {
-            throw APIError.notFound("a live key with this id")
-        }
+        guard let (key, secret) = try await keys.rotate(id: keyID, appID: appID, graceSeconds: grace, makeKey: APIKeySecret.generate)
+        else { throw APIError.notFound("a live key with this id") }
         authenticator.forget(appID: appID)
         return .created(.init(body: .json(.init(key, secret: secret))))
     }
@@ -110,12 +106,9 @@ extension APIHandler {
                            message: "herald-api has no master key to encrypt credentials with: set HERALD_MASTER_KEY (docs/configuration.md)")
         }
         let checked = try CredentialValidator.check(body)
-        let id = UUID()
-        let record = APNsCredentialRecord(
-            id: id, appID: app.id, environment: input.path.environment.store, kind: checked.kind, keyID: checked.keyID,
-            teamID: checked.teamID,
-            sealedSecret: try cipher.seal(Array(checked.secret.utf8), owner: "\(app.id)/\(id)"),
-            certificateExpiresAt: checked.certificateExpiresAt)
+        let record = try APNsCredentialRecord.sealing(
+            checked.secret, appID: app.id, environment: input.path.environment.store, kind: checked.kind, keyID: checked.keyID,
+            teamID: checked.teamID, certificateExpiresAt: checked.certificateExpiresAt, cipher: cipher)
         try await credentials.upsert(record)
         logger.info("APNs credential stored", metadata: ["app": "\(app.id)", "environment": "\(record.environment.rawValue)",
                                                           "kind": "\(record.kind.rawValue)"])

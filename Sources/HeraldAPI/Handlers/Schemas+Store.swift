@@ -16,9 +16,11 @@ extension Components.Schemas.Key {
     }
 }
 
+// The contract's enums and the store's share their raw values.
+
 extension Components.Schemas.KeyKind {
     init(_ kind: APIKeyKind) {
-        self = kind == .server ? .server : .client
+        self.init(rawValue: kind.rawValue)!
     }
 }
 
@@ -30,7 +32,7 @@ extension Components.Schemas.KeyCreated {
 
 extension Components.Schemas.Credential {
     init(_ credential: APNsCredentialRecord) {
-        self.init(environment: .init(credential.environment), kind: credential.kind == .token ? .token : .certificate,
+        self.init(environment: .init(credential.environment), kind: .init(rawValue: credential.kind.rawValue)!,
                   keyId: credential.keyID, teamId: credential.teamID, certificateExpiresAt: credential.certificateExpiresAt,
                   updatedAt: credential.updatedAt)
     }
@@ -38,10 +40,10 @@ extension Components.Schemas.Credential {
 
 extension Components.Schemas.Environment {
     init(_ environment: APNsEnvironment) {
-        self = environment == .production ? .production : .sandbox
+        self.init(rawValue: environment.rawValue)!
     }
 
-    var store: APNsEnvironment { self == .production ? .production : .sandbox }
+    var store: APNsEnvironment { APNsEnvironment(rawValue: rawValue)! }
 }
 
 extension Components.Schemas.Device {
@@ -50,33 +52,17 @@ extension Components.Schemas.Device {
         self.init(
             registrationId: device.id, environment: .init(device.environment), topic: device.topic, tokenPrefix: prefix,
             alias: device.alias, tags: device.tags, locale: device.locale, timeZone: device.timeZone,
-            status: device.status == .active ? .active : .invalid, invalidReason: device.invalidReason,
+            status: .init(rawValue: device.status.rawValue)!, invalidReason: device.invalidReason,
             registeredAt: device.registeredAt, updatedAt: device.updatedAt, invalidatedAt: device.invalidatedAt)
     }
 }
 
 extension Components.Schemas.PushState {
     init(_ state: PushState) {
-        switch state {
-        case .scheduled: self = .scheduled
-        case .accepted: self = .accepted
-        case .fanningOut: self = .fanningOut
-        case .sending: self = .sending
-        case .completed: self = .completed
-        case .canceled: self = .canceled
-        }
+        self.init(rawValue: state.rawValue)!
     }
 
-    var store: PushState {
-        switch self {
-        case .scheduled: .scheduled
-        case .accepted: .accepted
-        case .fanningOut: .fanningOut
-        case .sending: .sending
-        case .completed: .completed
-        case .canceled: .canceled
-        }
-    }
+    var store: PushState { PushState(rawValue: rawValue)! }
 }
 
 extension Components.Schemas.Counters {

@@ -184,7 +184,7 @@ struct PushComposer {
         return PushAudience(
             all: everyone ? true : nil, registrationIDs: ids.isEmpty ? nil : ids, aliases: aliases.isEmpty ? nil : aliases,
             tags: hasTagSelector ? tags : nil,
-            environment: audience.environment.flatMap { APNsEnvironment(rawValue: $0.rawValue) })
+            environment: audience.environment?.store)
     }
 
     private func checkStrings(_ values: [String], field: String, maximumLength: Int) throws(APIError) {

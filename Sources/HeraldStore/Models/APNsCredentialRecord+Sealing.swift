@@ -11,9 +11,19 @@ extension APNsCredentialRecord {
         appID: UUID, environment: APNsEnvironment, keyID: String, teamID: String, privateKeyPEM: String,
         cipher: CredentialCipher, id: UUID = UUID()
     ) throws -> APNsCredentialRecord {
+        try sealing(privateKeyPEM, appID: appID, environment: environment, kind: .token, keyID: keyID, teamID: teamID,
+                    cipher: cipher, id: id)
+    }
+
+    /// A credential of either kind with `secret` (see above for what it holds) sealed.
+    public static func sealing(
+        _ secret: String, appID: UUID, environment: APNsEnvironment, kind: APNsCredentialKind, keyID: String?,
+        teamID: String?, certificateExpiresAt: Date? = nil, cipher: CredentialCipher, id: UUID = UUID()
+    ) throws -> APNsCredentialRecord {
         APNsCredentialRecord(
-            id: id, appID: appID, environment: environment, kind: .token, keyID: keyID, teamID: teamID,
-            sealedSecret: try cipher.seal(Array(privateKeyPEM.utf8), owner: sealingOwner(appID: appID, credentialID: id)))
+            id: id, appID: appID, environment: environment, kind: kind, keyID: keyID, teamID: teamID,
+            sealedSecret: try cipher.seal(Array(secret.utf8), owner: sealingOwner(appID: appID, credentialID: id)),
+            certificateExpiresAt: certificateExpiresAt)
     }
 
     /// The secret, opened.

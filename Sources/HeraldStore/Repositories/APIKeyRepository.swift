@@ -56,13 +56,13 @@ public struct APIKeyRepository: Sendable {
         return false
     }
 
-    /// Replaces the live key `id` of `appID` by `newKey` (same kind and name), in one
+    /// Replaces the live key `id` of `appID` by a new one of the same kind and name, in one
     /// transaction: the old key keeps working for `graceSeconds` (0: it stops at once).
-    /// - Returns: the new key's record, or `nil` when `id` is not a live key of `appID`.
-    public func rotate(id: UUID, appID: UUID, newKey: String, graceSeconds: Int, newID: UUID = UUID()) async throws -> APIKeyRecord? {
-        let hash = SecretHasher.hash(newKey)
-        let prefix = String(newKey.prefix(8))
-        return try await client.transaction(logger: logger) { connection in
+    /// - Parameter makeKey: makes the new key for the old one's kind (only its hash is stored).
+    /// - Returns: the new key's record and the key, or `nil` when `id` is not a live key of `appID`.
+    public func rotate(id: UUID, appID: UUID, graceSeconds: Int, newID: UUID = UUID(),
+                       makeKey: @Sendable (APIKeyKind) -> String) async throws -> (record: APIKeyRecord, key: String)? {
+        try await client.transaction(logger: logger) { connection in
             let old = try await connection.query("""
                 UPDATE api_keys SET revoked_at = now() + make_interval(secs => \(Double(graceSeconds)))
                 WHERE id = \(id) AND app_id = \(appID) AND (revoked_at IS NULL OR revoked_at > now())
@@ -71,12 +71,15 @@ public struct APIKeyRepository: Sendable {
             var kindAndName: (String, String)?
             for try await row in old.decode((String, String).self) { kindAndName = row }
             guard let (kind, name) = kindAndName else { return nil }
+            let newKey = makeKey(APIKeyKind(rawValue: kind) ?? .server)
+            let hash = SecretHasher.hash(newKey)
+            let prefix = String(newKey.prefix(8))
             let rows = try await connection.query("""
                 INSERT INTO api_keys (id, app_id, kind, key_hash, key_prefix, name)
                 VALUES (\(newID), \(appID), \(kind), \(hash.bytea), \(prefix), \(name))
                 RETURNING id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
                 """, logger: logger)
-            return try await Self.first(rows)
+            return try await Self.first(rows).map { ($0, newKey) }
         }
     }
 
