@@ -141,7 +141,7 @@ let package = Package(
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore",
+                "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore", "HeraldMetrics",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),

@@ -1,3 +1,4 @@
+import HeraldMetrics
 import Synchronization
 
 /// What herald-sender counts, shown on `/metrics` in Prometheus text format. Updated once per
@@ -10,9 +11,7 @@ public final class SenderMetrics: Sendable {
         var outcomes: [String: Int] = [:]  // "accepted", "rejected/Unregistered", …
         var batches = 0
         var attempts = 0
-        var latencyCounts = [Int](repeating: 0, count: SenderMetrics.latencyBuckets.count + 1)
-        var latencySum = 0.0
-        var latencyCount = 0
+        var latency = Histogram(bounds: SenderMetrics.latencyBuckets)
     }
 
     private let state = Mutex(State())
@@ -23,20 +22,14 @@ public final class SenderMetrics: Sendable {
     /// Adds one finished batch: its outcomes, the attempts it took and each notification's
     /// latency (milliseconds from first attempt to final answer).
     func record(accepted: Int, failures: [(status: String, reason: String)], attempts: Int, latencies: [Double]) {
-        var buckets = [Int](repeating: 0, count: Self.latencyBuckets.count + 1)
-        var sum = 0.0
-        for latency in latencies {
-            buckets[Self.latencyBuckets.firstIndex { latency <= $0 } ?? Self.latencyBuckets.count] += 1
-            sum += latency
-        }
+        var latency = Histogram(bounds: Self.latencyBuckets)
+        for value in latencies { latency.observe(value) }
         state.withLock { state in
             state.batches += 1
             state.attempts += attempts
             if accepted > 0 { state.outcomes["accepted|", default: 0] += accepted }
             for failure in failures { state.outcomes["\(failure.status)|\(failure.reason)", default: 0] += 1 }
-            for index in buckets.indices { state.latencyCounts[index] += buckets[index] }
-            state.latencySum += sum
-            state.latencyCount += latencies.count
+            state.latency.add(latency)
         }
     }
 
@@ -55,17 +48,8 @@ public final class SenderMetrics: Sendable {
         text += "herald_sender_batches_in_flight \(batchesInFlight.load(ordering: .relaxed))\n"
         text += "# HELP herald_sender_attempts_total APNs requests made (retries included).\n# TYPE herald_sender_attempts_total counter\n"
         text += "herald_sender_attempts_total \(state.attempts)\n"
-        text += "# HELP herald_sender_latency_milliseconds From a notification's first attempt to its final answer.\n"
-        text += "# TYPE herald_sender_latency_milliseconds histogram\n"
-        var cumulative = 0
-        for (index, bound) in Self.latencyBuckets.enumerated() {
-            cumulative += state.latencyCounts[index]
-            text += "herald_sender_latency_milliseconds_bucket{le=\"\(Int(bound))\"} \(cumulative)\n"
-        }
-        cumulative += state.latencyCounts[Self.latencyBuckets.count]
-        text += "herald_sender_latency_milliseconds_bucket{le=\"+Inf\"} \(cumulative)\n"
-        text += "herald_sender_latency_milliseconds_sum \(state.latencySum)\n"
-        text += "herald_sender_latency_milliseconds_count \(state.latencyCount)\n"
+        text += state.latency.exposition(name: "herald_sender_latency_milliseconds",
+                                         help: "From a notification's first attempt to its final answer.")
         return text + extra
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldMetrics
 import HTTPTypes
 import OpenAPIRuntime
 import Synchronization
@@ -15,9 +16,7 @@ final class APIMetrics: Sendable {
 
     private struct State {
         var requests: [RequestKey: Int] = [:]
-        var latencyCounts = [Int](repeating: 0, count: APIMetrics.latencyBuckets.count)
-        var latencySum = 0.0
-        var latencyCount = 0
+        var latency = Histogram(bounds: APIMetrics.latencyBuckets)
     }
 
     let pushesAccepted = Atomic<Int>(0)
@@ -26,9 +25,7 @@ final class APIMetrics: Sendable {
     func record(operationID: String, status: Int, seconds: Double) {
         state.withLock { state in
             state.requests[RequestKey(operationID: operationID, status: status), default: 0] += 1
-            for (index, bound) in Self.latencyBuckets.enumerated() where seconds <= bound { state.latencyCounts[index] += 1 }
-            state.latencySum += seconds
-            state.latencyCount += 1
+            state.latency.observe(seconds)
         }
     }
 
@@ -40,12 +37,7 @@ final class APIMetrics: Sendable {
         for (key, count) in sorted {
             text += "herald_api_requests_total{operation=\"\(key.operationID)\",status=\"\(key.status)\"} \(count)\n"
         }
-        text += "# HELP herald_api_request_seconds Time to answer a request.\n# TYPE herald_api_request_seconds histogram\n"
-        for (index, bound) in Self.latencyBuckets.enumerated() {
-            text += "herald_api_request_seconds_bucket{le=\"\(bound)\"} \(snapshot.latencyCounts[index])\n"
-        }
-        text += "herald_api_request_seconds_bucket{le=\"+Inf\"} \(snapshot.latencyCount)\n"
-        text += "herald_api_request_seconds_sum \(snapshot.latencySum)\nherald_api_request_seconds_count \(snapshot.latencyCount)\n"
+        text += snapshot.latency.exposition(name: "herald_api_request_seconds", help: "Time to answer a request.")
         text += "# HELP herald_api_pushes_accepted_total Pushes accepted (idempotent replays not counted).\n"
         text += "# TYPE herald_api_pushes_accepted_total counter\n"
         text += "herald_api_pushes_accepted_total \(pushesAccepted.load(ordering: .relaxed))\n"
