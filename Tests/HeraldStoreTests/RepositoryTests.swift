@@ -177,17 +177,19 @@ import Testing
                     expected.append(id)
                 }
             }
+            let audiences = AudienceRepository(client: client, logger: logger)
             var seen: [Int64] = []
             var cursor: Int64 = 0
             while true {
-                let page = try await devices.audiencePage(appID: app.id, after: cursor, limit: 4)
+                let page = try await audiences.page(AudienceSelection(appID: app.id, audience: .everyone), after: cursor, limit: 4)
                 guard let last = page.last else { break }
                 #expect(page.count <= 4)
                 seen.append(contentsOf: page.map(\.deviceID))
                 cursor = last.deviceID
             }
             #expect(seen == expected)
-            let sandbox = try await devices.audiencePage(appID: app.id, environment: .sandbox, after: 0, limit: 100)
+            let sandbox = try await audiences.page(AudienceSelection(appID: app.id, audience: PushAudience(all: true, environment: .sandbox)),
+                                                   after: 0, limit: 100)
             #expect(sandbox.allSatisfy { $0.environment == .sandbox })
             #expect(Set(sandbox.map(\.deviceID)).isSubset(of: Set(expected)))
             #expect(sandbox.count == 4, "indexes 0, 5, 15 and 20 are sandbox; 10 is invalid (10 % 7 == 3)")

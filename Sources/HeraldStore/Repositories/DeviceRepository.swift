@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// Devices: registration, aliases and tags, the token lifecycle, and audience pages.
+/// Devices: registration, aliases and tags, the token lifecycle (audiences: `AudienceRepository`).
 public struct DeviceRepository: Sendable {
     let client: PostgresClient
     let logger: Logger
@@ -160,36 +160,6 @@ public struct DeviceRepository: Sendable {
             """, logger: logger)
         for try await count in rows.decode(Int64.self) { return Int(count) }
         return 0
-    }
-
-    // MARK: Audiences
-
-    /// One keyset page of an app's active devices in registration-id order: those after
-    /// `cursor`, at most `limit`, optionally of one environment. Pass the last id of a page as
-    /// the next cursor; an empty page is the end.
-    public func audiencePage(appID: UUID, environment: APNsEnvironment? = nil, after cursor: Int64,
-                             limit: Int) async throws -> [AudienceTarget] {
-        let rows: PostgresRowSequence
-        if let environment {
-            rows = try await client.query("""
-                SELECT id, token, environment, topic FROM devices
-                WHERE app_id = \(appID) AND status = 'active' AND id > \(cursor) AND environment = \(environment.rawValue)
-                ORDER BY id LIMIT \(limit)
-                """, logger: logger)
-        } else {
-            rows = try await client.query("""
-                SELECT id, token, environment, topic FROM devices
-                WHERE app_id = \(appID) AND status = 'active' AND id > \(cursor)
-                ORDER BY id LIMIT \(limit)
-                """, logger: logger)
-        }
-        var targets: [AudienceTarget] = []
-        targets.reserveCapacity(limit)
-        for try await (id, token, environment, topic) in rows.decode((Int64, ByteBuffer, String, String).self) {
-            targets.append(AudienceTarget(deviceID: id, token: token.bytes,
-                                          environment: APNsEnvironment(rawValue: environment) ?? .production, topic: topic))
-        }
-        return targets
     }
 
     // MARK: Helpers
