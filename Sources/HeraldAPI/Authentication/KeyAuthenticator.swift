@@ -44,16 +44,3 @@ final class KeyAuthenticator: Sendable {
         cache.withLock { cache in cache = cache.filter { $0.value.record?.appID != appID } }
     }
 }
-
-extension Array where Element == UInt8 {
-    var hexadecimal: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(count * 2)
-        for byte in self {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
-}

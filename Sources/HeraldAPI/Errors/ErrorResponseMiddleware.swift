@@ -40,28 +40,21 @@ struct ErrorResponseMiddleware: ServerMiddleware {
     }
 
     static func apiError(for error: any Error, operationID: String, logger: Logger) -> APIError {
-        if let apiError = error as? APIError { return apiError }
-        if let serverError = error as? ServerError {
-            if let apiError = serverError.underlyingError as? APIError { return apiError }
-            if let decodingError = serverError.underlyingError as? DecodingError {
-                return describe(decodingError)
-            }
-            if isDatabaseUnavailable(serverError.underlyingError) { return .unavailable }
-            if let rejected = rejectedValue(serverError.underlyingError) { return rejected }
-            let status = serverError.httpStatus
-            if status == .unsupportedMediaType {
-                return APIError(status, code: "unsupported_media_type",
-                                message: "\(serverError.causeDescription): send the body as the Open API contract says (usually application/json)")
-            }
-            if status.kind == .clientError {
-                return APIError(status, code: "invalid_request", message: "\(serverError.causeDescription) (\(serverError.underlyingError))")
-            }
-            logger.error("operation failed", metadata: ["operation": "\(operationID)", "error": "\(serverError.underlyingError)"])
-            return APIError(.internalServerError, code: "internal_error", message: "Herald failed to answer; the failure is logged.")
+        // The generated code wraps what the handler (or its own decoding) threw in a ServerError.
+        let serverError = error as? ServerError
+        let cause = serverError?.underlyingError ?? error
+        if let apiError = cause as? APIError { return apiError }
+        if let decodingError = cause as? DecodingError { return describe(decodingError) }
+        if isDatabaseUnavailable(cause) { return .unavailable }
+        if let rejected = rejectedValue(cause) { return rejected }
+        if let serverError, serverError.httpStatus == .unsupportedMediaType {
+            return APIError(.unsupportedMediaType, code: "unsupported_media_type",
+                            message: "\(serverError.causeDescription): send the body as the Open API contract says (usually application/json)")
         }
-        if isDatabaseUnavailable(error) { return .unavailable }
-        if let rejected = rejectedValue(error) { return rejected }
-        logger.error("request failed", metadata: ["operation": "\(operationID)", "error": "\(error)"])
+        if let serverError, serverError.httpStatus.kind == .clientError {
+            return APIError(serverError.httpStatus, code: "invalid_request", message: "\(serverError.causeDescription) (\(cause))")
+        }
+        logger.error("operation failed", metadata: ["operation": "\(operationID)", "error": "\(cause)"])
         return APIError(.internalServerError, code: "internal_error", message: "Herald failed to answer; the failure is logged.")
     }
 

@@ -99,3 +99,17 @@ extension UUID {
     /// The lower-case form the API shows.
     var lowercased: String { uuidString.lowercased() }
 }
+
+extension Array where Element == UInt8 {
+    /// Lower-case hexadecimal (the token prefix a device shows).
+    var hexadecimal: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(count * 2)
+        for byte in self {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}
