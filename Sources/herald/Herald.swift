@@ -5,11 +5,12 @@ import ArgumentParser
 struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
-        abstract: "Operate Herald: database migrations, Kafka diagnostics and the local development stack.",
+        abstract: "Operate Herald: apps, devices and pushes through the Open API; the local development stack; migrations and Kafka diagnostics.",
         discussion: """
             Configuration comes from HERALD_* environment variables, then the JSON file named by \
             HERALD_CONFIG_FILE, then defaults (see docs/configuration.md).
             """,
-        subcommands: [MigrateCommand.self, KafkaCommand.self, DevCommand.self]
+        subcommands: [AppCommand.self, DevicesCommand.self, PushCommand.self, StatsCommand.self,
+                      DevCommand.self, MigrateCommand.self, KafkaCommand.self]
     )
 }

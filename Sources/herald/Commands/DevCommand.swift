@@ -11,8 +11,10 @@ import PostgresNIO
 struct DevCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dev",
-        abstract: "Local development: check the stack end to end.",
-        subcommands: [DevRoundTripCommand.self]
+        abstract: "The whole stack on one machine: up, down, status; simulated devices; checks against apns-sim.",
+        subcommands: [DevUpCommand.self, DevDownCommand.self, DevStatusCommand.self, DevEnvCommand.self,
+                      DevStartCommand.self, DevStopCommand.self, DevDevicesCommand.self, DevVerifyCommand.self,
+                      DevRoundTripCommand.self]
     )
 }
 

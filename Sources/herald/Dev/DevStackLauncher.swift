@@ -1,0 +1,181 @@
+import Crypto
+import Foundation
+
+/// Brings the development stack up in order (PostgreSQL, the broker, apns-sim, herald-api,
+/// herald-center, the senders), each awaited before the next, and down in reverse.
+struct DevStackLauncher {
+    var directory: String
+    var binDirectory: String
+    var senders: Int
+    var apiPort: Int
+    var say: (String) -> Void = { print($0); fflush(nil) }
+
+    static let services = ["herald-kafka-dev", "apns-sim", "herald-api", "herald-center", "herald-sender"]
+
+    func up() async throws -> DevStack {
+        for binary in Self.services where !FileManager.default.isExecutableFile(atPath: "\(binDirectory)/\(binary)") {
+            throw CLIError("\(binDirectory)/\(binary) not found: build it (`swift build -c release`) or pass --bin-dir")
+        }
+        if let existing = try? DevStack.load(from: directory),
+           existing.processes.contains(where: { ProcessControl.isAlive($0.pid) }) {
+            throw CLIError("a stack is already running from \(directory): `herald dev down` first (or use another --dir)")
+        } else if let existing = try? DevStack.load(from: directory) {
+            try? DevPostgres.stop(existing.postgres)
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+        let logs = directory + "/logs"
+        try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
+        let directory = URL(fileURLWithPath: self.directory).standardizedFileURL.path
+
+        // PostgreSQL.
+        let postgres = try DevPostgres.create(directory: directory, port: try ProcessControl.freePort())
+        say("  ✔ PostgreSQL      127.0.0.1:\(postgres.port) (throwaway cluster in \(directory)/postgres)")
+
+        var stack = DevStack(
+            directory: directory, binDirectory: binDirectory, apiURL: "", adminToken: "hadm_" + randomToken(bytes: 24),
+            masterKey: Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString(),
+            postgres: postgres, kafkaBrokers: "", apnsSim: .init(port: 0, adminPort: 0, certificate: ""),
+            signingKey: try makeSigningKey(in: directory), metricsURLs: [:], processes: [])
+        do {
+            try await startServices(&stack)
+        } catch {
+            say("  ✘ the stack did not start; stopping what did")
+            try? stack.save()
+            await Self.down(stack, keepData: true, say: { _ in })
+            throw error
+        }
+        try stack.save()
+        try ClientConfiguration.save(["api_url": stack.apiURL, "admin_token": stack.adminToken],
+                                     to: URL(fileURLWithPath: directory + "/cli.json"))
+        return stack
+    }
+
+    private func startServices(_ stack: inout DevStack) async throws {
+        let base = baseEnvironment(stack)
+        let logs = stack.directory + "/logs"
+
+        // The development broker, on a port it keeps across restarts (so clients reconnect).
+        let kafkaPort = try ProcessControl.freePort()
+        stack.kafkaBrokers = "127.0.0.1:\(kafkaPort)"
+        try await launch(&stack, name: "kafka", executable: "herald-kafka-dev", arguments: [],
+                         environment: base.merging(["HERALD_KAFKA_DEV_PORT": "\(kafkaPort)",
+                                                    "HERALD_KAFKA_DEV_BOOTSTRAP_FILE": stack.directory + "/kafka.address"]) { $1 },
+                         readiness: "file:" + stack.directory + "/kafka.address")
+        say("  ✔ Kafka (dev)     \(stack.kafkaBrokers)")
+
+        // apns-sim, trusting the stack's signing key for any topic.
+        let simPort = try ProcessControl.freePort(), simAdmin = try ProcessControl.freePort()
+        stack.apnsSim = .init(port: simPort, adminPort: simAdmin, certificate: stack.directory + "/apns-sim.pem")
+        let key = stack.signingKey
+        try await launch(&stack, name: "apns-sim", executable: "apns-sim",
+                         arguments: ["--port", "\(simPort)", "--admin-port", "\(simAdmin)",
+                                     "--key", "\(key.keyID):\(key.teamID):\(key.publicKeyFile)",
+                                     "--write-certificate", stack.apnsSim.certificate,
+                                     "--ready-file", stack.directory + "/apns-sim.ready", "--log-level", "warning"],
+                         environment: base, readiness: "file:" + stack.directory + "/apns-sim.ready")
+        say("  ✔ apns-sim        https://127.0.0.1:\(simPort) (admin http://127.0.0.1:\(simAdmin))")
+
+        let services = base.merging([
+            "HERALD_KAFKA_BROKERS": stack.kafkaBrokers,
+            "HERALD_MASTER_KEY": stack.masterKey,
+        ]) { $1 }
+
+        // herald-api.
+        var port = apiPort
+        if port == 0 || !ProcessControl.isPortFree(port) {
+            if port != 0 { say("    (port \(port) is taken; herald-api gets a free one)") }
+            port = try ProcessControl.freePort()
+        }
+        stack.apiURL = "http://127.0.0.1:\(port)"
+        try await launch(&stack, name: "herald-api", executable: "herald-api", arguments: [],
+                         environment: services.merging(["HERALD_API_PORT": "\(port)", "HERALD_ADMIN_TOKEN": stack.adminToken]) { $1 },
+                         readiness: "http:\(stack.apiURL)/readyz")
+        say("  ✔ herald-api      \(stack.apiURL)")
+
+        // herald-center: the outbox relay, fan-out and accounting.
+        let centerMetrics = try ProcessControl.freePort()
+        stack.metricsURLs["herald-center"] = "http://127.0.0.1:\(centerMetrics)/metrics"
+        try await launch(&stack, name: "herald-center", executable: "herald-center", arguments: [],
+                         environment: defaults(services.merging(["HERALD_CENTER_METRICS_PORT": "\(centerMetrics)",
+                                                                 "HERALD_CENTER_NAME": "center-1"]) { $1 },
+                                               ["HERALD_CENTER_CLAIM_LEASE_MS": "5000", "HERALD_CENTER_REDRIVE_AFTER_MS": "60000"]),
+                         readiness: "http:" + stack.metricsURLs["herald-center"]!)
+        say("  ✔ herald-center   metrics \(stack.metricsURLs["herald-center"]!)")
+
+        // The senders, pointed at apns-sim for both environments.
+        for index in 1...max(senders, 1) {
+            let name = "herald-sender-\(index)"
+            let metrics = try ProcessControl.freePort()
+            stack.metricsURLs[name] = "http://127.0.0.1:\(metrics)/metrics"
+            try await launch(&stack, name: name, executable: "herald-sender", arguments: [],
+                             environment: services.merging([
+                                "HERALD_SENDER_METRICS_PORT": "\(metrics)",
+                                "HERALD_SENDER_APNS_SANDBOX_HOST": "127.0.0.1", "HERALD_SENDER_APNS_SANDBOX_PORT": "\(simPort)",
+                                "HERALD_SENDER_APNS_PRODUCTION_HOST": "127.0.0.1", "HERALD_SENDER_APNS_PRODUCTION_PORT": "\(simPort)",
+                                "HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE": stack.apnsSim.certificate,
+                             ]) { $1 },
+                             readiness: "http:" + stack.metricsURLs[name]!)
+            say("  ✔ \(name.padding(toLength: 16, withPad: " ", startingAt: 0))metrics \(stack.metricsURLs[name]!)")
+        }
+        _ = logs
+    }
+
+    /// This shell's environment without settings that would point the stack elsewhere, plus the
+    /// stack's database; the stack's own settings are merged over it.
+    private func baseEnvironment(_ stack: DevStack) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment.filter { key, _ in
+            !(key.hasPrefix("HERALD_POSTGRES_") || key.hasPrefix("HERALD_KAFKA_") || key == "HERALD_CONFIG_FILE"
+              || key.hasPrefix("HERALD_API_") && !key.hasPrefix("HERALD_API_RATE") || key == "HERALD_CLI_CONFIG")
+        }
+        environment["HERALD_POSTGRES_HOST"] = "127.0.0.1"
+        environment["HERALD_POSTGRES_PORT"] = "\(stack.postgres.port)"
+        environment["HERALD_POSTGRES_USER"] = stack.postgres.user
+        environment["HERALD_POSTGRES_PASSWORD"] = stack.postgres.password
+        environment["HERALD_POSTGRES_DATABASE"] = stack.postgres.database
+        return environment
+    }
+
+    /// `values` only where the environment does not already set them (the user's overrides win).
+    private func defaults(_ environment: [String: String], _ values: [String: String]) -> [String: String] {
+        environment.merging(values) { existing, _ in existing }
+    }
+
+    private func launch(_ stack: inout DevStack, name: String, executable: String, arguments: [String],
+                        environment: [String: String], readiness: String) async throws {
+        let managed = try ProcessControl.spawn(DevStack.Managed(
+            name: name, pid: 0, executable: "\(binDirectory)/\(executable)", arguments: arguments, environment: environment,
+            log: "\(stack.directory)/logs/\(name).log", readiness: readiness))
+        stack.processes.append(managed)
+        try stack.save()
+        try await ProcessControl.awaitReady(managed)
+    }
+
+    /// A P-256 provider key in Apple's `.p8` form, trusted by the stack's apns-sim.
+    private func makeSigningKey(in directory: String) throws -> DevStack.SigningKey {
+        let key = P256.Signing.PrivateKey()
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        let keyID = String((0..<10).map { _ in alphabet.randomElement()! })
+        let privateFile = "\(directory)/AuthKey_\(keyID).p8", publicFile = "\(directory)/AuthKey_\(keyID).pub.pem"
+        FileManager.default.createFile(atPath: privateFile, contents: Data(key.pemRepresentation.utf8),
+                                       attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(atPath: publicFile, contents: Data(key.publicKey.pemRepresentation.utf8))
+        return .init(keyID: keyID, teamID: "HERALDDEV1", privateKeyFile: privateFile, publicKeyFile: publicFile)
+    }
+
+    /// Stops every process (senders first, the broker last), then PostgreSQL; deletes the
+    /// stack's folder unless `keepData`.
+    static func down(_ stack: DevStack, keepData: Bool, say: (String) -> Void) async {
+        for managed in stack.processes.reversed() {
+            let wasAlive = ProcessControl.isAlive(managed.pid)
+            await ProcessControl.stop(managed.pid)
+            if wasAlive { say("  ✔ stopped \(managed.name)") }
+        }
+        do {
+            try DevPostgres.stop(stack.postgres)
+            say("  ✔ stopped PostgreSQL")
+        } catch {
+            say("  ✘ PostgreSQL: \(error)")
+        }
+        if !keepData { try? FileManager.default.removeItem(atPath: stack.directory) }
+    }
+}
