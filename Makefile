@@ -1,17 +1,19 @@
 # Herald: the two commands a newcomer needs.
-#   make demo   install what is missing, build (release), start PostgreSQL and the development
-#               Kafka broker, run the round trip and report it, stop everything
+#   make demo   install what is missing, build (release), start the whole stack (herald dev up),
+#               send a broadcast and a tag push to 100,000 simulated devices with live progress,
+#               check them against apns-sim, stop everything (KEEP=1 leaves it up)
 #   make test   install what is missing, build once (debug, with tests), start the
 #               infrastructure, run every test, stop everything (the exit status is the tests')
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 SWIFT ?= swift
+KEEP ?= 0
 
 .PHONY: help deps build test demo bench-api bench-fanout bench-sender bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
 
 help:
-	@echo "make demo     # start PostgreSQL + the development Kafka broker and run a round trip through both"
+	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
 	@echo "make test     # build once and run all tests against real PostgreSQL and Kafka"
 	@echo "make bench-kafka  # Kafka throughput benchmark (release build) against kcat"
 	@echo "make bench-apns-sim  # apns-sim against nghttpd under h2load (release build)"
@@ -34,9 +36,9 @@ test: deps
 	scripts/test-external-clients.sh .build/debug
 
 demo: deps
-	$(SWIFT) build -c release --product herald
-	$(SWIFT) build -c release --product herald-kafka-dev
-	HERALD_LOG_LEVEL=$${HERALD_LOG_LEVEL:-warning} scripts/with-infrastructure.sh .build/release .build/release/herald dev roundtrip
+	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
+	  echo "swift build -c release --product $$product"; $(SWIFT) build -c release --product $$product || exit 1; done
+	KEEP=$(KEEP) scripts/demo.sh .build/release
 
 bench-apns-sim: deps
 	$(SWIFT) build -c release --product apns-sim

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# End-to-end and failure tests on real processes: `herald dev up` (PostgreSQL, the development
+# broker, apns-sim, herald-api, herald-center, two senders), 100,000 simulated devices, then
+# pushes while processes are killed, PostgreSQL and the broker are stopped and apns-sim answers
+# 503. Every push is checked with `herald dev verify` (counters add up; apns-sim received
+# exactly the accepted devices). Run by `make test`.
+#
+#   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast sender-kill center-kill
+#                                                   #        postgres-outage broker-restart apns-outage
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bin=$(cd "${1:-.build/debug}" && pwd)
+shift || true
+herald=$bin/herald
+export HERALD_DEV_DIR=$(pwd)/.local/e2e
+devices=${E2E_DEVICES:-100000}
+tests=("$@")
+[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage)
+
+# The stack's settings for these tests: batches without an outcome are produced again after 15 s
+# (the broker restart loses what it held), and a notification is tried up to 20 times (a 30 s
+# APNs outage outlasts the default 8 attempts' back-off).
+export HERALD_CENTER_REDRIVE_AFTER_MS=15000
+export HERALD_SENDER_MAX_ATTEMPTS=20
+export HERALD_SENDER_RETRY_MAX_MS=5000
+export HERALD_LOG_LEVEL=${HERALD_LOG_LEVEL:-info}
+
+failures=()
+log() { echo "[e2e $(date +%H:%M:%S)] $*"; }
+fail() { log "✘ $*"; failures+=("$current: $*"); }
+
+"$herald" dev down >/dev/null 2>&1 || true
+log "starting the stack"
+"$herald" dev up --senders 2 --api-port 0 --bin-dir "$bin" || { echo "the stack did not start"; exit 1; }
+cleanup() {
+  local status=$?
+  if [ ${#failures[@]} -gt 0 ]; then
+    log "logs of the failed run: kept in $HERALD_DEV_DIR/logs"
+    "$herald" dev down --keep >/dev/null
+  else
+    "$herald" dev down >/dev/null
+  fi
+  exit $status
+}
+trap cleanup EXIT
+eval "$("$herald" dev env)"
+sim_admin=$HERALD_DEV_APNS_SIM_ADMIN
+
+# A push's status field (python reads the JSON).
+field() {
+  "$herald" push status "$1" --json 2>/dev/null | python3 -c "
+import json, sys
+status = json.load(sys.stdin); counters = status['counters']
+done = counters['accepted'] + counters['rejected'] + counters['expired'] + counters['canceled']
+print({'state': status['state'], 'done': done, 'targeted': counters['targeted'],
+       'accepted': counters['accepted'], 'expired': counters['expired']}['$2'])"
+}
+
+# Waits until the push's `done` reaches $2 (or it completes), at most $3 seconds.
+wait_done_at_least() {
+  local push=$1 want=$2 limit=$3 start=$SECONDS
+  while [ $((SECONDS - start)) -lt "$limit" ]; do
+    local state done
+    state=$(field "$push" state); done=$(field "$push" done)
+    if [ "${done:-0}" -ge "$want" ] || [ "$state" = completed ]; then return 0; fi
+    sleep 0.2
+  done
+  return 1
+}
+
+wait_completed() {
+  local push=$1 limit=$2 start=$SECONDS
+  while [ $((SECONDS - start)) -lt "$limit" ]; do
+    [ "$(field "$push" state)" = completed ] && return 0
+    sleep 0.5
+  done
+  fail "push $push not completed within ${limit}s: $("$herald" push status "$push" | head -2 | tail -1)"
+  return 1
+}
+
+verify() {
+  if "$herald" dev verify "$@"; then log "✔ verified $*"; else fail "verify $* failed"; fi
+}
+
+push_all() { "$herald" push --all --body "$1" --quiet "${@:2}"; }
+reset_sim() { curl -sf -X POST "$sim_admin/reset" >/dev/null; }
+
+log "an app with the stack's signing key and $devices simulated devices"
+"$herald" app create --name "end-to-end" --bundle-id com.example.e2e --save >/dev/null || exit 1
+key=$(ls "$HERALD_DEV_DIR"/AuthKey_*.p8); key_id=$(basename "$key" .p8); key_id=${key_id#AuthKey_}
+"$herald" app credentials --p8 "$key" --key-id "$key_id" --team-id HERALDDEV1 || exit 1
+"$herald" dev devices --count "$devices" --out "$HERALD_DEV_DIR/devices.ndjson" || exit 1
+"$herald" devices import "$HERALD_DEV_DIR/devices.ndjson" || exit 1
+"$herald" dev devices --register "$HERALD_DEV_DIR/devices.ndjson" --topic com.example.e2e || exit 1
+
+test_broadcast() {
+  reset_sim
+  local push; push=$(push_all "A broadcast to $devices devices") || { fail "push refused"; return; }
+  wait_completed "$push" 300 && verify "$push"
+}
+
+test_sender-kill() {
+  reset_sim
+  local push; push=$(push_all "Through a sender that dies") || { fail "push refused"; return; }
+  wait_done_at_least "$push" 10000 120 || { fail "no progress before the kill"; return; }
+  "$herald" dev stop herald-sender-1 --kill
+  log "killed herald-sender-1 at $(field "$push" done) notifications accounted"
+  wait_completed "$push" 300 && verify --allow-duplicates "$push"
+  "$herald" dev start herald-sender-1 >/dev/null || fail "herald-sender-1 did not start again"
+}
+
+test_center-kill() {
+  reset_sim
+  # Throttled, so the fan-out is still going when the center dies.
+  local push; push=$(push_all "Through a center that dies" --rate 10000) || { fail "push refused"; return; }
+  local start=$SECONDS
+  until [ "$(field "$push" targeted)" -ge 20000 ] || [ $((SECONDS - start)) -gt 120 ]; do sleep 0.2; done
+  [ "$(field "$push" state)" = fanning_out ] || { fail "the fan-out was not running when the center was to be killed"; return; }
+  "$herald" dev stop herald-center --kill
+  log "killed herald-center at $(field "$push" targeted) targets fanned out"
+  sleep 2
+  "$herald" dev start herald-center >/dev/null || { fail "herald-center did not start again"; return; }
+  wait_completed "$push" 300 && verify "$push"
+}
+
+test_postgres-outage() {
+  reset_sim
+  local push; push=$(push_all "Across a database outage" --rate 5000) || { fail "push refused"; return; }
+  wait_done_at_least "$push" 5000 120 || { fail "no progress before the outage"; return; }
+  "$herald" dev stop postgres
+  log "PostgreSQL stopped for 10 s"
+  local answer
+  answer=$("$herald" push --all --body "During the outage" --quiet 2>&1)
+  if echo "$answer" | grep -q "503"; then log "✔ during the outage the API answers: $answer"; else fail "expected a 503 during the outage, got: $answer"; fi
+  sleep 10
+  "$herald" dev start postgres
+  log "PostgreSQL started again"
+  wait_completed "$push" 300 && verify "$push"
+  local after; after=$("$herald" push --tag vip --body "After the outage" --quiet) || { fail "the API did not recover"; return; }
+  wait_completed "$after" 120 && verify "$after"
+}
+
+test_broker-restart() {
+  reset_sim
+  "$herald" dev stop kafka
+  log "the broker is stopped; pushes are still accepted (the outbox keeps them)"
+  local push; push=$("$herald" push --tag news --body "Accepted while the broker was down" --quiet) || { fail "push refused without the broker"; return; }
+  sleep 3
+  "$herald" dev start kafka
+  log "the broker is back"
+  wait_completed "$push" 300 && verify --allow-duplicates "$push"
+}
+
+test_apns-outage() {
+  reset_sim
+  curl -sf -X PUT "$sim_admin/faults" -H 'Content-Type: application/json' -d '{"serviceUnavailable":1}' >/dev/null
+  log "apns-sim answers 503 to everything for 30 s"
+  local push; push=$("$herald" push --tag vip --body "Across an APNs outage" --ttl 3600 --quiet) || { fail "push refused"; return; }
+  sleep 30
+  curl -sf -X PUT "$sim_admin/faults" -H 'Content-Type: application/json' -d '{}' >/dev/null
+  log "apns-sim recovered"
+  wait_completed "$push" 300 && verify "$push"
+  local targeted accepted
+  targeted=$(field "$push" targeted); accepted=$(field "$push" accepted)
+  if [ "$targeted" = "$accepted" ]; then log "✔ all $accepted accepted after the outage"; else fail "$accepted of $targeted accepted after the outage"; fi
+}
+
+for current in "${tests[@]}"; do
+  log "── $current"
+  "test_$current"
+done
+
+if [ ${#failures[@]} -gt 0 ]; then
+  log "FAILED:"; printf '  %s\n' "${failures[@]}"
+  exit 1
+fi
+log "all end-to-end tests passed: ${tests[*]}"
