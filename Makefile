@@ -34,6 +34,7 @@ test: deps
 	scripts/with-infrastructure.sh .build/debug $(SWIFT) test --skip-build
 	scripts/with-infrastructure.sh .build/debug scripts/test-api-contract.sh .build/debug
 	scripts/test-external-clients.sh .build/debug
+	scripts/test-end-to-end.sh .build/debug
 
 demo: deps
 	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
