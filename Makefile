@@ -10,11 +10,12 @@ SHELL := /bin/bash
 SWIFT ?= swift
 KEEP ?= 0
 
-.PHONY: help deps build test demo bench-api bench-fanout bench-sender bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
+.PHONY: help deps build test demo bench-e2e bench-api bench-fanout bench-sender bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
 
 help:
 	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
 	@echo "make test     # build once and run all tests against real PostgreSQL and Kafka"
+	@echo "make bench-e2e  # a 1,000,000-device broadcast through the whole herald dev stack"
 	@echo "make bench-kafka  # Kafka throughput benchmark (release build) against kcat"
 	@echo "make bench-apns-sim  # apns-sim against nghttpd under h2load (release build)"
 	@echo "make bench-apns-client  # Herald's APNs client against h2load, both to apns-sim"
@@ -40,6 +41,11 @@ demo: deps
 	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
 	  echo "swift build -c release --product $$product"; $(SWIFT) build -c release --product $$product || exit 1; done
 	KEEP=$(KEEP) scripts/demo.sh .build/release
+
+bench-e2e: deps
+	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
+	  $(SWIFT) build -c release --product $$product || exit 1; done
+	Benchmarks/EndToEnd/run.sh .build/release
 
 bench-apns-sim: deps
 	$(SWIFT) build -c release --product apns-sim

@@ -28,16 +28,20 @@ struct DevUpCommand: AsyncParsableCommand {
     var apiPort: Int = 8080
     @Option(name: .customLong("bin-dir"), help: "Where the executables are (default: beside this one).")
     var binDirectory: String?
+    @Option(name: .customLong("apns-sim-record"), help: "full (apns-sim keeps every notification, for `herald dev verify`) or counts (millions).")
+    var apnsSimRecord: String = "full"
 
     func validate() throws {
         guard (1...16).contains(senders) else { throw ValidationError("--senders is 1 to 16 (herald.jobs has 16 partitions)") }
+        guard ["full", "counts"].contains(apnsSimRecord) else { throw ValidationError("--apns-sim-record is full or counts") }
     }
 
     func run() async throws {
         let bin = binDirectory ?? Bundle.main.executableURL?.deletingLastPathComponent().path ?? "."
         print("herald dev up: starting the stack in \(dir.path)")
         let started = ContinuousClock.now
-        let stack = try await DevStackLauncher(directory: dir.path, binDirectory: bin, senders: senders, apiPort: apiPort).up()
+        let stack = try await DevStackLauncher(directory: dir.path, binDirectory: bin, senders: senders, apiPort: apiPort,
+                                          apnsSimRecord: apnsSimRecord).up()
         print("ready in \(String(format: "%.1f", (ContinuousClock.now - started).seconds)) s. Logs: \(stack.directory)/logs")
         print("APNs signing key for apps: \(stack.signingKey.privateKeyFile) (key id \(stack.signingKey.keyID), team \(stack.signingKey.teamID))")
         print("Use it from this shell:")

@@ -8,6 +8,7 @@ struct DevStackLauncher {
     var binDirectory: String
     var senders: Int
     var apiPort: Int
+    var apnsSimRecord = "full"
     var say: (String) -> Void = { print($0); fflush(nil) }
 
     static let services = ["herald-kafka-dev", "apns-sim", "herald-api", "herald-center", "herald-sender"]
@@ -71,7 +72,8 @@ struct DevStackLauncher {
                          arguments: ["--port", "\(simPort)", "--admin-port", "\(simAdmin)",
                                      "--key", "\(key.keyID):\(key.teamID):\(key.publicKeyFile)",
                                      "--write-certificate", stack.apnsSim.certificate,
-                                     "--ready-file", stack.directory + "/apns-sim.ready", "--log-level", "warning"],
+                                     "--ready-file", stack.directory + "/apns-sim.ready", "--log-level", "warning",
+                                     "--record", apnsSimRecord],
                          environment: base, readiness: "file:" + stack.directory + "/apns-sim.ready")
         say("  ✔ apns-sim        https://127.0.0.1:\(simPort) (admin http://127.0.0.1:\(simAdmin))")
 
