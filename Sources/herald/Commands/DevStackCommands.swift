@@ -122,9 +122,7 @@ struct DevStopCommand: AsyncParsableCommand {
             print("stopped postgres")
             return
         }
-        guard let managed = stack.processes.first(where: { $0.name == name }) else {
-            throw CLIError("no process \(name) in the stack; it has postgres, \(stack.processes.map(\.name).joined(separator: ", "))")
-        }
+        let managed = stack.processes[try stack.index(of: name)]
         if kill {
             Foundation.kill(managed.pid, SIGKILL)
             while ProcessControl.isAlive(managed.pid) { try await Task.sleep(for: .milliseconds(20)) }
@@ -149,9 +147,7 @@ struct DevStartCommand: AsyncParsableCommand {
             print("started postgres")
             return
         }
-        guard let index = stack.processes.firstIndex(where: { $0.name == name }) else {
-            throw CLIError("no process \(name) in the stack; it has postgres, \(stack.processes.map(\.name).joined(separator: ", "))")
-        }
+        let index = try stack.index(of: name)
         guard !ProcessControl.isAlive(stack.processes[index].pid) else {
             throw CLIError("\(name) is running (pid \(stack.processes[index].pid)); stop it first")
         }

@@ -120,34 +120,27 @@ enum ProcessControl {
 
     /// A TCP port on 127.0.0.1 that is free now (the kernel's choice).
     static func freePort() throws -> Int {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socketFD >= 0 else { throw CLIError("cannot open a socket to find a free port") }
-        defer { close(socketFD) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) }
-        }
-        guard bound == 0 else { throw CLIError("cannot bind a socket to find a free port") }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard let port = bindLoopback(port: 0) else { throw CLIError("cannot bind a socket to find a free port") }
+        return port
     }
 
     static func isPortFree(_ port: Int) -> Bool {
+        bindLoopback(port: port) != nil
+    }
+
+    /// Binds a socket to 127.0.0.1:`port` and closes it again; the port it got, or nil.
+    private static func bindLoopback(port: Int) -> Int? {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socketFD >= 0 else { return false }
+        guard socketFD >= 0 else { return nil }
         defer { close(socketFD) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0 }
+        }
+        return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
     }
 }
