@@ -109,6 +109,8 @@ test_sender-kill() {
   log "killed herald-sender-1 at $(field "$push" done) notifications accounted"
   wait_completed "$push" 300 && verify --allow-duplicates "$push"
   "$herald" dev start herald-sender-1 >/dev/null || fail "herald-sender-1 did not start again"
+  # Let the consumer group take the restarted sender in before the next test.
+  sleep 8
 }
 
 test_center-kill() {

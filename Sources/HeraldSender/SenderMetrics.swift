@@ -16,6 +16,8 @@ public final class SenderMetrics: Sendable {
 
     private let state = Mutex(State())
     let batchesInFlight = Atomic<Int>(0)
+    /// Second copies of batches already accounted, skipped.
+    let duplicateBatches = Atomic<Int>(0)
 
     public init() {}
 
@@ -44,6 +46,8 @@ public final class SenderMetrics: Sendable {
         }
         text += "# HELP herald_sender_batches_total Job batches finished.\n# TYPE herald_sender_batches_total counter\n"
         text += "herald_sender_batches_total \(state.batches)\n"
+        text += "# HELP herald_sender_duplicate_batches_total Second copies of job batches already accounted, not sent again.\n# TYPE herald_sender_duplicate_batches_total counter\n"
+        text += "herald_sender_duplicate_batches_total \(duplicateBatches.load(ordering: .relaxed))\n"
         text += "# HELP herald_sender_batches_in_flight Job batches being sent.\n# TYPE herald_sender_batches_in_flight gauge\n"
         text += "herald_sender_batches_in_flight \(batchesInFlight.load(ordering: .relaxed))\n"
         text += "# HELP herald_sender_attempts_total APNs requests made (retries included).\n# TYPE herald_sender_attempts_total counter\n"

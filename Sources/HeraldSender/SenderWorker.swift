@@ -8,9 +8,15 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Whether a push was canceled (its remaining jobs are then dropped, counted as canceled).
+/// Whether a push was canceled (its remaining jobs are then dropped, counted as canceled), and
+/// whether a batch was already accounted (a second copy of it is then not sent again).
 public protocol PushCancellationSource: Sendable {
     func isCanceled(pushID: UUID, appID: UUID) async -> Bool
+    func isAccounted(pushID: UUID, sequence: UInt32) async -> Bool
+}
+
+extension PushCancellationSource {
+    public func isAccounted(pushID: UUID, sequence: UInt32) async -> Bool { false }
 }
 
 /// Push states read from PostgreSQL, each remembered for a second.
@@ -29,6 +35,11 @@ public final class StoredPushCancellations: PushCancellationSource {
             table[pushID] = (canceled, now)
         }
         return canceled
+    }
+
+    /// One look-up per batch; when PostgreSQL cannot answer, the batch is sent (at least once).
+    public func isAccounted(pushID: UUID, sequence: UInt32) async -> Bool {
+        (try? await pushes.isBatchAccounted(pushID: pushID, sequence: Int32(bitPattern: sequence))) ?? false
     }
 }
 
@@ -94,6 +105,16 @@ public final class SenderWorker: Service, Sendable {
         let outcome: Herald_V1_OutcomeBatch
         do {
             let batch = try Herald_V1_JobBatch.decodeRecord(message.value)
+            if let cancellations, await cancellations.isAccounted(pushID: UUID(data: batch.pushID), sequence: batch.sequence) {
+                // A second copy of a batch whose outcome is already counted: a fan-out resumed
+                // after its center died between producing and recording, or a record this
+                // worker got again after a rebalance. Its devices have it; nothing to send.
+                metrics.duplicateBatches.add(1, ordering: .relaxed)
+                logger.debug("batch already accounted; not sent again", metadata: [
+                    "push": "\(UUID(data: batch.pushID))", "sequence": "\(batch.sequence)"])
+                finish(message)
+                return
+            }
             outcome = await send(batch)
         } catch {
             await deadLetter(message, reason: "\(error)")

@@ -175,7 +175,7 @@ public struct FanoutRepository: Sendable {
     public func unproducedBatches(pushID: UUID) async throws -> [RecordedBatch] {
         let rows = try await client.query("""
             SELECT \(unescaped: Self.batchColumns) FROM push_batches
-            WHERE push_id = \(pushID) AND produced_at IS NULL ORDER BY sequence
+            WHERE push_id = \(pushID) AND produced_at IS NULL AND completed_at IS NULL ORDER BY sequence
             """, logger: logger)
         return try await Self.batches(from: rows)
     }

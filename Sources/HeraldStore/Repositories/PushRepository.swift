@@ -59,6 +59,17 @@ public struct PushRepository: Sendable {
         return try await Self.pushes(from: rows).first
     }
 
+    /// Whether the outcome of batch `sequence` of `pushID` has been accounted: a second copy of
+    /// it (produced again by a resumed fan-out, or redelivered after a consumer rebalance) need
+    /// not be sent.
+    public func isBatchAccounted(pushID: UUID, sequence: Int32) async throws -> Bool {
+        let rows = try await client.query("""
+            SELECT completed_at IS NOT NULL FROM push_batches WHERE push_id = \(pushID) AND sequence = \(sequence)
+            """, logger: logger)
+        for try await accounted in rows.decode(Bool.self) { return accounted }
+        return false
+    }
+
     /// The push `appID` created with `idempotencyKey`.
     public func push(idempotencyKey: String, appID: UUID) async throws -> Push? {
         let rows = try await client.query("""
