@@ -107,7 +107,9 @@ struct JobBatchSenderTests {
         faults.serviceUnavailable = 1
         try await withSenderClient(SenderFixture.simulator { $0.faults = faults }) { simulator, client in
             let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 1000, baseDelayMilliseconds: 50, maxDelayMilliseconds: 200))
-            let expiration = Int64(Date().timeIntervalSince1970) + 2  // whole seconds: at least one second ahead
+            // Whole seconds, so at least three ahead: room for a second attempt of every target
+            // even on a loaded machine (with two, one CI run gave some targets a single attempt).
+            let expiration = Int64(Date().timeIntervalSince1970) + 4
             let outcomes = await sender.send(SenderFixture.batch(expirationS: expiration), with: client)
             #expect(outcomes.acceptedDeviceIds.isEmpty)
             #expect(outcomes.failures.count == 300)
