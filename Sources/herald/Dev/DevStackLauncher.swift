@@ -24,8 +24,7 @@ struct DevStackLauncher {
             try? DevPostgres.stop(existing.postgres)
         }
         try? FileManager.default.removeItem(atPath: directory)
-        let logs = directory + "/logs"
-        try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory + "/logs", withIntermediateDirectories: true)
         let directory = URL(fileURLWithPath: self.directory).standardizedFileURL.path
 
         // PostgreSQL.
@@ -53,7 +52,6 @@ struct DevStackLauncher {
 
     private func startServices(_ stack: inout DevStack) async throws {
         let base = baseEnvironment(stack)
-        let logs = stack.directory + "/logs"
 
         // The development broker, on a port it keeps across restarts (so clients reconnect).
         let kafkaPort = try ProcessControl.freePort()
@@ -119,7 +117,6 @@ struct DevStackLauncher {
                              readiness: "http:" + stack.metricsURLs[name]!)
             say("  ✔ \(name.padding(toLength: 16, withPad: " ", startingAt: 0))metrics \(stack.metricsURLs[name]!)")
         }
-        _ = logs
     }
 
     /// This shell's environment without settings that would point the stack elsewhere, plus the
