@@ -15,7 +15,7 @@ import Testing
 /// on the broker. `make test` starts PostgreSQL and the broker.
 @Suite("herald-sender worker through Kafka, PostgreSQL and apns-sim", .serialized)
 struct SenderWorkerTests {
-    @Test("2,000 targets in 20 batches: one outcome per target, apns-sim got exactly the deliverable ones, offsets stored; a canceled push's jobs are dropped as canceled")
+    @Test("2,000 targets in 20 batches: one outcome per target, apns-sim got exactly the deliverable ones, offsets stored; a canceled push's jobs are dropped as canceled; second copies of batches already accounted are not sent")
     func batchesThroughTheBroker() async throws {
         try await withWorkerEnvironment(deliverable: 1900, unregistered: 50) { environment in
             let batchIDs = try await environment.produceJobs(batches: 20, targets: 100)
@@ -27,6 +27,17 @@ struct SenderWorkerTests {
                                         announcement: .init(topic: "herald.test.sender.pushes", key: nil, value: []))
             #expect(try await pushes.transition(id: canceledPush, from: [.accepted], to: .canceled))
             let canceledBatchIDs = try await environment.produceJobs(batches: 2, targets: 100, pushID: canceledPush)
+            // A third push whose two batches were already sent and accounted (as herald-center
+            // records it); copies of them come again, as after a resumed fan-out: not sent twice.
+            let accountedPush = UUID()
+            _ = try await pushes.create(NewPush(id: accountedPush, appID: environment.appID, audienceJSON: "{}", notificationJSON: "{}",
+                                                payload: Array(#"{"aps":{}}"#.utf8)),
+                                        announcement: .init(topic: "herald.test.sender.pushes", key: nil, value: []))
+            try await environment.database.query("""
+                INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, produced_at, completed_at)
+                VALUES (\(accountedPush), 0, 1, 100, 100, now(), now()), (\(accountedPush), 1, 101, 200, 100, now(), now())
+                """, logger: environment.logger)
+            _ = try await environment.produceJobs(batches: 2, targets: 100, pushID: accountedPush)
             let logger = environment.logger
             let configuration = environment.configuration
             var endpoints = SenderEndpoints()
@@ -58,10 +69,12 @@ struct SenderWorkerTests {
                 }
                 tasks.addTask {
                     let outcomes = try await environment.collectOutcomes(batchIDs.union(canceledBatchIDs))
-                    // Offsets are stored just after outcomes are published: give the last ones a moment.
+                    // Offsets are stored just after outcomes are published (and the accounted
+                    // copies are skipped without one): give the last ones a moment.
                     var lag = worker.lagPrometheusText()
                     let deadline = ContinuousClock.now + .seconds(10)
-                    while !caughtUp(lag), ContinuousClock.now < deadline {
+                    while !(caughtUp(lag) && worker.metrics.prometheusText().contains("herald_sender_duplicate_batches_total 2\n")),
+                          ContinuousClock.now < deadline {
                         try await Task.sleep(for: .milliseconds(50))
                         lag = worker.lagPrometheusText()
                     }
@@ -89,6 +102,7 @@ struct SenderWorkerTests {
             #expect(environment.simulator.ledger.counts.accepted == 1900)
             #expect(Set(environment.simulator.ledger.notifications().map(\.token)).count == 1900)
             #expect(worker.metrics.batches == 22)
+            #expect(worker.metrics.prometheusText().contains("herald_sender_duplicate_batches_total 2\n"))
             // Everything done: every owned partition is at lag 0.
             #expect(caughtUp(lag), "\(lag)")
             #expect(worker.metrics.prometheusText().contains(#"herald_sender_notifications_total{outcome="rejected",reason="Unregistered"} 50"#))
