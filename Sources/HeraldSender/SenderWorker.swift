@@ -8,38 +8,35 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Whether a push was canceled (its remaining jobs are then dropped, counted as canceled), and
-/// whether a batch was already accounted (a second copy of it is then not sent again).
-public protocol PushCancellationSource: Sendable {
-    func isCanceled(pushID: UUID, appID: UUID) async -> Bool
-    func isAccounted(pushID: UUID, sequence: UInt32) async -> Bool
+/// What to do with a job batch before sending it.
+public enum BatchVerdict: Sendable {
+    /// Send it.
+    case send
+    /// Its push was canceled: drop it, every target counted as canceled.
+    case canceled
+    /// Its outcome is already accounted: this is a second copy (a fan-out resumed after its
+    /// center died between producing and recording, or a record seen again after a
+    /// rebalance). Its devices have it; nothing is sent or published.
+    case accounted
 }
 
-extension PushCancellationSource {
-    public func isAccounted(pushID: UUID, sequence: UInt32) async -> Bool { false }
+/// Decides ``BatchVerdict``s.
+public protocol BatchGate: Sendable {
+    func verdict(pushID: UUID, appID: UUID, sequence: UInt32) async -> BatchVerdict
 }
 
-/// Push states read from PostgreSQL, each remembered for a second.
-public final class StoredPushCancellations: PushCancellationSource {
+/// Verdicts from PostgreSQL: one look-up per batch (``PushRepository/batchStatus(pushID:appID:sequence:)``).
+/// When PostgreSQL cannot answer, the batch is sent (at least once).
+public struct StoredBatchGate: BatchGate {
     private let pushes: PushRepository
-    private let remembered = Mutex<[UUID: (canceled: Bool, at: ContinuousClock.Instant)]>([:])
 
     public init(pushes: PushRepository) { self.pushes = pushes }
 
-    public func isCanceled(pushID: UUID, appID: UUID) async -> Bool {
-        let now = ContinuousClock.now
-        if let known = remembered.withLock({ $0[pushID] }), now - known.at < .seconds(1) { return known.canceled }
-        let canceled = (try? await pushes.push(id: pushID, appID: appID))??.state == .canceled
-        remembered.withLock { table in
-            if table.count > 10_000 { table.removeAll() }
-            table[pushID] = (canceled, now)
+    public func verdict(pushID: UUID, appID: UUID, sequence: UInt32) async -> BatchVerdict {
+        guard let status = try? await pushes.batchStatus(pushID: pushID, appID: appID, sequence: Int32(bitPattern: sequence)) else {
+            return .send
         }
-        return canceled
-    }
-
-    /// One look-up per batch; when PostgreSQL cannot answer, the batch is sent (at least once).
-    public func isAccounted(pushID: UUID, sequence: UInt32) async -> Bool {
-        (try? await pushes.isBatchAccounted(pushID: pushID, sequence: Int32(bitPattern: sequence))) ?? false
+        return status.accounted ? .accounted : status.canceled ? .canceled : .send
     }
 }
 
@@ -56,7 +53,7 @@ public final class SenderWorker: Service, Sendable {
     private let consumer: KafkaConsumer
     private let producer: KafkaProducer
     private let credentials: CredentialStore
-    private let cancellations: (any PushCancellationSource)?
+    private let gate: (any BatchGate)?
     private let sender: JobBatchSender
     private let outcomesTopic: String
     private let logger: Logger
@@ -68,13 +65,13 @@ public final class SenderWorker: Service, Sendable {
     public let metrics: SenderMetrics
 
     public init(consumer: KafkaConsumer, producer: KafkaProducer, credentials: CredentialStore,
-                cancellations: (any PushCancellationSource)?, sender: JobBatchSender = .init(),
+                gate: (any BatchGate)?, sender: JobBatchSender = .init(),
                 maxBatchesInFlight: Int = 8, outcomesTopic: String = HeraldTopic.outcomes.name, logger: Logger) {
         self.outcomesTopic = outcomesTopic
         self.consumer = consumer
         self.producer = producer
         self.credentials = credentials
-        self.cancellations = cancellations
+        self.gate = gate
         var sender = sender
         let metrics = sender.metrics ?? SenderMetrics()
         sender.metrics = metrics
@@ -105,17 +102,11 @@ public final class SenderWorker: Service, Sendable {
         let outcome: Herald_V1_OutcomeBatch
         do {
             let batch = try Herald_V1_JobBatch.decodeRecord(message.value)
-            if let cancellations, await cancellations.isAccounted(pushID: UUID(data: batch.pushID), sequence: batch.sequence) {
-                // A second copy of a batch whose outcome is already counted: a fan-out resumed
-                // after its center died between producing and recording, or a record this
-                // worker got again after a rebalance. Its devices have it; nothing to send.
-                metrics.duplicateBatches.add(1, ordering: .relaxed)
-                logger.debug("batch already accounted; not sent again", metadata: [
-                    "push": "\(UUID(data: batch.pushID))", "sequence": "\(batch.sequence)"])
+            guard let sent = await send(batch) else {
                 finish(message)
                 return
             }
-            outcome = await send(batch)
+            outcome = sent
         } catch {
             await deadLetter(message, reason: "\(error)")
             finish(message)
@@ -125,11 +116,19 @@ public final class SenderWorker: Service, Sendable {
         finish(message)
     }
 
-    private func send(_ batch: Herald_V1_JobBatch) async -> Herald_V1_OutcomeBatch {
+    /// The batch's outcome, or nil for a second copy of a batch already accounted.
+    private func send(_ batch: Herald_V1_JobBatch) async -> Herald_V1_OutcomeBatch? {
         let pushID = UUID(data: batch.pushID)
         let appID = UUID(data: batch.appID)
-        if let cancellations, await cancellations.isCanceled(pushID: pushID, appID: appID) {
+        switch await gate?.verdict(pushID: pushID, appID: appID, sequence: batch.sequence) ?? .send {
+        case .send:
+            break
+        case .canceled:
             return counted(Self.everyTarget(of: batch, status: .canceled, reason: "Canceled"))
+        case .accounted:
+            metrics.duplicateBatches.add(1, ordering: .relaxed)
+            logger.debug("batch already accounted; not sent again", metadata: ["push": "\(pushID)", "sequence": "\(batch.sequence)"])
+            return nil
         }
         guard let environment = APNsEnvironment(batch.environment) else {
             return counted(Self.everyTarget(of: batch, status: .rejected, reason: "NoEnvironment"))

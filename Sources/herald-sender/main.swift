@@ -62,7 +62,7 @@ do {
         let producer = try KafkaProducer(configuration: configuration.kafka.producerConfiguration(clientID: "sender"), logger: logger)
         let worker = SenderWorker(
             consumer: consumer, producer: producer, credentials: credentials,
-            cancellations: StoredPushCancellations(pushes: PushRepository(client: database, logger: logger)),
+            gate: StoredBatchGate(pushes: PushRepository(client: database, logger: logger)),
             sender: JobBatchSender(retryPolicy: RetryPolicy(
                 maxAttempts: settings.maxAttempts, baseDelayMilliseconds: settings.retryBaseMilliseconds,
                 maxDelayMilliseconds: settings.retryMaxMilliseconds)),

@@ -52,7 +52,7 @@ struct SenderWorkerTests {
             let producer = try KafkaProducer(configuration: configuration.kafka.producerConfiguration(clientID: "test-sender"), logger: logger)
             let worker = SenderWorker(
                 consumer: consumer, producer: producer, credentials: credentials,
-                cancellations: StoredPushCancellations(pushes: PushRepository(client: environment.database, logger: logger)),
+                gate: StoredBatchGate(pushes: PushRepository(client: environment.database, logger: logger)),
                 sender: JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 5, baseDelayMilliseconds: 5, maxDelayMilliseconds: 50)),
                 maxBatchesInFlight: 4, outcomesTopic: environment.outcomesTopic, logger: logger)
             let services = ServiceGroup(configuration: .init(services: [producer, consumer, credentials, worker], logger: logger))

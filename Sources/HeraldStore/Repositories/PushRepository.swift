@@ -59,15 +59,21 @@ public struct PushRepository: Sendable {
         return try await Self.pushes(from: rows).first
     }
 
-    /// Whether the outcome of batch `sequence` of `pushID` has been accounted: a second copy of
-    /// it (produced again by a resumed fan-out, or redelivered after a consumer rebalance) need
-    /// not be sent.
-    public func isBatchAccounted(pushID: UUID, sequence: Int32) async throws -> Bool {
+    /// What a sender needs to know before sending batch `sequence` of `pushID`, in one look-up:
+    /// whether the push was canceled (its remaining batches are dropped), and whether this
+    /// batch's outcome was already accounted (a second copy — produced again by a resumed
+    /// fan-out, or redelivered after a consumer rebalance — need not be sent). Nil when `appID`
+    /// has no such push.
+    public func batchStatus(pushID: UUID, appID: UUID, sequence: Int32) async throws -> (canceled: Bool, accounted: Bool)? {
         let rows = try await client.query("""
-            SELECT completed_at IS NOT NULL FROM push_batches WHERE push_id = \(pushID) AND sequence = \(sequence)
+            SELECT p.state = 'canceled', b.completed_at IS NOT NULL
+            FROM pushes p LEFT JOIN push_batches b ON b.push_id = p.id AND b.sequence = \(sequence)
+            WHERE p.id = \(pushID) AND p.app_id = \(appID)
             """, logger: logger)
-        for try await accounted in rows.decode(Bool.self) { return accounted }
-        return false
+        for try await (canceled, accounted) in rows.decode((Bool, Bool?).self) {
+            return (canceled, accounted ?? false)
+        }
+        return nil
     }
 
     /// The push `appID` created with `idempotencyKey`.
