@@ -47,22 +47,23 @@ trap cleanup EXIT
 eval "$("$herald" dev env)"
 sim_admin=$HERALD_DEV_APNS_SIM_ADMIN
 
-# A push's status field (python reads the JSON).
+# Fields of a push's status, space-separated, from one status read (python reads the JSON).
 field() {
-  "$herald" push status "$1" --json 2>/dev/null | python3 -c "
+  local push=$1; shift
+  "$herald" push status "$push" --json 2>/dev/null | python3 -c "
 import json, sys
 status = json.load(sys.stdin); counters = status['counters']
 done = counters['accepted'] + counters['rejected'] + counters['expired'] + counters['canceled']
-print({'state': status['state'], 'done': done, 'targeted': counters['targeted'],
-       'accepted': counters['accepted'], 'expired': counters['expired']}['$2'])"
+values = {'state': status['state'], 'done': done, 'targeted': counters['targeted'],
+          'accepted': counters['accepted'], 'expired': counters['expired']}
+print(' '.join(str(values[name]) for name in sys.argv[1:]))" "$@"
 }
 
 # Waits until the push's `done` reaches $2 (or it completes), at most $3 seconds.
 wait_done_at_least() {
-  local push=$1 want=$2 limit=$3 start=$SECONDS
+  local push=$1 want=$2 limit=$3 start=$SECONDS state done
   while [ $((SECONDS - start)) -lt "$limit" ]; do
-    local state done
-    state=$(field "$push" state); done=$(field "$push" done)
+    read -r state done <<< "$(field "$push" state done)"
     if [ "${done:-0}" -ge "$want" ] || [ "$state" = completed ]; then return 0; fi
     sleep 0.2
   done
@@ -168,7 +169,7 @@ test_apns-outage() {
   log "apns-sim recovered"
   wait_completed "$push" 300 && verify "$push"
   local targeted accepted
-  targeted=$(field "$push" targeted); accepted=$(field "$push" accepted)
+  read -r targeted accepted <<< "$(field "$push" targeted accepted)"
   if [ "$targeted" = "$accepted" ]; then log "✔ all $accepted accepted after the outage"; else fail "$accepted of $targeted accepted after the outage"; fi
 }
 

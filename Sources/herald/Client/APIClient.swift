@@ -33,6 +33,19 @@ struct APIClient: Sendable {
         try await send(.DELETE, path)
     }
 
+    /// Every item of a cursor-paged list (`items` under `key`, then `next_cursor`), `limit` a page.
+    func everyItem(_ path: String, key: String, limit: Int) async throws -> [[String: Any]] {
+        var items: [[String: Any]] = []
+        var cursor: String?
+        repeat {
+            let query = "\(path.contains("?") ? "&" : "?")limit=\(limit)" + (cursor.map { "&cursor=\($0)" } ?? "")
+            let page = try await get(path + query).body
+            items += page[key] as? [[String: Any]] ?? []
+            cursor = page["next_cursor"].map { "\($0)" }
+        } while cursor != nil
+        return items
+    }
+
     /// Streams a file as the request body (never read into memory whole).
     func upload(_ path: String, file: String, contentType: String) async throws -> Answer {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),

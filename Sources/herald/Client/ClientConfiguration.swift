@@ -57,7 +57,6 @@ struct ClientConfiguration {
         let data = try JSONSerialization.data(withJSONObject: stored, options: [.prettyPrinted, .sortedKeys])
         FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600])
         try data.write(to: file)
-        chmod(file.path, 0o600)
     }
 
     func requireKey() throws -> String {

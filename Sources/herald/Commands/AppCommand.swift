@@ -44,14 +44,9 @@ struct AppListCommand: AsyncParsableCommand {
 
     func run() async throws {
         let client = try APIClient.admin(try ClientConfiguration.load())
-        var cursor: String?
-        repeat {
-            let answer = try await client.get("/v1/apps?limit=100" + (cursor.map { "&cursor=\($0)" } ?? ""))
-            for app in answer.body["apps"] as? [[String: Any]] ?? [] {
-                print("\(app["id"] as? String ?? "?")  \(app["bundle_id"] as? String ?? "?")  \(app["name"] as? String ?? "")")
-            }
-            cursor = answer.body["next_cursor"] as? String
-        } while cursor != nil
+        for app in try await client.everyItem("/v1/apps", key: "apps", limit: 100) {
+            print("\(app["id"] as? String ?? "?")  \(app["bundle_id"] as? String ?? "?")  \(app["name"] as? String ?? "")")
+        }
     }
 }
 

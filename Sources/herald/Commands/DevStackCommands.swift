@@ -123,12 +123,7 @@ struct DevStopCommand: AsyncParsableCommand {
             return
         }
         let managed = stack.processes[try stack.index(of: name)]
-        if kill {
-            Foundation.kill(managed.pid, SIGKILL)
-            while ProcessControl.isAlive(managed.pid) { try await Task.sleep(for: .milliseconds(20)) }
-        } else {
-            await ProcessControl.stop(managed.pid)
-        }
+        if kill { await ProcessControl.killNow(managed.pid) } else { await ProcessControl.stop(managed.pid) }
         print("\(kill ? "killed" : "stopped") \(name) (pid \(managed.pid))")
     }
 }

@@ -31,15 +31,10 @@ struct DevVerifyCommand: AsyncParsableCommand {
 
         // The app's devices (active and invalid), by registration id.
         var devices: [Int: Device] = [:]
-        var cursor: Int?
-        repeat {
-            let page = try await client.get("/v1/devices?limit=1000" + (cursor.map { "&cursor=\($0)" } ?? "")).body
-            for device in page["devices"] as? [[String: Any]] ?? [] {
-                guard let id = device["registration_id"] as? Int else { continue }
-                devices[id] = Device(id: id, prefix: device["token_prefix"] as? String ?? "", status: device["status"] as? String ?? "?")
-            }
-            cursor = page["next_cursor"] as? Int
-        } while cursor != nil
+        for device in try await client.everyItem("/v1/devices", key: "devices", limit: 1000) {
+            guard let id = device["registration_id"] as? Int else { continue }
+            devices[id] = Device(id: id, prefix: device["token_prefix"] as? String ?? "", status: device["status"] as? String ?? "?")
+        }
 
         let recorded = try await Self.recordedNotifications(adminURL: "http://127.0.0.1:\(stack.apnsSim.adminPort)")
         var allGood = true
@@ -55,14 +50,9 @@ struct DevVerifyCommand: AsyncParsableCommand {
         let status = try await client.get("/v1/pushes/\(pushID)").body
         let counters = PushProgress.counters(status)
         var failures: [Int: String] = [:]
-        var cursor: Int?
-        repeat {
-            let page = try await client.get("/v1/pushes/\(pushID)/failures?limit=1000" + (cursor.map { "&cursor=\($0)" } ?? "")).body
-            for failure in page["failures"] as? [[String: Any]] ?? [] {
-                if let id = failure["registration_id"] as? Int { failures[id] = failure["reason"] as? String ?? failure["status"] as? String ?? "?" }
-            }
-            cursor = page["next_cursor"] as? Int
-        } while cursor != nil
+        for failure in try await client.everyItem("/v1/pushes/\(pushID)/failures", key: "failures", limit: 1000) {
+            if let id = failure["registration_id"] as? Int { failures[id] = failure["reason"] as? String ?? failure["status"] as? String ?? "?" }
+        }
 
         var delivered = 0, repeated = 0, deliveredButFailed = 0, mixedCollapse = 0
         for device in devices.values {

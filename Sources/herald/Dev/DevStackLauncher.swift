@@ -17,11 +17,11 @@ struct DevStackLauncher {
         for binary in Self.services where !FileManager.default.isExecutableFile(atPath: "\(binDirectory)/\(binary)") {
             throw CLIError("\(binDirectory)/\(binary) not found: build it (`swift build -c release`) or pass --bin-dir")
         }
-        if let existing = try? DevStack.load(from: directory),
-           existing.processes.contains(where: { ProcessControl.isAlive($0.pid) }) {
-            throw CLIError("a stack is already running from \(directory): `herald dev down` first (or use another --dir)")
-        } else if let existing = try? DevStack.load(from: directory) {
-            try? DevPostgres.stop(existing.postgres)
+        if let existing = try? DevStack.load(from: directory) {
+            guard !existing.processes.contains(where: { ProcessControl.isAlive($0.pid) }) else {
+                throw CLIError("a stack is already running from \(directory): `herald dev down` first (or use another --dir)")
+            }
+            try? DevPostgres.stop(existing.postgres)  // left over from a stack that died
         }
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory + "/logs", withIntermediateDirectories: true)

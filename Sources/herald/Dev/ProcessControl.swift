@@ -90,10 +90,14 @@ enum ProcessControl {
         kill(pid, SIGTERM)
         let deadline = ContinuousClock.now + grace
         while isAlive(pid), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
-        if isAlive(pid) {
-            kill(pid, SIGKILL)
-            while isAlive(pid) { try? await Task.sleep(for: .milliseconds(20)) }
-        }
+        await killNow(pid)
+    }
+
+    /// SIGKILL (no chance to finish anything); returns once the process is gone.
+    static func killNow(_ pid: Int32) async {
+        guard isAlive(pid) else { return }
+        kill(pid, SIGKILL)
+        while isAlive(pid) { try? await Task.sleep(for: .milliseconds(20)) }
     }
 
     /// Runs a command to its end; throws with its output when it fails.
