@@ -62,8 +62,8 @@ struct DevVerifyCommand: AsyncParsableCommand {
             if Set(copies.map { $0.collapseID ?? "" }).count > 1 { mixedCollapse += 1 }
             if failures[device.id] != nil { deliveredButFailed += 1 }
         }
-        let permanent: Set = ["Unregistered", "BadDeviceToken", "DeviceTokenNotForTopic"]
-        let shouldBeInvalid = failures.filter { permanent.contains($0.value) }.map(\.key)
+        // The reasons for which herald-center invalidates a token (the sender's own rule).
+        let shouldBeInvalid = failures.filter { APNsReason($0.value).invalidatesToken }.map(\.key)
         let notInvalidated = shouldBeInvalid.filter { devices[$0]?.status != "invalid" }.count
 
         var checks: [(Bool, String)] = [
