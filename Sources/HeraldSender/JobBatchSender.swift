@@ -15,8 +15,8 @@ import Synchronization
 /// set (the push's own, or one derived from the push id), so a batch delivered twice replaces
 /// rather than stacks on the phone.
 ///
-/// This is the sender worker's core; the worker around it (the Kafka consumer, credentials from
-/// PostgreSQL, outcomes to Kafka, offsets) is not built yet.
+/// This is the sender worker's core; ``SenderWorker`` around it consumes the batches, loads the
+/// credentials, publishes the outcomes and stores the offsets.
 public struct JobBatchSender: Sendable {
     public var retryPolicy: RetryPolicy
     /// Milliseconds since 1970 (injectable for tests).
@@ -51,8 +51,10 @@ public struct JobBatchSender: Sendable {
         var attempts = 0
         var latencies: [Double] = []
         latencies.reserveCapacity(batch.targets.count)
-        // A few tasks per batch, each taking the next target, rather than a task per target: the
-        // APNs client bounds what is in flight anyway, and tasks cost allocations.
+        // A few lanes per batch rather than a task per target (the APNs client bounds what is in
+        // flight anyway, and tasks cost allocations). A lane gives each target it takes a first
+        // attempt at once and keeps the ones to retry aside until their back-off is over, so a
+        // retry storm on some targets never holds back the first attempt of the others.
         let targets = batch.targets
         let next = TargetCursor()
         let lanes = min(targets.count, Self.lanesPerBatch)
@@ -60,18 +62,41 @@ public struct JobBatchSender: Sendable {
             for _ in 0..<lanes {
                 group.addTask {
                     var done: [(UInt64, TargetResult, Int, Double)] = []
-                    while case let index = next.take(), index < targets.count {
-                        let target = targets[index]
-                        let notification = APNsNotification(
-                            deviceToken: target.token.hexString, topic: batch.apnsTopic, pushType: pushType, priority: priority,
-                            expiration: expiration, collapseID: collapseID,
-                            apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: target.deviceID)),
-                            payload: payload)
-                        let start = ContinuousClock.now
-                        let (result, tries) = await self.deliver(notification, client: client, expiresAtSeconds: expiration)
-                        let elapsed = ContinuousClock.now - start
-                        done.append((target.deviceID, result, tries,
-                                     Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15))
+                    var waiting: [PendingRetry] = []
+                    var generator = SystemRandomNumberGenerator()
+                    while true {
+                        var pending: PendingRetry
+                        let current = self.now()
+                        if let due = waiting.indices.min(by: { waiting[$0].dueMilliseconds < waiting[$1].dueMilliseconds }),
+                           waiting[due].dueMilliseconds <= current {
+                            pending = waiting.remove(at: due)
+                        } else if case let index = next.take(), index < targets.count {
+                            let target = targets[index]
+                            pending = PendingRetry(
+                                deviceID: target.deviceID,
+                                notification: APNsNotification(
+                                    deviceToken: target.token.hexString, topic: batch.apnsTopic, pushType: pushType, priority: priority,
+                                    expiration: expiration, collapseID: collapseID,
+                                    apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: target.deviceID)),
+                                    payload: payload),
+                                attempts: 0, dueMilliseconds: current, start: .now)
+                        } else if let earliest = waiting.map(\.dueMilliseconds).min() {
+                            try? await Task.sleep(for: .milliseconds(max(1, earliest - current)))
+                            continue
+                        } else {
+                            break
+                        }
+                        pending.attempts += 1
+                        switch await self.attempt(pending.notification, attempt: pending.attempts, client: client,
+                                                  expiresAtSeconds: expiration, generator: &generator) {
+                        case .retry(let milliseconds):
+                            pending.dueMilliseconds = self.now() + milliseconds
+                            waiting.append(pending)
+                        case .finished(let result):
+                            let elapsed = ContinuousClock.now - pending.start
+                            done.append((pending.deviceID, result, pending.attempts,
+                                         Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15))
+                        }
                     }
                     return done
                 }
@@ -121,43 +146,55 @@ public struct JobBatchSender: Sendable {
         case failed(Herald_V1_OutcomeBatch.Failure)
     }
 
-    private func deliver(_ notification: APNsNotification, client: APNsClient, expiresAtSeconds: Int64?) async -> (TargetResult, Int) {
-        var generator = SystemRandomNumberGenerator()
-        var attempt = 0
-        while true {
-            attempt += 1
-            let outcome = await client.send(notification)
-            var failure = Herald_V1_OutcomeBatch.Failure()
-            failure.attempts = UInt32(attempt)
-            switch outcome {
-            case .accepted:
-                return (.accepted, attempt)
-            case .rejected(let reason, let status, let unregisteredAt) where Self.isFinal(reason):
+    /// A target between attempts: what to send, how often it was sent, when to send it again.
+    struct PendingRetry {
+        var deviceID: UInt64
+        var notification: APNsNotification
+        var attempts: Int
+        var dueMilliseconds: Int64
+        var start: ContinuousClock.Instant
+    }
+
+    enum AttemptResult {
+        case finished(TargetResult)
+        case retry(afterMilliseconds: Int64)
+    }
+
+    /// Sends `notification` once (its `attempt`-th time) and says whether it is finished or when
+    /// to try again, as the retry policy decides.
+    private func attempt(_ notification: APNsNotification, attempt: Int, client: APNsClient, expiresAtSeconds: Int64?,
+                         generator: inout SystemRandomNumberGenerator) async -> AttemptResult {
+        let outcome = await client.send(notification)
+        var failure = Herald_V1_OutcomeBatch.Failure()
+        failure.attempts = UInt32(attempt)
+        switch outcome {
+        case .accepted:
+            return .finished(.accepted)
+        case .rejected(let reason, let status, let unregisteredAt) where Self.isFinal(reason):
+            failure.status = .rejected
+            failure.reason = reason.description
+            failure.httpStatus = UInt32(status)
+            failure.unregisteredAtMs = unregisteredAt ?? 0
+            return .finished(.failed(failure))
+        case .failed(.invalid):
+            failure.status = .rejected
+            failure.reason = notification.problem ?? "invalid notification"
+            return .finished(.failed(failure))
+        default:
+            let decision = retryPolicy.decision(
+                afterAttempt: attempt, nowMilliseconds: now(), expirationMilliseconds: expiresAtSeconds.map { $0 * 1000 },
+                unit: Double.random(in: 0..<1, using: &generator))
+            switch decision {
+            case .retry(let milliseconds):
+                return .retry(afterMilliseconds: Int64(milliseconds))
+            case .expired:
+                failure.status = .expired
+                failure.reason = "Expired"
+                return .finished(.failed(failure))
+            case .giveUp:
                 failure.status = .rejected
-                failure.reason = reason.description
-                failure.httpStatus = UInt32(status)
-                failure.unregisteredAtMs = unregisteredAt ?? 0
-                return (.failed(failure), attempt)
-            case .failed(.invalid):
-                failure.status = .rejected
-                failure.reason = notification.problem ?? "invalid notification"
-                return (.failed(failure), attempt)
-            default:
-                let decision = retryPolicy.decision(
-                    afterAttempt: attempt, nowMilliseconds: now(), expirationMilliseconds: expiresAtSeconds.map { $0 * 1000 },
-                    unit: Double.random(in: 0..<1, using: &generator))
-                switch decision {
-                case .retry(let milliseconds):
-                    try? await Task.sleep(for: .milliseconds(milliseconds))
-                case .expired:
-                    failure.status = .expired
-                    failure.reason = "Expired"
-                    return (.failed(failure), attempt)
-                case .giveUp:
-                    failure.status = .rejected
-                    (failure.reason, failure.httpStatus) = Self.describe(outcome)
-                    return (.failed(failure), attempt)
-                }
+                (failure.reason, failure.httpStatus) = Self.describe(outcome)
+                return .finished(.failed(failure))
             }
         }
     }
