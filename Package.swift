@@ -57,6 +57,11 @@ let package = Package(
             pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(name: "CRdKafkaShim", dependencies: ["CRdKafka"]),
         .target(name: "CKafkaDevBind", linkerSettings: [.linkedLibrary("dl")]),
 
@@ -84,9 +89,13 @@ let package = Package(
             ]
         ),
         .target(
+            name: "HeraldPostgresCopy",
+            dependencies: ["CLibPQ"]
+        ),
+        .target(
             name: "HeraldStore",
             dependencies: [
-                "HeraldCore",
+                "HeraldCore", "HeraldPostgresCopy",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

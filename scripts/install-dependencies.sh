@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   librdkafka-dev      # Kafka client (and the development broker's mock cluster)
   libnghttp2-dev      # HTTP/2 engine for the APNs client and apns-sim
+  libpq-dev           # libpq: herald-center streams audiences with COPY
   postgresql          # a throwaway local PostgreSQL server for development and tests
   postgresql-contrib
   kcat                # reference producer for the Kafka benchmark

@@ -31,14 +31,17 @@ public final class MsgCenter: Service, Sendable {
     private let claimedSink: AsyncStream<Push>.Continuation
 
     /// - Parameters:
+    ///   - database: the client for everything but audience streams.
+    ///   - postgres: where audience streams (`COPY` over libpq, a connection per running fan-out)
+    ///     connect; the same server and database as `database`.
     ///   - pushEvents: a consumer on `herald.pushes`; without one the center finds pushes by
     ///     sweeping only.
-    public init(settings: CenterSettings, database: PostgresClient, producer: KafkaProducer, pushEvents: KafkaConsumer?,
-                metrics: CenterMetrics = CenterMetrics(), logger: Logger) {
+    public init(settings: CenterSettings, database: PostgresClient, postgres: PostgresSettings, producer: KafkaProducer,
+                pushEvents: KafkaConsumer?, metrics: CenterMetrics = CenterMetrics(), logger: Logger) {
         self.settings = settings
         self.fanouts = FanoutRepository(client: database, logger: logger)
         self.devices = DeviceRepository(client: database, logger: logger)
-        self.audience = AudienceRepository(client: database, logger: logger)
+        self.audience = AudienceRepository(client: database, postgres: postgres, logger: logger)
         self.producer = producer
         self.pushEvents = pushEvents
         self.metrics = metrics

@@ -29,7 +29,7 @@ do {
             configuration: kafka.consumerConfiguration(groupID: settings.groupID, topics: [settings.outcomesTopic], clientID: "center-outcomes"),
             logger: logger)
         let metrics = CenterMetrics()
-        let center = MsgCenter(settings: settings, database: database, producer: producer, pushEvents: pushEvents,
+        let center = MsgCenter(settings: settings, database: database, postgres: configuration.postgres, producer: producer, pushEvents: pushEvents,
                                metrics: metrics, logger: logger)
         let accountant = OutcomeAccountant(consumer: outcomes, fanouts: FanoutRepository(client: database, logger: logger),
                                            deadLetters: producer, metrics: metrics, logger: logger)

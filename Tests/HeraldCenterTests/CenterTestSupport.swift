@@ -26,7 +26,7 @@ struct CenterEnvironment: Sendable {
     var pushes: PushRepository { PushRepository(client: database, logger: logger) }
     var fanouts: FanoutRepository { FanoutRepository(client: database, logger: logger) }
     var devices: DeviceRepository { DeviceRepository(client: database, logger: logger) }
-    var audience: AudienceRepository { AudienceRepository(client: database, logger: logger) }
+    var audience: AudienceRepository { AudienceRepository(client: database, postgres: configuration.postgres, logger: logger) }
 
     /// Center settings for this environment's topics; `name` tells centers apart.
     func settings(name: String, pageSize: Int = 1000, batchSize: Int = 100, lease: Int = 30_000) -> CenterSettings {
@@ -165,7 +165,7 @@ extension CenterEnvironment {
             groupID: settings.groupID, topics: [settings.pushesTopic], clientID: "test-center-pushes"), logger: logger)
         let outcomes = try KafkaConsumer(configuration: kafka.consumerConfiguration(
             groupID: settings.groupID, topics: [settings.outcomesTopic], clientID: "test-center-outcomes"), logger: logger)
-        let center = MsgCenter(settings: settings, database: database, producer: producer, pushEvents: events, logger: logger)
+        let center = MsgCenter(settings: settings, database: database, postgres: configuration.postgres, producer: producer, pushEvents: events, logger: logger)
         let accountant = OutcomeAccountant(consumer: outcomes, fanouts: fanouts, deadLetters: nil, metrics: center.metrics, logger: logger)
         let relay = OutboxRelay(outbox: OutboxRepository(client: database, logger: logger), producer: producer,
                                 interval: .milliseconds(settings.outboxIntervalMilliseconds), logger: logger)

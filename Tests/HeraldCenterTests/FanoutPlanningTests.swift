@@ -1,6 +1,7 @@
 import Foundation
 @testable import HeraldCenter
-import HeraldStore
+import HeraldRecords
+@testable import HeraldStore
 import Testing
 
 @Suite("Cutting and pacing (no I/O)")
@@ -11,20 +12,47 @@ struct FanoutPlanningTests {
 
     @Test func batchesHoldOneEnvironmentAndTopicAndCloseAtThePageEnd() {
         let cutter = BatchCutter(pushID: UUID(), batchSize: 3)
-        var page: [AudienceTarget] = []
-        for id in Int64(1)...10 { page.append(target(id, id % 4 == 0 ? .sandbox : .production)) }
-        page.append(target(11, topic: "com.other"))
+        var targets: [AudienceTarget] = []
+        for id in Int64(1)...10 { targets.append(target(id, id % 4 == 0 ? .sandbox : .production)) }
+        targets.append(target(11, topic: "com.other"))
+        let page = AudiencePage(targets)
         let cuts = cutter.cut(page, firstSequence: 7)
         #expect(cuts.map(\.record.sequence) == Array(7..<(7 + cuts.count)))
-        #expect(cuts.flatMap(\.targets).map(\.deviceID).sorted() == Array(Int64(1)...11))
+        #expect(cuts.flatMap(\.targets.deviceIDs).sorted() == Array(Int64(1)...11))
+        let byID = Dictionary(uniqueKeysWithValues: targets.map { ($0.deviceID, $0) })
         for cut in cuts {
+            let members = cut.targets.deviceIDs.map { byID[$0]! }
             #expect(cut.targets.count <= 3)
-            #expect(Set(cut.targets.map(\.environment)).count == 1 && Set(cut.targets.map(\.topic)).count == 1)
+            #expect(members.allSatisfy { $0.environment == cut.record.environment && $0.topic == cut.record.topic })
+            #expect((0..<cut.targets.count).allSatisfy { Array(cut.targets.token(at: $0)) == members[$0].token })
             #expect(cut.record.targetCount == cut.targets.count)
-            #expect(cut.record.firstDevice == cut.targets.first?.deviceID && cut.record.lastDevice == cut.targets.last?.deviceID)
+            #expect(cut.record.firstDevice == cut.targets.deviceIDs.first && cut.record.lastDevice == cut.targets.deviceIDs.last)
         }
         // The same page cuts the same way (a resumed fan-out makes the same batch ids).
         #expect(cutter.cut(page, firstSequence: 7).map(\.record) == cuts.map(\.record))
+    }
+
+    @Test func aJobRecordWithPackedTargetsDecodesToTheBatch() throws {
+        let push = Push(definition: NewPush(id: UUID(), appID: UUID(), audienceJSON: "{}", notificationJSON: "{}",
+                                            payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8)),
+                        fanoutCursor: 0, batchesEmitted: 0, createdAt: Date())
+        let factory = JobBatchFactory(push: push)
+        var devices = DeviceTokens()
+        devices.append(deviceID: 1, token: [0xAB, 0xCD])
+        devices.append(deviceID: 300, token: [UInt8](repeating: 7, count: 32))
+        devices.append(deviceID: Int64.max, token: [UInt8](repeating: 0xFF, count: 100))
+        let cut = BatchCutter.Cut(record: RecordedBatch(pushID: push.id, sequence: 42, firstDevice: 1, lastDevice: Int64.max,
+                                                        targetCount: 3, environment: .sandbox, topic: "com.example.app"),
+                                  targets: devices)
+        let (key, value) = try factory.record(cut)
+        let batch = try Herald_V1_JobBatch.decodeRecord(value)
+        #expect(key == batch.batchID)
+        #expect(batch.batchID == Herald_V1_JobBatch.batchID(pushID: push.id.recordBytes, sequence: 42))
+        #expect(batch.sequence == 42 && batch.environment == .sandbox && batch.apnsTopic == "com.example.app")
+        #expect(batch.collapseID == push.id.uuidString.lowercased())
+        #expect(batch.targets.map(\.deviceID) == [1, 300, UInt64(Int64.max)])
+        #expect(batch.targets.map { Array($0.token) } == [[0xAB, 0xCD], [UInt8](repeating: 7, count: 32), [UInt8](repeating: 0xFF, count: 100)])
+        #expect(Array(batch.payload) == push.definition.payload)
     }
 
     @Test func pacerSpreadsTargetsAtItsRateAndDoesNotMakeUpForAPause() {

@@ -1,51 +1,48 @@
 import Foundation
 import HeraldStore
 
-/// Cuts one page of audience rows into job batches: devices of one environment and topic go
+/// Cuts one page of an audience into job batches: devices of one environment and topic go
 /// together, at most `batchSize` to a batch, in device-id order; a page's partial batches are
 /// closed at its end, so every batch lies within one page and a resumed fan-out (which restarts
 /// at the page boundary) cuts exactly the same batches with the same sequence numbers.
-struct BatchCutter {
+struct BatchCutter: Sendable {
     let pushID: UUID
     let batchSize: Int
 
     /// A batch: its record for PostgreSQL and its targets.
-    struct Cut {
+    struct Cut: Sendable {
         var record: RecordedBatch
-        var targets: [AudienceTarget]
+        var targets: DeviceTokens
     }
 
     /// The batches of `page`, numbered from `firstSequence`.
-    func cut(_ page: [AudienceTarget], firstSequence: Int) -> [Cut] {
-        var open: [GroupKey: [AudienceTarget]] = [:]
-        var order: [GroupKey] = []
+    func cut(_ page: AudiencePage, firstSequence: Int) -> [Cut] {
+        // A page reaches few groups (environment × topic): an open batch per group index.
+        var open = [DeviceTokens?](repeating: nil, count: page.groups.count)
+        var order: [Int] = []
         var cuts: [Cut] = []
+        cuts.reserveCapacity(page.count / batchSize + page.groups.count)
         var sequence = firstSequence
-        func close(_ key: GroupKey) {
-            guard let targets = open[key], let first = targets.first, let last = targets.last else { return }
-            cuts.append(Cut(record: RecordedBatch(pushID: pushID, sequence: sequence, firstDevice: first.deviceID,
-                                                  lastDevice: last.deviceID, targetCount: targets.count,
-                                                  environment: key.environment, topic: key.topic),
+        func close(_ group: Int) {
+            guard let targets = open[group], let first = targets.deviceIDs.first, let last = targets.deviceIDs.last else { return }
+            let key = page.groups[group]
+            cuts.append(Cut(record: RecordedBatch(pushID: pushID, sequence: sequence, firstDevice: first, lastDevice: last,
+                                                  targetCount: targets.count, environment: key.environment, topic: key.topic),
                             targets: targets))
             sequence += 1
-            open[key] = nil
+            open[group] = nil
         }
-        for target in page {
-            let key = GroupKey(environment: target.environment, topic: target.topic)
-            if open[key] == nil {
-                open[key] = []
-                open[key]!.reserveCapacity(min(batchSize, page.count))
-                if !order.contains(key) { order.append(key) }
+        let devices = page.devices
+        for index in 0..<devices.count {
+            let group = Int(page.groupIndexes[index])
+            if open[group] == nil {
+                open[group] = DeviceTokens(reservingCapacity: min(batchSize, devices.count - index))
+                if !order.contains(group) { order.append(group) }
             }
-            open[key]!.append(target)
-            if open[key]!.count == batchSize { close(key) }
+            open[group]!.append(index, of: devices)
+            if open[group]!.count == batchSize { close(group) }
         }
-        for key in order { close(key) }
+        for group in order { close(group) }
         return cuts
-    }
-
-    struct GroupKey: Hashable {
-        var environment: APNsEnvironment
-        var topic: String
     }
 }

@@ -5,7 +5,7 @@ import HeraldStore
 
 /// What the center works out once per push before it touches its batches: who the audience is,
 /// how to cut it, what every job record carries.
-struct FanoutContext {
+struct FanoutContext: Sendable {
     let push: Push
     let selection: AudienceSelection
     let cutter: BatchCutter
@@ -39,8 +39,10 @@ struct FanoutContext {
     /// Reads `batch`'s devices again (those still active and still in the audience) and cuts
     /// them into the same batch: same sequence, so the same batch id.
     func rebuild(_ batch: RecordedBatch, from audience: AudienceRepository) async throws -> BatchCutter.Cut {
-        let targets = try await audience.page(selection(rebuilding: batch), after: batch.firstDevice - 1,
-                                              limit: max(batch.targetCount, cutter.batchSize))
+        let found = try await audience.page(selection(rebuilding: batch), after: batch.firstDevice - 1,
+                                            limit: max(batch.targetCount, cutter.batchSize))
+        var targets = DeviceTokens(reservingCapacity: found.count)
+        for target in found { targets.append(deviceID: target.deviceID, token: target.token) }
         var record = batch
         record.targetCount = targets.count
         return BatchCutter.Cut(record: record, targets: targets)
@@ -48,14 +50,14 @@ struct FanoutContext {
 
     /// The Kafka record of `cut`, keyed by its batch id so batches spread over the partitions.
     func message(_ cut: BatchCutter.Cut) throws -> KafkaProducerMessage {
-        let batch = factory.batch(cut)
-        return KafkaProducerMessage(topic: jobsTopic, key: Array(batch.batchID), value: try batch.encodedRecord())
+        let record = try factory.record(cut)
+        return KafkaProducerMessage(topic: jobsTopic, key: Array(record.key), value: record.value)
     }
 
     /// The outcome of a batch that will never be sent: every target canceled.
     func canceledOutcome(_ cut: BatchCutter.Cut) -> BatchOutcome {
-        BatchOutcome(pushID: push.id, sequence: cut.record.sequence, acceptedDeviceIDs: [], failures: cut.targets.map {
-            BatchOutcome.Failure(deviceID: $0.deviceID, status: .canceled, reason: "Canceled", httpStatus: 0,
+        BatchOutcome(pushID: push.id, sequence: cut.record.sequence, acceptedDeviceIDs: [], failures: cut.targets.deviceIDs.map {
+            BatchOutcome.Failure(deviceID: $0, status: .canceled, reason: "Canceled", httpStatus: 0,
                                  unregisteredAt: nil, attempts: 0)
         })
     }

@@ -56,33 +56,58 @@ struct FanoutRunner: Sendable {
             "cursor": "\(cursor)", "batches-before": "\(nextSequence)",
             "rate": "\(pacer.map { "\(Int($0.rate))/s" } ?? "unthrottled")"])
 
-        while true {
-            guard try await waitUntilRunnable(push.id, pacer: &pacer, logger: logger) == .proceed else { return }
-            let page = try await audience.page(context.selection, after: cursor, limit: pageSize)
-            guard let last = page.last else {
-                if try await fanouts.finishFanout(pushID: push.id, by: center) {
-                    metrics.fanoutsFinished.add(1, ordering: .relaxed)
-                    logger.info("fan-out finished", metadata: ["batches": "\(nextSequence)"])
+        // Unthrottled, the audience comes as one COPY stream read ahead on a thread of its own
+        // while earlier pages are produced; a throttled push reads a keyset page when it needs
+        // one instead, so no statement stays open for the hours a slow push may take. A pause
+        // closes the stream; it opens again at the cursor.
+        var stream: AudienceStream.AsyncIterator?
+        try await withThrowingTaskGroup(of: Void.self) { producing in
+            var pagesProducing = 0
+            while true {
+                let next = try await waitUntilRunnable(push.id, pacer: &pacer, logger: logger) { stream = nil }
+                guard next == .proceed else { return }
+                let page: AudiencePage
+                if pacer == nil {
+                    if stream == nil {
+                        stream = audience.stream(context.selection, after: cursor, pageSize: pageSize).makeAsyncIterator()
+                    }
+                    page = try await stream?.next() ?? AudiencePage()
+                } else {
+                    page = AudiencePage(try await audience.page(context.selection, after: cursor, limit: pageSize))
                 }
-                return
-            }
-            let cuts = context.cutter.cut(page, firstSequence: nextSequence)
-            switch try await fanouts.recordPage(pushID: push.id, by: center, cursor: last.deviceID, batches: cuts.map(\.record)) {
-            case .recorded: break
-            case .canceled:
-                try await countCanceled(push.id, logger: logger)
-                return
-            case .claimLost:
-                logger.warning("another center took this fan-out over; stopping")
-                return
-            }
-            cursor = last.deviceID
-            nextSequence += cuts.count
-            if pacer == nil {
-                try await produce(cuts, context: context, logger: logger)
-            } else {
+                guard let last = page.lastDeviceID else {
+                    stream = nil
+                    try await producing.waitForAll()
+                    if try await fanouts.finishFanout(pushID: push.id, by: center) {
+                        metrics.fanoutsFinished.add(1, ordering: .relaxed)
+                        logger.info("fan-out finished", metadata: ["batches": "\(nextSequence)"])
+                    }
+                    return
+                }
+                let cuts = context.cutter.cut(page, firstSequence: nextSequence)
+                switch try await fanouts.recordPage(pushID: push.id, by: center, cursor: last, batches: cuts.map(\.record)) {
+                case .recorded: break
+                case .canceled:
+                    try await countCanceled(push.id, logger: logger)
+                    return
+                case .claimLost:
+                    logger.warning("another center took this fan-out over; stopping")
+                    return
+                }
+                cursor = last
+                nextSequence += cuts.count
+                if pacer == nil {
+                    // A few pages wait for the broker's acknowledgement at once.
+                    if pagesProducing == Self.pagesProducing {
+                        try await producing.next()
+                        pagesProducing -= 1
+                    }
+                    producing.addTask { [logger] in try await produce(cuts, context: context, logger: logger) }
+                    pagesProducing += 1
+                    continue
+                }
                 for (index, cut) in cuts.enumerated() {
-                    switch try await waitUntilRunnable(push.id, pacer: &pacer, logger: logger) {
+                    switch try await waitUntilRunnable(push.id, pacer: &pacer, logger: logger, pausing: {}) {
                     case .proceed:
                         try await produce([cut], context: context, logger: logger)
                         pacer?.emit(cut.targets.count)
@@ -100,6 +125,9 @@ struct FanoutRunner: Sendable {
             }
         }
     }
+
+    /// Pages of an unthrottled fan-out whose batches may wait for the broker at once.
+    static let pagesProducing = 4
 
     /// Records, then produces and acknowledges `cuts`; a broker outage holds the fan-out (its
     /// claim renewed) until the broker takes them.
@@ -147,7 +175,8 @@ struct FanoutRunner: Sendable {
     /// Before each page (and each paced batch): stops when the push was canceled (counting what
     /// it never sent) or taken over; holds while it is paused; sleeps the pacer's delay. Renews
     /// the claim while it waits.
-    private func waitUntilRunnable(_ pushID: UUID, pacer: inout EmissionPacer?, logger: Logger) async throws -> Next {
+    private func waitUntilRunnable(_ pushID: UUID, pacer: inout EmissionPacer?, logger: Logger,
+                                   pausing: () -> Void) async throws -> Next {
         var wasPaused = false
         var lastRenewal = ContinuousClock.now
         while true {
@@ -162,7 +191,10 @@ struct FanoutRunner: Sendable {
                 return .lost
             }
             if control.paused {
-                if !wasPaused { logger.info("fan-out paused") }
+                if !wasPaused {
+                    logger.info("fan-out paused")
+                    pausing()
+                }
                 wasPaused = true
                 _ = try await fanouts.renewClaim(pushID: pushID, by: center)
                 try await Task.sleep(for: .milliseconds(200))
@@ -194,7 +226,7 @@ struct FanoutRunner: Sendable {
                 logger.info("recall waits for the original push's last outcomes", metadata: ["original": "\(original)"])
                 logged = true
             }
-            guard try await waitUntilRunnable(recall, pacer: &pacer, logger: logger) == .proceed else { return false }
+            guard try await waitUntilRunnable(recall, pacer: &pacer, logger: logger, pausing: {}) == .proceed else { return false }
             _ = try await fanouts.renewClaim(pushID: recall, by: center)
             try await Task.sleep(for: .milliseconds(250))
         }

@@ -5,7 +5,7 @@ import HeraldStore
 
 /// Turns a push and the targets of one cut batch into the `herald.jobs` record senders read.
 /// Everything but the targets is worked out once per push.
-struct JobBatchFactory {
+struct JobBatchFactory: Sendable {
     let pushID: Data
     let appID: Data
     let pushType: APNsPushType
@@ -26,19 +26,17 @@ struct JobBatchFactory {
         payload = Data(definition.payload)
     }
 
-    /// The record of `cut`, stamped `now`.
-    func batch(_ cut: BatchCutter.Cut, now: Date = Date()) -> Herald_V1_JobBatch {
-        var targets: [Herald_V1_JobBatch.Target] = []
-        targets.reserveCapacity(cut.targets.count)
-        for target in cut.targets {
-            targets.append(Herald_V1_JobBatch.Target(deviceID: UInt64(target.deviceID), token: Data(target.token)))
-        }
-        return Herald_V1_JobBatch(
+    /// The encoded `herald.jobs` record of `cut`, stamped `now`, and its key (the batch id).
+    func record(_ cut: BatchCutter.Cut, now: Date = Date()) throws -> (key: Data, value: [UInt8]) {
+        let batch = Herald_V1_JobBatch(
             pushID: pushID, appID: appID, sequence: UInt32(cut.record.sequence),
             environment: cut.record.environment == .sandbox ? .sandbox : .production,
             apnsTopic: pushType.topic(forBundleID: cut.record.topic), pushType: Self.recordPushType(pushType), priority: priority,
-            expirationS: expiration, collapseID: collapseID, payload: payload, targets: targets,
+            expirationS: expiration, collapseID: collapseID, payload: payload, targets: [],
             createdAtMs: Int64(now.timeIntervalSince1970 * 1000))
+        let targets = cut.targets
+        return (batch.batchID, try batch.encodedRecord(deviceIDs: targets.deviceIDs, tokenBytes: targets.tokenBytes,
+                                                       tokenEnds: targets.tokenEnds))
     }
 
     static func recordPushType(_ type: APNsPushType) -> Herald_V1_JobBatch.PushType {

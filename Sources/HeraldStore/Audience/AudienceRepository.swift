@@ -1,8 +1,12 @@
 import Foundation
+import HeraldCore
+import HeraldPostgresCopy
 import Logging
 import PostgresNIO
+import Synchronization
 
-/// Reads audiences: keyset pages of the active devices a push selects, in registration-id order.
+/// Reads audiences: keyset pages of the active devices a push selects, in registration-id order,
+/// and for a fan-out the whole audience as one `COPY` stream cut into pages.
 ///
 /// One SQL statement serves every audience: the app, `status = 'active'` and `id > cursor` always
 /// apply; each selector the audience has adds one condition (ids or aliases; tags any-of with an
@@ -11,19 +15,28 @@ import PostgresNIO
 /// first did.
 public struct AudienceRepository: Sendable {
     let client: PostgresClient
+    let copySettings: PostgresCopyConnection.Settings?
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    /// - Parameter postgres: where ``stream(_:after:pageSize:)`` opens its libpq connection;
+    ///   without it only pages and counts can be read.
+    public init(client: PostgresClient, postgres: PostgresSettings? = nil, logger: Logger) {
         self.client = client
+        self.copySettings = postgres.map {
+            PostgresCopyConnection.Settings(host: $0.host, port: $0.port, user: $0.user, password: $0.password,
+                                            database: $0.database, applicationName: "herald-audience")
+        }
         self.logger = logger
     }
+
+    static let columns = "d.id, d.token, d.environment, d.topic"
 
     /// One page: the devices of `selection` with ids above `cursor`, at most `limit`, in id order.
     /// An empty page is the end; otherwise the last id is the next cursor.
     public func page(_ selection: AudienceSelection, after cursor: Int64, limit: Int) async throws -> [AudienceTarget] {
-        let query = Self.query(selection, columns: "d.id, d.token, d.environment, d.topic", after: cursor,
-                               tail: "ORDER BY d.id LIMIT", limit: limit)
-        let rows = try await client.query(query, logger: logger)
+        var values = BoundValues()
+        let sql = Self.sql(selection, columns: Self.columns, after: cursor, tail: "ORDER BY d.id", limit: limit, values: &values)
+        let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger)
         var targets: [AudienceTarget] = []
         targets.reserveCapacity(limit)
         for try await (id, token, environment, topic) in rows.decode((Int64, ByteBuffer, String, String).self) {
@@ -35,56 +48,120 @@ public struct AudienceRepository: Sendable {
 
     /// How many devices of `selection` have ids above `cursor`.
     public func count(_ selection: AudienceSelection, after cursor: Int64 = 0) async throws -> Int64 {
-        let rows = try await client.query(Self.query(selection, columns: "count(*)", after: cursor), logger: logger)
+        let rows = try await client.query(Self.countQuery(selection, after: cursor), logger: logger)
         for try await count in rows.decode(Int64.self) { return count }
         return 0
     }
 
-    /// The statement for `selection`, its values bound as parameters.
-    static func query(_ selection: AudienceSelection, columns: String, after cursor: Int64, tail: String? = nil,
-                      limit: Int? = nil) -> PostgresQuery {
-        var binds = PostgresBindings()
-        func bind(_ value: some PostgresNonThrowingEncodable & Sendable) -> String {
-            binds.append(value)
-            return "$\(binds.count)"
-        }
-        let app = bind(selection.appID)
-        var sql = "SELECT \(columns) FROM devices d WHERE d.app_id = \(app) AND d.status = 'active' AND d.id > \(bind(cursor))"
+    /// The statement that counts the devices of `selection` above `cursor`.
+    static func countQuery(_ selection: AudienceSelection, after cursor: Int64) -> PostgresQuery {
+        var values = BoundValues()
+        let sql = Self.sql(selection, columns: "count(*)", after: cursor, values: &values)
+        return PostgresQuery(unsafeSQL: sql, binds: values.binds)
+    }
+
+    /// The devices of `selection` above `cursor`, in id order, as pages of `pageSize` read ahead
+    /// from one `COPY … TO STDOUT (FORMAT binary)` on a libpq connection and thread of their own
+    /// (at most two pages wait unread: memory stays flat whatever the audience's size).
+    ///
+    /// Ending the iteration early cancels the statement and closes the connection.
+    /// - Throws: (from the iteration) ``PostgresCopyError`` when PostgreSQL cannot be reached or
+    ///   the statement fails; ``AudienceStreamUnavailable`` when this repository has no settings
+    ///   for a libpq connection.
+    public func stream(_ selection: AudienceSelection, after cursor: Int64, pageSize: Int) -> AudienceStream {
+        var values = LiteralValues()
+        let sql = Self.sql(selection, columns: Self.columns, after: cursor, tail: "ORDER BY d.id", values: &values)
+        return AudienceStream(settings: copySettings, query: sql, pageSize: max(1, pageSize))
+    }
+
+    /// The statement for `selection`; `values` writes each value in (a bind parameter or a literal).
+    static func sql(_ selection: AudienceSelection, columns: String, after cursor: Int64, tail: String? = nil,
+                    limit: Int? = nil, values: inout some AudienceQueryValues) -> String {
+        let app = values.value(selection.appID)
+        var sql = "SELECT \(columns) FROM devices d WHERE d.app_id = \(app) AND d.status = 'active' AND d.id > \(values.value(cursor))"
         let audience = selection.audience
-        if let through = selection.throughDevice { sql += " AND d.id <= \(bind(through))" }
-        if let environment = audience.environment { sql += " AND d.environment = \(bind(environment.rawValue))" }
-        if let topic = selection.topic { sql += " AND d.topic = \(bind(topic))" }
+        if let through = selection.throughDevice { sql += " AND d.id <= \(values.value(through))" }
+        if let environment = audience.environment { sql += " AND d.environment = \(values.value(environment.rawValue))" }
+        if let topic = selection.topic { sql += " AND d.topic = \(values.value(topic))" }
         let ids = audience.registrationIDs ?? []
         let aliases = audience.aliases ?? []
         switch (ids.isEmpty, aliases.isEmpty) {
-        case (false, false): sql += " AND (d.id = ANY(\(bind(ids))) OR d.alias = ANY(\(bind(aliases))))"
-        case (false, true): sql += " AND d.id = ANY(\(bind(ids)))"
-        case (true, false): sql += " AND d.alias = ANY(\(bind(aliases)))"
+        case (false, false): sql += " AND (d.id = ANY(\(values.value(ids))) OR d.alias = ANY(\(values.value(aliases))))"
+        case (false, true): sql += " AND d.id = ANY(\(values.value(ids)))"
+        case (true, false): sql += " AND d.alias = ANY(\(values.value(aliases)))"
         case (true, true):
             // No list: everyone if the audience says so or filters by tags; an audience that
             // selects nothing reaches nobody (the API refuses it before).
             if audience.all != true && audience.tags == nil && audience.environment == nil && selection.acceptedByPush == nil { sql += " AND false" }
         }
         if let any = Self.distinct(audience.tags?.any) {
-            sql += " AND EXISTS (SELECT 1 FROM device_tags t WHERE t.app_id = \(app) AND t.device_id = d.id AND t.tag = ANY(\(bind(any))))"
+            sql += " AND EXISTS (SELECT 1 FROM device_tags t WHERE t.app_id = \(app) AND t.device_id = d.id AND t.tag = ANY(\(values.value(any))))"
         }
         if let all = Self.distinct(audience.tags?.all) {
-            sql += " AND (SELECT count(*) FROM device_tags t WHERE t.app_id = \(app) AND t.device_id = d.id AND t.tag = ANY(\(bind(all)))) = \(bind(Int64(all.count)))"
+            sql += " AND (SELECT count(*) FROM device_tags t WHERE t.app_id = \(app) AND t.device_id = d.id AND t.tag = ANY(\(values.value(all)))) = \(values.value(Int64(all.count)))"
         }
         if let none = Self.distinct(audience.tags?.none) {
-            sql += " AND NOT EXISTS (SELECT 1 FROM device_tags t WHERE t.app_id = \(app) AND t.device_id = d.id AND t.tag = ANY(\(bind(none))))"
+            sql += " AND NOT EXISTS (SELECT 1 FROM device_tags t WHERE t.app_id = \(app) AND t.device_id = d.id AND t.tag = ANY(\(values.value(none))))"
         }
         if let original = selection.acceptedByPush {
-            sql += " AND d.id IN (SELECT unnest(b.accepted_device_ids) FROM push_batches b WHERE b.push_id = \(bind(original)))"
+            sql += " AND d.id IN (SELECT unnest(b.accepted_device_ids) FROM push_batches b WHERE b.push_id = \(values.value(original)))"
         }
         if let tail { sql += " " + tail }
-        if let limit { sql += " \(bind(Int64(limit)))" }
-        return PostgresQuery(unsafeSQL: sql, binds: binds)
+        if let limit { sql += " LIMIT \(values.value(Int64(limit)))" }
+        return sql
     }
 
     private static func distinct(_ tags: [String]?) -> [String]? {
         guard let tags, !tags.isEmpty else { return nil }
         var seen = Set<String>()
         return tags.filter { seen.insert($0).inserted }
+    }
+}
+
+/// How the audience statement carries its values: bind parameters for postgres-nio, literals
+/// for COPY (which takes no parameters).
+protocol AudienceQueryValues {
+    mutating func value(_ value: Int64) -> String
+    mutating func value(_ value: String) -> String
+    mutating func value(_ value: UUID) -> String
+    mutating func value(_ value: [Int64]) -> String
+    mutating func value(_ value: [String]) -> String
+}
+
+/// Values as `$n` parameters.
+struct BoundValues: AudienceQueryValues {
+    var binds = PostgresBindings()
+
+    private mutating func bind(_ value: some PostgresNonThrowingEncodable & Sendable) -> String {
+        binds.append(value)
+        return "$\(binds.count)"
+    }
+
+    mutating func value(_ value: Int64) -> String { bind(value) }
+    mutating func value(_ value: String) -> String { bind(value) }
+    mutating func value(_ value: UUID) -> String { bind(value) }
+    mutating func value(_ value: [Int64]) -> String { bind(value) }
+    mutating func value(_ value: [String]) -> String { bind(value) }
+}
+
+/// Values written into the statement. Safe by construction: numbers and UUIDs are printed by
+/// Swift, and every string travels as the hex of its UTF-8 bytes, decoded by PostgreSQL — no
+/// character of a caller's string ever reaches the SQL text.
+struct LiteralValues: AudienceQueryValues {
+    mutating func value(_ value: Int64) -> String { "\(value)::bigint" }
+    mutating func value(_ value: UUID) -> String { "'\(value.uuidString)'::uuid" }
+    mutating func value(_ value: [Int64]) -> String { "ARRAY[\(value.map(String.init).joined(separator: ","))]::bigint[]" }
+    mutating func value(_ value: [String]) -> String { "ARRAY[\(value.map(Self.text).joined(separator: ","))]::text[]" }
+    mutating func value(_ value: String) -> String { Self.text(value) }
+
+    static func text(_ value: String) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var hex: [UInt8] = []
+        hex.reserveCapacity(value.utf8.count * 2)
+        for byte in value.utf8 {
+            hex.append(digits[Int(byte >> 4)])
+            hex.append(digits[Int(byte & 0x0F)])
+        }
+        return "convert_from(decode('\(String(decoding: hex, as: UTF8.self))', 'hex'), 'UTF8')"
     }
 }

@@ -240,7 +240,7 @@ public struct FanoutRepository: Sendable {
                                               acceptedByPush: found.recallOf)
             var remainder: Int64 = 0
             let counted = try await connection.query(
-                AudienceRepository.query(selection, columns: "count(*)", after: found.cursor), logger: logger)
+                AudienceRepository.countQuery(selection, after: found.cursor), logger: logger)
             for try await count in counted.decode(Int64.self) { remainder = count }
             try await connection.query("""
                 UPDATE push_counters SET targeted = targeted + \(remainder), canceled = canceled + \(remainder), updated_at = now()

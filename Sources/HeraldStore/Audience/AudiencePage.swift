@@ -1,0 +1,104 @@
+/// Devices and their tokens, packed for the fan-out's hot path: three flat arrays instead of an
+/// object (and a token array) per device, so a page of ten thousand devices costs a handful of
+/// allocations, not tens of thousands.
+public struct DeviceTokens: Sendable, Equatable {
+    /// Registration ids, in the order the devices were added.
+    public private(set) var deviceIDs: [Int64] = []
+    /// Every token's bytes, one after another.
+    public private(set) var tokenBytes: [UInt8] = []
+    /// Where each token ends in `tokenBytes`.
+    public private(set) var tokenEnds: [Int32] = []
+
+    public init() {}
+
+    public init(reservingCapacity capacity: Int, tokenLength: Int = 32) {
+        deviceIDs.reserveCapacity(capacity)
+        tokenEnds.reserveCapacity(capacity)
+        tokenBytes.reserveCapacity(capacity * tokenLength)
+    }
+
+    public var count: Int { deviceIDs.count }
+    public var isEmpty: Bool { deviceIDs.isEmpty }
+
+    /// The token of the device at `index`.
+    public func token(at index: Int) -> ArraySlice<UInt8> {
+        tokenBytes[(index == 0 ? 0 : Int(tokenEnds[index - 1]))..<Int(tokenEnds[index])]
+    }
+
+    public mutating func append(deviceID: Int64, token: some Collection<UInt8>) {
+        deviceIDs.append(deviceID)
+        tokenBytes.append(contentsOf: token)
+        tokenEnds.append(Int32(tokenBytes.count))
+    }
+
+    public mutating func append(deviceID: Int64, token: UnsafeRawBufferPointer) {
+        deviceIDs.append(deviceID)
+        tokenBytes.append(contentsOf: token)
+        tokenEnds.append(Int32(tokenBytes.count))
+    }
+
+    /// Copies device `index` of `other` to the end.
+    public mutating func append(_ index: Int, of other: DeviceTokens) {
+        append(deviceID: other.deviceIDs[index], token: other.token(at: index))
+    }
+}
+
+/// Where a device's notifications go: its environment and app topic (bundle id). Every job
+/// batch holds devices of one group only.
+public struct AudienceGroup: Hashable, Sendable {
+    public var environment: APNsEnvironment
+    public var topic: String
+
+    public init(environment: APNsEnvironment, topic: String) {
+        self.environment = environment
+        self.topic = topic
+    }
+}
+
+/// A page of an audience in registration-id order: the devices with their tokens, and each
+/// device's ``AudienceGroup`` as an index into `groups` (a push reaches few of them).
+public struct AudiencePage: Sendable, Equatable {
+    public var devices: DeviceTokens
+    /// Device `i` belongs to `groups[groupIndexes[i]]`.
+    public var groupIndexes: [UInt16]
+    public var groups: [AudienceGroup]
+
+    public init(devices: DeviceTokens = DeviceTokens(), groupIndexes: [UInt16] = [], groups: [AudienceGroup] = []) {
+        self.devices = devices
+        self.groupIndexes = groupIndexes
+        self.groups = groups
+    }
+
+    /// A page of `targets` (tests and small audiences).
+    public init(_ targets: [AudienceTarget]) {
+        self.init()
+        for target in targets {
+            append(deviceID: target.deviceID, token: target.token,
+                   group: group(AudienceGroup(environment: target.environment, topic: target.topic)))
+        }
+    }
+
+    public var count: Int { devices.count }
+    public var isEmpty: Bool { devices.isEmpty }
+    /// The last registration id: the cursor after this page.
+    public var lastDeviceID: Int64? { devices.deviceIDs.last }
+
+    /// The index of `group`, added if new.
+    public mutating func group(_ group: AudienceGroup) -> UInt16 {
+        if let index = groups.firstIndex(of: group) { return UInt16(index) }
+        groups.append(group)
+        return UInt16(groups.count - 1)
+    }
+
+    public mutating func append(deviceID: Int64, token: some Collection<UInt8>, group: UInt16) {
+        devices.append(deviceID: deviceID, token: token)
+        groupIndexes.append(group)
+    }
+
+    /// Device `index` as a target.
+    public func target(at index: Int) -> AudienceTarget {
+        let group = groups[Int(groupIndexes[index])]
+        return AudienceTarget(deviceID: devices.deviceIDs[index], token: Array(devices.token(at: index)),
+                              environment: group.environment, topic: group.topic)
+    }
+}
