@@ -79,6 +79,16 @@ struct FanoutThroughput: AsyncParsableCommand {
                 peak = max(peak, Self.peakRSS(of: center.processIdentifier))
                 BenchmarkProcesses.stop(center)
                 guard let elapsed else { throw ValidationError("the fan-out did not finish; see /tmp/fanout-bench-center.log") }
+                // Every device targeted once, in batches of at most 500 (as recorded by the center).
+                let counted = try await client.query("""
+                    SELECT c.targeted, p.batches_emitted, (SELECT count(*) FROM push_batches b WHERE b.push_id = p.id AND b.produced_at IS NOT NULL)
+                    FROM pushes p JOIN push_counters c ON c.push_id = p.id WHERE p.id = \(pushID)
+                    """, logger: logger)
+                for try await (targeted, batches, produced) in counted.decode((Int64, Int32, Int64).self) {
+                    guard targeted == devices, Int64(batches) == produced, produced >= Int64(devices / 500) else {
+                        throw ValidationError("the fan-out targeted \(targeted) of \(devices) devices in \(produced) produced batches of \(batches)")
+                    }
+                }
                 fanoutSeconds.append(elapsed)
                 peakRSS.append(peak)
                 print(String(format: "round %d: center %.2f s (%.0f devices/s), peak RSS %d MB; psql COPY %.2f s (%.0f rows/s)",

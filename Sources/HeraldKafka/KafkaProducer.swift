@@ -91,6 +91,31 @@ public final class KafkaProducer: Service, Sendable {
         return try await group.wait()
     }
 
+    /// Learns `topics`' partitions and leaders before the first record is produced to them.
+    ///
+    /// Without it librdkafka discovers a topic when its first record arrives and holds that
+    /// record (and all that follow) meanwhile: about a second against the development broker,
+    /// which is most of a million-device fan-out. Runs on a thread of its own.
+    /// - Throws: ``KafkaError`` when the brokers do not answer within `timeoutMilliseconds`
+    ///   (producing still works: librdkafka keeps trying).
+    public func prepare(topics: [String], timeoutMilliseconds: Int = 2000) async throws {
+        let client = self.client
+        let failure: KafkaError? = await withCheckedContinuation { continuation in
+            let thread = Thread {
+                for topic in topics {
+                    if let error = client.fetchMetadata(topic: topic, timeoutMilliseconds: Int32(timeoutMilliseconds)) {
+                        continuation.resume(returning: error)
+                        return
+                    }
+                }
+                continuation.resume(returning: nil)
+            }
+            thread.name = "herald-kafka-metadata"
+            thread.start()
+        }
+        if let failure { throw failure }
+    }
+
     private func enqueue(_ message: KafkaProducerMessage, group: KafkaDeliveryGroup) async throws {
         var backoffNanoseconds: UInt64 = 200_000
         while true {

@@ -177,6 +177,28 @@ final class RdKafkaClient: @unchecked Sendable {
         return KafkaError(consuming: error, context: "could not enqueue a record for \(topic)")
     }
 
+    /// Asks the brokers for `topic`'s partitions and leaders now, so the first record produced
+    /// to it does not wait for librdkafka to discover them. Blocking, up to `timeoutMilliseconds`.
+    /// - Returns: nil, or why the brokers did not answer.
+    func fetchMetadata(topic: String, timeoutMilliseconds: Int32) -> KafkaError? {
+        destroyedLock.withLock { destroyed in
+            if destroyed { return KafkaError.shutDown }
+            // Ours until rd_kafka_topic_destroy below; librdkafka keeps what it learned in its cache.
+            guard let topicHandle = rd_kafka_topic_new(handle, topic, nil) else {
+                return KafkaError(kind: .configuration, message: "librdkafka refused the topic name \(topic)")
+            }
+            defer { rd_kafka_topic_destroy(topicHandle) }
+            // Filled by librdkafka on success; freed with rd_kafka_metadata_destroy.
+            var metadata: UnsafePointer<rd_kafka_metadata>?
+            let code = rd_kafka_metadata(handle, 0, topicHandle, &metadata, Int32(timeoutMilliseconds))
+            if let metadata { rd_kafka_metadata_destroy(metadata) }
+            guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                return KafkaError(code: code, context: "no metadata for \(topic)")
+            }
+            return nil
+        }
+    }
+
     /// Serves delivery reports and other callbacks for up to `timeoutMilliseconds`. Blocking.
     func poll(timeoutMilliseconds: Int32) {
         rd_kafka_poll(handle, timeoutMilliseconds)
