@@ -196,6 +196,86 @@ import Testing
         }
     }
 
+    @Test("pushes written together: each stored once with its counters and announcement, idempotency keys honoured across a batch, a bad push fails alone")
+    func pushesWrittenTogether() async throws {
+        try await withMigratedStore { client, logger in
+            let app = try await AppRepository(client: client, logger: logger).create(name: "Batched", bundleID: "com.example.batched")
+            // One writer at a time: whatever arrives meanwhile waits and is written together.
+            let writer = PushWriter(client: client, logger: logger, maximumWriters: 1, maximumBatch: 64)
+            let later = Date().addingTimeInterval(3600)
+            func push(_ number: Int, app appID: UUID, key: String? = nil) -> NewPush {
+                var push = NewPush(id: UUID(), appID: appID, audienceJSON: #"{"all": true}"#, notificationJSON: #"{"n": \#(number)}"#,
+                                   payload: Array("{\"aps\":{\"alert\":\"\(number)\"}}".utf8), idempotencyKey: key)
+                if number % 2 == 0 {
+                    push.state = .scheduled
+                    push.expiresAt = later
+                    push.scheduledAt = later.addingTimeInterval(-60)
+                    push.collapseID = "c\(number)"
+                    push.throttlePerSecond = number + 1
+                } else {
+                    push.finishWithinSeconds = 600
+                }
+                return push
+            }
+            let plain = (0..<100).map { push($0, app: app.id) }
+            let sameKey = (100..<110).map { push($0, app: app.id, key: "retry-me") }
+            let unknownApp = (110..<120).map { push($0, app: UUID()) }
+            enum Answer { case created(UUID, Bool), failed(UUID) }
+            let answers = await withTaskGroup(of: Answer.self) { group in
+                for push in plain + sameKey + unknownApp {
+                    group.addTask {
+                        do {
+                            let (stored, created) = try await writer.create(push, announcement: .init(topic: "herald.pushes", key: Array(push.id.uuidString.utf8), value: [1]))
+                            return .created(stored.id, created)
+                        } catch {
+                            return .failed(push.id)
+                        }
+                    }
+                }
+                var answers: [Answer] = []
+                for await answer in group { answers.append(answer) }
+                return answers
+            }
+            var created: Set<UUID> = []
+            var replayed: [UUID] = []
+            var failed: Set<UUID> = []
+            for answer in answers {
+                switch answer {
+                case .created(let id, true): created.insert(id)
+                case .created(let id, false): replayed.append(id)
+                case .failed(let id): failed.insert(id)
+                }
+            }
+            #expect(writer.statements < 120, "pushes that waited were written together")
+            #expect(failed == Set(unknownApp.map(\.id)), "only the pushes of an unknown app fail")
+            #expect(created.isSuperset(of: plain.map(\.id)))
+            let keyed = created.subtracting(plain.map(\.id))
+            #expect(keyed.count == 1, "one push per idempotency key")
+            #expect(replayed.count == 9 && Set(replayed) == keyed, "the others get the first push back")
+
+            let pushes = PushRepository(client: client, logger: logger)
+            for original in plain.prefix(4) {
+                let stored = try #require(try await pushes.push(id: original.id, appID: app.id))
+                #expect(stored.state == original.state)
+                #expect(stored.definition.payload == original.payload)
+                #expect(stored.definition.collapseID == original.collapseID)
+                #expect(stored.definition.throttlePerSecond == original.throttlePerSecond)
+                #expect(stored.definition.finishWithinSeconds == original.finishWithinSeconds)
+                #expect(stored.definition.idempotencyKey == nil && stored.definition.recallOf == nil)
+                #expect(stored.definition.expiresAt.map { abs($0.timeIntervalSince(later)) < 0.001 } ?? (original.expiresAt == nil))
+                #expect((stored.definition.scheduledAt == nil) == (original.scheduledAt == nil))
+            }
+            let rows = try await client.query("""
+                SELECT (SELECT count(*) FROM pushes WHERE app_id = \(app.id)),
+                       (SELECT count(*) FROM push_counters c JOIN pushes p ON p.id = c.push_id WHERE p.app_id = \(app.id)),
+                       (SELECT count(*) FROM outbox WHERE encode(record_key, 'hex') = ANY(\(created.map { $0.uuidString.utf8.map { String(format: "%02x", $0) }.joined() })))
+                """, logger: logger)
+            for try await (stored, counters, announced) in rows.decode((Int64, Int64, Int64).self) {
+                #expect(stored == 101 && counters == 101 && announced == 101)
+            }
+        }
+    }
+
     @Test("pushes: stored with counters and outbox in one transaction; an idempotency key returns the first push")
     func pushes() async throws {
         try await withMigratedStore { client, logger in

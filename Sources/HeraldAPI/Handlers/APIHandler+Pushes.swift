@@ -22,7 +22,7 @@ extension APIHandler {
             expiresAt: composed.expiresAt, collapseID: collapseID, idempotencyKey: input.headers.idempotencyKey,
             scheduledAt: composed.scheduledAt, throttlePerSecond: composed.throttlePerSecond,
             finishWithinSeconds: composed.finishWithinSeconds)
-        let (push, created) = try await pushes.create(definition, announcement: try announcement(.created, pushID: id, appID: appID))
+        let (push, created) = try await pushWriter.create(definition, announcement: try announcement(.created, pushID: id, appID: appID))
         if !created {
             guard try await pushes.matches(id: push.id, audienceJSON: definition.audienceJSON,
                                            notificationJSON: definition.notificationJSON, optionsJSON: definition.optionsJSON) else {

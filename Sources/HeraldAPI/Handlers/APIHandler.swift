@@ -15,6 +15,8 @@ struct APIHandler: APIProtocol {
     let credentials: CredentialRepository
     let devices: DeviceRepository
     let pushes: PushRepository
+    /// New pushes go through it: under load, pushes that arrive together share a statement.
+    let pushWriter: PushWriter
     let fanouts: FanoutRepository
     let audiences: AudienceRepository
     let authenticator: KeyAuthenticator

@@ -41,14 +41,31 @@ public struct PushRepository: Sendable {
     /// returned instead.
     /// - Returns: the stored push and whether this call created it.
     public func create(_ push: NewPush, announcement: OutboxDraft) async throws -> (push: Push, created: Bool) {
-        let rows = try await client.execute(InsertPushWithAnnouncement(push: push, record: announcement), logger: logger)
-        for try await createdAt in rows {
+        if let createdAt = try await insert(push, announcement: announcement) {
             return (Push(definition: push, fanoutCursor: 0, batchesEmitted: 0, createdAt: createdAt, completedAt: nil, canceledAt: nil), true)
         }
         guard let key = push.idempotencyKey, let first = try await self.push(idempotencyKey: key, appID: push.appID) else {
             throw StoreError(message: "push \(push.id) was neither stored nor found by its idempotency key")
         }
         return (first, false)
+    }
+
+    /// Stores `push`, its counters and `announcement` in one statement. Returns its creation
+    /// time, or nil when the app already used its idempotency key (nothing is stored then).
+    func insert(_ push: NewPush, announcement: OutboxDraft) async throws -> Date? {
+        let rows = try await client.execute(InsertPushWithAnnouncement(push: push, record: announcement), logger: logger)
+        for try await createdAt in rows { return createdAt }
+        return nil
+    }
+
+    /// Stores several pushes with their counters and announcements in one statement. Returns
+    /// the creation time of each push stored; a push whose idempotency key its app already used
+    /// (before, or earlier in `entries`) is left out.
+    func insert(_ entries: [PushWriter.Entry]) async throws -> [UUID: Date] {
+        let rows = try await client.execute(InsertPushesWithAnnouncements(entries: entries), logger: logger)
+        var created: [UUID: Date] = [:]
+        for try await (id, createdAt) in rows { created[id] = createdAt }
+        return created
     }
 
     /// The push `id` of `appID`.
@@ -332,5 +349,73 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
 
     func decodeRow(_ row: PostgresRow) throws -> Date {
         try row.decode(Date.self)
+    }
+}
+
+/// ``InsertPushWithAnnouncement`` for many pushes at once: every column travels as an array and
+/// `unnest` turns them back into rows. postgres-nio's arrays hold no NULL, so absent values
+/// travel as a sentinel the statement turns into NULL: '' for text and ids, the epoch for
+/// times, 0 for the throttle (which is at least 1 when present), an empty record key.
+struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
+    typealias Row = (UUID, Date)
+    static let sql = """
+        WITH rows AS (
+            SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[],
+                                 $8::text[], $9::int2[], $10::timestamptz[], $11::text[], $12::text[], $13::timestamptz[],
+                                 $14::int4[], $15::int4[], $16::text[], $17::text[], $18::bytea[], $19::bytea[])
+                AS r(id, app_id, state, audience, notification, options, payload, push_type, priority, expires_at,
+                     collapse_id, idempotency_key, scheduled_at, throttle_per_second, finish_within_s, recall_of,
+                     topic, record_key, record_value)
+        ), inserted AS (
+            INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
+                                expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
+                                finish_within_s, recall_of)
+            SELECT id, app_id, state, audience::jsonb, notification::jsonb, options::jsonb, payload, push_type, priority,
+                   NULLIF(expires_at, 'epoch'), NULLIF(collapse_id, ''), NULLIF(idempotency_key, ''),
+                   NULLIF(scheduled_at, 'epoch'), NULLIF(throttle_per_second, 0), NULLIF(finish_within_s, 0),
+                   NULLIF(recall_of, '')::uuid
+            FROM rows
+            ON CONFLICT (app_id, idempotency_key) DO NOTHING
+            RETURNING id, created_at
+        ), counters AS (
+            INSERT INTO push_counters (push_id) SELECT id FROM inserted
+        ), announced AS (
+            INSERT INTO outbox (topic, record_key, record_value)
+            SELECT r.topic, NULLIF(r.record_key, ''::bytea), r.record_value FROM rows r JOIN inserted i ON i.id = r.id
+        )
+        SELECT id, created_at FROM inserted
+        """
+
+    let entries: [PushWriter.Entry]
+
+    func makeBindings() throws -> PostgresBindings {
+        let pushes = entries.map(\.push)
+        let records = entries.map(\.announcement)
+        let never = Date(timeIntervalSince1970: 0)
+        var bindings = PostgresBindings(capacity: 19)
+        bindings.append(pushes.map(\.id))
+        bindings.append(pushes.map(\.appID))
+        bindings.append(pushes.map(\.state.rawValue))
+        bindings.append(pushes.map(\.audienceJSON))
+        bindings.append(pushes.map(\.notificationJSON))
+        bindings.append(pushes.map(\.optionsJSON))
+        bindings.append(pushes.map { ByteBuffer(bytes: $0.payload) })
+        bindings.append(pushes.map(\.pushType))
+        bindings.append(pushes.map { Int16($0.priority) })
+        bindings.append(pushes.map { $0.expiresAt ?? never })
+        bindings.append(pushes.map { $0.collapseID ?? "" })
+        bindings.append(pushes.map { $0.idempotencyKey ?? "" })
+        bindings.append(pushes.map { $0.scheduledAt ?? never })
+        bindings.append(pushes.map { Int32($0.throttlePerSecond ?? 0) })
+        bindings.append(pushes.map { Int32($0.finishWithinSeconds ?? 0) })
+        bindings.append(pushes.map { $0.recallOf?.uuidString ?? "" })
+        bindings.append(records.map(\.topic))
+        bindings.append(records.map { ByteBuffer(bytes: $0.key ?? []) })
+        bindings.append(records.map { ByteBuffer(bytes: $0.value) })
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> (UUID, Date) {
+        try row.decode((UUID, Date).self)
     }
 }
