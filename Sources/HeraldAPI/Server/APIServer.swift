@@ -32,7 +32,8 @@ public struct APIServer: Service {
             database: database, apps: AppRepository(client: database, logger: logger), keys: keys,
             credentials: CredentialRepository(client: database, logger: logger),
             devices: DeviceRepository(client: database, logger: logger), pushes: PushRepository(client: database, logger: logger),
-            pushWriter: PushWriter(client: database, logger: logger),
+            pushWriter: PushWriter(client: database, logger: logger, maximumWriters: settings.pushWriters,
+                                   maximumBatch: settings.pushBatch),
             fanouts: FanoutRepository(client: database, logger: logger),
             audiences: AudienceRepository(client: database, logger: logger), authenticator: authenticator, cipher: cipher,
             settings: settings, metrics: metrics, deadlines: deadlines, logger: logger)

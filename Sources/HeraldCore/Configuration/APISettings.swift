@@ -21,6 +21,11 @@ public struct APISettings: Sendable {
     /// An operation that has not finished after this long (the database unreachable or stuck)
     /// answers 503 (`HERALD_API_REQUEST_TIMEOUT_MS`); live progress streams and imports have none.
     public var requestTimeoutMilliseconds: Int
+    /// Statements storing new pushes that may run at once (`HERALD_API_PUSH_WRITERS`); pushes
+    /// arriving while all are busy are stored together by the next one, up to
+    /// `HERALD_API_PUSH_BATCH` to a statement.
+    public var pushWriters: Int
+    public var pushBatch: Int
 
     init(reader config: ConfigReader) {
         host = config.string(forKey: "api.host", default: "127.0.0.1")
@@ -32,5 +37,7 @@ public struct APISettings: Sendable {
         maximumImportBytes = max(1024, config.int(forKey: "api.maxImportBytes", default: 1 << 30))
         keyCacheMilliseconds = max(0, config.int(forKey: "api.keyCacheMs", default: 5_000))
         requestTimeoutMilliseconds = max(100, config.int(forKey: "api.requestTimeoutMs", default: 10_000))
+        pushWriters = max(1, config.int(forKey: "api.pushWriters", default: 2))
+        pushBatch = max(1, config.int(forKey: "api.pushBatch", default: 64))
     }
 }
