@@ -62,26 +62,25 @@ public struct JobBatchSender: Sendable {
             for _ in 0..<lanes {
                 group.addTask {
                     var done: [(UInt64, TargetResult, Int, Double)] = []
-                    var waiting: [PendingRetry] = []
+                    var waiting: [PendingTarget] = []
                     var generator = SystemRandomNumberGenerator()
                     while true {
-                        var pending: PendingRetry
-                        let current = self.now()
-                        if let due = waiting.indices.min(by: { waiting[$0].dueMilliseconds < waiting[$1].dueMilliseconds }),
-                           waiting[due].dueMilliseconds <= current {
-                            pending = waiting.remove(at: due)
+                        var pending: PendingTarget
+                        // The clock is read only when retries wait: a first attempt needs none.
+                        if !waiting.isEmpty, let due = Self.takeDue(from: &waiting, now: self.now()) {
+                            pending = due
                         } else if case let index = next.take(), index < targets.count {
                             let target = targets[index]
-                            pending = PendingRetry(
+                            pending = PendingTarget(
                                 deviceID: target.deviceID,
                                 notification: APNsNotification(
                                     deviceToken: target.token.hexString, topic: batch.apnsTopic, pushType: pushType, priority: priority,
                                     expiration: expiration, collapseID: collapseID,
                                     apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: target.deviceID)),
                                     payload: payload),
-                                attempts: 0, dueMilliseconds: current, start: .now)
+                                attempts: 0, dueMilliseconds: 0, start: .now)
                         } else if let earliest = waiting.map(\.dueMilliseconds).min() {
-                            try? await Task.sleep(for: .milliseconds(max(1, earliest - current)))
+                            try? await Task.sleep(for: .milliseconds(max(1, earliest - self.now())))
                             continue
                         } else {
                             break
@@ -89,8 +88,8 @@ public struct JobBatchSender: Sendable {
                         pending.attempts += 1
                         switch await self.attempt(pending.notification, attempt: pending.attempts, client: client,
                                                   expiresAtSeconds: expiration, generator: &generator) {
-                        case .retry(let milliseconds):
-                            pending.dueMilliseconds = self.now() + milliseconds
+                        case .retry(let due):
+                            pending.dueMilliseconds = due
                             waiting.append(pending)
                         case .finished(let result):
                             let elapsed = ContinuousClock.now - pending.start
@@ -146,8 +145,8 @@ public struct JobBatchSender: Sendable {
         case failed(Herald_V1_OutcomeBatch.Failure)
     }
 
-    /// A target between attempts: what to send, how often it was sent, when to send it again.
-    struct PendingRetry {
+    /// A target being sent: what to send, how often it was sent, when to send it again.
+    struct PendingTarget {
         var deviceID: UInt64
         var notification: APNsNotification
         var attempts: Int
@@ -155,9 +154,17 @@ public struct JobBatchSender: Sendable {
         var start: ContinuousClock.Instant
     }
 
+    /// Removes and returns the retry that is due soonest, if its time has come.
+    static func takeDue(from waiting: inout [PendingTarget], now: Int64) -> PendingTarget? {
+        guard let soonest = waiting.indices.min(by: { waiting[$0].dueMilliseconds < waiting[$1].dueMilliseconds }),
+              waiting[soonest].dueMilliseconds <= now else { return nil }
+        return waiting.remove(at: soonest)
+    }
+
     enum AttemptResult {
         case finished(TargetResult)
-        case retry(afterMilliseconds: Int64)
+        /// Send it again at this time (milliseconds since 1970).
+        case retry(dueMilliseconds: Int64)
     }
 
     /// Sends `notification` once (its `attempt`-th time) and says whether it is finished or when
@@ -181,12 +188,13 @@ public struct JobBatchSender: Sendable {
             failure.reason = notification.problem ?? "invalid notification"
             return .finished(.failed(failure))
         default:
+            let current = now()
             let decision = retryPolicy.decision(
-                afterAttempt: attempt, nowMilliseconds: now(), expirationMilliseconds: expiresAtSeconds.map { $0 * 1000 },
+                afterAttempt: attempt, nowMilliseconds: current, expirationMilliseconds: expiresAtSeconds.map { $0 * 1000 },
                 unit: Double.random(in: 0..<1, using: &generator))
             switch decision {
             case .retry(let milliseconds):
-                return .retry(afterMilliseconds: Int64(milliseconds))
+                return .retry(dueMilliseconds: current + Int64(milliseconds))
             case .expired:
                 failure.status = .expired
                 failure.reason = "Expired"
