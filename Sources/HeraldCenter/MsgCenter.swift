@@ -59,11 +59,7 @@ public final class MsgCenter: Service, Sendable {
 
     public func run() async throws {
         logger.info("msg center running", metadata: ["name": "\(settings.name)", "max-fanouts": "\(settings.maxConcurrentFanouts)"])
-        do {
-            try await producer.prepare(topics: [settings.jobsTopic, settings.pushesTopic])
-        } catch {
-            logger.warning("no metadata for the jobs and pushes topics yet; the first records wait while librdkafka learns them", metadata: ["error": "\(error)"])
-        }
+        await producer.prepare(topics: [settings.jobsTopic, settings.pushesTopic])
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { try await self.sweepUntilShutdown() }
             if let pushEvents {

@@ -95,25 +95,24 @@ public final class KafkaProducer: Service, Sendable {
     ///
     /// Without it librdkafka discovers a topic when its first record arrives and holds that
     /// record (and all that follow) meanwhile: about a second against the development broker,
-    /// which is most of a million-device fan-out. Runs on a thread of its own.
-    /// - Throws: ``KafkaError`` when the brokers do not answer within `timeoutMilliseconds`
-    ///   (producing still works: librdkafka keeps trying).
-    public func prepare(topics: [String], timeoutMilliseconds: Int = 2000) async throws {
+    /// which is most of a million-device fan-out. Runs on a thread of its own. When the brokers
+    /// do not answer within `timeoutMilliseconds` it logs a warning and returns: producing
+    /// still works, librdkafka keeps trying.
+    public func prepare(topics: [String], timeoutMilliseconds: Int = 2000) async {
         let client = self.client
         let failure: KafkaError? = await withCheckedContinuation { continuation in
             let thread = Thread {
-                for topic in topics {
-                    if let error = client.fetchMetadata(topic: topic, timeoutMilliseconds: Int32(timeoutMilliseconds)) {
-                        continuation.resume(returning: error)
-                        return
-                    }
-                }
-                continuation.resume(returning: nil)
+                continuation.resume(returning: topics.lazy.compactMap {
+                    client.fetchMetadata(topic: $0, timeoutMilliseconds: Int32(timeoutMilliseconds))
+                }.first)
             }
             thread.name = "herald-kafka-metadata"
             thread.start()
         }
-        if let failure { throw failure }
+        if let failure {
+            logger.warning("no topic metadata yet; the first records wait while librdkafka learns it",
+                           metadata: ["topics": "\(topics)", "error": "\(failure)"])
+        }
     }
 
     private func enqueue(_ message: KafkaProducerMessage, group: KafkaDeliveryGroup) async throws {

@@ -83,12 +83,7 @@ public final class SenderWorker: Service, Sendable {
     }
 
     public func run() async throws {
-        do {
-            try await producer.prepare(topics: [outcomesTopic])
-        } catch {
-            logger.warning("no metadata for the outcomes topic yet; the first outcomes wait while librdkafka learns it",
-                           metadata: ["error": "\(error)"])
-        }
+        await producer.prepare(topics: [outcomesTopic])
         try await withThrowingDiscardingTaskGroup { group in
             for try await message in consumer.messages {
                 await slots.acquire()
