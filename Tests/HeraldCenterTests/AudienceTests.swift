@@ -36,7 +36,7 @@ struct AudienceTests {
                 var found: [AudienceTarget] = []
                 // Small pages, to walk the keyset.
                 while true {
-                    let page = try await env.audience.page(selection, after: cursor, limit: 7)
+                    let page = try await env.audience.page(selection, after: cursor, limit: 7).targets
                     guard let last = page.last else { break }
                     #expect(page.map(\.deviceID) == page.map(\.deviceID).sorted())
                     found += page
@@ -49,7 +49,7 @@ struct AudienceTests {
                 var streamed: [AudienceTarget] = []
                 for try await page in env.audience.stream(selection, after: 0, pageSize: 5) {
                     #expect(page.count <= 5)
-                    streamed += (0..<page.count).map(page.target(at:))
+                    streamed += page.targets
                 }
                 #expect(streamed == found)
                 return Set(found.map(\.deviceID).map { id in

@@ -164,6 +164,22 @@ struct FanoutTests {
         }
     }
 
+    @Test func recordingAPageTellsWhetherThePushIsPaused() async throws {
+        // An unthrottled fan-out learns of a pause from recording its page, not from a look-up.
+        try await withCenterEnvironment { env in
+            let push = try await env.createPush(audience: .everyone)
+            #expect(try await env.fanouts.claim([push.id], by: "center-x", lease: .seconds(30)).map(\.id) == [push.id])
+            func batch(_ sequence: Int) -> RecordedBatch {
+                RecordedBatch(pushID: push.id, sequence: sequence, firstDevice: Int64(sequence * 10 + 1), lastDevice: Int64(sequence * 10 + 10),
+                              targetCount: 10, environment: .production, topic: env.app.bundleID)
+            }
+            #expect(try await env.fanouts.recordPage(pushID: push.id, by: "center-x", cursor: 10, batches: [batch(0)]) == .recorded(paused: false))
+            #expect(try await env.fanouts.setPaused(true, pushID: push.id, appID: env.app.id))
+            #expect(try await env.fanouts.recordPage(pushID: push.id, by: "center-x", cursor: 20, batches: [batch(1)]) == .recorded(paused: true))
+            #expect(try await env.fanouts.recordPage(pushID: push.id, by: "center-y", cursor: 30, batches: [batch(2)]) == .claimLost)
+        }
+    }
+
     @Test func recallReachesExactlyTheDevicesThatAccepted() async throws {
         try await withCenterEnvironment { env in
             let ids = try await env.register(120)

@@ -181,7 +181,7 @@ import Testing
             var seen: [Int64] = []
             var cursor: Int64 = 0
             while true {
-                let page = try await audiences.page(AudienceSelection(appID: app.id, audience: .everyone), after: cursor, limit: 4)
+                let page = try await audiences.page(AudienceSelection(appID: app.id, audience: .everyone), after: cursor, limit: 4).targets
                 guard let last = page.last else { break }
                 #expect(page.count <= 4)
                 seen.append(contentsOf: page.map(\.deviceID))
@@ -189,7 +189,7 @@ import Testing
             }
             #expect(seen == expected)
             let sandbox = try await audiences.page(AudienceSelection(appID: app.id, audience: PushAudience(all: true, environment: .sandbox)),
-                                                   after: 0, limit: 100)
+                                                   after: 0, limit: 100).targets
             #expect(sandbox.allSatisfy { $0.environment == .sandbox })
             #expect(Set(sandbox.map(\.deviceID)).isSubset(of: Set(expected)))
             #expect(sandbox.count == 4, "indexes 0, 5, 15 and 20 are sandbox; 10 is invalid (10 % 7 == 3)")

@@ -39,13 +39,11 @@ struct FanoutContext: Sendable {
     /// Reads `batch`'s devices again (those still active and still in the audience) and cuts
     /// them into the same batch: same sequence, so the same batch id.
     func rebuild(_ batch: RecordedBatch, from audience: AudienceRepository) async throws -> BatchCutter.Cut {
-        let found = try await audience.page(selection(rebuilding: batch), after: batch.firstDevice - 1,
-                                            limit: max(batch.targetCount, cutter.batchSize))
-        var targets = DeviceTokens(reservingCapacity: found.count)
-        for target in found { targets.append(deviceID: target.deviceID, token: target.token) }
+        let page = try await audience.page(selection(rebuilding: batch), after: batch.firstDevice - 1,
+                                           limit: max(batch.targetCount, cutter.batchSize))
         var record = batch
-        record.targetCount = targets.count
-        return BatchCutter.Cut(record: record, targets: targets)
+        record.targetCount = page.count
+        return BatchCutter.Cut(record: record, targets: page.devices)
     }
 
     /// The Kafka record of `cut`, keyed by its batch id so batches spread over the partitions.

@@ -61,19 +61,28 @@ struct FanoutRunner: Sendable {
         // one instead, so no statement stays open for the hours a slow push may take. A pause
         // closes the stream; it opens again at the cursor.
         var stream: AudienceStream.AsyncIterator?
+        // Paced, the control look-up comes before every page (and batch); unthrottled, recording
+        // a page tells whether the push was paused, so only the first page and a pause need it.
+        var lookUpControl = true
         try await withThrowingTaskGroup(of: Void.self) { producing in
             var pagesProducing = 0
             while true {
-                let next = try await waitUntilRunnable(push.id, pacer: &pacer, logger: logger) { stream = nil }
-                guard next == .proceed else { return }
+                if lookUpControl || pacer != nil {
+                    let next = try await waitUntilRunnable(push.id, pacer: &pacer, logger: logger) { stream = nil }
+                    guard next == .proceed else { return }
+                    lookUpControl = false
+                }
                 let page: AudiencePage
                 if pacer == nil {
                     if stream == nil {
                         stream = audience.stream(context.selection, after: cursor, pageSize: pageSize).makeAsyncIterator()
                     }
                     page = try await stream?.next() ?? AudiencePage()
+                    // A stream also ends when this task is canceled (a shutdown): that is no end
+                    // of the audience.
+                    try Task.checkCancellation()
                 } else {
-                    page = AudiencePage(try await audience.page(context.selection, after: cursor, limit: pageSize))
+                    page = try await audience.page(context.selection, after: cursor, limit: pageSize)
                 }
                 guard let last = page.lastDeviceID else {
                     stream = nil
@@ -86,7 +95,7 @@ struct FanoutRunner: Sendable {
                 }
                 let cuts = context.cutter.cut(page, firstSequence: nextSequence)
                 switch try await fanouts.recordPage(pushID: push.id, by: center, cursor: last, batches: cuts.map(\.record)) {
-                case .recorded: break
+                case .recorded(let paused): lookUpControl = paused
                 case .canceled:
                     try await countCanceled(push.id, logger: logger)
                     return
@@ -129,8 +138,8 @@ struct FanoutRunner: Sendable {
     /// Pages of an unthrottled fan-out whose batches may wait for the broker at once.
     static let pagesProducing = 4
 
-    /// Records, then produces and acknowledges `cuts`; a broker outage holds the fan-out (its
-    /// claim renewed) until the broker takes them.
+    /// Produces `cuts` (recorded before) and notes them acknowledged; a broker outage holds the
+    /// fan-out (its claim renewed) until the broker takes them.
     private func produce(_ cuts: [BatchCutter.Cut], context: FanoutContext, logger: Logger) async throws {
         guard !cuts.isEmpty else { return }
         let messages = try cuts.map(context.message)

@@ -31,12 +31,6 @@ public struct DeviceTokens: Sendable, Equatable {
         tokenEnds.append(Int32(tokenBytes.count))
     }
 
-    public mutating func append(deviceID: Int64, token: UnsafeRawBufferPointer) {
-        deviceIDs.append(deviceID)
-        tokenBytes.append(contentsOf: token)
-        tokenEnds.append(Int32(tokenBytes.count))
-    }
-
     /// Copies device `index` of `other` to the end.
     public mutating func append(_ index: Int, of other: DeviceTokens) {
         append(deviceID: other.deviceIDs[index], token: other.token(at: index))
@@ -101,4 +95,7 @@ public struct AudiencePage: Sendable, Equatable {
         return AudienceTarget(deviceID: devices.deviceIDs[index], token: Array(devices.token(at: index)),
                               environment: group.environment, topic: group.topic)
     }
+
+    /// Every device as a target (an object each: for tests and small pages, not the fan-out).
+    public var targets: [AudienceTarget] { (0..<count).map(target(at:)) }
 }

@@ -33,17 +33,16 @@ public struct AudienceRepository: Sendable {
 
     /// One page: the devices of `selection` with ids above `cursor`, at most `limit`, in id order.
     /// An empty page is the end; otherwise the last id is the next cursor.
-    public func page(_ selection: AudienceSelection, after cursor: Int64, limit: Int) async throws -> [AudienceTarget] {
+    public func page(_ selection: AudienceSelection, after cursor: Int64, limit: Int) async throws -> AudiencePage {
         var values = BoundValues()
         let sql = Self.sql(selection, columns: Self.columns, after: cursor, tail: "ORDER BY d.id", limit: limit, values: &values)
         let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger)
-        var targets: [AudienceTarget] = []
-        targets.reserveCapacity(limit)
+        var page = AudiencePage(devices: DeviceTokens(reservingCapacity: limit))
         for try await (id, token, environment, topic) in rows.decode((Int64, ByteBuffer, String, String).self) {
-            targets.append(AudienceTarget(deviceID: id, token: token.bytes,
-                                          environment: APNsEnvironment(rawValue: environment) ?? .production, topic: topic))
+            let group = page.group(AudienceGroup(environment: APNsEnvironment(rawValue: environment) ?? .production, topic: topic))
+            page.append(deviceID: id, token: token.readableBytesView, group: group)
         }
-        return targets
+        return page
     }
 
     /// How many devices of `selection` have ids above `cursor`.

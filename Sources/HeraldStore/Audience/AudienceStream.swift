@@ -42,7 +42,6 @@ public struct AudienceStream: AsyncSequence, Sendable {
     init(settings: PostgresCopyConnection.Settings?, query: String, pageSize: Int) {
         let control = Control()
         let (pages, continuation) = AsyncThrowingStream.makeStream(of: AudiencePage.self)
-        continuation.onTermination = { _ in control.stop() }
         self.pages = pages
         self.lifetime = Lifetime(control)
         guard let settings else {
@@ -97,9 +96,9 @@ public struct AudienceStream: AsyncSequence, Sendable {
 /// Packs COPY rows (id bigint, token bytea, environment text, topic text) into pages.
 struct PageAssembler {
     let pageSize: Int
+    /// The page being filled; it starts with the groups of the page before, so a group keeps
+    /// its index from page to page.
     private var page: AudiencePage
-    /// The groups seen so far, shared by every page so indexes stay the same.
-    private var groups: [AudienceGroup] = []
     /// The previous row's environment and topic bytes and their group: consecutive rows almost
     /// always share them, so most rows cost a byte comparison, not a String.
     private var lastEnvironment: [UInt8] = []
@@ -108,11 +107,11 @@ struct PageAssembler {
 
     init(pageSize: Int) {
         self.pageSize = pageSize
-        page = Self.emptyPage(pageSize)
+        page = Self.emptyPage(pageSize, groups: [])
     }
 
-    private static func emptyPage(_ size: Int) -> AudiencePage {
-        var page = AudiencePage(devices: DeviceTokens(reservingCapacity: size))
+    private static func emptyPage(_ size: Int, groups: [AudienceGroup]) -> AudiencePage {
+        var page = AudiencePage(devices: DeviceTokens(reservingCapacity: size), groups: groups)
         page.groupIndexes.reserveCapacity(size)
         return page
     }
@@ -129,18 +128,12 @@ struct PageAssembler {
         } else {
             lastEnvironment = Array(environment)
             lastTopic = Array(topic)
-            let key = AudienceGroup(environment: APNsEnvironment(rawValue: String(decoding: environment, as: UTF8.self)) ?? .production,
-                                    topic: String(decoding: topic, as: UTF8.self))
-            if let index = groups.firstIndex(of: key) {
-                group = UInt16(index)
-            } else {
-                groups.append(key)
-                group = UInt16(groups.count - 1)
-            }
+            group = page.group(AudienceGroup(
+                environment: APNsEnvironment(rawValue: String(decoding: environment, as: UTF8.self)) ?? .production,
+                topic: String(decoding: topic, as: UTF8.self)))
             lastGroup = group
         }
-        page.devices.append(deviceID: id, token: token)
-        page.groupIndexes.append(group)
+        page.append(deviceID: id, token: token, group: group)
         guard page.count >= pageSize else { return nil }
         return finish()
     }
@@ -148,9 +141,8 @@ struct PageAssembler {
     /// The page being filled, if it holds any device; the next starts empty.
     mutating func finish() -> AudiencePage? {
         guard !page.isEmpty else { return nil }
-        var full = page
-        full.groups = groups
-        page = Self.emptyPage(pageSize)
+        let full = page
+        page = Self.emptyPage(pageSize, groups: full.groups)
         return full
     }
 }

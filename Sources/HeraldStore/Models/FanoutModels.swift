@@ -35,8 +35,9 @@ public struct PushControl: Sendable, Equatable {
 
 /// The result of recording a page of batches.
 public enum PageRecording: Sendable, Equatable {
-    /// Recorded; the fan-out goes on.
-    case recorded
+    /// Recorded; the fan-out goes on — after the pause ends when `paused` (the page's batches
+    /// are recorded either way and may be produced).
+    case recorded(paused: Bool)
     /// The push was canceled meanwhile: nothing was recorded; count the remainder as canceled.
     case canceled
     /// Another center holds the fan-out now (this one's claim lapsed): stop without writing.

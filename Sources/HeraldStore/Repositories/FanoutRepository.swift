@@ -123,15 +123,16 @@ public struct FanoutRepository: Sendable {
     // MARK: Pages and batches
 
     /// Records the batches cut from one page, moves the fan-out cursor to `cursor` and renews the
-    /// claim, in one transaction under the push's row lock. Record first, produce second: a batch
+    /// claim, in one transaction under the push's row lock; says whether the push is paused, so
+    /// an unthrottled fan-out needs no other look-up per page. Record first, produce second: a batch
     /// recorded here is produced by this center or, if it dies first, by whoever resumes the
     /// fan-out (``unproducedBatches(pushID:)``). A batch recorded before is left as it was.
     public func recordPage(pushID: UUID, by center: String, cursor: Int64, batches: [RecordedBatch]) async throws -> PageRecording {
         try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query(
-                "SELECT state, claimed_by FROM pushes WHERE id = \(pushID) FOR UPDATE", logger: logger)
-            var control: (state: String, claimedBy: String?)?
-            for try await row in rows.decode((String, String?).self) { control = row }
+                "SELECT state, claimed_by, paused_at IS NOT NULL FROM pushes WHERE id = \(pushID) FOR UPDATE", logger: logger)
+            var control: (state: String, claimedBy: String?, paused: Bool)?
+            for try await row in rows.decode((String, String?, Bool).self) { control = row }
             guard let control else { return .claimLost }
             if control.state == PushState.canceled.rawValue { return .canceled }
             guard control.state == PushState.fanningOut.rawValue, control.claimedBy == center else { return .claimLost }
@@ -158,7 +159,7 @@ public struct FanoutRepository: Sendable {
                     "UPDATE push_counters SET targeted = targeted + \(added), updated_at = now() WHERE push_id = \(pushID)",
                     logger: logger)
             }
-            return .recorded
+            return .recorded(paused: control.paused)
         }
     }
 
