@@ -41,7 +41,13 @@ public struct PushRepository: Sendable {
     /// returned instead.
     /// - Returns: the stored push and whether this call created it.
     public func create(_ push: NewPush, announcement: OutboxDraft) async throws -> (push: Push, created: Bool) {
-        if let createdAt = try await insert(push, announcement: announcement) {
+        try await answer(push, createdAt: try await insert(push, announcement: announcement))
+    }
+
+    /// What creating `push` answers once its statement ran: the push as stored when it was
+    /// (`createdAt`), else the first push with its idempotency key.
+    func answer(_ push: NewPush, createdAt: Date?) async throws -> (push: Push, created: Bool) {
+        if let createdAt {
             return (Push(definition: push, fanoutCursor: 0, batchesEmitted: 0, createdAt: createdAt, completedAt: nil, canceledAt: nil), true)
         }
         guard let key = push.idempotencyKey, let first = try await self.push(idempotencyKey: key, appID: push.appID) else {

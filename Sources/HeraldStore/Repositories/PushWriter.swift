@@ -78,13 +78,7 @@ public final class PushWriter: Sendable {
         case .write:
             createdAt = try await writeWithWaiting(entry)
         }
-        if let createdAt {
-            return (Push(definition: push, fanoutCursor: 0, batchesEmitted: 0, createdAt: createdAt, completedAt: nil, canceledAt: nil), true)
-        }
-        guard let key = push.idempotencyKey, let first = try await repository.push(idempotencyKey: key, appID: push.appID) else {
-            throw StoreError(message: "push \(push.id) was neither stored nor found by its idempotency key")
-        }
-        return (first, false)
+        return try await repository.answer(push, createdAt: createdAt)
     }
 
     /// Writes `own` and what waits, answers the others, then passes the turn on (or gives the
