@@ -39,9 +39,7 @@ eval "$("$herald" dev env)"
 
 step "An app, with the APNs signing key apns-sim trusts"
 show app create --name "Herald demo" --bundle-id com.example.demo --save
-key=$(ls "$HERALD_DEV_DIR"/AuthKey_*.p8)
-key_id=$(basename "$key" .p8); key_id=${key_id#AuthKey_}
-show app credentials --environment sandbox --p8 "$key" --key-id "$key_id" --team-id HERALDDEV1
+show app credentials --environment sandbox --dev-stack-key
 
 step "$devices simulated devices: imported into Herald, then known to apns-sim"
 show dev devices --count "$devices" --out "$HERALD_DEV_DIR/devices.ndjson"

@@ -89,8 +89,7 @@ reset_sim() { curl -sf -X POST "$sim_admin/reset" >/dev/null; }
 
 log "an app with the stack's signing key and $devices simulated devices"
 "$herald" app create --name "end-to-end" --bundle-id com.example.e2e --save >/dev/null || exit 1
-key=$(ls "$HERALD_DEV_DIR"/AuthKey_*.p8); key_id=$(basename "$key" .p8); key_id=${key_id#AuthKey_}
-"$herald" app credentials --p8 "$key" --key-id "$key_id" --team-id HERALDDEV1 || exit 1
+"$herald" app credentials --dev-stack-key || exit 1
 "$herald" dev devices --count "$devices" --out "$HERALD_DEV_DIR/devices.ndjson" || exit 1
 "$herald" devices import "$HERALD_DEV_DIR/devices.ndjson" || exit 1
 "$herald" dev devices --register "$HERALD_DEV_DIR/devices.ndjson" --topic com.example.e2e || exit 1

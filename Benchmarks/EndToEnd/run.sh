@@ -23,8 +23,7 @@ eval "$("$herald" dev env)"
 echo "stack up in $HERALD_DEV_DIR ($senders senders)"
 
 "$herald" app create --name "e2e benchmark" --bundle-id com.example.bench --save >/dev/null
-key=$(ls "$HERALD_DEV_DIR"/AuthKey_*.p8); key_id=$(basename "$key" .p8); key_id=${key_id#AuthKey_}
-"$herald" app credentials --p8 "$key" --key-id "$key_id" --team-id HERALDDEV1 >/dev/null
+"$herald" app credentials --dev-stack-key >/dev/null
 "$herald" dev devices --count "$devices" --unregistered-percent 0 --bad-percent 0 --out "$HERALD_DEV_DIR/devices.ndjson"
 "$herald" devices import "$HERALD_DEV_DIR/devices.ndjson"
 "$herald" dev devices --register "$HERALD_DEV_DIR/devices.ndjson" --topic com.example.bench

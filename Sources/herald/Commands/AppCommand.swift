@@ -56,6 +56,7 @@ struct AppCredentialsCommand: AsyncParsableCommand {
         abstract: "Store an app's APNs credentials for one environment: a .p8 token key, or a certificate.",
         discussion: """
             Token key:    herald app credentials --p8 AuthKey_ABCDE12345.p8 --key-id ABCDE12345 --team-id TEAM123456
+            Dev stack:    herald app credentials --dev-stack-key   (the key apns-sim of `herald dev up` trusts)
             Certificate:  herald app credentials --certificate cert.pem --private-key key.pem
             PKCS#12:      HERALD_P12_PASSPHRASE=… herald app credentials --pkcs12 push.p12
             The private key is sealed under herald-api's master key and never shown again.
@@ -71,13 +72,16 @@ struct AppCredentialsCommand: AsyncParsableCommand {
     @Option(name: .customLong("private-key"), help: "The certificate's PEM private key (if not in --certificate).")
     var privateKey: String?
     @Option(help: "A PKCS#12 file; its passphrase is read from HERALD_P12_PASSPHRASE.") var pkcs12: String?
+    @Flag(name: .customLong("dev-stack-key"),
+          help: "The token key of the `herald dev` stack in HERALD_DEV_DIR (or .local/dev), which its apns-sim trusts.")
+    var devStackKey = false
 
     func validate() throws {
         guard ["sandbox", "production"].contains(environment) else {
             throw ValidationError("--environment is sandbox or production")
         }
-        let kinds = [p8, certificate, pkcs12].compactMap { $0 }.count
-        guard kinds == 1 else { throw ValidationError("give exactly one of --p8, --certificate or --pkcs12") }
+        let kinds = [p8, certificate, pkcs12].compactMap { $0 }.count + (devStackKey ? 1 : 0)
+        guard kinds == 1 else { throw ValidationError("give exactly one of --p8, --certificate, --pkcs12 or --dev-stack-key") }
         if p8 != nil, keyID == nil || teamID == nil { throw ValidationError("--p8 needs --key-id and --team-id") }
     }
 
@@ -87,7 +91,10 @@ struct AppCredentialsCommand: AsyncParsableCommand {
             throw CLIError("which app? pass --app ID (or run `herald app create --save` first)")
         }
         var body: [String: Any]
-        if let p8 {
+        if devStackKey {
+            let key = try DevStack.load(from: DevDirectoryOption().path).signingKey
+            body = ["kind": "token", "key_id": key.keyID, "team_id": key.teamID, "private_key": try Self.read(key.privateKeyFile)]
+        } else if let p8 {
             body = ["kind": "token", "key_id": keyID ?? "", "team_id": teamID ?? "", "private_key": try Self.read(p8)]
         } else if let certificate {
             // Without --private-key the certificate file is taken to hold the key too (one PEM file).
