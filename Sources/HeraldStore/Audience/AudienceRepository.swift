@@ -3,7 +3,6 @@ import HeraldCore
 import HeraldPostgresCopy
 import Logging
 import PostgresNIO
-import Synchronization
 
 /// Reads audiences: keyset pages of the active devices a push selects, in registration-id order,
 /// and for a fan-out the whole audience as one `COPY` stream cut into pages.
