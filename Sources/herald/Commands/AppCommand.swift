@@ -92,7 +92,7 @@ struct AppCredentialsCommand: AsyncParsableCommand {
         }
         var body: [String: Any]
         if devStackKey {
-            let key = try DevStack.load(from: DevDirectoryOption().path).signingKey
+            let key = try DevStack.load(from: DevDirectoryOption.parse([]).path).signingKey
             body = ["kind": "token", "key_id": key.keyID, "team_id": key.teamID, "private_key": try Self.read(key.privateKeyFile)]
         } else if let p8 {
             body = ["kind": "token", "key_id": keyID ?? "", "team_id": teamID ?? "", "private_key": try Self.read(p8)]
