@@ -46,7 +46,7 @@ public final class SenderMetrics: Sendable {
         }
         text += "# HELP herald_sender_batches_total Job batches finished.\n# TYPE herald_sender_batches_total counter\n"
         text += "herald_sender_batches_total \(state.batches)\n"
-        text += "# HELP herald_sender_duplicate_batches_total Second copies of job batches already accounted, not sent again.\n# TYPE herald_sender_duplicate_batches_total counter\n"
+        text += "# HELP herald_sender_duplicate_batches_total Second copies of job batches already accounted or being sent from another record, not sent.\n# TYPE herald_sender_duplicate_batches_total counter\n"
         text += "herald_sender_duplicate_batches_total \(duplicateBatches.load(ordering: .relaxed))\n"
         text += "# HELP herald_sender_batches_in_flight Job batches being sent.\n# TYPE herald_sender_batches_in_flight gauge\n"
         text += "herald_sender_batches_in_flight \(batchesInFlight.load(ordering: .relaxed))\n"

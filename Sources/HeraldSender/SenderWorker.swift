@@ -9,7 +9,7 @@ import ServiceLifecycle
 import Synchronization
 
 /// What to do with a job batch before sending it.
-public enum BatchVerdict: Sendable {
+public enum BatchVerdict: Sendable, Equatable {
     /// Send it.
     case send
     /// Its push was canceled: drop it, every target counted as canceled.
@@ -18,37 +18,42 @@ public enum BatchVerdict: Sendable {
     /// center died between producing and recording, or a record seen again after a
     /// rebalance). Its devices have it; nothing is sent or published.
     case accounted
+    /// Another copy of it (another Kafka record with the same batch id) is being sent: that
+    /// copy's outcome accounts for it; nothing is sent or published.
+    case anotherCopySending
 }
 
 /// Decides ``BatchVerdict``s.
 public protocol BatchGate: Sendable {
-    func verdict(pushID: UUID, appID: UUID, sequence: UInt32) async -> BatchVerdict
+    /// - Parameter copy: the Kafka record the batch came from (topic/partition/offset).
+    func verdict(pushID: UUID, appID: UUID, sequence: UInt32, copy: String) async -> BatchVerdict
 }
 
-/// Verdicts from PostgreSQL: one look-up per batch (``PushRepository/batchStatus(pushID:appID:sequence:)``).
-/// When PostgreSQL cannot answer, the batch is sent (at least once).
+/// Verdicts from PostgreSQL: one statement per batch
+/// (``PushRepository/batchStatus(pushID:appID:sequence:copy:takeoverAfter:)``), which also notes
+/// the copy being sent. When PostgreSQL cannot answer, the batch is sent (at least once).
 public struct StoredBatchGate: BatchGate {
     private let pushes: PushRepository
+    private let takeoverAfter: Duration
 
-    public init(pushes: PushRepository) { self.pushes = pushes }
+    /// - Parameter takeoverAfter: another copy whose sending started longer ago than this may be
+    ///   sent (`HERALD_SENDER_BATCH_TAKEOVER_MS`).
+    public init(pushes: PushRepository, takeoverAfter: Duration = .seconds(300)) {
+        self.pushes = pushes
+        self.takeoverAfter = takeoverAfter
+    }
 
-    public func verdict(pushID: UUID, appID: UUID, sequence: UInt32) async -> BatchVerdict {
-        guard let status = try? await pushes.batchStatus(pushID: pushID, appID: appID, sequence: Int32(bitPattern: sequence)) else {
+    public func verdict(pushID: UUID, appID: UUID, sequence: UInt32, copy: String) async -> BatchVerdict {
+        guard let status = try? await pushes.batchStatus(pushID: pushID, appID: appID, sequence: Int32(bitPattern: sequence),
+                                                         copy: copy, takeoverAfter: takeoverAfter) else {
             return .send
         }
-        return status.accounted ? .accounted : status.canceled ? .canceled : .send
+        if status.accounted { return .accounted }
+        if status.canceled { return .canceled }
+        return status.anotherCopySending ? .anotherCopySending : .send
     }
 }
 
-/// herald-sender's work loop: a consumer-group member on `herald.jobs` that sends each job
-/// batch (``JobBatchSender``), publishes its outcomes to `herald.outcomes` (keyed by push id)
-/// and only then stores the batch's offset — in offset order per partition, so a worker killed
-/// at any moment loses nothing: what it had not finished comes again to whoever owns the
-/// partition next.
-///
-/// Backpressure: at most `maxBatchesInFlight` batches are being sent; the worker pulls the next
-/// record only when one finishes, so librdkafka's fetch queue is the only buffer and memory stays
-/// flat however deep the backlog. (Within a batch, the APNs client's in-flight bound applies.)
 public final class SenderWorker: Service, Sendable {
     private let consumer: KafkaConsumer
     private let producer: KafkaProducer
@@ -103,7 +108,7 @@ public final class SenderWorker: Service, Sendable {
         let outcome: Herald_V1_OutcomeBatch
         do {
             let batch = try Herald_V1_JobBatch.decodeRecord(message.value)
-            guard let sent = await send(batch) else {
+            guard let sent = await send(batch, copy: "\(message.topic)/\(message.partition)/\(message.offset)") else {
                 finish(message)
                 return
             }
@@ -117,18 +122,19 @@ public final class SenderWorker: Service, Sendable {
         finish(message)
     }
 
-    /// The batch's outcome, or nil for a second copy of a batch already accounted.
-    private func send(_ batch: Herald_V1_JobBatch) async -> Herald_V1_OutcomeBatch? {
+    /// The batch's outcome, or nil for a second copy of a batch already accounted or being sent.
+    private func send(_ batch: Herald_V1_JobBatch, copy: String) async -> Herald_V1_OutcomeBatch? {
         let pushID = UUID(data: batch.pushID)
         let appID = UUID(data: batch.appID)
-        switch await gate?.verdict(pushID: pushID, appID: appID, sequence: batch.sequence) ?? .send {
+        switch await gate?.verdict(pushID: pushID, appID: appID, sequence: batch.sequence, copy: copy) ?? .send {
         case .send:
             break
         case .canceled:
             return counted(Self.everyTarget(of: batch, status: .canceled, reason: "Canceled"))
-        case .accounted:
+        case .accounted, .anotherCopySending:
             metrics.duplicateBatches.add(1, ordering: .relaxed)
-            logger.debug("batch already accounted; not sent again", metadata: ["push": "\(pushID)", "sequence": "\(batch.sequence)"])
+            logger.debug("a second copy of a batch already accounted or being sent; not sent", metadata: [
+                "push": "\(pushID)", "sequence": "\(batch.sequence)", "copy": "\(copy)"])
             return nil
         }
         guard let environment = APNsEnvironment(batch.environment) else {

@@ -62,7 +62,8 @@ do {
         let producer = try KafkaProducer(configuration: configuration.kafka.producerConfiguration(clientID: "sender"), logger: logger)
         let worker = SenderWorker(
             consumer: consumer, producer: producer, credentials: credentials,
-            gate: StoredBatchGate(pushes: PushRepository(client: database, logger: logger)),
+            gate: StoredBatchGate(pushes: PushRepository(client: database, logger: logger),
+                                  takeoverAfter: .milliseconds(configuration.sender.batchTakeoverMilliseconds)),
             sender: JobBatchSender(retryPolicy: RetryPolicy(
                 maxAttempts: settings.maxAttempts, baseDelayMilliseconds: settings.retryBaseMilliseconds,
                 maxDelayMilliseconds: settings.retryMaxMilliseconds)),

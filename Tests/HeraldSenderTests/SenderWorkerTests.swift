@@ -121,4 +121,37 @@ struct SenderWorkerTests {
             #expect(redelivered == 0)
         }
     }
+
+    @Test("a second copy of a batch is not sent while the first copy's sending is young; the same record redelivered is; an old copy may be taken over")
+    func batchCopies() async throws {
+        try await withWorkerEnvironment(deliverable: 10, unregistered: 0) { environment in
+            let pushes = PushRepository(client: environment.database, logger: environment.logger)
+            let push = UUID()
+            _ = try await pushes.create(NewPush(id: push, appID: environment.appID, audienceJSON: "{}", notificationJSON: "{}",
+                                                payload: Array(#"{"aps":{}}"#.utf8)),
+                                        announcement: .init(topic: "herald.test.sender.pushes", key: nil, value: []))
+            try await environment.database.query("""
+                INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, produced_at)
+                VALUES (\(push), 0, 1, 100, 100, now())
+                """, logger: environment.logger)
+            let gate = StoredBatchGate(pushes: pushes, takeoverAfter: .seconds(60))
+            func verdict(_ copy: String, gate: StoredBatchGate = gate) async -> BatchVerdict {
+                await gate.verdict(pushID: push, appID: environment.appID, sequence: 0, copy: copy)
+            }
+            #expect(await verdict("herald.jobs/3/17") == .send)
+            // Produced again by a resumed fan-out while the first copy is on its way.
+            #expect(await verdict("herald.jobs/5/2") == .anotherCopySending)
+            // The first record again, after its sender died and the group rebalanced.
+            #expect(await verdict("herald.jobs/3/17") == .send)
+            // A copy whose sending started longer ago than the takeover time gives way.
+            let impatient = StoredBatchGate(pushes: pushes, takeoverAfter: .zero)
+            try await Task.sleep(for: .milliseconds(20))
+            #expect(await verdict("herald.jobs/5/2", gate: impatient) == .send)
+            #expect(await verdict("herald.jobs/3/17") == .anotherCopySending)
+            #expect(try await pushes.completeBatch(pushID: push, sequence: 0))
+            #expect(await verdict("herald.jobs/9/9") == .accounted)
+            // Another app's key sees no such push: the gate does not block (it cannot tell).
+            #expect(await gate.verdict(pushID: push, appID: UUID(), sequence: 0, copy: "herald.jobs/1/1") == .send)
+        }
+    }
 }

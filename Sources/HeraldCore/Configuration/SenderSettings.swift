@@ -23,6 +23,10 @@ public struct SenderSettings: Sendable {
     /// `HERALD_SENDER_RETRY_MAX_MS`.
     public var retryBaseMilliseconds: Int
     public var retryMaxMilliseconds: Int
+    /// Another copy of a batch whose sending started longer ago than this may be sent
+    /// (`HERALD_SENDER_BATCH_TAKEOVER_MS`); a younger one is left to finish. Keep it below the
+    /// center's re-drive time, so a batch whose outcome was lost is sent again when re-driven.
+    public var batchTakeoverMilliseconds: Int
     /// APNs hosts (`HERALD_SENDER_APNS_PRODUCTION_HOST`/`_PORT`, `HERALD_SENDER_APNS_SANDBOX_HOST`/`_PORT`).
     public var productionHost: String
     public var productionPort: Int
@@ -47,6 +51,7 @@ public struct SenderSettings: Sendable {
         maxAttempts = config.int(forKey: "sender.maxAttempts", default: 8)
         retryBaseMilliseconds = config.int(forKey: "sender.retryBaseMs", default: 200)
         retryMaxMilliseconds = config.int(forKey: "sender.retryMaxMs", default: 30_000)
+        batchTakeoverMilliseconds = max(0, config.int(forKey: "sender.batchTakeoverMs", default: 300_000))
         productionHost = config.string(forKey: "sender.apns.production.host", default: "api.push.apple.com")
         productionPort = config.int(forKey: "sender.apns.production.port", default: 443)
         sandboxHost = config.string(forKey: "sender.apns.sandbox.host", default: "api.sandbox.push.apple.com")

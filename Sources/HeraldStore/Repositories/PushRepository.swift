@@ -82,21 +82,40 @@ public struct PushRepository: Sendable {
         return try await Self.pushes(from: rows).first
     }
 
-    /// What a sender needs to know before sending batch `sequence` of `pushID`, in one look-up:
-    /// whether the push was canceled (its remaining batches are dropped), and whether this
-    /// batch's outcome was already accounted (a second copy — produced again by a resumed
-    /// fan-out, or redelivered after a consumer rebalance — need not be sent). Nil when `appID`
-    /// has no such push.
-    public func batchStatus(pushID: UUID, appID: UUID, sequence: Int32) async throws -> (canceled: Bool, accounted: Bool)? {
+    /// What a sender needs to know before sending batch `sequence` of `pushID` from the Kafka
+    /// record `copy`, in one statement: whether the push was canceled (its remaining batches
+    /// are dropped), whether the batch's outcome was already accounted, and whether another
+    /// copy of it is being sent (a resumed fan-out produced it again while the first copy was on
+    /// its way). Unless another copy started less than `takeoverAfter` ago, the batch is noted
+    /// as being sent from `copy`; the same record redelivered after its sender died is always
+    /// sent again. Nil when `appID` has no such push.
+    public func batchStatus(pushID: UUID, appID: UUID, sequence: Int32, copy: String,
+                            takeoverAfter: Duration) async throws -> BatchStatus? {
         let rows = try await client.query("""
-            SELECT p.state = 'canceled', b.completed_at IS NOT NULL
-            FROM pushes p LEFT JOIN push_batches b ON b.push_id = p.id AND b.sequence = \(sequence)
-            WHERE p.id = \(pushID) AND p.app_id = \(appID)
+            WITH push AS (
+                SELECT state = 'canceled' AS canceled FROM pushes WHERE id = \(pushID) AND app_id = \(appID)
+            ), taken AS (
+                UPDATE push_batches SET sending_copy = \(copy), sending_since = now()
+                WHERE push_id = \(pushID) AND sequence = \(sequence) AND completed_at IS NULL AND EXISTS (SELECT 1 FROM push)
+                  AND (sending_copy IS NULL OR sending_copy = \(copy)
+                       OR sending_since < now() - \(takeoverAfter.milliseconds) * interval '1 millisecond')
+                RETURNING sequence
+            )
+            SELECT p.canceled, b.completed_at IS NOT NULL,
+                   b.sequence IS NOT NULL AND b.completed_at IS NULL AND NOT EXISTS (SELECT 1 FROM taken)
+            FROM push p LEFT JOIN push_batches b ON b.push_id = \(pushID) AND b.sequence = \(sequence)
             """, logger: logger)
-        for try await (canceled, accounted) in rows.decode((Bool, Bool?).self) {
-            return (canceled, accounted ?? false)
+        for try await (canceled, accounted, elsewhere) in rows.decode((Bool, Bool?, Bool?).self) {
+            return BatchStatus(canceled: canceled, accounted: accounted ?? false, anotherCopySending: elsewhere ?? false)
         }
         return nil
+    }
+
+    /// See ``batchStatus(pushID:appID:sequence:copy:takeoverAfter:)``.
+    public struct BatchStatus: Sendable, Equatable {
+        public var canceled: Bool
+        public var accounted: Bool
+        public var anotherCopySending: Bool
     }
 
     /// The push `appID` created with `idempotencyKey`.

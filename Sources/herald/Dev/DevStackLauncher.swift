@@ -108,12 +108,12 @@ struct DevStackLauncher {
             let metrics = try ProcessControl.freePort()
             stack.metricsURLs[name] = "http://127.0.0.1:\(metrics)/metrics"
             try await launch(&stack, name: name, executable: "herald-sender", arguments: [],
-                             environment: services.merging([
+                             environment: defaults(services.merging([
                                 "HERALD_SENDER_METRICS_PORT": "\(metrics)",
                                 "HERALD_SENDER_APNS_SANDBOX_HOST": "127.0.0.1", "HERALD_SENDER_APNS_SANDBOX_PORT": "\(simPort)",
                                 "HERALD_SENDER_APNS_PRODUCTION_HOST": "127.0.0.1", "HERALD_SENDER_APNS_PRODUCTION_PORT": "\(simPort)",
                                 "HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE": stack.apnsSim.certificate,
-                             ]) { $1 },
+                             ]) { $1 }, ["HERALD_SENDER_BATCH_TAKEOVER_MS": "30000"]),
                              readiness: "http:" + stack.metricsURLs[name]!)
             say("  ✔ \(name.padding(toLength: 16, withPad: " ", startingAt: 0))metrics \(stack.metricsURLs[name]!)")
         }
