@@ -77,7 +77,42 @@ wait_completed() {
     sleep 0.5
   done
   fail "push $push not completed within ${limit}s: $("$herald" push status "$push" | head -2 | tail -1)"
+  diagnose
   return 1
+}
+
+# What each process was doing when a push got stuck, printed once (CI keeps only the end of
+# the output): the metrics that tell a stuck sender from a stuck accountant, the database
+# sessions that are busy or inside a transaction, and the last warnings of each process.
+diagnosed=0
+diagnose() {
+  [ "$diagnosed" = 0 ] || return 0
+  diagnosed=1
+  log "diagnostics"
+  python3 - "$HERALD_DEV_DIR/stack.json" <<'PY'
+import json, sys, urllib.request
+stack = json.load(open(sys.argv[1]))
+keep = ("herald_sender_batches_in_flight", "herald_sender_batches_total", "herald_sender_apns_in_flight",
+        "herald_sender_consumer_lag", "herald_sender_notifications_total{outcome=\"accepted\"",
+        "herald_center_outcome_batches", "herald_center_batches_produced_total", "herald_center_fanouts_running",
+        "herald_center_pushes{")
+for name, url in sorted(stack.get("metricsURLs", {}).items()):
+    try:
+        text = urllib.request.urlopen(url, timeout=3).read().decode()
+    except Exception as error:
+        print(f"  {name}: metrics unreadable ({error})"); continue
+    lines = [line for line in text.splitlines() if line.startswith(keep) and not line.endswith(" 0")]
+    print(f"  {name}: " + "; ".join(line.replace("herald_", "") for line in lines))
+PY
+  local pg; pg=$(python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['postgres']; print(p['binDirectory'], p['port'], p['user'], p['password'], p['database'])" "$HERALD_DEV_DIR/stack.json")
+  read -r pgbin pgport pguser pgpassword pgdatabase <<< "$pg"
+  PGPASSWORD=$pgpassword "$pgbin/psql" -h 127.0.0.1 -p "$pgport" -U "$pguser" -d "$pgdatabase" -At -F ' | ' -c "
+    SELECT 'pg ' || pid, state, wait_event_type || ':' || wait_event, now() - xact_start, left(regexp_replace(query, '\s+', ' ', 'g'), 100)
+    FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+      AND (state <> 'idle' OR xact_start IS NOT NULL)" 2>&1 | sed 's/^/  /'
+  for file in "$HERALD_DEV_DIR"/logs/herald-*.log; do
+    grep -E " (warning|error|critical) " "$file" | grep -v librdkafka | tail -3 | cut -c1-240 | sed "s|^|  $(basename "$file" .log): |"
+  done
 }
 
 verify() {
@@ -132,11 +167,11 @@ test_postgres-outage() {
   local push; push=$(push_all "Across a database outage" --rate 5000) || { fail "push refused"; return; }
   wait_done_at_least "$push" 5000 120 || { fail "no progress before the outage"; return; }
   "$herald" dev stop postgres
-  log "PostgreSQL stopped for 10 s"
+  log "PostgreSQL stopped for ${E2E_POSTGRES_OUTAGE_SECONDS:-10} s"
   local answer
   answer=$("$herald" push --all --body "During the outage" --quiet 2>&1)
   if echo "$answer" | grep -q "503"; then log "✔ during the outage the API answers: $answer"; else fail "expected a 503 during the outage, got: $answer"; fi
-  sleep 10
+  sleep "${E2E_POSTGRES_OUTAGE_SECONDS:-10}"
   "$herald" dev start postgres
   log "PostgreSQL started again"
   # A batch the broker acknowledged just as the database went away could not be recorded as

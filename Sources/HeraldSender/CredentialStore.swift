@@ -28,9 +28,18 @@ public struct MissingCredential: Error, CustomStringConvertible, Sendable {
     }
 }
 
+/// An app's credential could not be read: the database did not answer. Batches of the app wait
+/// for it; nothing is rejected for it.
+public struct CredentialUnavailable: Error, CustomStringConvertible, Sendable {
+    public let appID: UUID
+    public let reason: String
+    public var description: String { "the APNs credential of app \(appID) cannot be read from the database: \(reason)" }
+}
+
 /// One running ``APNsClient`` per app and environment, made from the credential stored in
 /// PostgreSQL (its secret opened with the master key), cached, and replaced when the stored
-/// credential changes (checked at most every `refreshInterval`).
+/// credential changes (checked at most every `refreshInterval`). While the database cannot be
+/// read, the client loaded before goes on.
 ///
 /// The secret's format is `APNsCredentialRecord`'s (HeraldStore, `+Sealing`).
 ///
@@ -52,6 +61,8 @@ public final class CredentialStore: Service, Sendable {
     private let endpoints: SenderEndpoints
     private let clientConfiguration: APNsClientConfiguration
     private let refreshInterval: Duration
+    /// How long a credential look-up waits for the database.
+    private let lookupWithin: Duration
     private let logger: Logger
     private let cache = Mutex<[Key: Entry]>([:])
     /// Work for ``run()``: run a new client, or retire a replaced one.
@@ -68,8 +79,9 @@ public final class CredentialStore: Service, Sendable {
 
     public init(repository: CredentialRepository, cipher: CredentialCipher, endpoints: SenderEndpoints,
                 clientConfiguration: APNsClientConfiguration, refreshInterval: Duration = .seconds(30),
-                retirementDelay: Duration = .seconds(120), logger: Logger) {
+                retirementDelay: Duration = .seconds(120), lookupWithin: Duration = .seconds(5), logger: Logger) {
         self.retirementDelay = retirementDelay
+        self.lookupWithin = lookupWithin
         self.repository = repository
         self.cipher = cipher
         self.endpoints = endpoints
@@ -107,14 +119,33 @@ public final class CredentialStore: Service, Sendable {
     }
 
     /// The client for `appID` in `environment`.
-    /// - Throws: ``MissingCredential``, a database error, or ``APNsCredentialError`` when the
-    ///   stored secret cannot be opened or used.
+    /// - Throws: ``MissingCredential``; ``CredentialUnavailable`` when the database cannot be read
+    ///   and no client was loaded before; ``APNsCredentialError`` when the stored secret cannot
+    ///   be opened or used.
     public func client(appID: UUID, environment: APNsEnvironment) async throws -> APNsClient {
         let key = Key(appID: appID, environment: environment)
         let now = ContinuousClock.now
         if let entry = cache.withLock({ $0[key] }), now - entry.checkedAt < refreshInterval { return entry.client }
 
-        guard let record = try await repository.credentials(appID: appID).first(where: { $0.environment == environment }) else {
+        let records: [APNsCredentialRecord]
+        do {
+            records = try await withDeadline(lookupWithin) { [repository] in try await repository.credentials(appID: appID) }
+        } catch {
+            // The database cannot say whether the credential changed: the client in use goes on
+            // (checked again after `refreshInterval`); without one, the caller waits for the database.
+            let inUse: APNsClient? = cache.withLock { cache in
+                guard var entry = cache[key] else { return nil }
+                entry.checkedAt = now
+                cache[key] = entry
+                return entry.client
+            }
+            logger.warning("cannot read APNs credentials from the database", metadata: [
+                "app": "\(appID)", "environment": "\(environment.rawValue)", "error": "\(error)",
+                "using": "\(inUse == nil ? "nothing yet" : "the credential loaded before")"])
+            guard let inUse else { throw CredentialUnavailable(appID: appID, reason: "\(error)") }
+            return inUse
+        }
+        guard let record = records.first(where: { $0.environment == environment }) else {
             throw MissingCredential(appID: appID, environment: environment)
         }
         let cached: APNsClient? = cache.withLock { cache in

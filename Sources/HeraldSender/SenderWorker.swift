@@ -31,26 +31,61 @@ public protocol BatchGate: Sendable {
 
 /// Verdicts from PostgreSQL: one statement per batch
 /// (``PushRepository/batchStatus(pushID:appID:sequence:copy:takeoverAfter:)``), which also notes
-/// the copy being sent. When PostgreSQL cannot answer, the batch is sent (at least once).
+/// the copy being sent. When PostgreSQL cannot answer — an error, or no answer within
+/// `answerWithin` (a pool waiting for a database that is down) — the batch is sent (at least once).
 public struct StoredBatchGate: BatchGate {
     private let pushes: PushRepository
     private let takeoverAfter: Duration
+    private let answerWithin: Duration
+    private let logger: Logger?
+    /// When the last warning was logged (at most one every 10 s while the database is away).
+    private let lastWarning = LastWarning()
 
-    /// - Parameter takeoverAfter: another copy whose sending started longer ago than this may be
-    ///   sent (`HERALD_SENDER_BATCH_TAKEOVER_MS`).
-    public init(pushes: PushRepository, takeoverAfter: Duration = .seconds(300)) {
+    /// - Parameters:
+    ///   - takeoverAfter: another copy whose sending started longer ago than this may be sent
+    ///     (`HERALD_SENDER_BATCH_TAKEOVER_MS`).
+    ///   - answerWithin: how long a batch waits for the database's verdict before it is sent
+    ///     without one.
+    public init(pushes: PushRepository, takeoverAfter: Duration = .seconds(300), answerWithin: Duration = .seconds(5),
+                logger: Logger? = nil) {
         self.pushes = pushes
         self.takeoverAfter = takeoverAfter
+        self.answerWithin = answerWithin
+        self.logger = logger
     }
 
     public func verdict(pushID: UUID, appID: UUID, sequence: UInt32, copy: String) async -> BatchVerdict {
-        guard let status = try? await pushes.batchStatus(pushID: pushID, appID: appID, sequence: Int32(bitPattern: sequence),
-                                                         copy: copy, takeoverAfter: takeoverAfter) else {
+        let status: PushRepository.BatchStatus?
+        do {
+            status = try await withDeadline(answerWithin) { [pushes, takeoverAfter] in
+                try await pushes.batchStatus(pushID: pushID, appID: appID, sequence: Int32(bitPattern: sequence),
+                                             copy: copy, takeoverAfter: takeoverAfter)
+            }
+        } catch {
+            if lastWarning.due(every: .seconds(10)) {
+                logger?.warning("no verdict from the database; batches are sent without one", metadata: [
+                    "push": "\(pushID)", "sequence": "\(sequence)", "error": "\(error)"])
+            }
             return .send
         }
+        guard let status else { return .send }
         if status.accounted { return .accounted }
         if status.canceled { return .canceled }
         return status.anotherCopySending ? .anotherCopySending : .send
+    }
+}
+
+/// Whether a repeated warning is due again.
+final class LastWarning: Sendable {
+    private let last = Mutex<ContinuousClock.Instant?>(nil)
+
+    func due(every interval: Duration) -> Bool {
+        let now = ContinuousClock.now
+        return last.withLock { last in
+            if let previous = last, now - previous < interval { return false }
+            last = now
+            return true
+        }
     }
 }
 
@@ -108,11 +143,15 @@ public final class SenderWorker: Service, Sendable {
         let outcome: Herald_V1_OutcomeBatch
         do {
             let batch = try Herald_V1_JobBatch.decodeRecord(message.value)
-            guard let sent = await send(batch, copy: "\(message.topic)/\(message.partition)/\(message.offset)") else {
+            guard let sent = try await send(batch, copy: "\(message.topic)/\(message.partition)/\(message.offset)") else {
                 finish(message)
                 return
             }
             outcome = sent
+        } catch is CancellationError {
+            // Stopped before the batch could be sent: its offset is not stored, so the record
+            // comes again to whoever owns the partition next.
+            return
         } catch {
             await deadLetter(message, reason: "\(error)")
             finish(message)
@@ -123,7 +162,8 @@ public final class SenderWorker: Service, Sendable {
     }
 
     /// The batch's outcome, or nil for a second copy of a batch already accounted or being sent.
-    private func send(_ batch: Herald_V1_JobBatch, copy: String) async -> Herald_V1_OutcomeBatch? {
+    /// - Throws: `CancellationError` only (stopped while waiting for the app's credential).
+    private func send(_ batch: Herald_V1_JobBatch, copy: String) async throws -> Herald_V1_OutcomeBatch? {
         let pushID = UUID(data: batch.pushID)
         let appID = UUID(data: batch.appID)
         switch await gate?.verdict(pushID: pushID, appID: appID, sequence: batch.sequence, copy: copy) ?? .send {
@@ -141,14 +181,30 @@ public final class SenderWorker: Service, Sendable {
             return counted(Self.everyTarget(of: batch, status: .rejected, reason: "NoEnvironment"))
         }
         do {
-            let client = try await credentials.client(appID: appID, environment: environment)
+            let client = try await client(appID: appID, environment: environment)
             return await sender.send(batch, with: client)
+        } catch is CancellationError {
+            throw CancellationError()
         } catch let error as MissingCredential {
             logger.warning("no APNs credential", metadata: ["push": "\(pushID)", "error": "\(error)"])
             return counted(Self.everyTarget(of: batch, status: .rejected, reason: "MissingCredential"))
         } catch {
             logger.error("APNs credential unusable", metadata: ["push": "\(pushID)", "error": "\(error)"])
             return counted(Self.everyTarget(of: batch, status: .rejected, reason: "InvalidCredential"))
+        }
+    }
+
+    /// The app's client; while its credential cannot be read from the database (and none was
+    /// loaded before), the batch waits — a database outage rejects nothing.
+    private func client(appID: UUID, environment: APNsEnvironment) async throws -> APNsClient {
+        var delay = Duration.milliseconds(200)
+        while true {
+            do {
+                return try await credentials.client(appID: appID, environment: environment)
+            } catch is CredentialUnavailable {
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
         }
     }
 

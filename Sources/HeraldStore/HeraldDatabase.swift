@@ -17,6 +17,8 @@ public enum HeraldDatabase {
         )
         configuration.options.maximumConnections = settings.maximumConnections
         configuration.options.minimumConnections = 0
+        configuration.options.additionalStartupParameters = [
+            ("idle_in_transaction_session_timeout", String(max(0, settings.idleInTransactionTimeoutMilliseconds)))]
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 }

@@ -63,7 +63,7 @@ do {
         let worker = SenderWorker(
             consumer: consumer, producer: producer, credentials: credentials,
             gate: StoredBatchGate(pushes: PushRepository(client: database, logger: logger),
-                                  takeoverAfter: .milliseconds(configuration.sender.batchTakeoverMilliseconds)),
+                                  takeoverAfter: .milliseconds(configuration.sender.batchTakeoverMilliseconds), logger: logger),
             sender: JobBatchSender(retryPolicy: RetryPolicy(
                 maxAttempts: settings.maxAttempts, baseDelayMilliseconds: settings.retryBaseMilliseconds,
                 maxDelayMilliseconds: settings.retryMaxMilliseconds)),

@@ -57,7 +57,8 @@ public struct HeraldConfiguration: Sendable {
             user: config.string(forKey: "postgres.user", default: "herald"),
             password: config.string(forKey: "postgres.password", isSecret: true, default: "herald-dev"),
             database: config.string(forKey: "postgres.database", default: "herald"),
-            maximumConnections: config.int(forKey: "postgres.maxConnections", default: 20)
+            maximumConnections: config.int(forKey: "postgres.maxConnections", default: 20),
+            idleInTransactionTimeoutMilliseconds: config.int(forKey: "postgres.idleInTransactionTimeoutMs", default: 60_000)
         )
         security = SecuritySettings(
             masterKey: config.string(forKey: "masterKey", isSecret: true),
@@ -137,14 +138,20 @@ public struct PostgresSettings: Sendable {
     public var password: String
     public var database: String
     public var maximumConnections: Int
+    /// PostgreSQL ends a session that sits inside a transaction this long without a statement
+    /// (`idle_in_transaction_session_timeout`), so a process stuck mid-transaction cannot hold
+    /// its row locks — and with them the counting of outcomes — for ever. 0 turns it off.
+    public var idleInTransactionTimeoutMilliseconds: Int
 
-    public init(host: String, port: Int, user: String, password: String, database: String, maximumConnections: Int = 20) {
+    public init(host: String, port: Int, user: String, password: String, database: String, maximumConnections: Int = 20,
+                idleInTransactionTimeoutMilliseconds: Int = 60_000) {
         self.host = host
         self.port = port
         self.user = user
         self.password = password
         self.database = database
         self.maximumConnections = maximumConnections
+        self.idleInTransactionTimeoutMilliseconds = idleInTransactionTimeoutMilliseconds
     }
 }
 

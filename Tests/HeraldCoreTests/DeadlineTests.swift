@@ -1,0 +1,76 @@
+import HeraldCore
+import Synchronization
+import Testing
+
+@Suite struct DeadlineTests {
+    @Test func anAnswerInTimeIsReturned() async throws {
+        let answer = try await withDeadline(.seconds(10)) { 42 }
+        #expect(answer == 42)
+    }
+
+    @Test func theOperationsErrorIsThrown() async {
+        struct Refused: Error {}
+        await #expect(throws: Refused.self) {
+            try await withDeadline(.seconds(10)) { () async throws -> Int in throw Refused() }
+        }
+    }
+
+    /// The case the deadline exists for: an operation that neither answers nor reacts to
+    /// cancellation (a pool waiting for a database that is gone). The caller goes on; the
+    /// operation, released later, ends by itself.
+    @Test func anOperationThatIgnoresCancellationDoesNotHoldTheCaller() async throws {
+        let gate = Gate()
+        let ended = Atomic<Bool>(false)
+        await #expect(throws: DeadlineExceeded.self) {
+            try await withDeadline(.milliseconds(50)) { () async -> Int in
+                await gate.wait()
+                ended.store(true, ordering: .relaxed)
+                return 1
+            }
+        }
+        let endedAtDeadline = ended.load(ordering: .relaxed)
+        #expect(!endedAtDeadline)
+        gate.open()
+        for _ in 0..<200 where !ended.load(ordering: .relaxed) { try await Task.sleep(for: .milliseconds(10)) }
+        let endedAfterRelease = ended.load(ordering: .relaxed)
+        #expect(endedAfterRelease)
+    }
+
+    @Test func theCallersCancellationEndsTheWait() async {
+        let gate = Gate()
+        defer { gate.open() }
+        let waiting = Task {
+            try await withDeadline(.seconds(600)) { () async -> Int in
+                await gate.wait()
+                return 1
+            }
+        }
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+    }
+}
+
+/// A wait that only `open()` ends — cancellation does not.
+private final class Gate: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.open { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { state in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
