@@ -108,17 +108,45 @@ public struct DatabaseUnreachable: Error, CustomStringConvertible {
 
 
 extension PostgresClient {
+    /// How long a statement or a transaction of Herald's may go without an answer before its
+    /// caller gives up (and retries, or reports the error). postgres-nio 1.33.2 can leave a request
+    /// made just as the server shuts down waiting for ever — the end-to-end database-outage test
+    /// caught a center's counting and a fan-out each stuck that way — so no call waits unbounded.
+    static let answerWithin: Duration = .seconds(60)
+
+    /// `query(_:logger:)`, given up with ``DeadlineExceeded`` after ``answerWithin``.
+    func boundedQuery(_ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line)
+        async throws -> PostgresRowSequence {
+        try await withDeadline(Self.answerWithin) { try await self.query(query, logger: logger, file: file, line: line) }
+    }
+
     /// Runs `body` in a transaction; if `body` throws, rolls back and rethrows *its* error (not
     /// postgres-nio's wrapper), so callers see what went wrong in their own terms.
+    /// - Parameter within: given up with ``DeadlineExceeded`` after this (PostgreSQL rolls back a
+    ///   transaction whose connection goes away, or ends it after
+    ///   `HERALD_POSTGRES_IDLE_IN_TRANSACTION_TIMEOUT_MS`); nil for a transaction paced by its
+    ///   caller (a device import streaming an upload).
     func transaction<Result: Sendable>(
         logger: Logger,
-        _ body: (PostgresConnection) async throws -> Result
+        within: Duration? = answerWithin,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
-        do {
-            return try await withTransaction(logger: logger) { try await body($0) }
-        } catch let error as PostgresTransactionError {
-            if let bodyError = error.closureError { throw bodyError }
-            throw error
+        let run: @Sendable () async throws -> Result = {
+            do {
+                return try await self.withTransaction(logger: logger) { try await body($0) }
+            } catch let error as PostgresTransactionError {
+                if let bodyError = error.closureError { throw bodyError }
+                throw error
+            }
         }
+        guard let within else { return try await run() }
+        return try await withDeadline(within, run)
+    }
+
+    /// `withConnection`, given up with ``DeadlineExceeded`` after ``answerWithin``.
+    func boundedConnection<Result: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        try await withDeadline(Self.answerWithin) { try await self.withConnection { try await body($0) } }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import Synchronization
 import Testing
 
 /// Round trips through every repository against the real PostgreSQL server. Each test works in
@@ -356,14 +357,14 @@ import Testing
             await #expect(throws: PublishFailed.self) {
                 try await outbox.publishBatch(limit: 10_000) { _ in throw PublishFailed() }
             }
-            var published: [[UInt8]] = []
+            let published = Mutex<[[UInt8]]>([])
             while true {
                 let count = try await outbox.publishBatch(limit: 1_000) { records in
-                    published.append(contentsOf: records.filter { $0.key == marker }.map(\.value))
+                    published.withLock { $0.append(contentsOf: records.filter { $0.key == marker }.map(\.value)) }
                 }
                 if count == 0 { break }
             }
-            #expect(published == [[1], [2]], "both records, in order, after the failed attempt")
+            #expect(published.withLock { $0 } == [[1], [2]], "both records, in order, after the failed attempt")
             #expect(try await outbox.unpublishedCount() == 0)
         }
     }

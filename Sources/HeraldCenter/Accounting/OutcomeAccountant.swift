@@ -16,14 +16,10 @@ public final class OutcomeAccountant: Service, Sendable {
     private let fanouts: FanoutRepository
     private let deadLetters: KafkaProducer?
     private let metrics: CenterMetrics
-    private let answerWithin: Duration
     private let logger: Logger
 
-    /// - Parameter answerWithin: how long one counting transaction may go without an answer
-    ///   before it is given up and made again.
     public init(consumer: KafkaConsumer, fanouts: FanoutRepository, deadLetters: KafkaProducer?, metrics: CenterMetrics,
-                answerWithin: Duration = .seconds(60), logger: Logger) {
-        self.answerWithin = answerWithin
+                logger: Logger) {
         self.consumer = consumer
         self.fanouts = fanouts
         self.deadLetters = deadLetters
@@ -59,15 +55,15 @@ public final class OutcomeAccountant: Service, Sendable {
     }
 
     /// Applies until PostgreSQL takes it (an outage holds the pull, and with it the offsets). An
-    /// attempt without an answer within `answerWithin` is given up and made again: counting is
-    /// idempotent (a batch counts only when its row is completed), so an attempt that did commit
-    /// late counts nothing twice.
+    /// attempt without an answer within the store's deadline is given up and made again:
+    /// counting is idempotent (a batch counts only when its row is completed), so an attempt that
+    /// did commit late counts nothing twice.
     /// - Throws: `CancellationError` when stopped meanwhile (the offsets stay unstored).
     private func apply(_ outcomes: [BatchOutcome]) async throws -> AppliedOutcomes {
         var delay = Duration.milliseconds(200)
         while true {
             do {
-                return try await withDeadline(answerWithin) { [fanouts] in try await fanouts.applyOutcomes(outcomes) }
+                return try await fanouts.applyOutcomes(outcomes)
             } catch is CancellationError {
                 throw CancellationError()
             } catch {

@@ -35,7 +35,7 @@ public struct AudienceRepository: Sendable {
     public func page(_ selection: AudienceSelection, after cursor: Int64, limit: Int) async throws -> AudiencePage {
         var values = BoundValues()
         let sql = Self.sql(selection, columns: Self.columns, after: cursor, tail: "ORDER BY d.id", limit: limit, values: &values)
-        let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger)
+        let rows = try await client.boundedQuery(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger)
         var page = AudiencePage(devices: DeviceTokens(reservingCapacity: limit))
         for try await (id, token, environment, topic) in rows.decode((Int64, ByteBuffer, String, String).self) {
             let group = page.group(AudienceGroup(environment: APNsEnvironment(rawValue: environment) ?? .production, topic: topic))
@@ -46,7 +46,7 @@ public struct AudienceRepository: Sendable {
 
     /// How many devices of `selection` have ids above `cursor`.
     public func count(_ selection: AudienceSelection, after cursor: Int64 = 0) async throws -> Int64 {
-        let rows = try await client.query(Self.countQuery(selection, after: cursor), logger: logger)
+        let rows = try await client.boundedQuery(Self.countQuery(selection, after: cursor), logger: logger)
         for try await count in rows.decode(Int64.self) { return count }
         return 0
     }

@@ -17,7 +17,7 @@ public struct APIKeyRepository: Sendable {
     public func create(appID: UUID, kind: APIKeyKind, key: String, name: String = "", id: UUID = UUID()) async throws -> APIKeyRecord {
         let hash = SecretHasher.hash(key)
         let prefix = String(key.prefix(8))
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             INSERT INTO api_keys (id, app_id, kind, key_hash, key_prefix, name)
             VALUES (\(id), \(appID), \(kind.rawValue), \(hash.bytea), \(prefix), \(name))
             RETURNING id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
@@ -29,7 +29,7 @@ public struct APIKeyRepository: Sendable {
     /// `key`, and marks it used.
     public func authenticate(key: String) async throws -> APIKeyRecord? {
         let hash = SecretHasher.hash(key)
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             UPDATE api_keys SET last_used_at = now()
             WHERE key_hash = \(hash.bytea) AND (revoked_at IS NULL OR revoked_at > now())
             RETURNING id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
@@ -38,7 +38,7 @@ public struct APIKeyRepository: Sendable {
     }
 
     public func keys(appID: UUID) async throws -> [APIKeyRecord] {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
             FROM api_keys WHERE app_id = \(appID) ORDER BY created_at, id
             """, logger: logger)
@@ -48,7 +48,7 @@ public struct APIKeyRepository: Sendable {
     /// Revokes a key of `appID` at once. Returns whether a live key was revoked.
     @discardableResult
     public func revoke(id: UUID, appID: UUID) async throws -> Bool {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             UPDATE api_keys SET revoked_at = now()
             WHERE id = \(id) AND app_id = \(appID) AND (revoked_at IS NULL OR revoked_at > now()) RETURNING id
             """, logger: logger)
@@ -61,7 +61,7 @@ public struct APIKeyRepository: Sendable {
     /// - Parameter makeKey: makes the new key for the old one's kind (only its hash is stored).
     /// - Returns: the new key's record and the key, or `nil` when `id` is not a live key of `appID`.
     public func rotate(id: UUID, appID: UUID, graceSeconds: Int, newID: UUID = UUID(),
-                       makeKey: @Sendable (APIKeyKind) -> String) async throws -> (record: APIKeyRecord, key: String)? {
+                       makeKey: @escaping @Sendable (APIKeyKind) -> String) async throws -> (record: APIKeyRecord, key: String)? {
         try await client.transaction(logger: logger) { connection in
             let old = try await connection.query("""
                 UPDATE api_keys SET revoked_at = now() + make_interval(secs => \(Double(graceSeconds)))

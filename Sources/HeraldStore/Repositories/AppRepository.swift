@@ -13,7 +13,7 @@ public struct AppRepository: Sendable {
     }
 
     public func create(name: String, bundleID: String, id: UUID = UUID()) async throws -> App {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             INSERT INTO apps (id, name, bundle_id) VALUES (\(id), \(name), \(bundleID))
             RETURNING id, name, bundle_id, created_at, updated_at
             """, logger: logger)
@@ -21,7 +21,7 @@ public struct AppRepository: Sendable {
     }
 
     public func app(id: UUID) async throws -> App? {
-        let rows = try await client.query(
+        let rows = try await client.boundedQuery(
             "SELECT id, name, bundle_id, created_at, updated_at FROM apps WHERE id = \(id)", logger: logger)
         return try await Self.first(rows)
     }
@@ -30,13 +30,13 @@ public struct AppRepository: Sendable {
     public func list(after cursor: UUID? = nil, limit: Int = 100) async throws -> [App] {
         let rows: PostgresRowSequence
         if let cursor {
-            rows = try await client.query("""
+            rows = try await client.boundedQuery("""
                 SELECT id, name, bundle_id, created_at, updated_at FROM apps
                 WHERE (created_at, id) > (SELECT created_at, id FROM apps WHERE id = \(cursor))
                 ORDER BY created_at, id LIMIT \(limit)
                 """, logger: logger)
         } else {
-            rows = try await client.query(
+            rows = try await client.boundedQuery(
                 "SELECT id, name, bundle_id, created_at, updated_at FROM apps ORDER BY created_at, id LIMIT \(limit)",
                 logger: logger)
         }
@@ -49,7 +49,7 @@ public struct AppRepository: Sendable {
 
     /// Changes the name and/or bundle id. Returns `nil` for an unknown app.
     public func update(id: UUID, name: String?, bundleID: String?) async throws -> App? {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             UPDATE apps SET name = COALESCE(\(name), name), bundle_id = COALESCE(\(bundleID), bundle_id),
                             updated_at = now()
             WHERE id = \(id)
@@ -61,7 +61,7 @@ public struct AppRepository: Sendable {
     /// Deletes an app and everything that belongs to it. Returns whether it existed.
     @discardableResult
     public func delete(id: UUID) async throws -> Bool {
-        let rows = try await client.query("DELETE FROM apps WHERE id = \(id) RETURNING id", logger: logger)
+        let rows = try await client.boundedQuery("DELETE FROM apps WHERE id = \(id) RETURNING id", logger: logger)
         for try await _ in rows.decode(UUID.self) { return true }
         return false
     }

@@ -14,7 +14,7 @@ public struct CredentialRepository: Sendable {
 
     /// Stores the credential, replacing the app's credential for the same environment.
     public func upsert(_ credential: APNsCredentialRecord) async throws {
-        try await client.query("""
+        try await client.boundedQuery("""
             INSERT INTO apns_credentials (id, app_id, environment, kind, key_id, team_id, sealed_secret, certificate_expires_at)
             VALUES (\(credential.id), \(credential.appID), \(credential.environment.rawValue), \(credential.kind.rawValue),
                     \(credential.keyID), \(credential.teamID), \(credential.sealedSecret.bytea), \(credential.certificateExpiresAt))
@@ -27,7 +27,7 @@ public struct CredentialRepository: Sendable {
 
     /// The app's credentials (at most one per environment).
     public func credentials(appID: UUID) async throws -> [APNsCredentialRecord] {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT id, app_id, environment, kind, key_id, team_id, sealed_secret, certificate_expires_at, updated_at
             FROM apns_credentials WHERE app_id = \(appID) ORDER BY environment
             """, logger: logger)
@@ -47,7 +47,7 @@ public struct CredentialRepository: Sendable {
     /// Deletes the app's credential for `environment`. Returns whether there was one.
     @discardableResult
     public func delete(appID: UUID, environment: APNsEnvironment) async throws -> Bool {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             DELETE FROM apns_credentials WHERE app_id = \(appID) AND environment = \(environment.rawValue) RETURNING id
             """, logger: logger)
         for try await _ in rows.decode(UUID.self) { return true }

@@ -13,7 +13,7 @@ extension DeviceRepository {
     /// - Returns: how many devices were registered or refreshed.
     public func importDevices<Chunks: AsyncSequence & Sendable>(appID: UUID, chunks: Chunks) async throws -> Int
     where Chunks.Element == [DeviceRegistration] {
-        let imported = try await client.transaction(logger: logger) { connection in
+        let imported = try await client.transaction(logger: logger, within: nil) { connection in
             try await connection.query("""
                 CREATE TEMPORARY TABLE device_import (
                     line bigint, token bytea, environment text, topic text, alias text, tags text[], locale text, time_zone text
@@ -66,14 +66,14 @@ extension DeviceRepository {
         // fresh statistics the planner treats them as small and the next fan-out's tag query
         // picks a nested loop that runs for minutes (seen: 70 s for 100,000 devices, 25 ms after).
         if imported >= 1_000 {
-            try await client.query("ANALYZE devices, device_tags", logger: logger)
+            try await client.boundedQuery("ANALYZE devices, device_tags", logger: logger)
         }
         return imported
     }
 
     /// All devices of `appID`, `limit` at a time after registration id `cursor`.
     public func devices(appID: UUID, after cursor: Int64, limit: Int) async throws -> [Device] {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT \(unescaped: Self.deviceColumns) FROM devices d
             WHERE d.app_id = \(appID) AND d.id > \(cursor) ORDER BY d.id LIMIT \(limit)
             """, logger: logger)

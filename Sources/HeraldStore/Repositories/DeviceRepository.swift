@@ -55,7 +55,7 @@ public struct DeviceRepository: Sendable {
 
     /// The device with registration id `id`, if it belongs to `appID`.
     public func device(id: Int64, appID: UUID) async throws -> Device? {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT \(unescaped: Self.deviceColumns) FROM devices d WHERE d.id = \(id) AND d.app_id = \(appID)
             """, logger: logger)
         return try await Self.devices(from: rows).first
@@ -63,7 +63,7 @@ public struct DeviceRepository: Sendable {
 
     /// The devices of `appID` with `alias`, in registration order.
     public func devices(alias: String, appID: UUID, limit: Int = 100) async throws -> [Device] {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT \(unescaped: Self.deviceColumns) FROM devices d
             WHERE d.app_id = \(appID) AND d.alias = \(alias) ORDER BY d.id LIMIT \(limit)
             """, logger: logger)
@@ -72,7 +72,7 @@ public struct DeviceRepository: Sendable {
 
     /// Devices of `appID` carrying `tag`, `limit` at a time after registration id `cursor`.
     public func devices(tag: String, appID: UUID, after cursor: Int64 = 0, limit: Int = 100) async throws -> [Device] {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT \(unescaped: Self.deviceColumns) FROM device_tags t JOIN devices d ON d.id = t.device_id
             WHERE t.app_id = \(appID) AND t.tag = \(tag) AND t.device_id > \(cursor)
             ORDER BY t.device_id LIMIT \(limit)
@@ -120,7 +120,7 @@ public struct DeviceRepository: Sendable {
     /// Deletes a device and its tags. Returns whether it existed.
     @discardableResult
     public func delete(id: Int64, appID: UUID) async throws -> Bool {
-        let rows = try await client.query(
+        let rows = try await client.boundedQuery(
             "DELETE FROM devices WHERE id = \(id) AND app_id = \(appID) RETURNING id", logger: logger)
         for try await _ in rows.decode(Int64.self) { return true }
         return false
@@ -138,12 +138,12 @@ public struct DeviceRepository: Sendable {
     public func invalidate(deviceID: Int64, reason: String, unregisteredAt: Date?) async throws -> Bool {
         let rows: PostgresRowSequence
         if let unregisteredAt {
-            rows = try await client.query("""
+            rows = try await client.boundedQuery("""
                 UPDATE devices SET status = 'invalid', invalidated_at = now(), invalid_reason = \(reason), updated_at = now()
                 WHERE id = \(deviceID) AND status = 'active' AND registered_at <= \(unregisteredAt) RETURNING id
                 """, logger: logger)
         } else {
-            rows = try await client.query("""
+            rows = try await client.boundedQuery("""
                 UPDATE devices SET status = 'invalid', invalidated_at = now(), invalid_reason = \(reason), updated_at = now()
                 WHERE id = \(deviceID) AND status = 'active' RETURNING id
                 """, logger: logger)
@@ -154,7 +154,7 @@ public struct DeviceRepository: Sendable {
 
     /// Deletes devices invalid since before `cutoff`. Returns how many.
     public func purgeInvalid(before cutoff: Date) async throws -> Int {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             WITH purged AS (DELETE FROM devices WHERE status = 'invalid' AND invalidated_at < \(cutoff) RETURNING 1)
             SELECT count(*) FROM purged
             """, logger: logger)

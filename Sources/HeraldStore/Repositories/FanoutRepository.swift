@@ -22,7 +22,7 @@ public struct FanoutRepository: Sendable {
     /// whose center stopped renewing its claim for `lease`. At most `limit` of each kind, oldest
     /// first. Read without locks; ``claim(_:by:lease:)`` decides.
     public func claimCandidates(lease: Duration, limit: Int) async throws -> [UUID] {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             (SELECT id FROM pushes WHERE state = 'accepted' ORDER BY created_at LIMIT \(limit))
             UNION ALL
             (SELECT id FROM pushes WHERE state = 'scheduled' AND scheduled_at <= now() ORDER BY scheduled_at LIMIT \(limit))
@@ -51,7 +51,7 @@ public struct FanoutRepository: Sendable {
         binds.append(pushIDs)
         binds.append(center)
         binds.append(lease.milliseconds)
-        let rows = try await client.query(PostgresQuery(unsafeSQL: """
+        let rows = try await client.boundedQuery(PostgresQuery(unsafeSQL: """
             UPDATE pushes SET state = 'fanning_out', claimed_by = $2, claimed_at = now(),
                               fanout_started_at = COALESCE(fanout_started_at, now())
             WHERE id IN (SELECT id FROM pushes WHERE id = ANY($1) AND \(claimable) FOR UPDATE SKIP LOCKED)
@@ -63,7 +63,7 @@ public struct FanoutRepository: Sendable {
 
     /// State, pause and claim of a push, read before each page (and each paced batch).
     public func control(pushID: UUID) async throws -> PushControl? {
-        let rows = try await client.query(
+        let rows = try await client.boundedQuery(
             "SELECT state, paused_at IS NOT NULL, claimed_by FROM pushes WHERE id = \(pushID)", logger: logger)
         for try await (state, paused, claimedBy) in rows.decode((String, Bool, String?).self) {
             return PushControl(state: PushState(rawValue: state) ?? .accepted, paused: paused, claimedBy: claimedBy)
@@ -73,14 +73,14 @@ public struct FanoutRepository: Sendable {
 
     /// Whether push `pushID` is completed (every target has its final outcome).
     public func isCompleted(pushID: UUID) async throws -> Bool {
-        let rows = try await client.query("SELECT completed_at IS NOT NULL FROM pushes WHERE id = \(pushID)", logger: logger)
+        let rows = try await client.boundedQuery("SELECT completed_at IS NOT NULL FROM pushes WHERE id = \(pushID)", logger: logger)
         for try await completed in rows.decode(Bool.self) { return completed }
         return true
     }
 
     /// The push `id`, whatever its app (for the center, which works for every app).
     public func push(id: UUID) async throws -> Push? {
-        let rows = try await client.query(
+        let rows = try await client.boundedQuery(
             "SELECT \(unescaped: PushRepository.pushColumns) FROM pushes WHERE id = \(id)", logger: logger)
         return try await PushRepository.pushes(from: rows).first
     }
@@ -88,14 +88,14 @@ public struct FanoutRepository: Sendable {
     /// Gives a claim up (a center shutting down), so another center takes the fan-out over at
     /// once instead of after the lease.
     public func releaseClaim(pushID: UUID, by center: String) async throws {
-        try await client.query("""
+        try await client.boundedQuery("""
             UPDATE pushes SET claimed_at = NULL WHERE id = \(pushID) AND claimed_by = \(center) AND state = 'fanning_out'
             """, logger: logger)
     }
 
     /// Renews a claim (while a fan-out waits: paused or paced). Returns whether `center` still holds it.
     public func renewClaim(pushID: UUID, by center: String) async throws -> Bool {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             UPDATE pushes SET claimed_at = now() WHERE id = \(pushID) AND claimed_by = \(center) AND state = 'fanning_out'
             RETURNING id
             """, logger: logger)
@@ -106,7 +106,7 @@ public struct FanoutRepository: Sendable {
     /// Pauses (`true`) or resumes a push's fan-out. Returns whether the push exists and is not finished.
     @discardableResult
     public func setPaused(_ paused: Bool, pushID: UUID, appID: UUID) async throws -> Bool {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             UPDATE pushes SET paused_at = CASE WHEN \(paused) THEN COALESCE(paused_at, now()) ELSE NULL END
             WHERE id = \(pushID) AND app_id = \(appID) AND state IN ('scheduled', 'accepted', 'fanning_out') RETURNING id
             """, logger: logger)
@@ -116,7 +116,7 @@ public struct FanoutRepository: Sendable {
 
     /// Stores the audience size and the planned end of emission of a paced fan-out.
     public func setPlan(pushID: UUID, audienceSize: Int64?, etaAt: Date?) async throws {
-        try await client.query(
+        try await client.boundedQuery(
             "UPDATE pushes SET audience_size = \(audienceSize), eta_at = \(etaAt) WHERE id = \(pushID)", logger: logger)
     }
 
@@ -166,7 +166,7 @@ public struct FanoutRepository: Sendable {
     /// Notes that the broker acknowledged these batches.
     public func markProduced(pushID: UUID, sequences: [Int]) async throws {
         guard !sequences.isEmpty else { return }
-        try await client.query("""
+        try await client.boundedQuery("""
             UPDATE push_batches SET produced_at = now()
             WHERE push_id = \(pushID) AND sequence = ANY(\(sequences.map { Int32($0) })) AND produced_at IS NULL
             """, logger: logger)
@@ -174,7 +174,7 @@ public struct FanoutRepository: Sendable {
 
     /// Batches recorded but never acknowledged by the broker (their center died in between).
     public func unproducedBatches(pushID: UUID) async throws -> [RecordedBatch] {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT \(unescaped: Self.batchColumns) FROM push_batches
             WHERE push_id = \(pushID) AND produced_at IS NULL AND completed_at IS NULL ORDER BY sequence
             """, logger: logger)
@@ -183,7 +183,7 @@ public struct FanoutRepository: Sendable {
 
     /// Produced batches still without an outcome `after` they were last produced, oldest first.
     public func batchesWithoutOutcome(after: Duration, limit: Int) async throws -> [RecordedBatch] {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT \(unescaped: Self.batchColumns) FROM push_batches
             WHERE completed_at IS NULL AND produced_at IS NOT NULL
               AND emitted_at < now() - \(after.milliseconds) * interval '1 millisecond'
@@ -195,7 +195,7 @@ public struct FanoutRepository: Sendable {
     /// Notes that a batch was produced again. Returns false when its outcome arrived meanwhile.
     @discardableResult
     public func markRedriven(pushID: UUID, sequence: Int) async throws -> Bool {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             UPDATE push_batches SET emitted_at = now(), redriven = redriven + 1
             WHERE push_id = \(pushID) AND sequence = \(Int32(sequence)) AND completed_at IS NULL RETURNING sequence
             """, logger: logger)
@@ -258,7 +258,7 @@ public struct FanoutRepository: Sendable {
     /// Canceled pushes whose remainder nobody counted yet and nobody holds (or whose holder's
     /// claim is older than `lease`).
     public func canceledUnaccounted(lease: Duration, limit: Int) async throws -> [UUID] {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT id FROM pushes WHERE state = 'canceled' AND fanout_finished_at IS NULL
               AND (claimed_by IS NULL OR claimed_at < now() - \(lease.milliseconds) * interval '1 millisecond')
             ORDER BY canceled_at LIMIT \(limit)
@@ -387,7 +387,7 @@ public struct FanoutRepository: Sendable {
 
     /// Unfinished pushes per state (the finished ones are not counted: the table only grows).
     public func pushCountsByState() async throws -> [String: Int64] {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT state, count(*) FROM pushes WHERE state IN ('scheduled', 'accepted', 'fanning_out', 'sending') GROUP BY state
             """, logger: logger)
         var counts: [String: Int64] = ["scheduled": 0, "accepted": 0, "fanning_out": 0, "sending": 0]

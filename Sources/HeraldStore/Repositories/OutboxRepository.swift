@@ -23,7 +23,7 @@ public struct OutboxRepository: Sendable {
 
     /// Appends a record on its own.
     public func append(_ record: PushRepository.OutboxDraft) async throws {
-        try await client.withConnection { connection in
+        try await client.boundedConnection { connection in
             try await Self.append(record, on: connection, logger: logger)
         }
     }
@@ -33,7 +33,7 @@ public struct OutboxRepository: Sendable {
     /// `publish` throws, they stay unpublished for the next attempt.
     /// - Returns: how many records were published.
     @discardableResult
-    public func publishBatch(limit: Int, _ publish: ([OutboxRecord]) async throws -> Void) async throws -> Int {
+    public func publishBatch(limit: Int, _ publish: @escaping @Sendable ([OutboxRecord]) async throws -> Void) async throws -> Int {
         try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query("""
                 SELECT id, topic, record_key, record_value FROM outbox
@@ -53,14 +53,14 @@ public struct OutboxRepository: Sendable {
 
     /// Records not yet published.
     public func unpublishedCount() async throws -> Int {
-        let rows = try await client.query("SELECT count(*) FROM outbox WHERE published_at IS NULL", logger: logger)
+        let rows = try await client.boundedQuery("SELECT count(*) FROM outbox WHERE published_at IS NULL", logger: logger)
         for try await count in rows.decode(Int64.self) { return Int(count) }
         return 0
     }
 
     /// Deletes records published before `cutoff`. Returns how many.
     public func deletePublished(before cutoff: Date) async throws -> Int {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             WITH deleted AS (DELETE FROM outbox WHERE published_at < \(cutoff) RETURNING 1) SELECT count(*) FROM deleted
             """, logger: logger)
         for try await count in rows.decode(Int64.self) { return Int(count) }

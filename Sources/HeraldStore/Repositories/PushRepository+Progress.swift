@@ -38,7 +38,7 @@ extension PushRepository {
     /// Whether the stored push `id` was created from this audience, notification and options
     /// (compared as JSON values, so key order and spacing do not matter).
     public func matches(id: UUID, audienceJSON: String, notificationJSON: String, optionsJSON: String) async throws -> Bool {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT audience = \(audienceJSON)::jsonb AND notification = \(notificationJSON)::jsonb AND options = \(optionsJSON)::jsonb
             FROM pushes WHERE id = \(id)
             """, logger: logger)
@@ -48,7 +48,7 @@ extension PushRepository {
 
     /// The recall push of `pushID`, if one was made.
     public func recall(of pushID: UUID, appID: UUID) async throws -> Push? {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT \(unescaped: Self.pushColumns) FROM pushes WHERE recall_of = \(pushID) AND app_id = \(appID)
             ORDER BY created_at LIMIT 1
             """, logger: logger)
@@ -58,7 +58,7 @@ extension PushRepository {
     /// The app's devices, pushes created since `since`, and their delivery totals.
     public func statistics(appID: UUID, since: Date) async throws -> AppStatistics {
         var statistics = AppStatistics()
-        let devices = try await client.query("""
+        let devices = try await client.boundedQuery("""
             SELECT status, environment, count(*) FROM devices WHERE app_id = \(appID) GROUP BY status, environment
             """, logger: logger)
         for try await (status, environment, count) in devices.decode((String, String, Int64).self) {
@@ -69,11 +69,11 @@ extension PushRepository {
                 statistics.invalidDevices += count
             }
         }
-        let pushes = try await client.query("""
+        let pushes = try await client.boundedQuery("""
             SELECT state, count(*) FROM pushes WHERE app_id = \(appID) AND created_at >= \(since) GROUP BY state
             """, logger: logger)
         for try await (state, count) in pushes.decode((String, Int64).self) { statistics.pushesByState[state] = count }
-        let totals = try await client.query("""
+        let totals = try await client.boundedQuery("""
             SELECT COALESCE(sum(c.targeted), 0)::bigint, COALESCE(sum(c.accepted), 0)::bigint, COALESCE(sum(c.rejected), 0)::bigint,
                    COALESCE(sum(c.expired), 0)::bigint, COALESCE(sum(c.canceled), 0)::bigint,
                    COALESCE(sum(c.tokens_invalidated), 0)::bigint,
@@ -99,7 +99,7 @@ extension PushRepository {
             WHERE
             """, binds: condition.binds)
         query.sql += " " + condition.sql + " ORDER BY p.created_at DESC, p.id DESC LIMIT \(max(1, limit))"
-        let rows = try await client.query(query, logger: logger)
+        let rows = try await client.boundedQuery(query, logger: logger)
         var result: [PushProgress] = []
         for try await row in rows {
             let cells = row.makeRandomAccess()
@@ -115,7 +115,7 @@ extension PushRepository {
 extension PushRepository {
     /// A page of the devices push `pushID` did not reach, with when each was recorded.
     public func failurePage(pushID: UUID, after cursor: Int64, limit: Int) async throws -> [(failure: FailedDelivery, failedAt: Date)] {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT device_id, status, NULLIF(reason, ''), NULLIF(http_status, 0), attempts, failed_at FROM failed_deliveries
             WHERE push_id = \(pushID) AND device_id > \(cursor) ORDER BY device_id LIMIT \(limit)
             """, logger: logger)

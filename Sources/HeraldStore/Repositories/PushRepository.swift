@@ -76,7 +76,7 @@ public struct PushRepository: Sendable {
 
     /// The push `id` of `appID`.
     public func push(id: UUID, appID: UUID) async throws -> Push? {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT \(unescaped: Self.pushColumns) FROM pushes WHERE id = \(id) AND app_id = \(appID)
             """, logger: logger)
         return try await Self.pushes(from: rows).first
@@ -91,7 +91,7 @@ public struct PushRepository: Sendable {
     /// sent again. Nil when `appID` has no such push.
     public func batchStatus(pushID: UUID, appID: UUID, sequence: Int32, copy: String,
                             takeoverAfter: Duration) async throws -> BatchStatus? {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             WITH push AS (
                 SELECT state = 'canceled' AS canceled FROM pushes WHERE id = \(pushID) AND app_id = \(appID)
             ), taken AS (
@@ -120,7 +120,7 @@ public struct PushRepository: Sendable {
 
     /// The push `appID` created with `idempotencyKey`.
     public func push(idempotencyKey: String, appID: UUID) async throws -> Push? {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT \(unescaped: Self.pushColumns) FROM pushes WHERE app_id = \(appID) AND idempotency_key = \(idempotencyKey)
             """, logger: logger)
         return try await Self.pushes(from: rows).first
@@ -128,7 +128,7 @@ public struct PushRepository: Sendable {
 
     /// An app's pushes, newest first, `limit` at a time before the push `cursor`.
     public func list(appID: UUID, state: PushState? = nil, before cursor: UUID? = nil, limit: Int = 50) async throws -> [Push] {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT \(unescaped: Self.pushColumns) FROM pushes
             WHERE app_id = \(appID)
               AND (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue)::text)
@@ -141,7 +141,7 @@ public struct PushRepository: Sendable {
     /// Moves a push to `state` if it is in one of `from`. Returns whether it moved.
     @discardableResult
     public func transition(id: UUID, from: [PushState], to state: PushState) async throws -> Bool {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             UPDATE pushes SET state = \(state.rawValue),
                 fanout_started_at = CASE WHEN \(state.rawValue) = 'fanning_out' THEN COALESCE(fanout_started_at, now()) ELSE fanout_started_at END,
                 fanout_finished_at = CASE WHEN \(state.rawValue) = 'sending' THEN now() ELSE fanout_finished_at END,
@@ -206,7 +206,7 @@ public struct PushRepository: Sendable {
     /// Marks a batch as having all its outcomes. Returns whether it was open.
     @discardableResult
     public func completeBatch(pushID: UUID, sequence: Int) async throws -> Bool {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             UPDATE push_batches SET completed_at = now()
             WHERE push_id = \(pushID) AND sequence = \(Int32(sequence)) AND completed_at IS NULL RETURNING sequence
             """, logger: logger)
@@ -216,7 +216,7 @@ public struct PushRepository: Sendable {
 
     /// Sequences of the push's batches still waiting for outcomes.
     public func openBatches(pushID: UUID) async throws -> [Int] {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT sequence FROM push_batches WHERE push_id = \(pushID) AND completed_at IS NULL ORDER BY sequence
             """, logger: logger)
         var sequences: [Int] = []
@@ -228,7 +228,7 @@ public struct PushRepository: Sendable {
 
     /// Adds `delta` to the push's counters (one row update for a whole batch of outcomes).
     public func addToCounters(pushID: UUID, _ delta: PushCounters) async throws {
-        try await client.withConnection { connection in
+        try await client.boundedConnection { connection in
             try await Self.addToCounters(pushID: pushID, delta, on: connection, logger: logger)
         }
     }
@@ -257,7 +257,7 @@ public struct PushRepository: Sendable {
     }
 
     public func counters(pushID: UUID) async throws -> PushCounters? {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT targeted, accepted, rejected, expired, canceled, tokens_invalidated, rejected_by_reason::text
             FROM push_counters WHERE push_id = \(pushID)
             """, logger: logger)
@@ -268,7 +268,7 @@ public struct PushRepository: Sendable {
     /// Records devices a push did not reach (a device recorded before keeps its first record).
     public func recordFailures(_ failures: [FailedDelivery]) async throws {
         guard !failures.isEmpty else { return }
-        try await client.query("""
+        try await client.boundedQuery("""
             INSERT INTO failed_deliveries (push_id, device_id, status, reason, http_status, attempts)
             SELECT * FROM unnest(\(failures.map(\.pushID))::uuid[], \(failures.map(\.deviceID))::bigint[],
                                  \(failures.map(\.status.rawValue))::text[], \(failures.map { $0.reason ?? "" })::text[],
@@ -280,7 +280,7 @@ public struct PushRepository: Sendable {
 
     /// The devices a push did not reach, in device order after `cursor`.
     public func failures(pushID: UUID, after cursor: Int64 = 0, limit: Int = 100) async throws -> [FailedDelivery] {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT device_id, status, NULLIF(reason, ''), NULLIF(http_status, 0), attempts FROM failed_deliveries
             WHERE push_id = \(pushID) AND device_id > \(cursor) ORDER BY device_id LIMIT \(limit)
             """, logger: logger)

@@ -13,7 +13,7 @@ public struct ScheduleRepository: Sendable {
     }
 
     public func create(_ schedule: Schedule) async throws {
-        try await client.query("""
+        try await client.boundedQuery("""
             INSERT INTO schedules (id, app_id, name, push_template, recurrence, time_of_day_s, time_zone, weekdays,
                                    next_fire_at, ends_at, enabled)
             VALUES (\(schedule.id), \(schedule.appID), \(schedule.name), \(schedule.pushTemplateJSON)::jsonb,
@@ -23,7 +23,7 @@ public struct ScheduleRepository: Sendable {
     }
 
     public func schedule(id: UUID, appID: UUID) async throws -> Schedule? {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             SELECT \(unescaped: Self.columns) FROM schedules WHERE id = \(id) AND app_id = \(appID)
             """, logger: logger)
         return try await Self.schedules(from: rows).first
@@ -33,7 +33,7 @@ public struct ScheduleRepository: Sendable {
     /// centers never fire one twice. `fire` returns each one's next time (`nil`: no more).
     /// - Returns: the schedules fired.
     @discardableResult
-    public func fireDue(now: Date, limit: Int, _ fire: (Schedule) async throws -> Date?) async throws -> [Schedule] {
+    public func fireDue(now: Date, limit: Int, _ fire: @escaping @Sendable (Schedule) async throws -> Date?) async throws -> [Schedule] {
         try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query("""
                 SELECT \(unescaped: Self.columns) FROM schedules
@@ -55,7 +55,7 @@ public struct ScheduleRepository: Sendable {
     /// Stops a schedule. Returns whether it was enabled.
     @discardableResult
     public func disable(id: UUID, appID: UUID) async throws -> Bool {
-        let rows = try await client.query("""
+        let rows = try await client.boundedQuery("""
             UPDATE schedules SET enabled = false WHERE id = \(id) AND app_id = \(appID) AND enabled RETURNING id
             """, logger: logger)
         for try await _ in rows.decode(UUID.self) { return true }
