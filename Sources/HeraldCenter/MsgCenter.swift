@@ -83,7 +83,7 @@ public final class MsgCenter: Service, Sendable {
                         try? await self.fanouts.releaseClaim(pushID: push.id, by: self.settings.name)
                     } catch {
                         // Another center (or this one, on its next sweep after the lease) takes it over.
-                        self.logger.error("fan-out failed; it will be resumed", metadata: ["push": "\(push.id)", "error": "\(error)"])
+                        self.logger.error("fan-out failed; it will be resumed", metadata: ["push": "\(push.id)", "error": "\(HeraldDatabase.describe(error))"])
                     }
                 }
             }
@@ -107,7 +107,7 @@ public final class MsgCenter: Service, Sendable {
                 claimedSink.yield(push)
             }
         } catch {
-            logger.warning("cannot claim pushes", metadata: ["error": "\(error)"])
+            logger.warning("cannot claim pushes", metadata: ["error": "\(HeraldDatabase.describe(error))"])
         }
     }
 
@@ -176,7 +176,7 @@ public final class MsgCenter: Service, Sendable {
             let byState = try await fanouts.pushCountsByState()
             metrics.pushesByState.withLock { $0 = byState }
         } catch {
-            logger.warning("sweep failed; trying again", metadata: ["error": "\(error)"])
+            logger.warning("sweep failed; trying again", metadata: ["error": "\(HeraldDatabase.describe(error))"])
         }
     }
 
@@ -204,7 +204,7 @@ public final class MsgCenter: Service, Sendable {
                 }
             }
         } catch {
-            logger.warning("re-drive failed; trying again later", metadata: ["error": "\(error)"])
+            logger.warning("re-drive failed; trying again later", metadata: ["error": "\(HeraldDatabase.describe(error))"])
         }
     }
 
@@ -215,7 +215,7 @@ public final class MsgCenter: Service, Sendable {
             metrics.tokensPurged.add(purged, ordering: .relaxed)
             if purged > 0 { logger.info("invalid tokens purged", metadata: ["devices": "\(purged)", "older-than-days": "\(settings.purgeInvalidAfterDays)"]) }
         } catch {
-            logger.warning("purge failed; trying again later", metadata: ["error": "\(error)"])
+            logger.warning("purge failed; trying again later", metadata: ["error": "\(HeraldDatabase.describe(error))"])
         }
     }
 }

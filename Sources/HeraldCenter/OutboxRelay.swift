@@ -38,7 +38,7 @@ public final class OutboxRelay: Service, Sendable {
                 if failing { logger.info("outbox relay publishing again") }
                 failing = false
             } catch {
-                if !failing { logger.warning("cannot publish the outbox; records wait in PostgreSQL", metadata: ["error": "\(error)"]) }
+                if !failing { logger.warning("cannot publish the outbox; records wait in PostgreSQL", metadata: ["error": "\(HeraldDatabase.describe(error))"]) }
                 failing = true
             }
             try? await Task.sleep(for: interval)

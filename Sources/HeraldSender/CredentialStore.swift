@@ -140,9 +140,9 @@ public final class CredentialStore: Service, Sendable {
                 return entry.client
             }
             logger.warning("cannot read APNs credentials from the database", metadata: [
-                "app": "\(appID)", "environment": "\(environment.rawValue)", "error": "\(error)",
+                "app": "\(appID)", "environment": "\(environment.rawValue)", "error": "\(HeraldDatabase.describe(error))",
                 "using": "\(inUse == nil ? "nothing yet" : "the credential loaded before")"])
-            guard let inUse else { throw CredentialUnavailable(appID: appID, reason: "\(error)") }
+            guard let inUse else { throw CredentialUnavailable(appID: appID, reason: HeraldDatabase.describe(error)) }
             return inUse
         }
         guard let record = records.first(where: { $0.environment == environment }) else {

@@ -64,7 +64,7 @@ public struct StoredBatchGate: BatchGate {
         } catch {
             if lastWarning.due(every: .seconds(10)) {
                 logger?.warning("no verdict from the database; batches are sent without one", metadata: [
-                    "push": "\(pushID)", "sequence": "\(sequence)", "error": "\(error)"])
+                    "push": "\(pushID)", "sequence": "\(sequence)", "error": "\(HeraldDatabase.describe(error))"])
             }
             return .send
         }

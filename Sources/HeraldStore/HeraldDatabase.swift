@@ -92,6 +92,29 @@ extension HeraldDatabase {
     }
 }
 
+extension HeraldDatabase {
+    /// What went wrong with a database call, for a log line: postgres-nio's own description of
+    /// its errors says only that it is generic (to keep statements and their values out of
+    /// logs), which leaves an operator blind. This names the server's SQLSTATE and message, or
+    /// the connection failure — never the statement, its values or the server's detail.
+    public static func describe(_ error: any Error) -> String {
+        if let error = error as? PostgresTransactionError {
+            if let cause = error.beginError ?? error.closureError ?? error.commitError {
+                return describe(cause)
+            }
+            return "transaction failed"
+        }
+        guard let error = error as? PSQLError else { return "\(error)" }
+        if let info = error.serverInfo {
+            return "PostgreSQL \(info[.sqlState] ?? "?"): \(info[.message] ?? "no message")"
+        }
+        if let underlying = error.underlying {
+            return "PostgreSQL \(error.code): \(describe(underlying))"
+        }
+        return "PostgreSQL \(error.code)"
+    }
+}
+
 /// PostgreSQL could not be reached or refused the login.
 public struct DatabaseUnreachable: Error, CustomStringConvertible {
     public var settings: PostgresSettings

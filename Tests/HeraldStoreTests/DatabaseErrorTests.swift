@@ -37,4 +37,19 @@ import Testing
         #expect(error.description.contains("127.0.0.1:1"))
         #expect(error.description.contains("refused"))
     }
+
+    @Test("a failed statement is logged with the server's SQLSTATE and message, never the statement's values")
+    func failedStatementForLogs() async throws {
+        try await withMigratedStore { client, logger in
+            let secret = "value-\(Int.random(in: 1000...9999))"
+            do {
+                try await client.query("SELECT \(secret)::text, 1 / 0", logger: logger)
+                Issue.record("dividing by zero should fail")
+            } catch {
+                let text = HeraldDatabase.describe(error)
+                #expect(text == "PostgreSQL 22012: division by zero")
+                #expect(!text.contains(secret))
+            }
+        }
+    }
 }

@@ -67,7 +67,7 @@ public final class OutcomeAccountant: Service, Sendable {
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
-                logger.warning("cannot count outcomes; retrying", metadata: ["error": "\(error)", "retry-in": "\(delay)"])
+                logger.warning("cannot count outcomes; retrying", metadata: ["error": "\(HeraldDatabase.describe(error))", "retry-in": "\(delay)"])
                 try await Task.sleep(for: delay)
                 delay = min(delay * 2, .seconds(5))
             }
