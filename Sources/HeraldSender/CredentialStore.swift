@@ -129,7 +129,7 @@ public final class CredentialStore: Service, Sendable {
 
         let records: [APNsCredentialRecord]
         do {
-            records = try await withDeadline(lookupWithin) { [repository] in try await repository.credentials(appID: appID) }
+            records = try await repository.credentials(appID: appID, answerWithin: lookupWithin)
         } catch {
             // The database cannot say whether the credential changed: the client in use goes on
             // (checked again after `refreshInterval`); without one, the caller waits for the database.

@@ -57,10 +57,8 @@ public struct StoredBatchGate: BatchGate {
     public func verdict(pushID: UUID, appID: UUID, sequence: UInt32, copy: String) async -> BatchVerdict {
         let status: PushRepository.BatchStatus?
         do {
-            status = try await withDeadline(answerWithin) { [pushes, takeoverAfter] in
-                try await pushes.batchStatus(pushID: pushID, appID: appID, sequence: Int32(bitPattern: sequence),
-                                             copy: copy, takeoverAfter: takeoverAfter)
-            }
+            status = try await pushes.batchStatus(pushID: pushID, appID: appID, sequence: Int32(bitPattern: sequence),
+                                                  copy: copy, takeoverAfter: takeoverAfter, answerWithin: answerWithin)
         } catch {
             if lastWarning.due(every: .seconds(10)) {
                 logger?.warning("no verdict from the database; batches are sent without one", metadata: [

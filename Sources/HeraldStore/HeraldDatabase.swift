@@ -130,17 +130,19 @@ public struct DatabaseUnreachable: Error, CustomStringConvertible {
 }
 
 
-extension PostgresClient {
+extension HeraldDatabase {
     /// How long a statement or a transaction of Herald's may go without an answer before its
     /// caller gives up (and retries, or reports the error). postgres-nio 1.33.2 can leave a request
     /// made just as the server shuts down waiting for ever — the end-to-end database-outage test
     /// caught a center's counting and a fan-out each stuck that way — so no call waits unbounded.
-    static let answerWithin: Duration = .seconds(60)
+    public static let answerWithin: Duration = .seconds(60)
+}
 
-    /// `query(_:logger:)`, given up with ``DeadlineExceeded`` after ``answerWithin``.
-    func boundedQuery(_ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line)
-        async throws -> PostgresRowSequence {
-        try await withDeadline(Self.answerWithin) { try await self.query(query, logger: logger, file: file, line: line) }
+extension PostgresClient {
+    /// `query(_:logger:)`, given up with ``DeadlineExceeded`` after `within`.
+    func boundedQuery(_ query: PostgresQuery, logger: Logger, within: Duration = HeraldDatabase.answerWithin,
+                      file: String = #fileID, line: Int = #line) async throws -> PostgresRowSequence {
+        try await withDeadline(within) { try await self.query(query, logger: logger, file: file, line: line) }
     }
 
     /// Runs `body` in a transaction; if `body` throws, rolls back and rethrows *its* error (not
@@ -151,7 +153,7 @@ extension PostgresClient {
     ///   caller (a device import streaming an upload).
     func transaction<Result: Sendable>(
         logger: Logger,
-        within: Duration? = answerWithin,
+        within: Duration? = HeraldDatabase.answerWithin,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         let run: @Sendable () async throws -> Result = {
@@ -166,10 +168,10 @@ extension PostgresClient {
         return try await withDeadline(within, run)
     }
 
-    /// `withConnection`, given up with ``DeadlineExceeded`` after ``answerWithin``.
+    /// `withConnection`, given up with ``DeadlineExceeded`` after ``HeraldDatabase/answerWithin``.
     func boundedConnection<Result: Sendable>(
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
-        try await withDeadline(Self.answerWithin) { try await self.withConnection { try await body($0) } }
+        try await withDeadline(HeraldDatabase.answerWithin) { try await self.withConnection { try await body($0) } }
     }
 }

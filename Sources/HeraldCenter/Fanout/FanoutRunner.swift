@@ -31,7 +31,7 @@ struct FanoutRunner: Sendable {
             context = try FanoutContext(push: push, batchSize: batchSize, jobsTopic: jobsTopic)
         } catch {
             // Nothing can be sent: end the fan-out with nothing targeted rather than retry forever.
-            logger.error("fan-out impossible", metadata: ["error": "\(HeraldDatabase.describe(error))"])
+            logger.error("fan-out impossible", metadata: ["error": "\(error)"])
             _ = try await fanouts.finishFanout(pushID: push.id, by: center)
             return
         }
@@ -150,7 +150,7 @@ struct FanoutRunner: Sendable {
                 break
             } catch {
                 try Task.checkCancellation()
-                logger.warning("cannot produce job batches; retrying", metadata: ["error": "\(HeraldDatabase.describe(error))", "retry-in": "\(delay)"])
+                logger.warning("cannot produce job batches; retrying", metadata: ["error": "\(error)", "retry-in": "\(delay)"])
                 _ = try? await fanouts.renewClaim(pushID: context.push.id, by: center)
                 try await Task.sleep(for: delay)
                 delay = min(delay * 2, .seconds(5))

@@ -26,11 +26,12 @@ public struct CredentialRepository: Sendable {
     }
 
     /// The app's credentials (at most one per environment).
-    public func credentials(appID: UUID) async throws -> [APNsCredentialRecord] {
+    /// - Throws: ``DeadlineExceeded`` without an answer within `answerWithin`.
+    public func credentials(appID: UUID, answerWithin: Duration = HeraldDatabase.answerWithin) async throws -> [APNsCredentialRecord] {
         let rows = try await client.boundedQuery("""
             SELECT id, app_id, environment, kind, key_id, team_id, sealed_secret, certificate_expires_at, updated_at
             FROM apns_credentials WHERE app_id = \(appID) ORDER BY environment
-            """, logger: logger)
+            """, logger: logger, within: answerWithin)
         var credentials: [APNsCredentialRecord] = []
         for try await (id, appID, environment, kind, keyID, teamID, secret, expiresAt, updatedAt)
             in rows.decode((UUID, UUID, String, String, String?, String?, ByteBuffer, Date?, Date).self) {

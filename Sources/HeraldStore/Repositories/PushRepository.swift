@@ -89,8 +89,9 @@ public struct PushRepository: Sendable {
     /// its way). Unless another copy started less than `takeoverAfter` ago, the batch is noted
     /// as being sent from `copy`; the same record redelivered after its sender died is always
     /// sent again. Nil when `appID` has no such push.
-    public func batchStatus(pushID: UUID, appID: UUID, sequence: Int32, copy: String,
-                            takeoverAfter: Duration) async throws -> BatchStatus? {
+    /// - Throws: ``DeadlineExceeded`` without an answer within `answerWithin`.
+    public func batchStatus(pushID: UUID, appID: UUID, sequence: Int32, copy: String, takeoverAfter: Duration,
+                            answerWithin: Duration = HeraldDatabase.answerWithin) async throws -> BatchStatus? {
         let rows = try await client.boundedQuery("""
             WITH push AS (
                 SELECT state = 'canceled' AS canceled FROM pushes WHERE id = \(pushID) AND app_id = \(appID)
@@ -104,7 +105,7 @@ public struct PushRepository: Sendable {
             SELECT p.canceled, b.completed_at IS NOT NULL,
                    b.sequence IS NOT NULL AND b.completed_at IS NULL AND NOT EXISTS (SELECT 1 FROM taken)
             FROM push p LEFT JOIN push_batches b ON b.push_id = \(pushID) AND b.sequence = \(sequence)
-            """, logger: logger)
+            """, logger: logger, within: answerWithin)
         for try await (canceled, accounted, elsewhere) in rows.decode((Bool, Bool?, Bool?).self) {
             return BatchStatus(canceled: canceled, accounted: accounted ?? false, anotherCopySending: elsewhere ?? false)
         }
