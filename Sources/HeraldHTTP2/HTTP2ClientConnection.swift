@@ -85,6 +85,10 @@ public final class HTTP2ClientConnection: Sendable {
         return HTTP2ClientConnection(channel: channel, handler: handler, shared: shared, authority: authority)
     }
 
+    /// The event loop the connection runs on (where ``submit(_:timeout:onResponse:)``'s handler
+    /// is called).
+    public var eventLoop: any EventLoop { channel.eventLoop }
+
     /// The server's current SETTINGS_MAX_CONCURRENT_STREAMS.
     public var maxConcurrentStreams: Int { shared.maxConcurrentStreams.load(ordering: .relaxed) }
 
@@ -119,6 +123,30 @@ public final class HTTP2ClientConnection: Sendable {
             }
         } onCancel: {
             eventLoop.execute { handler.value.cancel(pending) }
+        }
+    }
+
+    /// Sends `requests` without waiting for their responses: `onResponse` is called once for
+    /// each, with its tag, on the connection's event loop (so it must not block), when the
+    /// response is complete or the request failed. Called on that event loop, the requests are
+    /// submitted at once — a handler can send the next request without a thread hop.
+    ///
+    /// This is the path for many requests at a time: no task, continuation or hop per request.
+    /// As with ``send(_:timeout:)``, the caller keeps within ``maxConcurrentStreams``.
+    ///
+    /// - Parameters:
+    ///   - requests: the requests, each with a tag of the caller's choosing.
+    ///   - timeout: each request's deadline, counted from now.
+    ///   - onResponse: the response, or the ``HTTP2Error`` (as with `send`) of each request.
+    public func submit(_ requests: [(tag: Int, request: HTTP2Request)], timeout: TimeAmount,
+                       onResponse: @escaping HTTP2ResponseHandler) {
+        let deadline = NIODeadline.now() + timeout
+        let handler = self.handler
+        let eventLoop = channel.eventLoop
+        if eventLoop.inEventLoop {
+            handler.value.submit(requests, deadline: deadline, onResponse: onResponse)
+        } else {
+            eventLoop.execute { handler.value.submit(requests, deadline: deadline, onResponse: onResponse) }
         }
     }
 

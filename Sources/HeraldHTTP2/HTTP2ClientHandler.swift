@@ -7,7 +7,11 @@ import Synchronization
 /// loop. After `HTTP2ClientConnection.send` hands it over (through `EventLoop.execute`, which
 /// orders the hand-over), only the event loop touches its fields.
 final class PendingHTTP2Request: @unchecked Sendable {
+    /// Who is told of the response: a waiting task, or a handler called on the event loop with
+    /// the request's tag.
     var continuation: CheckedContinuation<HTTP2Response, any Error>?
+    var handler: HTTP2ResponseHandler?
+    var tag = 0
     let deadline: NIODeadline
     var streamID: Int32 = 0
     var status = 0
@@ -20,8 +24,13 @@ final class PendingHTTP2Request: @unchecked Sendable {
     }
 
     func finish(_ result: Result<HTTP2Response, any Error>) {
-        continuation?.resume(with: result)
-        continuation = nil
+        if let continuation {
+            continuation.resume(with: result)
+            self.continuation = nil
+        } else if let handler {
+            self.handler = nil
+            handler(tag, result)
+        }
     }
 }
 
@@ -95,6 +104,15 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
             scheduleFlush()
         } catch {
             pending.finish(.failure(HTTP2Error(.protocolError("\(error)"), requestWasNotProcessed: true)))
+        }
+    }
+
+    func submit(_ requests: [(tag: Int, request: HTTP2Request)], deadline: NIODeadline, onResponse: @escaping HTTP2ResponseHandler) {
+        for (tag, request) in requests {
+            let pending = PendingHTTP2Request(deadline: deadline)
+            pending.handler = onResponse
+            pending.tag = tag
+            submit(request, pending)
         }
     }
 

@@ -22,15 +22,13 @@ struct HTTP2OutgoingHeaders {
     /// apart so that the caller's array is used as it is, not copied into a new one.
     var leading: LeadingFields
     var fields: [HTTP2HeaderField]
+    /// A field sent after `fields`.
+    var last: HTTP2HeaderField?
 
     /// Up to four leading fields, stored inline (no allocation).
     struct LeadingFields {
         var count = 0
         var first, second, third, fourth: HTTP2HeaderField?
-
-        init(_ fields: [HTTP2HeaderField]) {
-            for field in fields { append(field) }
-        }
 
         init() {}
 
@@ -58,9 +56,10 @@ struct HTTP2OutgoingHeaders {
         self.fields = fields
     }
 
-    init(leading: [HTTP2HeaderField], fields: [HTTP2HeaderField]) {
-        self.leading = LeadingFields(leading)
+    init(leading: LeadingFields, fields: [HTTP2HeaderField], last: HTTP2HeaderField?) {
+        self.leading = leading
         self.fields = fields
+        self.last = last
     }
 
     /// Calls `body` with nghttp2 name/value pairs pointing into temporary storage. nghttp2 copies
@@ -70,7 +69,8 @@ struct HTTP2OutgoingHeaders {
         var byteCount = 0
         leading.forEach { byteCount += $0.name.utf8.count + $0.value.utf8.count }
         for field in fields { byteCount += field.name.utf8.count + field.value.utf8.count }
-        let count = fields.count + leading.count
+        if let last { byteCount += last.name.utf8.count + last.value.utf8.count }
+        let count = fields.count + leading.count + (last == nil ? 0 : 1)
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(byteCount, 1)) { bytes in
             withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(count, 1)) { pairs in
                 var offset = 0
@@ -99,6 +99,7 @@ struct HTTP2OutgoingHeaders {
                 }
                 leading.forEach { add($0) }
                 for field in fields { add(field) }
+                if let last { add(last) }
                 defer { pairs.baseAddress!.deinitialize(count: count) }
                 return body(UnsafePointer(pairs.baseAddress!), count)
             }

@@ -3,7 +3,6 @@ import NIOCore
 import HeraldAPNs
 import HeraldRecords
 import Logging
-import Synchronization
 
 /// Sends every target of one job batch through an ``APNsClient`` and returns the batch's
 /// outcome record: each target ends accepted, rejected (with APNs' reason, status and the 410
@@ -35,87 +34,81 @@ public struct JobBatchSender: Sendable {
     }
 
     /// Sends `batch` and returns its outcomes.
-    public func send(_ batch: Herald_V1_JobBatch, with client: APNsClient) async -> Herald_V1_OutcomeBatch {
+    ///
+    /// Every target gets its first attempt at once (through ``APNsClient/send(_:)-(APNsNotification...)``,
+    /// as many in flight as the client allows); those APNs asks to retry are sent again in
+    /// rounds, each when the earliest back-off among them is over, with every retry then due.
+    ///
+    /// - Throws: `CancellationError` only: the task was cancelled while targets still waited to
+    ///   be retried. Nothing of the batch should be published then; it comes again.
+    public func send(_ batch: Herald_V1_JobBatch, with client: APNsClient) async throws -> Herald_V1_OutcomeBatch {
         let pushID = UUID(data: batch.pushID)
         let pushType = APNsPushType(batch.pushType)
         let priority = APNsPriority(rawValue: Int(batch.priority))
         let expiration = batch.expirationS > 0 ? batch.expirationS : nil
         let collapseID = batch.collapseID.isEmpty ? Self.collapseID(pushID: pushID) : batch.collapseID
         let payload = ByteBuffer(bytes: batch.payload)
+        let topic = batch.apnsTopic
+        let targets = batch.targets
+        let notifications = targets.map { target in
+            APNsNotification(
+                deviceToken: target.token.hexString, topic: topic, pushType: pushType, priority: priority,
+                expiration: expiration, collapseID: collapseID,
+                apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: target.deviceID)),
+                payload: payload)
+        }
+
+        var results = [TargetResult?](repeating: nil, count: targets.count)
+        var attempts = [Int](repeating: 0, count: targets.count)
+        // Milliseconds from the batch's first attempt to each target's final answer.
+        var latencies = [Double](repeating: 0, count: targets.count)
+        var waiting: [(index: Int, dueMilliseconds: Int64)] = []
+        var round = Array(targets.indices)
+        let start = ContinuousClock.now
+        var generator = SystemRandomNumberGenerator()
+        while true {
+            let roundStart = Self.milliseconds(ContinuousClock.now - start)
+            let sent = await client.send(round.map { notifications[$0] })
+            let current = now()
+            for (position, index) in round.enumerated() {
+                attempts[index] += 1
+                switch decide(sent.outcomes[position], of: notifications[index], attempt: attempts[index], now: current,
+                              expiresAtSeconds: expiration, generator: &generator) {
+                case .finished(let result):
+                    results[index] = result
+                    latencies[index] = roundStart + sent.latencies[position]
+                case .retry(let due):
+                    waiting.append((index, due))
+                }
+            }
+            guard let earliest = waiting.map(\.dueMilliseconds).min() else { break }
+            if Task.isCancelled { throw CancellationError() }
+            let wait = earliest - now()
+            if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
+            let due = now()
+            round = waiting.filter { $0.dueMilliseconds <= due }.map(\.index)
+            waiting.removeAll { $0.dueMilliseconds <= due }
+        }
 
         var outcomes = Herald_V1_OutcomeBatch()
         outcomes.schemaVersion = 1
         outcomes.batchID = batch.batchID
         outcomes.pushID = batch.pushID
         outcomes.appID = batch.appID
-        var attempts = 0
-        var latencies: [Double] = []
-        latencies.reserveCapacity(batch.targets.count)
-        // A few lanes per batch rather than a task per target (the APNs client bounds what is in
-        // flight anyway, and tasks cost allocations). A lane gives each target it takes a first
-        // attempt at once and keeps the ones to retry aside until their back-off is over, so a
-        // retry storm on some targets never holds back the first attempt of the others.
-        let targets = batch.targets
-        let next = TargetCursor()
-        let lanes = min(targets.count, Self.lanesPerBatch)
-        await withTaskGroup(of: [(UInt64, TargetResult, Int, Double)].self) { group in
-            for _ in 0..<lanes {
-                group.addTask {
-                    var done: [(UInt64, TargetResult, Int, Double)] = []
-                    var waiting: [PendingTarget] = []
-                    var generator = SystemRandomNumberGenerator()
-                    while true {
-                        var pending: PendingTarget
-                        // The clock is read only when retries wait: a first attempt needs none.
-                        if !waiting.isEmpty, let due = Self.takeDue(from: &waiting, now: self.now()) {
-                            pending = due
-                        } else if case let index = next.take(), index < targets.count {
-                            let target = targets[index]
-                            pending = PendingTarget(
-                                deviceID: target.deviceID,
-                                notification: APNsNotification(
-                                    deviceToken: target.token.hexString, topic: batch.apnsTopic, pushType: pushType, priority: priority,
-                                    expiration: expiration, collapseID: collapseID,
-                                    apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: target.deviceID)),
-                                    payload: payload),
-                                attempts: 0, dueMilliseconds: 0, start: .now)
-                        } else if let earliest = waiting.map(\.dueMilliseconds).min() {
-                            try? await Task.sleep(for: .milliseconds(max(1, earliest - self.now())))
-                            continue
-                        } else {
-                            break
-                        }
-                        pending.attempts += 1
-                        switch await self.attempt(pending.notification, attempt: pending.attempts, client: client,
-                                                  expiresAtSeconds: expiration, generator: &generator) {
-                        case .retry(let due):
-                            pending.dueMilliseconds = due
-                            waiting.append(pending)
-                        case .finished(let result):
-                            let elapsed = ContinuousClock.now - pending.start
-                            done.append((pending.deviceID, result, pending.attempts,
-                                         Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15))
-                        }
-                    }
-                    return done
-                }
-            }
-            for await lane in group {
-                for (deviceID, result, tries, latency) in lane {
-                    attempts += tries
-                    latencies.append(latency)
-                    switch result {
-                    case .accepted: outcomes.acceptedDeviceIds.append(deviceID)
-                    case .failed(var failure):
-                        failure.deviceID = deviceID
-                        outcomes.failures.append(failure)
-                        logger.debug("notification not delivered", metadata: [
-                            "push": "\(pushID)", "device": "\(deviceID)",
-                            "apns-id": "\(APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: deviceID)))",
-                            "token": "\(batch.targets.first { $0.deviceID == deviceID }.map { String($0.token.hexString.prefix(8)) + "…" } ?? "?")",
-                            "outcome": "\(Self.statusName(failure.status))", "reason": "\(failure.reason)", "attempts": "\(failure.attempts)"])
-                    }
-                }
+        for index in targets.indices {
+            let deviceID = targets[index].deviceID
+            switch results[index] {
+            case .accepted?:
+                outcomes.acceptedDeviceIds.append(deviceID)
+            case .failed(var failure)?:
+                failure.deviceID = deviceID
+                outcomes.failures.append(failure)
+                logger.debug("notification not delivered", metadata: [
+                    "push": "\(pushID)", "device": "\(deviceID)", "apns-id": "\(notifications[index].apnsID ?? "")",
+                    "token": "\(notifications[index].deviceToken.prefix(8))…",
+                    "outcome": "\(Self.statusName(failure.status))", "reason": "\(failure.reason)", "attempts": "\(failure.attempts)"])
+            case nil:
+                preconditionFailure("every target ends with an outcome")
             }
         }
         outcomes.acceptedDeviceIds.sort()
@@ -123,8 +116,12 @@ public struct JobBatchSender: Sendable {
         outcomes.completedAtMs = now()
         metrics?.record(accepted: outcomes.acceptedDeviceIds.count,
                         failures: outcomes.failures.map { (Self.statusName($0.status), $0.reason) },
-                        attempts: attempts, latencies: latencies)
+                        attempts: attempts.reduce(0, +), latencies: latencies)
         return outcomes
+    }
+
+    static func milliseconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
     }
 
     static func statusName(_ status: Herald_V1_OutcomeBatch.Status) -> String {
@@ -136,29 +133,9 @@ public struct JobBatchSender: Sendable {
         }
     }
 
-    /// Concurrent sends per batch (with 8 batches in flight, 2,048: about the APNs client's
-    /// default in-flight bound).
-    static let lanesPerBatch = 256
-
     enum TargetResult: Sendable {
         case accepted
         case failed(Herald_V1_OutcomeBatch.Failure)
-    }
-
-    /// A target being sent: what to send, how often it was sent, when to send it again.
-    struct PendingTarget {
-        var deviceID: UInt64
-        var notification: APNsNotification
-        var attempts: Int
-        var dueMilliseconds: Int64
-        var start: ContinuousClock.Instant
-    }
-
-    /// Removes and returns the retry that is due soonest, if its time has come.
-    static func takeDue(from waiting: inout [PendingTarget], now: Int64) -> PendingTarget? {
-        guard let soonest = waiting.indices.min(by: { waiting[$0].dueMilliseconds < waiting[$1].dueMilliseconds }),
-              waiting[soonest].dueMilliseconds <= now else { return nil }
-        return waiting.remove(at: soonest)
     }
 
     enum AttemptResult {
@@ -167,11 +144,10 @@ public struct JobBatchSender: Sendable {
         case retry(dueMilliseconds: Int64)
     }
 
-    /// Sends `notification` once (its `attempt`-th time) and says whether it is finished or when
-    /// to try again, as the retry policy decides.
-    private func attempt(_ notification: APNsNotification, attempt: Int, client: APNsClient, expiresAtSeconds: Int64?,
-                         generator: inout SystemRandomNumberGenerator) async -> AttemptResult {
-        let outcome = await client.send(notification)
+    /// What the `attempt`-th sending of `notification` ended with means: finished, or when to
+    /// try again, as the retry policy decides.
+    private func decide(_ outcome: APNsOutcome, of notification: APNsNotification, attempt: Int, now current: Int64,
+                        expiresAtSeconds: Int64?, generator: inout SystemRandomNumberGenerator) -> AttemptResult {
         var failure = Herald_V1_OutcomeBatch.Failure()
         failure.attempts = UInt32(attempt)
         switch outcome {
@@ -188,7 +164,6 @@ public struct JobBatchSender: Sendable {
             failure.reason = notification.problem ?? "invalid notification"
             return .finished(.failed(failure))
         default:
-            let current = now()
             let decision = retryPolicy.decision(
                 afterAttempt: attempt, nowMilliseconds: current, expirationMilliseconds: expiresAtSeconds.map { $0 * 1000 },
                 unit: Double.random(in: 0..<1, using: &generator))
@@ -260,10 +235,4 @@ extension Data {
             return count * 2
         }
     }
-}
-
-/// Hands out target indexes to a batch's sending tasks.
-final class TargetCursor: Sendable {
-    private let position = Atomic<Int>(0)
-    func take() -> Int { position.add(1, ordering: .relaxed).oldValue }
 }

@@ -180,7 +180,7 @@ public final class SenderWorker: Service, Sendable {
         }
         do {
             let client = try await client(appID: appID, environment: environment)
-            return await sender.send(batch, with: client)
+            return try await sender.send(batch, with: client)
         } catch is CancellationError {
             throw CancellationError()
         } catch let error as MissingCredential {

@@ -54,9 +54,29 @@ func withClient(
         client: adjust, clock: clock, body)
 }
 
-/// Sends every notification at once; returns the outcomes in order.
-func sendAll(_ client: APNsClient, _ notifications: [APNsNotification]) async -> [APNsOutcome] {
-    await withTaskGroup(of: (Int, APNsOutcome).self) { group in
+/// The client's two ways of sending: one notification per call (a task each), or many in one
+/// call (the worker's path). Every rule must hold on both.
+enum SendPath: String, CaseIterable, CustomTestStringConvertible {
+    case oneAtATime, together
+    var testDescription: String { rawValue }
+}
+
+/// Sends every notification at once, in `batches` concurrent calls when `together`; returns
+/// the outcomes in order.
+func sendAll(_ client: APNsClient, _ notifications: [APNsNotification], _ path: SendPath = .oneAtATime, batches: Int = 1) async -> [APNsOutcome] {
+    if path == .together {
+        let size = max(1, (notifications.count + batches - 1) / batches)
+        let chunks = stride(from: 0, to: notifications.count, by: size).map { Array(notifications[$0..<min($0 + size, notifications.count)]) }
+        return await withTaskGroup(of: (Int, [APNsOutcome]).self) { group in
+            for (index, chunk) in chunks.enumerated() {
+                group.addTask { (index, await client.send(chunk).outcomes) }
+            }
+            var results = [[APNsOutcome]](repeating: [], count: chunks.count)
+            for await (index, outcomes) in group { results[index] = outcomes }
+            return results.flatMap { $0 }
+        }
+    }
+    return await withTaskGroup(of: (Int, APNsOutcome).self) { group in
         for (index, notification) in notifications.enumerated() {
             group.addTask { (index, await client.send(notification)) }
         }
@@ -67,14 +87,15 @@ func sendAll(_ client: APNsClient, _ notifications: [APNsNotification]) async ->
 }
 
 /// Sends until every notification has a final outcome, as the worker will (without back-off).
-func sendUntilFinal(_ client: APNsClient, _ notifications: [APNsNotification], rounds: Int = 50) async -> (outcomes: [APNsOutcome], retried: Int) {
-    var outcomes = await sendAll(client, notifications)
+func sendUntilFinal(_ client: APNsClient, _ notifications: [APNsNotification], _ path: SendPath = .oneAtATime,
+                    rounds: Int = 50) async -> (outcomes: [APNsOutcome], retried: Int) {
+    var outcomes = await sendAll(client, notifications, path)
     var retried = 0
     for _ in 0..<rounds {
         let again = outcomes.indices.filter { outcomes[$0].isRetryable }
         if again.isEmpty { break }
         retried += again.count
-        let second = await sendAll(client, again.map { notifications[$0] })
+        let second = await sendAll(client, again.map { notifications[$0] }, path)
         for (index, outcome) in zip(again, second) { outcomes[index] = outcome }
     }
     return (outcomes, retried)
@@ -82,11 +103,12 @@ func sendUntilFinal(_ client: APNsClient, _ notifications: [APNsNotification], r
 
 @Suite("APNs client against apns-sim", .serialized)
 struct APNsClientTests {
-    @Test("happy path: 2000 notifications over two connections, each accepted once with its apns-id and collapse id")
-    func happyPath() async throws {
+    @Test("happy path: 2000 notifications over two connections, each accepted once with its apns-id and collapse id",
+          arguments: SendPath.allCases)
+    func happyPath(path: SendPath) async throws {
         try await withClient { simulator, client in
             let notifications = (0..<2000).map { ClientFixture.notification($0) }
-            let outcomes = await sendAll(client, notifications)
+            let outcomes = await sendAll(client, notifications, path, batches: 4)
             #expect(outcomes.allSatisfy { if case .accepted = $0 { true } else { false } })
             #expect(outcomes.first == .accepted(apnsID: notifications[0].apnsID!))
             let recorded = simulator.ledger.notifications()
@@ -115,14 +137,60 @@ struct APNsClientTests {
         }
     }
 
-    @Test("a 429/503 storm ends with every notification delivered exactly once")
-    func storm() async throws {
+    @Test("sent together: each reason in its place, the invalid one never leaves, the rest accepted")
+    func reasonsTogether() async throws {
+        try await withClient { simulator, client in
+            var wrongTopic = ClientFixture.notification(1)
+            wrongTopic.topic = "com.not.ours"
+            let tooLarge = ClientFixture.notification(2, payload: #"{"aps":{"alert":""# + String(repeating: "x", count: 5000) + #""}}"#)
+            let notifications = [ClientFixture.notification(0, token: "beef0000"), ClientFixture.notification(0, token: "dead0001"),
+                                 ClientFixture.notification(0, token: "0a0b0c0d"), wrongTopic, tooLarge, ClientFixture.notification(3)]
+            let result = await client.send(notifications)
+            #expect(result.outcomes == [
+                .rejected(.badDeviceToken, status: 400, unregisteredAt: nil),
+                .rejected(.unregistered, status: 410, unregisteredAt: ClientFixture.unregisteredAt),
+                .rejected(.deviceTokenNotForTopic, status: 400, unregisteredAt: nil),
+                .rejected(.topicDisallowed, status: 400, unregisteredAt: nil),
+                .failed(.invalid),
+                .accepted(apnsID: notifications[5].apnsID!),
+            ])
+            #expect(result.latencies[4] == 0)
+            #expect(result.latencies[5] > 0)
+            #expect(simulator.ledger.counts.requests == 5)
+            #expect(simulator.ledger.counts.accepted == 1)
+            #expect(client.status.inFlight == 0)
+        }
+    }
+
+    @Test("sent together and cancelled: what was sent finishes, what was not ends clientStopped, no stream is kept")
+    func cancelledTogether() async throws {
+        var faults = APNsFaults()
+        faults.latency = .init(distribution: .uniform, milliseconds: 5, maxMilliseconds: 10)
+        try await withClient(simulator: ClientFixture.simulator { $0.faults = faults }, client: { $0.maxInFlight = 10 }) { simulator, client in
+            let notifications = (0..<1000).map { ClientFixture.notification($0) }
+            let sending = Task { await client.send(notifications).outcomes }
+            try await Task.sleep(for: .milliseconds(100))
+            sending.cancel()
+            let outcomes = await sending.value
+            let accepted = outcomes.filter { if case .accepted = $0 { true } else { false } }.count
+            #expect(accepted > 0)
+            #expect(accepted < 1000)
+            #expect(outcomes.filter { $0 == .failed(.clientStopped) }.count == 1000 - accepted)
+            #expect(simulator.ledger.counts.accepted == accepted)
+            #expect(client.status.inFlight == 0)
+            // The client goes on working.
+            #expect(await client.send([ClientFixture.notification(1500)]).outcomes == [.accepted(apnsID: ClientFixture.notification(1500).apnsID!)])
+        }
+    }
+
+    @Test("a 429/503 storm ends with every notification delivered exactly once", arguments: SendPath.allCases)
+    func storm(path: SendPath) async throws {
         var faults = APNsFaults()
         faults.tooManyRequests = 0.3
         faults.serviceUnavailable = 0.3
         try await withClient(simulator: ClientFixture.simulator { $0.faults = faults }) { simulator, client in
             let notifications = (0..<1000).map { ClientFixture.notification($0) }
-            let (outcomes, retried) = await sendUntilFinal(client, notifications)
+            let (outcomes, retried) = await sendUntilFinal(client, notifications, path)
             #expect(outcomes.allSatisfy { if case .accepted = $0 { true } else { false } })
             #expect(retried > 300)
             #expect(simulator.ledger.counts.accepted == 1000)
@@ -130,13 +198,14 @@ struct APNsClientTests {
         }
     }
 
-    @Test("GOAWAY in the middle: streams APNs did not process are sent again; nothing lost, nothing twice")
-    func goAwayMidway() async throws {
+    @Test("GOAWAY in the middle: streams APNs did not process are sent again; nothing lost, nothing twice",
+          arguments: SendPath.allCases)
+    func goAwayMidway(path: SendPath) async throws {
         var faults = APNsFaults()
         faults.goAwayAfterRequests = 150
         try await withClient(simulator: ClientFixture.simulator { $0.faults = faults }) { simulator, client in
             let notifications = (0..<2000).map { ClientFixture.notification($0) }
-            let (outcomes, _) = await sendUntilFinal(client, notifications)
+            let (outcomes, _) = await sendUntilFinal(client, notifications, path)
             #expect(outcomes.allSatisfy { if case .accepted = $0 { true } else { false } })
             let recorded = simulator.ledger.notifications()
             #expect(recorded.count == 2000)
@@ -145,22 +214,22 @@ struct APNsClientTests {
         }
     }
 
-    @Test("streams that never answer end at the deadline and succeed when sent again")
-    func neverAnswered() async throws {
+    @Test("streams that never answer end at the deadline and succeed when sent again", arguments: SendPath.allCases)
+    func neverAnswered(path: SendPath) async throws {
         var faults = APNsFaults()
         faults.neverAnswer = 0.2
         try await withClient(simulator: ClientFixture.simulator { $0.faults = faults }, client: { $0.requestTimeout = .milliseconds(300) }) { simulator, client in
             let notifications = (0..<300).map { ClientFixture.notification($0) }
-            let first = await sendAll(client, notifications)
+            let first = await sendAll(client, notifications, path)
             #expect(first.contains(.failed(.timeout)))
             simulator.faults = APNsFaults()
-            let (outcomes, _) = await sendUntilFinal(client, notifications)
+            let (outcomes, _) = await sendUntilFinal(client, notifications, path)
             #expect(outcomes.allSatisfy { if case .accepted = $0 { true } else { false } })
         }
     }
 
-    @Test("in flight never exceeds maxInFlight; callers wait instead")
-    func boundedInFlight() async throws {
+    @Test("in flight never exceeds maxInFlight; callers wait instead", arguments: SendPath.allCases)
+    func boundedInFlight(path: SendPath) async throws {
         var faults = APNsFaults()
         faults.latency = .init(distribution: .uniform, milliseconds: 1, maxMilliseconds: 10)
         try await withClient(simulator: ClientFixture.simulator { $0.faults = faults }, client: { $0.maxInFlight = 25 }) { simulator, client in
@@ -173,7 +242,7 @@ struct APNsClientTests {
                     try? await Task.sleep(for: .microseconds(200))
                 }
             }()
-            let outcomes = await sendAll(client, (0..<1000).map { ClientFixture.notification($0) })
+            let outcomes = await sendAll(client, (0..<1000).map { ClientFixture.notification($0) }, path, batches: 4)
             done.store(true, ordering: .relaxed)
             await sampler
             #expect(outcomes.allSatisfy { if case .accepted = $0 { true } else { false } })
@@ -193,19 +262,52 @@ struct APNsClientTests {
         }
     }
 
-    @Test("an expired provider token is renewed and the notification sent again (clock injected)")
-    func tokenRenewal() async throws {
+    @Test("sent together on a new connection: one stream until the first success, then many (even if the server offers more)")
+    func streamLimitBeforeSuccessTogether() async throws {
+        var faults = APNsFaults()
+        faults.latency = .init(distribution: .uniform, milliseconds: 30, maxMilliseconds: 30)
+        let simulator = ClientFixture.simulator {
+            $0.faults = faults
+            $0.streamsBeforeAuthentication = 1000  // the client's own rule is what is tested
+        }
+        try await withClient(simulator: simulator, client: { $0.connections = 1 }) { simulator, client in
+            for _ in 0..<200 where client.status.streamLimits != [1000] { try await Task.sleep(for: .milliseconds(10)) }
+            let seen = Mutex<[Int]>([])
+            let done = Atomic<Bool>(false)
+            async let sampler: Void = {
+                while !done.load(ordering: .relaxed) {
+                    let now = client.status.inFlight
+                    if now > 0 { seen.withLock { $0.append(now) } }
+                    try? await Task.sleep(for: .milliseconds(1))
+                }
+            }()
+            let outcomes = await client.send((0..<50).map { ClientFixture.notification($0) }).outcomes
+            done.store(true, ordering: .relaxed)
+            await sampler
+            #expect(outcomes.allSatisfy { if case .accepted = $0 { true } else { false } })
+            let observed = seen.withLock { $0 }
+            // While the first request waits its 30 ms, it is alone; after it, the rest go together.
+            #expect(observed.first == 1)
+            #expect((observed.max() ?? 0) > 1)
+        }
+    }
+
+    @Test("an expired provider token is renewed and the notification sent again (clock injected)", arguments: SendPath.allCases)
+    func tokenRenewal(path: SendPath) async throws {
+        func send(_ client: APNsClient, _ notification: APNsNotification) async -> APNsOutcome {
+            await sendAll(client, [notification], path)[0]
+        }
         let offset = Atomic<Int64>(-3700)  // the provider's clock starts an hour and more behind
         let clock = APNsClock { Int64(Date().timeIntervalSince1970) + offset.load(ordering: .relaxed) }
         try await withClient(client: { $0.connections = 1 }, clock: clock) { simulator, client in
             // The token is issued "now" by the provider's clock: APNs finds it over an hour old.
-            #expect(await client.send(ClientFixture.notification(0)) == .rejected(.expiredProviderToken, status: 403, unregisteredAt: nil))
+            #expect(await send(client, ClientFixture.notification(0)) == .rejected(.expiredProviderToken, status: 403, unregisteredAt: nil))
             // Ten minutes later by that clock the token may not be renewed yet (20-minute rule).
             offset.store(-3700 + 10 * 60, ordering: .relaxed)
-            #expect(await client.send(ClientFixture.notification(1)) == .rejected(.expiredProviderToken, status: 403, unregisteredAt: nil))
+            #expect(await send(client, ClientFixture.notification(1)) == .rejected(.expiredProviderToken, status: 403, unregisteredAt: nil))
             // Twenty-one minutes after it was issued, the connection renews it and the send succeeds.
             offset.store(-3700 + 21 * 60, ordering: .relaxed)
-            #expect(await client.send(ClientFixture.notification(2)) == .accepted(apnsID: ClientFixture.notification(2).apnsID!))
+            #expect(await send(client, ClientFixture.notification(2)) == .accepted(apnsID: ClientFixture.notification(2).apnsID!))
             #expect(simulator.ledger.counts.byReason["ExpiredProviderToken"] == 4)  // two sends, each tried twice
             #expect(simulator.ledger.counts.byReason["TooManyProviderTokenUpdates"] == nil)
         }

@@ -67,7 +67,7 @@ struct JobBatchSenderTests {
     @Test("every target ends in exactly one outcome; APNs' reasons and the 410 timestamp are kept")
     func outcomesAddUp() async throws {
         try await withSenderClient(SenderFixture.simulator()) { simulator, client in
-            let outcomes = await JobBatchSender().send(SenderFixture.batch(), with: client)
+            let outcomes = try await JobBatchSender().send(SenderFixture.batch(), with: client)
             #expect(outcomes.acceptedDeviceIds == (1...290).map(UInt64.init))
             #expect(outcomes.failures.count == 10)
             #expect(outcomes.acceptedDeviceIds.count + outcomes.failures.count == 300)
@@ -92,7 +92,7 @@ struct JobBatchSenderTests {
         faults.tooManyRequests = 0.2
         try await withSenderClient(SenderFixture.simulator { $0.faults = faults }) { simulator, client in
             let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 30, baseDelayMilliseconds: 2, maxDelayMilliseconds: 20))
-            let outcomes = await sender.send(SenderFixture.batch(collapseID: "promo"), with: client)
+            let outcomes = try await sender.send(SenderFixture.batch(collapseID: "promo"), with: client)
             #expect(outcomes.acceptedDeviceIds.count == 290)
             #expect(outcomes.failures.count == 10)
             #expect(simulator.ledger.counts.accepted == 290)
@@ -110,7 +110,7 @@ struct JobBatchSenderTests {
             // Whole seconds, so at least three ahead: room for a second attempt of every target
             // even on a loaded machine (with two, one CI run gave some targets a single attempt).
             let expiration = Int64(Date().timeIntervalSince1970) + 4
-            let outcomes = await sender.send(SenderFixture.batch(expirationS: expiration), with: client)
+            let outcomes = try await sender.send(SenderFixture.batch(expirationS: expiration), with: client)
             #expect(outcomes.acceptedDeviceIds.isEmpty)
             #expect(outcomes.failures.count == 300)
             // The ten bad tokens are refused for good at once; the rest expire after retries.
@@ -127,7 +127,7 @@ struct JobBatchSenderTests {
         faults.tooManyRequests = 1
         try await withSenderClient(SenderFixture.simulator { $0.faults = faults }) { _, client in
             let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 3, baseDelayMilliseconds: 1, maxDelayMilliseconds: 5))
-            let outcomes = await sender.send(SenderFixture.batch(), with: client)
+            let outcomes = try await sender.send(SenderFixture.batch(), with: client)
             let throttled = outcomes.failures.filter { $0.reason == "TooManyRequests" }
             #expect(throttled.count == 290)
             #expect(throttled.allSatisfy { $0.attempts == 3 && $0.httpStatus == 429 && $0.status == .rejected })

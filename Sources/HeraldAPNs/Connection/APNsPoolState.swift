@@ -23,7 +23,9 @@ struct APNsPoolState {
         var tokenExpired = false
     }
 
-    typealias Waiter = CheckedContinuation<APNsLease?, Never>
+    /// Someone waiting for a stream: called, outside the lock, with a lease or with nil when
+    /// there is no connection (or the client stopped).
+    typealias Waiter = @Sendable (APNsLease?) -> Void
 
     var slots: [Slot]
     var inFlight = 0
@@ -45,7 +47,13 @@ struct APNsPoolState {
 
     /// A stream on the connection with the most room, if any and if in-flight allows.
     mutating func tryLease() -> APNsLease? {
-        guard !stopped, inFlight < maxInFlight else { return nil }
+        tryLease(upTo: 1)?.lease
+    }
+
+    /// Up to `count` streams on the connection with the most room, if any and if in-flight
+    /// allows: one lease, and how many streams it stands for (each is released on its own).
+    mutating func tryLease(upTo count: Int) -> (lease: APNsLease, streams: Int)? {
+        guard count > 0, !stopped, inFlight < maxInFlight else { return nil }
         var best = -1
         var bestRoom = 0
         for index in slots.indices {
@@ -56,9 +64,10 @@ struct APNsPoolState {
             }
         }
         guard best >= 0, let connection = slots[best].connection else { return nil }
-        slots[best].inUse += 1
-        inFlight += 1
-        return APNsLease(slot: best, connection: connection)
+        let streams = min(count, bestRoom, maxInFlight - inFlight)
+        slots[best].inUse += streams
+        inFlight += streams
+        return (APNsLease(slot: best, connection: connection), streams)
     }
 
     /// Gives a stream back; `authenticated` when the answer showed the credential was accepted.

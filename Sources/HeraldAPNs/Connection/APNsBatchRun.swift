@@ -1,0 +1,251 @@
+import HeraldHTTP2
+import NIOCore
+import Synchronization
+
+/// What became of notifications sent together with ``APNsClient/send(_:)-(APNsNotification...)``.
+public struct APNsBatchResult: Sendable {
+    /// Each notification's outcome, in the order they were given.
+    public var outcomes: [APNsOutcome]
+    /// Milliseconds from each notification's sending to its answer (over its resends, if APNs
+    /// asked for any); 0 for one never sent.
+    public var latencies: [Double]
+}
+
+/// One call of ``APNsClient/send(_:)-(APNsNotification...)``: hands its notifications to the
+/// client's connections as streams free up, and collects the answers.
+///
+/// Everything after ``start(_:)`` happens on the connections' event loops: an answer is read
+/// there, gives its stream back, and (once per event-loop turn) sends the next notifications
+/// on whatever streams are free. The state is under one lock, never held while the pool's
+/// waiters are called (one of them may be this run).
+final class APNsBatchRun: Sendable {
+    private struct State {
+        /// Position in `order` of the next notification to send.
+        var next = 0
+        var unanswered: Int
+        var outcomes: [APNsOutcome]
+        var latencies: [Double]
+        /// When each notification was handed to its connection (uptime nanoseconds).
+        var sentAt: [UInt64]
+        var sendAgain: [(Int, APNsClient.Answer.SendAgain)] = []
+        var continuation: CheckedContinuation<Void, Never>?
+        /// Sends no more (the caller was cancelled, or the client has no connection).
+        var stopped = false
+        /// Registered with the pool as a waiter for a stream.
+        var waiting = false
+        /// Streams the pool handed over, one per lease, to be used by the next `pump()`.
+        var handedOver: [APNsLease] = []
+        /// A `pump()` is due on an event loop.
+        var pumpScheduled = false
+    }
+
+    private let client: APNsClient
+    private let notifications: [APNsNotification]
+    /// The indexes of the notifications to send (those without a ``APNsNotification/problem``).
+    private let order: [Int]
+    private let state: Mutex<State>
+
+    init(client: APNsClient, notifications: [APNsNotification]) {
+        self.client = client
+        self.notifications = notifications
+        var outcomes = [APNsOutcome](repeating: .failed(.invalid), count: notifications.count)
+        var order: [Int] = []
+        order.reserveCapacity(notifications.count)
+        for index in notifications.indices {
+            if notifications[index].problem == nil {
+                order.append(index)
+                outcomes[index] = .failed(.notProcessed)
+            }
+        }
+        self.order = order
+        state = Mutex(State(unanswered: order.count, outcomes: outcomes,
+                            latencies: Array(repeating: 0, count: notifications.count),
+                            sentAt: Array(repeating: 0, count: notifications.count)))
+    }
+
+    /// The outcomes and latencies, once the continuation given to ``start(_:)`` was resumed.
+    var result: APNsBatchResult {
+        state.withLock { APNsBatchResult(outcomes: $0.outcomes, latencies: $0.latencies) }
+    }
+
+    /// The notifications APNs' answer asks to send again (a renewed token; not processed).
+    var sendAgain: [(Int, APNsClient.Answer.SendAgain)] { state.withLock { $0.sendAgain } }
+
+    /// Starts sending; `continuation` is resumed when every notification has its outcome.
+    func start(_ continuation: CheckedContinuation<Void, Never>) {
+        let done = state.withLock { state -> Bool in
+            state.continuation = continuation
+            return state.unanswered == 0
+        }
+        if done { continuation.resume() } else { pump() }
+    }
+
+    /// Sends no more; the notifications not sent yet end `clientStopped`.
+    func stopSending() {
+        finishUnsent(with: .clientStopped)
+    }
+
+    // MARK: Sending
+
+    private enum Step {
+        case send([(lease: APNsLease, positions: Range<Int>)], surplus: [APNsLease])
+        case noConnection
+        case wait
+    }
+
+    /// Sends as many of the notifications left as there are free streams for: those the pool
+    /// handed over, then any more it has.
+    private func pump() {
+        while true {
+            let now = NIODeadline.now().uptimeNanoseconds
+            let step = state.withLock { state -> Step in
+                var grants = Self.grouped(state.handedOver)
+                state.handedOver.removeAll()
+                if state.stopped || state.next == order.count {
+                    return .send([], surplus: grants.flatMap { Array(repeating: $0.lease, count: $0.streams) })
+                }
+                if grants.isEmpty {
+                    if state.waiting { return .wait }
+                    switch client.lease(upTo: order.count - state.next, orWait: { [self] in self.woken($0) }) {
+                    case .some(let lease?): grants = [lease]
+                    case .some(nil): return .noConnection
+                    case nil:
+                        state.waiting = true
+                        return .wait
+                    }
+                }
+                var sends: [(lease: APNsLease, positions: Range<Int>)] = []
+                var surplus: [APNsLease] = []
+                for (lease, streams) in grants {
+                    let count = min(streams, order.count - state.next)
+                    if count > 0 {
+                        let positions = state.next..<(state.next + count)
+                        state.next += count
+                        for position in positions { state.sentAt[order[position]] = now }
+                        sends.append((lease, positions))
+                    }
+                    surplus += Array(repeating: lease, count: streams - count)
+                }
+                return .send(sends, surplus: surplus)
+            }
+            switch step {
+            case .wait:
+                return
+            case .noConnection:
+                finishUnsent(with: client.isStopped ? .clientStopped : .noConnection)
+                return
+            case .send(let sends, let surplus):
+                for lease in surplus { client.release(lease, authenticated: false) }
+                if sends.isEmpty { return }
+                for (lease, positions) in sends { send(positions, on: lease) }
+            }
+        }
+    }
+
+    /// Single-stream leases gathered per connection.
+    private static func grouped(_ leases: [APNsLease]) -> [(lease: APNsLease, streams: Int)] {
+        var groups: [(lease: APNsLease, streams: Int)] = []
+        for lease in leases {
+            if let index = groups.firstIndex(where: { $0.lease.slot == lease.slot && $0.lease.connection === lease.connection }) {
+                groups[index].streams += 1
+            } else {
+                groups.append((lease, 1))
+            }
+        }
+        return groups
+    }
+
+    /// Hands the notifications at `positions` to the lease's connection in one go.
+    private func send(_ positions: Range<Int>, on lease: APNsLease) {
+        let authorization = client.providerToken(for: lease)
+        var requests: [(tag: Int, request: HTTP2Request)] = []
+        requests.reserveCapacity(positions.count)
+        var shared: (notification: APNsNotification, headers: [HTTP2HeaderField])?
+        for position in positions {
+            let index = order[position]
+            let notification = notifications[index]
+            let headers: [HTTP2HeaderField]
+            if let shared, shared.notification.sharesHeaders(with: notification) {
+                headers = shared.headers
+            } else {
+                headers = client.commonHeaders(notification, authorization: authorization)
+                shared = (notification, headers)
+            }
+            requests.append((index, client.makeRequest(notification, headers: headers)))
+        }
+        lease.connection.submit(requests, timeout: client.configuration.requestTimeout) { [self] index, result in
+            self.answered(index, result, on: lease)
+        }
+    }
+
+    /// An answer, on the connection's event loop.
+    private func answered(_ index: Int, _ result: Result<HTTP2Response, any Error>, on lease: APNsLease) {
+        let answer = client.answer(result, to: notifications[index], on: lease)
+        let now = NIODeadline.now().uptimeNanoseconds
+        let (finished, pumpNow) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
+            state.outcomes[index] = answer.outcome
+            state.latencies[index] = Double(now &- state.sentAt[index]) / 1e6
+            if let again = answer.sendAgain { state.sendAgain.append((index, again)) }
+            state.unanswered -= 1
+            if state.unanswered == 0 {
+                defer { state.continuation = nil }
+                return (state.continuation, false)
+            }
+            // One pump per event-loop turn, after the answers read in it.
+            guard !state.stopped, state.next < order.count, !state.waiting, !state.pumpScheduled else { return (nil, false) }
+            state.pumpScheduled = true
+            return (nil, true)
+        }
+        finished?.resume()
+        if pumpNow { schedulePump(on: lease.connection.eventLoop) }
+    }
+
+    /// Runs `pump()` on `eventLoop` after what it is doing now (reading a burst of answers).
+    private func schedulePump(on eventLoop: any EventLoop) {
+        eventLoop.execute {
+            self.state.withLock { $0.pumpScheduled = false }
+            self.pump()
+        }
+    }
+
+    /// The pool handed over a stream (kept for the next pump, so that a burst of freed streams
+    /// goes out in one group), or said there is none to be had.
+    private func woken(_ lease: APNsLease?) {
+        guard let lease else {
+            state.withLock { $0.waiting = false }
+            finishUnsent(with: client.isStopped ? .clientStopped : .noConnection)
+            return
+        }
+        let pumpNow = state.withLock { state -> Bool in
+            state.waiting = false
+            state.handedOver.append(lease)
+            guard !state.pumpScheduled else { return false }
+            state.pumpScheduled = true
+            return true
+        }
+        if pumpNow { schedulePump(on: lease.connection.eventLoop) }
+    }
+
+    /// Ends every notification not sent yet with `failure`.
+    private func finishUnsent(with failure: APNsTransportFailure) {
+        let finished = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.stopped = true
+            guard state.next < order.count else { return nil }
+            for position in state.next..<order.count { state.outcomes[order[position]] = .failed(failure) }
+            state.unanswered -= order.count - state.next
+            state.next = order.count
+            guard state.unanswered == 0 else { return nil }
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        finished?.resume()
+    }
+}
+
+extension APNsNotification {
+    /// Whether `other` carries the same header fields as this one, `apns-id` aside.
+    func sharesHeaders(with other: APNsNotification) -> Bool {
+        topic == other.topic && pushType == other.pushType && priority == other.priority
+            && expiration == other.expiration && collapseID == other.collapseID
+    }
+}
