@@ -60,15 +60,9 @@ public final class APNsClient: Service, Sendable {
 
     /// Sends one notification and returns what became of it; never throws.
     public func send(_ notification: APNsNotification) async -> APNsOutcome {
-        await send(notification, resends: 0, renewedToken: false)
-    }
-
-    /// Sends `notification`, having already sent it again `resends` times (not processed) and
-    /// renewed the token for it if `renewedToken`.
-    func send(_ notification: APNsNotification, resends: Int, renewedToken: Bool) async -> APNsOutcome {
         if notification.problem != nil { return .failed(.invalid) }
-        var resends = resends
-        var renewedToken = renewedToken
+        var resends = 0
+        var renewedToken = false
         while true {
             guard let lease = await lease() else {
                 return .failed(isStopped ? .clientStopped : .noConnection)
@@ -154,26 +148,7 @@ public final class APNsClient: Service, Sendable {
         } onCancel: {
             run.stopSending()
         }
-        var result = run.result
-        // The few that need sending again (a renewed token, not processed by APNs): one by one.
-        let again = run.sendAgain
-        if !again.isEmpty {
-            await withTaskGroup(of: (Int, APNsOutcome, Double).self) { group in
-                for (index, reason) in again {
-                    group.addTask {
-                        let start = NIODeadline.now()
-                        let outcome = await self.send(notifications[index], resends: reason == .unprocessed ? 1 : 0,
-                                                      renewedToken: reason == .renewedToken)
-                        return (index, outcome, Double((NIODeadline.now() - start).nanoseconds) / 1e6)
-                    }
-                }
-                for await (index, outcome, milliseconds) in group {
-                    result.outcomes[index] = outcome
-                    result.latencies[index] += milliseconds
-                }
-            }
-        }
-        return result
+        return run.result
     }
 
     /// Connections now: the server's stream limit on each (0 while not connected), and what is in flight.

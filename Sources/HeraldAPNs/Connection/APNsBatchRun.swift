@@ -16,18 +16,25 @@ public struct APNsBatchResult: Sendable {
 ///
 /// Everything after ``start(_:)`` happens on the connections' event loops: an answer is read
 /// there, gives its stream back, and (once per event-loop turn) sends the next notifications
-/// on whatever streams are free. The state is under one lock, never held while the pool's
-/// waiters are called (one of them may be this run).
+/// on whatever streams are free. A notification APNs' answer asks to send again (the
+/// connection's token was renewed; APNs did not process it) goes back in the queue, within the
+/// client's limits. The state is under one lock, never held while the pool's waiters are called
+/// (one of them may be this run).
 final class APNsBatchRun: Sendable {
     private struct State {
-        /// Position in `order` of the next notification to send.
+        /// Indexes of the notifications to send, in order; those sent again are appended.
+        var queue: [Int]
+        /// Position in `queue` of the next notification to send.
         var next = 0
         var unanswered: Int
         var outcomes: [APNsOutcome]
         var latencies: [Double]
-        /// When each notification was handed to its connection (uptime nanoseconds).
+        /// When each notification was last handed to its connection (uptime nanoseconds).
         var sentAt: [UInt64]
-        var sendAgain: [(Int, APNsClient.Answer.SendAgain)] = []
+        /// Times each was sent again because APNs did not process it.
+        var resends: [Int]
+        /// Whether each was sent again after its connection's token expired.
+        var renewedToken: [Bool]
         var continuation: CheckedContinuation<Void, Never>?
         /// Sends no more (the caller was cancelled, or the client has no connection).
         var stopped = false
@@ -37,39 +44,38 @@ final class APNsBatchRun: Sendable {
         var handedOver: [APNsLease] = []
         /// A `pump()` is due on an event loop.
         var pumpScheduled = false
+
+        var unsent: Int { queue.count - next }
+
+        /// The continuation, taken, once every notification has its outcome.
+        mutating func continuationIfDone() -> CheckedContinuation<Void, Never>? {
+            guard unanswered == 0 else { return nil }
+            defer { continuation = nil }
+            return continuation
+        }
     }
 
     private let client: APNsClient
     private let notifications: [APNsNotification]
-    /// The indexes of the notifications to send (those without a ``APNsNotification/problem``).
-    private let order: [Int]
     private let state: Mutex<State>
 
     init(client: APNsClient, notifications: [APNsNotification]) {
         self.client = client
         self.notifications = notifications
+        // Those with a ``APNsNotification/problem`` never leave; the rest are queued.
         var outcomes = [APNsOutcome](repeating: .failed(.invalid), count: notifications.count)
-        var order: [Int] = []
-        order.reserveCapacity(notifications.count)
-        for index in notifications.indices {
-            if notifications[index].problem == nil {
-                order.append(index)
-                outcomes[index] = .failed(.notProcessed)
-            }
-        }
-        self.order = order
-        state = Mutex(State(unanswered: order.count, outcomes: outcomes,
-                            latencies: Array(repeating: 0, count: notifications.count),
-                            sentAt: Array(repeating: 0, count: notifications.count)))
+        let queue = notifications.indices.filter { notifications[$0].problem == nil }
+        for index in queue { outcomes[index] = .failed(.notProcessed) }
+        let count = notifications.count
+        state = Mutex(State(queue: queue, unanswered: queue.count, outcomes: outcomes,
+                            latencies: Array(repeating: 0, count: count), sentAt: Array(repeating: 0, count: count),
+                            resends: Array(repeating: 0, count: count), renewedToken: Array(repeating: false, count: count)))
     }
 
     /// The outcomes and latencies, once the continuation given to ``start(_:)`` was resumed.
     var result: APNsBatchResult {
         state.withLock { APNsBatchResult(outcomes: $0.outcomes, latencies: $0.latencies) }
     }
-
-    /// The notifications APNs' answer asks to send again (a renewed token; not processed).
-    var sendAgain: [(Int, APNsClient.Answer.SendAgain)] { state.withLock { $0.sendAgain } }
 
     /// Starts sending; `continuation` is resumed when every notification has its outcome.
     func start(_ continuation: CheckedContinuation<Void, Never>) {
@@ -88,7 +94,7 @@ final class APNsBatchRun: Sendable {
     // MARK: Sending
 
     private enum Step {
-        case send([(lease: APNsLease, positions: Range<Int>)], surplus: [APNsLease])
+        case send([(lease: APNsLease, indexes: ArraySlice<Int>)], surplus: [APNsLease])
         case noConnection
         case wait
     }
@@ -101,12 +107,12 @@ final class APNsBatchRun: Sendable {
             let step = state.withLock { state -> Step in
                 var grants = Self.grouped(state.handedOver)
                 state.handedOver.removeAll()
-                if state.stopped || state.next == order.count {
+                if state.stopped || state.unsent == 0 {
                     return .send([], surplus: grants.flatMap { Array(repeating: $0.lease, count: $0.streams) })
                 }
                 if grants.isEmpty {
                     if state.waiting { return .wait }
-                    switch client.lease(upTo: order.count - state.next, orWait: { [self] in self.woken($0) }) {
+                    switch client.lease(upTo: state.unsent, orWait: { [self] in self.woken($0) }) {
                     case .some(let lease?): grants = [lease]
                     case .some(nil): return .noConnection
                     case nil:
@@ -114,15 +120,15 @@ final class APNsBatchRun: Sendable {
                         return .wait
                     }
                 }
-                var sends: [(lease: APNsLease, positions: Range<Int>)] = []
+                var sends: [(lease: APNsLease, indexes: ArraySlice<Int>)] = []
                 var surplus: [APNsLease] = []
                 for (lease, streams) in grants {
-                    let count = min(streams, order.count - state.next)
+                    let count = min(streams, state.unsent)
                     if count > 0 {
-                        let positions = state.next..<(state.next + count)
+                        let indexes = state.queue[state.next..<(state.next + count)]
                         state.next += count
-                        for position in positions { state.sentAt[order[position]] = now }
-                        sends.append((lease, positions))
+                        for index in indexes { state.sentAt[index] = now }
+                        sends.append((lease, indexes))
                     }
                     surplus += Array(repeating: lease, count: streams - count)
                 }
@@ -137,7 +143,7 @@ final class APNsBatchRun: Sendable {
             case .send(let sends, let surplus):
                 for lease in surplus { client.release(lease, authenticated: false) }
                 if sends.isEmpty { return }
-                for (lease, positions) in sends { send(positions, on: lease) }
+                for (lease, indexes) in sends { send(indexes, on: lease) }
             }
         }
     }
@@ -155,14 +161,13 @@ final class APNsBatchRun: Sendable {
         return groups
     }
 
-    /// Hands the notifications at `positions` to the lease's connection in one go.
-    private func send(_ positions: Range<Int>, on lease: APNsLease) {
+    /// Hands the notifications at `indexes` to the lease's connection in one go.
+    private func send(_ indexes: ArraySlice<Int>, on lease: APNsLease) {
         let authorization = client.providerToken(for: lease)
         var requests: [(tag: Int, request: HTTP2Request)] = []
-        requests.reserveCapacity(positions.count)
+        requests.reserveCapacity(indexes.count)
         var shared: (notification: APNsNotification, headers: [HTTP2HeaderField])?
-        for position in positions {
-            let index = order[position]
+        for index in indexes {
             let notification = notifications[index]
             let headers: [HTTP2HeaderField]
             if let shared, shared.notification.sharesHeaders(with: notification) {
@@ -182,17 +187,31 @@ final class APNsBatchRun: Sendable {
     private func answered(_ index: Int, _ result: Result<HTTP2Response, any Error>, on lease: APNsLease) {
         let answer = client.answer(result, to: notifications[index], on: lease)
         let now = NIODeadline.now().uptimeNanoseconds
+        let resendLimit = client.configuration.unprocessedResends
         let (finished, pumpNow) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
-            state.outcomes[index] = answer.outcome
-            state.latencies[index] = Double(now &- state.sentAt[index]) / 1e6
-            if let again = answer.sendAgain { state.sendAgain.append((index, again)) }
-            state.unanswered -= 1
-            if state.unanswered == 0 {
-                defer { state.continuation = nil }
-                return (state.continuation, false)
+            state.latencies[index] += Double(now &- state.sentAt[index]) / 1e6
+            var sendAgain = false
+            if !state.stopped {
+                switch answer.sendAgain {
+                case .renewedToken? where !state.renewedToken[index]:
+                    state.renewedToken[index] = true
+                    sendAgain = true
+                case .unprocessed? where state.resends[index] < resendLimit:
+                    state.resends[index] += 1
+                    sendAgain = true
+                default:
+                    break
+                }
+            }
+            if sendAgain {
+                state.queue.append(index)
+            } else {
+                state.outcomes[index] = answer.outcome
+                state.unanswered -= 1
+                if let finished = state.continuationIfDone() { return (finished, false) }
             }
             // One pump per event-loop turn, after the answers read in it.
-            guard !state.stopped, state.next < order.count, !state.waiting, !state.pumpScheduled else { return (nil, false) }
+            guard !state.stopped, state.unsent > 0, !state.waiting, !state.pumpScheduled else { return (nil, false) }
             state.pumpScheduled = true
             return (nil, true)
         }
@@ -230,13 +249,11 @@ final class APNsBatchRun: Sendable {
     private func finishUnsent(with failure: APNsTransportFailure) {
         let finished = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.stopped = true
-            guard state.next < order.count else { return nil }
-            for position in state.next..<order.count { state.outcomes[order[position]] = .failed(failure) }
-            state.unanswered -= order.count - state.next
-            state.next = order.count
-            guard state.unanswered == 0 else { return nil }
-            defer { state.continuation = nil }
-            return state.continuation
+            guard state.unsent > 0 else { return nil }
+            for index in state.queue[state.next...] { state.outcomes[index] = .failed(failure) }
+            state.unanswered -= state.unsent
+            state.next = state.queue.count
+            return state.continuationIfDone()
         }
         finished?.resume()
     }
