@@ -10,9 +10,9 @@ import Logging
 ///
 /// Retryable answers (429, 500, 503, timeouts, lost connections) are sent again with the
 /// ``RetryPolicy``'s back-off, never past the batch's expiration. The `apns-id` of each
-/// notification is derived from the push and the device, and an `apns-collapse-id` is always
-/// set (the push's own, or one derived from the push id), so a batch delivered twice replaces
-/// rather than stacks on the phone.
+/// notification is derived from the push and the device, and its `apns-collapse-id` is the one
+/// the push was given when it was accepted (the record carries it), so a batch delivered twice
+/// replaces rather than stacks on the phone.
 ///
 /// This is the sender worker's core; ``SenderWorker`` around it consumes the batches, loads the
 /// credentials, publishes the outcomes and stores the offsets.
@@ -46,7 +46,7 @@ public struct JobBatchSender: Sendable {
         let pushType = APNsPushType(batch.pushType)
         let priority = APNsPriority(rawValue: Int(batch.priority))
         let expiration = batch.expirationS > 0 ? batch.expirationS : nil
-        let collapseID = batch.collapseID.isEmpty ? Self.collapseID(pushID: pushID) : batch.collapseID
+        let collapseID = batch.collapseID.isEmpty ? nil : batch.collapseID
         let payload = ByteBuffer(bytes: batch.payload)
         let topic = batch.apnsTopic
         let targets = batch.targets
@@ -199,10 +199,6 @@ public struct JobBatchSender: Sendable {
         case .failed(let failure): ("\(failure)", 0)
         }
     }
-
-    /// The collapse id Herald sets when the push has none: derived from the push id, so every
-    /// copy of one push's notification on a device replaces the previous one.
-    static func collapseID(pushID: UUID) -> String { "herald-" + pushID.uuidString.lowercased() }
 }
 
 extension APNsPushType {

@@ -3,6 +3,7 @@ import HTTPTypes
 @testable import HeraldAPI
 import HeraldStore
 import PostgresNIO
+import StoreTestSupport
 import Testing
 
 @Suite("Open API: devices")
@@ -19,8 +20,7 @@ struct DevicesAPITests {
             #expect(!first.text.contains(token), "the whole token is never returned")
 
             // APNs said the token is dead; the phone registers it again: same id, active, tags kept and added.
-            #expect(try await DeviceRepository(client: api.database, logger: api.logger)
-                .invalidate(deviceID: id, reason: "BadDeviceToken", unregisteredAt: nil))
+            try await markInvalid([id], reason: "BadDeviceToken", client: api.database, logger: api.logger)
             let invalid = try await api.call(.get, "/v1/devices/\(id)", key: app.serverKey)
             #expect(invalid["status"] as? String == "invalid" && invalid["invalid_reason"] as? String == "BadDeviceToken")
             let again = try await api.call(.post, "/v1/devices", key: app.serverKey,

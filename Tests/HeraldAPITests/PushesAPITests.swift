@@ -4,6 +4,7 @@ import HTTPTypes
 import HeraldRecords
 import HeraldStore
 import PostgresNIO
+import StoreTestSupport
 import Testing
 
 @Suite("Open API: pushes")
@@ -36,6 +37,10 @@ struct PushesAPITests {
 
             let status = try await api.call(.get, "/v1/pushes/\(id.uuidString.lowercased())", key: app.serverKey)
             #expect(status.status == .ok && status["push_type"] as? String == "alert")
+            // The collapse id is decided once, on acceptance, and stored: the push's own id when
+            // the caller set none. The fan-out copies it into every job record as it is.
+            #expect(status["collapse_id"] as? String == id.uuidString.lowercased())
+            #expect(push.definition.collapseID == id.uuidString.lowercased())
             #expect((status["counters"] as? [String: Any])?["targeted"] as? Int == 0)
         }
     }
@@ -155,33 +160,37 @@ struct PushesAPITests {
 
             let push = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: Self.hello)
             let id = try #require(UUID(uuidString: push["id"] as? String ?? ""))
-            // herald-center's accounting, played here: one batch, two delivered, one rejected.
-            let repository = PushRepository(client: api.database, logger: api.logger)
-            var delta = PushCounters()
-            delta.targeted = 3
-            delta.accepted = 2
-            delta.rejected = 1
-            delta.rejectedByReason = ["BadDeviceToken": 1]
-            try await repository.addToCounters(pushID: id, delta)
-            try await repository.recordFailures([FailedDelivery(pushID: id, deviceID: devices[2], status: .rejected,
-                                                                reason: "BadDeviceToken", httpStatus: 400, attempts: 1)])
+            // herald-center's accounting, played through its own repository: one batch, two
+            // delivered, one rejected (its token is invalidated).
+            try await accountAsCenter(
+                pushID: id, deviceIDs: devices,
+                failures: [BatchOutcome.Failure(deviceID: devices[2], status: .rejected, reason: "BadDeviceToken", httpStatus: 400,
+                                                unregisteredAt: nil, attempts: 1)],
+                topic: app.bundleID, client: api.database, logger: api.logger)
             let failures = try await api.call(.get, "/v1/pushes/\(id.uuidString)/failures", key: app.serverKey)
             let failure = (failures["failures"] as? [[String: Any]])?.first
             #expect((failure?["registration_id"] as? NSNumber)?.int64Value == devices[2] && failure?["reason"] as? String == "BadDeviceToken")
 
             let statistics = try await api.call(.get, "/v1/stats", key: app.serverKey)
-            #expect((statistics["devices"] as? [String: Any])?["active"] as? Int == 3)
+            #expect((statistics["devices"] as? [String: Any])?["active"] as? Int == 2)
+            #expect((statistics["devices"] as? [String: Any])?["invalid"] as? Int == 1)
+            let completed = try await api.call(.get, "/v1/pushes/\(id.uuidString)", key: app.serverKey)
+            #expect(completed["state"] as? String == "completed")
+            #expect((completed["counters"] as? [String: Any])?["tokens_invalidated"] as? Int == 1)
             let delivery = statistics["delivery"] as? [String: Any]
             #expect(delivery?["accepted"] as? Int == 2 && (delivery?["rejected_by_reason"] as? [String: Any])?["BadDeviceToken"] as? Int == 1)
 
-            // Live progress: the stream shows the push and ends once it is canceled (directly in
+            // Live progress: the stream shows a push and ends once it is canceled (directly in
             // the store: the test client has one connection, which the stream holds).
+            let live = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: Self.hello)
+            let liveID = try #require(UUID(uuidString: live["id"] as? String ?? ""))
             let appID = try #require(UUID(uuidString: app.id))
+            let repository = PushRepository(client: api.database, logger: api.logger)
             let canceler = Task {
                 try await Task.sleep(for: .milliseconds(1200))
-                return try await repository.cancel(id: id, appID: appID)
+                return try await repository.cancel(id: liveID, appID: appID)
             }
-            let events = try await api.call(.get, "/v1/pushes/\(id.uuidString)/events", key: app.serverKey)
+            let events = try await api.call(.get, "/v1/pushes/\(liveID.uuidString)/events", key: app.serverKey)
             #expect(try await canceler.value)
             #expect(events.status == .ok && events.headers[.contentType]?.hasPrefix("text/event-stream") == true)
             let data = events.text.components(separatedBy: "\n").filter { $0.hasPrefix("data: ") }

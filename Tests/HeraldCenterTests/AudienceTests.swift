@@ -1,5 +1,7 @@
 import Foundation
+import HeraldAPNs
 import HeraldStore
+import StoreTestSupport
 import Testing
 
 @Suite("Audiences from PostgreSQL")
@@ -20,8 +22,8 @@ struct AudienceTests {
             try await env.register(40, app: env.otherApp, seed: 2, shape: shape)
             let sandbox = try await env.register(3, seed: 3, environment: .sandbox) { _ in (["even"], nil) }
             // Invalidated devices are never targeted.
-            try await env.devices.invalidate(deviceID: ids[0], reason: "BadDeviceToken", unregisteredAt: nil)
-            try await env.devices.invalidate(deviceID: ids[6], reason: "Unregistered", unregisteredAt: Date().addingTimeInterval(60))
+            try await markInvalid([ids[0]], reason: "BadDeviceToken", client: env.database, logger: env.logger)
+            try await markInvalid([ids[6]], reason: "Unregistered", client: env.database, logger: env.logger)
             let active = Set(ids.indices.filter { $0 != 0 && $0 != 6 })
 
             // Quotes, a backslash and non-ASCII text in an alias and a tag: the COPY statement

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNs
 @testable import HeraldCenter
 import HeraldCore
 @testable import HeraldKafka

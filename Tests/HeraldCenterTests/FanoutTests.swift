@@ -2,6 +2,7 @@ import Foundation
 @testable import HeraldCenter
 import HeraldRecords
 import HeraldStore
+import StoreTestSupport
 import Testing
 
 @Suite("Msg Center fan-out through the broker", .serialized)
@@ -10,7 +11,7 @@ struct FanoutTests {
         try await withCenterEnvironment { env in
             let ids = try await env.register(250) { number in (number % 2 == 0 ? ["even"] : [], nil) }
             try await env.register(30, app: env.otherApp, seed: 2)
-            try await env.devices.invalidate(deviceID: ids[3], reason: "BadDeviceToken", unregisteredAt: nil)
+            try await markInvalid([ids[3]], reason: "BadDeviceToken", client: env.database, logger: env.logger)
             let sender = try env.startFakeSender { device in
                 device % 10 == 0 ? BatchOutcome.Failure(deviceID: device, status: .rejected, reason: "BadDeviceToken", httpStatus: 400, unregisteredAt: nil, attempts: 1) : nil
             }
@@ -33,7 +34,7 @@ struct FanoutTests {
             #expect(counters.accepted == 249 - rejected)
             #expect(counters.isComplete)
             #expect(counters.tokensInvalidated == rejected)
-            let failures = try await env.pushes.failures(pushID: push.id, limit: 1000)
+            let failures = try await env.pushes.failurePage(pushID: push.id, after: 0, limit: 1000).map(\.failure)
             #expect(failures.count == Int(rejected) && failures.allSatisfy { $0.reason == "BadDeviceToken" })
             // Invalidated tokens are left out of the next push.
             let next = try await env.createPush(audience: .everyone)

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNs
 @testable import HeraldCenter
 import HeraldStore
 import Testing
@@ -42,10 +43,11 @@ struct TokenLifecycleTests {
 
     @Test func badTokensAreInvalidatedAtOnceAndOldInvalidOnesPurged() async throws {
         try await withCenterEnvironment { env in
-            let ids = try await env.register(3)
-            let reasons = [ids[0]: "BadDeviceToken", ids[1]: "DeviceTokenNotForTopic", ids[2]: "PayloadTooLarge"]
+            let ids = try await env.register(4)
+            let reasons = [ids[0]: "BadDeviceToken", ids[1]: "DeviceTokenNotForTopic", ids[2]: "PayloadTooLarge", ids[3]: "ExpiredToken"]
             let reader = try env.startFakeSender { device in
-                BatchOutcome.Failure(deviceID: device, status: .rejected, reason: reasons[device]!, httpStatus: 400, unregisteredAt: nil, attempts: 1)
+                BatchOutcome.Failure(deviceID: device, status: .rejected, reason: reasons[device]!,
+                                     httpStatus: APNsReason(reasons[device]!).status, unregisteredAt: nil, attempts: 1)
             }
             let center = try env.startCenter(env.settings(name: "center-bad"))
             let push = try await env.createPush(audience: .everyone)
@@ -53,7 +55,12 @@ struct TokenLifecycleTests {
             #expect(try await env.devices.device(id: ids[0], appID: env.app.id)?.status == .invalid)
             #expect(try await env.devices.device(id: ids[1], appID: env.app.id)?.status == .invalid)
             #expect(try await env.devices.device(id: ids[2], appID: env.app.id)?.status == .active, "a payload problem says nothing about the token")
-            #expect(try await env.pushes.counters(pushID: push.id)?.rejectedByReason == ["BadDeviceToken": 1, "DeviceTokenNotForTopic": 1, "PayloadTooLarge": 1])
+            // ExpiredToken (410 without a timestamp) is as dead as BadDeviceToken: sending to it again is waste.
+            #expect(try await env.devices.device(id: ids[3], appID: env.app.id)?.status == .invalid)
+            #expect(try await env.devices.device(id: ids[3], appID: env.app.id)?.invalidReason == "ExpiredToken")
+            #expect(try await env.pushes.counters(pushID: push.id)?.tokensInvalidated == 3)
+            #expect(try await env.pushes.counters(pushID: push.id)?.rejectedByReason
+                == ["BadDeviceToken": 1, "DeviceTokenNotForTopic": 1, "PayloadTooLarge": 1, "ExpiredToken": 1])
             await center.stop()
             await reader.stop()
             // Invalid long enough: purged.

@@ -67,7 +67,8 @@ struct JobBatchSenderTests {
     @Test("every target ends in exactly one outcome; APNs' reasons and the 410 timestamp are kept")
     func outcomesAddUp() async throws {
         try await withSenderClient(SenderFixture.simulator()) { simulator, client in
-            let outcomes = try await JobBatchSender().send(SenderFixture.batch(), with: client)
+            let collapseID = SenderFixture.pushID.uuidString.lowercased()
+            let outcomes = try await JobBatchSender().send(SenderFixture.batch(collapseID: collapseID), with: client)
             #expect(outcomes.acceptedDeviceIds == (1...290).map(UInt64.init))
             #expect(outcomes.failures.count == 10)
             #expect(outcomes.acceptedDeviceIds.count + outcomes.failures.count == 300)
@@ -75,12 +76,13 @@ struct JobBatchSenderTests {
             #expect(unregistered.map(\.deviceID) == (291...295).map(UInt64.init))
             #expect(unregistered.allSatisfy { $0.httpStatus == 410 && $0.unregisteredAtMs == SenderFixture.unregisteredAt && $0.status == .rejected })
             #expect(outcomes.failures.filter { $0.reason == "BadDeviceToken" }.map(\.deviceID) == (296...300).map(UInt64.init))
-            // What a phone got: exactly the accepted ones, each with its deterministic apns-id and a collapse id.
+            // What a phone got: exactly the accepted ones, each with its deterministic apns-id and
+            // the collapse id the record carries (the push's, decided when it was accepted).
             let recorded = simulator.ledger.notifications()
             #expect(recorded.count == 290)
             let expectedID = APNsNotification.deterministicID(pushID: SenderFixture.pushID, deviceID: 1)
             #expect(recorded.contains { $0.apnsID == expectedID && $0.token == SenderFixture.hex(SenderFixture.token(1)) })
-            #expect(Set(recorded.map(\.collapseID)) == ["herald-" + SenderFixture.pushID.uuidString.lowercased()])
+            #expect(Set(recorded.map(\.collapseID)) == [collapseID])
             #expect(outcomes.batchID == SenderFixture.batch().batchID)
         }
     }

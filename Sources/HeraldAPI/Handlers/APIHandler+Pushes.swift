@@ -169,13 +169,14 @@ extension APIHandler {
         return try await progress(text)
     }
 
-    /// The collapse id the push gets: its own, or the one of the push it replaces.
+    /// The collapse id the caller's push gets: its own, or the one of the push it replaces; nil
+    /// leaves it to ``NewPush/defaultCollapseID(pushID:)``.
     private func collapseID(for composed: PushComposer.Composed, appID: UUID) async throws -> String? {
         guard let replaces = composed.replaces else { return composed.collapseID }
         guard let original = try await pushes.push(id: replaces, appID: appID) else {
             throw APIError.invalid("options.replaces", "options.replaces names no push of this app")
         }
-        let inherited = original.definition.collapseID ?? original.id.lowercased
+        let inherited = original.definition.collapseID
         if let own = composed.collapseID, own != inherited {
             throw APIError.invalid("options.collapse_id", "a replacing push takes the collapse id of the push it replaces (\(inherited)); leave collapse_id out")
         }

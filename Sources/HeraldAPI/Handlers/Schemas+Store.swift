@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNs
 import HeraldStore
 
 // How Herald's stored things are shown through the Open API.

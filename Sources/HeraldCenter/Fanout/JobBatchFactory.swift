@@ -21,8 +21,7 @@ struct JobBatchFactory: Sendable {
         pushType = APNsPushType(rawValue: definition.pushType) ?? .alert
         priority = UInt32(definition.priority)
         expiration = definition.expiresAt.map { Int64($0.timeIntervalSince1970.rounded(.up)) } ?? 0
-        // A batch delivered twice must replace, not stack, on the phone.
-        collapseID = definition.collapseID ?? push.id.uuidString.lowercased()
+        collapseID = definition.collapseID
         payload = Data(definition.payload)
     }
 

@@ -1,3 +1,5 @@
+import HeraldAPNs
+
 /// Devices and their tokens, packed for the fan-out's hot path: three flat arrays instead of an
 /// object (and a token array) per device, so a page of ten thousand devices costs a handful of
 /// allocations, not tens of thousands.

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HeraldAPNs
 import HeraldPostgresCopy
 import Synchronization
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNs
 
 /// Who a push goes to, as the Open API stores it in `pushes.audience`.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNs
 import HeraldCore
 
 /// How an APNs credential's secret is kept: sealed by `CredentialCipher` to the owner

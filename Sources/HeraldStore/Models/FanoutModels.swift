@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNs
 
 /// A batch of one push as herald-center cut it: `targetCount` devices of one environment and
 /// topic, with ids from `firstDevice` through `lastDevice`. With the push's audience these rebuild
@@ -60,6 +61,10 @@ public struct BatchOutcome: Sendable {
         public var unregisteredAt: Date?
         public var attempts: Int
 
+        /// Whether this failure proves the device's token dead for its topic and environment:
+        /// a rejection whose reason ``APNsReason/invalidatesToken`` (the one rule, in HeraldAPNs).
+        public var invalidatesToken: Bool { status == .rejected && APNsReason(reason).invalidatesToken }
+
         public init(deviceID: Int64, status: FailedDelivery.Status, reason: String, httpStatus: Int,
                     unregisteredAt: Date?, attempts: Int) {
             self.deviceID = deviceID
@@ -77,9 +82,6 @@ public struct BatchOutcome: Sendable {
         self.acceptedDeviceIDs = acceptedDeviceIDs
         self.failures = failures
     }
-
-    /// Reasons after which APNs will never accept the token again for this topic.
-    public static let tokenInvalidatingReasons: Set<String> = ["Unregistered", "BadDeviceToken", "DeviceTokenNotForTopic"]
 }
 
 /// What one call of the outcome accounting changed.

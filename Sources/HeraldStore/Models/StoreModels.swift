@@ -1,10 +1,5 @@
 import Foundation
-
-/// Which APNs server a token belongs to.
-public enum APNsEnvironment: String, Sendable, Codable, CaseIterable {
-    case production
-    case sandbox
-}
+import HeraldAPNs
 
 /// An app: one iOS app (bundle id) and everything registered for it.
 public struct App: Sendable, Equatable {
@@ -158,7 +153,10 @@ public struct NewPush: Sendable {
     public var pushType: String
     public var priority: Int
     public var expiresAt: Date?
-    public var collapseID: String?
+    /// `apns-collapse-id`: the caller's, or ``defaultCollapseID(pushID:)``. Decided here, when
+    /// the push is accepted, and stored; the fan-out, the sender, recalls and replacing pushes
+    /// read it and never work one out of their own.
+    public var collapseID: String
     public var idempotencyKey: String?
     public var scheduledAt: Date?
     public var throttlePerSecond: Int?
@@ -180,13 +178,19 @@ public struct NewPush: Sendable {
         self.pushType = pushType
         self.priority = priority
         self.expiresAt = expiresAt
-        self.collapseID = collapseID
+        self.collapseID = collapseID ?? Self.defaultCollapseID(pushID: id)
         self.idempotencyKey = idempotencyKey
         self.scheduledAt = scheduledAt
         self.throttlePerSecond = throttlePerSecond
         self.finishWithinSeconds = finishWithinSeconds
         self.recallOf = recallOf
     }
+}
+
+extension NewPush {
+    /// The collapse id of a push whose caller set none: its own id in lower case. A batch
+    /// delivered twice then replaces rather than stacks on the phone.
+    public static func defaultCollapseID(pushID: UUID) -> String { pushID.uuidString.lowercased() }
 }
 
 /// A stored push with its progress.
@@ -250,44 +254,4 @@ public struct OutboxRecord: Sendable, Equatable {
     public var topic: String
     public var key: [UInt8]?
     public var value: [UInt8]
-}
-
-/// How often a schedule fires.
-public enum ScheduleRecurrence: String, Sendable, Codable {
-    case once
-    case daily
-    case weekly
-}
-
-/// A recurring schedule: a push template fired at a time of day.
-public struct Schedule: Sendable, Equatable {
-    public var id: UUID
-    public var appID: UUID
-    public var name: String
-    public var pushTemplateJSON: String
-    public var recurrence: ScheduleRecurrence
-    /// Seconds after midnight in ``timeZone``.
-    public var timeOfDaySeconds: Int
-    public var timeZone: String
-    /// ISO weekdays (1 = Monday) for weekly schedules.
-    public var weekdays: [Int16]
-    public var nextFireAt: Date?
-    public var endsAt: Date?
-    public var enabled: Bool
-
-    public init(id: UUID, appID: UUID, name: String, pushTemplateJSON: String, recurrence: ScheduleRecurrence,
-                timeOfDaySeconds: Int, timeZone: String = "UTC", weekdays: [Int16] = [], nextFireAt: Date?,
-                endsAt: Date? = nil, enabled: Bool = true) {
-        self.id = id
-        self.appID = appID
-        self.name = name
-        self.pushTemplateJSON = pushTemplateJSON
-        self.recurrence = recurrence
-        self.timeOfDaySeconds = timeOfDaySeconds
-        self.timeZone = timeZone
-        self.weekdays = weekdays
-        self.nextFireAt = nextFireAt
-        self.endsAt = endsAt
-        self.enabled = enabled
-    }
 }

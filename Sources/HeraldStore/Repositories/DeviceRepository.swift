@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNs
 import Logging
 import PostgresNIO
 
@@ -126,31 +127,7 @@ public struct DeviceRepository: Sendable {
         return false
     }
 
-    // MARK: Token lifecycle
-
-    /// Marks a token invalid after APNs rejected it.
-    ///
-    /// For `Unregistered` (410) pass APNs' timestamp: the token is invalidated only if the device
-    /// has not registered again after it. For `BadDeviceToken` and `DeviceTokenNotForTopic` pass
-    /// `nil`: the token is invalidated at once.
-    /// - Returns: whether the device was active and is now invalid.
-    @discardableResult
-    public func invalidate(deviceID: Int64, reason: String, unregisteredAt: Date?) async throws -> Bool {
-        let rows: PostgresRowSequence
-        if let unregisteredAt {
-            rows = try await client.boundedQuery("""
-                UPDATE devices SET status = 'invalid', invalidated_at = now(), invalid_reason = \(reason), updated_at = now()
-                WHERE id = \(deviceID) AND status = 'active' AND registered_at <= \(unregisteredAt) RETURNING id
-                """, logger: logger)
-        } else {
-            rows = try await client.boundedQuery("""
-                UPDATE devices SET status = 'invalid', invalidated_at = now(), invalid_reason = \(reason), updated_at = now()
-                WHERE id = \(deviceID) AND status = 'active' RETURNING id
-                """, logger: logger)
-        }
-        for try await _ in rows.decode(Int64.self) { return true }
-        return false
-    }
+    // MARK: Retention of invalid tokens
 
     /// Deletes devices invalid since before `cutoff`. Returns how many.
     public func purgeInvalid(before cutoff: Date) async throws -> Int {

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNs
 import Logging
 import PostgresNIO
 
@@ -339,7 +340,7 @@ public struct FanoutRepository: Sendable {
     /// Invalidates the tokens the failures prove dead. Returns the number invalidated per push.
     static func invalidateTokens(_ failed: [(pushID: UUID, failure: BatchOutcome.Failure)], on connection: PostgresConnection,
                                  logger: Logger) async throws -> [UUID: Int64] {
-        let dead = failed.filter { $0.failure.status == .rejected && BatchOutcome.tokenInvalidatingReasons.contains($0.failure.reason) }
+        let dead = failed.filter(\.failure.invalidatesToken)
         guard !dead.isEmpty else { return [:] }
         var pushOfDevice: [Int64: UUID] = [:]
         for entry in dead { pushOfDevice[entry.failure.deviceID] = entry.pushID }

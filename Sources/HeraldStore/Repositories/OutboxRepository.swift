@@ -50,20 +50,4 @@ public struct OutboxRepository: Sendable {
             return records.count
         }
     }
-
-    /// Records not yet published.
-    public func unpublishedCount() async throws -> Int {
-        let rows = try await client.boundedQuery("SELECT count(*) FROM outbox WHERE published_at IS NULL", logger: logger)
-        for try await count in rows.decode(Int64.self) { return Int(count) }
-        return 0
-    }
-
-    /// Deletes records published before `cutoff`. Returns how many.
-    public func deletePublished(before cutoff: Date) async throws -> Int {
-        let rows = try await client.boundedQuery("""
-            WITH deleted AS (DELETE FROM outbox WHERE published_at < \(cutoff) RETURNING 1) SELECT count(*) FROM deleted
-            """, logger: logger)
-        for try await count in rows.decode(Int64.self) { return Int(count) }
-        return 0
-    }
 }

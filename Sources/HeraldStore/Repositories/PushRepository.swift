@@ -127,33 +127,6 @@ public struct PushRepository: Sendable {
         return try await Self.pushes(from: rows).first
     }
 
-    /// An app's pushes, newest first, `limit` at a time before the push `cursor`.
-    public func list(appID: UUID, state: PushState? = nil, before cursor: UUID? = nil, limit: Int = 50) async throws -> [Push] {
-        let rows = try await client.boundedQuery("""
-            SELECT \(unescaped: Self.pushColumns) FROM pushes
-            WHERE app_id = \(appID)
-              AND (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue)::text)
-              AND (\(cursor)::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM pushes WHERE id = \(cursor)::uuid))
-            ORDER BY created_at DESC, id DESC LIMIT \(limit)
-            """, logger: logger)
-        return try await Self.pushes(from: rows)
-    }
-
-    /// Moves a push to `state` if it is in one of `from`. Returns whether it moved.
-    @discardableResult
-    public func transition(id: UUID, from: [PushState], to state: PushState) async throws -> Bool {
-        let rows = try await client.boundedQuery("""
-            UPDATE pushes SET state = \(state.rawValue),
-                fanout_started_at = CASE WHEN \(state.rawValue) = 'fanning_out' THEN COALESCE(fanout_started_at, now()) ELSE fanout_started_at END,
-                fanout_finished_at = CASE WHEN \(state.rawValue) = 'sending' THEN now() ELSE fanout_finished_at END,
-                completed_at = CASE WHEN \(state.rawValue) = 'completed' THEN now() ELSE completed_at END,
-                canceled_at = CASE WHEN \(state.rawValue) = 'canceled' THEN now() ELSE canceled_at END
-            WHERE id = \(id) AND state = ANY(\(from.map(\.rawValue))) RETURNING id
-            """, logger: logger)
-        for try await _ in rows.decode(UUID.self) { return true }
-        return false
-    }
-
     /// Cancels a push that is not finished (scheduled, accepted, fanning out or sending) and
     /// appends `outbox` records in the same transaction. What was never sent is counted as
     /// canceled by herald-center; senders drop the push's remaining jobs.
@@ -174,66 +147,10 @@ public struct PushRepository: Sendable {
         }
     }
 
-    // MARK: Fan-out progress
+    // MARK: Counters
 
-    /// Records a batch the fan-out produced, and moves the push's cursor past it, in one
-    /// transaction. A batch recorded before (a restarted center producing it again) changes
-    /// nothing.
-    /// - Returns: whether the batch was new.
-    @discardableResult
-    public func recordBatch(pushID: UUID, sequence: Int, firstDevice: Int64, lastDevice: Int64, targetCount: Int) async throws -> Bool {
-        try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query("""
-                INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count)
-                VALUES (\(pushID), \(Int32(sequence)), \(firstDevice), \(lastDevice), \(Int32(targetCount)))
-                ON CONFLICT DO NOTHING RETURNING sequence
-                """, logger: logger)
-            var inserted = false
-            for try await _ in rows.decode(Int32.self) { inserted = true }
-            guard inserted else { return false }
-            try await connection.query("""
-                UPDATE pushes SET fanout_cursor = GREATEST(fanout_cursor, \(lastDevice)),
-                                  batches_emitted = GREATEST(batches_emitted, \(Int32(sequence + 1)))
-                WHERE id = \(pushID)
-                """, logger: logger)
-            try await connection.query("""
-                UPDATE push_counters SET targeted = targeted + \(Int64(targetCount)), updated_at = now()
-                WHERE push_id = \(pushID)
-                """, logger: logger)
-            return true
-        }
-    }
-
-    /// Marks a batch as having all its outcomes. Returns whether it was open.
-    @discardableResult
-    public func completeBatch(pushID: UUID, sequence: Int) async throws -> Bool {
-        let rows = try await client.boundedQuery("""
-            UPDATE push_batches SET completed_at = now()
-            WHERE push_id = \(pushID) AND sequence = \(Int32(sequence)) AND completed_at IS NULL RETURNING sequence
-            """, logger: logger)
-        for try await _ in rows.decode(Int32.self) { return true }
-        return false
-    }
-
-    /// Sequences of the push's batches still waiting for outcomes.
-    public func openBatches(pushID: UUID) async throws -> [Int] {
-        let rows = try await client.boundedQuery("""
-            SELECT sequence FROM push_batches WHERE push_id = \(pushID) AND completed_at IS NULL ORDER BY sequence
-            """, logger: logger)
-        var sequences: [Int] = []
-        for try await sequence in rows.decode(Int32.self) { sequences.append(Int(sequence)) }
-        return sequences
-    }
-
-    // MARK: Counters and failures
-
-    /// Adds `delta` to the push's counters (one row update for a whole batch of outcomes).
-    public func addToCounters(pushID: UUID, _ delta: PushCounters) async throws {
-        try await client.boundedConnection { connection in
-            try await Self.addToCounters(pushID: pushID, delta, on: connection, logger: logger)
-        }
-    }
-
+    /// Adds `delta` to the push's counters (one row update for a whole batch of outcomes), on
+    /// the connection of the accounting's transaction.
     static func addToCounters(pushID: UUID, _ delta: PushCounters, on connection: PostgresConnection, logger: Logger) async throws {
         let reasons = try String(decoding: JSONEncoder().encode(delta.rejectedByReason), as: UTF8.self)
         try await connection.query("""
@@ -266,34 +183,6 @@ public struct PushRepository: Sendable {
         return nil
     }
 
-    /// Records devices a push did not reach (a device recorded before keeps its first record).
-    public func recordFailures(_ failures: [FailedDelivery]) async throws {
-        guard !failures.isEmpty else { return }
-        try await client.boundedQuery("""
-            INSERT INTO failed_deliveries (push_id, device_id, status, reason, http_status, attempts)
-            SELECT * FROM unnest(\(failures.map(\.pushID))::uuid[], \(failures.map(\.deviceID))::bigint[],
-                                 \(failures.map(\.status.rawValue))::text[], \(failures.map { $0.reason ?? "" })::text[],
-                                 \(failures.map { Int16($0.httpStatus ?? 0) })::smallint[],
-                                 \(failures.map { Int16($0.attempts) })::smallint[])
-            ON CONFLICT DO NOTHING
-            """, logger: logger)
-    }
-
-    /// The devices a push did not reach, in device order after `cursor`.
-    public func failures(pushID: UUID, after cursor: Int64 = 0, limit: Int = 100) async throws -> [FailedDelivery] {
-        let rows = try await client.boundedQuery("""
-            SELECT device_id, status, NULLIF(reason, ''), NULLIF(http_status, 0), attempts FROM failed_deliveries
-            WHERE push_id = \(pushID) AND device_id > \(cursor) ORDER BY device_id LIMIT \(limit)
-            """, logger: logger)
-        var failures: [FailedDelivery] = []
-        for try await (deviceID, status, reason, httpStatus, attempts) in rows.decode((Int64, String, String?, Int16?, Int16).self) {
-            failures.append(FailedDelivery(pushID: pushID, deviceID: deviceID,
-                                           status: FailedDelivery.Status(rawValue: status) ?? .rejected, reason: reason,
-                                           httpStatus: httpStatus.map(Int.init), attempts: Int(attempts)))
-        }
-        return failures
-    }
-
     // MARK: Helpers
 
     static let pushColumns = """
@@ -313,7 +202,7 @@ public struct PushRepository: Sendable {
         let (id, appID, state, audience, notification, options, payload, pushType, priority, expiresAt,
              collapseID, idempotencyKey, scheduledAt, throttle, finishWithin, recallOf, cursor, batches,
              createdAt, completedAt, canceledAt)
-            = try row.decode((UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?, String?,
+            = try row.decode((UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?, String,
                               String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?).self)
         let definition = NewPush(
             id: id, appID: appID, state: PushState(rawValue: state) ?? .accepted, audienceJSON: audience,
