@@ -143,7 +143,7 @@ let package = Package(
         .target(
             name: "HeraldCenter",
             dependencies: [
-                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldStore", "HeraldCore",
+                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldStore", "HeraldCore", "HeraldMetrics",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -182,7 +182,7 @@ let package = Package(
         .target(
             name: "APNsSimulator",
             dependencies: [
-                "HeraldHTTP2", "HeraldAPNs",
+                "HeraldHTTP2", "HeraldAPNs", "HeraldMetrics",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -317,6 +317,7 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "HeraldKafkaTests", dependencies: ["HeraldKafka", "HeraldCore"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
+        .testTarget(name: "HeraldMetricsTests", dependencies: ["HeraldMetrics"]),
         .testTarget(name: "HeraldRecordsTests", dependencies: ["HeraldRecords"]),
         // Plays herald-center's accounting through the store's production paths, for tests of
         // other modules (a test-support library, not a test target).

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Faults the simulator injects, set at start and replaceable at run time (admin `PUT /faults`).
 ///
 /// Fractions are probabilities per request, from 0 to 1, drawn independently in this order:
@@ -96,9 +102,3 @@ public struct APNsFaults: Codable, Sendable, Equatable {
         return Int64(milliseconds * 1_000_000)
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif

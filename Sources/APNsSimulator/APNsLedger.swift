@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNs
+import HeraldMetrics
 import Synchronization
 
 /// A notification the simulator accepted: what a phone would have received.
@@ -147,33 +148,22 @@ public final class APNsLedger: Sendable {
     /// The counters in Prometheus text exposition format.
     public func prometheusText() -> String {
         let counts = self.counts
-        var text = """
-        # HELP apns_sim_requests_total Requests answered, by status and reason.
-        # TYPE apns_sim_requests_total counter
-
-        """
-        text += "apns_sim_requests_total{status=\"200\",reason=\"\"} \(counts.accepted)\n"
+        var text = PrometheusText()
+        text.family("apns_sim_requests_total", .counter, help: "Requests answered, by status and reason.")
+        text.sample("apns_sim_requests_total", ["status": "200", "reason": ""], value: counts.accepted)
         for (reason, count) in counts.byReason.sorted(by: { $0.key < $1.key }) {
-            let status = APNsReason(reason).status
-            text += "apns_sim_requests_total{status=\"\(status)\",reason=\"\(reason)\"} \(count)\n"
+            text.sample("apns_sim_requests_total", ["status": "\(APNsReason(reason).status)", "reason": reason], value: count)
         }
-        text += "# HELP apns_sim_accepted_total Notifications accepted, by topic.\n# TYPE apns_sim_accepted_total counter\n"
+        text.family("apns_sim_accepted_total", .counter, help: "Notifications accepted, by topic.")
         for (topic, count) in counts.acceptedByTopic.sorted(by: { $0.key < $1.key }) {
-            text += "apns_sim_accepted_total{topic=\"\(topic)\"} \(count)\n"
+            text.sample("apns_sim_accepted_total", ["topic": topic], value: count)
         }
-        text += "# HELP apns_sim_rejected_total Requests rejected, by topic.\n# TYPE apns_sim_rejected_total counter\n"
+        text.family("apns_sim_rejected_total", .counter, help: "Requests rejected, by topic.")
         for (topic, count) in counts.rejectedByTopic.sorted(by: { $0.key < $1.key }) {
-            text += "apns_sim_rejected_total{topic=\"\(topic)\"} \(count)\n"
+            text.sample("apns_sim_rejected_total", ["topic": topic], value: count)
         }
-        text += """
-        # HELP apns_sim_connections_opened_total Connections accepted.
-        # TYPE apns_sim_connections_opened_total counter
-        apns_sim_connections_opened_total \(counts.connectionsOpened)
-        # HELP apns_sim_connections_open Connections open now.
-        # TYPE apns_sim_connections_open gauge
-        apns_sim_connections_open \(counts.connectionsOpen)
-
-        """
-        return text
+        text.single("apns_sim_connections_opened_total", .counter, help: "Connections accepted.", value: counts.connectionsOpened)
+        text.single("apns_sim_connections_open", .gauge, help: "Connections open now.", value: counts.connectionsOpen)
+        return text.text
     }
 }

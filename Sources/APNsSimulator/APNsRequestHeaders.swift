@@ -1,5 +1,11 @@
-import HeraldHTTP2
 import HeraldAPNs
+import HeraldHTTP2
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The header fields APNs looks at, picked out of a request in one pass (the simulator's hot
 /// path: one scan instead of a lookup per header, Strings only for values that are present).
@@ -94,9 +100,3 @@ struct APNsRequestHeaders {
         return memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif

@@ -1,29 +1,14 @@
+import HeraldAPNs
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Apple's rules for the request line and headers of `POST /3/device/<token>`, as pure
 /// functions (unit-tested without sockets).
 enum APNsRequestRules {
-    /// The push types APNs accepts, with the topic suffix each requires.
-    enum PushType: String, CaseIterable {
-        case alert, background, voip, complication, fileprovider, mdm, liveactivity, location, pushtotalk, widgets, controls
-
-        /// What `apns-topic` must end with for this push type (nil: the bundle id itself).
-        var topicSuffix: String? {
-            switch self {
-            case .alert, .background, .mdm: nil
-            case .voip: ".voip"
-            case .complication: ".complication"
-            case .fileprovider: ".pushkit.fileprovider"
-            case .liveactivity: ".push-type.liveactivity"
-            case .location: ".location-query"
-            case .pushtotalk: ".voip-ptt"
-            case .widgets: ".push-type.widgets"
-            case .controls: ".push-type.controls"
-            }
-        }
-
-        /// The largest payload Apple takes for this push type.
-        var maximumPayloadBytes: Int { self == .voip ? 5120 : 4096 }
-    }
-
     /// Checks `:path` without making the token a String.
     /// - Returns: nil when it is `/3/device/<hex of even length>`, else the reason it is refused.
     static func problem(withPath path: UnsafeRawBufferPointer?) -> APNsReason? {
@@ -37,16 +22,10 @@ enum APNsRequestRules {
         for index in prefixLength..<path.count {
             let byte = path[index]
             if byte == UInt8(ascii: "/") { return .badPath }
-            badDigit = badDigit || !isHexDigit(byte)
+            badDigit = badDigit || !Hexadecimal.isDigit(byte)
         }
         if tokenLength == 0 { return .missingDeviceToken }
         return badDigit || tokenLength % 2 != 0 ? .badDeviceToken : nil
-    }
-
-    @inline(__always)
-    private static func isHexDigit(_ byte: UInt8) -> Bool {
-        let lowered = byte | 0x20
-        return (byte &- 48) < 10 || (lowered &- 97) < 6
     }
 
     /// Splits `:path` into the device token, lower-cased.
@@ -78,8 +57,8 @@ enum APNsRequestRules {
     /// The push type named by `apns-push-type` (alert when absent), and the app's bundle id once
     /// the push type's topic suffix is removed.
     /// - Returns: InvalidPushType when the value is unknown or the topic lacks the suffix.
-    static func pushType(_ value: String?, topic: String) -> Result<(PushType, appTopic: Substring), APNsReason> {
-        guard let pushType = PushType(rawValue: value ?? "alert") else { return .failure(.invalidPushType) }
+    static func pushType(_ value: String?, topic: String) -> Result<(APNsPushType, appTopic: Substring), APNsReason> {
+        guard let pushType = APNsPushType(rawValue: value ?? "alert") else { return .failure(.invalidPushType) }
         guard let suffix = pushType.topicSuffix else { return .success((pushType, topic[...])) }
         guard topic.hasSuffix(suffix), topic.count > suffix.count else { return .failure(.invalidPushType) }
         return .success((pushType, topic.dropLast(suffix.count)))
@@ -113,10 +92,3 @@ enum APNsRequestRules {
         return .success(expiration)
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-import HeraldAPNs
-#elseif canImport(Darwin)
-import Darwin
-#endif

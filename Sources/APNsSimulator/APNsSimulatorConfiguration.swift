@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOSSL
 
@@ -78,5 +79,3 @@ public struct SimulatorIdentity: Sendable {
         return SimulatorIdentity(certificateChain: chain, privateKey: key, certificatePEM: pem)
     }
 }
-
-import Foundation

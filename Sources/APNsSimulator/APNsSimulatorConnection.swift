@@ -1,7 +1,8 @@
-import HeraldHTTP2
 import HeraldAPNs
+import HeraldHTTP2
 import NIOCore
 import NIOSSL
+import SwiftASN1
 import X509
 
 #if canImport(Glibc)
@@ -151,7 +152,7 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
 
         guard let topic else { return .reject(.missingTopic) }
         guard APNsRequestRules.isWellFormedTopic(topic) else { return .reject(.badTopic) }
-        let pushType: APNsRequestRules.PushType
+        let pushType: APNsPushType
         let appTopic: Substring
         switch APNsRequestRules.pushType(headers.pushType, topic: topic) {
         case .success(let result): (pushType, appTopic) = result
@@ -275,8 +276,6 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
         return APNsRequestRules.isWellFormedTopic(name) ? .success(name) : .failure(.badCertificate)
     }
 }
-
-import SwiftASN1
 
 /// A small, fast pseudo-random generator per connection (xorshift64*): fault draws and
 /// generated apns-ids need no cryptographic randomness, and a system call per request would

@@ -71,7 +71,7 @@ public struct APNsNotification: Sendable, Hashable {
     /// Why this notification cannot be sent as it is, or nil. Checked before sending, so a
     /// mistake costs no round trip to Apple.
     public var problem: String? {
-        if deviceToken.isEmpty || deviceToken.utf8.count % 2 != 0 || !deviceToken.utf8.allSatisfy(\.isHexDigit) {
+        if deviceToken.isEmpty || deviceToken.utf8.count % 2 != 0 || !deviceToken.utf8.allSatisfy(Hexadecimal.isDigit) {
             return "the device token must be hex of even length"
         }
         if payload.readableBytes == 0 { return "the payload is empty" }
@@ -83,11 +83,5 @@ public struct APNsNotification: Sendable, Hashable {
         }
         if let collapseID, collapseID.utf8.count > 64 { return "the collapse id is over 64 bytes" }
         return nil
-    }
-}
-
-extension UInt8 {
-    fileprivate var isHexDigit: Bool {
-        (self &- 48) < 10 || ((self | 0x20) &- 97) < 6
     }
 }

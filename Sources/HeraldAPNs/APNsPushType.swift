@@ -2,20 +2,24 @@
 public enum APNsPushType: String, Sendable, Hashable, CaseIterable, Codable {
     case alert, background, voip, complication, fileprovider, mdm, liveactivity, location, pushtotalk, widgets, controls
 
-    /// What `apns-topic` must be for an app with bundle id `bundleID`.
-    public func topic(forBundleID bundleID: String) -> String {
+    /// What Apple requires `apns-topic` to end with for this type, after the bundle id (nil:
+    /// the bundle id itself).
+    public var topicSuffix: String? {
         switch self {
-        case .alert, .background, .mdm: bundleID
-        case .voip: bundleID + ".voip"
-        case .complication: bundleID + ".complication"
-        case .fileprovider: bundleID + ".pushkit.fileprovider"
-        case .liveactivity: bundleID + ".push-type.liveactivity"
-        case .location: bundleID + ".location-query"
-        case .pushtotalk: bundleID + ".voip-ptt"
-        case .widgets: bundleID + ".push-type.widgets"
-        case .controls: bundleID + ".push-type.controls"
+        case .alert, .background, .mdm: nil
+        case .voip: ".voip"
+        case .complication: ".complication"
+        case .fileprovider: ".pushkit.fileprovider"
+        case .liveactivity: ".push-type.liveactivity"
+        case .location: ".location-query"
+        case .pushtotalk: ".voip-ptt"
+        case .widgets: ".push-type.widgets"
+        case .controls: ".push-type.controls"
         }
     }
+
+    /// What `apns-topic` must be for an app with bundle id `bundleID`.
+    public func topic(forBundleID bundleID: String) -> String { bundleID + (topicSuffix ?? "") }
 
     /// The largest payload Apple accepts for this type, in bytes.
     public var maximumPayloadBytes: Int { self == .voip ? 5120 : 4096 }

@@ -27,17 +27,17 @@ public struct Histogram: Sendable {
         count += other.count
     }
 
-    /// The text exposition of the histogram `name`.
-    public func exposition(name: String, help: String) -> String {
-        var text = "# HELP \(name) \(help)\n# TYPE \(name) histogram\n"
+    /// Writes the histogram as the family `name`: cumulative buckets, sum and count.
+    public func write(to text: inout PrometheusText, name: String, help: String) {
+        text.family(name, .histogram, help: help)
         var cumulative = 0
         for (index, bound) in bounds.enumerated() {
             cumulative += counts[index]
             let label = bound == bound.rounded() && abs(bound) < 1e15 ? String(Int(bound)) : String(bound)
-            text += "\(name)_bucket{le=\"\(label)\"} \(cumulative)\n"
+            text.sample(name + "_bucket", ["le": label], value: cumulative)
         }
-        text += "\(name)_bucket{le=\"+Inf\"} \(cumulative + counts[bounds.count])\n"
-        text += "\(name)_sum \(sum)\n\(name)_count \(count)\n"
-        return text
+        text.sample(name + "_bucket", ["le": "+Inf"], value: cumulative + counts[bounds.count])
+        text.sample(name + "_sum", value: sum)
+        text.sample(name + "_count", value: count)
     }
 }

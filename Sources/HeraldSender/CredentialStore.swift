@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNs
 import HeraldCore
+import HeraldMetrics
 import HeraldRecords
 import HeraldStore
 import Logging
@@ -180,18 +181,22 @@ public final class CredentialStore: Service, Sendable {
     /// Connection gauges per app and environment, in Prometheus text format.
     public func prometheusText() -> String {
         let clients = cache.withLock { $0.map { ($0.key, $0.value.client) } }
-        var text = "# HELP herald_sender_apns_connections Open APNs connections per app and environment.\n"
-        text += "# TYPE herald_sender_apns_connections gauge\n"
-        var streams = "# HELP herald_sender_apns_stream_limit Sum of the servers' SETTINGS_MAX_CONCURRENT_STREAMS.\n# TYPE herald_sender_apns_stream_limit gauge\n"
-        var inFlight = "# HELP herald_sender_apns_in_flight Notifications in flight.\n# TYPE herald_sender_apns_in_flight gauge\n"
-        for (key, client) in clients.sorted(by: { "\($0.0.appID)" < "\($1.0.appID)" }) {
-            let status = client.status
-            let labels = "{app=\"\(key.appID)\",environment=\"\(key.environment.rawValue)\"}"
-            text += "herald_sender_apns_connections\(labels) \(status.streamLimits.filter { $0 > 0 }.count)\n"
-            streams += "herald_sender_apns_stream_limit\(labels) \(status.streamLimits.reduce(0, +))\n"
-            inFlight += "herald_sender_apns_in_flight\(labels) \(status.inFlight)\n"
+        let sorted = clients.sorted { "\($0.0.appID)" < "\($1.0.appID)" }.map { (key: $0.0, status: $0.1.status) }
+        var text = PrometheusText()
+        func family(_ name: String, help: String, _ value: ((streamLimits: [Int], inFlight: Int)) -> Int) {
+            text.family(name, .gauge, help: help)
+            for (key, status) in sorted {
+                text.sample(name, ["app": "\(key.appID)", "environment": key.environment.rawValue], value: value(status))
+            }
         }
-        return text + streams + inFlight
+        family("herald_sender_apns_connections", help: "Open APNs connections per app and environment.") {
+            $0.streamLimits.filter { $0 > 0 }.count
+        }
+        family("herald_sender_apns_stream_limit", help: "Sum of the servers' SETTINGS_MAX_CONCURRENT_STREAMS.") {
+            $0.streamLimits.reduce(0, +)
+        }
+        family("herald_sender_apns_in_flight", help: "Notifications in flight.") { $0.inFlight }
+        return text.text
     }
 
     private func credential(from record: APNsCredentialRecord) throws -> APNsCredential {

@@ -52,7 +52,7 @@ public struct JobBatchSender: Sendable {
         let targets = batch.targets
         let notifications = targets.map { target in
             APNsNotification(
-                deviceToken: target.token.hexString, topic: topic, pushType: pushType, priority: priority,
+                deviceToken: Hexadecimal.encode(target.token), topic: topic, pushType: pushType, priority: priority,
                 expiration: expiration, collapseID: collapseID,
                 apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: target.deviceID)),
                 payload: payload)
@@ -215,20 +215,6 @@ extension APNsPushType {
         case .widgets: self = .widgets
         case .controls: self = .controls
         default: self = .alert
-        }
-    }
-}
-
-extension Data {
-    /// Lower-case hex, as APNs paths carry tokens.
-    var hexString: String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(unsafeUninitializedCapacity: count * 2) { buffer in
-            for (index, byte) in enumerated() {
-                buffer[index * 2] = digits[Int(byte >> 4)]
-                buffer[index * 2 + 1] = digits[Int(byte & 0x0F)]
-            }
-            return count * 2
         }
     }
 }

@@ -38,23 +38,23 @@ public final class SenderMetrics: Sendable {
     /// The Prometheus text exposition, with `extra` lines appended (connection gauges).
     public func prometheusText(extra: String = "") -> String {
         let state = self.state.withLock { $0 }
-        var text = "# HELP herald_sender_notifications_total Notifications by final outcome and APNs reason.\n"
-        text += "# TYPE herald_sender_notifications_total counter\n"
+        var text = PrometheusText()
+        text.family("herald_sender_notifications_total", .counter, help: "Notifications by final outcome and APNs reason.")
         for (key, count) in state.outcomes.sorted(by: { $0.key < $1.key }) {
             let parts = key.split(separator: "|", omittingEmptySubsequences: false)
-            text += "herald_sender_notifications_total{outcome=\"\(parts[0])\",reason=\"\(parts.count > 1 ? parts[1] : "")\"} \(count)\n"
+            text.sample("herald_sender_notifications_total",
+                        ["outcome": String(parts[0]), "reason": parts.count > 1 ? String(parts[1]) : ""], value: count)
         }
-        text += "# HELP herald_sender_batches_total Job batches finished.\n# TYPE herald_sender_batches_total counter\n"
-        text += "herald_sender_batches_total \(state.batches)\n"
-        text += "# HELP herald_sender_duplicate_batches_total Second copies of job batches already accounted or being sent from another record, not sent.\n# TYPE herald_sender_duplicate_batches_total counter\n"
-        text += "herald_sender_duplicate_batches_total \(duplicateBatches.load(ordering: .relaxed))\n"
-        text += "# HELP herald_sender_batches_in_flight Job batches being sent.\n# TYPE herald_sender_batches_in_flight gauge\n"
-        text += "herald_sender_batches_in_flight \(batchesInFlight.load(ordering: .relaxed))\n"
-        text += "# HELP herald_sender_attempts_total APNs requests made (retries included).\n# TYPE herald_sender_attempts_total counter\n"
-        text += "herald_sender_attempts_total \(state.attempts)\n"
-        text += state.latency.exposition(name: "herald_sender_latency_milliseconds",
-                                         help: "From a notification's first attempt to its final answer.")
-        return text + extra
+        text.single("herald_sender_batches_total", .counter, help: "Job batches finished.", value: state.batches)
+        text.single("herald_sender_duplicate_batches_total", .counter,
+                    help: "Second copies of job batches already accounted or being sent from another record, not sent.",
+                    value: duplicateBatches.load(ordering: .relaxed))
+        text.single("herald_sender_batches_in_flight", .gauge, help: "Job batches being sent.",
+                    value: batchesInFlight.load(ordering: .relaxed))
+        text.single("herald_sender_attempts_total", .counter, help: "APNs requests made (retries included).", value: state.attempts)
+        state.latency.write(to: &text, name: "herald_sender_latency_milliseconds",
+                            help: "From a notification's first attempt to its final answer.")
+        return text.text + extra
     }
 
     /// Batches finished so far.

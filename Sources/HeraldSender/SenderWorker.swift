@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNs
 import HeraldCore
 import HeraldKafka
+import HeraldMetrics
 import HeraldRecords
 import HeraldStore
 import Logging
@@ -254,13 +255,14 @@ public final class SenderWorker: Service, Sendable {
     public func lagPrometheusText() -> String {
         let marks = consumer.highWatermarks()
         let stored = storedOffsets.withLock { $0 }
-        var text = "# HELP herald_sender_consumer_lag Job batches behind in each owned partition.\n"
-        text += "# TYPE herald_sender_consumer_lag gauge\n"
+        var text = PrometheusText()
+        text.family("herald_sender_consumer_lag", .gauge, help: "Job batches behind in each owned partition.")
         for (partition, high) in marks.sorted(by: { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }) {
             guard let next = stored[partition] else { continue }
-            text += "herald_sender_consumer_lag{topic=\"\(partition.topic)\",partition=\"\(partition.partition)\"} \(max(0, high - next))\n"
+            text.sample("herald_sender_consumer_lag", ["topic": partition.topic, "partition": String(partition.partition)],
+                        value: max(0, high - next))
         }
-        return text
+        return text.text
     }
 
     static func everyTarget(of batch: Herald_V1_JobBatch, status: Herald_V1_OutcomeBatch.Status, reason: String) -> Herald_V1_OutcomeBatch {

@@ -46,8 +46,8 @@ struct APNsRequestRulesTests {
             default: Issue.record("\(pushType ?? "-") \(topic): got \(result)")
             }
         }
-        #expect(APNsRequestRules.PushType.voip.maximumPayloadBytes == 5120)
-        #expect(APNsRequestRules.PushType.alert.maximumPayloadBytes == 4096)
+        #expect(APNsPushType.voip.maximumPayloadBytes == 5120)
+        #expect(APNsPushType.alert.maximumPayloadBytes == 4096)
     }
 
     @Test("apns-id, priority, expiration and topic syntax")

@@ -31,7 +31,7 @@ enum SenderFixture {
     static let unregisteredAt: Int64 = 1_700_000_123_000
 
     static func token(_ index: Int) -> Data { Data((0..<32).map { UInt8(truncatingIfNeeded: index >> (($0 % 4) * 8)) ^ UInt8($0) }) }
-    static func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ data: Data) -> String { Hexadecimal.encode(data) }
 
     /// 300 targets: device ids 1…300; 290 deliverable, 5 unregistered (291…295), 5 unknown (296…300).
     static func batch(expirationS: Int64 = 0, collapseID: String = "") -> Herald_V1_JobBatch {

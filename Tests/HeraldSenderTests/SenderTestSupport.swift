@@ -16,7 +16,7 @@ func deviceToken(_ device: Int) -> Data {
     withUnsafeBytes(of: UInt32(device).bigEndian) { Data($0) } + Data((4..<32).map { UInt8($0 * 7) })
 }
 
-func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
+func hex(_ data: Data) -> String { Hexadecimal.encode(data) }
 
 /// Everything a sender test needs: an app with a stored (sealed) APNs key in PostgreSQL, apns-sim
 /// knowing that key and the devices, and topics of its own on the development broker.

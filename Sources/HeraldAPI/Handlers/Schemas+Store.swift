@@ -49,7 +49,7 @@ extension Components.Schemas.Environment {
 
 extension Components.Schemas.Device {
     init(_ device: Device) {
-        let prefix = Array(device.token.prefix(4)).hexadecimal
+        let prefix = Hexadecimal.encode(device.token.prefix(4))
         self.init(
             registrationId: device.id, environment: .init(device.environment), topic: device.topic, tokenPrefix: prefix,
             alias: device.alias, tags: device.tags, locale: device.locale, timeZone: device.timeZone,
@@ -99,18 +99,4 @@ extension Components.Schemas.PushAccepted {
 extension UUID {
     /// The lower-case form the API shows.
     var lowercased: String { uuidString.lowercased() }
-}
-
-extension Array where Element == UInt8 {
-    /// Lower-case hexadecimal (the token prefix a device shows).
-    var hexadecimal: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(count * 2)
-        for byte in self {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
 }

@@ -31,17 +31,16 @@ final class APIMetrics: Sendable {
 
     func prometheusText() -> String {
         let snapshot = state.withLock { $0 }
-        var text = "# HELP herald_api_requests_total Requests answered, by operation and HTTP status.\n"
-        text += "# TYPE herald_api_requests_total counter\n"
+        var text = PrometheusText()
+        text.family("herald_api_requests_total", .counter, help: "Requests answered, by operation and HTTP status.")
         let sorted = snapshot.requests.sorted { ($0.key.operationID, $0.key.status) < ($1.key.operationID, $1.key.status) }
         for (key, count) in sorted {
-            text += "herald_api_requests_total{operation=\"\(key.operationID)\",status=\"\(key.status)\"} \(count)\n"
+            text.sample("herald_api_requests_total", ["operation": key.operationID, "status": "\(key.status)"], value: count)
         }
-        text += snapshot.latency.exposition(name: "herald_api_request_seconds", help: "Time to answer a request.")
-        text += "# HELP herald_api_pushes_accepted_total Pushes accepted (idempotent replays not counted).\n"
-        text += "# TYPE herald_api_pushes_accepted_total counter\n"
-        text += "herald_api_pushes_accepted_total \(pushesAccepted.load(ordering: .relaxed))\n"
-        return text
+        snapshot.latency.write(to: &text, name: "herald_api_request_seconds", help: "Time to answer a request.")
+        text.single("herald_api_pushes_accepted_total", .counter, help: "Pushes accepted (idempotent replays not counted).",
+                    value: pushesAccepted.load(ordering: .relaxed))
+        return text.text
     }
 }
 

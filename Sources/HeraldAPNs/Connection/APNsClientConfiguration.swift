@@ -1,5 +1,11 @@
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// How an ``APNsClient`` uses its connections.
 public struct APNsClientConfiguration: Sendable {
     /// Connections to open to the endpoint.
@@ -35,9 +41,3 @@ public struct APNsClock: Sendable {
 
     public static let system = APNsClock { Int64(time(nil)) }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif

@@ -114,8 +114,8 @@ enum JSONWriter {
             case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
             case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
             case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 48, 48,
+                                           Hexadecimal.digit(byte >> 4), Hexadecimal.digit(byte & 0xF)])
             default: output.append(byte)
             }
         }

@@ -154,13 +154,6 @@ struct LiteralValues: AudienceQueryValues {
     mutating func value(_ value: String) -> String { Self.text(value) }
 
     static func text(_ value: String) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var hex: [UInt8] = []
-        hex.reserveCapacity(value.utf8.count * 2)
-        for byte in value.utf8 {
-            hex.append(digits[Int(byte >> 4)])
-            hex.append(digits[Int(byte & 0x0F)])
-        }
-        return "convert_from(decode('\(String(decoding: hex, as: UTF8.self))', 'hex'), 'UTF8')"
+        "convert_from(decode('\(Hexadecimal.encode(value.utf8))', 'hex'), 'UTF8')"
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNs
 import Logging
 import NIOCore
 import PostgresNIO
@@ -88,10 +89,9 @@ enum CopyText {
         buffer.writeInteger(UInt8(ascii: "\t"))
         // bytea in hex: \x..., with the backslash escaped for COPY.
         buffer.writeString("\\\\x")
-        let digits = Array("0123456789abcdef".utf8)
         for byte in row.token {
-            buffer.writeInteger(digits[Int(byte >> 4)])
-            buffer.writeInteger(digits[Int(byte & 0x0F)])
+            buffer.writeInteger(Hexadecimal.digit(byte >> 4))
+            buffer.writeInteger(Hexadecimal.digit(byte & 0x0F))
         }
         buffer.writeInteger(UInt8(ascii: "\t"))
         appendField(row.environment.rawValue, to: &buffer)

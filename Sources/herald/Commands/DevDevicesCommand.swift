@@ -15,15 +15,7 @@ enum SimulatedDevices {
 
     static func token(kind: String?) -> String {
         var generator = SystemRandomNumberGenerator()
-        let digits = Array("0123456789abcdef")
-        var characters: [Character] = []
-        characters.reserveCapacity(64)
-        for _ in 0..<32 {
-            let byte = UInt8.random(in: 0...255, using: &generator)
-            characters.append(digits[Int(byte >> 4)])
-            characters.append(digits[Int(byte & 0x0F)])
-        }
-        var hex = String(characters)
+        var hex = Hexadecimal.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
         if let kind {
             hex = kind + hex.dropFirst(kind.count)
         } else if hex.hasPrefix(unregisteredPrefix) || hex.hasPrefix(badPrefix) {

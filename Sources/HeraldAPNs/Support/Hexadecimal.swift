@@ -1,0 +1,29 @@
+/// Lower-case hexadecimal, the way APNs carries device tokens in its request paths: the one
+/// encoder Herald uses (the sender per notification, the API for token prefixes, apns-sim and
+/// the tools).
+public enum Hexadecimal {
+    /// `bytes` as lower-case hexadecimal digits, two per byte.
+    @inlinable
+    public static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+        let count = bytes.count
+        return String(unsafeUninitializedCapacity: count * 2) { buffer in
+            var index = 0
+            for byte in bytes {
+                buffer[index] = digit(byte >> 4)
+                buffer[index + 1] = digit(byte & 0x0F)
+                index += 2
+            }
+            return index
+        }
+    }
+
+    /// Whether `byte` is an ASCII hexadecimal digit (0-9, a-f, A-F).
+    @inlinable
+    public static func isDigit(_ byte: UInt8) -> Bool {
+        (byte &- 48) < 10 || ((byte | 0x20) &- 97) < 6
+    }
+
+    /// The ASCII digit of `nibble` (0...15), for writers that put digits straight into a buffer.
+    @inlinable
+    public static func digit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 48 + nibble : 87 + nibble }
+}
