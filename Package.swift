@@ -3,11 +3,15 @@ import PackageDescription
 
 /// Herald: a self-hosted push-notification platform.
 ///
-/// Layout: C libraries are reached only through the `C*` targets and the one Swift module that
-/// wraps each (`HeraldKafka` for librdkafka, the HTTP/2 engine for libnghttp2). `HeraldCore`
-/// holds configuration and shared types, `HeraldRecords` the Kafka record formats,
-/// `HeraldStore` the PostgreSQL store. Executables are thin: they read configuration and start a
-/// `ServiceGroup`.
+/// Layout: each C library is reached only through its `C*` target and the one Swift module that
+/// wraps it: `HeraldKafka` (librdkafka), `HeraldHTTP2` (libnghttp2), `HeraldPostgresCopy` (libpq).
+/// `HeraldTiming` holds `Backoff` and Duration helpers; `HeraldCore` configuration, key hashing
+/// and credential sealing (no Kafka); `HeraldRecords` the Kafka record formats;
+/// `HeraldMessaging` Herald's use of Kafka (settings into client configurations, dead letters);
+/// `HeraldAPNs` the APNs vocabulary and client; `HeraldStore` the PostgreSQL store;
+/// `HeraldMetrics` Prometheus text and the metrics endpoint; `HeraldAPI`, `HeraldCenter` and
+/// `HeraldSender` the three services, `APNsSimulator` apns-sim. Executables are thin: they read
+/// configuration and start a `ServiceGroup`.
 let package = Package(
     name: "herald",
     platforms: [.macOS(.v15)],
@@ -67,10 +71,12 @@ let package = Package(
         .target(name: "CKafkaDevBind", linkerSettings: [.linkedLibrary("dl")]),
 
         // MARK: Libraries
+        // Backoff and Duration helpers, shared by every module; depends on nothing.
+        .target(name: "HeraldTiming"),
         .target(
             name: "HeraldKafka",
             dependencies: [
-                "CRdKafka", "CRdKafkaShim",
+                "CRdKafka", "CRdKafkaShim", "HeraldTiming",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -86,8 +92,13 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                "HeraldKafka", "HeraldRecords",
+                "HeraldRecords", "HeraldTiming",
             ]
+        ),
+        // Herald's use of Kafka: settings into client configurations, dead letters.
+        .target(
+            name: "HeraldMessaging",
+            dependencies: ["HeraldCore", "HeraldKafka", "HeraldRecords"]
         ),
         .target(
             name: "HeraldPostgresCopy",
@@ -96,7 +107,7 @@ let package = Package(
         .target(
             name: "HeraldStore",
             dependencies: [
-                "HeraldAPNs", "HeraldCore", "HeraldPostgresCopy",
+                "HeraldAPNs", "HeraldCore", "HeraldPostgresCopy", "HeraldTiming",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -122,7 +133,7 @@ let package = Package(
         .target(
             name: "HeraldAPNs",
             dependencies: [
-                "HeraldHTTP2",
+                "HeraldHTTP2", "HeraldTiming",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -143,7 +154,8 @@ let package = Package(
         .target(
             name: "HeraldCenter",
             dependencies: [
-                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldStore", "HeraldCore", "HeraldMetrics",
+                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore", "HeraldCore", "HeraldMetrics",
+                "HeraldTiming",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -170,7 +182,8 @@ let package = Package(
         .target(
             name: "HeraldSender",
             dependencies: [
-                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldStore", "HeraldCore", "HeraldMetrics",
+                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore", "HeraldCore", "HeraldMetrics",
+                "HeraldTiming",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -200,7 +213,7 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldStore", "HeraldAPNs",
+                "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldRecords", "HeraldStore", "HeraldAPNs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -219,14 +232,15 @@ let package = Package(
         ),
         .executableTarget(
             name: "kafka-throughput",
-            dependencies: ["HeraldCore", "HeraldKafka", "HeraldRecords"],
+            dependencies: ["HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldRecords"],
             path: "Benchmarks/KafkaThroughput"
         ),
 
         .executableTarget(
             name: "herald-sender",
             dependencies: [
-                "HeraldSender", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldStore", "HeraldMetrics",
+                "HeraldSender", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldRecords", "HeraldStore",
+                "HeraldMetrics", "HeraldTiming",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -236,7 +250,7 @@ let package = Package(
         .executableTarget(
             name: "herald-center",
             dependencies: [
-                "HeraldCenter", "HeraldCore", "HeraldKafka", "HeraldStore", "HeraldMetrics",
+                "HeraldCenter", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldStore", "HeraldMetrics",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -284,7 +298,8 @@ let package = Package(
         .executableTarget(
             name: "sender-throughput",
             dependencies: [
-                "APNsSimulator", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldStore", "BenchmarkSupport",
+                "APNsSimulator", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldRecords", "HeraldStore",
+                "BenchmarkSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -315,7 +330,8 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .testTarget(name: "HeraldKafkaTests", dependencies: ["HeraldKafka", "HeraldCore"]),
+        .testTarget(name: "HeraldKafkaTests", dependencies: ["HeraldKafka", "HeraldCore", "HeraldMessaging"]),
+        .testTarget(name: "HeraldTimingTests", dependencies: ["HeraldTiming"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
         .testTarget(name: "HeraldMetricsTests", dependencies: ["HeraldMetrics"]),
         .testTarget(name: "HeraldRecordsTests", dependencies: ["HeraldRecords"]),
@@ -361,7 +377,7 @@ let package = Package(
             name: "HeraldSenderTests",
             dependencies: [
                 "HeraldSender", "HeraldAPNs", "HeraldRecords", "APNsSimulator", "HeraldStore", "HeraldCore", "HeraldKafka",
-                "APNsTestSupport",
+                "HeraldMessaging", "HeraldTiming", "APNsTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -370,7 +386,8 @@ let package = Package(
         .testTarget(
             name: "HeraldCenterTests",
             dependencies: [
-                "HeraldCenter", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore", "HeraldKafka", "StoreTestSupport",
+                "HeraldCenter", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore", "HeraldKafka", "HeraldMessaging",
+                "StoreTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

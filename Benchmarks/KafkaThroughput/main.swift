@@ -8,6 +8,7 @@
 import Foundation
 import HeraldCore
 import HeraldKafka
+import HeraldMessaging
 import HeraldRecords
 import Logging
 import Synchronization

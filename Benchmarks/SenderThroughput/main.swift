@@ -15,6 +15,7 @@ import Foundation
 import HeraldAPNs
 import HeraldCore
 import HeraldKafka
+import HeraldMessaging
 import HeraldRecords
 import HeraldStore
 import Logging

@@ -1,4 +1,5 @@
 import HeraldHTTP2
+import HeraldTiming
 import Logging
 import NIOCore
 import NIOPosix
@@ -21,6 +22,8 @@ import Synchronization
 public final class APNsClient: Service, Sendable {
     public let endpoint: APNsEndpoint
     public let configuration: APNsClientConfiguration
+    /// ``APNsClientConfiguration/requestTimeout`` in the HTTP/2 engine's unit, worked out once.
+    let requestTimeout: TimeAmount
     private let credential: APNsCredential
     private let tls: NIOSSLContext
     private let group: any EventLoopGroup
@@ -50,6 +53,7 @@ public final class APNsClient: Service, Sendable {
         (stopped, stoppedContinuation) = AsyncStream.makeStream()
         self.credential = credential
         self.configuration = configuration
+        self.requestTimeout = TimeAmount(configuration.requestTimeout)
         self.group = group
         self.clock = clock
         self.logger = logger
@@ -61,8 +65,7 @@ public final class APNsClient: Service, Sendable {
     /// Sends one notification and returns what became of it; never throws.
     public func send(_ notification: APNsNotification) async -> APNsOutcome {
         if notification.problem != nil { return .failed(.invalid) }
-        var resends = 0
-        var renewedToken = false
+        var resend = APNsResendRule()
         while true {
             guard let lease = await lease() else {
                 return .failed(isStopped ? .clientStopped : .noConnection)
@@ -70,21 +73,12 @@ public final class APNsClient: Service, Sendable {
             let request = makeRequest(notification, headers: commonHeaders(notification, authorization: providerToken(for: lease)))
             let result: Result<HTTP2Response, any Error>
             do {
-                result = .success(try await lease.connection.send(request, timeout: configuration.requestTimeout))
+                result = .success(try await lease.connection.send(request, timeout: requestTimeout))
             } catch {
                 result = .failure(error)
             }
             let answer = answer(result, to: notification, on: lease)
-            switch answer.sendAgain {
-            case .renewedToken? where !renewedToken:
-                renewedToken = true
-                continue
-            case .unprocessed? where resends < configuration.unprocessedResends:
-                resends += 1
-                continue
-            default:
-                return answer.outcome
-            }
+            if !resend.sendsAgain(for: answer.sendAgain, limit: configuration.unprocessedResends) { return answer.outcome }
         }
     }
 
@@ -292,19 +286,19 @@ public final class APNsClient: Service, Sendable {
 
 
     private func maintain(slot: Int) async {
-        try? await Task.sleep(nanoseconds: UInt64(configuration.connectionSpacing.nanoseconds) * UInt64(slot))
-        var backoff = configuration.reconnectBackoff.minimum
+        try? await Task.sleep(for: configuration.connectionSpacing * slot)
+        var reconnects = configuration.reconnectBackoff.delays()
         while !isStopped, !Task.isCancelled {
             do {
                 let connection = try await HTTP2ClientConnection.connect(
-                    host: endpoint.host, port: endpoint.port, tls: tls, group: group, timeout: configuration.connectTimeout)
+                    host: endpoint.host, port: endpoint.port, tls: tls, group: group, timeout: TimeAmount(configuration.connectTimeout))
                 let woken = state.withLock { state -> [(APNsPoolState.Waiter, APNsLease?)] in
                     state.slots[slot] = APNsPoolState.Slot(connection: connection)
                     return state.wakeWaiters()
                 }
                 for (waiter, lease) in woken { waiter(lease) }
                 if isStopped { await connection.close() }
-                backoff = configuration.reconnectBackoff.minimum
+                reconnects.reset()
                 logger.debug("APNs connection open", metadata: ["slot": "\(slot)", "endpoint": "\(endpoint.host):\(endpoint.port)"])
                 await watch(connection, slot: slot)
                 state.withLock { state in
@@ -312,12 +306,12 @@ public final class APNsClient: Service, Sendable {
                 }
                 logger.debug("APNs connection closed", metadata: ["slot": "\(slot)", "goaway": "\(connection.goAway.map { "\($0.errorCode)" } ?? "none")"])
             } catch {
+                let delay = reconnects.next()
                 logger.warning("cannot connect to APNs", metadata: [
-                    "endpoint": "\(endpoint.host):\(endpoint.port)", "error": "\(error)", "retry-in": "\(backoff)"])
+                    "endpoint": "\(endpoint.host):\(endpoint.port)", "error": "\(error)", "retry-in": "\(delay)"])
                 let failed = state.withLock { state in state.hasLiveConnection ? [] : state.failWaiters() }
                 for (waiter, lease) in failed { waiter(lease) }
-                try? await Task.sleep(nanoseconds: UInt64(backoff.nanoseconds))
-                backoff = min(backoff * 2, configuration.reconnectBackoff.maximum)
+                try? await Task.sleep(for: delay)
             }
         }
     }
@@ -328,7 +322,7 @@ public final class APNsClient: Service, Sendable {
             group.addTask { await connection.waitUntilClosed() }
             group.addTask {
                 while !Task.isCancelled {
-                    try? await Task.sleep(nanoseconds: UInt64(self.configuration.idlePingInterval.nanoseconds))
+                    try? await Task.sleep(for: self.configuration.idlePingInterval)
                     if Task.isCancelled { return }
                     let idle = self.state.withLock { $0.slots[slot].inUse == 0 }
                     guard idle else { continue }

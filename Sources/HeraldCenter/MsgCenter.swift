@@ -49,7 +49,7 @@ public final class MsgCenter: Service, Sendable {
         (claimed, claimedSink) = AsyncStream.makeStream(of: Push.self)
     }
 
-    var lease: Duration { .milliseconds(settings.claimLeaseMilliseconds) }
+    var lease: Duration { settings.claimLease }
 
     var runner: FanoutRunner {
         FanoutRunner(center: settings.name, fanouts: fanouts, audience: audience, producer: producer,
@@ -156,7 +156,7 @@ public final class MsgCenter: Service, Sendable {
                 lastPurge = .now
                 await purge()
             }
-            try? await Task.sleep(for: .milliseconds(settings.sweepIntervalMilliseconds))
+            try? await Task.sleep(for: settings.sweepInterval)
         }
     }
 
@@ -184,7 +184,7 @@ public final class MsgCenter: Service, Sendable {
     /// broker must not leave a push hanging). Same batch id: counted once whichever copy answers.
     func redrive() async {
         do {
-            let stale = try await fanouts.batchesWithoutOutcome(after: .milliseconds(settings.redriveAfterMilliseconds), limit: 200)
+            let stale = try await fanouts.batchesWithoutOutcome(after: settings.redriveAfter, limit: 200)
             var contexts: [UUID: FanoutContext] = [:]
             for batch in stale {
                 if contexts[batch.pushID] == nil, let push = try await fanouts.push(id: batch.pushID) {

@@ -1,3 +1,5 @@
+import HeraldTiming
+
 /// Settings shared by Herald's Kafka producers and consumers.
 ///
 /// Every property becomes a librdkafka configuration property; ``extraProperties`` passes any
@@ -33,16 +35,16 @@ public struct KafkaProducerConfiguration: Sendable {
     /// Idempotent production: retries inside librdkafka never duplicate or reorder a record.
     public var enableIdempotence: Bool = true
     /// How long librdkafka waits to fill a batch (`linger.ms`).
-    public var lingerMilliseconds: Int = 5
+    public var linger: Duration = .milliseconds(5)
     /// Records librdkafka may hold before ``KafkaProducer/send(_:)`` waits (`queue.buffering.max.messages`).
     /// This is the producer's whole in-memory buffer: when it is full, senders wait.
     public var maximumQueuedMessages: Int = 100_000
     /// How long a record may take to be acknowledged, retries included (`message.timeout.ms`).
-    public var deliveryTimeoutMilliseconds: Int = 120_000
+    public var deliveryTimeout: Duration = .seconds(120)
     /// `none`, `lz4`, `zstd`, `snappy` or `gzip` (`compression.codec`).
     public var compression: String = "none"
     /// How long a graceful shutdown waits for unacknowledged records.
-    public var flushTimeoutMilliseconds: Int = 30_000
+    public var flushTimeout: Duration = .seconds(30)
 
     public init(client: KafkaClientConfiguration) {
         self.client = client
@@ -51,9 +53,9 @@ public struct KafkaProducerConfiguration: Sendable {
     var properties: [String: String] {
         var properties = client.properties
         properties["enable.idempotence"] = enableIdempotence ? "true" : "false"
-        properties["linger.ms"] = String(lingerMilliseconds)
+        properties["linger.ms"] = String(linger.wholeMilliseconds)
         properties["queue.buffering.max.messages"] = String(maximumQueuedMessages)
-        properties["message.timeout.ms"] = String(deliveryTimeoutMilliseconds)
+        properties["message.timeout.ms"] = String(deliveryTimeout.wholeMilliseconds)
         properties["compression.codec"] = compression
         properties["acks"] = "all"
         properties.merge(client.extraProperties) { _, extra in extra }
@@ -69,19 +71,19 @@ public struct KafkaConsumerConfiguration: Sendable {
     /// The topics to subscribe to.
     public var topics: [String]
     /// A member silent this long is removed from the group (`session.timeout.ms`).
-    public var sessionTimeoutMilliseconds: Int = 10_000
+    public var sessionTimeout: Duration = .seconds(10)
     /// `heartbeat.interval.ms`; about a third of the session timeout or less.
-    public var heartbeatIntervalMilliseconds: Int = 3_000
+    public var heartbeatInterval: Duration = .seconds(3)
     /// Longest time a broker holds a fetch waiting for data (`fetch.wait.max.ms`).
-    public var fetchWaitMaximumMilliseconds: Int = 100
+    public var fetchWaitMaximum: Duration = .milliseconds(100)
     /// How often stored offsets are committed (`auto.commit.interval.ms`).
-    public var commitIntervalMilliseconds: Int = 1_000
+    public var commitInterval: Duration = .seconds(1)
     /// Where a group without committed offsets starts: `earliest` or `latest`.
     public var autoOffsetReset: String = "earliest"
     /// Records handed from librdkafka to Swift per poll. The only buffer on the Swift side.
     public var maximumBatchSize: Int = 256
     /// How long one poll blocks its thread when no record is there.
-    public var pollTimeoutMilliseconds: Int = 100
+    public var pollTimeout: Duration = .milliseconds(100)
 
     public init(client: KafkaClientConfiguration, groupID: String, topics: [String]) {
         self.client = client
@@ -92,10 +94,10 @@ public struct KafkaConsumerConfiguration: Sendable {
     var properties: [String: String] {
         var properties = client.properties
         properties["group.id"] = groupID
-        properties["session.timeout.ms"] = String(sessionTimeoutMilliseconds)
-        properties["heartbeat.interval.ms"] = String(heartbeatIntervalMilliseconds)
-        properties["fetch.wait.max.ms"] = String(fetchWaitMaximumMilliseconds)
-        properties["auto.commit.interval.ms"] = String(commitIntervalMilliseconds)
+        properties["session.timeout.ms"] = String(sessionTimeout.wholeMilliseconds)
+        properties["heartbeat.interval.ms"] = String(heartbeatInterval.wholeMilliseconds)
+        properties["fetch.wait.max.ms"] = String(fetchWaitMaximum.wholeMilliseconds)
+        properties["auto.commit.interval.ms"] = String(commitInterval.wholeMilliseconds)
         properties["auto.offset.reset"] = autoOffsetReset
         // At-least-once: an offset is stored only when the caller says its record is handled;
         // stored offsets are committed in the background and on every revoke and close.

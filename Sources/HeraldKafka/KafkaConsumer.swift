@@ -1,3 +1,4 @@
+import HeraldTiming
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -9,7 +10,7 @@ import Synchronization
 /// is the real buffer (bounded by librdkafka's `queued.max.messages.kbytes`); nothing unbounded
 /// is kept in Swift. An offset is stored only by ``storeOffset(for:)`` after the caller handled
 /// the record, and stored offsets are committed every
-/// ``KafkaConsumerConfiguration/commitIntervalMilliseconds``, on every rebalance and on close:
+/// ``KafkaConsumerConfiguration/commitInterval``, on every rebalance and on close:
 /// a member that dies before storing has its records delivered again to another member.
 ///
 /// Polls, commits and close block, so they run on the consumer's own thread, never on Swift's
@@ -25,8 +26,7 @@ public final class KafkaConsumer: Service, Sendable {
     private let thread: BlockingCallThread
     private let configuration: KafkaConsumerConfiguration
     private let logger: Logger
-    private let closing = Atomic<Bool>(false)
-    private let closed = Mutex(false)
+    private let lifecycle = Mutex(KafkaConsumerLifecycle())
 
     /// Creates a consumer and subscribes it to ``KafkaConsumerConfiguration/topics``.
     /// - Throws: ``KafkaError`` when librdkafka refuses a property or the subscription.
@@ -93,13 +93,11 @@ public final class KafkaConsumer: Service, Sendable {
     /// Ends ``messages``, commits stored offsets, leaves the group and releases librdkafka.
     /// Idempotent.
     public func close() async throws {
-        closing.store(true, ordering: .releasing)
-        let alreadyClosed = closed.withLock { closed in
-            defer { closed = true }
-            return closed
+        guard case .close = lifecycle.withLock({ $0.close() }) else { return }
+        defer {
+            lifecycle.withLock { $0.closeFinished() }
+            thread.stop()
         }
-        guard !alreadyClosed else { return }
-        defer { thread.stop() }
         try await thread.run { [client, logger] in
             defer { client.destroy() }
             do {
@@ -126,12 +124,12 @@ public final class KafkaConsumer: Service, Sendable {
     /// One pull: up to a batch of records, waiting up to the poll timeout for the first.
     /// - Returns: the records and the number of revocations seen before the poll.
     func nextBatch() async throws -> (messages: [KafkaConsumerMessage], revocationsBefore: Int)? {
-        if closing.load(ordering: .acquiring) { return nil }
+        if !lifecycle.withLock(\.isOpen) { return nil }
         let maximum = configuration.maximumBatchSize
-        let timeout = Int32(configuration.pollTimeoutMilliseconds)
+        let timeout = Int32(clamping: configuration.pollTimeout.wholeMilliseconds)
         do {
             return try await thread.run { [self] in
-                if closing.load(ordering: .acquiring) { return nil }
+                if !lifecycle.withLock(\.isOpen) { return nil }
                 let before = client.context.revocations.load(ordering: .sequentiallyConsistent)
                 return (try client.pollBatch(maximum: maximum, timeoutMilliseconds: timeout), before)
             }

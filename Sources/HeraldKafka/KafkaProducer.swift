@@ -1,5 +1,6 @@
 import CRdKafka
 import Foundation
+import HeraldTiming
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -13,19 +14,18 @@ import Synchronization
 /// ``send(_:)`` waits for room: that is the producer's backpressure.
 ///
 /// - Important: run it in a `ServiceGroup` (or call ``run()``): on graceful shutdown it flushes
-///   what is not yet acknowledged, waiting up to ``KafkaProducerConfiguration/flushTimeoutMilliseconds``.
+///   what is not yet acknowledged, waiting up to ``KafkaProducerConfiguration/flushTimeout``.
 public final class KafkaProducer: Service, Sendable {
     private let client: RdKafkaClient
     private let logger: Logger
-    private let pollThread = PollThreadState()
+    private let lifecycle = Lifecycle()
 
     /// New records are accepted until shutdown starts.
-    private var accepting: Bool { !pollThread.stopRequested.load(ordering: .acquiring) }
+    private var accepting: Bool { lifecycle.state.withLock(\.acceptsRecords) }
 
-    /// Shared by the producer and its delivery-report thread.
-    private final class PollThreadState: Sendable {
-        let stopRequested = Atomic<Bool>(false)
-        let stopped = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    /// The producer's ``KafkaProducerLifecycle``, shared with its delivery-report thread.
+    private final class Lifecycle: Sendable {
+        let state = Mutex(KafkaProducerLifecycle<CheckedContinuation<Void, Never>>())
     }
 
     /// Creates a producer and starts its delivery-report thread.
@@ -33,30 +33,25 @@ public final class KafkaProducer: Service, Sendable {
     public init(configuration: KafkaProducerConfiguration, logger: Logger) throws {
         self.logger = logger
         self.client = try RdKafkaClient.make(role: .producer, properties: configuration.properties, logger: logger)
-        let thread = Thread { [client, pollThread, configuration, logger] in
-            while !pollThread.stopRequested.load(ordering: .acquiring) {
+        let thread = Thread { [client, lifecycle, configuration, logger] in
+            while lifecycle.state.withLock(\.acceptsRecords) {
                 client.poll(timeoutMilliseconds: 100)
             }
-            let remaining = client.flush(timeoutMilliseconds: Int32(configuration.flushTimeoutMilliseconds))
+            let remaining = client.flush(timeoutMilliseconds: Int32(clamping: configuration.flushTimeout.wholeMilliseconds))
             if remaining > 0 {
                 logger.error("Kafka producer shut down with records not acknowledged; their senders get an error",
                              metadata: ["records": "\(remaining)"])
                 client.purgeUnacknowledged()
             }
             client.destroy()
-            let waiters = pollThread.stopped.withLock { state in
-                state.done = true
-                defer { state.waiters = [] }
-                return state.waiters
-            }
-            for waiter in waiters { waiter.resume() }
+            for waiter in lifecycle.state.withLock({ $0.threadFinished() }) { waiter.resume() }
         }
         thread.name = "herald-kafka-producer"
         thread.start()
     }
 
     deinit {
-        pollThread.stopRequested.store(true, ordering: .releasing)
+        lifecycle.state.withLock { $0.stopRequested() }
     }
 
     /// Produces one record and returns when the broker acknowledged it.
@@ -96,14 +91,14 @@ public final class KafkaProducer: Service, Sendable {
     /// Without it librdkafka discovers a topic when its first record arrives and holds that
     /// record (and all that follow) meanwhile: about a second against the development broker,
     /// which is most of a million-device fan-out. Runs on a thread of its own. When the brokers
-    /// do not answer within `timeoutMilliseconds` it logs a warning and returns: producing
-    /// still works, librdkafka keeps trying.
-    public func prepare(topics: [String], timeoutMilliseconds: Int = 2000) async {
+    /// do not answer within `timeout` it logs a warning and returns: producing still works,
+    /// librdkafka keeps trying.
+    public func prepare(topics: [String], timeout: Duration = .seconds(2)) async {
         let client = self.client
         let failure: KafkaError? = await withCheckedContinuation { continuation in
             let thread = Thread {
                 continuation.resume(returning: topics.lazy.compactMap {
-                    client.fetchMetadata(topic: $0, timeoutMilliseconds: Int32(timeoutMilliseconds))
+                    client.fetchMetadata(topic: $0, timeoutMilliseconds: Int32(clamping: timeout.wholeMilliseconds))
                 }.first)
             }
             thread.name = "herald-kafka-metadata"
@@ -116,7 +111,7 @@ public final class KafkaProducer: Service, Sendable {
     }
 
     private func enqueue(_ message: KafkaProducerMessage, group: KafkaDeliveryGroup) async throws {
-        var backoffNanoseconds: UInt64 = 200_000
+        var waits = Self.queueFullBackoff.delays()
         while true {
             // Retained for librdkafka; released by the delivery-report callback or below.
             let opaque = Unmanaged.passRetained(group).toOpaque()
@@ -128,10 +123,12 @@ public final class KafkaProducer: Service, Sendable {
             guard error.code == RD_KAFKA_RESP_ERR__QUEUE_FULL.rawValue else { throw error }
             // librdkafka's queue is full: wait for acknowledgements to make room.
             guard accepting else { throw KafkaError.shutDown }
-            try? await Task.sleep(nanoseconds: backoffNanoseconds)
-            backoffNanoseconds = min(backoffNanoseconds * 2, 20_000_000)
+            try? await Task.sleep(for: waits.next())
         }
     }
+
+    /// Waits while librdkafka's queue is full, for acknowledgements to make room.
+    static let queueFullBackoff = Backoff(initial: .microseconds(200), maximum: .milliseconds(20))
 
     /// Runs until graceful shutdown (or cancellation), then flushes and stops.
     public func run() async throws {
@@ -142,14 +139,11 @@ public final class KafkaProducer: Service, Sendable {
     /// Refuses new records, waits for the outstanding ones to be acknowledged (up to the flush
     /// timeout; the rest fail), and releases librdkafka. Idempotent.
     public func shutdown() async {
-        pollThread.stopRequested.store(true, ordering: .releasing)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = pollThread.stopped.withLock { state in
-                if state.done { return true }
-                state.waiters.append(continuation)
-                return false
+            switch lifecycle.state.withLock({ $0.shutdown(notifying: continuation) }) {
+            case .wait: break
+            case .resume: continuation.resume()
             }
-            if done { continuation.resume() }
         }
         logger.debug("Kafka producer stopped")
     }

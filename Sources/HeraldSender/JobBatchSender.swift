@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTiming
 import NIOCore
 import HeraldAPNs
 import HeraldRecords
@@ -67,7 +68,7 @@ public struct JobBatchSender: Sendable {
         let start = ContinuousClock.now
         var generator = SystemRandomNumberGenerator()
         while true {
-            let roundStart = Self.milliseconds(ContinuousClock.now - start)
+            let roundStart = (ContinuousClock.now - start).fractionalMilliseconds
             let sent = await client.send(round.map { notifications[$0] })
             let current = now()
             for (position, index) in round.enumerated() {
@@ -120,9 +121,6 @@ public struct JobBatchSender: Sendable {
         return outcomes
     }
 
-    static func milliseconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
-    }
 
     static func statusName(_ status: Herald_V1_OutcomeBatch.Status) -> String {
         switch status {
@@ -168,8 +166,8 @@ public struct JobBatchSender: Sendable {
                 afterAttempt: attempt, nowMilliseconds: current, expirationMilliseconds: expiresAtSeconds.map { $0 * 1000 },
                 unit: Double.random(in: 0..<1, using: &generator))
             switch decision {
-            case .retry(let milliseconds):
-                return .retry(dueMilliseconds: current + Int64(milliseconds))
+            case .retry(let delay):
+                return .retry(dueMilliseconds: current + delay.wholeMilliseconds)
             case .expired:
                 failure.status = .expired
                 failure.reason = "Expired"

@@ -2,9 +2,11 @@ import Foundation
 import HeraldAPNs
 import HeraldCore
 import HeraldKafka
+import HeraldMessaging
 import HeraldMetrics
 import HeraldRecords
 import HeraldStore
+import HeraldTiming
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -196,13 +198,12 @@ public final class SenderWorker: Service, Sendable {
     /// The app's client; while its credential cannot be read from the database (and none was
     /// loaded before), the batch waits — a database outage rejects nothing.
     private func client(appID: UUID, environment: APNsEnvironment) async throws -> APNsClient {
-        var delay = Duration.milliseconds(200)
+        var waits = Backoff.outage.delays()
         while true {
             do {
                 return try await credentials.client(appID: appID, environment: environment)
             } catch is CredentialUnavailable {
-                try await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(5))
+                try await Task.sleep(for: waits.next())
             }
         }
     }
@@ -217,15 +218,15 @@ public final class SenderWorker: Service, Sendable {
     /// partition's offsets, until it is back).
     private func publish(_ outcome: Herald_V1_OutcomeBatch, pushID: Data) async {
         guard let value = try? outcome.encodedRecord() else { return }
-        var delay = Duration.milliseconds(100)
+        var waits = Backoff.outage.delays()
         while true {
             do {
                 _ = try await producer.send(KafkaProducerMessage(topic: outcomesTopic, key: Array(pushID), value: value))
                 return
             } catch {
+                let delay = waits.next()
                 logger.warning("cannot publish outcomes; retrying", metadata: ["error": "\(error)", "retry-in": "\(delay)"])
                 try? await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(10))
             }
         }
     }

@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldTiming
 import Logging
 import PostgresNIO
 
@@ -18,7 +19,7 @@ public enum HeraldDatabase {
         configuration.options.maximumConnections = settings.maximumConnections
         configuration.options.minimumConnections = 0
         configuration.options.additionalStartupParameters = [
-            ("idle_in_transaction_session_timeout", String(max(0, settings.idleInTransactionTimeoutMilliseconds)))]
+            ("idle_in_transaction_session_timeout", String(max(0, settings.idleInTransactionTimeout.wholeMilliseconds)))]
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 }

@@ -6,6 +6,7 @@ import Foundation
 import HeraldCenter
 import HeraldCore
 import HeraldKafka
+import HeraldMessaging
 import HeraldMetrics
 import HeraldStore
 import Logging
@@ -34,9 +35,9 @@ do {
         let accountant = OutcomeAccountant(consumer: outcomes, fanouts: FanoutRepository(client: database, logger: logger),
                                            deadLetters: producer, metrics: metrics, logger: logger)
         var services: [any Service] = [producer, pushEvents, outcomes, center, accountant]
-        if settings.outboxIntervalMilliseconds > 0 {
+        if settings.outboxInterval > .zero {
             services.append(OutboxRelay(outbox: OutboxRepository(client: database, logger: logger), producer: producer,
-                                        interval: .milliseconds(settings.outboxIntervalMilliseconds), metrics: metrics, logger: logger))
+                                        interval: settings.outboxInterval, metrics: metrics, logger: logger))
         }
         if settings.metricsPort > 0 {
             services.append(MetricsServer(host: settings.metricsHost, port: settings.metricsPort) { metrics.prometheusText() })

@@ -5,6 +5,7 @@ import Foundation
 import HeraldAPNs
 import HeraldCore
 import HeraldKafka
+import HeraldMessaging
 import HeraldRecords
 import HeraldMetrics
 import HeraldSender
@@ -46,7 +47,7 @@ let clientConfiguration: APNsClientConfiguration = {
     var clientConfiguration = APNsClientConfiguration()
     clientConfiguration.connections = settings.connections
     clientConfiguration.maxInFlight = settings.maxInFlight
-    clientConfiguration.requestTimeout = .milliseconds(Int64(settings.requestTimeoutMilliseconds))
+    clientConfiguration.requestTimeout = settings.requestTimeout
     return clientConfiguration
 }()
 
@@ -63,10 +64,8 @@ do {
         let worker = SenderWorker(
             consumer: consumer, producer: producer, credentials: credentials,
             gate: StoredBatchGate(pushes: PushRepository(client: database, logger: logger),
-                                  takeoverAfter: .milliseconds(configuration.sender.batchTakeoverMilliseconds), logger: logger),
-            sender: JobBatchSender(retryPolicy: RetryPolicy(
-                maxAttempts: settings.maxAttempts, baseDelayMilliseconds: settings.retryBaseMilliseconds,
-                maxDelayMilliseconds: settings.retryMaxMilliseconds)),
+                                  takeoverAfter: configuration.sender.batchTakeover, logger: logger),
+            sender: JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: settings.maxAttempts, backoff: settings.retryBackoff)),
             maxBatchesInFlight: settings.maxBatchesInFlight, outcomesTopic: settings.outcomesTopic, logger: logger)
         var services: [any Service] = [producer, consumer, credentials, worker]
         if settings.metricsPort > 0 {

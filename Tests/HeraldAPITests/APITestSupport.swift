@@ -112,7 +112,7 @@ func withAPI(rateLimitPerSecond: Int = 100_000, burst: Int = 100_000,
         settings.port = 0
         settings.rateLimitPerSecond = rateLimitPerSecond
         settings.rateLimitBurst = burst
-        settings.keyCacheMilliseconds = 0
+        settings.keyCacheTTL = .zero
         var security = configuration.security
         security.adminToken = APITest.adminToken
         let masterKey = Data(SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }).base64EncodedString()

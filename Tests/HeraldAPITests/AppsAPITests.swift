@@ -182,7 +182,7 @@ struct DatabaseOutageTests {
         let client = HeraldDatabase.makeClient(settings: postgres, logger: logger)
         var settings = configuration.api
         settings.port = 0
-        settings.requestTimeoutMilliseconds = 1000
+        settings.requestTimeout = .seconds(1)
         var security = configuration.security
         security.adminToken = APITest.adminToken
         let server = try APIServer(settings: settings, security: security, database: client, logger: logger)

@@ -3,6 +3,7 @@ import HeraldAPNs
 @testable import HeraldCenter
 import HeraldCore
 @testable import HeraldKafka
+import HeraldMessaging
 import HeraldRecords
 import HeraldStore
 import Logging
@@ -39,9 +40,9 @@ struct CenterEnvironment: Sendable {
         settings.outcomesTopic = outcomesTopic
         settings.pageSize = pageSize
         settings.batchSize = batchSize
-        settings.claimLeaseMilliseconds = lease
-        settings.sweepIntervalMilliseconds = 100
-        settings.outboxIntervalMilliseconds = 50
+        settings.claimLease = .milliseconds(lease)
+        settings.sweepInterval = .milliseconds(100)
+        settings.outboxInterval = .milliseconds(50)
         settings.metricsPort = 0
         return settings
     }
@@ -169,7 +170,7 @@ extension CenterEnvironment {
         let center = MsgCenter(settings: settings, database: database, postgres: configuration.postgres, producer: producer, pushEvents: events, logger: logger)
         let accountant = OutcomeAccountant(consumer: outcomes, fanouts: fanouts, deadLetters: nil, metrics: center.metrics, logger: logger)
         let relay = OutboxRelay(outbox: OutboxRepository(client: database, logger: logger), producer: producer,
-                                interval: .milliseconds(settings.outboxIntervalMilliseconds), logger: logger)
+                                interval: settings.outboxInterval, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [producer, events, outcomes, center, accountant, relay], logger: logger))
         let task = Task { try await group.run() }
         return RunningCenter(center: center, task: task, stop: {

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 @testable import HeraldKafka
+import HeraldMessaging
 import Logging
 import ServiceLifecycle
 import Synchronization

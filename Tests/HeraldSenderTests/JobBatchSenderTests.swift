@@ -5,6 +5,7 @@ import Foundation
 import HeraldAPNs
 import HeraldRecords
 import HeraldSender
+import HeraldTiming
 import ServiceLifecycle
 import Testing
 
@@ -12,12 +13,10 @@ import Testing
 struct RetryPolicyTests {
     @Test("back-off doubles with equal jitter, capped; attempts and expiration end retrying")
     func policy() {
-        let policy = RetryPolicy(maxAttempts: 4, baseDelayMilliseconds: 100, maxDelayMilliseconds: 1000)
-        #expect(policy.delayMilliseconds(afterAttempt: 1, unit: 0) == 50)
-        #expect(policy.delayMilliseconds(afterAttempt: 1, unit: 0.999) == 99)
-        #expect(policy.delayMilliseconds(afterAttempt: 3, unit: 0) == 200)
-        #expect(policy.delayMilliseconds(afterAttempt: 10, unit: 0.999) == 999)
-        #expect(policy.decision(afterAttempt: 1, nowMilliseconds: 0, expirationMilliseconds: nil, unit: 0) == .retry(afterMilliseconds: 50))
+        let policy = RetryPolicy(maxAttempts: 4, backoff: Backoff(initial: .milliseconds(100), maximum: .milliseconds(1000)))
+        #expect(policy.decision(afterAttempt: 1, nowMilliseconds: 0, expirationMilliseconds: nil, unit: 0) == .retry(after: .milliseconds(50)))
+        #expect(policy.decision(afterAttempt: 3, nowMilliseconds: 0, expirationMilliseconds: nil, unit: 0) == .retry(after: .milliseconds(200)))
+        #expect(policy.decision(afterAttempt: 3, nowMilliseconds: 0, expirationMilliseconds: nil, unit: 1) == .retry(after: .milliseconds(400)))
         #expect(policy.decision(afterAttempt: 4, nowMilliseconds: 0, expirationMilliseconds: nil, unit: 0) == .giveUp)
         #expect(policy.decision(afterAttempt: 1, nowMilliseconds: 1000, expirationMilliseconds: 1000, unit: 0) == .expired)
         #expect(policy.decision(afterAttempt: 2, nowMilliseconds: 950, expirationMilliseconds: 1000, unit: 0) == .expired)
@@ -93,7 +92,7 @@ struct JobBatchSenderTests {
         faults.serviceUnavailable = 0.3
         faults.tooManyRequests = 0.2
         try await withSenderClient(SenderFixture.simulator { $0.faults = faults }) { simulator, client in
-            let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 30, baseDelayMilliseconds: 2, maxDelayMilliseconds: 20))
+            let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 30, backoff: Backoff(initial: .milliseconds(2), maximum: .milliseconds(20))))
             let outcomes = try await sender.send(SenderFixture.batch(collapseID: "promo"), with: client)
             #expect(outcomes.acceptedDeviceIds.count == 290)
             #expect(outcomes.failures.count == 10)
@@ -108,7 +107,7 @@ struct JobBatchSenderTests {
         var faults = APNsFaults()
         faults.serviceUnavailable = 1
         try await withSenderClient(SenderFixture.simulator { $0.faults = faults }) { simulator, client in
-            let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 1000, baseDelayMilliseconds: 50, maxDelayMilliseconds: 200))
+            let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 1000, backoff: Backoff(initial: .milliseconds(50), maximum: .milliseconds(200))))
             // Whole seconds, so at least three ahead: room for a second attempt of every target
             // even on a loaded machine (with two, one CI run gave some targets a single attempt).
             let expiration = Int64(Date().timeIntervalSince1970) + 4
@@ -128,7 +127,7 @@ struct JobBatchSenderTests {
         var faults = APNsFaults()
         faults.tooManyRequests = 1
         try await withSenderClient(SenderFixture.simulator { $0.faults = faults }) { _, client in
-            let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 3, baseDelayMilliseconds: 1, maxDelayMilliseconds: 5))
+            let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 3, backoff: Backoff(initial: .milliseconds(1), maximum: .milliseconds(5))))
             let outcomes = try await sender.send(SenderFixture.batch(), with: client)
             let throttled = outcomes.failures.filter { $0.reason == "TooManyRequests" }
             #expect(throttled.count == 290)

@@ -4,6 +4,7 @@ import Foundation
 import HeraldAPNs
 import HeraldCore
 @testable import HeraldKafka
+import HeraldMessaging
 import HeraldRecords
 import HeraldSender
 import HeraldStore

@@ -3,9 +3,11 @@ import Foundation
 import HeraldAPNs
 import HeraldCore
 @testable import HeraldKafka
+import HeraldMessaging
 import HeraldRecords
 import HeraldSender
 import HeraldStore
+import HeraldTiming
 import Logging
 import ServiceLifecycle
 import Testing
@@ -53,7 +55,7 @@ struct SenderWorkerTests {
             let worker = SenderWorker(
                 consumer: consumer, producer: producer, credentials: credentials,
                 gate: StoredBatchGate(pushes: PushRepository(client: environment.database, logger: logger)),
-                sender: JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 5, baseDelayMilliseconds: 5, maxDelayMilliseconds: 50)),
+                sender: JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 5, backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50)))),
                 maxBatchesInFlight: 4, outcomesTopic: environment.outcomesTopic, logger: logger)
             let services = ServiceGroup(configuration: .init(services: [producer, consumer, credentials, worker], logger: logger))
 

@@ -25,9 +25,9 @@ public struct APIServer: Service {
                 onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws {
         let cipher = try security.masterKey.map { try CredentialCipher(masterKeyBase64: $0) }
         let keys = APIKeyRepository(client: database, logger: logger)
-        let authenticator = KeyAuthenticator(keys: keys, cacheTTL: .milliseconds(settings.keyCacheMilliseconds))
+        let authenticator = KeyAuthenticator(keys: keys, cacheTTL: settings.keyCacheTTL)
         let metrics = APIMetrics()
-        let deadlines = RequestDeadlines(timeout: .milliseconds(settings.requestTimeoutMilliseconds))
+        let deadlines = RequestDeadlines(timeout: settings.requestTimeout)
         let handler = APIHandler(
             database: database, apps: AppRepository(client: database, logger: logger), keys: keys,
             credentials: CredentialRepository(client: database, logger: logger),

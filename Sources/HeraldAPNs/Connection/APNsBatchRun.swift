@@ -31,10 +31,8 @@ final class APNsBatchRun: Sendable {
         var latencies: [Double]
         /// When each notification was last handed to its connection (uptime nanoseconds).
         var sentAt: [UInt64]
-        /// Times each was sent again because APNs did not process it.
-        var resends: [Int]
-        /// Whether each was sent again after its connection's token expired.
-        var renewedToken: [Bool]
+        /// Each one's count of resends so far (``APNsResendRule``).
+        var resends: [APNsResendRule]
         var continuation: CheckedContinuation<Void, Never>?
         /// Sends no more (the caller was cancelled, or the client has no connection).
         var stopped = false
@@ -69,7 +67,7 @@ final class APNsBatchRun: Sendable {
         let count = notifications.count
         state = Mutex(State(queue: queue, unanswered: queue.count, outcomes: outcomes,
                             latencies: Array(repeating: 0, count: count), sentAt: Array(repeating: 0, count: count),
-                            resends: Array(repeating: 0, count: count), renewedToken: Array(repeating: false, count: count)))
+                            resends: Array(repeating: APNsResendRule(), count: count)))
     }
 
     /// The outcomes and latencies, once the continuation given to ``start(_:)`` was resumed.
@@ -178,7 +176,7 @@ final class APNsBatchRun: Sendable {
             }
             requests.append((index, client.makeRequest(notification, headers: headers)))
         }
-        lease.connection.submit(requests, timeout: client.configuration.requestTimeout) { [self] index, result in
+        lease.connection.submit(requests, timeout: client.requestTimeout) { [self] index, result in
             self.answered(index, result, on: lease)
         }
     }
@@ -190,20 +188,7 @@ final class APNsBatchRun: Sendable {
         let resendLimit = client.configuration.unprocessedResends
         let (finished, pumpNow) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
             state.latencies[index] += Double(now &- state.sentAt[index]) / 1e6
-            var sendAgain = false
-            if !state.stopped {
-                switch answer.sendAgain {
-                case .renewedToken? where !state.renewedToken[index]:
-                    state.renewedToken[index] = true
-                    sendAgain = true
-                case .unprocessed? where state.resends[index] < resendLimit:
-                    state.resends[index] += 1
-                    sendAgain = true
-                default:
-                    break
-                }
-            }
-            if sendAgain {
+            if !state.stopped, state.resends[index].sendsAgain(for: answer.sendAgain, limit: resendLimit) {
                 state.queue.append(index)
             } else {
                 state.outcomes[index] = answer.outcome

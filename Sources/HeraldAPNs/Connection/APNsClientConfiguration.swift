@@ -1,4 +1,4 @@
-import NIOCore
+import HeraldTiming
 
 #if canImport(Glibc)
 import Glibc
@@ -13,16 +13,16 @@ public struct APNsClientConfiguration: Sendable {
     /// Notifications in flight at most, over all connections; `send` waits when it is reached.
     public var maxInFlight = 2000
     /// Each request's deadline.
-    public var requestTimeout: TimeAmount = .seconds(10)
+    public var requestTimeout: Duration = .seconds(10)
     /// Deadline for TCP, TLS and the server's first SETTINGS.
-    public var connectTimeout: TimeAmount = .seconds(10)
+    public var connectTimeout: Duration = .seconds(10)
     /// Connections are opened this far apart.
-    public var connectionSpacing: TimeAmount = .milliseconds(100)
-    /// Back-off between failed connection attempts: doubles from `minimum` up to `maximum`.
-    public var reconnectBackoff: (minimum: TimeAmount, maximum: TimeAmount) = (.milliseconds(100), .seconds(30))
+    public var connectionSpacing: Duration = .milliseconds(100)
+    /// Waits between failed connection attempts of one connection slot.
+    public var reconnectBackoff = Backoff(initial: .milliseconds(100), maximum: .seconds(30))
     /// A connection with nothing in flight for this long is PINGed; one that does not answer
     /// within `requestTimeout` is closed and reopened.
-    public var idlePingInterval: TimeAmount = .seconds(60)
+    public var idlePingInterval: Duration = .seconds(60)
     /// Times a request APNs did not process (GOAWAY, REFUSED_STREAM) is sent again.
     public var unprocessedResends = 3
     /// When provider tokens are renewed.

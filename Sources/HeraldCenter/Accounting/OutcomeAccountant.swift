@@ -1,8 +1,10 @@
 import Foundation
 import HeraldCore
 import HeraldKafka
+import HeraldMessaging
 import HeraldRecords
 import HeraldStore
+import HeraldTiming
 import Logging
 import ServiceLifecycle
 
@@ -60,16 +62,16 @@ public final class OutcomeAccountant: Service, Sendable {
     /// did commit late counts nothing twice.
     /// - Throws: `CancellationError` when stopped meanwhile (the offsets stay unstored).
     private func apply(_ outcomes: [BatchOutcome]) async throws -> AppliedOutcomes {
-        var delay = Duration.milliseconds(200)
+        var waits = Backoff.outage.delays()
         while true {
             do {
                 return try await fanouts.applyOutcomes(outcomes)
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
+                let delay = waits.next()
                 logger.warning("cannot count outcomes; retrying", metadata: ["error": "\(HeraldDatabase.describe(error))", "retry-in": "\(delay)"])
                 try await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(5))
             }
         }
     }

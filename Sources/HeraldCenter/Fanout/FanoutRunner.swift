@@ -1,6 +1,7 @@
 import Foundation
 import HeraldKafka
 import HeraldStore
+import HeraldTiming
 import Logging
 
 /// Fans out one claimed push: keyset pages of its audience, cut into job batches, recorded in
@@ -143,17 +144,17 @@ struct FanoutRunner: Sendable {
     private func produce(_ cuts: [BatchCutter.Cut], context: FanoutContext, logger: Logger) async throws {
         guard !cuts.isEmpty else { return }
         let messages = try cuts.map(context.message)
-        var delay = Duration.milliseconds(200)
+        var waits = Backoff.outage.delays()
         while true {
             do {
                 _ = try await producer.send(messages)
                 break
             } catch {
                 try Task.checkCancellation()
+                let delay = waits.next()
                 logger.warning("cannot produce job batches; retrying", metadata: ["error": "\(error)", "retry-in": "\(delay)"])
                 _ = try? await fanouts.renewClaim(pushID: context.push.id, by: center)
                 try await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(5))
             }
         }
         try await fanouts.markProduced(pushID: context.push.id, sequences: cuts.map(\.record.sequence))

@@ -17,10 +17,10 @@ public struct APISettings: Sendable {
     public var maximumImportBytes: Int
     /// How long an app key stays cached after a look-up (`HERALD_API_KEY_CACHE_MS`): a key revoked
     /// through another herald-api process stops working within this time.
-    public var keyCacheMilliseconds: Int
+    public var keyCacheTTL: Duration
     /// An operation that has not finished after this long (the database unreachable or stuck)
     /// answers 503 (`HERALD_API_REQUEST_TIMEOUT_MS`); live progress streams and imports have none.
-    public var requestTimeoutMilliseconds: Int
+    public var requestTimeout: Duration
     /// Statements storing new pushes that may run at once (`HERALD_API_PUSH_WRITERS`); pushes
     /// arriving while all are busy are stored together by the next one, up to
     /// `HERALD_API_PUSH_BATCH` to a statement.
@@ -35,8 +35,8 @@ public struct APISettings: Sendable {
         rateLimitBurst = max(1, config.int(forKey: "api.rateLimit.burst", default: 2_000))
         maximumBodyBytes = max(1024, config.int(forKey: "api.maxBodyBytes", default: 1 << 20))
         maximumImportBytes = max(1024, config.int(forKey: "api.maxImportBytes", default: 1 << 30))
-        keyCacheMilliseconds = max(0, config.int(forKey: "api.keyCacheMs", default: 5_000))
-        requestTimeoutMilliseconds = max(100, config.int(forKey: "api.requestTimeoutMs", default: 10_000))
+        keyCacheTTL = config.milliseconds(forKey: "api.keyCacheMs", default: 5_000)
+        requestTimeout = config.milliseconds(forKey: "api.requestTimeoutMs", default: 10_000, minimum: 100)
         pushWriters = max(1, config.int(forKey: "api.pushWriters", default: 2))
         pushBatch = max(1, config.int(forKey: "api.pushBatch", default: 64))
     }

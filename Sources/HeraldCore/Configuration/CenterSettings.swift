@@ -19,17 +19,17 @@ public struct CenterSettings: Sendable {
     public var maxConcurrentFanouts: Int
     /// A fan-out claim not renewed for this long is taken over by another center
     /// (`HERALD_CENTER_CLAIM_LEASE_MS`).
-    public var claimLeaseMilliseconds: Int
+    public var claimLease: Duration
     /// How often the center looks for due schedules, orphaned fan-outs and unaccounted
     /// cancellations (`HERALD_CENTER_SWEEP_INTERVAL_MS`).
-    public var sweepIntervalMilliseconds: Int
+    public var sweepInterval: Duration
     /// A produced batch with no outcome after this long is produced again
     /// (`HERALD_CENTER_REDRIVE_AFTER_MS`).
-    public var redriveAfterMilliseconds: Int
+    public var redriveAfter: Duration
     /// Invalid tokens older than this many days are deleted (`HERALD_CENTER_PURGE_INVALID_AFTER_DAYS`; 0 keeps them).
     public var purgeInvalidAfterDays: Int
     /// How often the outbox is published (`HERALD_CENTER_OUTBOX_INTERVAL_MS`; 0 turns the relay off).
-    public var outboxIntervalMilliseconds: Int
+    public var outboxInterval: Duration
     /// The Prometheus endpoint (`HERALD_CENTER_METRICS_HOST`, `HERALD_CENTER_METRICS_PORT`; 0 turns it off).
     public var metricsHost: String
     public var metricsPort: Int
@@ -44,11 +44,11 @@ public struct CenterSettings: Sendable {
         pageSize = max(1, config.int(forKey: "center.pageSize", default: 10_000))
         batchSize = min(500, max(1, config.int(forKey: "center.batchSize", default: 500)))
         maxConcurrentFanouts = max(1, config.int(forKey: "center.maxFanouts", default: 4))
-        claimLeaseMilliseconds = max(100, config.int(forKey: "center.claimLeaseMs", default: 30_000))
-        sweepIntervalMilliseconds = max(10, config.int(forKey: "center.sweepIntervalMs", default: 500))
-        redriveAfterMilliseconds = max(1000, config.int(forKey: "center.redriveAfterMs", default: 600_000))
+        claimLease = config.milliseconds(forKey: "center.claimLeaseMs", default: 30_000, minimum: 100)
+        sweepInterval = config.milliseconds(forKey: "center.sweepIntervalMs", default: 500, minimum: 10)
+        redriveAfter = config.milliseconds(forKey: "center.redriveAfterMs", default: 600_000, minimum: 1000)
         purgeInvalidAfterDays = max(0, config.int(forKey: "center.purgeInvalidAfterDays", default: 30))
-        outboxIntervalMilliseconds = max(0, config.int(forKey: "center.outboxIntervalMs", default: 100))
+        outboxInterval = config.milliseconds(forKey: "center.outboxIntervalMs", default: 100)
         metricsHost = config.string(forKey: "center.metrics.host", default: "127.0.0.1")
         metricsPort = config.int(forKey: "center.metrics.port", default: 9466)
     }

@@ -1,5 +1,4 @@
 import Configuration
-import HeraldKafka
 import SystemPackage
 
 /// Everything a Herald process reads at start.
@@ -44,10 +43,10 @@ public struct HeraldConfiguration: Sendable {
         kafka = KafkaSettings(
             brokers: config.string(forKey: "kafka.brokers", default: "127.0.0.1:9092"),
             clientID: config.string(forKey: "kafka.clientId", default: "herald"),
-            sessionTimeoutMilliseconds: config.int(forKey: "kafka.sessionTimeoutMs", default: 6_000),
-            heartbeatIntervalMilliseconds: config.int(forKey: "kafka.heartbeatIntervalMs", default: 1_000),
-            fetchWaitMaximumMilliseconds: config.int(forKey: "kafka.fetchWaitMaxMs", default: 10),
-            lingerMilliseconds: config.int(forKey: "kafka.lingerMs", default: 5),
+            sessionTimeout: config.milliseconds(forKey: "kafka.sessionTimeoutMs", default: 6_000, minimum: 1),
+            heartbeatInterval: config.milliseconds(forKey: "kafka.heartbeatIntervalMs", default: 1_000, minimum: 1),
+            fetchWaitMaximum: config.milliseconds(forKey: "kafka.fetchWaitMaxMs", default: 10),
+            linger: config.milliseconds(forKey: "kafka.lingerMs", default: 5),
             compression: config.string(forKey: "kafka.compression", default: "none"),
             debugContexts: config.string(forKey: "kafka.debug", default: "")
         )
@@ -58,7 +57,7 @@ public struct HeraldConfiguration: Sendable {
             password: config.string(forKey: "postgres.password", isSecret: true, default: "herald-dev"),
             database: config.string(forKey: "postgres.database", default: "herald"),
             maximumConnections: config.int(forKey: "postgres.maxConnections", default: 20),
-            idleInTransactionTimeoutMilliseconds: config.int(forKey: "postgres.idleInTransactionTimeoutMs", default: 60_000)
+            idleInTransactionTimeout: config.milliseconds(forKey: "postgres.idleInTransactionTimeoutMs", default: 60_000)
         )
         security = SecuritySettings(
             masterKey: config.string(forKey: "masterKey", isSecret: true),
@@ -71,62 +70,33 @@ public struct HeraldConfiguration: Sendable {
     }
 }
 
-/// Where Kafka is and how Herald's clients talk to it.
+/// Where Kafka is and how Herald's clients talk to it. Plain settings: HeraldMessaging turns them
+/// into the Kafka client's configurations (HeraldCore does not depend on Kafka).
 public struct KafkaSettings: Sendable {
     /// Bootstrap brokers, `host:port` separated by commas (`HERALD_KAFKA_BROKERS`).
     public var brokers: String
     public var clientID: String
     /// The defaults for session, heartbeat and fetch wait suit the development broker; a real
-    /// cluster is better served by 10000, 3000 and 100.
-    public var sessionTimeoutMilliseconds: Int
-    public var heartbeatIntervalMilliseconds: Int
-    public var fetchWaitMaximumMilliseconds: Int
-    public var lingerMilliseconds: Int
+    /// cluster is better served by 10000, 3000 and 100 ms.
+    public var sessionTimeout: Duration
+    public var heartbeatInterval: Duration
+    public var fetchWaitMaximum: Duration
+    public var linger: Duration
     public var compression: String
     /// librdkafka debug contexts, for example `cgrp,fetch` (`HERALD_KAFKA_DEBUG`); empty: none.
     public var debugContexts: String
 
-    public init(brokers: String, clientID: String = "herald", sessionTimeoutMilliseconds: Int = 6_000,
-                heartbeatIntervalMilliseconds: Int = 1_000, fetchWaitMaximumMilliseconds: Int = 10,
-                lingerMilliseconds: Int = 5, compression: String = "none", debugContexts: String = "") {
+    public init(brokers: String, clientID: String = "herald", sessionTimeout: Duration = .seconds(6),
+                heartbeatInterval: Duration = .seconds(1), fetchWaitMaximum: Duration = .milliseconds(10),
+                linger: Duration = .milliseconds(5), compression: String = "none", debugContexts: String = "") {
         self.brokers = brokers
         self.clientID = clientID
-        self.sessionTimeoutMilliseconds = sessionTimeoutMilliseconds
-        self.heartbeatIntervalMilliseconds = heartbeatIntervalMilliseconds
-        self.fetchWaitMaximumMilliseconds = fetchWaitMaximumMilliseconds
-        self.lingerMilliseconds = lingerMilliseconds
+        self.sessionTimeout = sessionTimeout
+        self.heartbeatInterval = heartbeatInterval
+        self.fetchWaitMaximum = fetchWaitMaximum
+        self.linger = linger
         self.compression = compression
         self.debugContexts = debugContexts
-    }
-
-    private var client: KafkaClientConfiguration {
-        KafkaClientConfiguration(bootstrapServers: brokers, clientID: clientID,
-                                 extraProperties: debugContexts.isEmpty ? [:] : ["debug": debugContexts])
-    }
-
-    /// Producer settings for these brokers.
-    public func producerConfiguration(clientID suffix: String) -> KafkaProducerConfiguration {
-        var client = self.client
-        client.clientID = "\(clientID)-\(suffix)"
-        var configuration = KafkaProducerConfiguration(client: client)
-        configuration.lingerMilliseconds = lingerMilliseconds
-        configuration.compression = compression
-        return configuration
-    }
-
-    /// Consumer settings for these brokers.
-    public func consumerConfiguration(groupID: String, topics: [String], clientID suffix: String) -> KafkaConsumerConfiguration {
-        var client = self.client
-        client.clientID = "\(clientID)-\(suffix)"
-        var configuration = KafkaConsumerConfiguration(
-            client: client,
-            groupID: groupID,
-            topics: topics
-        )
-        configuration.sessionTimeoutMilliseconds = sessionTimeoutMilliseconds
-        configuration.heartbeatIntervalMilliseconds = heartbeatIntervalMilliseconds
-        configuration.fetchWaitMaximumMilliseconds = fetchWaitMaximumMilliseconds
-        return configuration
     }
 }
 
@@ -141,17 +111,17 @@ public struct PostgresSettings: Sendable {
     /// PostgreSQL ends a session that sits inside a transaction this long without a statement
     /// (`idle_in_transaction_session_timeout`), so a process stuck mid-transaction cannot hold
     /// its row locks — and with them the counting of outcomes — for ever. 0 turns it off.
-    public var idleInTransactionTimeoutMilliseconds: Int
+    public var idleInTransactionTimeout: Duration
 
     public init(host: String, port: Int, user: String, password: String, database: String, maximumConnections: Int = 20,
-                idleInTransactionTimeoutMilliseconds: Int = 60_000) {
+                idleInTransactionTimeout: Duration = .seconds(60)) {
         self.host = host
         self.port = port
         self.user = user
         self.password = password
         self.database = database
         self.maximumConnections = maximumConnections
-        self.idleInTransactionTimeoutMilliseconds = idleInTransactionTimeoutMilliseconds
+        self.idleInTransactionTimeout = idleInTransactionTimeout
     }
 }
 

@@ -1,4 +1,5 @@
 import Configuration
+import HeraldTiming
 
 /// herald-sender's settings (`HERALD_SENDER_*`); every one is in docs/configuration.md.
 public struct SenderSettings: Sendable {
@@ -16,17 +17,16 @@ public struct SenderSettings: Sendable {
     /// (`HERALD_SENDER_MAX_BATCHES_IN_FLIGHT`).
     public var maxBatchesInFlight: Int
     /// Each APNs request's deadline (`HERALD_SENDER_REQUEST_TIMEOUT_MS`).
-    public var requestTimeoutMilliseconds: Int
+    public var requestTimeout: Duration
     /// Attempts per notification, the first included (`HERALD_SENDER_MAX_ATTEMPTS`).
     public var maxAttempts: Int
-    /// First back-off, doubled per attempt (`HERALD_SENDER_RETRY_BASE_MS`) up to
-    /// `HERALD_SENDER_RETRY_MAX_MS`.
-    public var retryBaseMilliseconds: Int
-    public var retryMaxMilliseconds: Int
+    /// The waits between attempts: the first at most `HERALD_SENDER_RETRY_BASE_MS`, doubling per
+    /// attempt up to `HERALD_SENDER_RETRY_MAX_MS`, each drawn between half and all of that.
+    public var retryBackoff: Backoff
     /// Another copy of a batch whose sending started longer ago than this may be sent
     /// (`HERALD_SENDER_BATCH_TAKEOVER_MS`); a younger one is left to finish. Keep it below the
     /// center's re-drive time, so a batch whose outcome was lost is sent again when re-driven.
-    public var batchTakeoverMilliseconds: Int
+    public var batchTakeover: Duration
     /// APNs hosts (`HERALD_SENDER_APNS_PRODUCTION_HOST`/`_PORT`, `HERALD_SENDER_APNS_SANDBOX_HOST`/`_PORT`).
     public var productionHost: String
     public var productionPort: Int
@@ -47,11 +47,11 @@ public struct SenderSettings: Sendable {
         connections = config.int(forKey: "sender.connections", default: 2)
         maxInFlight = config.int(forKey: "sender.maxInFlight", default: 2000)
         maxBatchesInFlight = config.int(forKey: "sender.maxBatchesInFlight", default: 8)
-        requestTimeoutMilliseconds = config.int(forKey: "sender.requestTimeoutMs", default: 10_000)
+        requestTimeout = config.milliseconds(forKey: "sender.requestTimeoutMs", default: 10_000, minimum: 1)
         maxAttempts = config.int(forKey: "sender.maxAttempts", default: 8)
-        retryBaseMilliseconds = config.int(forKey: "sender.retryBaseMs", default: 200)
-        retryMaxMilliseconds = config.int(forKey: "sender.retryMaxMs", default: 30_000)
-        batchTakeoverMilliseconds = max(0, config.int(forKey: "sender.batchTakeoverMs", default: 300_000))
+        retryBackoff = Backoff(initial: config.milliseconds(forKey: "sender.retryBaseMs", default: 200, minimum: 1),
+                               maximum: config.milliseconds(forKey: "sender.retryMaxMs", default: 30_000, minimum: 1))
+        batchTakeover = config.milliseconds(forKey: "sender.batchTakeoverMs", default: 300_000)
         productionHost = config.string(forKey: "sender.apns.production.host", default: "api.push.apple.com")
         productionPort = config.int(forKey: "sender.apns.production.port", default: 443)
         sandboxHost = config.string(forKey: "sender.apns.sandbox.host", default: "api.sandbox.push.apple.com")

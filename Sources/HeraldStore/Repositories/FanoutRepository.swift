@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNs
+import HeraldTiming
 import Logging
 import PostgresNIO
 
@@ -29,7 +30,7 @@ public struct FanoutRepository: Sendable {
             (SELECT id FROM pushes WHERE state = 'scheduled' AND scheduled_at <= now() ORDER BY scheduled_at LIMIT \(limit))
             UNION ALL
             (SELECT id FROM pushes WHERE state = 'fanning_out'
-                AND (claimed_at IS NULL OR claimed_at < now() - \(lease.milliseconds) * interval '1 millisecond')
+                AND (claimed_at IS NULL OR claimed_at < now() - \(lease.wholeMilliseconds) * interval '1 millisecond')
              ORDER BY claimed_at LIMIT \(limit))
             """, logger: logger)
         var ids: [UUID] = []
@@ -51,7 +52,7 @@ public struct FanoutRepository: Sendable {
         var binds = PostgresBindings()
         binds.append(pushIDs)
         binds.append(center)
-        binds.append(lease.milliseconds)
+        binds.append(lease.wholeMilliseconds)
         let rows = try await client.boundedQuery(PostgresQuery(unsafeSQL: """
             UPDATE pushes SET state = 'fanning_out', claimed_by = $2, claimed_at = now(),
                               fanout_started_at = COALESCE(fanout_started_at, now())
@@ -187,7 +188,7 @@ public struct FanoutRepository: Sendable {
         let rows = try await client.boundedQuery("""
             SELECT \(unescaped: Self.batchColumns) FROM push_batches
             WHERE completed_at IS NULL AND produced_at IS NOT NULL
-              AND emitted_at < now() - \(after.milliseconds) * interval '1 millisecond'
+              AND emitted_at < now() - \(after.wholeMilliseconds) * interval '1 millisecond'
             ORDER BY emitted_at LIMIT \(limit)
             """, logger: logger)
         return try await Self.batches(from: rows)
@@ -232,7 +233,7 @@ public struct FanoutRepository: Sendable {
                 SELECT app_id, audience::text, recall_of, fanout_cursor FROM pushes
                 WHERE id = \(pushID) AND state = 'canceled' AND fanout_finished_at IS NULL
                   AND (claimed_by IS NULL OR claimed_by = \(center)
-                       OR claimed_at < now() - \(lease.milliseconds) * interval '1 millisecond')
+                       OR claimed_at < now() - \(lease.wholeMilliseconds) * interval '1 millisecond')
                 FOR UPDATE
                 """, logger: logger)
             var found: (appID: UUID, audience: String, recallOf: UUID?, cursor: Int64)?
@@ -261,7 +262,7 @@ public struct FanoutRepository: Sendable {
     public func canceledUnaccounted(lease: Duration, limit: Int) async throws -> [UUID] {
         let rows = try await client.boundedQuery("""
             SELECT id FROM pushes WHERE state = 'canceled' AND fanout_finished_at IS NULL
-              AND (claimed_by IS NULL OR claimed_at < now() - \(lease.milliseconds) * interval '1 millisecond')
+              AND (claimed_by IS NULL OR claimed_at < now() - \(lease.wholeMilliseconds) * interval '1 millisecond')
             ORDER BY canceled_at LIMIT \(limit)
             """, logger: logger)
         var ids: [UUID] = []
@@ -409,13 +410,5 @@ public struct FanoutRepository: Sendable {
                                          topic: topic))
         }
         return batches
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds, for SQL intervals.
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }

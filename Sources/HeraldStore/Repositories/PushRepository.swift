@@ -1,5 +1,6 @@
 import Foundation
 import HeraldRecords
+import HeraldTiming
 import Logging
 import PostgresNIO
 
@@ -99,7 +100,7 @@ public struct PushRepository: Sendable {
                 UPDATE push_batches SET sending_copy = \(copy), sending_since = now()
                 WHERE push_id = \(pushID) AND sequence = \(sequence) AND completed_at IS NULL AND EXISTS (SELECT 1 FROM push)
                   AND (sending_copy IS NULL OR sending_copy = \(copy)
-                       OR sending_since < now() - \(takeoverAfter.milliseconds) * interval '1 millisecond')
+                       OR sending_since < now() - \(takeoverAfter.wholeMilliseconds) * interval '1 millisecond')
                 RETURNING sequence
             )
             SELECT p.canceled, b.completed_at IS NOT NULL,

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldCore
 import HeraldKafka
+import HeraldMessaging
 import HeraldRecords
 import HeraldStore
 import Logging

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldCore
 import HeraldKafka
+import HeraldMessaging
 import Logging
 import ServiceLifecycle
 import Synchronization

@@ -1,0 +1,31 @@
+import HeraldCore
+import HeraldKafka
+
+extension KafkaSettings {
+    private var client: KafkaClientConfiguration {
+        KafkaClientConfiguration(bootstrapServers: brokers, clientID: clientID,
+                                 extraProperties: debugContexts.isEmpty ? [:] : ["debug": debugContexts])
+    }
+
+    /// Producer settings for these brokers; `suffix` tells this process's producers apart in
+    /// the brokers' logs (`herald-center`, `herald-sender-outcomes`, …).
+    public func producerConfiguration(clientID suffix: String) -> KafkaProducerConfiguration {
+        var client = self.client
+        client.clientID = "\(clientID)-\(suffix)"
+        var configuration = KafkaProducerConfiguration(client: client)
+        configuration.linger = linger
+        configuration.compression = compression
+        return configuration
+    }
+
+    /// Consumer settings for these brokers: a member of `groupID` on `topics`.
+    public func consumerConfiguration(groupID: String, topics: [String], clientID suffix: String) -> KafkaConsumerConfiguration {
+        var client = self.client
+        client.clientID = "\(clientID)-\(suffix)"
+        var configuration = KafkaConsumerConfiguration(client: client, groupID: groupID, topics: topics)
+        configuration.sessionTimeout = sessionTimeout
+        configuration.heartbeatInterval = heartbeatInterval
+        configuration.fetchWaitMaximum = fetchWaitMaximum
+        return configuration
+    }
+}
