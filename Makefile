@@ -10,7 +10,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 KEEP ?= 0
 
-.PHONY: help deps build test demo bench-e2e bench-api bench-fanout bench-sender bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
+.PHONY: help deps build test format demo bench-e2e bench-api bench-fanout bench-sender bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
 
 help:
 	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
@@ -29,7 +29,11 @@ deps:
 build: deps
 	$(SWIFT) build --build-tests
 
+format:
+	scripts/format.sh
+
 test: deps
+	scripts/format.sh --check
 	scripts/generate-openapi.sh --check
 	$(SWIFT) build --build-tests
 	scripts/with-infrastructure.sh .build/debug $(SWIFT) test --skip-build

@@ -32,42 +32,55 @@ struct APIThroughput: AsyncParsableCommand {
         }
         configuration.postgres.database = database
         let admin = "bench-admin-\(UUID().uuidString)"
-        let api = try BenchmarkProcesses.launch(binaries + "/herald-api", [], log: "/tmp/api-bench.log",
-                                                environment: ProcessInfo.processInfo.environment.merging([
-            "HERALD_POSTGRES_DATABASE": database, "HERALD_API_PORT": "\(port)", "HERALD_ADMIN_TOKEN": admin,
-            "HERALD_API_RATE_LIMIT_PER_SECOND": "1000000", "HERALD_API_RATE_LIMIT_BURST": "1000000",
-            "HERALD_LOG_LEVEL": "warning",
-        ]) { $1 })
+        let api = try BenchmarkProcesses.launch(
+            binaries + "/herald-api", [], log: "/tmp/api-bench.log",
+            environment: ProcessInfo.processInfo.environment.merging([
+                "HERALD_POSTGRES_DATABASE": database, "HERALD_API_PORT": "\(port)", "HERALD_ADMIN_TOKEN": admin,
+                "HERALD_API_RATE_LIMIT_PER_SECOND": "1000000", "HERALD_API_RATE_LIMIT_BURST": "1000000",
+                "HERALD_LOG_LEVEL": "warning",
+            ]) { $1 })
         defer { BenchmarkProcesses.stop(api) }
         let base = "http://127.0.0.1:\(port)"
         for _ in 0..<100 where !BenchmarkProcesses.isListening(port) { try await Task.sleep(for: .milliseconds(100)) }
 
         // One app with one device: every push targets it by registration id.
-        let created = try Self.curl(["-X", "POST", "\(base)/v1/apps", "-H", "Authorization: Bearer \(admin)",
-                                     "-H", "Content-Type: application/json", "-d", #"{"name":"bench","bundle_id":"com.herald.bench"}"#])
+        let created = try Self.curl([
+            "-X", "POST", "\(base)/v1/apps", "-H", "Authorization: Bearer \(admin)",
+            "-H", "Content-Type: application/json", "-d", #"{"name":"bench","bundle_id":"com.herald.bench"}"#,
+        ])
         let key = ((created["server_key"] as? [String: Any])?["key"] as? String) ?? ""
-        let device = try Self.curl(["-X", "POST", "\(base)/v1/devices", "-H", "Authorization: Bearer \(key)",
-                                    "-H", "Content-Type: application/json",
-                                    "-d", #"{"token":"\#(String(repeating: "ab", count: 32))","environment":"production"}"#])
+        let device = try Self.curl([
+            "-X", "POST", "\(base)/v1/devices", "-H", "Authorization: Bearer \(key)",
+            "-H", "Content-Type: application/json",
+            "-d", #"{"token":"\#(String(repeating: "ab", count: 32))","environment":"production"}"#,
+        ])
         guard let registrationID = (device["registration_id"] as? NSNumber)?.int64Value else {
             throw BenchmarkProcesses.Failure("could not register the device: \(device)")
         }
         let script = "/tmp/api-bench-push.lua"
         try """
-            wrk.method = "POST"
-            wrk.headers["Authorization"] = "Bearer \(key)"
-            wrk.headers["Content-Type"] = "application/json"
-            wrk.body = '{"audience":{"registration_ids":[\(registrationID)]},"notification":{"alert":{"title":"Benchmark","body":"One device, one push"}}}'
-            """.write(toFile: script, atomically: true, encoding: .utf8)
+        wrk.method = "POST"
+        wrk.headers["Authorization"] = "Bearer \(key)"
+        wrk.headers["Content-Type"] = "application/json"
+        wrk.body = '{"audience":{"registration_ids":[\(registrationID)]},"notification":{"alert":{"title":"Benchmark","body":"One device, one push"}}}'
+        """.write(toFile: script, atomically: true, encoding: .utf8)
 
         print("herald-api: \(connections) connections, \(threads) wrk threads, \(duration) s per run")
-        _ = try Self.wrk(wrk, ["-t\(threads)", "-c\(connections)", "-d3s", "--latency", "-s", script, "\(base)/v1/pushes"])  // warm-up
-        let health = try Self.wrk(wrk, ["-t\(threads)", "-c\(connections)", "-d\(duration)s", "--latency", "\(base)/healthz"])
-        let pushes = try Self.wrk(wrk, ["-t\(threads)", "-c\(connections)", "-d\(duration)s", "--latency", "-s", script, "\(base)/v1/pushes"])
-        print(String(format: "GET /healthz (reference): %8.0f requests/s  p50 %6.2f ms  p99 %6.2f ms  non-2xx %d",
-                     health.rate, health.p50, health.p99, health.errors))
-        print(String(format: "POST /v1/pushes:          %8.0f requests/s  p50 %6.2f ms  p99 %6.2f ms  non-2xx %d",
-                     pushes.rate, pushes.p50, pushes.p99, pushes.errors))
+        // Warm-up.
+        _ = try Self.wrk(
+            wrk, ["-t\(threads)", "-c\(connections)", "-d3s", "--latency", "-s", script, "\(base)/v1/pushes"])
+        let health = try Self.wrk(
+            wrk, ["-t\(threads)", "-c\(connections)", "-d\(duration)s", "--latency", "\(base)/healthz"])
+        let pushes = try Self.wrk(
+            wrk, ["-t\(threads)", "-c\(connections)", "-d\(duration)s", "--latency", "-s", script, "\(base)/v1/pushes"])
+        print(
+            String(
+                format: "GET /healthz (reference): %8.0f requests/s  p50 %6.2f ms  p99 %6.2f ms  non-2xx %d",
+                health.rate, health.p50, health.p99, health.errors))
+        print(
+            String(
+                format: "POST /v1/pushes:          %8.0f requests/s  p50 %6.2f ms  p99 %6.2f ms  non-2xx %d",
+                pushes.rate, pushes.p50, pushes.p99, pushes.errors))
 
         let stored = try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { client in
             let rows = try await client.query("SELECT count(*) FROM pushes", logger: logger)
@@ -76,9 +89,12 @@ struct APIThroughput: AsyncParsableCommand {
             return count
         }
         let accepted = pushes.rate - Double(pushes.errors) / Double(duration)
-        print(String(format: "accepted pushes/s: %.0f (target >= 5000: %@), p99 %.2f ms (target <= 25: %@); %.2f of /healthz's rate",
-                     accepted, accepted >= 5000 ? "met" : "missed", pushes.p99, pushes.p99 <= 25 ? "met" : "missed",
-                     pushes.rate / health.rate))
+        print(
+            String(
+                format:
+                    "accepted pushes/s: %.0f (target >= 5000: %@), p99 %.2f ms (target <= 25: %@); %.2f of /healthz's rate",
+                accepted, accepted >= 5000 ? "met" : "missed", pushes.p99, pushes.p99 <= 25 ? "met" : "missed",
+                pushes.rate / health.rate))
         print("pushes stored in PostgreSQL (warm-up included): \(stored)")
         BenchmarkProcesses.stop(api)
         try await HeraldDatabase.withClient(settings: HeraldConfiguration.load().postgres, logger: logger) { admin in

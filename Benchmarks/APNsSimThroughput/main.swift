@@ -6,11 +6,11 @@
 // reported, and a final JSON line carries every figure. Both servers run one event-loop thread
 // (nghttpd's default), so the comparison is server against server on the same core budget.
 import APNsSimulator
-import BenchmarkSupport
-import HeraldAPNs
 import ArgumentParser
+import BenchmarkSupport
 import Crypto
 import Foundation
+import HeraldAPNs
 
 @main
 struct APNsSimThroughput: AsyncParsableCommand {
@@ -27,22 +27,28 @@ struct APNsSimThroughput: AsyncParsableCommand {
 
     func run() async throws {
         for tool in ["h2load", "nghttpd"] where BenchmarkProcesses.which(tool) == nil {
-            throw ValidationError("\(tool) is missing: install Debian's nghttp2-client and nghttp2-server (scripts/install-dependencies.sh)")
+            throw ValidationError(
+                "\(tool) is missing: install Debian's nghttp2-client and nghttp2-server (scripts/install-dependencies.sh)"
+            )
         }
         guard FileManager.default.isExecutableFile(atPath: apnsSim) else {
-            throw ValidationError("no apns-sim at \(apnsSim): build it with `swift build -c release --product apns-sim`")
+            throw ValidationError(
+                "no apns-sim at \(apnsSim): build it with `swift build -c release --product apns-sim`")
         }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-sim-bench-\(getpid())").path
         try FileManager.default.createDirectory(atPath: folder + "/htdocs/3/device", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
 
         for port in [simPort, nghttpdPort] where BenchmarkProcesses.isListening(port) {
-            throw ValidationError("port \(port) is already in use (a server left from an earlier run?): stop it or pick another with --sim-port/--nghttpd-port")
+            throw ValidationError(
+                "port \(port) is already in use (a server left from an earlier run?): stop it or pick another with --sim-port/--nghttpd-port"
+            )
         }
 
         // A signing key apns-sim trusts, a provider token, a certificate for nghttpd.
         let signingKey = P256.Signing.PrivateKey()
-        try signingKey.publicKey.pemRepresentation.write(toFile: folder + "/key.pub.pem", atomically: true, encoding: .utf8)
+        try signingKey.publicKey.pemRepresentation.write(
+            toFile: folder + "/key.pub.pem", atomically: true, encoding: .utf8)
         let token = APNsSigningKey(privateKey: signingKey, keyID: "BENCHKEY01", teamID: "BENCHTEAM1")
             .providerToken(issuedAt: Int64(Date().timeIntervalSince1970))
         let (identity, keyPEM) = try SimulatorIdentity.selfSigned()
@@ -55,26 +61,34 @@ struct APNsSimThroughput: AsyncParsableCommand {
 
         // h2load does not wait for a raised stream limit, so apns-sim starts at its full limit
         // here (--streams-before-auth 1000); everything else is as in production use.
-        let simulator = try BenchmarkProcesses.launch(apnsSim, [
-            "--port", "\(simPort)", "--no-admin", "--threads", "\(simThreads)", "--record", "counts",
-            "--accept-any-token", "--streams-before-auth", "1000", "--max-concurrent-streams", "1000",
-            "--certificate", folder + "/cert.pem", "--private-key", folder + "/key.pem",
-            "--key", "BENCHKEY01:BENCHTEAM1:\(folder)/key.pub.pem:com.herald.bench", "--log-level", "warning",
-        ])
-        let nghttpd = try BenchmarkProcesses.launch(BenchmarkProcesses.which("nghttpd")!, [
-            "\(nghttpdPort)", folder + "/key.pem", folder + "/cert.pem", "-d", folder + "/htdocs", "-n", "1",
-            "--max-concurrent-streams", "1000",
-        ])
+        let simulator = try BenchmarkProcesses.launch(
+            apnsSim,
+            [
+                "--port", "\(simPort)", "--no-admin", "--threads", "\(simThreads)", "--record", "counts",
+                "--accept-any-token", "--streams-before-auth", "1000", "--max-concurrent-streams", "1000",
+                "--certificate", folder + "/cert.pem", "--private-key", folder + "/key.pem",
+                "--key", "BENCHKEY01:BENCHTEAM1:\(folder)/key.pub.pem:com.herald.bench", "--log-level", "warning",
+            ])
+        let nghttpd = try BenchmarkProcesses.launch(
+            BenchmarkProcesses.which("nghttpd")!,
+            [
+                "\(nghttpdPort)", folder + "/key.pem", folder + "/cert.pem", "-d", folder + "/htdocs", "-n", "1",
+                "--max-concurrent-streams", "1000",
+            ])
         defer {
             BenchmarkProcesses.stop(simulator, grace: .seconds(2))
             BenchmarkProcesses.stop(nghttpd, grace: .seconds(2))
         }
         try await Task.sleep(for: .seconds(1))
 
-        let headers = ["authorization: bearer \(token)", "apns-topic: com.herald.bench", "apns-push-type: alert", "apns-priority: 10"]
+        let headers = [
+            "authorization: bearer \(token)", "apns-topic: com.herald.bench", "apns-push-type: alert",
+            "apns-priority: 10",
+        ]
         var scenarios: [[String: Any]] = []
         for (connections, streams) in [(1, 1000), (4, 250)] {
-            var simulatorRates: [Double] = [], nghttpdRates: [Double] = []
+            var simulatorRates: [Double] = []
+            var nghttpdRates: [Double] = []
             for round in 0..<rounds {
                 let order = round % 2 == 0 ? [true, false] : [false, true]
                 for isSimulator in order {
@@ -83,14 +97,19 @@ struct APNsSimThroughput: AsyncParsableCommand {
                         requests: requests, connections: connections, streams: streams, headers: headers,
                         bodyFile: folder + "/payload.json", url: "https://127.0.0.1:\(port)/3/device/\(deviceToken)")
                     if isSimulator { simulatorRates.append(rate) } else { nghttpdRates.append(rate) }
-                    print(String(format: "  %d×%d round %d  %@  %9.0f req/s", connections, streams, round + 1,
-                                 isSimulator ? "apns-sim" : "nghttpd ", rate))
+                    print(
+                        String(
+                            format: "  %d×%d round %d  %@  %9.0f req/s", connections, streams, round + 1,
+                            isSimulator ? "apns-sim" : "nghttpd ", rate))
                 }
             }
-            let simulatorMedian = BenchmarkProcesses.median(simulatorRates), nghttpdMedian = BenchmarkProcesses.median(nghttpdRates)
+            let simulatorMedian = BenchmarkProcesses.median(simulatorRates)
+            let nghttpdMedian = BenchmarkProcesses.median(nghttpdRates)
             let ratio = simulatorMedian / nghttpdMedian
-            print(String(format: "%d connection(s) × %d streams: apns-sim %.0f req/s, nghttpd %.0f req/s, ratio %.2f",
-                         connections, streams, simulatorMedian, nghttpdMedian, ratio))
+            print(
+                String(
+                    format: "%d connection(s) × %d streams: apns-sim %.0f req/s, nghttpd %.0f req/s, ratio %.2f",
+                    connections, streams, simulatorMedian, nghttpdMedian, ratio))
             scenarios.append([
                 "connections": connections, "streamsPerConnection": streams, "requests": requests,
                 "apnsSimRequestsPerSecond": Int(simulatorMedian), "nghttpdRequestsPerSecond": Int(nghttpdMedian),
@@ -98,13 +117,11 @@ struct APNsSimThroughput: AsyncParsableCommand {
                 "apnsSimRuns": simulatorRates.map { Int($0) }, "nghttpdRuns": nghttpdRates.map { Int($0) },
             ])
         }
-        let result: [String: Any] = ["benchmark": "apns-sim-throughput", "target": 0.7, "simThreads": simThreads, "scenarios": scenarios]
-        print(String(decoding: try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys]), as: UTF8.self))
+        let result: [String: Any] = [
+            "benchmark": "apns-sim-throughput", "target": 0.7, "simThreads": simThreads, "scenarios": scenarios,
+        ]
+        print(
+            String(decoding: try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys]), as: UTF8.self))
     }
-
-
-
-
-
 
 }

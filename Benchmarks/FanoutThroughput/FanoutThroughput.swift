@@ -31,9 +31,11 @@ struct FanoutThroughput: AsyncParsableCommand {
         let postgres = configuration.postgres
         try await HeraldDatabase.withClient(settings: postgres, logger: logger) { client in
             try await MigrationRunner(client: client, logger: logger).migrate()
-            let app = try await AppRepository(client: client, logger: logger).create(name: "fan-out benchmark", bundleID: "com.herald.bench")
+            let app = try await AppRepository(client: client, logger: logger).create(
+                name: "fan-out benchmark", bundleID: "com.herald.bench")
             let insertStart = ContinuousClock.now
-            try await client.query("""
+            try await client.query(
+                """
                 INSERT INTO devices (app_id, token, environment, topic)
                 SELECT \(app.id), decode(lpad(to_hex(n), 64, '0'), 'hex'), 'production', 'com.herald.bench'
                 FROM generate_series(1, \(Int32(devices))) AS n
@@ -46,30 +48,39 @@ struct FanoutThroughput: AsyncParsableCommand {
             var peakRSS: [Int] = []
             for round in 1...rounds {
                 // Reference: the same rows, the same index, streamed by PostgreSQL's COPY to /dev/null.
-                let copy = try BenchmarkProcesses.launch("/usr/bin/psql", [
-                    "-h", postgres.host, "-p", "\(postgres.port)", "-U", postgres.user, "-d", database, "-c",
-                    "\\copy (SELECT id, token, environment, topic FROM devices WHERE app_id = '\(app.id)' AND status = 'active' ORDER BY id) TO '/dev/null'",
-                ], environment: ProcessInfo.processInfo.environment.merging(["PGPASSWORD": postgres.password]) { $1 })
+                let copy = try BenchmarkProcesses.launch(
+                    "/usr/bin/psql",
+                    [
+                        "-h", postgres.host, "-p", "\(postgres.port)", "-U", postgres.user, "-d", database, "-c",
+                        "\\copy (SELECT id, token, environment, topic FROM devices WHERE app_id = '\(app.id)' AND status = 'active' ORDER BY id) TO '/dev/null'",
+                    ],
+                    environment: ProcessInfo.processInfo.environment.merging(["PGPASSWORD": postgres.password]) { $1 })
                 let copyStart = ContinuousClock.now
                 copy.waitUntilExit()
                 copySeconds.append(Self.seconds(ContinuousClock.now - copyStart))
 
-                let center = try BenchmarkProcesses.launch(binaries + "/herald-center", [], log: "/tmp/fanout-bench-center.log", environment: ProcessInfo.processInfo.environment.merging([
-                    "HERALD_POSTGRES_DATABASE": database, "HERALD_CENTER_PAGE_SIZE": "\(pageSize)", "HERALD_CENTER_METRICS_PORT": "0",
-                    "HERALD_CENTER_NAME": "bench-center", "HERALD_LOG_LEVEL": "warning",
-                ]) { $1 })
+                let center = try BenchmarkProcesses.launch(
+                    binaries + "/herald-center", [], log: "/tmp/fanout-bench-center.log",
+                    environment: ProcessInfo.processInfo.environment.merging([
+                        "HERALD_POSTGRES_DATABASE": database, "HERALD_CENTER_PAGE_SIZE": "\(pageSize)",
+                        "HERALD_CENTER_METRICS_PORT": "0",
+                        "HERALD_CENTER_NAME": "bench-center", "HERALD_LOG_LEVEL": "warning",
+                    ]) { $1 })
                 try await Task.sleep(for: .seconds(2))
                 let pushID = UUID()
                 _ = try await PushRepository(client: client, logger: logger).create(
-                    NewPush(id: pushID, appID: app.id, audienceJSON: PushAudience.everyone.json, notificationJSON: "{}",
-                            payload: Array(#"{"aps":{"alert":"benchmark"}}"#.utf8)),
-                    announcement: try .pushEvent(.created, pushID: pushID, appID: app.id, topic: HeraldTopic.pushes.name))
+                    NewPush(
+                        id: pushID, appID: app.id, audienceJSON: PushAudience.everyone.json, notificationJSON: "{}",
+                        payload: Array(#"{"aps":{"alert":"benchmark"}}"#.utf8)),
+                    announcement: try .pushEvent(
+                        .created, pushID: pushID, appID: app.id, topic: HeraldTopic.pushes.name))
                 var peak = 0
                 var elapsed: Double?
                 let deadline = ContinuousClock.now + .seconds(600)
                 while elapsed == nil, ContinuousClock.now < deadline, center.isRunning {
                     peak = max(peak, Self.peakRSS(of: center.processIdentifier))
-                    let rows = try await client.query("""
+                    let rows = try await client.query(
+                        """
                         SELECT EXTRACT(EPOCH FROM fanout_finished_at - fanout_started_at)::float8 FROM pushes
                         WHERE id = \(pushID) AND fanout_finished_at IS NOT NULL
                         """, logger: logger)
@@ -78,28 +89,41 @@ struct FanoutThroughput: AsyncParsableCommand {
                 }
                 peak = max(peak, Self.peakRSS(of: center.processIdentifier))
                 BenchmarkProcesses.stop(center)
-                guard let elapsed else { throw ValidationError("the fan-out did not finish; see /tmp/fanout-bench-center.log") }
+                guard let elapsed else {
+                    throw ValidationError("the fan-out did not finish; see /tmp/fanout-bench-center.log")
+                }
                 // Every device targeted once, in batches of at most 500 (as recorded by the center).
-                let counted = try await client.query("""
+                let counted = try await client.query(
+                    """
                     SELECT c.targeted, p.batches_emitted, (SELECT count(*) FROM push_batches b WHERE b.push_id = p.id AND b.produced_at IS NOT NULL)
                     FROM pushes p JOIN push_counters c ON c.push_id = p.id WHERE p.id = \(pushID)
                     """, logger: logger)
                 for try await (targeted, batches, produced) in counted.decode((Int64, Int32, Int64).self) {
                     guard targeted == devices, Int64(batches) == produced, produced >= Int64(devices / 500) else {
-                        throw ValidationError("the fan-out targeted \(targeted) of \(devices) devices in \(produced) produced batches of \(batches)")
+                        throw ValidationError(
+                            "the fan-out targeted \(targeted) of \(devices) devices in \(produced) produced batches of \(batches)"
+                        )
                     }
                 }
                 fanoutSeconds.append(elapsed)
                 peakRSS.append(peak)
-                print(String(format: "round %d: center %.2f s (%.0f devices/s), peak RSS %d MB; psql COPY %.2f s (%.0f rows/s)",
-                             round, elapsed, Double(devices) / elapsed, peak / 1024, copySeconds.last!, Double(devices) / copySeconds.last!))
+                print(
+                    String(
+                        format:
+                            "round %d: center %.2f s (%.0f devices/s), peak RSS %d MB; psql COPY %.2f s (%.0f rows/s)",
+                        round, elapsed, Double(devices) / elapsed, peak / 1024, copySeconds.last!,
+                        Double(devices) / copySeconds.last!))
             }
             let center = BenchmarkProcesses.median(fanoutSeconds)
             let copy = BenchmarkProcesses.median(copySeconds)
-            print(String(format: "median: herald-center %.0f devices/s, psql COPY %.0f rows/s, ratio %.2f (target ≥ 0.50); peak RSS %d MB (target ≤ 150)",
-                         Double(devices) / center, Double(devices) / copy, copy / center, (peakRSS.max() ?? 0) / 1024))
+            print(
+                String(
+                    format:
+                        "median: herald-center %.0f devices/s, psql COPY %.0f rows/s, ratio %.2f (target ≥ 0.50); peak RSS %d MB (target ≤ 150)",
+                    Double(devices) / center, Double(devices) / copy, copy / center, (peakRSS.max() ?? 0) / 1024))
         }
-        try await HeraldDatabase.withClient(settings: try await HeraldConfiguration.load().postgres, logger: logger) { admin in
+        try await HeraldDatabase.withClient(settings: try await HeraldConfiguration.load().postgres, logger: logger) {
+            admin in
             try await admin.query("DROP DATABASE IF EXISTS \(unescaped: database) WITH (FORCE)", logger: logger)
         }
     }

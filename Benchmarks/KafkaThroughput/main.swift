@@ -35,10 +35,12 @@ struct Options {
             case "--kcat": kcat = value
             case "--compression": compression = value
             default:
-                FileHandle.standardError.write(Data("""
-                    usage: kafka-throughput [--records N] [--targets T] [--partitions P] [--broker-binary PATH] [--kcat PATH] [--compression lz4|none|zstd]
+                FileHandle.standardError.write(
+                    Data(
+                        """
+                        usage: kafka-throughput [--records N] [--targets T] [--partitions P] [--broker-binary PATH] [--kcat PATH] [--compression lz4|none|zstd]
 
-                    """.utf8))
+                        """.utf8))
                 exit(2)
             }
         }
@@ -105,7 +107,10 @@ func consumeAll(_ consumer: KafkaConsumer, count: Int) async throws -> (Int, Con
         }
         var result: (Int, ContinuousClock.Instant)?
         for try await value in group {
-            if let value { result = value; group.cancelAll() }
+            if let value {
+                result = value
+                group.cancelAll()
+            }
         }
         return result!
     }
@@ -117,10 +122,12 @@ func jobRecord(sequence: Int, targets: Int, pushID: Data) throws -> [UInt8] {
         pushID: pushID, appID: pushID, sequence: UInt32(sequence), environment: .production,
         apnsTopic: "com.example.shop", pushType: .alert, priority: 10, expirationS: 1_900_000_000,
         collapseID: "4f7c1c2e-5b1d-4c7a-9a53-2f6d1e9b8c01",
-        payload: Data(#"{"aps":{"alert":{"title":"Your order shipped","body":"It arrives tomorrow."},"sound":"default"}}"#.utf8),
+        payload: Data(
+            #"{"aps":{"alert":{"title":"Your order shipped","body":"It arrives tomorrow."},"sound":"default"}}"#.utf8),
         targets: (0..<targets).map { index in
-            .init(deviceID: UInt64(sequence * targets + index + 1),
-                  token: Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &filler) }))
+            .init(
+                deviceID: UInt64(sequence * targets + index + 1),
+                token: Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &filler) }))
         },
         createdAtMs: 1_763_700_000_000
     ).encodedRecord()
@@ -144,7 +151,8 @@ broker.executableURL = URL(fileURLWithPath: options.brokerBinary)
 var environment = ProcessInfo.processInfo.environment
 environment["HERALD_KAFKA_DEV_PORT"] = "0"
 environment["HERALD_KAFKA_DEV_BOOTSTRAP_FILE"] = addressFile.path
-environment["HERALD_KAFKA_DEV_TOPICS"] = "bench.herald:\(options.partitions),bench.kcat:\(options.partitions),bench.warmup:1"
+environment["HERALD_KAFKA_DEV_TOPICS"] =
+    "bench.herald:\(options.partitions),bench.kcat:\(options.partitions),bench.warmup:1"
 broker.environment = environment
 broker.standardOutput = FileHandle.nullDevice
 broker.standardError = FileHandle(forWritingAtPath: "/dev/null")
@@ -159,18 +167,24 @@ for _ in 0..<200 {
     try await Task.sleep(for: .milliseconds(50))
 }
 guard !bootstrap.isEmpty else {
-    print("the development broker did not start (\(options.brokerBinary)); build it with: swift build -c release --product herald-kafka-dev")
+    print(
+        "the development broker did not start (\(options.brokerBinary)); build it with: swift build -c release --product herald-kafka-dev"
+    )
     exit(1)
 }
 let settings = KafkaSettings(brokers: bootstrap, compression: options.compression)
 
 // 2. The records.
 let pushID = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
-let records = try (0..<options.records).map { try jobRecord(sequence: $0, targets: options.targetsPerRecord, pushID: pushID) }
+let records = try (0..<options.records).map {
+    try jobRecord(sequence: $0, targets: options.targetsPerRecord, pushID: pushID)
+}
 // Keyed by batch id, as herald-center keys job batches: spreads them evenly over partitions.
 let keys = (0..<options.records).map { Array(Herald_V1_JobBatch.batchID(pushID: pushID, sequence: UInt32($0))) }
 let recordBytes = records.reduce(0) { $0 + $1.count } / max(1, records.count)
-print("Kafka throughput: \(options.records) job-batch records, \(options.targetsPerRecord) target(s) each, \(recordBytes) bytes on average, \(options.partitions) partitions, broker \(bootstrap)")
+print(
+    "Kafka throughput: \(options.records) job-batch records, \(options.targetsPerRecord) target(s) each, \(recordBytes) bytes on average, \(options.partitions) partitions, broker \(bootstrap)"
+)
 
 // 3. Herald's producer: chunks of records in flight at once, each acknowledged by the broker.
 let producer = try KafkaProducer(configuration: settings.producerConfiguration(clientID: "bench"), logger: logger)
@@ -186,9 +200,10 @@ try await withThrowingTaskGroup(of: Void.self) { group in
             next = range.upperBound
             inFlight += 1
             group.addTask {
-                try await producer.send(range.map { index in
-                    KafkaProducerMessage(topic: "bench.herald", key: keys[index], value: records[index])
-                })
+                try await producer.send(
+                    range.map { index in
+                        KafkaProducerMessage(topic: "bench.herald", key: keys[index], value: records[index])
+                    })
             }
         }
         try await group.next()
@@ -197,19 +212,25 @@ try await withThrowingTaskGroup(of: Void.self) { group in
 }
 let heraldProduceSeconds = seconds(since: produceStart)
 await producer.shutdown()
-print(String(format: "  herald produce: %.2f s, %.0f records/s", heraldProduceSeconds, Double(options.records) / heraldProduceSeconds))
+print(
+    String(
+        format: "  herald produce: %.2f s, %.0f records/s", heraldProduceSeconds,
+        Double(options.records) / heraldProduceSeconds))
 
 // 4. Herald's consumer: a group member storing every offset.
 let consumer = try KafkaConsumer(
-    configuration: settings.consumerConfiguration(groupID: "bench-\(UUID())", topics: ["bench.herald"], clientID: "bench"),
+    configuration: settings.consumerConfiguration(
+        groupID: "bench-\(UUID())", topics: ["bench.herald"], clientID: "bench"),
     logger: logger)
 let joinStart = ContinuousClock.now
 let (consumed, consumeStart) = try await consumeAll(consumer, count: options.records)
 let heraldConsumeSeconds = seconds(since: consumeStart)
 let heraldJoinSeconds = seconds(since: joinStart) - heraldConsumeSeconds
 try await consumer.close()
-print(String(format: "  herald consume: %.2f s, %.0f records/s (first to last record; joining the group excluded)",
-             heraldConsumeSeconds, Double(consumed) / heraldConsumeSeconds))
+print(
+    String(
+        format: "  herald consume: %.2f s, %.0f records/s (first to last record; joining the group excluded)",
+        heraldConsumeSeconds, Double(consumed) / heraldConsumeSeconds))
 
 // 5. The reference: kcat producing records of the same size from a file, then consuming them.
 let kcatInput = scratch.appendingPathComponent("records.txt")
@@ -237,19 +258,27 @@ func runKcat(_ arguments: [String]) async throws -> (seconds: Double, status: In
 }
 let kcatProduce = try await runKcat([
     "-P", "-b", bootstrap, "-t", "bench.kcat", "-l", kcatInput.path,
-    "-X", "linger.ms=5", "-X", "compression.codec=\(options.compression)", "-X", "enable.idempotence=true", "-X", "acks=all",
+    "-X", "linger.ms=5", "-X", "compression.codec=\(options.compression)", "-X", "enable.idempotence=true", "-X",
+    "acks=all",
     "-X", "queue.buffering.max.messages=100000",
 ])
-print(String(format: "  kcat produce:   %.2f s, %.0f records/s%@", kcatProduce.seconds, Double(options.records) / kcatProduce.seconds,
-             kcatProduce.status == 0 ? "" : " (kcat exited with \(kcatProduce.status))"))
+print(
+    String(
+        format: "  kcat produce:   %.2f s, %.0f records/s%@", kcatProduce.seconds,
+        Double(options.records) / kcatProduce.seconds,
+        kcatProduce.status == 0 ? "" : " (kcat exited with \(kcatProduce.status))"))
 // kcat reads the topic Herald's consumer read, from the beginning, without a group (a
 // group's join takes seconds on the development broker and would swamp the figure); its time
 // runs from process start to exit.
-let kcatConsume = try await runKcat(["-C", "-b", bootstrap, "-t", "bench.herald", "-o", "beginning", "-e", "-q",
-                                     "-c", "\(options.records)", "-X", "fetch.wait.max.ms=10"])
+let kcatConsume = try await runKcat([
+    "-C", "-b", bootstrap, "-t", "bench.herald", "-o", "beginning", "-e", "-q",
+    "-c", "\(options.records)", "-X", "fetch.wait.max.ms=10",
+])
 let kcatConsumeSeconds = kcatConsume.seconds
-print(String(format: "  kcat consume:   %.2f s, %.0f records/s (same topic, no group, process start to exit)",
-             kcatConsumeSeconds, Double(options.records) / kcatConsumeSeconds))
+print(
+    String(
+        format: "  kcat consume:   %.2f s, %.0f records/s (same topic, no group, process start to exit)",
+        kcatConsumeSeconds, Double(options.records) / kcatConsumeSeconds))
 
 let summary: [String: Any] = [
     "benchmark": "kafka-throughput",

@@ -42,15 +42,19 @@ struct SenderThroughput: AsyncParsableCommand {
         // apns-sim, trusting the app's key, every token deliverable, counting only.
         let signingKey = P256.Signing.PrivateKey()
         let bundleID = "com.herald.bench"
-        try signingKey.publicKey.pemRepresentation.write(toFile: folder + "/key.pub.pem", atomically: true, encoding: .utf8)
+        try signingKey.publicKey.pemRepresentation.write(
+            toFile: folder + "/key.pub.pem", atomically: true, encoding: .utf8)
         let (identity, keyPEM) = try SimulatorIdentity.selfSigned()
         try identity.certificatePEM.write(toFile: folder + "/cert.pem", atomically: true, encoding: .utf8)
         try keyPEM.write(toFile: folder + "/key.pem", atomically: true, encoding: .utf8)
-        let simulator = try BenchmarkProcesses.launch(binaries + "/apns-sim", [
-            "--port", "\(simPort)", "--no-admin", "--record", "counts", "--accept-any-token", "--streams-before-auth", "1000",
-            "--certificate", folder + "/cert.pem", "--private-key", folder + "/key.pem",
-            "--key", "BENCHKEY01:BENCHTEAM1:\(folder)/key.pub.pem:\(bundleID)", "--log-level", "warning",
-        ], log: folder + "/apns-sim.log")
+        let simulator = try BenchmarkProcesses.launch(
+            binaries + "/apns-sim",
+            [
+                "--port", "\(simPort)", "--no-admin", "--record", "counts", "--accept-any-token",
+                "--streams-before-auth", "1000",
+                "--certificate", folder + "/cert.pem", "--private-key", folder + "/key.pem",
+                "--key", "BENCHKEY01:BENCHTEAM1:\(folder)/key.pub.pem:\(bundleID)", "--log-level", "warning",
+            ], log: folder + "/apns-sim.log")
         defer { BenchmarkProcesses.stop(simulator) }
         try await Task.sleep(for: .seconds(1))
 
@@ -60,9 +64,12 @@ struct SenderThroughput: AsyncParsableCommand {
         let key = APNsSigningKey(privateKey: signingKey, keyID: "BENCHKEY01", teamID: "BENCHTEAM1")
         let h2loadRate = try BenchmarkProcesses.h2load(
             requests: h2loadRequests, connections: 4, streams: 250,
-            headers: ["authorization: bearer \(key.providerToken(issuedAt: Int64(Date().timeIntervalSince1970)))",
-                      "apns-topic: \(bundleID)", "apns-push-type: alert", "apns-priority: 10"],
-            bodyFile: folder + "/payload.json", url: "https://127.0.0.1:\(simPort)/3/device/\(String(repeating: "ab", count: 32))")
+            headers: [
+                "authorization: bearer \(key.providerToken(issuedAt: Int64(Date().timeIntervalSince1970)))",
+                "apns-topic: \(bundleID)", "apns-push-type: alert", "apns-priority: 10",
+            ],
+            bodyFile: folder + "/payload.json",
+            url: "https://127.0.0.1:\(simPort)/3/device/\(String(repeating: "ab", count: 32))")
         print(String(format: "h2load against apns-sim: %.0f req/s", h2loadRate))
 
         // The app and its sealed key in PostgreSQL.
@@ -70,10 +77,12 @@ struct SenderThroughput: AsyncParsableCommand {
         let cipher = try CredentialCipher(masterKeyBase64: masterKey)
         let appID = try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
             try await MigrationRunner(client: database, logger: logger).migrate()
-            let app = try await AppRepository(client: database, logger: logger).create(name: "sender benchmark", bundleID: bundleID)
-            try await CredentialRepository(client: database, logger: logger).upsert(.token(
-                appID: app.id, environment: .sandbox, keyID: "BENCHKEY01", teamID: "BENCHTEAM1",
-                privateKeyPEM: signingKey.pemRepresentation, cipher: cipher))
+            let app = try await AppRepository(client: database, logger: logger).create(
+                name: "sender benchmark", bundleID: bundleID)
+            try await CredentialRepository(client: database, logger: logger).upsert(
+                .token(
+                    appID: app.id, environment: .sandbox, keyID: "BENCHKEY01", teamID: "BENCHTEAM1",
+                    privateKeyPEM: signingKey.pemRepresentation, cipher: cipher))
             return app.id
         }
 
@@ -81,20 +90,26 @@ struct SenderThroughput: AsyncParsableCommand {
         let pushID = UUID()
         let pushIDBytes = pushID.recordBytes
         let appIDBytes = appID.recordBytes
-        let producer = try KafkaProducer(configuration: configuration.kafka.producerConfiguration(clientID: "bench-jobs"), logger: logger)
+        let producer = try KafkaProducer(
+            configuration: configuration.kafka.producerConfiguration(clientID: "bench-jobs"), logger: logger)
         var batchIDs = Set<Data>()
         for chunk in stride(from: 0, to: batches, by: 100) {
             let records = try (chunk..<min(chunk + 100, batches)).map { sequence -> KafkaProducerMessage in
                 let batch = Herald_V1_JobBatch(
-                    pushID: pushIDBytes, appID: appIDBytes, sequence: UInt32(sequence), environment: .sandbox, apnsTopic: bundleID,
+                    pushID: pushIDBytes, appID: appIDBytes, sequence: UInt32(sequence), environment: .sandbox,
+                    apnsTopic: bundleID,
                     pushType: .alert, priority: 10, expirationS: 0, collapseID: "", payload: Data(payload.utf8),
                     targets: (0..<targets).map { index in
                         let device = sequence * targets + index + 1
-                        return Herald_V1_JobBatch.Target(deviceID: UInt64(device), token: withUnsafeBytes(of: UInt64(device).bigEndian) { Data($0) } + Data(repeating: 0xAB, count: 24))
+                        return Herald_V1_JobBatch.Target(
+                            deviceID: UInt64(device),
+                            token: withUnsafeBytes(of: UInt64(device).bigEndian) { Data($0) }
+                                + Data(repeating: 0xAB, count: 24))
                     },
                     createdAtMs: Int64(Date().timeIntervalSince1970 * 1000))
                 batchIDs.insert(batch.batchID)
-                return KafkaProducerMessage(topic: HeraldTopic.jobs.name, key: Array(batch.batchID), value: try batch.encodedRecord())
+                return KafkaProducerMessage(
+                    topic: HeraldTopic.jobs.name, key: Array(batch.batchID), value: try batch.encodedRecord())
             }
             try await producer.send(records)
         }
@@ -113,12 +128,15 @@ struct SenderThroughput: AsyncParsableCommand {
         // Info level: quiet per batch, and it says when the consumer group assigned the partitions.
         variables["HERALD_LOG_LEVEL"] = "info"
         let start = ContinuousClock.now
-        let sender = try BenchmarkProcesses.launch(binaries + "/herald-sender", [], log: folder + "/sender.log", environment: variables)
+        let sender = try BenchmarkProcesses.launch(
+            binaries + "/herald-sender", [], log: folder + "/sender.log", environment: variables)
         defer { BenchmarkProcesses.stop(sender) }
         let assignment = Task { await Self.waitForLine("Kafka partitions assigned", inFile: folder + "/sender.log") }
 
         let reader = try KafkaConsumer(
-            configuration: configuration.kafka.consumerConfiguration(groupID: "bench-reader-\(pushID.uuidString.prefix(8))", topics: [HeraldTopic.outcomes.name], clientID: "bench-reader"),
+            configuration: configuration.kafka.consumerConfiguration(
+                groupID: "bench-reader-\(pushID.uuidString.prefix(8))", topics: [HeraldTopic.outcomes.name],
+                clientID: "bench-reader"),
             logger: logger)
         var seen = Set<Data>()
         var accepted = 0
@@ -131,10 +149,14 @@ struct SenderThroughput: AsyncParsableCommand {
             let outcome = try Herald_V1_OutcomeBatch.decodeRecord(message.value)
             if outcome.pushID == pushIDBytes, seen.insert(outcome.batchID).inserted {
                 accepted += outcome.acceptedDeviceIds.count
-                for failure in outcome.failures { failureReasons["\(failure.status) \(failure.reason)", default: 0] += 1 }
+                for failure in outcome.failures {
+                    failureReasons["\(failure.status) \(failure.reason)", default: 0] += 1
+                }
                 if firstOutcome == nil { firstOutcome = ContinuousClock.now }
             }
-            if seen.count % 100 == 0 { peakRSS = max(peakRSS, Self.residentKilobytes(sender.processIdentifier, field: "VmHWM:")) }
+            if seen.count % 100 == 0 {
+                peakRSS = max(peakRSS, Self.residentKilobytes(sender.processIdentifier, field: "VmHWM:"))
+            }
             if !sender.isRunning { throw ValidationError("herald-sender exited early; see \(folder)/sender.log") }
         }
         let finished = ContinuousClock.now
@@ -144,7 +166,9 @@ struct SenderThroughput: AsyncParsableCommand {
         try await reader.close()
         guard accepted == total else {
             let log = (try? String(contentsOfFile: folder + "/sender.log", encoding: .utf8)) ?? ""
-            throw ValidationError("only \(accepted) of \(total) notifications accepted; failures: \(failureReasons); sender log:\n\(log.suffix(3000))")
+            throw ValidationError(
+                "only \(accepted) of \(total) notifications accepted; failures: \(failureReasons); sender log:\n\(log.suffix(3000))"
+            )
         }
 
         let seconds = Self.seconds(elapsed)
@@ -161,24 +185,38 @@ struct SenderThroughput: AsyncParsableCommand {
         // the first TLS handshakes excluded).
         let steadyRate = Double(total - targets) / Self.seconds(finished - (firstOutcome ?? start))
         let microseconds = cpuSeconds / Double(total) * 1e6
-        print(String(format: "herald-sender: %d notifications in %.1f s from its partition assignment = %.0f/s (%.2f of h2load), %.1f µs CPU each, peak RSS %.0f MB",
-                     total, working, workingRate, workingRate / h2loadRate, microseconds, Double(peakRSS) / 1024))
-        print(String(format: "  from the process's start (the broker's first-join delay included): %.1f s = %.0f/s (%.2f of h2load)",
-                     seconds, rate, rate / h2loadRate))
-        print(String(format: "  steady state (first outcome to last): %.0f/s (%.2f of h2load)", steadyRate, steadyRate / h2loadRate))
+        print(
+            String(
+                format:
+                    "herald-sender: %d notifications in %.1f s from its partition assignment = %.0f/s (%.2f of h2load), %.1f µs CPU each, peak RSS %.0f MB",
+                total, working, workingRate, workingRate / h2loadRate, microseconds, Double(peakRSS) / 1024))
+        print(
+            String(
+                format:
+                    "  from the process's start (the broker's first-join delay included): %.1f s = %.0f/s (%.2f of h2load)",
+                seconds, rate, rate / h2loadRate))
+        print(
+            String(
+                format: "  steady state (first outcome to last): %.0f/s (%.2f of h2load)", steadyRate,
+                steadyRate / h2loadRate))
         let result: [String: Any] = [
             "benchmark": "sender-throughput", "notifications": total, "batches": batches,
-            "seconds": (working * 10).rounded() / 10, "notificationsPerSecond": Int(workingRate), "ratio": (workingRate / h2loadRate * 100).rounded() / 100,
-            "secondsFromProcessStart": (seconds * 10).rounded() / 10, "notificationsPerSecondFromProcessStart": Int(rate),
+            "seconds": (working * 10).rounded() / 10, "notificationsPerSecond": Int(workingRate),
+            "ratio": (workingRate / h2loadRate * 100).rounded() / 100,
+            "secondsFromProcessStart": (seconds * 10).rounded() / 10,
+            "notificationsPerSecondFromProcessStart": Int(rate),
             "steadyNotificationsPerSecond": Int(steadyRate), "h2loadRequestsPerSecond": Int(h2loadRate),
-            "senderCPUMicrosecondsPerNotification": (microseconds * 10).rounded() / 10, "senderPeakRSSMegabytes": peakRSS / 1024,
+            "senderCPUMicrosecondsPerNotification": (microseconds * 10).rounded() / 10,
+            "senderPeakRSSMegabytes": peakRSS / 1024,
         ]
-        print(String(decoding: try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys]), as: UTF8.self))
+        print(
+            String(decoding: try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys]), as: UTF8.self))
     }
 
     static func cpuSeconds(_ pid: Int32) -> Double {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return 0 }
+            let close = stat.lastIndex(of: ")")
+        else { return 0 }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         // After the command name: state is field 3; utime and stime are fields 14 and 15.
         let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
@@ -187,7 +225,8 @@ struct SenderThroughput: AsyncParsableCommand {
 
     static func residentKilobytes(_ pid: Int32, field: String) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }) else { return 0 }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) })
+        else { return 0 }
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 

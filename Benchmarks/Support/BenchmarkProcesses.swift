@@ -13,7 +13,9 @@ public enum BenchmarkProcesses {
     ///   - requests: total requests; every one must get a 2xx, or this throws.
     ///   - headers: `-H` values (`name: value`).
     ///   - bodyFile: a file sent as each request's body (`-d`: the requests are POSTs).
-    public static func h2load(requests: Int, connections: Int, streams: Int, headers: [String], bodyFile: String?, url: String) throws -> Double {
+    public static func h2load(
+        requests: Int, connections: Int, streams: Int, headers: [String], bodyFile: String?, url: String
+    ) throws -> Double {
         guard let path = which("h2load") else {
             throw Failure("h2load is missing: install Debian's nghttp2-client (scripts/install-dependencies.sh)")
         }
@@ -30,16 +32,19 @@ public enum BenchmarkProcesses {
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         guard output.contains("status codes: \(requests) 2xx"),
-              let line = output.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
-              let rate = line.split(separator: ",").dropFirst().first?.split(separator: " ").first.flatMap({ Double($0) })
+            let line = output.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
+            let rate = line.split(separator: ",").dropFirst().first?.split(separator: " ").first.flatMap({ Double($0) })
         else { throw Failure("h2load against \(url) did not get \(requests) 2xx answers:\n\(output)") }
         return rate
     }
 
     /// Starts `path` with `arguments`; its output goes to `log` (or nowhere).
-    public static func launch(_ path: String, _ arguments: [String], log: String? = nil, environment: [String: String]? = nil) throws -> Process {
+    public static func launch(
+        _ path: String, _ arguments: [String], log: String? = nil, environment: [String: String]? = nil
+    ) throws -> Process {
         guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw Failure("no \(path): build it with `swift build -c release --product \((path as NSString).lastPathComponent)`")
+            throw Failure(
+                "no \(path): build it with `swift build -c release --product \((path as NSString).lastPathComponent)`")
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
@@ -82,7 +87,9 @@ public enum BenchmarkProcesses {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
     }
 

@@ -22,7 +22,9 @@ final class APNsAdminServer: Sendable {
 
     var port: Int { channel.localAddress?.port ?? 0 }
 
-    static func start(host: String, port: Int, state: APNsSimulatorState, group: any EventLoopGroup) async throws -> APNsAdminServer {
+    static func start(host: String, port: Int, state: APNsSimulatorState, group: any EventLoopGroup) async throws
+        -> APNsAdminServer
+    {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -60,7 +62,9 @@ private final class APNsAdminHandler: ChannelInboundHandler {
             let (status, contentType, text) = route(head, body: Data(body.readableBytesView))
             var headers = HTTPHeaders([("content-type", contentType), ("content-length", "\(text.utf8.count)")])
             if !head.isKeepAlive { headers.add(name: "connection", value: "close") }
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+            context.write(
+                wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
+                promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: text)))), promise: nil)
             let keepAlive = head.isKeepAlive
             context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
@@ -79,8 +83,11 @@ private final class APNsAdminHandler: ChannelInboundHandler {
         func json(_ value: some Encodable) -> (HTTPResponseStatus, String, String) {
             (.ok, "application/json", String(decoding: (try? encoder.encode(value)) ?? Data(), as: UTF8.self))
         }
-        func problem(_ status: HTTPResponseStatus, _ code: String, _ message: String) -> (HTTPResponseStatus, String, String) {
-            let text = String(decoding: (try? encoder.encode(["error": ["code": code, "message": message]])) ?? Data(), as: UTF8.self)
+        func problem(_ status: HTTPResponseStatus, _ code: String, _ message: String) -> (
+            HTTPResponseStatus, String, String
+        ) {
+            let text = String(
+                decoding: (try? encoder.encode(["error": ["code": code, "message": message]])) ?? Data(), as: UTF8.self)
             return (status, "application/json", text)
         }
         switch (head.method, path) {
@@ -106,12 +113,17 @@ private final class APNsAdminHandler: ChannelInboundHandler {
             } catch let error as APNsSimulatorError {
                 return problem(.badRequest, "invalid_faults", error.description)
             } catch {
-                return problem(.badRequest, "invalid_json", "the body must be a JSON object of faults (see docs/apns-sim.md): \(error)")
+                return problem(
+                    .badRequest, "invalid_json",
+                    "the body must be a JSON object of faults (see docs/apns-sim.md): \(error)")
             }
         case (.POST, "/devices"):
             struct Devices: Decodable { let devices: [SimulatedDevice] }
             guard let devices = try? JSONDecoder().decode(Devices.self, from: body) else {
-                return problem(.badRequest, "invalid_json", #"the body must be {"devices":[{"token":"<hex>","topic":"<bundle id>","unregisteredAt":<ms, optional>}]}"#)
+                return problem(
+                    .badRequest, "invalid_json",
+                    #"the body must be {"devices":[{"token":"<hex>","topic":"<bundle id>","unregisteredAt":<ms, optional>}]}"#
+                )
             }
             if let bad = devices.devices.first(where: { APNsRequestRules.deviceToken(fromPathText: $0.token) == nil }) {
                 return problem(.badRequest, "invalid_token", "device token \(bad.token) is not hex of even length")
@@ -120,7 +132,8 @@ private final class APNsAdminHandler: ChannelInboundHandler {
             return json(["added": devices.devices.count, "devices": state.devices.count])
         case (.POST, "/keys"):
             guard let key = try? JSONDecoder().decode(ProviderKey.self, from: body) else {
-                return problem(.badRequest, "invalid_json", #"the body must be {"keyID","teamID","publicKeyPEM","topics":[...]}"#)
+                return problem(
+                    .badRequest, "invalid_json", #"the body must be {"keyID","teamID","publicKeyPEM","topics":[...]}"#)
             }
             do {
                 try state.keys.register(key)

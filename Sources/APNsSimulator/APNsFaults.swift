@@ -68,14 +68,17 @@ public struct APNsFaults: Codable, Sendable, Equatable {
 
     /// Whether any per-request fraction is set (so random numbers are drawn at all).
     var drawsRandomFaults: Bool {
-        tooManyRequests > 0 || internalServerError > 0 || serviceUnavailable > 0 || neverAnswer > 0 || dropConnection > 0
+        tooManyRequests > 0 || internalServerError > 0 || serviceUnavailable > 0 || neverAnswer > 0
+            || dropConnection > 0
     }
 
     /// - Throws: ``APNsSimulatorError`` naming the field that is out of range.
     public func validate() throws {
-        let fractions = [("tooManyRequests", tooManyRequests), ("internalServerError", internalServerError),
-                         ("serviceUnavailable", serviceUnavailable), ("neverAnswer", neverAnswer),
-                         ("dropConnection", dropConnection)]
+        let fractions = [
+            ("tooManyRequests", tooManyRequests), ("internalServerError", internalServerError),
+            ("serviceUnavailable", serviceUnavailable), ("neverAnswer", neverAnswer),
+            ("dropConnection", dropConnection),
+        ]
         for (name, value) in fractions where !(0...1).contains(value) {
             throw APNsSimulatorError("fault \(name) must be a fraction from 0 to 1, got \(value)")
         }
@@ -96,7 +99,8 @@ public struct APNsFaults: Codable, Sendable, Equatable {
         let milliseconds: Double
         switch latency.distribution {
         case .fixed: milliseconds = latency.milliseconds
-        case .uniform: milliseconds = latency.milliseconds + (latency.maxMilliseconds! - latency.milliseconds) * random()
+        case .uniform:
+            milliseconds = latency.milliseconds + (latency.maxMilliseconds! - latency.milliseconds) * random()
         case .exponential: milliseconds = -latency.milliseconds * log(1 - random())
         }
         return Int64(milliseconds * 1_000_000)

@@ -62,8 +62,11 @@ public final class APNsLedger: Sendable {
         self.encoder = encoder
         if let recordFile, mode == .full {
             guard FileManager.default.createFile(atPath: recordFile, contents: nil),
-                  let handle = FileHandle(forWritingAtPath: recordFile)
-            else { throw APNsSimulatorError("cannot create the record file \(recordFile): check the folder exists and is writable") }
+                let handle = FileHandle(forWritingAtPath: recordFile)
+            else {
+                throw APNsSimulatorError(
+                    "cannot create the record file \(recordFile): check the folder exists and is writable")
+            }
             self.file = handle
         } else {
             self.file = nil
@@ -152,7 +155,8 @@ public final class APNsLedger: Sendable {
         text.family("apns_sim_requests_total", .counter, help: "Requests answered, by status and reason.")
         text.sample("apns_sim_requests_total", ["status": "200", "reason": ""], value: counts.accepted)
         for (reason, count) in counts.byReason.sorted(by: { $0.key < $1.key }) {
-            text.sample("apns_sim_requests_total", ["status": "\(APNsReason(reason).status)", "reason": reason], value: count)
+            text.sample(
+                "apns_sim_requests_total", ["status": "\(APNsReason(reason).status)", "reason": reason], value: count)
         }
         text.family("apns_sim_accepted_total", .counter, help: "Notifications accepted, by topic.")
         for (topic, count) in counts.acceptedByTopic.sorted(by: { $0.key < $1.key }) {
@@ -162,7 +166,9 @@ public final class APNsLedger: Sendable {
         for (topic, count) in counts.rejectedByTopic.sorted(by: { $0.key < $1.key }) {
             text.sample("apns_sim_rejected_total", ["topic": topic], value: count)
         }
-        text.single("apns_sim_connections_opened_total", .counter, help: "Connections accepted.", value: counts.connectionsOpened)
+        text.single(
+            "apns_sim_connections_opened_total", .counter, help: "Connections accepted.",
+            value: counts.connectionsOpened)
         text.single("apns_sim_connections_open", .gauge, help: "Connections open now.", value: counts.connectionsOpen)
         return text.text
     }

@@ -84,13 +84,15 @@ struct APNsRequestHeaders {
     private static func authorization(_ value: UnsafeRawBufferPointer, currentToken: [UInt8]) -> Authorization {
         // "bearer " in any case, then the token.
         guard value.count > 7, value[0] | 0x20 == UInt8(ascii: "b"), value[1] | 0x20 == UInt8(ascii: "e"),
-              value[2] | 0x20 == UInt8(ascii: "a"), value[3] | 0x20 == UInt8(ascii: "r"),
-              value[4] | 0x20 == UInt8(ascii: "e"), value[5] | 0x20 == UInt8(ascii: "r"), value[6] == UInt8(ascii: " ")
+            value[2] | 0x20 == UInt8(ascii: "a"), value[3] | 0x20 == UInt8(ascii: "r"),
+            value[4] | 0x20 == UInt8(ascii: "e"), value[5] | 0x20 == UInt8(ascii: "r"), value[6] == UInt8(ascii: " ")
         else { return .malformed }
         let token = UnsafeRawBufferPointer(rebasing: value[7...])
-        let matches = token.count == currentToken.count && currentToken.withUnsafeBytes { current in
-            memcmp(current.baseAddress!, token.baseAddress!, token.count) == 0
-        }
+        let matches =
+            token.count == currentToken.count
+            && currentToken.withUnsafeBytes { current in
+                memcmp(current.baseAddress!, token.baseAddress!, token.count) == 0
+            }
         return matches ? .current : .new(Array(token))
     }
 

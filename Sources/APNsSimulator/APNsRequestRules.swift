@@ -14,7 +14,8 @@ enum APNsRequestRules {
     static func problem(withPath path: UnsafeRawBufferPointer?) -> APNsReason? {
         let prefix: StaticString = "/3/device/"
         let prefixLength = prefix.utf8CodeUnitCount
-        guard let path, path.count >= prefixLength, memcmp(path.baseAddress!, prefix.utf8Start, prefixLength) == 0 else {
+        guard let path, path.count >= prefixLength, memcmp(path.baseAddress!, prefix.utf8Start, prefixLength) == 0
+        else {
             return .badPath
         }
         let tokenLength = path.count - prefixLength
@@ -36,10 +37,11 @@ enum APNsRequestRules {
         if let problem = problem(withPath: path) { return .failure(problem) }
         let token = path!.dropFirst("/3/device/".utf8.count)
         // Lower-cased straight into the String's storage: one allocation.
-        return .success(String(unsafeUninitializedCapacity: token.count) { text in
-            for (index, byte) in token.enumerated() { text[index] = byte >= 65 && byte <= 70 ? byte + 32 : byte }
-            return token.count
-        })
+        return .success(
+            String(unsafeUninitializedCapacity: token.count) { text in
+                for (index, byte) in token.enumerated() { text[index] = byte >= 65 && byte <= 70 ? byte + 32 : byte }
+                return token.count
+            })
     }
 
     /// Whether `topic` is a syntactically valid bundle id (letters, digits, `.`, `-`, `_`).
@@ -48,7 +50,8 @@ enum APNsRequestRules {
         return topic.utf8.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"): true
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                true
             default: false
             }
         }

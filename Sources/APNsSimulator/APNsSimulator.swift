@@ -49,8 +49,10 @@ public final class APNsSimulator: Service, Sendable {
     /// The identity the provider API presents (its `certificatePEM` is what clients trust).
     public let identity: SimulatorIdentity
 
-    private init(state: APNsSimulatorState, server: HTTP2Server, admin: APNsAdminServer?,
-                 group: MultiThreadedEventLoopGroup, identity: SimulatorIdentity, logger: Logger) {
+    private init(
+        state: APNsSimulatorState, server: HTTP2Server, admin: APNsAdminServer?,
+        group: MultiThreadedEventLoopGroup, identity: SimulatorIdentity, logger: Logger
+    ) {
         self.state = state
         self.server = server
         self.admin = admin
@@ -62,10 +64,13 @@ public final class APNsSimulator: Service, Sendable {
     /// Binds the provider API and the admin endpoint and starts serving.
     /// - Throws: ``APNsSimulatorError`` saying what to fix (a port in use, a bad key or
     ///   certificate, an out-of-range fault).
-    public static func start(_ configuration: APNsSimulatorConfiguration, logger: Logger = Logger(label: "apns-sim")) async throws -> APNsSimulator {
+    public static func start(_ configuration: APNsSimulatorConfiguration, logger: Logger = Logger(label: "apns-sim"))
+        async throws -> APNsSimulator
+    {
         let state = try APNsSimulatorState(configuration: configuration)
         let identity = try configuration.identity ?? SimulatorIdentity.selfSigned().identity
-        var tls = HTTP2TLS.serverConfiguration(certificateChain: identity.certificateChain, privateKey: identity.privateKey)
+        var tls = HTTP2TLS.serverConfiguration(
+            certificateChain: identity.certificateChain, privateKey: identity.privateKey)
         if let authorities = configuration.clientCertificateAuthorities {
             tls.certificateVerification = .optionalVerification
             tls.trustRoots = .certificates(authorities)
@@ -86,19 +91,25 @@ public final class APNsSimulator: Service, Sendable {
             }
         } catch {
             try? await group.shutdownGracefully()
-            throw APNsSimulatorError("cannot listen on \(configuration.host):\(configuration.port) (\(error)); pick another --port or stop what uses it")
+            throw APNsSimulatorError(
+                "cannot listen on \(configuration.host):\(configuration.port) (\(error)); pick another --port or stop what uses it"
+            )
         }
         var admin: APNsAdminServer?
         if let adminPort = configuration.adminPort {
             do {
-                admin = try await APNsAdminServer.start(host: configuration.adminHost, port: adminPort, state: state, group: group)
+                admin = try await APNsAdminServer.start(
+                    host: configuration.adminHost, port: adminPort, state: state, group: group)
             } catch {
                 await server.close()
                 try? await group.shutdownGracefully()
-                throw APNsSimulatorError("cannot listen on \(configuration.adminHost):\(adminPort) for the admin endpoint (\(error)); pick another --admin-port")
+                throw APNsSimulatorError(
+                    "cannot listen on \(configuration.adminHost):\(adminPort) for the admin endpoint (\(error)); pick another --admin-port"
+                )
             }
         }
-        return APNsSimulator(state: state, server: server, admin: admin, group: group, identity: identity, logger: logger)
+        return APNsSimulator(
+            state: state, server: server, admin: admin, group: group, identity: identity, logger: logger)
     }
 
     /// The provider API's port.
@@ -120,7 +131,8 @@ public final class APNsSimulator: Service, Sendable {
 
     /// Serves until graceful shutdown (SIGTERM/SIGINT through a `ServiceGroup`), then stops.
     public func run() async throws {
-        logger.info("apns-sim serving", metadata: ["port": "\(port)", "admin-port": "\(adminPort.map(String.init) ?? "off")"])
+        logger.info(
+            "apns-sim serving", metadata: ["port": "\(port)", "admin-port": "\(adminPort.map(String.init) ?? "off")"])
         try? await gracefulShutdown()
         await shutdown()
     }

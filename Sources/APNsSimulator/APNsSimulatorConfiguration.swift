@@ -66,14 +66,18 @@ public struct SimulatorIdentity: Sendable {
         do {
             chain = try NIOSSLCertificate.fromPEMFile(certificateFile)
         } catch {
-            throw APNsSimulatorError("cannot read the certificate \(certificateFile): \(error); give a PEM certificate file")
+            throw APNsSimulatorError(
+                "cannot read the certificate \(certificateFile): \(error); give a PEM certificate file")
         }
-        guard !chain.isEmpty else { throw APNsSimulatorError("no certificate in \(certificateFile); give a PEM certificate file") }
+        guard !chain.isEmpty else {
+            throw APNsSimulatorError("no certificate in \(certificateFile); give a PEM certificate file")
+        }
         let key: NIOSSLPrivateKey
         do {
             key = try NIOSSLPrivateKey(file: privateKeyFile, format: .pem)
         } catch {
-            throw APNsSimulatorError("cannot read the private key \(privateKeyFile): \(error); give an unencrypted PEM key file")
+            throw APNsSimulatorError(
+                "cannot read the private key \(privateKeyFile): \(error); give an unencrypted PEM key file")
         }
         let pem = (try? String(contentsOfFile: certificateFile, encoding: .utf8)) ?? ""
         return SimulatorIdentity(certificateChain: chain, privateKey: key, certificatePEM: pem)

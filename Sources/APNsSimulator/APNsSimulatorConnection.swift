@@ -42,7 +42,9 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     init(connection: HTTP2ServerConnection, state: APNsSimulatorState) {
         self.connection = connection
         self.state = state
-        self.random = SimulatorRandom(seed: UInt64(truncatingIfNeeded: ObjectIdentifier(connection).hashValue) ^ UInt64(NIODeadline.now().uptimeNanoseconds))
+        self.random = SimulatorRandom(
+            seed: UInt64(truncatingIfNeeded: ObjectIdentifier(connection).hashValue)
+                ^ UInt64(NIODeadline.now().uptimeNanoseconds))
         state.ledger.connectionOpened()
     }
 
@@ -112,12 +114,15 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
             if let timestamp {
                 body = ByteBuffer(string: #"{"reason":"\#(reason.description)","timestamp":\#(timestamp)}"#)
             }
-            connection.respond(streamID: streamID, status: reason.status, headers: [
-                HTTP2HeaderField("apns-id", apnsID), HTTP2HeaderField("content-type", "application/json"),
-            ], body: body)
+            connection.respond(
+                streamID: streamID, status: reason.status,
+                headers: [
+                    HTTP2HeaderField("apns-id", apnsID), HTTP2HeaderField("content-type", "application/json"),
+                ], body: body)
             if reason == .shutdown {
                 goingAwayAfter = streamID
-                connection.goAway(errorCode: .noError, debugData: Array(#"{"reason":"Shutdown"}"#.utf8), lastStreamID: streamID)
+                connection.goAway(
+                    errorCode: .noError, debugData: Array(#"{"reason":"Shutdown"}"#.utf8), lastStreamID: streamID)
                 return
             }
         }
@@ -130,7 +135,9 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
 
     // MARK: Validation, in the order APNs applies it
 
-    private func evaluate(_ request: HTTP2ServerRequest, _ headers: APNsRequestHeaders, topic topicForCounts: inout Substring?) -> Outcome {
+    private func evaluate(
+        _ request: HTTP2ServerRequest, _ headers: APNsRequestHeaders, topic topicForCounts: inout Substring?
+    ) -> Outcome {
         guard headers.method == .post else { return .reject(.methodNotAllowed) }
         if let problem = headers.pathProblem { return .reject(problem) }
         if headers.hasDuplicates { return .reject(.duplicateHeaders) }
@@ -169,8 +176,10 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
         if request.bodyLength == 0 { return .reject(.payloadEmpty) }
         if request.bodyLength > pushType.maximumPayloadBytes { return .reject(.payloadTooLarge) }
 
-        let device: DeviceRegistry.Lookup = state.devices.acceptsEveryToken
-            ? .deliverable : state.devices.lookup(token: APNsRequestHeaders.deviceToken(in: request.headers), appTopic: appTopic)
+        let device: DeviceRegistry.Lookup =
+            state.devices.acceptsEveryToken
+            ? .deliverable
+            : state.devices.lookup(token: APNsRequestHeaders.deviceToken(in: request.headers), appTopic: appTopic)
         switch device {
         case .deliverable: return .accept(apnsID: headers.apnsID ?? random.uuidString())
         case .unknown: return .reject(.badDeviceToken)
@@ -237,7 +246,8 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
         }
     }
 
-    private func record(_ request: HTTP2ServerRequest, _ headers: APNsRequestHeaders, apnsID: String, topic: Substring) {
+    private func record(_ request: HTTP2ServerRequest, _ headers: APNsRequestHeaders, apnsID: String, topic: Substring)
+    {
         guard state.ledger.mode == .full else {
             state.ledger.accepted(topic: topic, notification: nil)
             return
@@ -263,7 +273,7 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
         guard let der = try? certificate.toDERBytes(), let parsed = try? Certificate(derEncoded: der) else {
             return .failure(.badCertificate)
         }
-        let userID: ASN1ObjectIdentifier = [0, 9, 2342, 19200300, 100, 1, 1]
+        let userID: ASN1ObjectIdentifier = [0, 9, 2342, 19_200_300, 100, 1, 1]
         var commonName: String?
         for relativeName in parsed.subject {
             for attribute in relativeName {
@@ -311,11 +321,18 @@ struct SimulatorRandom {
                     position += 1
                 }
             }
-            func dash() { text[position] = UInt8(ascii: "-"); position += 1 }
-            put(high >> 32, nibbles: 8); dash()
-            put(high >> 16, nibbles: 4); dash()
-            put(high, nibbles: 4); dash()
-            put(low >> 48, nibbles: 4); dash()
+            func dash() {
+                text[position] = UInt8(ascii: "-")
+                position += 1
+            }
+            put(high >> 32, nibbles: 8)
+            dash()
+            put(high >> 16, nibbles: 4)
+            dash()
+            put(high, nibbles: 4)
+            dash()
+            put(low >> 48, nibbles: 4)
+            dash()
             put(low, nibbles: 12)
             return 36
         }

@@ -1,6 +1,6 @@
 import Crypto
-import HeraldAPNs
 import Foundation
+import HeraldAPNs
 import Synchronization
 
 /// A token-signing key registered with the simulator, as a developer account has them: an ES256
@@ -80,16 +80,16 @@ enum ProviderTokenVerifier {
     static func verify(_ token: Substring, keys: ProviderKeyRegistry) -> Result<VerifiedProviderToken, APNsReason> {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
-              let headerData = Data(base64URLEncoded: parts[0]),
-              let claimsData = Data(base64URLEncoded: parts[1]),
-              let signature = Data(base64URLEncoded: parts[2]),
-              let header = try? JSONDecoder().decode(Header.self, from: headerData),
-              let claims = try? JSONDecoder().decode(Claims.self, from: claimsData),
-              header.alg == "ES256", let keyID = header.kid,
-              let teamID = claims.iss, let issuedAt = claims.iat
+            let headerData = Data(base64URLEncoded: parts[0]),
+            let claimsData = Data(base64URLEncoded: parts[1]),
+            let signature = Data(base64URLEncoded: parts[2]),
+            let header = try? JSONDecoder().decode(Header.self, from: headerData),
+            let claims = try? JSONDecoder().decode(Claims.self, from: claimsData),
+            header.alg == "ES256", let keyID = header.kid,
+            let teamID = claims.iss, let issuedAt = claims.iat
         else { return .failure(.invalidProviderToken) }
         guard let entry = keys.entry(for: keyID), entry.key.teamID == teamID,
-              let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
+            let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
         else { return .failure(.invalidProviderToken) }
         let signed = Data(token[..<parts[1].endIndex].utf8)
         guard entry.publicKey.isValidSignature(ecdsa, for: signed) else { return .failure(.invalidProviderToken) }

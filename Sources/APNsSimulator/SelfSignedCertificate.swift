@@ -8,7 +8,9 @@ extension SimulatorIdentity {
     /// Makes a self-signed P-256 certificate valid for `localhost`, `127.0.0.1` and `::1` (plus
     /// `extraNames`), for one year from an hour ago.
     /// - Returns: the identity; its `certificatePEM` is what clients must trust.
-    public static func selfSigned(extraNames: [String] = []) throws -> (identity: SimulatorIdentity, privateKeyPEM: String) {
+    public static func selfSigned(extraNames: [String] = []) throws -> (
+        identity: SimulatorIdentity, privateKeyPEM: String
+    ) {
         let key = P256.Signing.PrivateKey()
         let name = try DistinguishedName {
             CommonName("apns-sim")

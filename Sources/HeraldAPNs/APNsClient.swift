@@ -37,14 +37,17 @@ public final class APNsClient: Service, Sendable {
     private let stoppedContinuation: AsyncStream<Void>.Continuation
 
     /// - Throws: ``APNsCredentialError`` when the TLS context cannot be made from the credential.
-    public init(endpoint: APNsEndpoint, credential: APNsCredential, configuration: APNsClientConfiguration = .init(),
-                group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, clock: APNsClock = .system,
-                logger: Logger = Logger(label: "herald.apns")) throws(APNsCredentialError) {
+    public init(
+        endpoint: APNsEndpoint, credential: APNsCredential, configuration: APNsClientConfiguration = .init(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, clock: APNsClock = .system,
+        logger: Logger = Logger(label: "herald.apns")
+    ) throws(APNsCredentialError) {
         var clientCertificate: (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey)?
         if case .certificate(let chain, let key) = credential { clientCertificate = (chain, key) }
         do {
-            tls = try NIOSSLContext(configuration: HTTP2TLS.clientConfiguration(
-                trustedCertificates: endpoint.trustedCertificates, clientCertificate: clientCertificate))
+            tls = try NIOSSLContext(
+                configuration: HTTP2TLS.clientConfiguration(
+                    trustedCertificates: endpoint.trustedCertificates, clientCertificate: clientCertificate))
         } catch {
             throw APNsCredentialError("cannot set up TLS with this credential: \(error)")
         }
@@ -57,7 +60,9 @@ public final class APNsClient: Service, Sendable {
         self.group = group
         self.clock = clock
         self.logger = logger
-        self.state = Mutex(APNsPoolState(connections: max(1, configuration.connections), maxInFlight: max(1, configuration.maxInFlight)))
+        self.state = Mutex(
+            APNsPoolState(
+                connections: max(1, configuration.connections), maxInFlight: max(1, configuration.maxInFlight)))
     }
 
     // MARK: Sending
@@ -70,7 +75,8 @@ public final class APNsClient: Service, Sendable {
             guard let lease = await lease() else {
                 return .failed(isStopped ? .clientStopped : .noConnection)
             }
-            let request = makeRequest(notification, headers: commonHeaders(notification, authorization: providerToken(for: lease)))
+            let request = makeRequest(
+                notification, headers: commonHeaders(notification, authorization: providerToken(for: lease)))
             let result: Result<HTTP2Response, any Error>
             do {
                 result = .success(try await lease.connection.send(request, timeout: requestTimeout))
@@ -78,7 +84,9 @@ public final class APNsClient: Service, Sendable {
                 result = .failure(error)
             }
             let answer = answer(result, to: notification, on: lease)
-            if !resend.sendsAgain(for: answer.sendAgain, limit: configuration.unprocessedResends) { return answer.outcome }
+            if !resend.sendsAgain(for: answer.sendAgain, limit: configuration.unprocessedResends) {
+                return answer.outcome
+            }
         }
     }
 
@@ -93,7 +101,9 @@ public final class APNsClient: Service, Sendable {
     /// Reads the answer to a request sent on `lease`, gives the stream back (marking the
     /// connection authenticated when the credential was accepted, and its token expired when
     /// APNs said so) and says what became of the notification.
-    func answer(_ result: Result<HTTP2Response, any Error>, to notification: APNsNotification, on lease: APNsLease) -> Answer {
+    func answer(_ result: Result<HTTP2Response, any Error>, to notification: APNsNotification, on lease: APNsLease)
+        -> Answer
+    {
         switch result {
         case .success(let response) where response.status == 200:
             release(lease, authenticated: true)
@@ -104,12 +114,15 @@ public final class APNsClient: Service, Sendable {
             var sendAgain: Answer.SendAgain?
             if reason == .expiredProviderToken, case .token = credential {
                 state.withLock { state in
-                    if state.slots[lease.slot].connection === lease.connection { state.slots[lease.slot].tokenExpired = true }
+                    if state.slots[lease.slot].connection === lease.connection {
+                        state.slots[lease.slot].tokenExpired = true
+                    }
                 }
                 sendAgain = .renewedToken
             }
             release(lease, authenticated: reason.disposition != .credential)
-            return Answer(outcome: .rejected(reason, status: response.status, unregisteredAt: timestamp), sendAgain: sendAgain)
+            return Answer(
+                outcome: .rejected(reason, status: response.status, unregisteredAt: timestamp), sendAgain: sendAgain)
         case .failure(let error):
             release(lease, authenticated: false)
             let failure = error as? HTTP2Error
@@ -194,7 +207,8 @@ public final class APNsClient: Service, Sendable {
         return state.withLock { state in
             var slot = state.slots[lease.slot]
             if slot.connection === lease.connection,
-               policy.needsNewToken(issuedAt: slot.token?.issuedAt, now: now, expired: slot.tokenExpired) {
+                policy.needsNewToken(issuedAt: slot.token?.issuedAt, now: now, expired: slot.tokenExpired)
+            {
                 slot.token = ("bearer " + key.providerToken(issuedAt: now), now)
                 slot.tokenExpired = false
                 state.slots[lease.slot] = slot
@@ -212,15 +226,18 @@ public final class APNsClient: Service, Sendable {
         headers.append(HTTP2HeaderField("apns-topic", notification.topic))
         headers.append(HTTP2HeaderField("apns-push-type", notification.pushType.rawValue))
         headers.append(HTTP2HeaderField("apns-priority", String(notification.priority.rawValue)))
-        if let expiration = notification.expiration { headers.append(HTTP2HeaderField("apns-expiration", String(expiration))) }
+        if let expiration = notification.expiration {
+            headers.append(HTTP2HeaderField("apns-expiration", String(expiration)))
+        }
         if let collapseID = notification.collapseID { headers.append(HTTP2HeaderField("apns-collapse-id", collapseID)) }
         return headers
     }
 
     /// The request for `notification`, with `headers` from ``commonHeaders(_:authorization:)``.
     func makeRequest(_ notification: APNsNotification, headers: [HTTP2HeaderField]) -> HTTP2Request {
-        HTTP2Request(path: "/3/device/" + notification.deviceToken, authority: authority, headers: headers,
-                     lastHeader: notification.apnsID.map { HTTP2HeaderField("apns-id", $0) }, body: notification.payload)
+        HTTP2Request(
+            path: "/3/device/" + notification.deviceToken, authority: authority, headers: headers,
+            lastHeader: notification.apnsID.map { HTTP2HeaderField("apns-id", $0) }, body: notification.payload)
     }
 
     /// Reads `{"reason":"…","timestamp":…}` without Foundation.
@@ -229,9 +246,12 @@ public final class APNsClient: Service, Sendable {
         func value(after key: String) -> ArraySlice<UInt8>? {
             let needle = Array(key.utf8)
             guard bytes.count >= needle.count else { return nil }
-            for start in 0...(bytes.count - needle.count) where bytes[start..<start + needle.count].elementsEqual(needle) {
+            for start in 0...(bytes.count - needle.count)
+            where bytes[start..<start + needle.count].elementsEqual(needle) {
                 var index = start + needle.count
-                while index < bytes.count, bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: ":") { index += 1 }
+                while index < bytes.count, bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: ":") {
+                    index += 1
+                }
                 return bytes[index...]
             }
             return nil
@@ -284,14 +304,14 @@ public final class APNsClient: Service, Sendable {
         }
     }
 
-
     private func maintain(slot: Int) async {
         try? await Task.sleep(for: configuration.connectionSpacing * slot)
         var reconnects = configuration.reconnectBackoff.delays()
         while !isStopped, !Task.isCancelled {
             do {
                 let connection = try await HTTP2ClientConnection.connect(
-                    host: endpoint.host, port: endpoint.port, tls: tls, group: group, timeout: TimeAmount(configuration.connectTimeout))
+                    host: endpoint.host, port: endpoint.port, tls: tls, group: group,
+                    timeout: TimeAmount(configuration.connectTimeout))
                 let woken = state.withLock { state -> [(APNsPoolState.Waiter, APNsLease?)] in
                     state.slots[slot] = APNsPoolState.Slot(connection: connection)
                     return state.wakeWaiters()
@@ -299,16 +319,23 @@ public final class APNsClient: Service, Sendable {
                 for (waiter, lease) in woken { waiter(lease) }
                 if isStopped { await connection.close() }
                 reconnects.reset()
-                logger.debug("APNs connection open", metadata: ["slot": "\(slot)", "endpoint": "\(endpoint.host):\(endpoint.port)"])
+                logger.debug(
+                    "APNs connection open",
+                    metadata: ["slot": "\(slot)", "endpoint": "\(endpoint.host):\(endpoint.port)"])
                 await watch(connection, slot: slot)
                 state.withLock { state in
                     if state.slots[slot].connection === connection { state.slots[slot] = APNsPoolState.Slot() }
                 }
-                logger.debug("APNs connection closed", metadata: ["slot": "\(slot)", "goaway": "\(connection.goAway.map { "\($0.errorCode)" } ?? "none")"])
+                logger.debug(
+                    "APNs connection closed",
+                    metadata: ["slot": "\(slot)", "goaway": "\(connection.goAway.map { "\($0.errorCode)" } ?? "none")"])
             } catch {
                 let delay = reconnects.next()
-                logger.warning("cannot connect to APNs", metadata: [
-                    "endpoint": "\(endpoint.host):\(endpoint.port)", "error": "\(error)", "retry-in": "\(delay)"])
+                logger.warning(
+                    "cannot connect to APNs",
+                    metadata: [
+                        "endpoint": "\(endpoint.host):\(endpoint.port)", "error": "\(error)", "retry-in": "\(delay)",
+                    ])
                 let failed = state.withLock { state in state.hasLiveConnection ? [] : state.failWaiters() }
                 for (waiter, lease) in failed { waiter(lease) }
                 try? await Task.sleep(for: delay)

@@ -27,7 +27,9 @@ public enum APNsCredential: Sendable {
     case certificate(chain: [NIOSSLCertificate], privateKey: NIOSSLPrivateKey)
 
     /// A certificate credential from PEM text (certificate chain and unencrypted key).
-    public static func certificate(pemCertificate: String, pemPrivateKey: String) throws(APNsCredentialError) -> APNsCredential {
+    public static func certificate(pemCertificate: String, pemPrivateKey: String) throws(APNsCredentialError)
+        -> APNsCredential
+    {
         do {
             let chain = try NIOSSLCertificate.fromPEMBytes(Array(pemCertificate.utf8))
             let key = try NIOSSLPrivateKey(bytes: Array(pemPrivateKey.utf8), format: .pem)

@@ -23,15 +23,20 @@ public struct APNsNotification: Sendable, Hashable {
     /// notifications of one push share one copy of it.
     public var payload: ByteBuffer
 
-    public init(deviceToken: String, topic: String, pushType: APNsPushType = .alert, priority: APNsPriority? = nil,
-                expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil, payload: [UInt8]) {
-        self.init(deviceToken: deviceToken, topic: topic, pushType: pushType, priority: priority, expiration: expiration,
-                  collapseID: collapseID, apnsID: apnsID, payload: ByteBuffer(bytes: payload))
+    public init(
+        deviceToken: String, topic: String, pushType: APNsPushType = .alert, priority: APNsPriority? = nil,
+        expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil, payload: [UInt8]
+    ) {
+        self.init(
+            deviceToken: deviceToken, topic: topic, pushType: pushType, priority: priority, expiration: expiration,
+            collapseID: collapseID, apnsID: apnsID, payload: ByteBuffer(bytes: payload))
     }
 
     /// The same, with the payload already in a buffer (shared, not copied).
-    public init(deviceToken: String, topic: String, pushType: APNsPushType = .alert, priority: APNsPriority? = nil,
-                expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil, payload: ByteBuffer) {
+    public init(
+        deviceToken: String, topic: String, pushType: APNsPushType = .alert, priority: APNsPriority? = nil,
+        expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil, payload: ByteBuffer
+    ) {
         self.deviceToken = deviceToken
         self.topic = topic
         self.pushType = pushType
@@ -76,10 +81,12 @@ public struct APNsNotification: Sendable, Hashable {
         }
         if payload.readableBytes == 0 { return "the payload is empty" }
         if payload.readableBytes > pushType.maximumPayloadBytes {
-            return "the payload is \(payload.readableBytes) bytes; \(pushType.rawValue) notifications take at most \(pushType.maximumPayloadBytes)"
+            return
+                "the payload is \(payload.readableBytes) bytes; \(pushType.rawValue) notifications take at most \(pushType.maximumPayloadBytes)"
         }
         if !pushType.allowedPriorities.contains(priority) {
-            return "\(pushType.rawValue) notifications take priority \(pushType.allowedPriorities.map(\.rawValue).sorted()), not \(priority.rawValue)"
+            return
+                "\(pushType.rawValue) notifications take priority \(pushType.allowedPriorities.map(\.rawValue).sorted()), not \(priority.rawValue)"
         }
         if let collapseID, collapseID.utf8.count > 64 { return "the collapse id is over 64 bytes" }
         return nil

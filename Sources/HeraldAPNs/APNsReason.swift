@@ -15,13 +15,13 @@ public enum APNsReason: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// Every reason Apple documents.
     public static let documented: [APNsReason] = [
-            .badCollapseId, .badDeviceToken, .badExpirationDate, .badMessageId, .badPriority, .badTopic,
-            .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType, .missingDeviceToken,
-            .missingTopic, .payloadEmpty, .topicDisallowed, .badCertificate, .badCertificateEnvironment,
-            .expiredProviderToken, .forbidden, .invalidProviderToken, .missingProviderToken,
-            .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken, .badPath, .methodNotAllowed,
-            .expiredToken, .unregistered, .payloadTooLarge, .tooManyProviderTokenUpdates, .tooManyRequests,
-            .internalServerError, .serviceUnavailable, .shutdown,
+        .badCollapseId, .badDeviceToken, .badExpirationDate, .badMessageId, .badPriority, .badTopic,
+        .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType, .missingDeviceToken,
+        .missingTopic, .payloadEmpty, .topicDisallowed, .badCertificate, .badCertificateEnvironment,
+        .expiredProviderToken, .forbidden, .invalidProviderToken, .missingProviderToken,
+        .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken, .badPath, .methodNotAllowed,
+        .expiredToken, .unregistered, .payloadTooLarge, .tooManyProviderTokenUpdates, .tooManyRequests,
+        .internalServerError, .serviceUnavailable, .shutdown,
     ]
 
     private static let byName: [String: APNsReason] =
@@ -31,7 +31,8 @@ public enum APNsReason: Error, Sendable, Hashable, CustomStringConvertible {
     public var status: Int {
         switch self {
         case .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden, .invalidProviderToken,
-             .missingProviderToken, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken: 403
+            .missingProviderToken, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken:
+            403
         case .badPath: 404
         case .methodNotAllowed: 405
         case .expiredToken, .unregistered: 410
@@ -103,7 +104,7 @@ public enum APNsReason: Error, Sendable, Hashable, CustomStringConvertible {
         case .tooManyRequests, .internalServerError, .serviceUnavailable, .shutdown, .idleTimeout:
             return .retryable
         case .expiredProviderToken, .invalidProviderToken, .missingProviderToken, .tooManyProviderTokenUpdates,
-             .badCertificate, .badCertificateEnvironment, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken:
+            .badCertificate, .badCertificateEnvironment, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken:
             return .credential
         case .unknown:
             return .permanent

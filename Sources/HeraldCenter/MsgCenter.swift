@@ -36,8 +36,10 @@ public final class MsgCenter: Service, Sendable {
     ///     connect; the same server and database as `database`.
     ///   - pushEvents: a consumer on `herald.pushes`; without one the center finds pushes by
     ///     sweeping only.
-    public init(settings: CenterSettings, database: PostgresClient, postgres: PostgresSettings, producer: KafkaProducer,
-                pushEvents: KafkaConsumer?, metrics: CenterMetrics = CenterMetrics(), logger: Logger) {
+    public init(
+        settings: CenterSettings, database: PostgresClient, postgres: PostgresSettings, producer: KafkaProducer,
+        pushEvents: KafkaConsumer?, metrics: CenterMetrics = CenterMetrics(), logger: Logger
+    ) {
         self.settings = settings
         self.fanouts = FanoutRepository(client: database, logger: logger)
         self.devices = DeviceRepository(client: database, logger: logger)
@@ -52,13 +54,16 @@ public final class MsgCenter: Service, Sendable {
     var lease: Duration { settings.claimLease }
 
     var runner: FanoutRunner {
-        FanoutRunner(center: settings.name, fanouts: fanouts, audience: audience, producer: producer,
-                     pageSize: settings.pageSize, batchSize: settings.batchSize, jobsTopic: settings.jobsTopic,
-                     lease: lease, metrics: metrics, logger: logger)
+        FanoutRunner(
+            center: settings.name, fanouts: fanouts, audience: audience, producer: producer,
+            pageSize: settings.pageSize, batchSize: settings.batchSize, jobsTopic: settings.jobsTopic,
+            lease: lease, metrics: metrics, logger: logger)
     }
 
     public func run() async throws {
-        logger.info("msg center running", metadata: ["name": "\(settings.name)", "max-fanouts": "\(settings.maxConcurrentFanouts)"])
+        logger.info(
+            "msg center running",
+            metadata: ["name": "\(settings.name)", "max-fanouts": "\(settings.maxConcurrentFanouts)"])
         await producer.prepare(topics: [settings.jobsTopic, settings.pushesTopic])
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { try await self.sweepUntilShutdown() }
@@ -83,7 +88,9 @@ public final class MsgCenter: Service, Sendable {
                         try? await self.fanouts.releaseClaim(pushID: push.id, by: self.settings.name)
                     } catch {
                         // Another center (or this one, on its next sweep after the lease) takes it over.
-                        self.logger.error("fan-out failed; it will be resumed", metadata: ["push": "\(push.id)", "error": "\(HeraldDatabase.describe(error))"])
+                        self.logger.error(
+                            "fan-out failed; it will be resumed",
+                            metadata: ["push": "\(push.id)", "error": "\(HeraldDatabase.describe(error))"])
                     }
                 }
             }
@@ -119,7 +126,9 @@ public final class MsgCenter: Service, Sendable {
                 if let event = try? Herald_V1_PushEvent.decodeRecord(message.value) {
                     await handle(event)
                 } else {
-                    logger.error("unreadable push event skipped", metadata: ["partition": "\(message.partition)", "offset": "\(message.offset)"])
+                    logger.error(
+                        "unreadable push event skipped",
+                        metadata: ["partition": "\(message.partition)", "offset": "\(message.offset)"])
                 }
                 try? consumer.storeOffset(for: message)
             }
@@ -169,8 +178,12 @@ public final class MsgCenter: Service, Sendable {
                 await claimAndStart(try await fanouts.claimCandidates(lease: lease, limit: free))
             }
             for pushID in try await fanouts.canceledUnaccounted(lease: lease, limit: 100) {
-                if let remainder = try await fanouts.accountCanceledRemainder(pushID: pushID, by: settings.name, lease: lease) {
-                    logger.info("canceled push: never-sent devices counted", metadata: ["push": "\(pushID)", "devices": "\(remainder)"])
+                if let remainder = try await fanouts.accountCanceledRemainder(
+                    pushID: pushID, by: settings.name, lease: lease)
+                {
+                    logger.info(
+                        "canceled push: never-sent devices counted",
+                        metadata: ["push": "\(pushID)", "devices": "\(remainder)"])
                 }
             }
             let byState = try await fanouts.pushCountsByState()
@@ -188,23 +201,30 @@ public final class MsgCenter: Service, Sendable {
             var contexts: [UUID: FanoutContext] = [:]
             for batch in stale {
                 if contexts[batch.pushID] == nil, let push = try await fanouts.push(id: batch.pushID) {
-                    contexts[batch.pushID] = try? FanoutContext(push: push, batchSize: settings.batchSize, jobsTopic: settings.jobsTopic)
+                    contexts[batch.pushID] = try? FanoutContext(
+                        push: push, batchSize: settings.batchSize, jobsTopic: settings.jobsTopic)
                 }
                 guard let context = contexts[batch.pushID] else { continue }
                 let cut = try await context.rebuild(batch, from: audience)
                 if cut.targets.isEmpty {
                     // Every device left the audience: nothing to send, nothing will answer.
-                    _ = try await fanouts.applyOutcomes([BatchOutcome(pushID: batch.pushID, sequence: batch.sequence, acceptedDeviceIDs: [], failures: [])])
+                    _ = try await fanouts.applyOutcomes([
+                        BatchOutcome(
+                            pushID: batch.pushID, sequence: batch.sequence, acceptedDeviceIDs: [], failures: [])
+                    ])
                     continue
                 }
                 _ = try await producer.send(try context.message(cut))
                 if try await fanouts.markRedriven(pushID: batch.pushID, sequence: batch.sequence) {
                     metrics.batchesRedriven.add(1, ordering: .relaxed)
-                    logger.warning("batch without outcome produced again", metadata: ["push": "\(batch.pushID)", "sequence": "\(batch.sequence)"])
+                    logger.warning(
+                        "batch without outcome produced again",
+                        metadata: ["push": "\(batch.pushID)", "sequence": "\(batch.sequence)"])
                 }
             }
         } catch {
-            logger.warning("re-drive failed; trying again later", metadata: ["error": "\(HeraldDatabase.describe(error))"])
+            logger.warning(
+                "re-drive failed; trying again later", metadata: ["error": "\(HeraldDatabase.describe(error))"])
         }
     }
 
@@ -213,7 +233,11 @@ public final class MsgCenter: Service, Sendable {
             let cutoff = Date().addingTimeInterval(-Double(settings.purgeInvalidAfterDays) * 86_400)
             let purged = try await devices.purgeInvalid(before: cutoff)
             metrics.tokensPurged.add(purged, ordering: .relaxed)
-            if purged > 0 { logger.info("invalid tokens purged", metadata: ["devices": "\(purged)", "older-than-days": "\(settings.purgeInvalidAfterDays)"]) }
+            if purged > 0 {
+                logger.info(
+                    "invalid tokens purged",
+                    metadata: ["devices": "\(purged)", "older-than-days": "\(settings.purgeInvalidAfterDays)"])
+            }
         } catch {
             logger.warning("purge failed; trying again later", metadata: ["error": "\(HeraldDatabase.describe(error))"])
         }

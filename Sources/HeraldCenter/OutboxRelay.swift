@@ -14,7 +14,10 @@ public final class OutboxRelay: Service, Sendable {
     private let metrics: CenterMetrics?
     private let logger: Logger
 
-    public init(outbox: OutboxRepository, producer: KafkaProducer, interval: Duration, metrics: CenterMetrics? = nil, logger: Logger) {
+    public init(
+        outbox: OutboxRepository, producer: KafkaProducer, interval: Duration, metrics: CenterMetrics? = nil,
+        logger: Logger
+    ) {
         self.outbox = outbox
         self.producer = producer
         self.interval = interval
@@ -29,16 +32,21 @@ public final class OutboxRelay: Service, Sendable {
                 var published = 0
                 repeat {
                     published = try await outbox.publishBatch(limit: 500) { records in
-                        _ = try await self.producer.send(records.map {
-                            KafkaProducerMessage(topic: $0.topic, key: $0.key, value: $0.value)
-                        })
+                        _ = try await self.producer.send(
+                            records.map {
+                                KafkaProducerMessage(topic: $0.topic, key: $0.key, value: $0.value)
+                            })
                     }
                     metrics?.outboxPublished.add(published, ordering: .relaxed)
                 } while published == 500
                 if failing { logger.info("outbox relay publishing again") }
                 failing = false
             } catch {
-                if !failing { logger.warning("cannot publish the outbox; records wait in PostgreSQL", metadata: ["error": "\(HeraldDatabase.describe(error))"]) }
+                if !failing {
+                    logger.warning(
+                        "cannot publish the outbox; records wait in PostgreSQL",
+                        metadata: ["error": "\(HeraldDatabase.describe(error))"])
+                }
                 failing = true
             }
             try? await Task.sleep(for: interval)

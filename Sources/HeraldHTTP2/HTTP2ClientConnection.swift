@@ -19,7 +19,10 @@ public final class HTTP2ClientConnection: Sendable {
     /// `host:port` as sent in `:authority`.
     public let authority: String
 
-    private init(channel: any Channel, handler: NIOLoopBound<HTTP2ClientHandler>, shared: HTTP2ClientSharedState, authority: String) {
+    private init(
+        channel: any Channel, handler: NIOLoopBound<HTTP2ClientHandler>, shared: HTTP2ClientSharedState,
+        authority: String
+    ) {
         self.channel = channel
         self.handler = handler
         self.shared = shared
@@ -138,8 +141,10 @@ public final class HTTP2ClientConnection: Sendable {
     ///   - requests: the requests, each with a tag of the caller's choosing.
     ///   - timeout: each request's deadline, counted from now.
     ///   - onResponse: the response, or the ``HTTP2Error`` (as with `send`) of each request.
-    public func submit(_ requests: [(tag: Int, request: HTTP2Request)], timeout: TimeAmount,
-                       onResponse: @escaping HTTP2ResponseHandler) {
+    public func submit(
+        _ requests: [(tag: Int, request: HTTP2Request)], timeout: TimeAmount,
+        onResponse: @escaping HTTP2ResponseHandler
+    ) {
         let deadline = NIODeadline.now() + timeout
         let handler = self.handler
         let eventLoop = channel.eventLoop

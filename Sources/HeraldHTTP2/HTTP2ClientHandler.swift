@@ -107,7 +107,10 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
         }
     }
 
-    func submit(_ requests: [(tag: Int, request: HTTP2Request)], deadline: NIODeadline, onResponse: @escaping HTTP2ResponseHandler) {
+    func submit(
+        _ requests: [(tag: Int, request: HTTP2Request)], deadline: NIODeadline,
+        onResponse: @escaping HTTP2ResponseHandler
+    ) {
         for (tag, request) in requests {
             let pending = PendingHTTP2Request(deadline: deadline)
             pending.handler = onResponse
@@ -258,7 +261,11 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
         var next = NIODeadline.distantFuture
         var expired: [Int32] = []
         for (streamID, pending) in streams {
-            if pending.deadline <= now { expired.append(streamID) } else if pending.deadline < next { next = pending.deadline }
+            if pending.deadline <= now {
+                expired.append(streamID)
+            } else if pending.deadline < next {
+                next = pending.deadline
+            }
         }
         earliestDeadline = next
         for streamID in expired {
@@ -322,7 +329,8 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
                 ping.promise.succeed(.nanoseconds(elapsed.nanoseconds))
             }
         case .goAway(let lastStreamID, let errorCode, let debugData):
-            let goAway = HTTP2GoAway(lastStreamID: lastStreamID, errorCode: HTTP2ErrorCode(rawValue: errorCode), debugData: debugData)
+            let goAway = HTTP2GoAway(
+                lastStreamID: lastStreamID, errorCode: HTTP2ErrorCode(rawValue: errorCode), debugData: debugData)
             self.goAway = goAway
             shared.goAway.withLock { $0 = goAway }
             shared.acceptingRequests.store(false, ordering: .relaxed)
@@ -336,12 +344,17 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
         guard let pending = streams[streamID] else { return }
         let code = HTTP2ErrorCode(rawValue: errorCode)
         if code == .noError && pending.status != 0 {
-            complete(streamID, with: .success(HTTP2Response(
-                status: pending.status, headers: pending.headers, body: pending.body ?? ByteBuffer())))
+            complete(
+                streamID,
+                with: .success(
+                    HTTP2Response(
+                        status: pending.status, headers: pending.headers, body: pending.body ?? ByteBuffer())))
         } else if let goAway, streamID > goAway.lastStreamID {
             complete(streamID, with: .failure(HTTP2Error(.goAway(goAway), requestWasNotProcessed: true)))
         } else {
-            complete(streamID, with: .failure(HTTP2Error(.streamReset(code), requestWasNotProcessed: code == .refusedStream)))
+            complete(
+                streamID, with: .failure(HTTP2Error(.streamReset(code), requestWasNotProcessed: code == .refusedStream))
+            )
         }
     }
 }

@@ -42,7 +42,8 @@ struct HTTP2OutgoingHeaders {
             count = min(count + 1, 4)
         }
 
-        func forEach(_ body: (HTTP2HeaderField) -> Void) {
+        /// Calls `body` with each field, in order (an inline store, not a `Sequence`).
+        func visit(_ body: (HTTP2HeaderField) -> Void) {
             if let first { body(first) }
             if let second { body(second) }
             if let third { body(third) }
@@ -67,7 +68,7 @@ struct HTTP2OutgoingHeaders {
     /// to live for the call, and the pointers never leave it.
     func withNameValuePairs<Result>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> Result) -> Result {
         var byteCount = 0
-        leading.forEach { byteCount += $0.name.utf8.count + $0.value.utf8.count }
+        leading.visit { byteCount += $0.name.utf8.count + $0.value.utf8.count }
         for field in fields { byteCount += field.name.utf8.count + field.value.utf8.count }
         if let last { byteCount += last.name.utf8.count + last.value.utf8.count }
         let count = fields.count + leading.count + (last == nil ? 0 : 1)
@@ -92,12 +93,14 @@ struct HTTP2OutgoingHeaders {
                     // `authorization` is never indexed, whatever the caller said.
                     let neverIndexed = field.neverIndexed || field.name == "authorization"
                     let flags = neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
-                    pairs.initializeElement(at: index, to: nghttp2_nv(
-                        name: bytes.baseAddress! + nameStart, value: bytes.baseAddress! + valueStart,
-                        namelen: valueStart - nameStart, valuelen: offset - valueStart, flags: UInt8(flags)))
+                    pairs.initializeElement(
+                        at: index,
+                        to: nghttp2_nv(
+                            name: bytes.baseAddress! + nameStart, value: bytes.baseAddress! + valueStart,
+                            namelen: valueStart - nameStart, valuelen: offset - valueStart, flags: UInt8(flags)))
                     index += 1
                 }
-                leading.forEach { add($0) }
+                leading.visit { add($0) }
                 for field in fields { add(field) }
                 if let last { add(last) }
                 defer { pairs.baseAddress!.deinitialize(count: count) }
@@ -137,8 +140,10 @@ public struct HTTP2HeaderFields: Sendable {
         bytes.append(contentsOf: name)
         let valueStart = Int32(bytes.count)
         bytes.append(contentsOf: value)
-        entries.append(Entry(nameStart: nameStart, nameLength: Int32(name.count),
-                             valueStart: valueStart, valueLength: Int32(value.count)))
+        entries.append(
+            Entry(
+                nameStart: nameStart, nameLength: Int32(name.count),
+                valueStart: valueStart, valueLength: Int32(value.count)))
     }
 
     /// Empties the fields, keeping the storage when this is its only owner (the server reuses
@@ -180,22 +185,30 @@ public struct HTTP2HeaderFields: Sendable {
     }
 
     /// Calls `body` with the raw bytes of the first value of `name`, without making a String.
-    public func withValueBytes<Result>(of name: String, _ body: (UnsafeRawBufferPointer?) throws -> Result) rethrows -> Result {
+    public func withValueBytes<Result>(of name: String, _ body: (UnsafeRawBufferPointer?) throws -> Result) rethrows
+        -> Result
+    {
         guard let index = firstIndex(of: name) else { return try body(nil) }
         let entry = entries[index]
         return try bytes.withUnsafeBytes { all in
-            try body(UnsafeRawBufferPointer(rebasing: all[Int(entry.valueStart)..<Int(entry.valueStart + entry.valueLength)]))
+            try body(
+                UnsafeRawBufferPointer(rebasing: all[Int(entry.valueStart)..<Int(entry.valueStart + entry.valueLength)])
+            )
         }
     }
 
     /// Calls `body` with each field's raw name and value, in order, without making Strings.
     /// The buffers are valid only during the call.
-    public func forEachField(_ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) rethrows {
+    public func forEachField(_ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void)
+        rethrows
+    {
         try bytes.withUnsafeBytes { all in
             for entry in entries {
                 try body(
-                    UnsafeRawBufferPointer(rebasing: all[Int(entry.nameStart)..<Int(entry.nameStart + entry.nameLength)]),
-                    UnsafeRawBufferPointer(rebasing: all[Int(entry.valueStart)..<Int(entry.valueStart + entry.valueLength)]))
+                    UnsafeRawBufferPointer(
+                        rebasing: all[Int(entry.nameStart)..<Int(entry.nameStart + entry.nameLength)]),
+                    UnsafeRawBufferPointer(
+                        rebasing: all[Int(entry.valueStart)..<Int(entry.valueStart + entry.valueLength)]))
             }
         }
     }
@@ -231,7 +244,8 @@ public struct HTTP2HeaderFields: Sendable {
     }
 
     private func namesEqual(_ i: Int, _ j: Int) -> Bool {
-        let a = entries[i], b = entries[j]
+        let a = entries[i]
+        let b = entries[j]
         guard a.nameLength == b.nameLength else { return false }
         for k in 0..<Int(a.nameLength) where bytes[Int(a.nameStart) + k] != bytes[Int(b.nameStart) + k] { return false }
         return true

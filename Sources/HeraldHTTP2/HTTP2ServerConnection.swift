@@ -35,7 +35,9 @@ public struct HTTP2ServerSettings: Sendable {
     /// Request body bytes kept per stream; more are counted in `bodyLength` but dropped.
     public var maxRequestBodyBytes: Int
 
-    public init(maxConcurrentStreams: UInt32 = 1000, initialWindowSize: UInt32 = 65_535, maxRequestBodyBytes: Int = 1 << 20) {
+    public init(
+        maxConcurrentStreams: UInt32 = 1000, initialWindowSize: UInt32 = 65_535, maxRequestBodyBytes: Int = 1 << 20
+    ) {
         self.maxConcurrentStreams = maxConcurrentStreams
         self.initialWindowSize = initialWindowSize
         self.maxRequestBodyBytes = maxRequestBodyBytes
@@ -107,7 +109,8 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
     /// Sends a response on `streamID`.
     /// - Returns: false when the stream is gone (the client reset it or the connection closed).
     @discardableResult
-    public func respond(streamID: Int32, status: Int, headers: [HTTP2HeaderField] = [], body: ByteBuffer? = nil) -> Bool {
+    public func respond(streamID: Int32, status: Int, headers: [HTTP2HeaderField] = [], body: ByteBuffer? = nil) -> Bool
+    {
         guard let session, !closed else { return false }
         do {
             let fields = HTTP2OutgoingHeaders(leading: HTTP2HeaderField(":status", String(status)), fields: headers)
@@ -156,7 +159,8 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
     private func sendPendingGoAway() {
         guard let session, let goAway = pendingGoAway else { return }
         pendingGoAway = nil
-        session.submitGoAway(lastStreamID: goAway.lastStreamID, errorCode: goAway.errorCode.rawValue, debugData: goAway.debugData)
+        session.submitGoAway(
+            lastStreamID: goAway.lastStreamID, errorCode: goAway.errorCode.rawValue, debugData: goAway.debugData)
         closeWhenIdle = true
         scheduleFlush()
     }
@@ -296,7 +300,8 @@ extension HTTP2ServerConnection: NGHTTP2SessionDelegate {
                 session?.submitResetStream(streamID: streamID, errorCode: HTTP2ErrorCode.refusedStream.rawValue)
                 return
             }
-            guard let stream = streams.updateValue(IncomingStream(delivered: true), forKey: streamID), !stream.delivered else { return }
+            guard let stream = streams.updateValue(IncomingStream(delivered: true), forKey: streamID), !stream.delivered
+            else { return }
             var request = HTTP2ServerRequest(
                 streamID: streamID, headers: stream.headers,
                 body: stream.body ?? ByteBuffer(), bodyLength: stream.bodyLength)

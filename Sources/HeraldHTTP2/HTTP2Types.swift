@@ -21,9 +21,11 @@ public struct HTTP2ErrorCode: RawRepresentable, Hashable, Sendable, CustomString
     public static let http11Required = HTTP2ErrorCode(rawValue: 0xd)
 
     public var description: String {
-        let names = ["NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT",
-                     "STREAM_CLOSED", "FRAME_SIZE_ERROR", "REFUSED_STREAM", "CANCEL", "COMPRESSION_ERROR",
-                     "CONNECT_ERROR", "ENHANCE_YOUR_CALM", "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED"]
+        let names = [
+            "NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT",
+            "STREAM_CLOSED", "FRAME_SIZE_ERROR", "REFUSED_STREAM", "CANCEL", "COMPRESSION_ERROR",
+            "CONNECT_ERROR", "ENHANCE_YOUR_CALM", "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED",
+        ]
         return rawValue < names.count ? names[Int(rawValue)] : "0x\(String(rawValue, radix: 16))"
     }
 }
@@ -80,7 +82,8 @@ public struct HTTP2Error: Error, Sendable, CustomStringConvertible {
         case .deadlineExceeded: return "HTTP/2 request deadline passed before a response arrived"
         case .connectionClosed: return "HTTP/2 connection closed before a response arrived\(processed)"
         case .http2NotNegotiated(let protocolName):
-            return "the server did not negotiate HTTP/2 over TLS (ALPN chose \(protocolName ?? "nothing")); is it an HTTP/2 server?"
+            return
+                "the server did not negotiate HTTP/2 over TLS (ALPN chose \(protocolName ?? "nothing")); is it an HTTP/2 server?"
         case .protocolError(let text): return "HTTP/2 protocol error: \(text)"
         case .cancelled: return "HTTP/2 request cancelled by its caller"
         }
@@ -104,9 +107,11 @@ public struct HTTP2Request: Sendable {
     /// HPACK tables).
     public var pathNeverIndexed: Bool
 
-    public init(method: String = "POST", path: String, authority: String, scheme: String = "https",
-                headers: [HTTP2HeaderField] = [], lastHeader: HTTP2HeaderField? = nil, body: ByteBuffer? = nil,
-                pathNeverIndexed: Bool = true) {
+    public init(
+        method: String = "POST", path: String, authority: String, scheme: String = "https",
+        headers: [HTTP2HeaderField] = [], lastHeader: HTTP2HeaderField? = nil, body: ByteBuffer? = nil,
+        pathNeverIndexed: Bool = true
+    ) {
         self.method = method
         self.path = path
         self.authority = authority

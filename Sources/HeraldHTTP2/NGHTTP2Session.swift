@@ -173,7 +173,8 @@ final class NGHTTP2Session {
         let hasBody = body.map { $0.readableBytes > 0 } ?? false
         let streamID = fields.withNameValuePairs { pairs, count -> Int32 in
             if hasBody {
-                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readOutgoingBodyCallback)
+                var provider = nghttp2_data_provider(
+                    source: nghttp2_data_source(ptr: nil), read_callback: readOutgoingBodyCallback)
                 return nghttp2_submit_request(session, nil, pairs, count, &provider, nil)
             }
             return nghttp2_submit_request(session, nil, pairs, count, nil, nil)
@@ -189,7 +190,8 @@ final class NGHTTP2Session {
         if hasBody, let body { outgoingBodies[streamID] = body }
         let result = fields.withNameValuePairs { pairs, count -> Int32 in
             if hasBody {
-                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readOutgoingBodyCallback)
+                var provider = nghttp2_data_provider(
+                    source: nghttp2_data_source(ptr: nil), read_callback: readOutgoingBodyCallback)
                 return nghttp2_submit_response(session, streamID, pairs, count, &provider)
             }
             return nghttp2_submit_response(session, streamID, pairs, count, nil)
@@ -214,7 +216,8 @@ final class NGHTTP2Session {
 
     func submitPing(opaqueData: UInt64) {
         withUnsafeBytes(of: opaqueData) { bytes in
-            _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), bytes.baseAddress?.assumingMemoryBound(to: UInt8.self))
+            _ = nghttp2_submit_ping(
+                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), bytes.baseAddress?.assumingMemoryBound(to: UInt8.self))
         }
     }
 
@@ -269,7 +272,9 @@ final class NGHTTP2Session {
 /// for the whole callback (see `init`), and a retain/release pair per header field is a
 /// measurable share of a request's cost.
 @inline(__always)
-private func withOwningSession<Result>(_ userData: UnsafeMutableRawPointer?, _ body: (NGHTTP2Session) -> Result) -> Result {
+private func withOwningSession<Result>(_ userData: UnsafeMutableRawPointer?, _ body: (NGHTTP2Session) -> Result)
+    -> Result
+{
     Unmanaged<NGHTTP2Session>.fromOpaque(userData!)._withUnsafeGuaranteedRef(body)
 }
 
@@ -279,11 +284,13 @@ private let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, user
 }
 
 private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
-    withOwningSession(userData) { $0.delegate.sessionReceivedHeader(
-        streamID: frame!.pointee.hd.stream_id,
-        name: UnsafeRawBufferPointer(start: name, count: nameLength),
-        value: UnsafeRawBufferPointer(start: value, count: valueLength)
-    ) }
+    withOwningSession(userData) {
+        $0.delegate.sessionReceivedHeader(
+            streamID: frame!.pointee.hd.stream_id,
+            name: UnsafeRawBufferPointer(start: name, count: nameLength),
+            value: UnsafeRawBufferPointer(start: value, count: valueLength)
+        )
+    }
     return 0
 }
 
@@ -311,7 +318,8 @@ private let onFrame: nghttp2_on_frame_recv_callback = { _, frame, userData in
         received = .ping(ack: ack, opaqueData: opaque)
     case NGHTTP2_GOAWAY.rawValue:
         let goAway = frame!.pointee.goaway
-        let debug = goAway.opaque_data_len > 0 && goAway.opaque_data != nil
+        let debug =
+            goAway.opaque_data_len > 0 && goAway.opaque_data != nil
             ? Array(UnsafeBufferPointer(start: goAway.opaque_data, count: goAway.opaque_data_len)) : []
         received = .goAway(lastStreamID: goAway.last_stream_id, errorCode: goAway.error_code, debugData: debug)
     case NGHTTP2_RST_STREAM.rawValue:
@@ -331,6 +339,9 @@ private let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, err
     return 0
 }
 
-private let readOutgoingBodyCallback: nghttp2_data_source_read_callback = { _, streamID, destination, capacity, flags, _, userData in
-    withOwningSession(userData) { $0.readOutgoingBody(streamID: streamID, into: destination!, capacity: capacity, flags: flags!) }
+private let readOutgoingBodyCallback: nghttp2_data_source_read_callback = {
+    _, streamID, destination, capacity, flags, _, userData in
+    withOwningSession(userData) {
+        $0.readOutgoingBody(streamID: streamID, into: destination!, capacity: capacity, flags: flags!)
+    }
 }

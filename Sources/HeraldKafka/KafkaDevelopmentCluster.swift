@@ -22,7 +22,8 @@ public final class KafkaDevelopmentCluster: @unchecked Sendable {
         // A handle the mock cluster uses for its bookkeeping and thread; it produces nothing.
         client = try RdKafkaClient.make(role: .producer, properties: ["client.id": "herald-kafka-dev"], logger: logger)
         guard let cluster = client.makeMockCluster(brokers: brokers) else {
-            throw KafkaError(kind: .configuration, message: "librdkafka could not start a mock cluster of \(brokers) brokers")
+            throw KafkaError(
+                kind: .configuration, message: "librdkafka could not start a mock cluster of \(brokers) brokers")
         }
         self.cluster = cluster
     }

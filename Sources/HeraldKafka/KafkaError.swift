@@ -36,8 +36,10 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
         "Kafka error \(name) (\(code)): \(message)"
     }
 
-    init(kind: Kind, code: Int32 = 0, name: String = "", message: String,
-         isRetriable: Bool = false, isFatal: Bool = false) {
+    init(
+        kind: Kind, code: Int32 = 0, name: String = "", message: String,
+        isRetriable: Bool = false, isFatal: Bool = false
+    ) {
         self.kind = kind
         self.code = code
         self.name = name.isEmpty ? "\(kind)" : name
@@ -83,13 +85,13 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
     static func isRetriable(_ code: rd_kafka_resp_err_t) -> Bool {
         switch code {
         case RD_KAFKA_RESP_ERR__QUEUE_FULL, RD_KAFKA_RESP_ERR__TIMED_OUT,
-             RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, RD_KAFKA_RESP_ERR__TRANSPORT,
-             RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
-             RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE,
-             RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-             RD_KAFKA_RESP_ERR_NETWORK_EXCEPTION, RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS,
-             RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE, RD_KAFKA_RESP_ERR_NOT_COORDINATOR,
-             RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS:
+            RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, RD_KAFKA_RESP_ERR__TRANSPORT,
+            RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
+            RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE,
+            RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS, RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+            RD_KAFKA_RESP_ERR_NETWORK_EXCEPTION, RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS,
+            RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE, RD_KAFKA_RESP_ERR_NOT_COORDINATOR,
+            RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS:
             return true
         default:
             return false

@@ -37,10 +37,12 @@ public final class KafkaProducer: Service, Sendable {
             while lifecycle.state.withLock(\.acceptsRecords) {
                 client.poll(timeoutMilliseconds: 100)
             }
-            let remaining = client.flush(timeoutMilliseconds: Int32(clamping: configuration.flushTimeout.wholeMilliseconds))
+            let remaining = client.flush(
+                timeoutMilliseconds: Int32(clamping: configuration.flushTimeout.wholeMilliseconds))
             if remaining > 0 {
-                logger.error("Kafka producer shut down with records not acknowledged; their senders get an error",
-                             metadata: ["records": "\(remaining)"])
+                logger.error(
+                    "Kafka producer shut down with records not acknowledged; their senders get an error",
+                    metadata: ["records": "\(remaining)"])
                 client.purgeUnacknowledged()
             }
             client.destroy()
@@ -97,16 +99,18 @@ public final class KafkaProducer: Service, Sendable {
         let client = self.client
         let failure: KafkaError? = await withCheckedContinuation { continuation in
             let thread = Thread {
-                continuation.resume(returning: topics.lazy.compactMap {
-                    client.fetchMetadata(topic: $0, timeoutMilliseconds: Int32(clamping: timeout.wholeMilliseconds))
-                }.first)
+                continuation.resume(
+                    returning: topics.lazy.compactMap {
+                        client.fetchMetadata(topic: $0, timeoutMilliseconds: Int32(clamping: timeout.wholeMilliseconds))
+                    }.first)
             }
             thread.name = "herald-kafka-metadata"
             thread.start()
         }
         if let failure {
-            logger.warning("no topic metadata yet; the first records wait while librdkafka learns it",
-                           metadata: ["topics": "\(topics)", "error": "\(failure)"])
+            logger.warning(
+                "no topic metadata yet; the first records wait while librdkafka learns it",
+                metadata: ["topics": "\(topics)", "error": "\(failure)"])
         }
     }
 
@@ -115,8 +119,11 @@ public final class KafkaProducer: Service, Sendable {
         while true {
             // Retained for librdkafka; released by the delivery-report callback or below.
             let opaque = Unmanaged.passRetained(group).toOpaque()
-            guard let error = client.produce(topic: message.topic, partition: message.partition,
-                                             key: message.key, value: message.value, opaque: opaque) else {
+            guard
+                let error = client.produce(
+                    topic: message.topic, partition: message.partition,
+                    key: message.key, value: message.value, opaque: opaque)
+            else {
                 return
             }
             Unmanaged<KafkaDeliveryGroup>.fromOpaque(opaque).release()

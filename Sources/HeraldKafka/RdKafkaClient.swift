@@ -77,8 +77,9 @@ final class RdKafkaClient: @unchecked Sendable {
             if rd_kafka_conf_set(configuration, key, value, errorText, errorCapacity) != RD_KAFKA_CONF_OK {
                 let reason = String(cString: errorText)
                 rd_kafka_conf_destroy(configuration)
-                throw KafkaError(kind: .configuration,
-                                 message: "librdkafka refused property \(key)=\(value): \(reason)")
+                throw KafkaError(
+                    kind: .configuration,
+                    message: "librdkafka refused property \(key)=\(value): \(reason)")
             }
         }
 
@@ -122,12 +123,15 @@ final class RdKafkaClient: @unchecked Sendable {
             return destroyed
         }
         guard !alreadyDestroyed else { return }
-        Self.destroyHandle(handle, closeConsumer: role == .consumer && !consumerClosed,
-                           context: context, timeoutSeconds: timeoutSeconds)
+        Self.destroyHandle(
+            handle, closeConsumer: role == .consumer && !consumerClosed,
+            context: context, timeoutSeconds: timeoutSeconds)
     }
 
-    private static func destroyHandle(_ handle: OpaquePointer, closeConsumer: Bool,
-                                      context: CallbackContext, timeoutSeconds: Double) {
+    private static func destroyHandle(
+        _ handle: OpaquePointer, closeConsumer: Bool,
+        context: CallbackContext, timeoutSeconds: Double
+    ) {
         /// The pointers move to the destroying thread, and nobody else uses them after this.
         struct Doomed: @unchecked Sendable {
             let handle: OpaquePointer
@@ -144,7 +148,9 @@ final class RdKafkaClient: @unchecked Sendable {
         thread.name = "herald-kafka-destroy"
         thread.start()
         if timeoutSeconds > 0, done.wait(timeout: .now() + timeoutSeconds) == .timedOut {
-            context.logger.warning("librdkafka did not release a Kafka client within \(Int(timeoutSeconds)) s; it is left to the process exit")
+            context.logger.warning(
+                "librdkafka did not release a Kafka client within \(Int(timeoutSeconds)) s; it is left to the process exit"
+            )
         }
     }
 
@@ -152,21 +158,26 @@ final class RdKafkaClient: @unchecked Sendable {
 
     /// Enqueues one record. `opaque` comes back in its delivery report.
     /// - Returns: `nil` when enqueued; else the error, and the caller still owns `opaque`.
-    func produce(topic: String, partition: Int32?, key: [UInt8]?, value: [UInt8],
-                 opaque: UnsafeMutableRawPointer) -> KafkaError? {
+    func produce(
+        topic: String, partition: Int32?, key: [UInt8]?, value: [UInt8],
+        opaque: UnsafeMutableRawPointer
+    ) -> KafkaError? {
         destroyedLock.withLock { destroyed in
             if destroyed { return KafkaError.shutDown }
             return enqueue(topic: topic, partition: partition, key: key, value: value, opaque: opaque)
         }
     }
 
-    private func enqueue(topic: String, partition: Int32?, key: [UInt8]?, value: [UInt8],
-                         opaque: UnsafeMutableRawPointer) -> KafkaError? {
+    private func enqueue(
+        topic: String, partition: Int32?, key: [UInt8]?, value: [UInt8],
+        opaque: UnsafeMutableRawPointer
+    ) -> KafkaError? {
         let error: OpaquePointer? = value.withUnsafeBytes { valueBytes in
             let produceWithKey = { (keyPointer: UnsafeRawPointer?, keyLength: Int) -> OpaquePointer? in
-                herald_kafka_produce(self.handle, topic, partition ?? RD_KAFKA_PARTITION_UA,
-                                     keyPointer, keyLength,
-                                     valueBytes.baseAddress, valueBytes.count, opaque)
+                herald_kafka_produce(
+                    self.handle, topic, partition ?? RD_KAFKA_PARTITION_UA,
+                    keyPointer, keyLength,
+                    valueBytes.baseAddress, valueBytes.count, opaque)
             }
             if let key {
                 return key.withUnsafeBytes { produceWithKey($0.baseAddress, $0.count) }
@@ -270,13 +281,14 @@ final class RdKafkaClient: @unchecked Sendable {
             if let keyPointer = record.key {
                 key = Array(UnsafeRawBufferPointer(start: keyPointer, count: record.key_len))
             }
-            messages.append(KafkaConsumerMessage(
-                topic: topicName(record.rkt),
-                partition: record.partition,
-                offset: record.offset,
-                key: key,
-                value: value
-            ))
+            messages.append(
+                KafkaConsumerMessage(
+                    topic: topicName(record.rkt),
+                    partition: record.partition,
+                    offset: record.offset,
+                    key: key,
+                    value: value
+                ))
         }
         return messages
     }
@@ -308,8 +320,11 @@ final class RdKafkaClient: @unchecked Sendable {
             throw KafkaError(code: code, context: "could not store offset \(nextOffset) of \(topic)/\(partition)")
         }
         if entry.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR {
-            throw KafkaError(code: entry.pointee.err,
-                             context: "could not store offset \(nextOffset) of \(topic)/\(partition) (not assigned to this member any more?)")
+            throw KafkaError(
+                code: entry.pointee.err,
+                context:
+                    "could not store offset \(nextOffset) of \(topic)/\(partition) (not assigned to this member any more?)"
+            )
         }
     }
 
@@ -391,77 +406,89 @@ private func callbackContext(_ opaque: UnsafeMutableRawPointer?) -> RdKafkaClien
     return Unmanaged<RdKafkaClient.CallbackContext>.fromOpaque(opaque).takeUnretainedValue()
 }
 
-private let logCallback: @convention(c) (OpaquePointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Void = {
-    handle, level, facility, text in
-    guard let handle, let context = callbackContext(rd_kafka_opaque(handle)) else { return }
-    let message = text.map { String(cString: $0) } ?? ""
-    let facilityName = facility.map { String(cString: $0) } ?? ""
-    let logLevel: Logger.Level
-    switch level {
-    case 0...3: logLevel = .error
-    case 4: logLevel = .warning
-    case 5, 6: logLevel = .info
-    default: logLevel = .debug
+private let logCallback: @convention(c) (OpaquePointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Void =
+    {
+        handle, level, facility, text in
+        guard let handle, let context = callbackContext(rd_kafka_opaque(handle)) else { return }
+        let message = text.map { String(cString: $0) } ?? ""
+        let facilityName = facility.map { String(cString: $0) } ?? ""
+        let logLevel: Logger.Level
+        switch level {
+        case 0...3: logLevel = .error
+        case 4: logLevel = .warning
+        case 5, 6: logLevel = .info
+        default: logLevel = .debug
+        }
+        context.logger.log(level: logLevel, "\(message)", metadata: ["librdkafka": "\(facilityName)"])
     }
-    context.logger.log(level: logLevel, "\(message)", metadata: ["librdkafka": "\(facilityName)"])
-}
 
-private let errorCallback: @convention(c) (OpaquePointer?, Int32, UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void = {
-    _, code, reason, opaque in
-    guard let context = callbackContext(opaque) else { return }
-    let error = rd_kafka_resp_err_t(rawValue: code)
-    let text = reason.map { String(cString: $0) } ?? ""
-    // Transport errors are routine (a broker restarting); librdkafka retries them itself.
-    let level: Logger.Level = KafkaError.isRetriable(error) ? .info : .error
-    context.logger.log(level: level, "Kafka client: \(text)",
-                       metadata: ["code": "\(String(cString: rd_kafka_err2name(error)))"])
-}
-
-private let deliveryReportCallback: @convention(c) (OpaquePointer?, UnsafePointer<rd_kafka_message_t>?, UnsafeMutableRawPointer?) -> Void = {
-    _, message, contextOpaque in
-    guard let message, let opaque = message.pointee._private else { return }
-    // Balances the retain taken in `KafkaProducer.enqueue` for this record.
-    let group = Unmanaged<KafkaDeliveryGroup>.fromOpaque(opaque).takeRetainedValue()
-    let record = message.pointee
-    if record.err == RD_KAFKA_RESP_ERR_NO_ERROR {
-        group.delivered(KafkaDeliveryReport(partition: record.partition, offset: record.offset))
-    } else {
-        let brokers = callbackContext(contextOpaque)?.brokers ?? "the brokers"
-        let hint = record.err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT
-            ? " (are the brokers at \(brokers) reachable? Check HERALD_KAFKA_BROKERS)" : ""
-        group.failed(KafkaError(code: record.err, context: "a record was not acknowledged by \(brokers)\(hint)"))
+private let errorCallback:
+    @convention(c) (OpaquePointer?, Int32, UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void = {
+        _, code, reason, opaque in
+        guard let context = callbackContext(opaque) else { return }
+        let error = rd_kafka_resp_err_t(rawValue: code)
+        let text = reason.map { String(cString: $0) } ?? ""
+        // Transport errors are routine (a broker restarting); librdkafka retries them itself.
+        let level: Logger.Level = KafkaError.isRetriable(error) ? .info : .error
+        context.logger.log(
+            level: level, "Kafka client: \(text)",
+            metadata: ["code": "\(String(cString: rd_kafka_err2name(error)))"])
     }
-}
 
-private let rebalanceCallback: @convention(c) (OpaquePointer?, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?, UnsafeMutableRawPointer?) -> Void = {
-    handle, code, partitions, opaque in
-    guard let handle, let context = callbackContext(opaque) else { return }
-    var described: [KafkaTopicPartition] = []
-    if let partitions {
-        let list = partitions.pointee
-        for index in 0..<Int(list.cnt) {
-            let element = list.elems[index]
-            described.append(KafkaTopicPartition(topic: String(cString: element.topic), partition: element.partition))
+private let deliveryReportCallback:
+    @convention(c) (OpaquePointer?, UnsafePointer<rd_kafka_message_t>?, UnsafeMutableRawPointer?) -> Void = {
+        _, message, contextOpaque in
+        guard let message, let opaque = message.pointee._private else { return }
+        // Balances the retain taken in `KafkaProducer.enqueue` for this record.
+        let group = Unmanaged<KafkaDeliveryGroup>.fromOpaque(opaque).takeRetainedValue()
+        let record = message.pointee
+        if record.err == RD_KAFKA_RESP_ERR_NO_ERROR {
+            group.delivered(KafkaDeliveryReport(partition: record.partition, offset: record.offset))
+        } else {
+            let brokers = callbackContext(contextOpaque)?.brokers ?? "the brokers"
+            let hint =
+                record.err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT
+                ? " (are the brokers at \(brokers) reachable? Check HERALD_KAFKA_BROKERS)" : ""
+            group.failed(KafkaError(code: record.err, context: "a record was not acknowledged by \(brokers)\(hint)"))
         }
     }
-    switch code {
-    case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
-        context.logger.info("Kafka partitions assigned", metadata: ["partitions": "\(described.map(\.description))"])
-        _ = rd_kafka_assign(handle, partitions)
-        context.assignment.withLock { $0 = described }
-    default:
-        // A revoke: commit what was handled so the next owner starts right after it, then drop
-        // the partitions. The consumer drops records it fetched but did not hand out yet.
-        context.revocations.add(1, ordering: .sequentiallyConsistent)
-        let commit = rd_kafka_commit(handle, nil, 0)
-        if commit != RD_KAFKA_RESP_ERR_NO_ERROR && commit != RD_KAFKA_RESP_ERR__NO_OFFSET {
-            context.logger.warning("Kafka commit on revoke failed",
-                                   metadata: ["code": "\(String(cString: rd_kafka_err2name(commit)))"])
+
+private let rebalanceCallback:
+    @convention(c) (
+        OpaquePointer?, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
+        UnsafeMutableRawPointer?
+    ) -> Void = {
+        handle, code, partitions, opaque in
+        guard let handle, let context = callbackContext(opaque) else { return }
+        var described: [KafkaTopicPartition] = []
+        if let partitions {
+            let list = partitions.pointee
+            for index in 0..<Int(list.cnt) {
+                let element = list.elems[index]
+                described.append(
+                    KafkaTopicPartition(topic: String(cString: element.topic), partition: element.partition))
+            }
         }
-        context.logger.info("Kafka partitions revoked", metadata: ["partitions": "\(described.map(\.description))"])
-        _ = rd_kafka_assign(handle, nil)
-        context.assignment.withLock { $0 = [] }
+        switch code {
+        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            context.logger.info(
+                "Kafka partitions assigned", metadata: ["partitions": "\(described.map(\.description))"])
+            _ = rd_kafka_assign(handle, partitions)
+            context.assignment.withLock { $0 = described }
+        default:
+            // A revoke: commit what was handled so the next owner starts right after it, then drop
+            // the partitions. The consumer drops records it fetched but did not hand out yet.
+            context.revocations.add(1, ordering: .sequentiallyConsistent)
+            let commit = rd_kafka_commit(handle, nil, 0)
+            if commit != RD_KAFKA_RESP_ERR_NO_ERROR && commit != RD_KAFKA_RESP_ERR__NO_OFFSET {
+                context.logger.warning(
+                    "Kafka commit on revoke failed",
+                    metadata: ["code": "\(String(cString: rd_kafka_err2name(commit)))"])
+            }
+            context.logger.info("Kafka partitions revoked", metadata: ["partitions": "\(described.map(\.description))"])
+            _ = rd_kafka_assign(handle, nil)
+            context.assignment.withLock { $0 = [] }
+        }
+        // Return from the batch poll now, so one batch never mixes records of two assignments.
+        rd_kafka_yield(handle)
     }
-    // Return from the batch poll now, so one batch never mixes records of two assignments.
-    rd_kafka_yield(handle)
-}

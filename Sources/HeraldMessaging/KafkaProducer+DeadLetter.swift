@@ -19,7 +19,8 @@ extension KafkaProducer {
         letter.consumer = consumer
         letter.failedAtMs = Int64(Date().timeIntervalSince1970 * 1000)
         if let value = try? letter.encodedRecord() {
-            _ = try? await send(KafkaProducerMessage(topic: HeraldTopic.deadLetter.name, key: message.key, value: value))
+            _ = try? await send(
+                KafkaProducerMessage(topic: HeraldTopic.deadLetter.name, key: message.key, value: value))
         }
     }
 }

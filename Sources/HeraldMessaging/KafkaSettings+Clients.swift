@@ -3,8 +3,9 @@ import HeraldKafka
 
 extension KafkaSettings {
     private var client: KafkaClientConfiguration {
-        KafkaClientConfiguration(bootstrapServers: brokers, clientID: clientID,
-                                 extraProperties: debugContexts.isEmpty ? [:] : ["debug": debugContexts])
+        KafkaClientConfiguration(
+            bootstrapServers: brokers, clientID: clientID,
+            extraProperties: debugContexts.isEmpty ? [:] : ["debug": debugContexts])
     }
 
     /// Producer settings for these brokers; `suffix` tells this process's producers apart in
@@ -19,7 +20,9 @@ extension KafkaSettings {
     }
 
     /// Consumer settings for these brokers: a member of `groupID` on `topics`.
-    public func consumerConfiguration(groupID: String, topics: [String], clientID suffix: String) -> KafkaConsumerConfiguration {
+    public func consumerConfiguration(groupID: String, topics: [String], clientID suffix: String)
+        -> KafkaConsumerConfiguration
+    {
         var client = self.client
         client.clientID = "\(clientID)-\(suffix)"
         var configuration = KafkaConsumerConfiguration(client: client, groupID: groupID, topics: topics)

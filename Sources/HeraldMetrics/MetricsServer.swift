@@ -48,10 +48,18 @@ private final class MetricsHandler: ChannelInboundHandler {
             guard let head else { return }
             let found = head.method == .GET && (head.uri == "/metrics" || head.uri.hasPrefix("/metrics?"))
             let body = found ? render() : "not found: the metrics are at GET /metrics\n"
-            let headers = HTTPHeaders([("content-type", "text/plain; version=0.0.4"), ("content-length", "\(body.utf8.count)"), ("connection", "close")])
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: found ? .ok : .notFound, headers: headers))), promise: nil)
+            let headers = HTTPHeaders([
+                ("content-type", "text/plain; version=0.0.4"), ("content-length", "\(body.utf8.count)"),
+                ("connection", "close"),
+            ])
+            context.write(
+                wrapOutboundOut(
+                    .head(HTTPResponseHead(version: head.version, status: found ? .ok : .notFound, headers: headers))),
+                promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+                context.close(promise: nil)
+            }
         }
     }
 }

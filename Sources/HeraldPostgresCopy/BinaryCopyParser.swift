@@ -38,7 +38,8 @@ struct BinaryCopyParser {
         if !headerRead {
             // Signature, 32-bit flags, 32-bit header-extension length, the extension.
             guard message.count >= Self.signature.count + 8,
-                  message.prefix(Self.signature.count).elementsEqual(Self.signature) else {
+                message.prefix(Self.signature.count).elementsEqual(Self.signature)
+            else {
                 throw PostgresCopyError("the COPY stream is not in PostgreSQL's binary format")
             }
             position = Self.signature.count + 4
@@ -63,7 +64,8 @@ struct BinaryCopyParser {
                     continue
                 }
                 guard position + length <= message.count else {
-                    throw PostgresCopyError("a COPY row is cut short (a field of \(length) bytes at \(position) of \(message.count))")
+                    throw PostgresCopyError(
+                        "a COPY row is cut short (a field of \(length) bytes at \(position) of \(message.count))")
                 }
                 fields.append((position, length))
                 position += length

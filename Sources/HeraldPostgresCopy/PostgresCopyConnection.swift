@@ -1,4 +1,5 @@
 import CLibPQ
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,8 +28,10 @@ public final class PostgresCopyConnection: @unchecked Sendable {
         public var database: String
         public var applicationName: String
 
-        public init(host: String, port: Int, user: String, password: String, database: String,
-                    applicationName: String = "herald") {
+        public init(
+            host: String, port: Int, user: String, password: String, database: String,
+            applicationName: String = "herald"
+        ) {
             self.host = host
             self.port = port
             self.user = user
@@ -51,8 +54,8 @@ public final class PostgresCopyConnection: @unchecked Sendable {
         let keys = parameters.map { strdup($0.0) }
         let values = parameters.map { strdup($0.1) }
         defer {
-            keys.forEach { free($0) }
-            values.forEach { free($0) }
+            for key in keys { free(key) }
+            for value in values { free(value) }
         }
         var keyPointers = keys.map { UnsafePointer($0) } + [nil]
         var valuePointers = values.map { UnsafePointer($0) } + [nil]

@@ -7,9 +7,11 @@ import Foundation
 extension Herald_V1_JobBatch {
     /// Batch `sequence` of a push. The batch id is derived (``batchID(pushID:sequence:)``), never
     /// chosen, so a batch produced again after a restart carries the same id.
-    public init(pushID: Data, appID: Data, sequence: UInt32, environment: Herald_V1_ApnsEnvironment, apnsTopic: String,
-                pushType: PushType, priority: UInt32, expirationS: Int64, collapseID: String, payload: Data,
-                targets: [Target], createdAtMs: Int64) {
+    public init(
+        pushID: Data, appID: Data, sequence: UInt32, environment: Herald_V1_ApnsEnvironment, apnsTopic: String,
+        pushType: PushType, priority: UInt32, expirationS: Int64, collapseID: String, payload: Data,
+        targets: [Target], createdAtMs: Int64
+    ) {
         self.init()
         self.batchID = Self.batchID(pushID: pushID, sequence: sequence)
         self.pushID = pushID

@@ -1,9 +1,10 @@
+import SwiftProtobuf
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import SwiftProtobuf
 
 /// A record that could not be read. Consumers send such records to ``HeraldTopic/deadLetter``.
 public struct RecordDecodingError: Error, Sendable, CustomStringConvertible {

@@ -78,9 +78,11 @@ public final class CredentialStore: Service, Sendable {
     /// How long a replaced client keeps running for the batches already using it.
     private let retirementDelay: Duration
 
-    public init(repository: CredentialRepository, cipher: CredentialCipher, endpoints: SenderEndpoints,
-                clientConfiguration: APNsClientConfiguration, refreshInterval: Duration = .seconds(30),
-                retirementDelay: Duration = .seconds(120), lookupWithin: Duration = .seconds(5), logger: Logger) {
+    public init(
+        repository: CredentialRepository, cipher: CredentialCipher, endpoints: SenderEndpoints,
+        clientConfiguration: APNsClientConfiguration, refreshInterval: Duration = .seconds(30),
+        retirementDelay: Duration = .seconds(120), lookupWithin: Duration = .seconds(5), logger: Logger
+    ) {
         self.retirementDelay = retirementDelay
         self.lookupWithin = lookupWithin
         self.repository = repository
@@ -140,9 +142,13 @@ public final class CredentialStore: Service, Sendable {
                 cache[key] = entry
                 return entry.client
             }
-            logger.warning("cannot read APNs credentials from the database", metadata: [
-                "app": "\(appID)", "environment": "\(environment.rawValue)", "error": "\(HeraldDatabase.describe(error))",
-                "using": "\(inUse == nil ? "nothing yet" : "the credential loaded before")"])
+            logger.warning(
+                "cannot read APNs credentials from the database",
+                metadata: [
+                    "app": "\(appID)", "environment": "\(environment.rawValue)",
+                    "error": "\(HeraldDatabase.describe(error))",
+                    "using": "\(inUse == nil ? "nothing yet" : "the credential loaded before")",
+                ])
             guard let inUse else { throw CredentialUnavailable(appID: appID, reason: HeraldDatabase.describe(error)) }
             return inUse
         }
@@ -172,9 +178,12 @@ public final class CredentialStore: Service, Sendable {
         guard winner === client else { return winner }
         startsContinuation.yield(.run(client))
         if let replaced { startsContinuation.yield(.retire(replaced)) }
-        logger.info("APNs credential loaded", metadata: [
-            "app": "\(appID)", "environment": "\(environment.rawValue)", "kind": "\(record.kind.rawValue)",
-            "key-id": "\(record.keyID ?? "-")"])
+        logger.info(
+            "APNs credential loaded",
+            metadata: [
+                "app": "\(appID)", "environment": "\(environment.rawValue)", "kind": "\(record.kind.rawValue)",
+                "key-id": "\(record.keyID ?? "-")",
+            ])
         return client
     }
 
@@ -186,7 +195,8 @@ public final class CredentialStore: Service, Sendable {
         func family(_ name: String, help: String, _ value: ((streamLimits: [Int], inFlight: Int)) -> Int) {
             text.family(name, .gauge, help: help)
             for (key, status) in sorted {
-                text.sample(name, ["app": "\(key.appID)", "environment": key.environment.rawValue], value: value(status))
+                text.sample(
+                    name, ["app": "\(key.appID)", "environment": key.environment.rawValue], value: value(status))
             }
         }
         family("herald_sender_apns_connections", help: "Open APNs connections per app and environment.") {
@@ -204,7 +214,9 @@ public final class CredentialStore: Service, Sendable {
         do {
             secret = try record.openSecret(with: cipher)
         } catch {
-            throw APNsCredentialError("the stored credential of app \(record.appID) cannot be opened with this master key: check HERALD_MASTER_KEY")
+            throw APNsCredentialError(
+                "the stored credential of app \(record.appID) cannot be opened with this master key: check HERALD_MASTER_KEY"
+            )
         }
         let text = String(decoding: secret, as: UTF8.self)
         switch record.kind {
@@ -215,8 +227,11 @@ public final class CredentialStore: Service, Sendable {
             return .token(try APNsSigningKey(pem: text, keyID: keyID, teamID: teamID))
         case .certificate:
             guard let lastCertificateEnd = text.range(of: "-----END CERTIFICATE-----", options: .backwards),
-                  let keyStart = text.range(of: "-----BEGIN", range: lastCertificateEnd.upperBound..<text.endIndex)
-            else { throw APNsCredentialError("the certificate credential of app \(record.appID) holds no private key after its certificate") }
+                let keyStart = text.range(of: "-----BEGIN", range: lastCertificateEnd.upperBound..<text.endIndex)
+            else {
+                throw APNsCredentialError(
+                    "the certificate credential of app \(record.appID) holds no private key after its certificate")
+            }
             let certificates = String(text[..<keyStart.lowerBound])
             let privateKey = String(text[keyStart.lowerBound...])
             return try APNsCredential.certificate(pemCertificate: certificates, pemPrivateKey: privateKey)

@@ -1,9 +1,9 @@
 import Foundation
-import HeraldTiming
-import NIOCore
 import HeraldAPNs
 import HeraldRecords
+import HeraldTiming
 import Logging
+import NIOCore
 
 /// Sends every target of one job batch through an ``APNsClient`` and returns the batch's
 /// outcome record: each target ends accepted, rejected (with APNs' reason, status and the 410
@@ -27,8 +27,10 @@ public struct JobBatchSender: Sendable {
     /// and the token's first 8 hex digits — never the whole token.
     public var logger = Logger(label: "herald.sender.batch")
 
-    public init(retryPolicy: RetryPolicy = .init(), metrics: SenderMetrics? = nil,
-                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+    public init(
+        retryPolicy: RetryPolicy = .init(), metrics: SenderMetrics? = nil,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) {
         self.retryPolicy = retryPolicy
         self.metrics = metrics
         self.now = now
@@ -73,8 +75,10 @@ public struct JobBatchSender: Sendable {
             let current = now()
             for (position, index) in round.enumerated() {
                 attempts[index] += 1
-                switch decide(sent.outcomes[position], of: notifications[index], attempt: attempts[index], now: current,
-                              expiresAtSeconds: expiration, generator: &generator) {
+                switch decide(
+                    sent.outcomes[position], of: notifications[index], attempt: attempts[index], now: current,
+                    expiresAtSeconds: expiration, generator: &generator)
+                {
                 case .finished(let result):
                     results[index] = result
                     latencies[index] = roundStart + sent.latencies[position]
@@ -104,10 +108,14 @@ public struct JobBatchSender: Sendable {
             case .failed(var failure)?:
                 failure.deviceID = deviceID
                 outcomes.failures.append(failure)
-                logger.debug("notification not delivered", metadata: [
-                    "push": "\(pushID)", "device": "\(deviceID)", "apns-id": "\(notifications[index].apnsID ?? "")",
-                    "token": "\(notifications[index].deviceToken.prefix(8))…",
-                    "outcome": "\(Self.statusName(failure.status))", "reason": "\(failure.reason)", "attempts": "\(failure.attempts)"])
+                logger.debug(
+                    "notification not delivered",
+                    metadata: [
+                        "push": "\(pushID)", "device": "\(deviceID)", "apns-id": "\(notifications[index].apnsID ?? "")",
+                        "token": "\(notifications[index].deviceToken.prefix(8))…",
+                        "outcome": "\(Self.statusName(failure.status))", "reason": "\(failure.reason)",
+                        "attempts": "\(failure.attempts)",
+                    ])
             case nil:
                 preconditionFailure("every target ends with an outcome")
             }
@@ -115,12 +123,12 @@ public struct JobBatchSender: Sendable {
         outcomes.acceptedDeviceIds.sort()
         outcomes.failures.sort { $0.deviceID < $1.deviceID }
         outcomes.completedAtMs = now()
-        metrics?.record(accepted: outcomes.acceptedDeviceIds.count,
-                        failures: outcomes.failures.map { (Self.statusName($0.status), $0.reason) },
-                        attempts: attempts.reduce(0, +), latencies: latencies)
+        metrics?.record(
+            accepted: outcomes.acceptedDeviceIds.count,
+            failures: outcomes.failures.map { (Self.statusName($0.status), $0.reason) },
+            attempts: attempts.reduce(0, +), latencies: latencies)
         return outcomes
     }
-
 
     static func statusName(_ status: Herald_V1_OutcomeBatch.Status) -> String {
         switch status {
@@ -144,8 +152,10 @@ public struct JobBatchSender: Sendable {
 
     /// What the `attempt`-th sending of `notification` ended with means: finished, or when to
     /// try again, as the retry policy decides.
-    private func decide(_ outcome: APNsOutcome, of notification: APNsNotification, attempt: Int, now current: Int64,
-                        expiresAtSeconds: Int64?, generator: inout SystemRandomNumberGenerator) -> AttemptResult {
+    private func decide(
+        _ outcome: APNsOutcome, of notification: APNsNotification, attempt: Int, now current: Int64,
+        expiresAtSeconds: Int64?, generator: inout SystemRandomNumberGenerator
+    ) -> AttemptResult {
         var failure = Herald_V1_OutcomeBatch.Failure()
         failure.attempts = UInt32(attempt)
         switch outcome {
@@ -163,7 +173,8 @@ public struct JobBatchSender: Sendable {
             return .finished(.failed(failure))
         default:
             let decision = retryPolicy.decision(
-                afterAttempt: attempt, nowMilliseconds: current, expirationMilliseconds: expiresAtSeconds.map { $0 * 1000 },
+                afterAttempt: attempt, nowMilliseconds: current,
+                expirationMilliseconds: expiresAtSeconds.map { $0 * 1000 },
                 unit: Double.random(in: 0..<1, using: &generator))
             switch decision {
             case .retry(let delay):

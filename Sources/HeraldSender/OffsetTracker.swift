@@ -32,7 +32,9 @@ struct OffsetTracker {
     /// - Returns: the message whose offset may now be stored (the last of the finished prefix), if any.
     mutating func finish(_ message: KafkaConsumerMessage) -> KafkaConsumerMessage? {
         let key = PartitionKey(topic: message.topic, partition: message.partition)
-        guard var entries = partitions[key], let index = entries.firstIndex(where: { $0.message.offset == message.offset }) else {
+        guard var entries = partitions[key],
+            let index = entries.firstIndex(where: { $0.message.offset == message.offset })
+        else {
             return nil
         }
         entries[index].done = true

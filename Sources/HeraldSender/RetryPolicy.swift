@@ -16,11 +16,15 @@ public struct RetryPolicy: Sendable, Hashable {
     /// What to do after `attempt` attempts failed retryably, at `nowMilliseconds` (since 1970),
     /// for a notification that expires at `expirationMilliseconds` (nil: never).
     /// - Parameter unit: a random number in 0..<1, for the back-off's jitter.
-    public func decision(afterAttempt attempt: Int, nowMilliseconds: Int64, expirationMilliseconds: Int64?, unit: Double) -> Decision {
+    public func decision(
+        afterAttempt attempt: Int, nowMilliseconds: Int64, expirationMilliseconds: Int64?, unit: Double
+    ) -> Decision {
         if let expirationMilliseconds, nowMilliseconds >= expirationMilliseconds { return .expired }
         guard attempt < maxAttempts else { return .giveUp }
         let delay = backoff.delay(afterFailures: attempt, unit: unit)
-        if let expirationMilliseconds, nowMilliseconds + delay.wholeMilliseconds >= expirationMilliseconds { return .expired }
+        if let expirationMilliseconds, nowMilliseconds + delay.wholeMilliseconds >= expirationMilliseconds {
+            return .expired
+        }
         return .retry(after: delay)
     }
 

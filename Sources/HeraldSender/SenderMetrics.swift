@@ -39,21 +39,28 @@ public final class SenderMetrics: Sendable {
     public func prometheusText(extra: String = "") -> String {
         let state = self.state.withLock { $0 }
         var text = PrometheusText()
-        text.family("herald_sender_notifications_total", .counter, help: "Notifications by final outcome and APNs reason.")
+        text.family(
+            "herald_sender_notifications_total", .counter, help: "Notifications by final outcome and APNs reason.")
         for (key, count) in state.outcomes.sorted(by: { $0.key < $1.key }) {
             let parts = key.split(separator: "|", omittingEmptySubsequences: false)
-            text.sample("herald_sender_notifications_total",
-                        ["outcome": String(parts[0]), "reason": parts.count > 1 ? String(parts[1]) : ""], value: count)
+            text.sample(
+                "herald_sender_notifications_total",
+                ["outcome": String(parts[0]), "reason": parts.count > 1 ? String(parts[1]) : ""], value: count)
         }
         text.single("herald_sender_batches_total", .counter, help: "Job batches finished.", value: state.batches)
-        text.single("herald_sender_duplicate_batches_total", .counter,
-                    help: "Second copies of job batches already accounted or being sent from another record, not sent.",
-                    value: duplicateBatches.load(ordering: .relaxed))
-        text.single("herald_sender_batches_in_flight", .gauge, help: "Job batches being sent.",
-                    value: batchesInFlight.load(ordering: .relaxed))
-        text.single("herald_sender_attempts_total", .counter, help: "APNs requests made (retries included).", value: state.attempts)
-        state.latency.write(to: &text, name: "herald_sender_latency_milliseconds",
-                            help: "From a notification's first attempt to its final answer.")
+        text.single(
+            "herald_sender_duplicate_batches_total", .counter,
+            help: "Second copies of job batches already accounted or being sent from another record, not sent.",
+            value: duplicateBatches.load(ordering: .relaxed))
+        text.single(
+            "herald_sender_batches_in_flight", .gauge, help: "Job batches being sent.",
+            value: batchesInFlight.load(ordering: .relaxed))
+        text.single(
+            "herald_sender_attempts_total", .counter, help: "APNs requests made (retries included).",
+            value: state.attempts)
+        state.latency.write(
+            to: &text, name: "herald_sender_latency_milliseconds",
+            help: "From a notification's first attempt to its final answer.")
         return text.text + extra
     }
 

@@ -49,8 +49,10 @@ public struct StoredBatchGate: BatchGate {
     ///     (`HERALD_SENDER_BATCH_TAKEOVER_MS`).
     ///   - answerWithin: how long a batch waits for the database's verdict before it is sent
     ///     without one.
-    public init(pushes: PushRepository, takeoverAfter: Duration = .seconds(300), answerWithin: Duration = .seconds(5),
-                logger: Logger? = nil) {
+    public init(
+        pushes: PushRepository, takeoverAfter: Duration = .seconds(300), answerWithin: Duration = .seconds(5),
+        logger: Logger? = nil
+    ) {
         self.pushes = pushes
         self.takeoverAfter = takeoverAfter
         self.answerWithin = answerWithin
@@ -60,12 +62,16 @@ public struct StoredBatchGate: BatchGate {
     public func verdict(pushID: UUID, appID: UUID, sequence: UInt32, copy: String) async -> BatchVerdict {
         let status: PushRepository.BatchStatus?
         do {
-            status = try await pushes.batchStatus(pushID: pushID, appID: appID, sequence: Int32(bitPattern: sequence),
-                                                  copy: copy, takeoverAfter: takeoverAfter, answerWithin: answerWithin)
+            status = try await pushes.batchStatus(
+                pushID: pushID, appID: appID, sequence: Int32(bitPattern: sequence),
+                copy: copy, takeoverAfter: takeoverAfter, answerWithin: answerWithin)
         } catch {
             if lastWarning.due(every: .seconds(10)) {
-                logger?.warning("no verdict from the database; batches are sent without one", metadata: [
-                    "push": "\(pushID)", "sequence": "\(sequence)", "error": "\(HeraldDatabase.describe(error))"])
+                logger?.warning(
+                    "no verdict from the database; batches are sent without one",
+                    metadata: [
+                        "push": "\(pushID)", "sequence": "\(sequence)", "error": "\(HeraldDatabase.describe(error))",
+                    ])
             }
             return .send
         }
@@ -105,9 +111,11 @@ public final class SenderWorker: Service, Sendable {
     /// Counts for `/metrics`.
     public let metrics: SenderMetrics
 
-    public init(consumer: KafkaConsumer, producer: KafkaProducer, credentials: CredentialStore,
-                gate: (any BatchGate)?, sender: JobBatchSender = .init(),
-                maxBatchesInFlight: Int = 8, outcomesTopic: String = HeraldTopic.outcomes.name, logger: Logger) {
+    public init(
+        consumer: KafkaConsumer, producer: KafkaProducer, credentials: CredentialStore,
+        gate: (any BatchGate)?, sender: JobBatchSender = .init(),
+        maxBatchesInFlight: Int = 8, outcomesTopic: String = HeraldTopic.outcomes.name, logger: Logger
+    ) {
         self.outcomesTopic = outcomesTopic
         self.consumer = consumer
         self.producer = producer
@@ -144,7 +152,8 @@ public final class SenderWorker: Service, Sendable {
         let outcome: Herald_V1_OutcomeBatch
         do {
             let batch = try Herald_V1_JobBatch.decodeRecord(message.value)
-            guard let sent = try await send(batch, copy: "\(message.topic)/\(message.partition)/\(message.offset)") else {
+            guard let sent = try await send(batch, copy: "\(message.topic)/\(message.partition)/\(message.offset)")
+            else {
                 finish(message)
                 return
             }
@@ -174,8 +183,11 @@ public final class SenderWorker: Service, Sendable {
             return counted(Self.everyTarget(of: batch, status: .canceled, reason: "Canceled"))
         case .accounted, .anotherCopySending:
             metrics.duplicateBatches.add(1, ordering: .relaxed)
-            logger.debug("a second copy of a batch already accounted or being sent; not sent", metadata: [
-                "push": "\(pushID)", "sequence": "\(batch.sequence)", "copy": "\(copy)"])
+            logger.debug(
+                "a second copy of a batch already accounted or being sent; not sent",
+                metadata: [
+                    "push": "\(pushID)", "sequence": "\(batch.sequence)", "copy": "\(copy)",
+                ])
             return nil
         }
         guard let environment = APNsEnvironment(batch.environment) else {
@@ -209,8 +221,9 @@ public final class SenderWorker: Service, Sendable {
     }
 
     private func counted(_ outcome: Herald_V1_OutcomeBatch) -> Herald_V1_OutcomeBatch {
-        metrics.record(accepted: 0, failures: outcome.failures.map { (JobBatchSender.statusName($0.status), $0.reason) },
-                       attempts: 0, latencies: [])
+        metrics.record(
+            accepted: 0, failures: outcome.failures.map { (JobBatchSender.statusName($0.status), $0.reason) },
+            attempts: 0, latencies: [])
         return outcome
     }
 
@@ -221,19 +234,24 @@ public final class SenderWorker: Service, Sendable {
         var waits = Backoff.outage.delays()
         while true {
             do {
-                _ = try await producer.send(KafkaProducerMessage(topic: outcomesTopic, key: Array(pushID), value: value))
+                _ = try await producer.send(
+                    KafkaProducerMessage(topic: outcomesTopic, key: Array(pushID), value: value))
                 return
             } catch {
                 let delay = waits.next()
-                logger.warning("cannot publish outcomes; retrying", metadata: ["error": "\(error)", "retry-in": "\(delay)"])
+                logger.warning(
+                    "cannot publish outcomes; retrying", metadata: ["error": "\(error)", "retry-in": "\(delay)"])
                 try? await Task.sleep(for: delay)
             }
         }
     }
 
     private func deadLetter(_ message: KafkaConsumerMessage, reason: String) async {
-        logger.error("unreadable job batch sent to the dead-letter topic", metadata: [
-            "partition": "\(message.partition)", "offset": "\(message.offset)", "reason": "\(reason)"])
+        logger.error(
+            "unreadable job batch sent to the dead-letter topic",
+            metadata: [
+                "partition": "\(message.partition)", "offset": "\(message.offset)", "reason": "\(reason)",
+            ])
         await producer.sendToDeadLetter(message, reason: reason, consumer: "herald-sender")
     }
 
@@ -241,12 +259,17 @@ public final class SenderWorker: Service, Sendable {
         guard let store = tracker.withLock({ $0.finish(message) }) else { return }
         do {
             try consumer.storeOffset(for: store)
-            storedOffsets.withLock { $0[KafkaTopicPartition(topic: store.topic, partition: store.partition)] = store.offset + 1 }
+            storedOffsets.withLock {
+                $0[KafkaTopicPartition(topic: store.topic, partition: store.partition)] = store.offset + 1
+            }
         } catch {
             // The partition was taken away meanwhile: its new owner starts from the committed
             // offset, and this batch's notifications carry the same apns-id and collapse id.
-            logger.info("offset not stored (partition reassigned?)", metadata: [
-                "partition": "\(store.partition)", "offset": "\(store.offset)", "error": "\(error)"])
+            logger.info(
+                "offset not stored (partition reassigned?)",
+                metadata: [
+                    "partition": "\(store.partition)", "offset": "\(store.offset)", "error": "\(error)",
+                ])
         }
     }
 
@@ -258,15 +281,20 @@ public final class SenderWorker: Service, Sendable {
         let stored = storedOffsets.withLock { $0 }
         var text = PrometheusText()
         text.family("herald_sender_consumer_lag", .gauge, help: "Job batches behind in each owned partition.")
-        for (partition, high) in marks.sorted(by: { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }) {
+        for (partition, high) in marks.sorted(by: {
+            ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition)
+        }) {
             guard let next = stored[partition] else { continue }
-            text.sample("herald_sender_consumer_lag", ["topic": partition.topic, "partition": String(partition.partition)],
-                        value: max(0, high - next))
+            text.sample(
+                "herald_sender_consumer_lag", ["topic": partition.topic, "partition": String(partition.partition)],
+                value: max(0, high - next))
         }
         return text.text
     }
 
-    static func everyTarget(of batch: Herald_V1_JobBatch, status: Herald_V1_OutcomeBatch.Status, reason: String) -> Herald_V1_OutcomeBatch {
+    static func everyTarget(of batch: Herald_V1_JobBatch, status: Herald_V1_OutcomeBatch.Status, reason: String)
+        -> Herald_V1_OutcomeBatch
+    {
         var outcome = Herald_V1_OutcomeBatch()
         outcome.schemaVersion = 1
         outcome.batchID = batch.batchID

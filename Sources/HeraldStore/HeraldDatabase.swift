@@ -19,7 +19,8 @@ public enum HeraldDatabase {
         configuration.options.maximumConnections = settings.maximumConnections
         configuration.options.minimumConnections = 0
         configuration.options.additionalStartupParameters = [
-            ("idle_in_transaction_session_timeout", String(max(0, settings.idleInTransactionTimeout.wholeMilliseconds)))]
+            ("idle_in_transaction_session_timeout", String(max(0, settings.idleInTransactionTimeout.wholeMilliseconds)))
+        ]
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 }
@@ -57,7 +58,8 @@ extension HeraldDatabase {
                 return DatabaseUnreachable(settings: settings, reason: reason)
             }
             if error.code == .server, let sqlState = error.serverInfo?[.sqlState],
-               sqlState.hasPrefix("28") || sqlState == "3D000" {
+                sqlState.hasPrefix("28") || sqlState == "3D000"
+            {
                 // 28xxx: invalid authorization; 3D000: the database does not exist.
                 return DatabaseUnreachable(settings: settings, reason: error.serverInfo?[.message] ?? "login refused")
             }
@@ -130,7 +132,6 @@ public struct DatabaseUnreachable: Error, CustomStringConvertible {
     }
 }
 
-
 extension HeraldDatabase {
     /// How long a statement or a transaction of Herald's may go without an answer before its
     /// caller gives up (and retries, or reports the error). postgres-nio 1.33.2 can leave a request
@@ -141,8 +142,10 @@ extension HeraldDatabase {
 
 extension PostgresClient {
     /// `query(_:logger:)`, given up with ``DeadlineExceeded`` after `within`.
-    func boundedQuery(_ query: PostgresQuery, logger: Logger, within: Duration = HeraldDatabase.answerWithin,
-                      file: String = #fileID, line: Int = #line) async throws -> PostgresRowSequence {
+    func boundedQuery(
+        _ query: PostgresQuery, logger: Logger, within: Duration = HeraldDatabase.answerWithin,
+        file: String = #fileID, line: Int = #line
+    ) async throws -> PostgresRowSequence {
         try await withDeadline(within) { try await self.query(query, logger: logger, file: file, line: line) }
     }
 

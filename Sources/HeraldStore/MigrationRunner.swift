@@ -1,9 +1,10 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#endif
 import Foundation
 import Logging
 import PostgresNIO
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#endif
 
 /// One schema change, from a file `Schemas/postgres/NNNN_name.sql`.
 public struct Migration: Sendable, Equatable {
@@ -60,7 +61,8 @@ public struct MigrationRunner: Sendable {
     }
 
     private func appliedVersions(on connection: PostgresConnection) async throws -> [Int] {
-        try await connection.query("""
+        try await connection.query(
+            """
             CREATE TABLE IF NOT EXISTS herald_schema_migrations (
                 version    integer PRIMARY KEY,
                 name       text NOT NULL,
@@ -68,7 +70,8 @@ public struct MigrationRunner: Sendable {
             )
             """, logger: logger)
         var versions: [Int] = []
-        let rows = try await connection.query("SELECT version FROM herald_schema_migrations ORDER BY version", logger: logger)
+        let rows = try await connection.query(
+            "SELECT version FROM herald_schema_migrations ORDER BY version", logger: logger)
         for try await version in rows.decode(Int.self) {
             versions.append(version)
         }
@@ -79,7 +82,8 @@ public struct MigrationRunner: Sendable {
         let done = Set(try await appliedVersions(on: connection))
         var applied: [Int] = []
         for migration in migrations.sorted(by: { $0.version < $1.version }) where !done.contains(migration.version) {
-            logger.info("applying migration", metadata: ["version": "\(migration.version)", "name": "\(migration.name)"])
+            logger.info(
+                "applying migration", metadata: ["version": "\(migration.version)", "name": "\(migration.name)"])
             try await connection.withTransaction(logger: logger) { transaction in
                 for statement in migration.statements {
                     try await transaction.query(PostgresQuery(unsafeSQL: statement), logger: logger)
@@ -163,7 +167,9 @@ enum SQLStatementSplitter {
                 current.append(character)
             case "$":
                 var end = index + 1
-                while end < characters.count, characters[end].isLetter || characters[end].isNumber || characters[end] == "_" {
+                while end < characters.count,
+                    characters[end].isLetter || characters[end].isNumber || characters[end] == "_"
+                {
                     end += 1
                 }
                 if end < characters.count, characters[end] == "$" {

@@ -19,24 +19,34 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(help: "Port of the admin endpoint (0 picks a free one).") var adminPort = 2198
     @Flag(help: "Turn the admin endpoint off.") var noAdmin = false
 
-    @Option(help: "PEM certificate chain to serve (default: a generated self-signed certificate).") var certificate: String?
+    @Option(help: "PEM certificate chain to serve (default: a generated self-signed certificate).") var certificate:
+        String?
     @Option(help: "PEM private key of --certificate.") var privateKey: String?
     @Option(help: "Write the served certificate (PEM) here, for clients to trust.") var writeCertificate: String?
-    @Option(help: "PEM certificate authorities for client certificates; turns certificate-based authentication on.") var clientCA: String?
+    @Option(help: "PEM certificate authorities for client certificates; turns certificate-based authentication on.")
+    var clientCA: String?
 
-    @Option(name: .customLong("key"), help: "A trusted token key: KEYID:TEAMID:PUBLIC_KEY.pem[:topic,topic,...] (repeatable).")
+    @Option(
+        name: .customLong("key"),
+        help: "A trusted token key: KEYID:TEAMID:PUBLIC_KEY.pem[:topic,topic,...] (repeatable).")
     var keys: [String] = []
-    @Option(help: "NDJSON file of devices: {\"token\":\"<hex>\",\"topic\":\"<bundle id>\",\"unregisteredAt\":<ms, optional>} per line.")
+    @Option(
+        help:
+            "NDJSON file of devices: {\"token\":\"<hex>\",\"topic\":\"<bundle id>\",\"unregisteredAt\":<ms, optional>} per line."
+    )
     var devices: String?
     @Flag(help: "Treat unknown well-formed tokens as deliverable (benchmarks).") var acceptAnyToken = false
 
-    @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS once a connection has authenticated.") var maxConcurrentStreams: UInt32 = 1000
-    @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS before a connection's first authenticated request.") var streamsBeforeAuth: UInt32 = 1
+    @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS once a connection has authenticated.") var maxConcurrentStreams:
+        UInt32 = 1000
+    @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS before a connection's first authenticated request.")
+    var streamsBeforeAuth: UInt32 = 1
 
     @Option(help: "Faults as JSON (see docs/apns-sim.md), e.g. '{\"serviceUnavailable\":0.1}'.") var faults: String?
     @Option(help: "Record accepted notifications: full or counts.") var record = "full"
     @Option(help: "Append every accepted notification to this NDJSON file.") var recordFile: String?
-    @Option(help: "Event-loop threads (default: one per core).") var threads = ProcessInfo.processInfo.activeProcessorCount
+    @Option(help: "Event-loop threads (default: one per core).") var threads = ProcessInfo.processInfo
+        .activeProcessorCount
     @Option(help: "Write the ports to this file (JSON) once listening.") var readyFile: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
@@ -77,7 +87,8 @@ struct APNsSimCommand: AsyncParsableCommand {
 
         switch (certificate, privateKey) {
         case (let certificate?, let privateKey?):
-            configuration.identity = try SimulatorIdentity.load(certificateFile: certificate, privateKeyFile: privateKey)
+            configuration.identity = try SimulatorIdentity.load(
+                certificateFile: certificate, privateKeyFile: privateKey)
         case (nil, nil):
             configuration.identity = try SimulatorIdentity.selfSigned().identity
         default:
@@ -87,7 +98,8 @@ struct APNsSimCommand: AsyncParsableCommand {
             do {
                 configuration.clientCertificateAuthorities = try NIOSSLCertificate.fromPEMFile(clientCA)
             } catch {
-                throw APNsSimulatorError("cannot read --client-ca \(clientCA): \(error); give a PEM file of CA certificates")
+                throw APNsSimulatorError(
+                    "cannot read --client-ca \(clientCA): \(error); give a PEM file of CA certificates")
             }
         }
         configuration.keys = try keys.map(Self.parseKey)
@@ -98,7 +110,8 @@ struct APNsSimCommand: AsyncParsableCommand {
             } catch let error as APNsSimulatorError {
                 throw error
             } catch {
-                throw APNsSimulatorError("--faults is not a JSON object of faults (\(error)); e.g. '{\"serviceUnavailable\":0.1}'")
+                throw APNsSimulatorError(
+                    "--faults is not a JSON object of faults (\(error)); e.g. '{\"serviceUnavailable\":0.1}'")
             }
         }
         return configuration
@@ -124,9 +137,11 @@ struct APNsSimCommand: AsyncParsableCommand {
         }
         var devices: [SimulatedDevice] = []
         let decoder = JSONDecoder()
-        for (index, line) in text.split(separator: "\n").enumerated() where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+        for (index, line) in text.split(separator: "\n").enumerated()
+        where !line.trimmingCharacters(in: .whitespaces).isEmpty {
             guard let device = try? decoder.decode(SimulatedDevice.self, from: Data(line.utf8)) else {
-                throw APNsSimulatorError("--devices \(path) line \(index + 1) is not {\"token\":\"<hex>\",\"topic\":\"<bundle id>\"}")
+                throw APNsSimulatorError(
+                    "--devices \(path) line \(index + 1) is not {\"token\":\"<hex>\",\"topic\":\"<bundle id>\"}")
             }
             devices.append(device)
         }
@@ -142,7 +157,10 @@ struct APNsSimCommand: AsyncParsableCommand {
         let configuration = try makeConfiguration()
         let simulator = try await APNsSimulator.start(configuration, logger: logger)
         if let writeCertificate {
-            guard FileManager.default.createFile(atPath: writeCertificate, contents: Data(simulator.identity.certificatePEM.utf8)) else {
+            guard
+                FileManager.default.createFile(
+                    atPath: writeCertificate, contents: Data(simulator.identity.certificatePEM.utf8))
+            else {
                 await simulator.shutdown()
                 throw APNsSimulatorError("cannot write --write-certificate \(writeCertificate)")
             }

@@ -21,15 +21,20 @@ do {
     try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
         try await MigrationRunner(client: database, logger: logger).migrate()
         if configuration.security.adminToken?.isEmpty ?? true {
-            logger.warning("no admin token configured (HERALD_ADMIN_TOKEN): apps cannot be managed through this process")
+            logger.warning(
+                "no admin token configured (HERALD_ADMIN_TOKEN): apps cannot be managed through this process")
         }
         if configuration.security.masterKey == nil {
-            logger.warning("no master key configured (HERALD_MASTER_KEY): APNs credentials cannot be stored through this process")
+            logger.warning(
+                "no master key configured (HERALD_MASTER_KEY): APNs credentials cannot be stored through this process")
         }
-        let server = try APIServer(settings: settings, security: configuration.security, database: database, logger: logger) { port in
+        let server = try APIServer(
+            settings: settings, security: configuration.security, database: database, logger: logger
+        ) { port in
             logger.info("herald-api listening", metadata: ["address": "http://\(settings.host):\(port)"])
         }
-        let group = ServiceGroup(configuration: .init(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         logger.info("herald-api stopped")
     }

@@ -24,28 +24,41 @@ do {
         let kafka = configuration.kafka
         let producer = try KafkaProducer(configuration: kafka.producerConfiguration(clientID: "center"), logger: logger)
         let pushEvents = try KafkaConsumer(
-            configuration: kafka.consumerConfiguration(groupID: settings.groupID, topics: [settings.pushesTopic], clientID: "center-pushes"),
+            configuration: kafka.consumerConfiguration(
+                groupID: settings.groupID, topics: [settings.pushesTopic], clientID: "center-pushes"),
             logger: logger)
         let outcomes = try KafkaConsumer(
-            configuration: kafka.consumerConfiguration(groupID: settings.groupID, topics: [settings.outcomesTopic], clientID: "center-outcomes"),
+            configuration: kafka.consumerConfiguration(
+                groupID: settings.groupID, topics: [settings.outcomesTopic], clientID: "center-outcomes"),
             logger: logger)
         let metrics = CenterMetrics()
-        let center = MsgCenter(settings: settings, database: database, postgres: configuration.postgres, producer: producer, pushEvents: pushEvents,
-                               metrics: metrics, logger: logger)
-        let accountant = OutcomeAccountant(consumer: outcomes, fanouts: FanoutRepository(client: database, logger: logger),
-                                           deadLetters: producer, metrics: metrics, logger: logger)
+        let center = MsgCenter(
+            settings: settings, database: database, postgres: configuration.postgres, producer: producer,
+            pushEvents: pushEvents,
+            metrics: metrics, logger: logger)
+        let accountant = OutcomeAccountant(
+            consumer: outcomes, fanouts: FanoutRepository(client: database, logger: logger),
+            deadLetters: producer, metrics: metrics, logger: logger)
         var services: [any Service] = [producer, pushEvents, outcomes, center, accountant]
         if settings.outboxInterval > .zero {
-            services.append(OutboxRelay(outbox: OutboxRepository(client: database, logger: logger), producer: producer,
-                                        interval: settings.outboxInterval, metrics: metrics, logger: logger))
+            services.append(
+                OutboxRelay(
+                    outbox: OutboxRepository(client: database, logger: logger), producer: producer,
+                    interval: settings.outboxInterval, metrics: metrics, logger: logger))
         }
         if settings.metricsPort > 0 {
-            services.append(MetricsServer(host: settings.metricsHost, port: settings.metricsPort) { metrics.prometheusText() })
+            services.append(
+                MetricsServer(host: settings.metricsHost, port: settings.metricsPort) { metrics.prometheusText() })
         }
-        logger.info("herald-center starting", metadata: [
-            "name": "\(settings.name)", "group": "\(settings.groupID)", "kafka": "\(kafka.brokers)",
-            "metrics": "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort)/metrics" : "off")"])
-        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        logger.info(
+            "herald-center starting",
+            metadata: [
+                "name": "\(settings.name)", "group": "\(settings.groupID)", "kafka": "\(kafka.brokers)",
+                "metrics":
+                    "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort)/metrics" : "off")",
+            ])
+        let group = ServiceGroup(
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         logger.info("herald-center stopped")
     }

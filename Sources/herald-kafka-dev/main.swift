@@ -27,7 +27,8 @@ do {
     exit(1)
 }
 if settings.port > 0 && herald_dev_bind_rewritten_count() != Int32(settings.brokers) {
-    logger.critical("""
+    logger.critical(
+        """
         the development broker did not get its ports \(settings.port)...\(settings.port + settings.brokers - 1) \
         (\(herald_dev_bind_rewritten_count()) of \(settings.brokers) bound): is another broker running? \
         Stop it or set HERALD_KAFKA_DEV_PORT (0 picks free ports)
@@ -54,7 +55,8 @@ if let file = settings.bootstrapFile {
     try Data((bootstrap + "\n").utf8).write(to: URL(fileURLWithPath: temporary))
     _ = rename(temporary, file)
 }
-logger.info("development broker ready", metadata: ["bootstrap": "\(bootstrap)", "topics": "\(created.joined(separator: ","))"])
+logger.info(
+    "development broker ready", metadata: ["bootstrap": "\(bootstrap)", "topics": "\(created.joined(separator: ","))"])
 print("HERALD_KAFKA_BROKERS=\(bootstrap)")
 fflush(nil)
 

@@ -6,8 +6,8 @@ import HeraldAPNs
 import HeraldCore
 import HeraldKafka
 import HeraldMessaging
-import HeraldRecords
 import HeraldMetrics
+import HeraldRecords
 import HeraldSender
 import HeraldStore
 import Logging
@@ -41,7 +41,8 @@ if let file = settings.trustCertificateFile {
     trusted = []
 }
 let endpoints = SenderEndpoints(
-    production: APNsEndpoint(host: settings.productionHost, port: settings.productionPort, trustedCertificates: trusted),
+    production: APNsEndpoint(
+        host: settings.productionHost, port: settings.productionPort, trustedCertificates: trusted),
     sandbox: APNsEndpoint(host: settings.sandboxHost, port: settings.sandboxPort, trustedCertificates: trusted))
 let clientConfiguration: APNsClientConfiguration = {
     var clientConfiguration = APNsClientConfiguration()
@@ -58,25 +59,35 @@ do {
             repository: CredentialRepository(client: database, logger: logger), cipher: cipher, endpoints: endpoints,
             clientConfiguration: clientConfiguration, logger: logger)
         let consumer = try KafkaConsumer(
-            configuration: configuration.kafka.consumerConfiguration(groupID: settings.groupID, topics: [settings.jobsTopic], clientID: "sender"),
+            configuration: configuration.kafka.consumerConfiguration(
+                groupID: settings.groupID, topics: [settings.jobsTopic], clientID: "sender"),
             logger: logger)
-        let producer = try KafkaProducer(configuration: configuration.kafka.producerConfiguration(clientID: "sender"), logger: logger)
+        let producer = try KafkaProducer(
+            configuration: configuration.kafka.producerConfiguration(clientID: "sender"), logger: logger)
         let worker = SenderWorker(
             consumer: consumer, producer: producer, credentials: credentials,
-            gate: StoredBatchGate(pushes: PushRepository(client: database, logger: logger),
-                                  takeoverAfter: configuration.sender.batchTakeover, logger: logger),
-            sender: JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: settings.maxAttempts, backoff: settings.retryBackoff)),
+            gate: StoredBatchGate(
+                pushes: PushRepository(client: database, logger: logger),
+                takeoverAfter: configuration.sender.batchTakeover, logger: logger),
+            sender: JobBatchSender(
+                retryPolicy: RetryPolicy(maxAttempts: settings.maxAttempts, backoff: settings.retryBackoff)),
             maxBatchesInFlight: settings.maxBatchesInFlight, outcomesTopic: settings.outcomesTopic, logger: logger)
         var services: [any Service] = [producer, consumer, credentials, worker]
         if settings.metricsPort > 0 {
-            services.append(MetricsServer(host: settings.metricsHost, port: settings.metricsPort) {
-                worker.metrics.prometheusText(extra: credentials.prometheusText() + worker.lagPrometheusText())
-            })
+            services.append(
+                MetricsServer(host: settings.metricsHost, port: settings.metricsPort) {
+                    worker.metrics.prometheusText(extra: credentials.prometheusText() + worker.lagPrometheusText())
+                })
         }
-        logger.info("herald-sender starting", metadata: [
-            "group": "\(settings.groupID)", "kafka": "\(configuration.kafka.brokers)",
-            "metrics": "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort)/metrics" : "off")"])
-        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        logger.info(
+            "herald-sender starting",
+            metadata: [
+                "group": "\(settings.groupID)", "kafka": "\(configuration.kafka.brokers)",
+                "metrics":
+                    "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort)/metrics" : "off")",
+            ])
+        let group = ServiceGroup(
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         logger.info("herald-sender stopped")
     }

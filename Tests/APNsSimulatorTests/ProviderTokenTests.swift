@@ -74,12 +74,17 @@ struct ProviderTokenTests {
     func otherTeamOnConnection() async throws {
         let otherKey = P256.Signing.PrivateKey()
         let configuration = Fixture.configuration {
-            $0.keys.append(ProviderKey(keyID: "KEY0000002", teamID: "TEAM000002", publicKeyPEM: otherKey.publicKey.pemRepresentation, topics: []))
+            $0.keys.append(
+                ProviderKey(
+                    keyID: "KEY0000002", teamID: "TEAM000002", publicKeyPEM: otherKey.publicKey.pemRepresentation,
+                    topics: []))
             $0.providerTokenUpdateInterval = .zero
         }
         try await withSimulator(configuration) { simulator in
             let connection = try await connect(to: simulator)
-            #expect(try await connection.send(notification(authorization: try providerToken()), timeout: .seconds(5)).status == 200)
+            #expect(
+                try await connection.send(notification(authorization: try providerToken()), timeout: .seconds(5)).status
+                    == 200)
             let foreign = try providerToken(key: otherKey, keyID: "KEY0000002", teamID: "TEAM000002")
             let response = try await connection.send(notification(authorization: foreign), timeout: .seconds(5))
             #expect(response.status == 403)
@@ -94,8 +99,13 @@ struct ProviderTokenTests {
             let key = P256.Signing.PrivateKey()
             let token = try providerToken(key: key, keyID: "LATEKEY001")
             let connection = try await connect(to: simulator)
-            #expect(try await connection.send(notification(authorization: token), timeout: .seconds(5)).reason == "InvalidProviderToken")
-            try simulator.keys.register(ProviderKey(keyID: "LATEKEY001", teamID: Fixture.teamID, publicKeyPEM: key.publicKey.pemRepresentation, topics: [Fixture.topic]))
+            #expect(
+                try await connection.send(notification(authorization: token), timeout: .seconds(5)).reason
+                    == "InvalidProviderToken")
+            try simulator.keys.register(
+                ProviderKey(
+                    keyID: "LATEKEY001", teamID: Fixture.teamID, publicKeyPEM: key.publicKey.pemRepresentation,
+                    topics: [Fixture.topic]))
             let fresh = try await connect(to: simulator)
             #expect(try await fresh.send(notification(authorization: token), timeout: .seconds(5)).status == 200)
             await connection.close()

@@ -1,7 +1,8 @@
-@testable import APNsSimulator
-import HeraldHTTP2
 import HeraldAPNs
+import HeraldHTTP2
 import Testing
+
+@testable import APNsSimulator
 
 /// Apple's request rules and the header container, without sockets.
 @Suite("APNs request rules (pure)")
@@ -13,7 +14,8 @@ struct APNsRequestRulesTests {
     @Test("device tokens: hex of any even length, lower-cased; everything else refused with Apple's reason")
     func deviceTokens() {
         #expect(token("/3/device/AB01cd") == .success("ab01cd"))
-        #expect(token("/3/device/" + String(repeating: "f", count: 200)) == .success(String(repeating: "f", count: 200)))
+        #expect(
+            token("/3/device/" + String(repeating: "f", count: 200)) == .success(String(repeating: "f", count: 200)))
         #expect(token("/3/device/") == .failure(.missingDeviceToken))
         #expect(token("/3/device/abc") == .failure(.badDeviceToken))
         #expect(token("/3/device/zz") == .failure(.badDeviceToken))
@@ -41,7 +43,8 @@ struct APNsRequestRulesTests {
         for (pushType, topic, appTopic) in cases {
             let result = APNsRequestRules.pushType(pushType, topic: topic)
             switch (result, appTopic) {
-            case (.success(let value), let expected?): #expect(String(value.appTopic) == expected, "\(pushType ?? "-") \(topic)")
+            case (.success(let value), let expected?):
+                #expect(String(value.appTopic) == expected, "\(pushType ?? "-") \(topic)")
             case (.failure(let reason), nil): #expect(reason == .invalidPushType)
             default: Issue.record("\(pushType ?? "-") \(topic): got \(result)")
             }
@@ -74,7 +77,9 @@ struct APNsRequestRulesTests {
         for id in ids.prefix(20) {
             #expect(APNsRequestRules.isUUID(id))
             #expect(Array(id.utf8)[14] == UInt8(ascii: "4"))
-            #expect([UInt8(ascii: "8"), UInt8(ascii: "9"), UInt8(ascii: "A"), UInt8(ascii: "B")].contains(Array(id.utf8)[19]))
+            #expect(
+                [UInt8(ascii: "8"), UInt8(ascii: "9"), UInt8(ascii: "A"), UInt8(ascii: "B")].contains(
+                    Array(id.utf8)[19]))
         }
     }
 

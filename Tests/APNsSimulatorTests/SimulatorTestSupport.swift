@@ -22,12 +22,17 @@ enum Fixture {
     static let signingKey = P256.Signing.PrivateKey()
     static let group = MultiThreadedEventLoopGroup.singleton
 
-    static func configuration(_ adjust: (inout APNsSimulatorConfiguration) -> Void = { _ in }) -> APNsSimulatorConfiguration {
+    static func configuration(_ adjust: (inout APNsSimulatorConfiguration) -> Void = { _ in })
+        -> APNsSimulatorConfiguration
+    {
         var configuration = APNsSimulatorConfiguration()
         configuration.port = 0
         configuration.adminPort = nil
         configuration.threads = 1
-        configuration.keys = [ProviderKey(keyID: keyID, teamID: teamID, publicKeyPEM: signingKey.publicKey.pemRepresentation, topics: [topic])]
+        configuration.keys = [
+            ProviderKey(
+                keyID: keyID, teamID: teamID, publicKeyPEM: signingKey.publicKey.pemRepresentation, topics: [topic])
+        ]
         configuration.devices = [
             SimulatedDevice(token: deliverable, topic: topic),
             SimulatedDevice(token: deliverableLong, topic: topic),
@@ -55,8 +60,11 @@ func withSimulator(
 }
 
 /// Opens an HTTP/2 connection to `simulator` over TLS, trusting its certificate.
-func connect(to simulator: APNsSimulator, clientCertificate: (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey)? = nil) async throws -> HTTP2ClientConnection {
-    let tls = HTTP2TLS.clientConfiguration(trustedCertificates: simulator.identity.certificateChain, clientCertificate: clientCertificate)
+func connect(to simulator: APNsSimulator, clientCertificate: (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey)? = nil)
+    async throws -> HTTP2ClientConnection
+{
+    let tls = HTTP2TLS.clientConfiguration(
+        trustedCertificates: simulator.identity.certificateChain, clientCertificate: clientCertificate)
     return try await HTTP2ClientConnection.connect(
         host: "localhost", port: simulator.port, tls: try NIOSSLContext(configuration: tls), group: Fixture.group)
 }
@@ -86,21 +94,23 @@ func notification(
     if let authorization { headers.append(HTTP2HeaderField("authorization", "bearer \(authorization)")) }
     if let topic { headers.append(HTTP2HeaderField("apns-topic", topic)) }
     headers += extra
-    return HTTP2Request(method: method, path: path ?? "/3/device/\(token)", authority: "localhost",
-                        headers: headers, body: payload.isEmpty ? nil : ByteBuffer(string: payload))
+    return HTTP2Request(
+        method: method, path: path ?? "/3/device/\(token)", authority: "localhost",
+        headers: headers, body: payload.isEmpty ? nil : ByteBuffer(string: payload))
 }
 
 extension HTTP2Response {
     /// The `reason` of Apple's JSON error body, or nil.
     var reason: String? {
         guard body.readableBytes > 0,
-              let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+            let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
         else { return nil }
         return object["reason"] as? String
     }
 
     var timestamp: Int64? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] else { return nil }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+        else { return nil }
         return (object["timestamp"] as? NSNumber)?.int64Value
     }
 }

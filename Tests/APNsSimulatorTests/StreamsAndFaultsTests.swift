@@ -16,7 +16,9 @@ struct StreamsAndFaultsTests {
             let refused = try await connection.send(notification(authorization: nil), timeout: .seconds(5))
             #expect(refused.status == 403)
             #expect(connection.maxConcurrentStreams == 1)
-            #expect(try await connection.send(notification(authorization: try providerToken()), timeout: .seconds(5)).status == 200)
+            #expect(
+                try await connection.send(notification(authorization: try providerToken()), timeout: .seconds(5)).status
+                    == 200)
             #expect(await eventually { connection.maxConcurrentStreams == 250 })
             await connection.close()
         }
@@ -30,13 +32,17 @@ struct StreamsAndFaultsTests {
             for _ in 0..<4 { connections.append(try await connect(to: simulator)) }
             // The first request on each connection authenticates it (the limit starts at 1).
             for connection in connections {
-                #expect(try await connection.send(notification(authorization: token), timeout: .seconds(5)).status == 200)
+                #expect(
+                    try await connection.send(notification(authorization: token), timeout: .seconds(5)).status == 200)
             }
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<2000 {
                     let connection = connections[index % 4]
                     let device = index % 10 == 0 ? Fixture.unregistered : Fixture.deliverable
-                    group.addTask { try await connection.send(notification(to: device, authorization: token), timeout: .seconds(20)).status }
+                    group.addTask {
+                        try await connection.send(notification(to: device, authorization: token), timeout: .seconds(20))
+                            .status
+                    }
                 }
                 return try await group.reduce(into: [Int: Int]()) { $0[$1, default: 0] += 1 }
             }
@@ -85,14 +91,19 @@ struct StreamsAndFaultsTests {
             let results = await withTaskGroup(of: Result<Int, HTTP2Error>.self) { group in
                 for _ in 0..<20 {
                     group.addTask {
-                        do { return .success(try await connection.send(notification(authorization: token), timeout: .seconds(10)).status) }
-                        catch { return .failure(error as! HTTP2Error) }
+                        do {
+                            return .success(
+                                try await connection.send(notification(authorization: token), timeout: .seconds(10))
+                                    .status)
+                        } catch { return .failure(error as! HTTP2Error) }
                     }
                 }
                 return await group.reduce(into: [Result<Int, HTTP2Error>]()) { $0.append($1) }
             }
             let answered = results.filter { if case .success(200) = $0 { true } else { false } }.count
-            let unprocessed = results.filter { if case .failure(let error) = $0 { error.requestWasNotProcessed } else { false } }.count
+            let unprocessed = results.filter {
+                if case .failure(let error) = $0 { error.requestWasNotProcessed } else { false }
+            }.count
             #expect(answered == 4)  // 5 in all on this connection, the first above
             #expect(unprocessed == 16)
             // GOAWAY follows the answer on stream 9, so it may arrive just after the refusals.
@@ -108,9 +119,11 @@ struct StreamsAndFaultsTests {
             let connection = try await connect(to: simulator)
             let token = try providerToken()
             #expect(try await connection.send(notification(authorization: token), timeout: .seconds(5)).status == 200)
-            for (fraction, status, reason) in [(\APNsFaults.tooManyRequests, 429, "TooManyRequests"),
-                                               (\APNsFaults.internalServerError, 500, "InternalServerError"),
-                                               (\APNsFaults.serviceUnavailable, 503, "ServiceUnavailable")] {
+            for (fraction, status, reason) in [
+                (\APNsFaults.tooManyRequests, 429, "TooManyRequests"),
+                (\APNsFaults.internalServerError, 500, "InternalServerError"),
+                (\APNsFaults.serviceUnavailable, 503, "ServiceUnavailable"),
+            ] {
                 var faults = APNsFaults()
                 faults[keyPath: fraction] = 1
                 simulator.faults = faults
@@ -122,7 +135,8 @@ struct StreamsAndFaultsTests {
             half.serviceUnavailable = 0.5
             simulator.faults = half
             var unavailable = 0
-            for _ in 0..<400 where try await connection.send(notification(authorization: token), timeout: .seconds(5)).status == 503 {
+            for _ in 0..<400
+            where try await connection.send(notification(authorization: token), timeout: .seconds(5)).status == 503 {
                 unavailable += 1
             }
             #expect((120...280).contains(unavailable))
@@ -168,7 +182,9 @@ struct StreamsAndFaultsTests {
             let connection = try await connect(to: simulator)
             let clock = ContinuousClock()
             let start = clock.now
-            #expect(try await connection.send(notification(authorization: try providerToken()), timeout: .seconds(5)).status == 200)
+            #expect(
+                try await connection.send(notification(authorization: try providerToken()), timeout: .seconds(5)).status
+                    == 200)
             #expect(clock.now - start >= .milliseconds(150))
             await connection.close()
         }
@@ -179,7 +195,9 @@ struct StreamsAndFaultsTests {
         var faults = APNsFaults()
         faults.serviceUnavailable = 1.5
         #expect(throws: APNsSimulatorError.self) { try faults.validate() }
-        #expect(throws: (any Error).self) { try JSONDecoder().decode(APNsFaults.self, from: Data(#"{"goAwayAfterRequests":0}"#.utf8)) }
+        #expect(throws: (any Error).self) {
+            try JSONDecoder().decode(APNsFaults.self, from: Data(#"{"goAwayAfterRequests":0}"#.utf8))
+        }
         let decoded = try JSONDecoder().decode(APNsFaults.self, from: Data(#"{"tooManyRequests":0.25}"#.utf8))
         #expect(decoded.tooManyRequests == 0.25)
         #expect(decoded.shutdown == false)

@@ -16,10 +16,12 @@ public func withAPNsClient(
     var clientConfiguration = APNsClientConfiguration()
     clientConfiguration.connectionSpacing = .milliseconds(10)
     adjust(&clientConfiguration)
-    let endpoint = APNsEndpoint(host: "localhost", port: simulator.port, trustedCertificates: simulator.identity.certificateChain)
+    let endpoint = APNsEndpoint(
+        host: "localhost", port: simulator.port, trustedCertificates: simulator.identity.certificateChain)
     let client: APNsClient
     do {
-        client = try APNsClient(endpoint: endpoint, credential: credential, configuration: clientConfiguration, clock: clock)
+        client = try APNsClient(
+            endpoint: endpoint, credential: credential, configuration: clientConfiguration, clock: clock)
     } catch {
         await simulator.shutdown()
         throw error

@@ -2,7 +2,6 @@ import AsyncHTTPClient
 import Crypto
 import Foundation
 import HTTPTypes
-@testable import HeraldAPI
 import HeraldCore
 import HeraldStore
 import Hummingbird
@@ -10,6 +9,8 @@ import HummingbirdTesting
 import Logging
 import PostgresNIO
 import Testing
+
+@testable import HeraldAPI
 
 /// A live herald-api (real HTTP on a free port) on the test PostgreSQL server, and helpers to
 /// call it as an app back-end or the admin would.
@@ -42,8 +43,10 @@ struct APITest: Sendable {
     }
 
     @discardableResult
-    func call(_ method: HTTPRequest.Method, _ path: String, key: String?, json: String? = nil, body: String? = nil,
-              contentType: String? = nil, headers extra: HTTPFields = [:]) async throws -> Answer {
+    func call(
+        _ method: HTTPRequest.Method, _ path: String, key: String?, json: String? = nil, body: String? = nil,
+        contentType: String? = nil, headers extra: HTTPFields = [:]
+    ) async throws -> Answer {
         var headers = extra
         if let key { headers[.authorization] = "Bearer \(key)" }
         var buffer: ByteBuffer?
@@ -60,7 +63,9 @@ struct APITest: Sendable {
 
     /// A request that may outlast the test client's fixed 20 s deadline (a 100,000-line import on
     /// a loaded machine), sent to the same live server with AsyncHTTPClient and five minutes.
-    func callUnhurried(_ method: HTTPRequest.Method, _ path: String, key: String, body: String, contentType: String) async throws -> Answer {
+    func callUnhurried(_ method: HTTPRequest.Method, _ path: String, key: String, body: String, contentType: String)
+        async throws -> Answer
+    {
         guard let port = client.port else { throw HTTPClientError.invalidURL }
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         request.method = .init(rawValue: method.rawValue)
@@ -70,28 +75,35 @@ struct APITest: Sendable {
         let response = try await HTTPClient.shared.execute(request, timeout: .minutes(5))
         let text = String(buffer: try await response.body.collect(upTo: 16 << 20))
         var headers = HTTPFields()
-        for header in response.headers { if let name = HTTPField.Name(header.name) { headers.append(HTTPField(name: name, value: header.value)) } }
+        for header in response.headers {
+            if let name = HTTPField.Name(header.name) { headers.append(HTTPField(name: name, value: header.value)) }
+        }
         return Answer(status: HTTPResponse.Status(code: Int(response.status.code)), headers: headers, text: text)
     }
 
     func createApp(name: String = "test app") async throws -> CreatedApp {
         let bundleID = "com.herald.test.\(UUID().uuidString.prefix(8).lowercased())"
-        let answer = try await call(.post, "/v1/apps", key: Self.adminToken, json: #"{"name":"\#(name)","bundle_id":"\#(bundleID)"}"#)
+        let answer = try await call(
+            .post, "/v1/apps", key: Self.adminToken, json: #"{"name":"\#(name)","bundle_id":"\#(bundleID)"}"#)
         #expect(answer.status == .created, "\(answer.text)")
         let app = answer["app"] as? [String: Any]
         let server = answer["server_key"] as? [String: Any]
         let client = answer["client_key"] as? [String: Any]
-        return CreatedApp(id: app?["id"] as? String ?? "", bundleID: bundleID, serverKey: server?["key"] as? String ?? "",
-                          serverKeyID: server?["id"] as? String ?? "", clientKey: client?["key"] as? String ?? "")
+        return CreatedApp(
+            id: app?["id"] as? String ?? "", bundleID: bundleID, serverKey: server?["key"] as? String ?? "",
+            serverKeyID: server?["id"] as? String ?? "", clientKey: client?["key"] as? String ?? "")
     }
 
     /// Registers a device; returns its registration id.
-    func register(_ app: CreatedApp, token: String = APITest.randomToken(), environment: String = "production",
-                  alias: String? = nil, tags: [String] = []) async throws -> Int64 {
+    func register(
+        _ app: CreatedApp, token: String = APITest.randomToken(), environment: String = "production",
+        alias: String? = nil, tags: [String] = []
+    ) async throws -> Int64 {
         var fields = [#""token":"\#(token)""#, #""environment":"\#(environment)""#]
         if let alias { fields.append(#""alias":"\#(alias)""#) }
         if !tags.isEmpty { fields.append(#""tags":[\#(tags.map { "\"\($0)\"" }.joined(separator: ","))]"#) }
-        let answer = try await call(.post, "/v1/devices", key: app.serverKey, json: "{\(fields.joined(separator: ","))}")
+        let answer = try await call(
+            .post, "/v1/devices", key: app.serverKey, json: "{\(fields.joined(separator: ","))}")
         #expect(answer.status == .created || answer.status == .ok, "\(answer.text)")
         return (answer["registration_id"] as? NSNumber)?.int64Value ?? -1
     }
@@ -102,8 +114,10 @@ struct APITest: Sendable {
 }
 
 /// Runs `body` against a live herald-api backed by the test database.
-func withAPI(rateLimitPerSecond: Int = 100_000, burst: Int = 100_000,
-             _ body: @Sendable (APITest) async throws -> Void) async throws {
+func withAPI(
+    rateLimitPerSecond: Int = 100_000, burst: Int = 100_000,
+    _ body: @Sendable (APITest) async throws -> Void
+) async throws {
     let configuration = try await HeraldConfiguration.load()
     let logger = Logger(label: "test.api")
     try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in

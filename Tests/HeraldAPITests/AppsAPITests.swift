@@ -1,12 +1,13 @@
 import Crypto
 import Foundation
 import HTTPTypes
-@testable import HeraldAPI
 import HeraldCore
 import HeraldStore
 import Logging
 import PostgresNIO
 import Testing
+
+@testable import HeraldAPI
 
 @Suite("Open API: apps, keys and credentials")
 struct AppsAPITests {
@@ -16,10 +17,13 @@ struct AppsAPITests {
             #expect(app.serverKey.hasPrefix("hs_") && app.clientKey.hasPrefix("hc_"))
 
             let fetched = try await api.call(.get, "/v1/apps/\(app.id)", key: APITest.adminToken)
-            #expect(fetched.status == .ok && fetched["name"] as? String == "Lifecycle" && fetched["bundle_id"] as? String == app.bundleID)
+            #expect(
+                fetched.status == .ok && fetched["name"] as? String == "Lifecycle"
+                    && fetched["bundle_id"] as? String == app.bundleID)
             #expect(fetched.text.contains("hs_") == false, "a key never comes back after creation")
 
-            let renamed = try await api.call(.patch, "/v1/apps/\(app.id)", key: APITest.adminToken, json: #"{"name":"Renamed"}"#)
+            let renamed = try await api.call(
+                .patch, "/v1/apps/\(app.id)", key: APITest.adminToken, json: #"{"name":"Renamed"}"#)
             #expect(renamed.status == .ok && renamed["name"] as? String == "Renamed")
 
             // App keys cannot manage apps; no key or a wrong one is 401.
@@ -35,7 +39,8 @@ struct AppsAPITests {
             var cursor: String?
             var seen: [String] = []
             repeat {
-                let page = try await api.call(.get, "/v1/apps?limit=2" + (cursor.map { "&cursor=\($0)" } ?? ""), key: APITest.adminToken)
+                let page = try await api.call(
+                    .get, "/v1/apps?limit=2" + (cursor.map { "&cursor=\($0)" } ?? ""), key: APITest.adminToken)
                 #expect(page.status == .ok)
                 let apps = page["apps"] as? [[String: Any]] ?? []
                 #expect(apps.count <= 2)
@@ -47,7 +52,9 @@ struct AppsAPITests {
             #expect(try await api.call(.delete, "/v1/apps/\(app.id)", key: APITest.adminToken).status == .noContent)
             let gone = try await api.call(.get, "/v1/apps/\(app.id)", key: APITest.adminToken)
             #expect(gone.status == .notFound && gone.errorCode == "not_found")
-            #expect(try await api.call(.get, "/v1/pushes", key: app.serverKey).status == .unauthorized, "its keys died with it")
+            #expect(
+                try await api.call(.get, "/v1/pushes", key: app.serverKey).status == .unauthorized,
+                "its keys died with it")
         }
     }
 
@@ -55,22 +62,28 @@ struct AppsAPITests {
         try await withAPI { api in
             let malformed = try await api.call(.post, "/v1/apps", key: APITest.adminToken, json: #"{"name": "x", "#)
             #expect(malformed.status == .badRequest && malformed.errorCode == "invalid_json")
-            let unknown = try await api.call(.post, "/v1/apps", key: APITest.adminToken, json: #"{"name":"x","bundle_id":"a.b","colour":"red"}"#)
-            #expect(unknown.status == .badRequest && unknown.errorCode == "unknown_field" && unknown.errorField == "colour")
-            let wrongType = try await api.call(.post, "/v1/apps", key: APITest.adminToken, json: #"{"name":5,"bundle_id":"a.b"}"#)
+            let unknown = try await api.call(
+                .post, "/v1/apps", key: APITest.adminToken, json: #"{"name":"x","bundle_id":"a.b","colour":"red"}"#)
+            #expect(
+                unknown.status == .badRequest && unknown.errorCode == "unknown_field" && unknown.errorField == "colour")
+            let wrongType = try await api.call(
+                .post, "/v1/apps", key: APITest.adminToken, json: #"{"name":5,"bundle_id":"a.b"}"#)
             #expect(wrongType.status == .badRequest && wrongType.errorField == "name")
             let missing = try await api.call(.post, "/v1/apps", key: APITest.adminToken, json: #"{"name":"x"}"#)
             #expect(missing.status == .badRequest && missing.errorCode == "missing_field")
-            let badBundle = try await api.call(.post, "/v1/apps", key: APITest.adminToken, json: #"{"name":"x","bundle_id":"no spaces allowed"}"#)
+            let badBundle = try await api.call(
+                .post, "/v1/apps", key: APITest.adminToken, json: #"{"name":"x","bundle_id":"no spaces allowed"}"#)
             #expect(badBundle.status == .unprocessableContent && badBundle.errorField == "bundle_id")
             let badID = try await api.call(.get, "/v1/apps/not-a-uuid", key: APITest.adminToken)
             #expect(badID.status == .badRequest && badID.errorField == "appId")
             let noRoute = try await api.call(.get, "/v1/nowhere", key: APITest.adminToken)
             #expect(noRoute.status == .notFound && noRoute.errorCode == "no_such_route")
-            let text = try await api.call(.post, "/v1/apps", key: APITest.adminToken, body: "name=x", contentType: "text/plain")
+            let text = try await api.call(
+                .post, "/v1/apps", key: APITest.adminToken, body: "name=x", contentType: "text/plain")
             #expect(text.status == .unsupportedMediaType && text.errorCode == "unsupported_media_type")
             let huge = String(repeating: "a", count: 2 << 20)
-            let tooLarge = try await api.call(.post, "/v1/apps", key: APITest.adminToken, json: #"{"name":"\#(huge)","bundle_id":"a.b"}"#)
+            let tooLarge = try await api.call(
+                .post, "/v1/apps", key: APITest.adminToken, json: #"{"name":"\#(huge)","bundle_id":"a.b"}"#)
             #expect(tooLarge.status == .contentTooLarge && tooLarge.errorCode == "body_too_large")
             for answer in [malformed, unknown, wrongType, missing, badBundle, badID, noRoute, text, tooLarge] {
                 #expect(answer.headers[.contentType]?.hasPrefix("application/json") == true)
@@ -82,15 +95,17 @@ struct AppsAPITests {
         try await withAPI { api in
             let app = try await api.createApp()
             // A client key registers devices, and may do nothing else.
-            let device = try await api.call(.post, "/v1/devices", key: app.clientKey,
-                                            json: #"{"token":"\#(APITest.randomToken())","environment":"sandbox"}"#)
+            let device = try await api.call(
+                .post, "/v1/devices", key: app.clientKey,
+                json: #"{"token":"\#(APITest.randomToken())","environment":"sandbox"}"#)
             #expect(device.status == .created)
             let refused = try await api.call(.get, "/v1/pushes", key: app.clientKey)
             #expect(refused.status == .forbidden && refused.errorCode == "client_key_not_allowed")
 
             // Rotation with a grace period: both keys work until it ends.
-            let rotated = try await api.call(.post, "/v1/apps/\(app.id)/keys/\(app.serverKeyID)/rotate", key: APITest.adminToken,
-                                             json: #"{"grace_seconds":3600}"#)
+            let rotated = try await api.call(
+                .post, "/v1/apps/\(app.id)/keys/\(app.serverKeyID)/rotate", key: APITest.adminToken,
+                json: #"{"grace_seconds":3600}"#)
             #expect(rotated.status == .created)
             let newKey = rotated["key"] as? String ?? ""
             let newKeyID = rotated["id"] as? String ?? ""
@@ -107,15 +122,21 @@ struct AppsAPITests {
 
             // Revocation; the key list shows prefixes and revocation times, never keys.
             let newestID = again["id"] as? String ?? ""
-            #expect(try await api.call(.delete, "/v1/apps/\(app.id)/keys/\(newestID)", key: APITest.adminToken).status == .noContent)
+            #expect(
+                try await api.call(.delete, "/v1/apps/\(app.id)/keys/\(newestID)", key: APITest.adminToken).status
+                    == .noContent)
             #expect(try await api.call(.get, "/v1/pushes", key: newest).status == .unauthorized)
-            #expect(try await api.call(.delete, "/v1/apps/\(app.id)/keys/\(newestID)", key: APITest.adminToken).status == .notFound)
+            #expect(
+                try await api.call(.delete, "/v1/apps/\(app.id)/keys/\(newestID)", key: APITest.adminToken).status
+                    == .notFound)
             let listed = try await api.call(.get, "/v1/apps/\(app.id)/keys", key: APITest.adminToken)
             let keys = listed["keys"] as? [[String: Any]] ?? []
             #expect(keys.count == 4 && !listed.text.contains(newest) && !listed.text.contains(app.serverKey))
 
             // Keys are stored as hashes only.
-            let rows = try await api.database.query("SELECT count(*) FROM api_keys WHERE key_prefix = \(String(newest.prefix(8))) AND key_hash = \(ByteBuffer(bytes: SecretHasher.hash(newest)))", logger: api.logger)
+            let rows = try await api.database.query(
+                "SELECT count(*) FROM api_keys WHERE key_prefix = \(String(newest.prefix(8))) AND key_hash = \(ByteBuffer(bytes: SecretHasher.hash(newest)))",
+                logger: api.logger)
             for try await count in rows.decode(Int64.self) { #expect(count == 1) }
         }
     }
@@ -125,8 +146,9 @@ struct AppsAPITests {
             let app = try await api.createApp()
             let key = P256.Signing.PrivateKey()
             let pem = key.pemRepresentation.replacingOccurrences(of: "\n", with: "\\n")
-            let stored = try await api.call(.put, "/v1/apps/\(app.id)/credentials/production", key: APITest.adminToken,
-                                            json: #"{"kind":"token","key_id":"ABCDE12345","team_id":"TEAM123456","private_key":"\#(pem)"}"#)
+            let stored = try await api.call(
+                .put, "/v1/apps/\(app.id)/credentials/production", key: APITest.adminToken,
+                json: #"{"kind":"token","key_id":"ABCDE12345","team_id":"TEAM123456","private_key":"\#(pem)"}"#)
             #expect(stored.status == .ok, "\(stored.text)")
             #expect(stored["kind"] as? String == "token" && stored["key_id"] as? String == "ABCDE12345")
             #expect(!stored.text.contains("PRIVATE KEY"))
@@ -135,24 +157,32 @@ struct AppsAPITests {
             #expect((listed["credentials"] as? [[String: Any]])?.count == 1 && !listed.text.contains("PRIVATE"))
 
             // At rest the key is sealed; it opens with the master key into the .p8 text.
-            let records = try await CredentialRepository(client: api.database, logger: api.logger).credentials(appID: UUID(uuidString: app.id)!)
+            let records = try await CredentialRepository(client: api.database, logger: api.logger).credentials(
+                appID: UUID(uuidString: app.id)!)
             #expect(records.count == 1)
             #expect(!String(decoding: records[0].sealedSecret, as: UTF8.self).contains("PRIVATE KEY"))
             let opened = try records[0].openSecret(with: CredentialCipher(masterKeyBase64: api.masterKey))
             #expect(String(decoding: opened, as: UTF8.self) == key.pemRepresentation)
 
-            let notAKey = try await api.call(.put, "/v1/apps/\(app.id)/credentials/sandbox", key: APITest.adminToken,
-                                             json: #"{"kind":"token","key_id":"ABCDE12345","team_id":"TEAM123456","private_key":"nope"}"#)
+            let notAKey = try await api.call(
+                .put, "/v1/apps/\(app.id)/credentials/sandbox", key: APITest.adminToken,
+                json: #"{"kind":"token","key_id":"ABCDE12345","team_id":"TEAM123456","private_key":"nope"}"#)
             #expect(notAKey.status == .unprocessableContent && notAKey.errorField == "private_key")
-            let shortID = try await api.call(.put, "/v1/apps/\(app.id)/credentials/sandbox", key: APITest.adminToken,
-                                             json: #"{"kind":"token","key_id":"ABC","team_id":"TEAM123456","private_key":"\#(pem)"}"#)
+            let shortID = try await api.call(
+                .put, "/v1/apps/\(app.id)/credentials/sandbox", key: APITest.adminToken,
+                json: #"{"kind":"token","key_id":"ABC","team_id":"TEAM123456","private_key":"\#(pem)"}"#)
             #expect(shortID.status == .unprocessableContent && shortID.errorField == "key_id")
-            let badEnvironment = try await api.call(.put, "/v1/apps/\(app.id)/credentials/staging", key: APITest.adminToken,
-                                                    json: #"{"kind":"token"}"#)
+            let badEnvironment = try await api.call(
+                .put, "/v1/apps/\(app.id)/credentials/staging", key: APITest.adminToken,
+                json: #"{"kind":"token"}"#)
             #expect(badEnvironment.status == .badRequest)
 
-            #expect(try await api.call(.delete, "/v1/apps/\(app.id)/credentials/production", key: APITest.adminToken).status == .noContent)
-            #expect(try await api.call(.delete, "/v1/apps/\(app.id)/credentials/production", key: APITest.adminToken).status == .notFound)
+            #expect(
+                try await api.call(.delete, "/v1/apps/\(app.id)/credentials/production", key: APITest.adminToken).status
+                    == .noContent)
+            #expect(
+                try await api.call(.delete, "/v1/apps/\(app.id)/credentials/production", key: APITest.adminToken).status
+                    == .notFound)
         }
     }
 }
@@ -162,11 +192,13 @@ struct StoredValueTests {
     @Test func nulCharactersAreABadRequestNotAServerError() async throws {
         try await withAPI { api in
             let app = try await api.createApp()
-            let answer = try await api.call(.post, "/v1/apps/\(app.id)/keys", key: APITest.adminToken,
-                                            json: #"{"kind":"client","name":"a\u0000b"}"#)
+            let answer = try await api.call(
+                .post, "/v1/apps/\(app.id)/keys", key: APITest.adminToken,
+                json: #"{"kind":"client","name":"a\u0000b"}"#)
             #expect(answer.status == .badRequest && answer.errorCode == "invalid_text", "\(answer.text)")
-            let device = try await api.call(.post, "/v1/devices", key: app.serverKey,
-                                            json: #"{"token":"\#(APITest.randomToken())","environment":"production","locale":"x\u0000"}"#)
+            let device = try await api.call(
+                .post, "/v1/devices", key: app.serverKey,
+                json: #"{"token":"\#(APITest.randomToken())","environment":"production","locale":"x\u0000"}"#)
             #expect(device.status == .badRequest && device.errorCode == "invalid_text", "\(device.text)")
         }
     }
@@ -194,7 +226,8 @@ struct DatabaseOutageTests {
                 #expect(try await api.call(.get, "/healthz", key: nil).status == .ok, "alive, just not ready")
                 let ready = try await api.call(.get, "/readyz", key: nil)
                 #expect(ready.status == .serviceUnavailable && ready.errorCode == "database_unavailable")
-                let create = try await api.call(.post, "/v1/apps", key: APITest.adminToken, json: #"{"name":"x","bundle_id":"a.b"}"#)
+                let create = try await api.call(
+                    .post, "/v1/apps", key: APITest.adminToken, json: #"{"name":"x","bundle_id":"a.b"}"#)
                 #expect(create.status == .serviceUnavailable, "\(create.text)")
                 #expect(create.headers[HTTPField.Name("Retry-After")!] == "5")
             }

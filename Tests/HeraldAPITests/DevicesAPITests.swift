@@ -1,10 +1,11 @@
 import Foundation
 import HTTPTypes
-@testable import HeraldAPI
 import HeraldStore
 import PostgresNIO
 import StoreTestSupport
 import Testing
+
+@testable import HeraldAPI
 
 @Suite("Open API: devices")
 struct DevicesAPITests {
@@ -12,31 +13,41 @@ struct DevicesAPITests {
         try await withAPI { api in
             let app = try await api.createApp()
             let token = APITest.randomToken()
-            let first = try await api.call(.post, "/v1/devices", key: app.clientKey,
-                                           json: #"{"token":"\#(token)","environment":"production","alias":"alice","tags":["news"],"locale":"de_DE","time_zone":"Europe/Berlin"}"#)
+            let first = try await api.call(
+                .post, "/v1/devices", key: app.clientKey,
+                json:
+                    #"{"token":"\#(token)","environment":"production","alias":"alice","tags":["news"],"locale":"de_DE","time_zone":"Europe/Berlin"}"#
+            )
             #expect(first.status == .created)
             let id = (first["registration_id"] as? NSNumber)?.int64Value ?? 0
-            #expect(first["topic"] as? String == app.bundleID && first["token_prefix"] as? String == String(token.prefix(8)))
+            #expect(
+                first["topic"] as? String == app.bundleID && first["token_prefix"] as? String == String(token.prefix(8))
+            )
             #expect(!first.text.contains(token), "the whole token is never returned")
 
             // APNs said the token is dead; the phone registers it again: same id, active, tags kept and added.
             try await markInvalid([id], reason: "BadDeviceToken", client: api.database, logger: api.logger)
             let invalid = try await api.call(.get, "/v1/devices/\(id)", key: app.serverKey)
-            #expect(invalid["status"] as? String == "invalid" && invalid["invalid_reason"] as? String == "BadDeviceToken")
-            let again = try await api.call(.post, "/v1/devices", key: app.serverKey,
-                                           json: #"{"token":"\#(token.uppercased())","environment":"sandbox","tags":["sport"]}"#)
+            #expect(
+                invalid["status"] as? String == "invalid" && invalid["invalid_reason"] as? String == "BadDeviceToken")
+            let again = try await api.call(
+                .post, "/v1/devices", key: app.serverKey,
+                json: #"{"token":"\#(token.uppercased())","environment":"sandbox","tags":["sport"]}"#)
             #expect(again.status == .ok)
             #expect((again["registration_id"] as? NSNumber)?.int64Value == id)
             #expect(again["status"] as? String == "active" && again["environment"] as? String == "sandbox")
             #expect(Set(again["tags"] as? [String] ?? []) == ["news", "sport"] && again["alias"] as? String == "alice")
 
-            let badToken = try await api.call(.post, "/v1/devices", key: app.serverKey, json: #"{"token":"xyz","environment":"production"}"#)
+            let badToken = try await api.call(
+                .post, "/v1/devices", key: app.serverKey, json: #"{"token":"xyz","environment":"production"}"#)
             #expect(badToken.status == .unprocessableContent && badToken.errorField == "token")
-            let badZone = try await api.call(.post, "/v1/devices", key: app.serverKey,
-                                             json: #"{"token":"\#(APITest.randomToken())","environment":"production","time_zone":"Mars/Olympus"}"#)
+            let badZone = try await api.call(
+                .post, "/v1/devices", key: app.serverKey,
+                json: #"{"token":"\#(APITest.randomToken())","environment":"production","time_zone":"Mars/Olympus"}"#)
             #expect(badZone.status == .unprocessableContent && badZone.errorField == "time_zone")
-            let badEnvironment = try await api.call(.post, "/v1/devices", key: app.serverKey,
-                                                    json: #"{"token":"\#(APITest.randomToken())","environment":"staging"}"#)
+            let badEnvironment = try await api.call(
+                .post, "/v1/devices", key: app.serverKey,
+                json: #"{"token":"\#(APITest.randomToken())","environment":"staging"}"#)
             #expect(badEnvironment.status == .badRequest)
         }
     }
@@ -49,18 +60,25 @@ struct DevicesAPITests {
             let c = try await api.register(app, tags: ["vip", "beta"])
 
             let byAlias = try await api.call(.get, "/v1/devices?alias=bob", key: app.serverKey)
-            #expect(Set((byAlias["devices"] as? [[String: Any]] ?? []).compactMap { ($0["registration_id"] as? NSNumber)?.int64Value }) == [a, b])
+            #expect(
+                Set(
+                    (byAlias["devices"] as? [[String: Any]] ?? []).compactMap {
+                        ($0["registration_id"] as? NSNumber)?.int64Value
+                    }) == [a, b])
             let byTag = try await api.call(.get, "/v1/devices?tag=vip&limit=1", key: app.serverKey)
             #expect((byTag["devices"] as? [[String: Any]])?.count == 1)
             let cursor = (byTag["next_cursor"] as? NSNumber)?.int64Value ?? 0
             let nextPage = try await api.call(.get, "/v1/devices?tag=vip&limit=1&cursor=\(cursor)", key: app.serverKey)
-            #expect(((nextPage["devices"] as? [[String: Any]])?.first?["registration_id"] as? NSNumber)?.int64Value == c)
+            #expect(
+                ((nextPage["devices"] as? [[String: Any]])?.first?["registration_id"] as? NSNumber)?.int64Value == c)
 
-            let changed = try await api.call(.patch, "/v1/devices/\(a)", key: app.clientKey,
-                                             json: #"{"alias":"","add_tags":["gold"],"remove_tags":["vip"]}"#)
+            let changed = try await api.call(
+                .patch, "/v1/devices/\(a)", key: app.clientKey,
+                json: #"{"alias":"","add_tags":["gold"],"remove_tags":["vip"]}"#)
             #expect(changed.status == .ok && changed["alias"] == nil && changed["tags"] as? [String] == ["gold"])
-            let tooMany = try await api.call(.patch, "/v1/devices/\(a)", key: app.serverKey,
-                                             json: #"{"add_tags":[\#((0..<100).map { "\"t\($0)\"" }.joined(separator: ","))]}"#)
+            let tooMany = try await api.call(
+                .patch, "/v1/devices/\(a)", key: app.serverKey,
+                json: #"{"add_tags":[\#((0..<100).map { "\"t\($0)\"" }.joined(separator: ","))]}"#)
             #expect(tooMany.status == .unprocessableContent && tooMany.errorField == "tags", "101 tags is one too many")
 
             #expect(try await api.call(.delete, "/v1/devices/\(b)", key: app.clientKey).status == .forbidden)
@@ -74,13 +92,20 @@ struct DevicesAPITests {
             let mine = try await api.createApp()
             let theirs = try await api.createApp()
             let device = try await api.register(mine, alias: "carol", tags: ["private"])
-            for (method, json) in [(HTTPRequest.Method.get, nil), (.patch, #"{"alias":"mallory"}"#), (.delete, nil)] as [(HTTPRequest.Method, String?)] {
+            for (method, json) in [(HTTPRequest.Method.get, nil), (.patch, #"{"alias":"mallory"}"#), (.delete, nil)]
+                as [(HTTPRequest.Method, String?)]
+            {
                 let answer = try await api.call(method, "/v1/devices/\(device)", key: theirs.serverKey, json: json)
                 #expect(answer.status == .notFound, "\(method) of another app's device")
             }
-            #expect((try await api.call(.get, "/v1/devices?alias=carol", key: theirs.serverKey)["devices"] as? [Any])?.isEmpty == true)
-            #expect((try await api.call(.get, "/v1/devices?tag=private", key: theirs.serverKey)["devices"] as? [Any])?.isEmpty == true)
-            #expect((try await api.call(.get, "/v1/devices", key: theirs.serverKey)["devices"] as? [Any])?.isEmpty == true)
+            #expect(
+                (try await api.call(.get, "/v1/devices?alias=carol", key: theirs.serverKey)["devices"] as? [Any])?
+                    .isEmpty == true)
+            #expect(
+                (try await api.call(.get, "/v1/devices?tag=private", key: theirs.serverKey)["devices"] as? [Any])?
+                    .isEmpty == true)
+            #expect(
+                (try await api.call(.get, "/v1/devices", key: theirs.serverKey)["devices"] as? [Any])?.isEmpty == true)
             // The same token registered by another app is another device.
             let mineStill = try await api.call(.get, "/v1/devices/\(device)", key: mine.serverKey)
             #expect(mineStill["alias"] as? String == "carol")
@@ -109,8 +134,9 @@ struct DevicesAPITests {
                     lines.append(#"{"token":"\#(token)","environment":"production"\#(tags)}"#)
                 }
             }
-            let answer = try await api.callUnhurried(.post, "/v1/devices/import", key: app.serverKey,
-                                                     body: lines.joined(separator: "\n") + "\n", contentType: "application/x-ndjson")
+            let answer = try await api.callUnhurried(
+                .post, "/v1/devices/import", key: app.serverKey,
+                body: lines.joined(separator: "\n") + "\n", contentType: "application/x-ndjson")
             #expect(answer.status == .ok, "\(answer.text.prefix(300))")
             #expect(answer["lines"] as? Int == 100_000)
             #expect(answer["accepted"] as? Int == 100_000 - badLines.count)
@@ -119,7 +145,8 @@ struct DevicesAPITests {
             #expect(reported == badLines)
 
             let appID = UUID(uuidString: app.id)!
-            let counts = try await api.database.query("""
+            let counts = try await api.database.query(
+                """
                 SELECT count(*), count(*) FILTER (WHERE EXISTS (SELECT 1 FROM device_tags t WHERE t.device_id = d.id AND t.tag = 'third'))
                 FROM devices d WHERE d.app_id = \(appID) AND d.status = 'active'
                 """, logger: api.logger)
@@ -135,8 +162,11 @@ struct DevicesAPITests {
                 \(APITest.randomToken()),production,,
                 zz,production,,
                 """
-            let imported = try await api.call(.post, "/v1/devices/import", key: app.serverKey, body: csv, contentType: "text/csv")
-            #expect(imported["lines"] as? Int == 3 && imported["accepted"] as? Int == 2 && imported["rejected"] as? Int == 1)
+            let imported = try await api.call(
+                .post, "/v1/devices/import", key: app.serverKey, body: csv, contentType: "text/csv")
+            #expect(
+                imported["lines"] as? Int == 3 && imported["accepted"] as? Int == 2 && imported["rejected"] as? Int == 1
+            )
             #expect((imported["errors"] as? [[String: Any]])?.first?["line"] as? Int == 4)
             let dave = try await api.call(.get, "/v1/devices?alias=dave", key: app.serverKey)
             let daves = dave["devices"] as? [[String: Any]] ?? []

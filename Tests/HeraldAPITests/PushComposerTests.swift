@@ -1,9 +1,10 @@
 import Foundation
-@testable import HeraldAPI
 import HeraldAPNs
 import HeraldStore
 import OpenAPIRuntime
 import Testing
+
+@testable import HeraldAPI
 
 @Suite("Push composition, rate limits and import parsing (pure logic)")
 struct PushComposerTests {
@@ -16,42 +17,67 @@ struct PushComposerTests {
     }
 
     @Test func silentPushesAreBackgroundWithPriorityFive() throws {
-        let composed = try PushComposer(now: now).compose(request(#"{"audience":{"all":true},"notification":{"silent":true,"data":{"sync":1}}}"#))
+        let composed = try PushComposer(now: now).compose(
+            request(#"{"audience":{"all":true},"notification":{"silent":true,"data":{"sync":1}}}"#))
         #expect(composed.pushType == .background && composed.priority == .conserve)
         #expect(String(decoding: composed.payload, as: UTF8.self) == #"{"aps":{"content-available":1},"sync":1}"#)
     }
 
     @Test func audiencesCombineAndMustSelectSomebody() throws {
-        let composed = try PushComposer(now: now).compose(request(
-            #"{"audience":{"aliases":["a"],"tags":{"all":["x","y"],"none":["z"]},"environment":"sandbox"},"notification":{"alert":{"body":"b"}}}"#))
-        #expect(composed.audience == PushAudience(aliases: ["a"], tags: .init(all: ["x", "y"], none: ["z"]), environment: .sandbox))
-        #expect(throws: APIError.self) { try PushComposer(now: now).compose(request(#"{"audience":{"tags":{}},"notification":{"alert":{"body":"b"}}}"#)) }
-        #expect(throws: APIError.self) { try PushComposer(now: now).compose(request(#"{"audience":{"aliases":[""]},"notification":{"alert":{"body":"b"}}}"#)) }
+        let composed = try PushComposer(now: now).compose(
+            request(
+                #"{"audience":{"aliases":["a"],"tags":{"all":["x","y"],"none":["z"]},"environment":"sandbox"},"notification":{"alert":{"body":"b"}}}"#
+            ))
+        #expect(
+            composed.audience
+                == PushAudience(aliases: ["a"], tags: .init(all: ["x", "y"], none: ["z"]), environment: .sandbox))
+        #expect(throws: APIError.self) {
+            try PushComposer(now: now).compose(
+                request(#"{"audience":{"tags":{}},"notification":{"alert":{"body":"b"}}}"#))
+        }
+        #expect(throws: APIError.self) {
+            try PushComposer(now: now).compose(
+                request(#"{"audience":{"aliases":[""]},"notification":{"alert":{"body":"b"}}}"#))
+        }
     }
 
     @Test func timingOptions() throws {
         let composer = PushComposer(now: now)
         let scheduled = ISO8601DateFormatter().string(from: now.addingTimeInterval(600))
-        let composed = try composer.compose(request(
-            #"{"audience":{"all":true},"notification":{"alert":{"body":"b"}},"options":{"scheduled_at":"\#(scheduled)","time_to_live_seconds":60,"throttle":{"finish_within_seconds":300}}}"#))
+        let composed = try composer.compose(
+            request(
+                #"{"audience":{"all":true},"notification":{"alert":{"body":"b"}},"options":{"scheduled_at":"\#(scheduled)","time_to_live_seconds":60,"throttle":{"finish_within_seconds":300}}}"#
+            ))
         #expect(composed.scheduledAt == now.addingTimeInterval(600))
         #expect(composed.expiresAt == now.addingTimeInterval(660), "the time to live counts from the scheduled start")
         #expect(composed.finishWithinSeconds == 300 && composed.throttlePerSecond == nil)
-        let both = #"{"audience":{"all":true},"notification":{"alert":{"body":"b"}},"options":{"time_to_live_seconds":60,"expires_at":"2040-01-01T00:00:00Z"}}"#
+        let both =
+            #"{"audience":{"all":true},"notification":{"alert":{"body":"b"}},"options":{"time_to_live_seconds":60,"expires_at":"2040-01-01T00:00:00Z"}}"#
         #expect(throws: APIError.self) { try composer.compose(request(both)) }
         let tooFar = ISO8601DateFormatter().string(from: now.addingTimeInterval(400 * 86_400))
         #expect(throws: APIError.self) {
-            try composer.compose(request(#"{"audience":{"all":true},"notification":{"alert":{"body":"b"}},"options":{"scheduled_at":"\#(tooFar)"}}"#))
+            try composer.compose(
+                request(
+                    #"{"audience":{"all":true},"notification":{"alert":{"body":"b"}},"options":{"scheduled_at":"\#(tooFar)"}}"#
+                ))
         }
     }
 
     @Test func rawApsIsSentAsGivenAndSizeIsCheckedPerType() throws {
         let composer = PushComposer(now: now)
-        let composed = try composer.compose(request(#"{"audience":{"all":true},"aps":{"alert":"hi","sound":"default"},"data":{"n":[1,2.5,null]}}"#))
-        #expect(String(decoding: composed.payload, as: UTF8.self) == #"{"aps":{"alert":"hi","sound":"default"},"n":[1,2.5,null]}"#)
+        let composed = try composer.compose(
+            request(#"{"audience":{"all":true},"aps":{"alert":"hi","sound":"default"},"data":{"n":[1,2.5,null]}}"#))
+        #expect(
+            String(decoding: composed.payload, as: UTF8.self)
+                == #"{"aps":{"alert":"hi","sound":"default"},"n":[1,2.5,null]}"#)
         let body = String(repeating: "x", count: 4080)
-        #expect(throws: APIError.self) { try composer.compose(request(#"{"audience":{"all":true},"notification":{"alert":{"body":"\#(body)"}}}"#)) }
-        let voip = try composer.compose(request(#"{"audience":{"all":true},"notification":{"alert":{"body":"\#(body)"}},"options":{"push_type":"voip"}}"#))
+        #expect(throws: APIError.self) {
+            try composer.compose(request(#"{"audience":{"all":true},"notification":{"alert":{"body":"\#(body)"}}}"#))
+        }
+        let voip = try composer.compose(
+            request(
+                #"{"audience":{"all":true},"notification":{"alert":{"body":"\#(body)"}},"options":{"push_type":"voip"}}"#
+            ))
         #expect(voip.payload.count > 4096 && voip.priority == .immediate)
     }
 
@@ -73,7 +99,9 @@ struct PushComposerTests {
         rows += parser.feed(Array("ction,\"Smith, \"\"J\"\"\"\r\nbad,production,x\n".utf8))
         rows += parser.feed(Array("\(token),sandbox,".utf8))
         rows += parser.finish()
-        #expect(rows.count == 2 && rows[0].alias == "Smith, \"J\"" && rows[0].topic == "com.example" && rows[1].environment == .sandbox)
+        #expect(
+            rows.count == 2 && rows[0].alias == "Smith, \"J\"" && rows[0].topic == "com.example"
+                && rows[1].environment == .sandbox)
         #expect(parser.lines == 3 && parser.rejected == 1 && parser.errors.first?.line == 3)
         #expect(CSV.fields("a,\"b,c\",,d") == ["a", "b,c", "", "d"])
     }

@@ -1,15 +1,17 @@
 import Foundation
 import HTTPTypes
-@testable import HeraldAPI
 import HeraldRecords
 import HeraldStore
 import PostgresNIO
 import StoreTestSupport
 import Testing
 
+@testable import HeraldAPI
+
 @Suite("Open API: pushes")
 struct PushesAPITests {
-    static let hello = #"{"audience":{"all":true},"notification":{"alert":{"title":"Hello","body":"World"},"badge":3,"data":{"deep_link":"app://inbox"}}}"#
+    static let hello =
+        #"{"audience":{"all":true},"notification":{"alert":{"title":"Hello","body":"World"},"badge":3,"data":{"deep_link":"app://inbox"}}}"#
 
     @Test func acceptedPushIsStoredWithItsAnnouncementInOneGo() async throws {
         try await withAPI { api in
@@ -18,7 +20,9 @@ struct PushesAPITests {
             #expect(answer.status == .accepted && answer["state"] as? String == "accepted")
             #expect(answer.headers[HTTPField.Name("RateLimit-Limit")!] != nil)
             let id = try #require(UUID(uuidString: answer["id"] as? String ?? ""))
-            let push = try #require(try await PushRepository(client: api.database, logger: api.logger).push(id: id, appID: UUID(uuidString: app.id)!))
+            let push = try #require(
+                try await PushRepository(client: api.database, logger: api.logger).push(
+                    id: id, appID: UUID(uuidString: app.id)!))
             let payload = try JSONSerialization.jsonObject(with: Data(push.definition.payload)) as? [String: Any]
             let aps = payload?["aps"] as? [String: Any]
             #expect((aps?["alert"] as? [String: Any])?["title"] as? String == "Hello" && aps?["badge"] as? Int == 3)
@@ -27,7 +31,9 @@ struct PushesAPITests {
             #expect(try PushAudience(json: push.definition.audienceJSON) == .everyone)
 
             // The outbox holds the announcement herald-center will publish.
-            let rows = try await api.database.query("SELECT topic, record_value FROM outbox WHERE record_key = \(ByteBuffer(bytes: Array(id.recordBytes)))", logger: api.logger)
+            let rows = try await api.database.query(
+                "SELECT topic, record_value FROM outbox WHERE record_key = \(ByteBuffer(bytes: Array(id.recordBytes)))",
+                logger: api.logger)
             var events: [Herald_V1_PushEvent] = []
             for try await (topic, value) in rows.decode((String, ByteBuffer).self) {
                 #expect(topic == "herald.pushes")
@@ -51,13 +57,15 @@ struct PushesAPITests {
             let key: HTTPFields = [HTTPField.Name("Idempotency-Key")!: "campaign-42"]
             let first = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: Self.hello, headers: key)
             // The same request again, its keys in another order: the same push.
-            let reordered = #"{"notification":{"badge":3,"data":{"deep_link":"app://inbox"},"alert":{"body":"World","title":"Hello"}},"audience":{"all":true}}"#
+            let reordered =
+                #"{"notification":{"badge":3,"data":{"deep_link":"app://inbox"},"alert":{"body":"World","title":"Hello"}},"audience":{"all":true}}"#
             let second = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: reordered, headers: key)
             #expect(first.status == .accepted && second.status == .accepted)
             #expect(first["id"] as? String == second["id"] as? String)
             #expect(second.headers[HTTPField.Name("Idempotent-Replayed")!] == "true")
-            let different = try await api.call(.post, "/v1/pushes", key: app.serverKey,
-                                               json: #"{"audience":{"all":true},"notification":{"alert":{"body":"Other"}}}"#, headers: key)
+            let different = try await api.call(
+                .post, "/v1/pushes", key: app.serverKey,
+                json: #"{"audience":{"all":true},"notification":{"alert":{"body":"Other"}}}"#, headers: key)
             #expect(different.status == .conflict && different.errorCode == "idempotency_key_reused")
             // Another app may use the same key for its own push.
             let other = try await api.createApp()
@@ -73,16 +81,43 @@ struct PushesAPITests {
             let app = try await api.createApp()
             let long = String(repeating: "x", count: 4100)
             let cases: [(String, HTTPResponse.Status, String)] = [
-                (#"{"audience":{"all":true},"notification":{"alert":{"body":"\#(long)"}}}"#, .contentTooLarge, "notification"),
-                (#"{"audience":{"all":false},"notification":{"alert":{"body":"x"}}}"#, .unprocessableContent, "audience"),
+                (
+                    #"{"audience":{"all":true},"notification":{"alert":{"body":"\#(long)"}}}"#, .contentTooLarge,
+                    "notification"
+                ),
+                (
+                    #"{"audience":{"all":false},"notification":{"alert":{"body":"x"}}}"#, .unprocessableContent,
+                    "audience"
+                ),
                 (#"{"audience":{"all":true}}"#, .unprocessableContent, "notification"),
-                (#"{"audience":{"all":true},"notification":{"silent":true},"options":{"priority":10}}"#, .unprocessableContent, "options.priority"),
-                (#"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"scheduled_at":"2001-01-01T00:00:00Z"}}"#, .unprocessableContent, "options.scheduled_at"),
-                (#"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"throttle":{"per_second":5,"finish_within_seconds":10}}}"#, .unprocessableContent, "options.throttle"),
-                (#"{"audience":{"all":true},"notification":{"alert":{"body":"x"},"data":{"aps":1}}}"#, .unprocessableContent, "notification.data"),
-                (#"{"audience":{"registration_ids":[\#((1...1001).map(String.init).joined(separator: ","))]},"notification":{"alert":{"body":"x"}}}"#, .unprocessableContent, "audience.registration_ids"),
-                (#"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"replaces":"\#(UUID().uuidString)"}}"#, .unprocessableContent, "options.replaces"),
-                (#"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"push_type":"telepathy"}}"#, .badRequest, "options.push_type"),
+                (
+                    #"{"audience":{"all":true},"notification":{"silent":true},"options":{"priority":10}}"#,
+                    .unprocessableContent, "options.priority"
+                ),
+                (
+                    #"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"scheduled_at":"2001-01-01T00:00:00Z"}}"#,
+                    .unprocessableContent, "options.scheduled_at"
+                ),
+                (
+                    #"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"throttle":{"per_second":5,"finish_within_seconds":10}}}"#,
+                    .unprocessableContent, "options.throttle"
+                ),
+                (
+                    #"{"audience":{"all":true},"notification":{"alert":{"body":"x"},"data":{"aps":1}}}"#,
+                    .unprocessableContent, "notification.data"
+                ),
+                (
+                    #"{"audience":{"registration_ids":[\#((1...1001).map(String.init).joined(separator: ","))]},"notification":{"alert":{"body":"x"}}}"#,
+                    .unprocessableContent, "audience.registration_ids"
+                ),
+                (
+                    #"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"replaces":"\#(UUID().uuidString)"}}"#,
+                    .unprocessableContent, "options.replaces"
+                ),
+                (
+                    #"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"push_type":"telepathy"}}"#,
+                    .badRequest, "options.push_type"
+                ),
             ]
             for (json, status, field) in cases {
                 let answer = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: json)
@@ -90,10 +125,13 @@ struct PushesAPITests {
             }
             // voip takes 5120 bytes.
             let voip = String(repeating: "v", count: 4500)
-            let accepted = try await api.call(.post, "/v1/pushes", key: app.serverKey,
-                                              json: #"{"audience":{"all":true},"aps":{"alert":"\#(voip)"},"options":{"push_type":"voip"}}"#)
+            let accepted = try await api.call(
+                .post, "/v1/pushes", key: app.serverKey,
+                json: #"{"audience":{"all":true},"aps":{"alert":"\#(voip)"},"options":{"push_type":"voip"}}"#)
             #expect(accepted.status == .accepted)
-            #expect((try await api.call(.get, "/v1/pushes", key: app.serverKey)["pushes"] as? [Any])?.count == 1, "nothing refused was stored")
+            #expect(
+                (try await api.call(.get, "/v1/pushes", key: app.serverKey)["pushes"] as? [Any])?.count == 1,
+                "nothing refused was stored")
         }
     }
 
@@ -101,8 +139,11 @@ struct PushesAPITests {
         try await withAPI { api in
             let app = try await api.createApp()
             let later = ISO8601DateFormatter().string(from: Date().addingTimeInterval(3600))
-            let scheduled = try await api.call(.post, "/v1/pushes", key: app.serverKey,
-                                               json: #"{"audience":{"tags":{"any":["news"]}},"notification":{"alert":{"body":"later"}},"options":{"scheduled_at":"\#(later)","throttle":{"per_second":100},"collapse_id":"daily"}}"#)
+            let scheduled = try await api.call(
+                .post, "/v1/pushes", key: app.serverKey,
+                json:
+                    #"{"audience":{"tags":{"any":["news"]}},"notification":{"alert":{"body":"later"}},"options":{"scheduled_at":"\#(later)","throttle":{"per_second":100},"collapse_id":"daily"}}"#
+            )
             #expect(scheduled.status == .accepted && scheduled["state"] as? String == "scheduled")
             let id = scheduled["id"] as? String ?? ""
 
@@ -112,14 +153,19 @@ struct PushesAPITests {
             #expect(resumed.status == .ok && resumed["paused"] as? Bool == false)
 
             // A replacing push takes the collapse id of the push it replaces.
-            let replacing = try await api.call(.post, "/v1/pushes", key: app.serverKey,
-                                               json: #"{"audience":{"all":true},"notification":{"alert":{"body":"fixed"}},"options":{"replaces":"\#(id)"}}"#)
+            let replacing = try await api.call(
+                .post, "/v1/pushes", key: app.serverKey,
+                json:
+                    #"{"audience":{"all":true},"notification":{"alert":{"body":"fixed"}},"options":{"replaces":"\#(id)"}}"#
+            )
             #expect(replacing.status == .accepted)
-            let replacingStatus = try await api.call(.get, "/v1/pushes/\(replacing["id"] as? String ?? "")", key: app.serverKey)
+            let replacingStatus = try await api.call(
+                .get, "/v1/pushes/\(replacing["id"] as? String ?? "")", key: app.serverKey)
             #expect(replacingStatus["collapse_id"] as? String == "daily")
 
             let canceled = try await api.call(.delete, "/v1/pushes/\(id)", key: app.serverKey)
-            #expect(canceled.status == .ok && canceled["state"] as? String == "canceled" && canceled["canceled_at"] != nil)
+            #expect(
+                canceled.status == .ok && canceled["state"] as? String == "canceled" && canceled["canceled_at"] != nil)
             let twice = try await api.call(.delete, "/v1/pushes/\(id)", key: app.serverKey)
             #expect(twice.status == .conflict && twice.errorCode == "push_finished")
             #expect(try await api.call(.post, "/v1/pushes/\(id)/pause", key: app.serverKey).status == .conflict)
@@ -130,12 +176,18 @@ struct PushesAPITests {
             let recallID = try #require(UUID(uuidString: recall["id"] as? String ?? ""))
             let again = try await api.call(.post, "/v1/pushes/\(id)/recall", key: app.serverKey)
             #expect(again["id"] as? String == recall["id"] as? String)
-            let stored = try #require(try await PushRepository(client: api.database, logger: api.logger).push(id: recallID, appID: UUID(uuidString: app.id)!))
-            #expect(stored.definition.recallOf == UUID(uuidString: id) && stored.definition.pushType == "background" && stored.definition.priority == 5)
+            let stored = try #require(
+                try await PushRepository(client: api.database, logger: api.logger).push(
+                    id: recallID, appID: UUID(uuidString: app.id)!))
+            #expect(
+                stored.definition.recallOf == UUID(uuidString: id) && stored.definition.pushType == "background"
+                    && stored.definition.priority == 5)
             let payload = try JSONSerialization.jsonObject(with: Data(stored.definition.payload)) as? [String: Any]
             #expect((payload?["aps"] as? [String: Any])?["content-available"] as? Int == 1)
             #expect((payload?["herald"] as? [String: Any])?["revoke"] as? String == id)
-            #expect(try await api.call(.post, "/v1/pushes/\(recallID.uuidString)/recall", key: app.serverKey).status == .conflict)
+            #expect(
+                try await api.call(.post, "/v1/pushes/\(recallID.uuidString)/recall", key: app.serverKey).status
+                    == .conflict)
 
             // Another app sees none of it.
             let other = try await api.createApp()
@@ -150,13 +202,19 @@ struct PushesAPITests {
     @Test func validationFailuresStatisticsAndEvents() async throws {
         try await withAPI { api in
             let app = try await api.createApp()
-            let devices = [try await api.register(app, tags: ["a"]), try await api.register(app, tags: ["a"]),
-                           try await api.register(app, environment: "sandbox", tags: ["b"])]
-            let dryRun = try await api.call(.post, "/v1/pushes/validate", key: app.serverKey,
-                                            json: #"{"audience":{"tags":{"any":["a"]}},"notification":{"alert":{"body":"hi"}}}"#)
-            #expect(dryRun.status == .ok && dryRun["audience_size"] as? Int == 2 && dryRun["payload_limit"] as? Int == 4096)
+            let devices = [
+                try await api.register(app, tags: ["a"]), try await api.register(app, tags: ["a"]),
+                try await api.register(app, environment: "sandbox", tags: ["b"]),
+            ]
+            let dryRun = try await api.call(
+                .post, "/v1/pushes/validate", key: app.serverKey,
+                json: #"{"audience":{"tags":{"any":["a"]}},"notification":{"alert":{"body":"hi"}}}"#)
+            #expect(
+                dryRun.status == .ok && dryRun["audience_size"] as? Int == 2 && dryRun["payload_limit"] as? Int == 4096)
             #expect((dryRun["warnings"] as? [String] ?? []).contains { $0.contains("no production APNs credential") })
-            #expect((try await api.call(.get, "/v1/pushes", key: app.serverKey)["pushes"] as? [Any])?.isEmpty == true, "a dry run stores nothing")
+            #expect(
+                (try await api.call(.get, "/v1/pushes", key: app.serverKey)["pushes"] as? [Any])?.isEmpty == true,
+                "a dry run stores nothing")
 
             let push = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: Self.hello)
             let id = try #require(UUID(uuidString: push["id"] as? String ?? ""))
@@ -164,12 +222,17 @@ struct PushesAPITests {
             // delivered, one rejected (its token is invalidated).
             try await accountAsCenter(
                 pushID: id, deviceIDs: devices,
-                failures: [BatchOutcome.Failure(deviceID: devices[2], status: .rejected, reason: "BadDeviceToken", httpStatus: 400,
-                                                unregisteredAt: nil, attempts: 1)],
+                failures: [
+                    BatchOutcome.Failure(
+                        deviceID: devices[2], status: .rejected, reason: "BadDeviceToken", httpStatus: 400,
+                        unregisteredAt: nil, attempts: 1)
+                ],
                 topic: app.bundleID, client: api.database, logger: api.logger)
             let failures = try await api.call(.get, "/v1/pushes/\(id.uuidString)/failures", key: app.serverKey)
             let failure = (failures["failures"] as? [[String: Any]])?.first
-            #expect((failure?["registration_id"] as? NSNumber)?.int64Value == devices[2] && failure?["reason"] as? String == "BadDeviceToken")
+            #expect(
+                (failure?["registration_id"] as? NSNumber)?.int64Value == devices[2]
+                    && failure?["reason"] as? String == "BadDeviceToken")
 
             let statistics = try await api.call(.get, "/v1/stats", key: app.serverKey)
             #expect((statistics["devices"] as? [String: Any])?["active"] as? Int == 2)
@@ -178,7 +241,9 @@ struct PushesAPITests {
             #expect(completed["state"] as? String == "completed")
             #expect((completed["counters"] as? [String: Any])?["tokens_invalidated"] as? Int == 1)
             let delivery = statistics["delivery"] as? [String: Any]
-            #expect(delivery?["accepted"] as? Int == 2 && (delivery?["rejected_by_reason"] as? [String: Any])?["BadDeviceToken"] as? Int == 1)
+            #expect(
+                delivery?["accepted"] as? Int == 2
+                    && (delivery?["rejected_by_reason"] as? [String: Any])?["BadDeviceToken"] as? Int == 1)
 
             // Live progress: the stream shows a push and ends once it is canceled (directly in
             // the store: the test client has one connection, which the stream holds).
@@ -195,7 +260,9 @@ struct PushesAPITests {
             #expect(events.status == .ok && events.headers[.contentType]?.hasPrefix("text/event-stream") == true)
             let data = events.text.components(separatedBy: "\n").filter { $0.hasPrefix("data: ") }
             #expect(data.count >= 2)
-            #expect(data.first?.contains(#""state":"accepted""#) == true && data.last?.contains(#""state":"canceled""#) == true)
+            #expect(
+                data.first?.contains(#""state":"accepted""#) == true
+                    && data.last?.contains(#""state":"canceled""#) == true)
         }
     }
 

@@ -19,24 +19,35 @@ enum ClientFixture {
 
     static func token(_ index: Int) -> String { String(format: "%064x", index + 1) }
 
-    static func simulator(devices: Int = 2000, _ adjust: (inout APNsSimulatorConfiguration) -> Void = { _ in }) -> APNsSimulatorConfiguration {
+    static func simulator(devices: Int = 2000, _ adjust: (inout APNsSimulatorConfiguration) -> Void = { _ in })
+        -> APNsSimulatorConfiguration
+    {
         var configuration = APNsSimulatorConfiguration()
         configuration.port = 0
         configuration.adminPort = nil
         configuration.threads = 1
-        configuration.keys = [ProviderKey(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation, topics: [bundleID])]
-        configuration.devices = (0..<devices).map { SimulatedDevice(token: token($0), topic: bundleID) }
-            + [SimulatedDevice(token: "dead0001", topic: bundleID, unregisteredAt: unregisteredAt),
-               SimulatedDevice(token: "0ther001", topic: "com.other")].filter { !$0.token.contains("t") }
+        configuration.keys = [
+            ProviderKey(keyID: keyID, teamID: teamID, publicKeyPEM: key.publicKey.pemRepresentation, topics: [bundleID])
+        ]
+        configuration.devices =
+            (0..<devices).map { SimulatedDevice(token: token($0), topic: bundleID) }
+            + [
+                SimulatedDevice(token: "dead0001", topic: bundleID, unregisteredAt: unregisteredAt),
+                SimulatedDevice(token: "0ther001", topic: "com.other"),
+            ].filter { !$0.token.contains("t") }
             + [SimulatedDevice(token: "0a0b0c0d", topic: "com.other")]
         adjust(&configuration)
         return configuration
     }
 
-    static func notification(_ index: Int, token: String? = nil, payload: String = #"{"aps":{"alert":"hi"}}"#) -> APNsNotification {
-        APNsNotification(deviceToken: token ?? Self.token(index), topic: bundleID, collapseID: "c\(index)",
-                         apnsID: APNsNotification.deterministicID(pushID: UUID(uuidString: "00000000-0000-0000-0000-000000000001")!, deviceID: Int64(index)),
-                         payload: Array(payload.utf8))
+    static func notification(_ index: Int, token: String? = nil, payload: String = #"{"aps":{"alert":"hi"}}"#)
+        -> APNsNotification
+    {
+        APNsNotification(
+            deviceToken: token ?? Self.token(index), topic: bundleID, collapseID: "c\(index)",
+            apnsID: APNsNotification.deterministicID(
+                pushID: UUID(uuidString: "00000000-0000-0000-0000-000000000001")!, deviceID: Int64(index)),
+            payload: Array(payload.utf8))
     }
 }
 
@@ -50,7 +61,9 @@ func withClient(
 ) async throws {
     try await withAPNsClient(
         simulator: configuration,
-        credential: credential ?? .token(APNsSigningKey(privateKey: ClientFixture.key, keyID: ClientFixture.keyID, teamID: ClientFixture.teamID)),
+        credential: credential
+            ?? .token(
+                APNsSigningKey(privateKey: ClientFixture.key, keyID: ClientFixture.keyID, teamID: ClientFixture.teamID)),
         client: adjust, clock: clock, body)
 }
 
@@ -63,10 +76,14 @@ enum SendPath: String, CaseIterable, CustomTestStringConvertible {
 
 /// Sends every notification at once, in `batches` concurrent calls when `together`; returns
 /// the outcomes in order.
-func sendAll(_ client: APNsClient, _ notifications: [APNsNotification], _ path: SendPath = .oneAtATime, batches: Int = 1) async -> [APNsOutcome] {
+func sendAll(
+    _ client: APNsClient, _ notifications: [APNsNotification], _ path: SendPath = .oneAtATime, batches: Int = 1
+) async -> [APNsOutcome] {
     if path == .together {
         let size = max(1, (notifications.count + batches - 1) / batches)
-        let chunks = stride(from: 0, to: notifications.count, by: size).map { Array(notifications[$0..<min($0 + size, notifications.count)]) }
+        let chunks = stride(from: 0, to: notifications.count, by: size).map {
+            Array(notifications[$0..<min($0 + size, notifications.count)])
+        }
         return await withTaskGroup(of: (Int, [APNsOutcome]).self) { group in
             for (index, chunk) in chunks.enumerated() {
                 group.addTask { (index, await client.send(chunk).outcomes) }
@@ -87,8 +104,10 @@ func sendAll(_ client: APNsClient, _ notifications: [APNsNotification], _ path: 
 }
 
 /// Sends until every notification has a final outcome, as the worker will (without back-off).
-func sendUntilFinal(_ client: APNsClient, _ notifications: [APNsNotification], _ path: SendPath = .oneAtATime,
-                    rounds: Int = 50) async -> (outcomes: [APNsOutcome], retried: Int) {
+func sendUntilFinal(
+    _ client: APNsClient, _ notifications: [APNsNotification], _ path: SendPath = .oneAtATime,
+    rounds: Int = 50
+) async -> (outcomes: [APNsOutcome], retried: Int) {
     var outcomes = await sendAll(client, notifications, path)
     var retried = 0
     for _ in 0..<rounds {
@@ -103,8 +122,9 @@ func sendUntilFinal(_ client: APNsClient, _ notifications: [APNsNotification], _
 
 @Suite("APNs client against apns-sim", .serialized)
 struct APNsClientTests {
-    @Test("happy path: 2000 notifications over two connections, each accepted once with its apns-id and collapse id",
-          arguments: SendPath.allCases)
+    @Test(
+        "happy path: 2000 notifications over two connections, each accepted once with its apns-id and collapse id",
+        arguments: SendPath.allCases)
     func happyPath(path: SendPath) async throws {
         try await withClient { simulator, client in
             let notifications = (0..<2000).map { ClientFixture.notification($0) }
@@ -124,13 +144,20 @@ struct APNsClientTests {
     @Test("each APNs reason becomes the right outcome; a payload over the limit never leaves")
     func reasons() async throws {
         try await withClient { simulator, client in
-            #expect(await client.send(ClientFixture.notification(0, token: "beef0000")) == .rejected(.badDeviceToken, status: 400, unregisteredAt: nil))
-            #expect(await client.send(ClientFixture.notification(0, token: "dead0001")) == .rejected(.unregistered, status: 410, unregisteredAt: ClientFixture.unregisteredAt))
-            #expect(await client.send(ClientFixture.notification(0, token: "0a0b0c0d")) == .rejected(.deviceTokenNotForTopic, status: 400, unregisteredAt: nil))
+            #expect(
+                await client.send(ClientFixture.notification(0, token: "beef0000"))
+                    == .rejected(.badDeviceToken, status: 400, unregisteredAt: nil))
+            #expect(
+                await client.send(ClientFixture.notification(0, token: "dead0001"))
+                    == .rejected(.unregistered, status: 410, unregisteredAt: ClientFixture.unregisteredAt))
+            #expect(
+                await client.send(ClientFixture.notification(0, token: "0a0b0c0d"))
+                    == .rejected(.deviceTokenNotForTopic, status: 400, unregisteredAt: nil))
             var wrongTopic = ClientFixture.notification(1)
             wrongTopic.topic = "com.not.ours"
             #expect(await client.send(wrongTopic) == .rejected(.topicDisallowed, status: 400, unregisteredAt: nil))
-            let tooLarge = ClientFixture.notification(2, payload: #"{"aps":{"alert":""# + String(repeating: "x", count: 5000) + #""}}"#)
+            let tooLarge = ClientFixture.notification(
+                2, payload: #"{"aps":{"alert":""# + String(repeating: "x", count: 5000) + #""}}"#)
             #expect(await client.send(tooLarge) == .failed(.invalid))
             #expect(simulator.ledger.counts.requests == 4)
             #expect(simulator.ledger.counts.accepted == 0)
@@ -142,18 +169,22 @@ struct APNsClientTests {
         try await withClient { simulator, client in
             var wrongTopic = ClientFixture.notification(1)
             wrongTopic.topic = "com.not.ours"
-            let tooLarge = ClientFixture.notification(2, payload: #"{"aps":{"alert":""# + String(repeating: "x", count: 5000) + #""}}"#)
-            let notifications = [ClientFixture.notification(0, token: "beef0000"), ClientFixture.notification(0, token: "dead0001"),
-                                 ClientFixture.notification(0, token: "0a0b0c0d"), wrongTopic, tooLarge, ClientFixture.notification(3)]
+            let tooLarge = ClientFixture.notification(
+                2, payload: #"{"aps":{"alert":""# + String(repeating: "x", count: 5000) + #""}}"#)
+            let notifications = [
+                ClientFixture.notification(0, token: "beef0000"), ClientFixture.notification(0, token: "dead0001"),
+                ClientFixture.notification(0, token: "0a0b0c0d"), wrongTopic, tooLarge, ClientFixture.notification(3),
+            ]
             let result = await client.send(notifications)
-            #expect(result.outcomes == [
-                .rejected(.badDeviceToken, status: 400, unregisteredAt: nil),
-                .rejected(.unregistered, status: 410, unregisteredAt: ClientFixture.unregisteredAt),
-                .rejected(.deviceTokenNotForTopic, status: 400, unregisteredAt: nil),
-                .rejected(.topicDisallowed, status: 400, unregisteredAt: nil),
-                .failed(.invalid),
-                .accepted(apnsID: notifications[5].apnsID!),
-            ])
+            #expect(
+                result.outcomes == [
+                    .rejected(.badDeviceToken, status: 400, unregisteredAt: nil),
+                    .rejected(.unregistered, status: 410, unregisteredAt: ClientFixture.unregisteredAt),
+                    .rejected(.deviceTokenNotForTopic, status: 400, unregisteredAt: nil),
+                    .rejected(.topicDisallowed, status: 400, unregisteredAt: nil),
+                    .failed(.invalid),
+                    .accepted(apnsID: notifications[5].apnsID!),
+                ])
             #expect(result.latencies[4] == 0)
             #expect(result.latencies[5] > 0)
             #expect(simulator.ledger.counts.requests == 5)
@@ -166,12 +197,15 @@ struct APNsClientTests {
     func cancelledTogether() async throws {
         var faults = APNsFaults()
         faults.latency = .init(distribution: .uniform, milliseconds: 5, maxMilliseconds: 10)
-        try await withClient(simulator: ClientFixture.simulator { $0.faults = faults }, client: { $0.maxInFlight = 10 }) { simulator, client in
+        let configuration = ClientFixture.simulator { $0.faults = faults }
+        try await withClient(simulator: configuration, client: { $0.maxInFlight = 10 }) { simulator, client in
             let notifications = (0..<1000).map { ClientFixture.notification($0) }
             let sending = Task { await client.send(notifications).outcomes }
             // Cancelled once some are through (at 10 in flight and 5–10 ms each, the whole batch
             // would take half a second or more).
-            for _ in 0..<2000 where simulator.ledger.counts.accepted < 20 { try await Task.sleep(for: .milliseconds(5)) }
+            for _ in 0..<2000 where simulator.ledger.counts.accepted < 20 {
+                try await Task.sleep(for: .milliseconds(5))
+            }
             sending.cancel()
             let outcomes = await sending.value
             let accepted = outcomes.filter { if case .accepted = $0 { true } else { false } }.count
@@ -181,7 +215,10 @@ struct APNsClientTests {
             #expect(simulator.ledger.counts.accepted == accepted)
             #expect(client.status.inFlight == 0)
             // The client goes on working.
-            #expect(await client.send([ClientFixture.notification(1500)]).outcomes == [.accepted(apnsID: ClientFixture.notification(1500).apnsID!)])
+            #expect(
+                await client.send([ClientFixture.notification(1500)]).outcomes == [
+                    .accepted(apnsID: ClientFixture.notification(1500).apnsID!)
+                ])
         }
     }
 
@@ -200,8 +237,9 @@ struct APNsClientTests {
         }
     }
 
-    @Test("GOAWAY in the middle: streams APNs did not process are sent again; nothing lost, nothing twice",
-          arguments: SendPath.allCases)
+    @Test(
+        "GOAWAY in the middle: streams APNs did not process are sent again; nothing lost, nothing twice",
+        arguments: SendPath.allCases)
     func goAwayMidway(path: SendPath) async throws {
         var faults = APNsFaults()
         faults.goAwayAfterRequests = 150
@@ -220,7 +258,10 @@ struct APNsClientTests {
     func neverAnswered(path: SendPath) async throws {
         var faults = APNsFaults()
         faults.neverAnswer = 0.2
-        try await withClient(simulator: ClientFixture.simulator { $0.faults = faults }, client: { $0.requestTimeout = .milliseconds(300) }) { simulator, client in
+        try await withClient(
+            simulator: ClientFixture.simulator { $0.faults = faults },
+            client: { $0.requestTimeout = .milliseconds(300) }
+        ) { simulator, client in
             let notifications = (0..<300).map { ClientFixture.notification($0) }
             let first = await sendAll(client, notifications, path)
             #expect(first.contains(.failed(.timeout)))
@@ -234,7 +275,8 @@ struct APNsClientTests {
     func boundedInFlight(path: SendPath) async throws {
         var faults = APNsFaults()
         faults.latency = .init(distribution: .uniform, milliseconds: 1, maxMilliseconds: 10)
-        try await withClient(simulator: ClientFixture.simulator { $0.faults = faults }, client: { $0.maxInFlight = 25 }) { simulator, client in
+        let configuration = ClientFixture.simulator { $0.faults = faults }
+        try await withClient(simulator: configuration, client: { $0.maxInFlight = 25 }) { simulator, client in
             let highest = Atomic<Int>(0)
             let done = Atomic<Bool>(false)
             async let sampler: Void = {
@@ -258,13 +300,17 @@ struct APNsClientTests {
         try await withClient(client: { $0.connections = 1 }) { simulator, client in
             for _ in 0..<200 where client.status.streamLimits != [1] { try await Task.sleep(for: .milliseconds(10)) }
             #expect(client.status.streamLimits == [1])
-            #expect(await client.send(ClientFixture.notification(0)) == .accepted(apnsID: ClientFixture.notification(0).apnsID!))
+            #expect(
+                await client.send(ClientFixture.notification(0))
+                    == .accepted(apnsID: ClientFixture.notification(0).apnsID!))
             for _ in 0..<200 where client.status.streamLimits != [1000] { try await Task.sleep(for: .milliseconds(10)) }
             #expect(client.status.streamLimits == [1000])
         }
     }
 
-    @Test("sent together on a new connection: one stream until the first success, then many (even if the server offers more)")
+    @Test(
+        "sent together on a new connection: one stream until the first success, then many (even if the server offers more)"
+    )
     func streamLimitBeforeSuccessTogether() async throws {
         var faults = APNsFaults()
         faults.latency = .init(distribution: .uniform, milliseconds: 30, maxMilliseconds: 30)
@@ -294,7 +340,9 @@ struct APNsClientTests {
         }
     }
 
-    @Test("an expired provider token is renewed and the notification sent again (clock injected)", arguments: SendPath.allCases)
+    @Test(
+        "an expired provider token is renewed and the notification sent again (clock injected)",
+        arguments: SendPath.allCases)
     func tokenRenewal(path: SendPath) async throws {
         func send(_ client: APNsClient, _ notification: APNsNotification) async -> APNsOutcome {
             await sendAll(client, [notification], path)[0]
@@ -303,13 +351,19 @@ struct APNsClientTests {
         let clock = APNsClock { Int64(Date().timeIntervalSince1970) + offset.load(ordering: .relaxed) }
         try await withClient(client: { $0.connections = 1 }, clock: clock) { simulator, client in
             // The token is issued "now" by the provider's clock: APNs finds it over an hour old.
-            #expect(await send(client, ClientFixture.notification(0)) == .rejected(.expiredProviderToken, status: 403, unregisteredAt: nil))
+            #expect(
+                await send(client, ClientFixture.notification(0))
+                    == .rejected(.expiredProviderToken, status: 403, unregisteredAt: nil))
             // Ten minutes later by that clock the token may not be renewed yet (20-minute rule).
             offset.store(-3700 + 10 * 60, ordering: .relaxed)
-            #expect(await send(client, ClientFixture.notification(1)) == .rejected(.expiredProviderToken, status: 403, unregisteredAt: nil))
+            #expect(
+                await send(client, ClientFixture.notification(1))
+                    == .rejected(.expiredProviderToken, status: 403, unregisteredAt: nil))
             // Twenty-one minutes after it was issued, the connection renews it and the send succeeds.
             offset.store(-3700 + 21 * 60, ordering: .relaxed)
-            #expect(await send(client, ClientFixture.notification(2)) == .accepted(apnsID: ClientFixture.notification(2).apnsID!))
+            #expect(
+                await send(client, ClientFixture.notification(2))
+                    == .accepted(apnsID: ClientFixture.notification(2).apnsID!))
             #expect(simulator.ledger.counts.byReason["ExpiredProviderToken"] == 4)  // two sends, each tried twice
             #expect(simulator.ledger.counts.byReason["TooManyProviderTokenUpdates"] == nil)
         }
@@ -318,18 +372,21 @@ struct APNsClientTests {
 
 @Suite("APNs client with a certificate")
 struct APNsClientCertificateTests {
-    @Test("certificate-based authentication over mutual TLS: no provider token is sent, the certificate's topic is used")
+    @Test(
+        "certificate-based authentication over mutual TLS: no provider token is sent, the certificate's topic is used")
     func certificate() async throws {
         // A self-signed client certificate whose common name is the topic, trusted by the simulator.
         let (clientIdentity, keyPEM) = try SimulatorIdentity.selfSigned()
-        let credential = try APNsCredential.certificate(pemCertificate: clientIdentity.certificatePEM, pemPrivateKey: keyPEM)
+        let credential = try APNsCredential.certificate(
+            pemCertificate: clientIdentity.certificatePEM, pemPrivateKey: keyPEM)
         let topic = "apns-sim"  // SimulatorIdentity's common name
         let simulator = ClientFixture.simulator {
             $0.clientCertificateAuthorities = clientIdentity.certificateChain
             $0.devices.append(SimulatedDevice(token: "c0ffee00", topic: topic))
         }
         try await withClient(simulator: simulator, credential: credential) { simulator, client in
-            let notification = APNsNotification(deviceToken: "c0ffee00", topic: topic, payload: Array(#"{"aps":{"alert":"cert"}}"#.utf8))
+            let notification = APNsNotification(
+                deviceToken: "c0ffee00", topic: topic, payload: Array(#"{"aps":{"alert":"cert"}}"#.utf8))
             guard case .accepted = await client.send(notification) else {
                 Issue.record("not accepted")
                 return
@@ -343,8 +400,15 @@ struct APNsClientCertificateTests {
 
     @Test("a credential that is not PEM is refused with what to fix")
     func badCredential() {
-        #expect(throws: APNsCredentialError.self) { try APNsCredential.certificate(pemCertificate: "nope", pemPrivateKey: "nope") }
-        #expect(throws: APNsCredentialError.self) { try APNsSigningKey(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----", keyID: "K", teamID: "T") }
-        #expect(throws: APNsCredentialError.self) { try APNsCredential.certificate(pkcs12: [1, 2, 3], passphrase: "x") }
+        #expect(throws: APNsCredentialError.self) {
+            try APNsCredential.certificate(pemCertificate: "nope", pemPrivateKey: "nope")
+        }
+        #expect(throws: APNsCredentialError.self) {
+            try APNsSigningKey(
+                pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----", keyID: "K", teamID: "T")
+        }
+        #expect(throws: APNsCredentialError.self) {
+            try APNsCredential.certificate(pkcs12: [1, 2, 3], passphrase: "x")
+        }
     }
 }

@@ -8,16 +8,20 @@ struct APNsPayloadTests {
 
     @Test("an alert string, badge and sound")
     func simple() {
-        #expect(text(APNsPayload(alert: .text("Hi \"you\"\n"), badge: 3, sound: .named("default")))
-            == #"{"aps":{"alert":"Hi \"you\"\n","badge":3,"sound":"default"}}"#)
+        #expect(
+            text(APNsPayload(alert: .text("Hi \"you\"\n"), badge: 3, sound: .named("default")))
+                == #"{"aps":{"alert":"Hi \"you\"\n","badge":3,"sound":"default"}}"#)
     }
 
     @Test("every aps key Apple defines, in a fixed order, and custom keys beside aps")
     func everything() throws {
-        var payload = APNsPayload(alert: .details(.init(
-            title: "T", subtitle: "S", body: "B", launchImage: "L.png", titleLocalizationKey: "TK",
-            titleLocalizationArguments: ["a"], subtitleLocalizationKey: "SK", subtitleLocalizationArguments: ["b"],
-            localizationKey: "K", localizationArguments: ["c", "d"])))
+        var payload = APNsPayload(
+            alert: .details(
+                .init(
+                    title: "T", subtitle: "S", body: "B", launchImage: "L.png", titleLocalizationKey: "TK",
+                    titleLocalizationArguments: ["a"], subtitleLocalizationKey: "SK",
+                    subtitleLocalizationArguments: ["b"],
+                    localizationKey: "K", localizationArguments: ["c", "d"])))
         payload.sound = .critical(name: "alarm.caf", volume: 0.5)
         payload.threadID = "thread"
         payload.category = "INVITE"
@@ -29,7 +33,10 @@ struct APNsPayloadTests {
         payload.filterCriteria = "work"
         payload.custom = ["orderID": 42, "nested": ["b": true, "a": .null], "aps": "ignored"]
         let json = text(payload)
-        #expect(json == #"{"aps":{"alert":{"title":"T","subtitle":"S","body":"B","launch-image":"L.png","title-loc-key":"TK","title-loc-args":["a"],"subtitle-loc-key":"SK","subtitle-loc-args":["b"],"loc-key":"K","loc-args":["c","d"]},"sound":{"critical":1,"name":"alarm.caf","volume":0.5},"thread-id":"thread","category":"INVITE","content-available":1,"mutable-content":1,"target-content-id":"window","interruption-level":"time-sensitive","relevance-score":0.75,"filter-criteria":"work"},"nested":{"a":null,"b":true},"orderID":42}"#)
+        #expect(
+            json
+                == #"{"aps":{"alert":{"title":"T","subtitle":"S","body":"B","launch-image":"L.png","title-loc-key":"TK","title-loc-args":["a"],"subtitle-loc-key":"SK","subtitle-loc-args":["b"],"loc-key":"K","loc-args":["c","d"]},"sound":{"critical":1,"name":"alarm.caf","volume":0.5},"thread-id":"thread","category":"INVITE","content-available":1,"mutable-content":1,"target-content-id":"window","interruption-level":"time-sensitive","relevance-score":0.75,"filter-criteria":"work"},"nested":{"a":null,"b":true},"orderID":42}"#
+        )
         // And it is JSON that a standard parser reads back.
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         #expect((object["aps"] as? [String: Any])?["badge"] == nil)
@@ -39,8 +46,12 @@ struct APNsPayloadTests {
     @Test("Live Activity keys")
     func liveActivity() {
         var payload = APNsPayload()
-        payload.liveActivity = .init(event: .update, contentState: ["score": "2-1"], timestamp: 1_700_000_000, staleDate: 1_700_000_600)
-        #expect(text(payload) == #"{"aps":{"event":"update","content-state":{"score":"2-1"},"timestamp":1700000000,"stale-date":1700000600}}"#)
+        payload.liveActivity = .init(
+            event: .update, contentState: ["score": "2-1"], timestamp: 1_700_000_000, staleDate: 1_700_000_600)
+        #expect(
+            text(payload)
+                == #"{"aps":{"event":"update","content-state":{"score":"2-1"},"timestamp":1700000000,"stale-date":1700000600}}"#
+        )
     }
 
     @Test("payloads over Apple's limit are refused before sending: 4096 bytes, 5120 for voip")
@@ -73,7 +84,8 @@ struct APNsPayloadTests {
         #expect(APNsPushType.voip.topic(forBundleID: "com.a") == "com.a.voip")
         #expect(APNsPushType.liveactivity.topic(forBundleID: "com.a") == "com.a.push-type.liveactivity")
         #expect(APNsPushType.background.defaultPriority == .conserve)
-        let background = APNsNotification(deviceToken: "abcd", topic: "com.a", pushType: .background, priority: .immediate, payload: Array("{}".utf8))
+        let background = APNsNotification(
+            deviceToken: "abcd", topic: "com.a", pushType: .background, priority: .immediate, payload: Array("{}".utf8))
         #expect(background.problem != nil)
         #expect(APNsNotification(deviceToken: "abc", topic: "com.a", payload: Array("{}".utf8)).problem != nil)
         #expect(APNsNotification(deviceToken: "abcd", topic: "com.a", payload: Array("{}".utf8)).problem == nil)
@@ -90,7 +102,8 @@ struct APNsPayloadTests {
         #expect(UUID(uuidString: first) != nil)
     }
 
-    @Test("provider tokens: renewed after 50 minutes, never twice within 20, early only when expired and 20 minutes old")
+    @Test(
+        "provider tokens: renewed after 50 minutes, never twice within 20, early only when expired and 20 minutes old")
     func tokenPolicy() {
         let policy = APNsProviderTokenPolicy()
         #expect(policy.needsNewToken(issuedAt: nil, now: 1000))

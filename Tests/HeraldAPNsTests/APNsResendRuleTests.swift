@@ -1,5 +1,6 @@
-@testable import HeraldAPNs
 import Testing
+
+@testable import HeraldAPNs
 
 @Suite("Sending again (pure)")
 struct APNsResendRuleTests {
@@ -7,7 +8,9 @@ struct APNsResendRuleTests {
     func rule() {
         var rule = APNsResendRule()
         var answers: [Bool] = []
-        for reason: APNsClient.Answer.SendAgain? in [nil, .renewedToken, .renewedToken, .unprocessed, .unprocessed, .unprocessed] {
+        for reason: APNsClient.Answer.SendAgain? in [
+            nil, .renewedToken, .renewedToken, .unprocessed, .unprocessed, .unprocessed,
+        ] {
             answers.append(rule.sendsAgain(for: reason, limit: 2))
         }
         // A second expired token is the answer; the third unprocessed request is too.

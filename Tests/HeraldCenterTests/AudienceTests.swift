@@ -28,9 +28,10 @@ struct AudienceTests {
 
             // Quotes, a backslash and non-ASCII text in an alias and a tag: the COPY statement
             // carries values as literals, and these must select exactly this device.
-            let odd = try await env.devices.register(DeviceRegistration(
-                appID: env.app.id, token: CenterEnvironment.token(seed: 7, number: 1), environment: .production,
-                topic: env.app.bundleID, alias: "o'brien \\ 'x'); --ü", tags: ["it's", "ü"]))
+            let odd = try await env.devices.register(
+                DeviceRegistration(
+                    appID: env.app.id, token: CenterEnvironment.token(seed: 7, number: 1), environment: .production,
+                    topic: env.app.bundleID, alias: "o'brien \\ 'x'); --ü", tags: ["it's", "ü"]))
 
             func numbers(_ audience: PushAudience) async throws -> Set<Int> {
                 let selection = AudienceSelection(appID: env.app.id, audience: audience)
@@ -54,9 +55,12 @@ struct AudienceTests {
                     streamed += page.targets
                 }
                 #expect(streamed == found)
-                return Set(found.map(\.deviceID).map { id in
-                    id == odd.id ? -1 : ids.firstIndex(of: id) ?? (sandbox.contains(id) ? 1000 + sandbox.firstIndex(of: id)! : -2)
-                })
+                return Set(
+                    found.map(\.deviceID).map { id in
+                        id == odd.id
+                            ? -1
+                            : ids.firstIndex(of: id) ?? (sandbox.contains(id) ? 1000 + sandbox.firstIndex(of: id)! : -2)
+                    })
             }
 
             #expect(try await numbers(.everyone) == active.union([1000, 1001, 1002, -1]))
@@ -65,18 +69,31 @@ struct AudienceTests {
             #expect(try await numbers(PushAudience(tags: .init(all: ["ü", "it's"]))) == [-1])
             #expect(try await numbers(PushAudience(all: true, environment: .production)) == active.union([-1]))
             #expect(try await numbers(PushAudience(all: true, environment: .sandbox)) == [1000, 1001, 1002])
-            #expect(try await numbers(PushAudience(registrationIDs: [ids[1], ids[2], ids[6], sandbox[0]])) == [1, 2, 1000])
+            #expect(
+                try await numbers(PushAudience(registrationIDs: [ids[1], ids[2], ids[6], sandbox[0]])) == [1, 2, 1000])
             #expect(try await numbers(PushAudience(aliases: ["user-2", "user-9"])) == [8, 9, 10, 11, 36, 37, 38, 39])
-            #expect(try await numbers(PushAudience(registrationIDs: [ids[1]], aliases: ["user-9"])) == [1, 36, 37, 38, 39])
+            #expect(
+                try await numbers(PushAudience(registrationIDs: [ids[1]], aliases: ["user-9"])) == [1, 36, 37, 38, 39])
             let evens = active.filter { $0 % 2 == 0 }
             #expect(try await numbers(PushAudience(tags: .init(any: ["even"]), environment: .production)) == evens)
-            #expect(try await numbers(PushAudience(tags: .init(any: ["three", "five"]))) == active.filter { $0 % 3 == 0 || $0 % 5 == 0 })
-            #expect(try await numbers(PushAudience(tags: .init(all: ["even", "three"]))) == active.filter { $0 % 6 == 0 })
-            #expect(try await numbers(PushAudience(tags: .init(all: ["even", "three", "three"]))) == active.filter { $0 % 6 == 0 })
-            #expect(try await numbers(PushAudience(all: true, tags: .init(none: ["even"]))) == active.filter { $0 % 2 != 0 }.union([-1]))
-            #expect(try await numbers(PushAudience(tags: .init(any: ["three"], all: ["even"], none: ["five"])))
+            #expect(
+                try await numbers(PushAudience(tags: .init(any: ["three", "five"])))
+                    == active.filter { $0 % 3 == 0 || $0 % 5 == 0 })
+            #expect(
+                try await numbers(PushAudience(tags: .init(all: ["even", "three"]))) == active.filter { $0 % 6 == 0 })
+            #expect(
+                try await numbers(PushAudience(tags: .init(all: ["even", "three", "three"])))
+                    == active.filter { $0 % 6 == 0 })
+            #expect(
+                try await numbers(PushAudience(all: true, tags: .init(none: ["even"])))
+                    == active.filter { $0 % 2 != 0 }.union([-1]))
+            #expect(
+                try await numbers(PushAudience(tags: .init(any: ["three"], all: ["even"], none: ["five"])))
                     == active.filter { $0 % 6 == 0 && $0 % 5 != 0 })
-            #expect(try await numbers(PushAudience(aliases: ["user-3", "user-4"], tags: .init(none: ["even"]))) == [13, 15, 17, 19])
+            #expect(
+                try await numbers(PushAudience(aliases: ["user-3", "user-4"], tags: .init(none: ["even"]))) == [
+                    13, 15, 17, 19,
+                ])
             #expect(try await numbers(PushAudience(tags: .init(any: ["no-such-tag"]))).isEmpty)
             // An audience that selects nothing reaches nobody.
             #expect(try await numbers(PushAudience()).isEmpty)

@@ -44,7 +44,10 @@ struct CenterProcessTests {
             try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
             let first = try startCenter(env, name: "center-first", log: logs + "/first.log")
             let push = try await env.createPush(audience: .everyone, throttlePerSecond: 5000)
-            #expect(try await env.eventually { try await env.pushes.push(id: push.id, appID: env.app.id)?.batchesEmitted ?? 0 >= 40 })
+            #expect(
+                try await env.eventually {
+                    try await env.pushes.push(id: push.id, appID: env.app.id)?.batchesEmitted ?? 0 >= 40
+                })
             kill(first.processIdentifier, SIGKILL)
             first.waitUntilExit()
             let stoppedAt = try #require(try await env.pushes.push(id: push.id, appID: env.app.id))

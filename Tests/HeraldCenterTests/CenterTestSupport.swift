@@ -1,8 +1,6 @@
 import Foundation
 import HeraldAPNs
-@testable import HeraldCenter
 import HeraldCore
-@testable import HeraldKafka
 import HeraldMessaging
 import HeraldRecords
 import HeraldStore
@@ -11,6 +9,9 @@ import PostgresNIO
 import ServiceLifecycle
 import Synchronization
 import Testing
+
+@testable import HeraldCenter
+@testable import HeraldKafka
 
 /// Everything a center test needs: PostgreSQL with an app of its own (and a second app, whose
 /// devices must never be targeted), and topics of its own on the development broker.
@@ -28,7 +29,9 @@ struct CenterEnvironment: Sendable {
     var pushes: PushRepository { PushRepository(client: database, logger: logger) }
     var fanouts: FanoutRepository { FanoutRepository(client: database, logger: logger) }
     var devices: DeviceRepository { DeviceRepository(client: database, logger: logger) }
-    var audience: AudienceRepository { AudienceRepository(client: database, postgres: configuration.postgres, logger: logger) }
+    var audience: AudienceRepository {
+        AudienceRepository(client: database, postgres: configuration.postgres, logger: logger)
+    }
 
     /// Center settings for this environment's topics; `name` tells centers apart.
     func settings(name: String, pageSize: Int = 1000, batchSize: Int = 100, lease: Int = 30_000) -> CenterSettings {
@@ -50,15 +53,19 @@ struct CenterEnvironment: Sendable {
     /// Registers devices 0..<count of `app` (tokens derived from `seed` and the number), with
     /// tags and alias chosen by `shape`. Returns their registration ids in order.
     @discardableResult
-    func register(_ count: Int, app: App? = nil, seed: UInt8 = 1, environment: APNsEnvironment = .production,
-                  shape: @Sendable (Int) -> (tags: [String], alias: String?) = { _ in ([], nil) }) async throws -> [Int64] {
+    func register(
+        _ count: Int, app: App? = nil, seed: UInt8 = 1, environment: APNsEnvironment = .production,
+        shape: @Sendable (Int) -> (tags: [String], alias: String?) = { _ in ([], nil) }
+    ) async throws -> [Int64] {
         let app = app ?? self.app
         var ids: [Int64] = []
         for number in 0..<count {
             let (tags, alias) = shape(number)
-            let registered = try await devices.register(DeviceRegistration(
-                appID: app.id, token: Self.token(seed: seed, number: number), environment: environment, topic: app.bundleID,
-                alias: alias, tags: tags))
+            let registered = try await devices.register(
+                DeviceRegistration(
+                    appID: app.id, token: Self.token(seed: seed, number: number), environment: environment,
+                    topic: app.bundleID,
+                    alias: alias, tags: tags))
             ids.append(registered.id)
         }
         return ids
@@ -67,7 +74,8 @@ struct CenterEnvironment: Sendable {
     /// Registers `count` plain devices in one statement (for large audiences).
     @discardableResult
     func registerMany(_ count: Int, seed: UInt8 = 9) async throws -> ClosedRange<Int64> {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             WITH inserted AS (
                 INSERT INTO devices (app_id, token, environment, topic)
                 SELECT \(app.id), decode(lpad(to_hex(\(Int32(seed))), 2, '0') || lpad(to_hex(n), 62, '0'), 'hex'), 'production', \(app.bundleID)
@@ -84,21 +92,28 @@ struct CenterEnvironment: Sendable {
     }
 
     /// Stores a push (and its "created" event in the outbox, as the Open API does).
-    func createPush(audience: PushAudience, app: App? = nil, state: PushState = .accepted, scheduledAt: Date? = nil,
-                    throttlePerSecond: Int? = nil, finishWithin: Int? = nil, recallOf: UUID? = nil) async throws -> Push {
+    func createPush(
+        audience: PushAudience, app: App? = nil, state: PushState = .accepted, scheduledAt: Date? = nil,
+        throttlePerSecond: Int? = nil, finishWithin: Int? = nil, recallOf: UUID? = nil
+    ) async throws -> Push {
         let app = app ?? self.app
         let id = UUID()
         let (push, _) = try await pushes.create(
-            NewPush(id: id, appID: app.id, state: state, audienceJSON: audience.json, notificationJSON: "{}",
-                    payload: Array(#"{"aps":{"alert":"center test"}}"#.utf8), scheduledAt: scheduledAt,
-                    throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithin, recallOf: recallOf),
+            NewPush(
+                id: id, appID: app.id, state: state, audienceJSON: audience.json, notificationJSON: "{}",
+                payload: Array(#"{"aps":{"alert":"center test"}}"#.utf8), scheduledAt: scheduledAt,
+                throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithin, recallOf: recallOf),
             announcement: try .pushEvent(.created, pushID: id, appID: app.id, topic: pushesTopic))
         return push
     }
 
     func cancel(_ push: Push) async throws -> Bool {
-        try await pushes.cancel(id: push.id, appID: push.definition.appID, outbox: [
-            try PushRepository.OutboxDraft.pushEvent(.canceled, pushID: push.id, appID: push.definition.appID, topic: pushesTopic)])
+        try await pushes.cancel(
+            id: push.id, appID: push.definition.appID,
+            outbox: [
+                try PushRepository.OutboxDraft.pushEvent(
+                    .canceled, pushID: push.id, appID: push.definition.appID, topic: pushesTopic)
+            ])
     }
 
     func state(of push: Push) async throws -> PushState? {
@@ -134,8 +149,10 @@ func withCenterEnvironment(_ body: @Sendable (CenterEnvironment) async throws ->
             let apps = AppRepository(client: client, logger: logger)
             let app = try await apps.create(name: "center test", bundleID: "com.herald.center.\(suffix)")
             let other = try await apps.create(name: "other app", bundleID: "com.herald.other.\(suffix)")
-            try await body(CenterEnvironment(configuration: testConfiguration, database: client, logger: logger, app: app,
-                                              otherApp: other, suffix: suffix))
+            try await body(
+                CenterEnvironment(
+                    configuration: testConfiguration, database: client, logger: logger, app: app,
+                    otherApp: other, suffix: suffix))
         }
     } catch {
         try? await dropDatabase(database, logger: logger)
@@ -162,26 +179,40 @@ extension CenterEnvironment {
     /// Starts a center with `settings` in a ServiceGroup; `stop()` shuts it down gracefully.
     func startCenter(_ settings: CenterSettings) throws -> RunningCenter {
         let kafka = configuration.kafka
-        let producer = try KafkaProducer(configuration: kafka.producerConfiguration(clientID: "test-center"), logger: logger)
-        let events = try KafkaConsumer(configuration: kafka.consumerConfiguration(
-            groupID: settings.groupID, topics: [settings.pushesTopic], clientID: "test-center-pushes"), logger: logger)
-        let outcomes = try KafkaConsumer(configuration: kafka.consumerConfiguration(
-            groupID: settings.groupID, topics: [settings.outcomesTopic], clientID: "test-center-outcomes"), logger: logger)
-        let center = MsgCenter(settings: settings, database: database, postgres: configuration.postgres, producer: producer, pushEvents: events, logger: logger)
-        let accountant = OutcomeAccountant(consumer: outcomes, fanouts: fanouts, deadLetters: nil, metrics: center.metrics, logger: logger)
-        let relay = OutboxRelay(outbox: OutboxRepository(client: database, logger: logger), producer: producer,
-                                interval: settings.outboxInterval, logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [producer, events, outcomes, center, accountant, relay], logger: logger))
+        let producer = try KafkaProducer(
+            configuration: kafka.producerConfiguration(clientID: "test-center"), logger: logger)
+        let events = try KafkaConsumer(
+            configuration: kafka.consumerConfiguration(
+                groupID: settings.groupID, topics: [settings.pushesTopic], clientID: "test-center-pushes"),
+            logger: logger)
+        let outcomes = try KafkaConsumer(
+            configuration: kafka.consumerConfiguration(
+                groupID: settings.groupID, topics: [settings.outcomesTopic], clientID: "test-center-outcomes"),
+            logger: logger)
+        let center = MsgCenter(
+            settings: settings, database: database, postgres: configuration.postgres, producer: producer,
+            pushEvents: events, logger: logger)
+        let accountant = OutcomeAccountant(
+            consumer: outcomes, fanouts: fanouts, deadLetters: nil, metrics: center.metrics, logger: logger)
+        let relay = OutboxRelay(
+            outbox: OutboxRepository(client: database, logger: logger), producer: producer,
+            interval: settings.outboxInterval, logger: logger)
+        let group = ServiceGroup(
+            configuration: .init(services: [producer, events, outcomes, center, accountant, relay], logger: logger))
         let task = Task { try await group.run() }
-        return RunningCenter(center: center, task: task, stop: {
-            await group.triggerGracefulShutdown()
-            _ = try? await task.value
-        })
+        return RunningCenter(
+            center: center, task: task,
+            stop: {
+                await group.triggerGracefulShutdown()
+                _ = try? await task.value
+            })
     }
 
     /// Plays herald-sender: reads this environment's job batches and answers each with an
     /// outcome batch — accepted, unless `verdict` says otherwise for a device. Returns what it read.
-    func startFakeSender(verdict: @escaping @Sendable (Int64) -> BatchOutcome.Failure? = { _ in nil }) throws -> JobReader {
+    func startFakeSender(verdict: @escaping @Sendable (Int64) -> BatchOutcome.Failure? = { _ in nil }) throws
+        -> JobReader
+    {
         try JobReader(environment: self, answer: verdict)
     }
 
@@ -201,10 +232,13 @@ final class JobReader: Sendable {
 
     init(environment: CenterEnvironment, answer: (@Sendable (Int64) -> BatchOutcome.Failure?)?) throws {
         let kafka = environment.configuration.kafka
-        let consumer = try KafkaConsumer(configuration: kafka.consumerConfiguration(
-            groupID: "job-reader-\(environment.suffix)-\(UUID().uuidString.prefix(4))", topics: [environment.jobsTopic],
-            clientID: "test-jobs"), logger: environment.logger)
-        let producer = try KafkaProducer(configuration: kafka.producerConfiguration(clientID: "test-outcomes"), logger: environment.logger)
+        let consumer = try KafkaConsumer(
+            configuration: kafka.consumerConfiguration(
+                groupID: "job-reader-\(environment.suffix)-\(UUID().uuidString.prefix(4))",
+                topics: [environment.jobsTopic],
+                clientID: "test-jobs"), logger: environment.logger)
+        let producer = try KafkaProducer(
+            configuration: kafka.producerConfiguration(clientID: "test-outcomes"), logger: environment.logger)
         let outcomesTopic = environment.outcomesTopic
         let collected = self.collected
         task = Task {
@@ -224,10 +258,13 @@ final class JobReader: Sendable {
                             if let failure = answer(Int64(target.deviceID)) {
                                 var record = Herald_V1_OutcomeBatch.Failure()
                                 record.deviceID = target.deviceID
-                                record.status = failure.status == .expired ? .expired : failure.status == .canceled ? .canceled : .rejected
+                                record.status =
+                                    failure.status == .expired
+                                    ? .expired : failure.status == .canceled ? .canceled : .rejected
                                 record.reason = failure.reason
                                 record.httpStatus = UInt32(failure.httpStatus)
-                                record.unregisteredAtMs = failure.unregisteredAt.map { Int64($0.timeIntervalSince1970 * 1000) } ?? 0
+                                record.unregisteredAtMs =
+                                    failure.unregisteredAt.map { Int64($0.timeIntervalSince1970 * 1000) } ?? 0
                                 record.attempts = 1
                                 outcome.failures.append(record)
                             } else {
@@ -235,7 +272,8 @@ final class JobReader: Sendable {
                             }
                         }
                         if let value = try? outcome.encodedRecord() {
-                            outcomes.append(KafkaProducerMessage(topic: outcomesTopic, key: Array(batch.pushID), value: value))
+                            outcomes.append(
+                                KafkaProducerMessage(topic: outcomesTopic, key: Array(batch.pushID), value: value))
                         }
                     }
                     if !outcomes.isEmpty { _ = try? await producer.send(outcomes) }

@@ -1,13 +1,16 @@
 import Foundation
 import HeraldAPNs
-@testable import HeraldCenter
 import HeraldRecords
-@testable import HeraldStore
 import Testing
+
+@testable import HeraldCenter
+@testable import HeraldStore
 
 @Suite("Cutting and pacing (no I/O)")
 struct FanoutPlanningTests {
-    func target(_ id: Int64, _ environment: APNsEnvironment = .production, topic: String = "com.example") -> AudienceTarget {
+    func target(_ id: Int64, _ environment: APNsEnvironment = .production, topic: String = "com.example")
+        -> AudienceTarget
+    {
         AudienceTarget(deviceID: id, token: [1, 2, 3, 4, 5, 6, 7, 8], environment: environment, topic: topic)
     }
 
@@ -27,24 +30,30 @@ struct FanoutPlanningTests {
             #expect(members.allSatisfy { $0.environment == cut.record.environment && $0.topic == cut.record.topic })
             #expect((0..<cut.targets.count).allSatisfy { Array(cut.targets.token(at: $0)) == members[$0].token })
             #expect(cut.record.targetCount == cut.targets.count)
-            #expect(cut.record.firstDevice == cut.targets.deviceIDs.first && cut.record.lastDevice == cut.targets.deviceIDs.last)
+            #expect(
+                cut.record.firstDevice == cut.targets.deviceIDs.first
+                    && cut.record.lastDevice == cut.targets.deviceIDs.last)
         }
         // The same page cuts the same way (a resumed fan-out makes the same batch ids).
         #expect(cutter.cut(page, firstSequence: 7).map(\.record) == cuts.map(\.record))
     }
 
     @Test func aJobRecordWithPackedTargetsDecodesToTheBatch() throws {
-        let push = Push(definition: NewPush(id: UUID(), appID: UUID(), audienceJSON: "{}", notificationJSON: "{}",
-                                            payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8)),
-                        fanoutCursor: 0, batchesEmitted: 0, createdAt: Date())
+        let push = Push(
+            definition: NewPush(
+                id: UUID(), appID: UUID(), audienceJSON: "{}", notificationJSON: "{}",
+                payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8)),
+            fanoutCursor: 0, batchesEmitted: 0, createdAt: Date())
         let factory = JobBatchFactory(push: push)
         var devices = DeviceTokens()
         devices.append(deviceID: 1, token: [0xAB, 0xCD])
         devices.append(deviceID: 300, token: [UInt8](repeating: 7, count: 32))
         devices.append(deviceID: Int64.max, token: [UInt8](repeating: 0xFF, count: 100))
-        let cut = BatchCutter.Cut(record: RecordedBatch(pushID: push.id, sequence: 42, firstDevice: 1, lastDevice: Int64.max,
-                                                        targetCount: 3, environment: .sandbox, topic: "com.example.app"),
-                                  targets: devices)
+        let cut = BatchCutter.Cut(
+            record: RecordedBatch(
+                pushID: push.id, sequence: 42, firstDevice: 1, lastDevice: Int64.max,
+                targetCount: 3, environment: .sandbox, topic: "com.example.app"),
+            targets: devices)
         let (key, value) = try factory.record(cut)
         let batch = try Herald_V1_JobBatch.decodeRecord(value)
         #expect(key == batch.batchID)
@@ -52,7 +61,10 @@ struct FanoutPlanningTests {
         #expect(batch.sequence == 42 && batch.environment == .sandbox && batch.apnsTopic == "com.example.app")
         #expect(batch.collapseID == push.id.uuidString.lowercased())
         #expect(batch.targets.map(\.deviceID) == [1, 300, UInt64(Int64.max)])
-        #expect(batch.targets.map { Array($0.token) } == [[0xAB, 0xCD], [UInt8](repeating: 7, count: 32), [UInt8](repeating: 0xFF, count: 100)])
+        #expect(
+            batch.targets.map { Array($0.token) } == [
+                [0xAB, 0xCD], [UInt8](repeating: 7, count: 32), [UInt8](repeating: 0xFF, count: 100),
+            ])
         #expect(Array(batch.payload) == push.definition.payload)
     }
 

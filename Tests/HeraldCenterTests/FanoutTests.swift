@@ -1,9 +1,10 @@
 import Foundation
-@testable import HeraldCenter
 import HeraldRecords
 import HeraldStore
 import StoreTestSupport
 import Testing
+
+@testable import HeraldCenter
 
 @Suite("Msg Center fan-out through the broker", .serialized)
 struct FanoutTests {
@@ -13,7 +14,10 @@ struct FanoutTests {
             try await env.register(30, app: env.otherApp, seed: 2)
             try await markInvalid([ids[3]], reason: "BadDeviceToken", client: env.database, logger: env.logger)
             let sender = try env.startFakeSender { device in
-                device % 10 == 0 ? BatchOutcome.Failure(deviceID: device, status: .rejected, reason: "BadDeviceToken", httpStatus: 400, unregisteredAt: nil, attempts: 1) : nil
+                device % 10 == 0
+                    ? BatchOutcome.Failure(
+                        deviceID: device, status: .rejected, reason: "BadDeviceToken", httpStatus: 400,
+                        unregisteredAt: nil, attempts: 1) : nil
             }
             let center = try env.startCenter(env.settings(name: "center-a", pageSize: 64, batchSize: 20))
             let push = try await env.createPush(audience: .everyone)
@@ -25,7 +29,8 @@ struct FanoutTests {
                 #expect(batch.targets.count <= 20)
                 #expect(batch.apnsTopic == env.app.bundleID)
                 #expect(batch.collapseID == push.id.uuidString.lowercased())
-                #expect(batch.batchID == Herald_V1_JobBatch.batchID(pushID: push.id.recordBytes, sequence: batch.sequence))
+                #expect(
+                    batch.batchID == Herald_V1_JobBatch.batchID(pushID: push.id.recordBytes, sequence: batch.sequence))
             }
             let counters = try #require(try await env.pushes.counters(pushID: push.id))
             let rejected = Int64(ids.filter { $0 % 10 == 0 && $0 != ids[3] }.count)
@@ -62,7 +67,9 @@ struct FanoutTests {
                 #expect(Set(counts.keys) == Set(ids))
                 #expect(try await env.pushes.counters(pushID: push.id)?.accepted == 3000)
             }
-            let started = first.center.metrics.fanoutsStarted.load(ordering: .relaxed) + second.center.metrics.fanoutsStarted.load(ordering: .relaxed)
+            let started =
+                first.center.metrics.fanoutsStarted.load(ordering: .relaxed)
+                + second.center.metrics.fanoutsStarted.load(ordering: .relaxed)
             #expect(started == 6)
             await first.stop()
             await second.stop()
@@ -119,11 +126,15 @@ struct FanoutTests {
             let reader = try env.startFakeSender()
             let center = try env.startCenter(env.settings(name: "center-c", pageSize: 500, batchSize: 100))
             let push = try await env.createPush(audience: .everyone, throttlePerSecond: 1000)
-            #expect(try await env.eventually { try await env.pushes.push(id: push.id, appID: env.app.id)?.batchesEmitted ?? 0 >= 5 })
+            #expect(
+                try await env.eventually {
+                    try await env.pushes.push(id: push.id, appID: env.app.id)?.batchesEmitted ?? 0 >= 5
+                })
             #expect(try await env.cancel(push))
-            #expect(try await env.eventually {
-                try await env.pushes.push(id: push.id, appID: env.app.id)?.completedAt != nil
-            })
+            #expect(
+                try await env.eventually {
+                    try await env.pushes.push(id: push.id, appID: env.app.id)?.completedAt != nil
+                })
             let sentAfterCancel = reader.read(push: push).count
             try await Task.sleep(for: .seconds(1))
             #expect(reader.read(push: push).count == sentAfterCancel, "nothing produced after the cancel took effect")
@@ -145,7 +156,9 @@ struct FanoutTests {
             let reader = try env.startFakeSender()
             let center = try env.startCenter(env.settings(name: "center-p", pageSize: 500, batchSize: 100))
             let push = try await env.createPush(audience: .everyone, throttlePerSecond: 1000)
-            func emitted() async throws -> Int { try await env.pushes.push(id: push.id, appID: env.app.id)?.batchesEmitted ?? 0 }
+            func emitted() async throws -> Int {
+                try await env.pushes.push(id: push.id, appID: env.app.id)?.batchesEmitted ?? 0
+            }
             func targeted() async throws -> Int64 { try await env.pushes.counters(pushID: push.id)?.targeted ?? 0 }
             #expect(try await env.eventually { try await emitted() >= 1 })
             #expect(try await env.fanouts.setPaused(true, pushID: push.id, appID: env.app.id))
@@ -171,13 +184,21 @@ struct FanoutTests {
             let push = try await env.createPush(audience: .everyone)
             #expect(try await env.fanouts.claim([push.id], by: "center-x", lease: .seconds(30)).map(\.id) == [push.id])
             func batch(_ sequence: Int) -> RecordedBatch {
-                RecordedBatch(pushID: push.id, sequence: sequence, firstDevice: Int64(sequence * 10 + 1), lastDevice: Int64(sequence * 10 + 10),
-                              targetCount: 10, environment: .production, topic: env.app.bundleID)
+                RecordedBatch(
+                    pushID: push.id, sequence: sequence, firstDevice: Int64(sequence * 10 + 1),
+                    lastDevice: Int64(sequence * 10 + 10),
+                    targetCount: 10, environment: .production, topic: env.app.bundleID)
             }
-            #expect(try await env.fanouts.recordPage(pushID: push.id, by: "center-x", cursor: 10, batches: [batch(0)]) == .recorded(paused: false))
+            #expect(
+                try await env.fanouts.recordPage(pushID: push.id, by: "center-x", cursor: 10, batches: [batch(0)])
+                    == .recorded(paused: false))
             #expect(try await env.fanouts.setPaused(true, pushID: push.id, appID: env.app.id))
-            #expect(try await env.fanouts.recordPage(pushID: push.id, by: "center-x", cursor: 20, batches: [batch(1)]) == .recorded(paused: true))
-            #expect(try await env.fanouts.recordPage(pushID: push.id, by: "center-y", cursor: 30, batches: [batch(2)]) == .claimLost)
+            #expect(
+                try await env.fanouts.recordPage(pushID: push.id, by: "center-x", cursor: 20, batches: [batch(1)])
+                    == .recorded(paused: true))
+            #expect(
+                try await env.fanouts.recordPage(pushID: push.id, by: "center-y", cursor: 30, batches: [batch(2)])
+                    == .claimLost)
         }
     }
 
@@ -186,7 +207,10 @@ struct FanoutTests {
             let ids = try await env.register(120)
             let rejected = Set(ids.enumerated().filter { $0.offset % 4 == 0 }.map(\.element))
             let reader = try env.startFakeSender { device in
-                rejected.contains(device) ? BatchOutcome.Failure(deviceID: device, status: .rejected, reason: "TooManyRequests", httpStatus: 429, unregisteredAt: nil, attempts: 8) : nil
+                rejected.contains(device)
+                    ? BatchOutcome.Failure(
+                        deviceID: device, status: .rejected, reason: "TooManyRequests", httpStatus: 429,
+                        unregisteredAt: nil, attempts: 8) : nil
             }
             let center = try env.startCenter(env.settings(name: "center-r", pageSize: 50, batchSize: 25))
             let original = try await env.createPush(audience: .everyone)

@@ -8,24 +8,34 @@ extension KafkaTests {
 
         /// Starts two members of one group and waits until both own partitions.
         private func startPair(topic: String, group: String, in directory: URL, holdA: [String] = []) async throws
-            -> (a: Process, b: Process, logA: URL, logB: URL) {
+            -> (a: Process, b: Process, logA: URL, logB: URL)
+        {
             let logA = directory.appendingPathComponent("a.handled")
             let logB = directory.appendingPathComponent("b.handled")
             let readyA = directory.appendingPathComponent("a.ready")
             let readyB = directory.appendingPathComponent("b.ready")
             // The topic must exist before consumers subscribe: produce one marker record first.
-            #expect(try await HeraldProcesses.run(["kafka", "produce", "--topic", topic, "--count", "1", "--run-id", "marker"],
-                                                  log: directory.appendingPathComponent("marker.log")) == 0)
-            let a = try HeraldProcesses.start(["kafka", "consume", "--topic", topic, "--group", group, "--log", logA.path,
-                                               "--ready-file", readyA.path] + holdA,
-                                              log: directory.appendingPathComponent("a.log"))
-            let b = try HeraldProcesses.start(["kafka", "consume", "--topic", topic, "--group", group, "--log", logB.path,
-                                               "--ready-file", readyB.path],
-                                              log: directory.appendingPathComponent("b.log"))
+            #expect(
+                try await HeraldProcesses.run(
+                    ["kafka", "produce", "--topic", topic, "--count", "1", "--run-id", "marker"],
+                    log: directory.appendingPathComponent("marker.log")) == 0)
+            let a = try HeraldProcesses.start(
+                [
+                    "kafka", "consume", "--topic", topic, "--group", group, "--log", logA.path,
+                    "--ready-file", readyA.path,
+                ] + holdA,
+                log: directory.appendingPathComponent("a.log"))
+            let b = try HeraldProcesses.start(
+                [
+                    "kafka", "consume", "--topic", topic, "--group", group, "--log", logB.path,
+                    "--ready-file", readyB.path,
+                ],
+                log: directory.appendingPathComponent("b.log"))
             // Each member writes its ready file when it owns partitions; B's comes after the
             // rebalance that shares the topic between the two.
             let ready = await eventually(timeout: .seconds(60)) {
-                FileManager.default.fileExists(atPath: readyA.path) && FileManager.default.fileExists(atPath: readyB.path)
+                FileManager.default.fileExists(atPath: readyA.path)
+                    && FileManager.default.fileExists(atPath: readyB.path)
             }
             #expect(ready, "both consumers should join the group")
             return (a, b, logA, logB)
@@ -36,11 +46,18 @@ extension KafkaTests {
             let directory = try makeScratchDirectory("group")
             let topic = "herald.test.group.\(UUID().uuidString.prefix(8))"
             let (a, b, logA, logB) = try await startPair(topic: topic, group: "group-\(UUID())", in: directory)
-            defer { a.terminate(); b.terminate() }
+            defer {
+                a.terminate()
+                b.terminate()
+            }
 
-            #expect(try await HeraldProcesses.run(["kafka", "produce", "--topic", topic, "--count", "\(Self.recordCount)",
-                                                   "--size", "100", "--run-id", "r"],
-                                                  log: directory.appendingPathComponent("produce.log")) == 0)
+            #expect(
+                try await HeraldProcesses.run(
+                    [
+                        "kafka", "produce", "--topic", topic, "--count", "\(Self.recordCount)",
+                        "--size", "100", "--run-id", "r",
+                    ],
+                    log: directory.appendingPathComponent("produce.log")) == 0)
 
             let complete = await eventually(timeout: .seconds(180)) {
                 Set(handledNumbers(logA) + handledNumbers(logB)).count >= Self.recordCount
@@ -67,14 +84,23 @@ extension KafkaTests {
             let (a, b, logA, logB) = try await startPair(
                 topic: topic, group: "kill-\(UUID())", in: directory,
                 holdA: ["--hold-after", "10000", "--hold-count", "500", "--hold-marker", marker.path])
-            defer { a.terminate(); b.terminate() }
+            defer {
+                a.terminate()
+                b.terminate()
+            }
 
-            #expect(try await HeraldProcesses.run(["kafka", "produce", "--topic", topic, "--count", "\(Self.recordCount)",
-                                                   "--size", "100", "--run-id", "r"],
-                                                  log: directory.appendingPathComponent("produce.log")) == 0)
+            #expect(
+                try await HeraldProcesses.run(
+                    [
+                        "kafka", "produce", "--topic", topic, "--count", "\(Self.recordCount)",
+                        "--size", "100", "--run-id", "r",
+                    ],
+                    log: directory.appendingPathComponent("produce.log")) == 0)
 
             // A handles 10,000 records with offsets stored (and committed), 500 more without, then holds.
-            let holding = await eventually(timeout: .seconds(120)) { FileManager.default.fileExists(atPath: marker.path) }
+            let holding = await eventually(timeout: .seconds(120)) {
+                FileManager.default.fileExists(atPath: marker.path)
+            }
             #expect(holding, "member A should reach its hold point")
             kill(a.processIdentifier, SIGKILL)
             _ = await HeraldProcesses.waitForExit(a)
@@ -93,7 +119,8 @@ extension KafkaTests {
             // Exactly 10,000 handlings with offsets stored before the hold. They may include the
             // marker record, and a record seen twice when the development broker refused a commit
             // during the rebalance that followed B's join.
-            let storedHandlings = handledNumbers(logA, includeUnstored: false).count
+            let storedHandlings =
+                handledNumbers(logA, includeUnstored: false).count
                 + handledNumbers(logA, prefix: "marker:", includeUnstored: false).count
             #expect(storedHandlings == 10_000, "A handled 10,000 records with offsets stored, then held")
             #expect(unstoredA.count == 500)

@@ -1,5 +1,6 @@
-@testable import HeraldKafka
 import Testing
+
+@testable import HeraldKafka
 
 /// The delivery-report bookkeeping, without a broker.
 struct KafkaDeliveryGroupTests {

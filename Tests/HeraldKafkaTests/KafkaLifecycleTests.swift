@@ -1,5 +1,6 @@
-@testable import HeraldKafka
 import Testing
+
+@testable import HeraldKafka
 
 @Suite("Kafka producer and consumer lifecycles (pure)")
 struct KafkaLifecycleTests {

@@ -11,7 +11,9 @@ enum HeraldProcesses {
             return URL(fileURLWithPath: directory)
         }
         var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        while url.pathComponents.count > 1 && !FileManager.default.fileExists(atPath: url.appendingPathComponent("herald").path) {
+        while url.pathComponents.count > 1
+            && !FileManager.default.fileExists(atPath: url.appendingPathComponent("herald").path)
+        {
             url.deleteLastPathComponent()
         }
         return url
@@ -47,7 +49,9 @@ enum HeraldProcesses {
 
 /// The numbers N of the lines `PREFIX:N` in a consumer's log (`U ` marks records handled
 /// without storing their offset; `includeUnstored` decides whether they count).
-func handledNumbers(_ url: URL, prefix: String = "r:", includeUnstored: Bool = true, onlyUnstored: Bool = false) -> [Int] {
+func handledNumbers(_ url: URL, prefix: String = "r:", includeUnstored: Bool = true, onlyUnstored: Bool = false)
+    -> [Int]
+{
     guard let data = FileManager.default.contents(atPath: url.path) else { return [] }
     var numbers: [Int] = []
     numbers.reserveCapacity(data.count / 8)
@@ -60,20 +64,27 @@ func handledNumbers(_ url: URL, prefix: String = "r:", includeUnstored: Bool = t
             var position = lineStart
             lineStart = index + 1
             var unstored = false
-            if index - position >= 2 && bytes[position] == UInt8(ascii: "U") && bytes[position + 1] == UInt8(ascii: " ") {
+            if index - position >= 2 && bytes[position] == UInt8(ascii: "U") && bytes[position + 1] == UInt8(ascii: " ")
+            {
                 unstored = true
                 position += 2
             }
             if (unstored && !includeUnstored) || (onlyUnstored && !unstored) { continue }
             guard index - position > prefixBytes.count else { continue }
             var matches = true
-            for (offset, byte) in prefixBytes.enumerated() where bytes[position + offset] != byte { matches = false; break }
+            for (offset, byte) in prefixBytes.enumerated() where bytes[position + offset] != byte {
+                matches = false
+                break
+            }
             guard matches else { continue }
             var value = 0
             var digits = 0
             for digitIndex in (position + prefixBytes.count)..<index {
                 let byte = bytes[digitIndex]
-                guard byte >= 48 && byte <= 57 else { digits = 0; break }
+                guard byte >= 48 && byte <= 57 else {
+                    digits = 0
+                    break
+                }
                 value = value * 10 + Int(byte - 48)
                 digits += 1
             }
@@ -85,7 +96,8 @@ func handledNumbers(_ url: URL, prefix: String = "r:", includeUnstored: Bool = t
 
 /// A folder for one test's files.
 func makeScratchDirectory(_ name: String) throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("herald-tests-\(name)-\(UUID().uuidString.prefix(8))")
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "herald-tests-\(name)-\(UUID().uuidString.prefix(8))")
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }

@@ -9,7 +9,9 @@ import Testing
             environment: .production, apnsTopic: "com.example.app", pushType: .alert, priority: 10, expirationS: 0,
             collapseID: "news-1", payload: Data(#"{"aps":{"alert":"hello"}}"#.utf8),
             targets: (0..<targets).map { index in
-                .init(deviceID: UInt64(1_000_000 + index), token: Data((0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index) }))
+                .init(
+                    deviceID: UInt64(1_000_000 + index),
+                    token: Data((0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index) }))
             },
             createdAtMs: 0)
     }
@@ -33,7 +35,9 @@ import Testing
         let pushID = Data(repeating: 0xAB, count: 16)
         let id = Herald_V1_JobBatch.batchID(pushID: pushID, sequence: 0x0102_0304)
         #expect(id == pushID + Data([1, 2, 3, 4]))
-        #expect(Herald_V1_JobBatch.batchID(pushID: pushID, sequence: 5) == Herald_V1_JobBatch.batchID(pushID: pushID, sequence: 5))
+        #expect(
+            Herald_V1_JobBatch.batchID(pushID: pushID, sequence: 5)
+                == Herald_V1_JobBatch.batchID(pushID: pushID, sequence: 5))
     }
 
     @Test func unknownSchemaVersionIsRefused() throws {

@@ -9,10 +9,13 @@ import Testing
 /// stops as if the database went away.
 @Suite("herald-sender credentials while the database is away", .serialized)
 struct CredentialStoreTests {
-    @Test("the credential loaded before goes on while the database cannot be read; an app never loaded waits (CredentialUnavailable), it is not rejected")
+    @Test(
+        "the credential loaded before goes on while the database cannot be read; an app never loaded waits (CredentialUnavailable), it is not rejected"
+    )
     func theLoadedCredentialOutlivesTheDatabase() async throws {
         try await withWorkerEnvironment(deliverable: 1) { environment in
-            let pool = HeraldDatabase.makeClient(settings: environment.configuration.postgres, logger: environment.logger)
+            let pool = HeraldDatabase.makeClient(
+                settings: environment.configuration.postgres, logger: environment.logger)
             let poolRun = Task { await pool.run() }
             let store = CredentialStore(
                 repository: CredentialRepository(client: pool, logger: environment.logger), cipher: environment.cipher,

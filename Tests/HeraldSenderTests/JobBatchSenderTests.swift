@@ -13,13 +13,22 @@ import Testing
 struct RetryPolicyTests {
     @Test("back-off doubles with equal jitter, capped; attempts and expiration end retrying")
     func policy() {
-        let policy = RetryPolicy(maxAttempts: 4, backoff: Backoff(initial: .milliseconds(100), maximum: .milliseconds(1000)))
-        #expect(policy.decision(afterAttempt: 1, nowMilliseconds: 0, expirationMilliseconds: nil, unit: 0) == .retry(after: .milliseconds(50)))
-        #expect(policy.decision(afterAttempt: 3, nowMilliseconds: 0, expirationMilliseconds: nil, unit: 0) == .retry(after: .milliseconds(200)))
-        #expect(policy.decision(afterAttempt: 3, nowMilliseconds: 0, expirationMilliseconds: nil, unit: 1) == .retry(after: .milliseconds(400)))
+        let policy = RetryPolicy(
+            maxAttempts: 4, backoff: Backoff(initial: .milliseconds(100), maximum: .milliseconds(1000)))
+        #expect(
+            policy.decision(afterAttempt: 1, nowMilliseconds: 0, expirationMilliseconds: nil, unit: 0)
+                == .retry(after: .milliseconds(50)))
+        #expect(
+            policy.decision(afterAttempt: 3, nowMilliseconds: 0, expirationMilliseconds: nil, unit: 0)
+                == .retry(after: .milliseconds(200)))
+        #expect(
+            policy.decision(afterAttempt: 3, nowMilliseconds: 0, expirationMilliseconds: nil, unit: 1)
+                == .retry(after: .milliseconds(400)))
         #expect(policy.decision(afterAttempt: 4, nowMilliseconds: 0, expirationMilliseconds: nil, unit: 0) == .giveUp)
-        #expect(policy.decision(afterAttempt: 1, nowMilliseconds: 1000, expirationMilliseconds: 1000, unit: 0) == .expired)
-        #expect(policy.decision(afterAttempt: 2, nowMilliseconds: 950, expirationMilliseconds: 1000, unit: 0) == .expired)
+        #expect(
+            policy.decision(afterAttempt: 1, nowMilliseconds: 1000, expirationMilliseconds: 1000, unit: 0) == .expired)
+        #expect(
+            policy.decision(afterAttempt: 2, nowMilliseconds: 950, expirationMilliseconds: 1000, unit: 0) == .expired)
     }
 }
 
@@ -29,7 +38,9 @@ enum SenderFixture {
     static let pushID = UUID()
     static let unregisteredAt: Int64 = 1_700_000_123_000
 
-    static func token(_ index: Int) -> Data { Data((0..<32).map { UInt8(truncatingIfNeeded: index >> (($0 % 4) * 8)) ^ UInt8($0) }) }
+    static func token(_ index: Int) -> Data {
+        Data((0..<32).map { UInt8(truncatingIfNeeded: index >> (($0 % 4) * 8)) ^ UInt8($0) })
+    }
     static func hex(_ data: Data) -> String { Hexadecimal.encode(data) }
 
     /// 300 targets: device ids 1…300; 290 deliverable, 5 unregistered (291…295), 5 unknown (296…300).
@@ -42,23 +53,34 @@ enum SenderFixture {
             createdAtMs: Int64(Date().timeIntervalSince1970 * 1000))
     }
 
-    static func simulator(_ adjust: (inout APNsSimulatorConfiguration) -> Void = { _ in }) -> APNsSimulatorConfiguration {
+    static func simulator(_ adjust: (inout APNsSimulatorConfiguration) -> Void = { _ in }) -> APNsSimulatorConfiguration
+    {
         var configuration = APNsSimulatorConfiguration()
         configuration.port = 0
         configuration.adminPort = nil
         configuration.threads = 1
-        configuration.keys = [ProviderKey(keyID: "SENDERKEY1", teamID: "SENDERTEAM", publicKeyPEM: key.publicKey.pemRepresentation, topics: [bundleID])]
-        configuration.devices = (1...290).map { SimulatedDevice(token: hex(token($0)), topic: bundleID) }
-            + (291...295).map { SimulatedDevice(token: hex(token($0)), topic: bundleID, unregisteredAt: unregisteredAt) }
+        configuration.keys = [
+            ProviderKey(
+                keyID: "SENDERKEY1", teamID: "SENDERTEAM", publicKeyPEM: key.publicKey.pemRepresentation,
+                topics: [bundleID])
+        ]
+        configuration.devices =
+            (1...290).map { SimulatedDevice(token: hex(token($0)), topic: bundleID) }
+            + (291...295).map {
+                SimulatedDevice(token: hex(token($0)), topic: bundleID, unregisteredAt: unregisteredAt)
+            }
         adjust(&configuration)
         return configuration
     }
 }
 
-func withSenderClient(_ configuration: APNsSimulatorConfiguration, _ body: (APNsSimulator, APNsClient) async throws -> Void) async throws {
+func withSenderClient(
+    _ configuration: APNsSimulatorConfiguration, _ body: (APNsSimulator, APNsClient) async throws -> Void
+) async throws {
     try await withAPNsClient(
         simulator: configuration,
-        credential: .token(APNsSigningKey(privateKey: SenderFixture.key, keyID: "SENDERKEY1", teamID: "SENDERTEAM")), body)
+        credential: .token(APNsSigningKey(privateKey: SenderFixture.key, keyID: "SENDERKEY1", teamID: "SENDERTEAM")),
+        body)
 }
 
 @Suite("Sending a job batch through apns-sim", .serialized)
@@ -73,14 +95,21 @@ struct JobBatchSenderTests {
             #expect(outcomes.acceptedDeviceIds.count + outcomes.failures.count == 300)
             let unregistered = outcomes.failures.filter { $0.reason == "Unregistered" }
             #expect(unregistered.map(\.deviceID) == (291...295).map(UInt64.init))
-            #expect(unregistered.allSatisfy { $0.httpStatus == 410 && $0.unregisteredAtMs == SenderFixture.unregisteredAt && $0.status == .rejected })
-            #expect(outcomes.failures.filter { $0.reason == "BadDeviceToken" }.map(\.deviceID) == (296...300).map(UInt64.init))
+            #expect(
+                unregistered.allSatisfy {
+                    $0.httpStatus == 410 && $0.unregisteredAtMs == SenderFixture.unregisteredAt
+                        && $0.status == .rejected
+                })
+            #expect(
+                outcomes.failures.filter { $0.reason == "BadDeviceToken" }.map(\.deviceID)
+                    == (296...300).map(UInt64.init))
             // What a phone got: exactly the accepted ones, each with its deterministic apns-id and
             // the collapse id the record carries (the push's, decided when it was accepted).
             let recorded = simulator.ledger.notifications()
             #expect(recorded.count == 290)
             let expectedID = APNsNotification.deterministicID(pushID: SenderFixture.pushID, deviceID: 1)
-            #expect(recorded.contains { $0.apnsID == expectedID && $0.token == SenderFixture.hex(SenderFixture.token(1)) })
+            #expect(
+                recorded.contains { $0.apnsID == expectedID && $0.token == SenderFixture.hex(SenderFixture.token(1)) })
             #expect(Set(recorded.map(\.collapseID)) == [collapseID])
             #expect(outcomes.batchID == SenderFixture.batch().batchID)
         }
@@ -92,7 +121,9 @@ struct JobBatchSenderTests {
         faults.serviceUnavailable = 0.3
         faults.tooManyRequests = 0.2
         try await withSenderClient(SenderFixture.simulator { $0.faults = faults }) { simulator, client in
-            let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 30, backoff: Backoff(initial: .milliseconds(2), maximum: .milliseconds(20))))
+            let sender = JobBatchSender(
+                retryPolicy: RetryPolicy(
+                    maxAttempts: 30, backoff: Backoff(initial: .milliseconds(2), maximum: .milliseconds(20))))
             let outcomes = try await sender.send(SenderFixture.batch(collapseID: "promo"), with: client)
             #expect(outcomes.acceptedDeviceIds.count == 290)
             #expect(outcomes.failures.count == 10)
@@ -107,7 +138,9 @@ struct JobBatchSenderTests {
         var faults = APNsFaults()
         faults.serviceUnavailable = 1
         try await withSenderClient(SenderFixture.simulator { $0.faults = faults }) { simulator, client in
-            let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 1000, backoff: Backoff(initial: .milliseconds(50), maximum: .milliseconds(200))))
+            let sender = JobBatchSender(
+                retryPolicy: RetryPolicy(
+                    maxAttempts: 1000, backoff: Backoff(initial: .milliseconds(50), maximum: .milliseconds(200))))
             // Whole seconds, so at least three ahead: room for a second attempt of every target
             // even on a loaded machine (with two, one CI run gave some targets a single attempt).
             let expiration = Int64(Date().timeIntervalSince1970) + 4
@@ -127,7 +160,9 @@ struct JobBatchSenderTests {
         var faults = APNsFaults()
         faults.tooManyRequests = 1
         try await withSenderClient(SenderFixture.simulator { $0.faults = faults }) { _, client in
-            let sender = JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 3, backoff: Backoff(initial: .milliseconds(1), maximum: .milliseconds(5))))
+            let sender = JobBatchSender(
+                retryPolicy: RetryPolicy(
+                    maxAttempts: 3, backoff: Backoff(initial: .milliseconds(1), maximum: .milliseconds(5))))
             let outcomes = try await sender.send(SenderFixture.batch(), with: client)
             let throttled = outcomes.failures.filter { $0.reason == "TooManyRequests" }
             #expect(throttled.count == 290)

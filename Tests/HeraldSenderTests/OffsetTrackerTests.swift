@@ -1,6 +1,7 @@
 import HeraldKafka
-@testable import HeraldSender
 import Testing
+
+@testable import HeraldSender
 
 @Suite("Offset tracker (pure)")
 struct OffsetTrackerTests {

@@ -11,7 +11,9 @@ struct SenderProcessTests {
         ProcessInfo.processInfo.environment["HERALD_BIN_DIR"] ?? ".build/debug"
     }
 
-    func startSender(_ environment: WorkerEnvironment, certificateFile: String, metricsPort: Int, log: String) throws -> Process {
+    func startSender(_ environment: WorkerEnvironment, certificateFile: String, metricsPort: Int, log: String) throws
+        -> Process
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binaryDirectory + "/herald-sender")
         var variables = ProcessInfo.processInfo.environment
@@ -54,20 +56,28 @@ struct SenderProcessTests {
         return process.isRunning ? nil : process.terminationStatus
     }
 
-    @Test("two workers share the partitions; one SIGKILLed mid-batch, the other completes every batch; duplicates carry the same apns-id and collapse id; SIGTERM stops cleanly")
+    @Test(
+        "two workers share the partitions; one SIGKILLed mid-batch, the other completes every batch; duplicates carry the same apns-id and collapse id; SIGTERM stops cleanly"
+    )
     func killOneOfTwo() async throws {
         var faults = APNsFaults()
         faults.latency = .init(distribution: .fixed, milliseconds: 300)
         try await withWorkerEnvironment(deliverable: 6000, faults: faults) { environment in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("herald-sender-\(environment.suffix)").path
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "herald-sender-\(environment.suffix)"
+            ).path
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             let certificateFile = folder + "/apns-sim.pem"
-            try environment.simulator.identity.certificatePEM.write(toFile: certificateFile, atomically: true, encoding: .utf8)
+            try environment.simulator.identity.certificatePEM.write(
+                toFile: certificateFile, atomically: true, encoding: .utf8)
             let batchIDs = try await environment.produceJobs(batches: 60, targets: 100)
 
-            let portA = Int.random(in: 31000..<32000), portB = portA + 1000
-            let workerA = try startSender(environment, certificateFile: certificateFile, metricsPort: portA, log: folder + "/a.log")
-            let workerB = try startSender(environment, certificateFile: certificateFile, metricsPort: portB, log: folder + "/b.log")
+            let portA = Int.random(in: 31000..<32000)
+            let portB = portA + 1000
+            let workerA = try startSender(
+                environment, certificateFile: certificateFile, metricsPort: portA, log: folder + "/a.log")
+            let workerB = try startSender(
+                environment, certificateFile: certificateFile, metricsPort: portB, log: folder + "/b.log")
             defer {
                 kill(workerA.processIdentifier, SIGKILL)
                 kill(workerB.processIdentifier, SIGKILL)
@@ -94,7 +104,10 @@ struct SenderProcessTests {
             let recorded = environment.simulator.ledger.notifications()
             let byToken = Dictionary(grouping: recorded, by: \.token)
             #expect(byToken.count == 6000)
-            #expect(byToken.values.allSatisfy { copies in Set(copies.map(\.apnsID)).count == 1 && Set(copies.map(\.collapseID)).count == 1 })
+            #expect(
+                byToken.values.allSatisfy { copies in
+                    Set(copies.map(\.apnsID)).count == 1 && Set(copies.map(\.collapseID)).count == 1
+                })
 
             // B stops cleanly on SIGTERM.
             kill(workerB.processIdentifier, SIGTERM)

@@ -3,7 +3,6 @@ import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldCore
-@testable import HeraldKafka
 import HeraldMessaging
 import HeraldRecords
 import HeraldSender
@@ -11,6 +10,8 @@ import HeraldStore
 import Logging
 import PostgresNIO
 import Testing
+
+@testable import HeraldKafka
 
 /// A 32-byte token per device number, the same each time.
 func deviceToken(_ device: Int) -> Data {
@@ -42,24 +43,35 @@ struct WorkerEnvironment: Sendable {
         let appIDBytes = appID.recordBytes
         let records = (0..<batches).map { sequence in
             Herald_V1_JobBatch(
-                pushID: pushIDBytes, appID: appIDBytes, sequence: UInt32(sequence), environment: .sandbox, apnsTopic: bundleID,
-                pushType: .alert, priority: 10, expirationS: 0, collapseID: "", payload: Data(#"{"aps":{"alert":"worker"}}"#.utf8),
-                targets: (1...targets).map { Herald_V1_JobBatch.Target(deviceID: UInt64(sequence * targets + $0), token: deviceToken(sequence * targets + $0)) },
+                pushID: pushIDBytes, appID: appIDBytes, sequence: UInt32(sequence), environment: .sandbox,
+                apnsTopic: bundleID,
+                pushType: .alert, priority: 10, expirationS: 0, collapseID: "",
+                payload: Data(#"{"aps":{"alert":"worker"}}"#.utf8),
+                targets: (1...targets).map {
+                    Herald_V1_JobBatch.Target(
+                        deviceID: UInt64(sequence * targets + $0), token: deviceToken(sequence * targets + $0))
+                },
                 createdAtMs: 0)
         }
-        let producer = try KafkaProducer(configuration: configuration.kafka.producerConfiguration(clientID: "test-jobs"), logger: logger)
-        try await producer.send(try records.map {
-            KafkaProducerMessage(topic: jobsTopic, key: Array($0.batchID), value: try $0.encodedRecord())
-        })
+        let producer = try KafkaProducer(
+            configuration: configuration.kafka.producerConfiguration(clientID: "test-jobs"), logger: logger)
+        try await producer.send(
+            try records.map {
+                KafkaProducerMessage(topic: jobsTopic, key: Array($0.batchID), value: try $0.encodedRecord())
+            })
         await producer.shutdown()
         return Set(records.map(\.batchID))
     }
 
     /// Reads outcome batches until every one of `batchIDs` has one (or `timeout` passes); a batch
     /// published twice (after a redelivery) counts once, its last copy kept.
-    func collectOutcomes(_ batchIDs: Set<Data>, timeout: Duration = .seconds(120)) async throws -> [Data: Herald_V1_OutcomeBatch] {
+    func collectOutcomes(_ batchIDs: Set<Data>, timeout: Duration = .seconds(120)) async throws -> [Data:
+        Herald_V1_OutcomeBatch]
+    {
         let consumer = try KafkaConsumer(
-            configuration: configuration.kafka.consumerConfiguration(groupID: "\(group)-reader-\(UUID().uuidString.prefix(4))", topics: [outcomesTopic], clientID: "test-outcomes"),
+            configuration: configuration.kafka.consumerConfiguration(
+                groupID: "\(group)-reader-\(UUID().uuidString.prefix(4))", topics: [outcomesTopic],
+                clientID: "test-outcomes"),
             logger: logger)
         var byBatch: [Data: Herald_V1_OutcomeBatch] = [:]
         let deadline = ContinuousClock.now + timeout
@@ -94,20 +106,33 @@ func withWorkerEnvironment(
     simulatorConfiguration.adminPort = nil
     simulatorConfiguration.threads = 1
     simulatorConfiguration.faults = faults
-    simulatorConfiguration.keys = [ProviderKey(keyID: "WORKERKEY1", teamID: "WORKERTEAM", publicKeyPEM: signingKey.publicKey.pemRepresentation, topics: [bundleID])]
-    simulatorConfiguration.devices = (1...deliverable).map { SimulatedDevice(token: hex(deviceToken($0)), topic: bundleID) }
-        + (0..<unregistered).map { SimulatedDevice(token: hex(deviceToken(deliverable + 1 + $0)), topic: bundleID, unregisteredAt: 1_700_000_000_000 + Int64(deliverable + 1 + $0)) }
+    simulatorConfiguration.keys = [
+        ProviderKey(
+            keyID: "WORKERKEY1", teamID: "WORKERTEAM", publicKeyPEM: signingKey.publicKey.pemRepresentation,
+            topics: [bundleID])
+    ]
+    simulatorConfiguration.devices =
+        (1...deliverable).map { SimulatedDevice(token: hex(deviceToken($0)), topic: bundleID) }
+        + (0..<unregistered).map {
+            SimulatedDevice(
+                token: hex(deviceToken(deliverable + 1 + $0)), topic: bundleID,
+                unregisteredAt: 1_700_000_000_000 + Int64(deliverable + 1 + $0))
+        }
     let simulator = try await APNsSimulator.start(simulatorConfiguration)
     do {
         try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
             try await MigrationRunner(client: database, logger: logger).migrate()
-            let app = try await AppRepository(client: database, logger: logger).create(name: "worker test", bundleID: bundleID)
-            try await CredentialRepository(client: database, logger: logger).upsert(.token(
-                appID: app.id, environment: .sandbox, keyID: "WORKERKEY1", teamID: "WORKERTEAM",
-                privateKeyPEM: signingKey.pemRepresentation, cipher: cipher))
-            try await body(WorkerEnvironment(
-                configuration: configuration, database: database, logger: logger, masterKey: masterKey, cipher: cipher,
-                appID: app.id, bundleID: bundleID, simulator: simulator, suffix: suffix))
+            let app = try await AppRepository(client: database, logger: logger).create(
+                name: "worker test", bundleID: bundleID)
+            try await CredentialRepository(client: database, logger: logger).upsert(
+                .token(
+                    appID: app.id, environment: .sandbox, keyID: "WORKERKEY1", teamID: "WORKERTEAM",
+                    privateKeyPEM: signingKey.pemRepresentation, cipher: cipher))
+            try await body(
+                WorkerEnvironment(
+                    configuration: configuration, database: database, logger: logger, masterKey: masterKey,
+                    cipher: cipher,
+                    appID: app.id, bundleID: bundleID, simulator: simulator, suffix: suffix))
         }
     } catch {
         await simulator.shutdown()

@@ -2,7 +2,6 @@ import APNsSimulator
 import Foundation
 import HeraldAPNs
 import HeraldCore
-@testable import HeraldKafka
 import HeraldMessaging
 import HeraldRecords
 import HeraldSender
@@ -12,30 +11,39 @@ import Logging
 import ServiceLifecycle
 import Testing
 
+@testable import HeraldKafka
+
 /// The sender worker in-process: job batches from the development broker, the app's credential
 /// from PostgreSQL (sealed with a master key), notifications to apns-sim over TLS, outcomes back
 /// on the broker. `make test` starts PostgreSQL and the broker.
 @Suite("herald-sender worker through Kafka, PostgreSQL and apns-sim", .serialized)
 struct SenderWorkerTests {
-    @Test("2,000 targets in 20 batches: one outcome per target, apns-sim got exactly the deliverable ones, offsets stored; a canceled push's jobs are dropped as canceled; second copies of batches already accounted are not sent")
+    @Test(
+        "2,000 targets in 20 batches: one outcome per target, apns-sim got exactly the deliverable ones, offsets stored; a canceled push's jobs are dropped as canceled; second copies of batches already accounted are not sent"
+    )
     func batchesThroughTheBroker() async throws {
         try await withWorkerEnvironment(deliverable: 1900, unregistered: 50) { environment in
             let batchIDs = try await environment.produceJobs(batches: 20, targets: 100)
             // A second push, canceled after its jobs were cut: none of them may reach a phone.
             let canceledPush = UUID()
             let pushes = PushRepository(client: environment.database, logger: environment.logger)
-            _ = try await pushes.create(NewPush(id: canceledPush, appID: environment.appID, audienceJSON: "{}", notificationJSON: "{}",
-                                                payload: Array(#"{"aps":{}}"#.utf8)),
-                                        announcement: .init(topic: "herald.test.sender.pushes", key: nil, value: []))
+            _ = try await pushes.create(
+                NewPush(
+                    id: canceledPush, appID: environment.appID, audienceJSON: "{}", notificationJSON: "{}",
+                    payload: Array(#"{"aps":{}}"#.utf8)),
+                announcement: .init(topic: "herald.test.sender.pushes", key: nil, value: []))
             #expect(try await pushes.cancel(id: canceledPush, appID: environment.appID))
             let canceledBatchIDs = try await environment.produceJobs(batches: 2, targets: 100, pushID: canceledPush)
             // A third push whose two batches were already sent and accounted (as herald-center
             // records it); copies of them come again, as after a resumed fan-out: not sent twice.
             let accountedPush = UUID()
-            _ = try await pushes.create(NewPush(id: accountedPush, appID: environment.appID, audienceJSON: "{}", notificationJSON: "{}",
-                                                payload: Array(#"{"aps":{}}"#.utf8)),
-                                        announcement: .init(topic: "herald.test.sender.pushes", key: nil, value: []))
-            try await environment.database.query("""
+            _ = try await pushes.create(
+                NewPush(
+                    id: accountedPush, appID: environment.appID, audienceJSON: "{}", notificationJSON: "{}",
+                    payload: Array(#"{"aps":{}}"#.utf8)),
+                announcement: .init(topic: "herald.test.sender.pushes", key: nil, value: []))
+            try await environment.database.query(
+                """
                 INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, produced_at, completed_at)
                 VALUES (\(accountedPush), 0, 1, 100, 100, now(), now()), (\(accountedPush), 1, 101, 200, 100, now(), now())
                 """, logger: environment.logger)
@@ -43,28 +51,36 @@ struct SenderWorkerTests {
             let logger = environment.logger
             let configuration = environment.configuration
             var endpoints = SenderEndpoints()
-            endpoints.sandbox = APNsEndpoint(host: "localhost", port: environment.simulator.port,
-                                             trustedCertificates: environment.simulator.identity.certificateChain)
+            endpoints.sandbox = APNsEndpoint(
+                host: "localhost", port: environment.simulator.port,
+                trustedCertificates: environment.simulator.identity.certificateChain)
             let credentials = CredentialStore(
-                repository: CredentialRepository(client: environment.database, logger: logger), cipher: environment.cipher,
+                repository: CredentialRepository(client: environment.database, logger: logger),
+                cipher: environment.cipher,
                 endpoints: endpoints, clientConfiguration: APNsClientConfiguration(), logger: logger)
             let consumer = try KafkaConsumer(
-                configuration: configuration.kafka.consumerConfiguration(groupID: environment.group, topics: [environment.jobsTopic], clientID: "test-sender"),
+                configuration: configuration.kafka.consumerConfiguration(
+                    groupID: environment.group, topics: [environment.jobsTopic], clientID: "test-sender"),
                 logger: logger)
-            let producer = try KafkaProducer(configuration: configuration.kafka.producerConfiguration(clientID: "test-sender"), logger: logger)
+            let producer = try KafkaProducer(
+                configuration: configuration.kafka.producerConfiguration(clientID: "test-sender"), logger: logger)
             let worker = SenderWorker(
                 consumer: consumer, producer: producer, credentials: credentials,
                 gate: StoredBatchGate(pushes: PushRepository(client: environment.database, logger: logger)),
-                sender: JobBatchSender(retryPolicy: RetryPolicy(maxAttempts: 5, backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50)))),
+                sender: JobBatchSender(
+                    retryPolicy: RetryPolicy(
+                        maxAttempts: 5, backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50)))),
                 maxBatchesInFlight: 4, outcomesTopic: environment.outcomesTopic, logger: logger)
-            let services = ServiceGroup(configuration: .init(services: [producer, consumer, credentials, worker], logger: logger))
+            let services = ServiceGroup(
+                configuration: .init(services: [producer, consumer, credentials, worker], logger: logger))
 
             /// Whether every owned partition with a stored offset is at lag 0.
             @Sendable func caughtUp(_ text: String) -> Bool {
                 let lines = text.split(separator: "\n").filter { $0.hasPrefix("herald_sender_consumer_lag{") }
                 return !lines.isEmpty && lines.allSatisfy { $0.hasSuffix(" 0") }
             }
-            let (outcomes, lag) = try await withThrowingTaskGroup(of: ([Data: Herald_V1_OutcomeBatch], String)?.self) { tasks in
+            let (outcomes, lag) = try await withThrowingTaskGroup(of: ([Data: Herald_V1_OutcomeBatch], String)?.self) {
+                tasks in
                 tasks.addTask {
                     try await services.run()
                     return nil
@@ -75,8 +91,10 @@ struct SenderWorkerTests {
                     // copies are skipped without one): give the last ones a moment.
                     var lag = worker.lagPrometheusText()
                     let deadline = ContinuousClock.now + .seconds(10)
-                    while !(caughtUp(lag) && worker.metrics.prometheusText().contains("herald_sender_duplicate_batches_total 2\n")),
-                          ContinuousClock.now < deadline {
+                    while !(caughtUp(lag)
+                        && worker.metrics.prometheusText().contains("herald_sender_duplicate_batches_total 2\n")),
+                        ContinuousClock.now < deadline
+                    {
                         try await Task.sleep(for: .milliseconds(50))
                         lag = worker.lagPrometheusText()
                     }
@@ -107,11 +125,14 @@ struct SenderWorkerTests {
             #expect(worker.metrics.prometheusText().contains("herald_sender_duplicate_batches_total 2\n"))
             // Everything done: every owned partition is at lag 0.
             #expect(caughtUp(lag), "\(lag)")
-            #expect(worker.metrics.prometheusText().contains(#"herald_sender_notifications_total{outcome="rejected",reason="Unregistered"} 50"#))
+            #expect(
+                worker.metrics.prometheusText().contains(
+                    #"herald_sender_notifications_total{outcome="rejected",reason="Unregistered"} 50"#))
 
             // Every batch's offset was stored and committed: a new member of the group gets nothing.
             let again = try KafkaConsumer(
-                configuration: configuration.kafka.consumerConfiguration(groupID: environment.group, topics: [environment.jobsTopic], clientID: "test-again"),
+                configuration: configuration.kafka.consumerConfiguration(
+                    groupID: environment.group, topics: [environment.jobsTopic], clientID: "test-again"),
                 logger: logger)
             var redelivered = 0
             let deadline = ContinuousClock.now + .seconds(8)
@@ -124,15 +145,20 @@ struct SenderWorkerTests {
         }
     }
 
-    @Test("a second copy of a batch is not sent while the first copy's sending is young; the same record redelivered is; an old copy may be taken over")
+    @Test(
+        "a second copy of a batch is not sent while the first copy's sending is young; the same record redelivered is; an old copy may be taken over"
+    )
     func batchCopies() async throws {
         try await withWorkerEnvironment(deliverable: 10, unregistered: 0) { environment in
             let pushes = PushRepository(client: environment.database, logger: environment.logger)
             let push = UUID()
-            _ = try await pushes.create(NewPush(id: push, appID: environment.appID, audienceJSON: "{}", notificationJSON: "{}",
-                                                payload: Array(#"{"aps":{}}"#.utf8)),
-                                        announcement: .init(topic: "herald.test.sender.pushes", key: nil, value: []))
-            try await environment.database.query("""
+            _ = try await pushes.create(
+                NewPush(
+                    id: push, appID: environment.appID, audienceJSON: "{}", notificationJSON: "{}",
+                    payload: Array(#"{"aps":{}}"#.utf8)),
+                announcement: .init(topic: "herald.test.sender.pushes", key: nil, value: []))
+            try await environment.database.query(
+                """
                 INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, produced_at)
                 VALUES (\(push), 0, 1, 100, 100, now())
                 """, logger: environment.logger)
@@ -152,7 +178,9 @@ struct SenderWorkerTests {
             #expect(await verdict("herald.jobs/3/17") == .anotherCopySending)
             // herald-center counts the batch's outcome: it is accounted, and no copy is sent again.
             let counted = try await FanoutRepository(client: environment.database, logger: environment.logger)
-                .applyOutcomes([BatchOutcome(pushID: push, sequence: 0, acceptedDeviceIDs: Array(1...100), failures: [])])
+                .applyOutcomes([
+                    BatchOutcome(pushID: push, sequence: 0, acceptedDeviceIDs: Array(1...100), failures: [])
+                ])
             #expect(counted.batchesCounted == 1)
             #expect(await verdict("herald.jobs/9/9") == .accounted)
             // Another app's key sees no such push: the gate does not block (it cannot tell).

@@ -1,7 +1,8 @@
 import Foundation
-@testable import HeraldStore
 import PostgresNIO
 import Testing
+
+@testable import HeraldStore
 
 @Suite struct MigrationTests {
     @Test("migrations apply to an empty database, and a second run changes nothing")
@@ -18,7 +19,8 @@ import Testing
             #expect(try await runner.appliedVersions() == bundled)
 
             // The tables are there.
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 SELECT count(*) FROM information_schema.tables
                 WHERE table_schema = 'public' AND table_name = ANY(\(["apps", "api_keys", "apns_credentials", "devices",
                     "device_tags", "pushes", "push_counters", "push_batches", "failed_deliveries", "outbox", "schedules"]))
@@ -47,7 +49,8 @@ import Testing
     @Test("a failing migration leaves no trace and is not recorded")
     func failingMigrationRollsBack() async throws {
         try await withEmptyDatabase { client, logger in
-            let broken = Migration(version: 1, name: "broken", sql: "CREATE TABLE half (id int); SELECT * FROM no_such_table;")
+            let broken = Migration(
+                version: 1, name: "broken", sql: "CREATE TABLE half (id int); SELECT * FROM no_such_table;")
             let runner = try MigrationRunner(client: client, logger: logger, migrations: [broken])
             await #expect(throws: (any Error).self) { try await runner.migrate() }
             #expect(try await runner.appliedVersions().isEmpty)

@@ -30,7 +30,8 @@ import Testing
     @Test("API keys are stored hashed, authenticate by the key, and stop working when revoked")
     func apiKeys() async throws {
         try await withMigratedStore { client, logger in
-            let app = try await AppRepository(client: client, logger: logger).create(name: "Keys", bundleID: "com.example.keys")
+            let app = try await AppRepository(client: client, logger: logger).create(
+                name: "Keys", bundleID: "com.example.keys")
             let keys = APIKeyRepository(client: client, logger: logger)
             let secret = "hsk_" + UUID().uuidString + UUID().uuidString
             let record = try await keys.create(appID: app.id, kind: .server, key: secret, name: "back-end")
@@ -55,25 +56,32 @@ import Testing
     @Test("APNs credentials are stored sealed, one per environment, and open only with the master key")
     func credentials() async throws {
         try await withMigratedStore { client, logger in
-            let app = try await AppRepository(client: client, logger: logger).create(name: "Creds", bundleID: "com.example.creds")
+            let app = try await AppRepository(client: client, logger: logger).create(
+                name: "Creds", bundleID: "com.example.creds")
             let repository = CredentialRepository(client: client, logger: logger)
             let cipher = try CredentialCipher(masterKeyBase64: Data((0..<32).map { UInt8($0) }).base64EncodedString())
             let privateKey = Array("-----BEGIN PRIVATE KEY-----\nMIGH...\n-----END PRIVATE KEY-----\n".utf8)
             let id = UUID()
             let sealed = try cipher.seal(privateKey, owner: "\(app.id)/\(id)")
             #expect(sealed != privateKey)
-            try await repository.upsert(APNsCredentialRecord(id: id, appID: app.id, environment: .sandbox, kind: .token,
-                                                             keyID: "ABC123DEFG", teamID: "TEAM123456", sealedSecret: sealed))
+            try await repository.upsert(
+                APNsCredentialRecord(
+                    id: id, appID: app.id, environment: .sandbox, kind: .token,
+                    keyID: "ABC123DEFG", teamID: "TEAM123456", sealedSecret: sealed))
             var stored = try await repository.credentials(appID: app.id)
             #expect(stored.count == 1)
             #expect(try cipher.open(stored[0].sealedSecret, owner: "\(app.id)/\(id)") == privateKey)
-            #expect(throws: CredentialCipher.CannotOpen.self) { try cipher.open(stored[0].sealedSecret, owner: "\(UUID())/\(id)") }
+            #expect(throws: CredentialCipher.CannotOpen.self) {
+                try cipher.open(stored[0].sealedSecret, owner: "\(UUID())/\(id)")
+            }
 
             // A second credential for the same environment replaces the first.
             let replacement = UUID()
-            try await repository.upsert(APNsCredentialRecord(id: replacement, appID: app.id, environment: .sandbox, kind: .token,
-                                                             keyID: "NEWKEY1234", teamID: "TEAM123456",
-                                                             sealedSecret: try cipher.seal(privateKey, owner: "\(app.id)/\(replacement)")))
+            try await repository.upsert(
+                APNsCredentialRecord(
+                    id: replacement, appID: app.id, environment: .sandbox, kind: .token,
+                    keyID: "NEWKEY1234", teamID: "TEAM123456",
+                    sealedSecret: try cipher.seal(privateKey, owner: "\(app.id)/\(replacement)")))
             stored = try await repository.credentials(appID: app.id)
             #expect(stored.map(\.keyID) == ["NEWKEY1234"])
             #expect(try await repository.delete(appID: app.id, environment: .sandbox))
@@ -84,18 +92,21 @@ import Testing
     @Test("a device registered twice with the same token stays one row, keeps its id and is reactivated")
     func deviceRegistration() async throws {
         try await withMigratedStore { client, logger in
-            let app = try await AppRepository(client: client, logger: logger).create(name: "Devices", bundleID: "com.example.devices")
+            let app = try await AppRepository(client: client, logger: logger).create(
+                name: "Devices", bundleID: "com.example.devices")
             let devices = DeviceRepository(client: client, logger: logger)
             let token = randomToken()
-            let first = try await devices.register(DeviceRegistration(
-                appID: app.id, token: token, environment: .sandbox, topic: app.bundleID, alias: "alice",
-                tags: ["news", "vip"], locale: "en_GB", timeZone: "Europe/London"))
+            let first = try await devices.register(
+                DeviceRegistration(
+                    appID: app.id, token: token, environment: .sandbox, topic: app.bundleID, alias: "alice",
+                    tags: ["news", "vip"], locale: "en_GB", timeZone: "Europe/London"))
             #expect(first.isNew)
             try await markInvalid([first.id], reason: "BadDeviceToken", client: client, logger: logger)
             #expect(try await devices.device(id: first.id, appID: app.id)?.status == .invalid)
 
-            let second = try await devices.register(DeviceRegistration(
-                appID: app.id, token: token, environment: .production, topic: app.bundleID, tags: ["sports"]))
+            let second = try await devices.register(
+                DeviceRegistration(
+                    appID: app.id, token: token, environment: .production, topic: app.bundleID, tags: ["sports"]))
             #expect(second.id == first.id)
             #expect(!second.isNew)
             let rows = try await client.query("SELECT count(*) FROM devices WHERE app_id = \(app.id)", logger: logger)
@@ -118,12 +129,17 @@ import Testing
     @Test("aliases and tags: set, add, remove, look up")
     func aliasesAndTags() async throws {
         try await withMigratedStore { client, logger in
-            let app = try await AppRepository(client: client, logger: logger).create(name: "Tags", bundleID: "com.example.tags")
+            let app = try await AppRepository(client: client, logger: logger).create(
+                name: "Tags", bundleID: "com.example.tags")
             let devices = DeviceRepository(client: client, logger: logger)
-            let a = try await devices.register(DeviceRegistration(appID: app.id, token: randomToken(), environment: .production,
-                                                                  topic: app.bundleID, tags: ["a", "b"]))
-            let b = try await devices.register(DeviceRegistration(appID: app.id, token: randomToken(), environment: .production,
-                                                                  topic: app.bundleID, tags: ["b"]))
+            let a = try await devices.register(
+                DeviceRegistration(
+                    appID: app.id, token: randomToken(), environment: .production,
+                    topic: app.bundleID, tags: ["a", "b"]))
+            let b = try await devices.register(
+                DeviceRegistration(
+                    appID: app.id, token: randomToken(), environment: .production,
+                    topic: app.bundleID, tags: ["b"]))
             #expect(try await devices.setAlias("bob", deviceID: b.id, appID: app.id))
             #expect(try await devices.devices(alias: "bob", appID: app.id).map(\.id) == [b.id])
             #expect(try await devices.updateTags(adding: ["c"], removing: ["a"], deviceID: a.id, appID: app.id))
@@ -140,25 +156,37 @@ import Testing
     @Test("410 Unregistered invalidates a token only if the device did not register again after APNs' timestamp")
     func unregisteredTimestampRule() async throws {
         try await withMigratedStore { client, logger in
-            let app = try await AppRepository(client: client, logger: logger).create(name: "410", bundleID: "com.example.gone")
+            let app = try await AppRepository(client: client, logger: logger).create(
+                name: "410", bundleID: "com.example.gone")
             let devices = DeviceRepository(client: client, logger: logger)
-            let kept = try await devices.register(DeviceRegistration(
-                appID: app.id, token: randomToken(), environment: .production, topic: app.bundleID)).id
-            let gone = try await devices.register(DeviceRegistration(
-                appID: app.id, token: randomToken(), environment: .production, topic: app.bundleID)).id
+            let kept = try await devices.register(
+                DeviceRegistration(
+                    appID: app.id, token: randomToken(), environment: .production, topic: app.bundleID)
+            ).id
+            let gone = try await devices.register(
+                DeviceRegistration(
+                    appID: app.id, token: randomToken(), environment: .production, topic: app.bundleID)
+            ).id
             let registeredAt = try #require(try await devices.device(id: gone, appID: app.id)).registeredAt
             let push = try await PushRepository(client: client, logger: logger).create(
-                NewPush(id: UUID(), appID: app.id, audienceJSON: #"{"all": true}"#, notificationJSON: "{}", payload: Array("{}".utf8)),
-                announcement: .init(topic: "herald.test", key: nil, value: [])).push
+                NewPush(
+                    id: UUID(), appID: app.id, audienceJSON: #"{"all": true}"#, notificationJSON: "{}",
+                    payload: Array("{}".utf8)),
+                announcement: .init(topic: "herald.test", key: nil, value: [])
+            ).push
 
             // APNs says one token died before its device registered (keep it), the other after (invalidate it).
             func unregistered(_ device: Int64, at date: Date) -> BatchOutcome.Failure {
-                BatchOutcome.Failure(deviceID: device, status: .rejected, reason: "Unregistered", httpStatus: 410,
-                                     unregisteredAt: date, attempts: 1)
+                BatchOutcome.Failure(
+                    deviceID: device, status: .rejected, reason: "Unregistered", httpStatus: 410,
+                    unregisteredAt: date, attempts: 1)
             }
             let applied = try await accountAsCenter(
                 pushID: push.id, deviceIDs: [kept, gone],
-                failures: [unregistered(kept, at: registeredAt.addingTimeInterval(-60)), unregistered(gone, at: registeredAt.addingTimeInterval(60))],
+                failures: [
+                    unregistered(kept, at: registeredAt.addingTimeInterval(-60)),
+                    unregistered(gone, at: registeredAt.addingTimeInterval(60)),
+                ],
                 topic: app.bundleID, client: client, logger: logger)
             #expect(applied.tokensInvalidated == 1 && applied.pushesCompleted == [push.id])
             #expect(try await devices.device(id: kept, appID: app.id)?.status == .active)
@@ -181,10 +209,15 @@ import Testing
             let devices = DeviceRepository(client: client, logger: logger)
             var expected: [Int64] = []
             for index in 0..<25 {
-                let id = try await devices.register(DeviceRegistration(
-                    appID: app.id, token: randomToken(), environment: index % 5 == 0 ? .sandbox : .production, topic: app.bundleID)).id
-                _ = try await devices.register(DeviceRegistration(appID: other.id, token: randomToken(), environment: .production,
-                                                                  topic: other.bundleID))
+                let id = try await devices.register(
+                    DeviceRegistration(
+                        appID: app.id, token: randomToken(), environment: index % 5 == 0 ? .sandbox : .production,
+                        topic: app.bundleID)
+                ).id
+                _ = try await devices.register(
+                    DeviceRegistration(
+                        appID: other.id, token: randomToken(), environment: .production,
+                        topic: other.bundleID))
                 if index % 7 == 3 {
                     try await markInvalid([id], reason: "BadDeviceToken", client: client, logger: logger)
                 } else {
@@ -195,31 +228,39 @@ import Testing
             var seen: [Int64] = []
             var cursor: Int64 = 0
             while true {
-                let page = try await audiences.page(AudienceSelection(appID: app.id, audience: .everyone), after: cursor, limit: 4).targets
+                let page = try await audiences.page(
+                    AudienceSelection(appID: app.id, audience: .everyone), after: cursor, limit: 4
+                ).targets
                 guard let last = page.last else { break }
                 #expect(page.count <= 4)
                 seen.append(contentsOf: page.map(\.deviceID))
                 cursor = last.deviceID
             }
             #expect(seen == expected)
-            let sandbox = try await audiences.page(AudienceSelection(appID: app.id, audience: PushAudience(all: true, environment: .sandbox)),
-                                                   after: 0, limit: 100).targets
+            let sandbox = try await audiences.page(
+                AudienceSelection(appID: app.id, audience: PushAudience(all: true, environment: .sandbox)),
+                after: 0, limit: 100
+            ).targets
             #expect(sandbox.allSatisfy { $0.environment == .sandbox })
             #expect(Set(sandbox.map(\.deviceID)).isSubset(of: Set(expected)))
             #expect(sandbox.count == 4, "indexes 0, 5, 15 and 20 are sandbox; 10 is invalid (10 % 7 == 3)")
         }
     }
 
-    @Test("pushes written together: each stored once with its counters and announcement, idempotency keys honoured across a batch, a bad push fails alone")
+    @Test(
+        "pushes written together: each stored once with its counters and announcement, idempotency keys honoured across a batch, a bad push fails alone"
+    )
     func pushesWrittenTogether() async throws {
         try await withMigratedStore { client, logger in
-            let app = try await AppRepository(client: client, logger: logger).create(name: "Batched", bundleID: "com.example.batched")
+            let app = try await AppRepository(client: client, logger: logger).create(
+                name: "Batched", bundleID: "com.example.batched")
             // One writer at a time: whatever arrives meanwhile waits and is written together.
             let writer = PushWriter(client: client, logger: logger, maximumWriters: 1, maximumBatch: 64)
             let later = Date().addingTimeInterval(3600)
             func push(_ number: Int, app appID: UUID, key: String? = nil) -> NewPush {
-                var push = NewPush(id: UUID(), appID: appID, audienceJSON: #"{"all": true}"#, notificationJSON: #"{"n": \#(number)}"#,
-                                   payload: Array("{\"aps\":{\"alert\":\"\(number)\"}}".utf8), idempotencyKey: key)
+                var push = NewPush(
+                    id: UUID(), appID: appID, audienceJSON: #"{"all": true}"#, notificationJSON: #"{"n": \#(number)}"#,
+                    payload: Array("{\"aps\":{\"alert\":\"\(number)\"}}".utf8), idempotencyKey: key)
                 if number % 2 == 0 {
                     push.state = .scheduled
                     push.expiresAt = later
@@ -234,12 +275,18 @@ import Testing
             let plain = (0..<100).map { push($0, app: app.id) }
             let sameKey = (100..<110).map { push($0, app: app.id, key: "retry-me") }
             let unknownApp = (110..<120).map { push($0, app: UUID()) }
-            enum Answer { case created(UUID, Bool), failed(UUID) }
+            enum Answer {
+                case created(UUID, Bool)
+                case failed(UUID)
+            }
             let answers = await withTaskGroup(of: Answer.self) { group in
                 for push in plain + sameKey + unknownApp {
                     group.addTask {
                         do {
-                            let (stored, created) = try await writer.create(push, announcement: .init(topic: "herald.pushes", key: Array(push.id.uuidString.utf8), value: [1]))
+                            let (stored, created) = try await writer.create(
+                                push,
+                                announcement: .init(
+                                    topic: "herald.pushes", key: Array(push.id.uuidString.utf8), value: [1]))
                             return .created(stored.id, created)
                         } catch {
                             return .failed(push.id)
@@ -276,10 +323,13 @@ import Testing
                 #expect(stored.definition.throttlePerSecond == original.throttlePerSecond)
                 #expect(stored.definition.finishWithinSeconds == original.finishWithinSeconds)
                 #expect(stored.definition.idempotencyKey == nil && stored.definition.recallOf == nil)
-                #expect(stored.definition.expiresAt.map { abs($0.timeIntervalSince(later)) < 0.001 } ?? (original.expiresAt == nil))
+                #expect(
+                    stored.definition.expiresAt.map { abs($0.timeIntervalSince(later)) < 0.001 }
+                        ?? (original.expiresAt == nil))
                 #expect((stored.definition.scheduledAt == nil) == (original.scheduledAt == nil))
             }
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 SELECT (SELECT count(*) FROM pushes WHERE app_id = \(app.id)),
                        (SELECT count(*) FROM push_counters c JOIN pushes p ON p.id = c.push_id WHERE p.app_id = \(app.id)),
                        (SELECT count(*) FROM outbox WHERE encode(record_key, 'hex') = ANY(\(created.map { $0.uuidString.utf8.map { String(format: "%02x", $0) }.joined() })))
@@ -293,12 +343,15 @@ import Testing
     @Test("pushes: stored with counters and outbox in one transaction; an idempotency key returns the first push")
     func pushes() async throws {
         try await withMigratedStore { client, logger in
-            let app = try await AppRepository(client: client, logger: logger).create(name: "Pushes", bundleID: "com.example.pushes")
+            let app = try await AppRepository(client: client, logger: logger).create(
+                name: "Pushes", bundleID: "com.example.pushes")
             let pushes = PushRepository(client: client, logger: logger)
             let key = "order-\(UUID())"
-            let first = NewPush(id: UUID(), appID: app.id, audienceJSON: #"{"all": true}"#, notificationJSON: #"{"alert": "hi"}"#,
-                                payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8), collapseID: "c1", idempotencyKey: key)
-            let created = try await pushes.create(first, announcement: .init(topic: "herald.pushes", key: [1], value: [2, 3]))
+            let first = NewPush(
+                id: UUID(), appID: app.id, audienceJSON: #"{"all": true}"#, notificationJSON: #"{"alert": "hi"}"#,
+                payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8), collapseID: "c1", idempotencyKey: key)
+            let created = try await pushes.create(
+                first, announcement: .init(topic: "herald.pushes", key: [1], value: [2, 3]))
             #expect(created.created)
             #expect(created.push.id == first.id)
             #expect(created.push.state == .accepted)
@@ -306,25 +359,37 @@ import Testing
 
             var retry = first
             retry.id = UUID()
-            let again = try await pushes.create(retry, announcement: .init(topic: "herald.pushes", key: [9], value: [9]))
+            let again = try await pushes.create(
+                retry, announcement: .init(topic: "herald.pushes", key: [9], value: [9]))
             #expect(!again.created)
             #expect(again.push.id == first.id)
-            let outboxRows = try await client.query("SELECT count(*) FROM outbox WHERE record_key = \(Data([9]))", logger: logger)
-            for try await count in outboxRows.decode(Int64.self) { #expect(count == 0, "a duplicate push writes no outbox record") }
+            let outboxRows = try await client.query(
+                "SELECT count(*) FROM outbox WHERE record_key = \(Data([9]))", logger: logger)
+            for try await count in outboxRows.decode(Int64.self) {
+                #expect(count == 0, "a duplicate push writes no outbox record")
+            }
 
             // Fan-out progress, as herald-center records it: a batch recorded twice counts once.
             let fanouts = FanoutRepository(client: client, logger: logger)
             #expect(try await fanouts.claim([first.id], by: "center-a", lease: .seconds(60)).map(\.id) == [first.id])
-            #expect(try await fanouts.claim([first.id], by: "center-b", lease: .seconds(60)).isEmpty, "one center at a time")
+            #expect(
+                try await fanouts.claim([first.id], by: "center-b", lease: .seconds(60)).isEmpty, "one center at a time"
+            )
             func batch(_ sequence: Int, _ firstDevice: Int64, _ lastDevice: Int64, _ count: Int) -> RecordedBatch {
-                RecordedBatch(pushID: first.id, sequence: sequence, firstDevice: firstDevice, lastDevice: lastDevice,
-                              targetCount: count, environment: .production, topic: app.bundleID)
+                RecordedBatch(
+                    pushID: first.id, sequence: sequence, firstDevice: firstDevice, lastDevice: lastDevice,
+                    targetCount: count, environment: .production, topic: app.bundleID)
             }
-            #expect(try await fanouts.recordPage(pushID: first.id, by: "center-a", cursor: 500, batches: [batch(0, 1, 500, 500)])
-                == .recorded(paused: false))
-            #expect(try await fanouts.recordPage(pushID: first.id, by: "center-a", cursor: 700,
-                                                 batches: [batch(0, 1, 500, 500), batch(1, 501, 700, 150)]) == .recorded(paused: false))
-            #expect(try await fanouts.recordPage(pushID: first.id, by: "center-b", cursor: 900, batches: []) == .claimLost)
+            #expect(
+                try await fanouts.recordPage(
+                    pushID: first.id, by: "center-a", cursor: 500, batches: [batch(0, 1, 500, 500)])
+                    == .recorded(paused: false))
+            #expect(
+                try await fanouts.recordPage(
+                    pushID: first.id, by: "center-a", cursor: 700,
+                    batches: [batch(0, 1, 500, 500), batch(1, 501, 700, 150)]) == .recorded(paused: false))
+            #expect(
+                try await fanouts.recordPage(pushID: first.id, by: "center-b", cursor: 900, batches: []) == .claimLost)
             let progressed = try #require(try await pushes.push(id: first.id, appID: app.id))
             #expect(progressed.fanoutCursor == 700)
             #expect(progressed.batchesEmitted == 2)
@@ -333,20 +398,28 @@ import Testing
 
             // Outcomes add up; a redelivered outcome is not counted again.
             func rejected(_ device: Int64, _ reason: String) -> BatchOutcome.Failure {
-                BatchOutcome.Failure(deviceID: device, status: .rejected, reason: reason, httpStatus: 400, unregisteredAt: nil, attempts: 1)
+                BatchOutcome.Failure(
+                    deviceID: device, status: .rejected, reason: reason, httpStatus: 400, unregisteredAt: nil,
+                    attempts: 1)
             }
-            let firstBatch = BatchOutcome(pushID: first.id, sequence: 0, acceptedDeviceIDs: Array(1...460),
-                                          failures: (461...490).map { rejected($0, "TopicDisallowed") } + (491...500).map { rejected($0, "PayloadTooLarge") })
+            let firstBatch = BatchOutcome(
+                pushID: first.id, sequence: 0, acceptedDeviceIDs: Array(1...460),
+                failures: (461...490).map { rejected($0, "TopicDisallowed") }
+                    + (491...500).map { rejected($0, "PayloadTooLarge") })
             #expect(try await fanouts.applyOutcomes([firstBatch]).batchesCounted == 1)
             #expect(try await fanouts.applyOutcomes([firstBatch]).batchesIgnored == 1)
-            let expired = BatchOutcome.Failure(deviceID: 503, status: .expired, reason: "", httpStatus: 0, unregisteredAt: nil, attempts: 4)
-            let secondBatch = BatchOutcome(pushID: first.id, sequence: 1, acceptedDeviceIDs: Array(504...653),
-                                           failures: [rejected(501, "PayloadTooLarge"), rejected(502, "PayloadTooLarge"), expired])
+            let expired = BatchOutcome.Failure(
+                deviceID: 503, status: .expired, reason: "", httpStatus: 0, unregisteredAt: nil, attempts: 4)
+            let secondBatch = BatchOutcome(
+                pushID: first.id, sequence: 1, acceptedDeviceIDs: Array(504...653),
+                failures: [rejected(501, "PayloadTooLarge"), rejected(502, "PayloadTooLarge"), expired])
             let applied = try await fanouts.applyOutcomes([secondBatch])
             #expect(applied.pushesCompleted == [first.id])
             let counters = try #require(try await pushes.counters(pushID: first.id))
             // The second batch reported 153 devices where 150 were recorded: the outcome is the truth.
-            #expect(counters.targeted == 653 && counters.accepted == 610 && counters.rejected == 42 && counters.expired == 1)
+            #expect(
+                counters.targeted == 653 && counters.accepted == 610 && counters.rejected == 42 && counters.expired == 1
+            )
             // (Reasons that leave tokens alone: these device ids are made up.)
             #expect(counters.rejectedByReason == ["TopicDisallowed": 30, "PayloadTooLarge": 12])
             #expect(counters.isComplete)
@@ -357,7 +430,10 @@ import Testing
             #expect(failures[0].httpStatus == 400)
 
             #expect(try await !pushes.cancel(id: first.id, appID: app.id), "a completed push is not canceled")
-            #expect(try await pushes.progressList(appID: app.id, state: nil, before: nil, limit: 10).map(\.push.id) == [first.id])
+            #expect(
+                try await pushes.progressList(appID: app.id, state: nil, before: nil, limit: 10).map(\.push.id) == [
+                    first.id
+                ])
             #expect(try await pushes.progressList(appID: app.id, state: .canceled, before: nil, limit: 10).isEmpty)
             #expect(try await pushes.push(id: first.id, appID: UUID()) == nil, "another app never sees it")
         }
@@ -384,7 +460,8 @@ import Testing
             }
             #expect(published.withLock { $0 } == [[1], [2]], "both records, in order, after the failed attempt")
             let left = try await client.query(
-                "SELECT count(*) FROM outbox WHERE record_key = \(Data(marker)) AND published_at IS NULL", logger: logger)
+                "SELECT count(*) FROM outbox WHERE record_key = \(Data(marker)) AND published_at IS NULL",
+                logger: logger)
             for try await count in left.decode(Int64.self) { #expect(count == 0) }
         }
     }

@@ -5,7 +5,9 @@ import Logging
 import PostgresNIO
 
 /// Runs `body` with a client for the test database (`make test` starts it), migrated.
-func withMigratedStore<Result: Sendable>(_ body: @Sendable (PostgresClient, Logger) async throws -> Result) async throws -> Result {
+func withMigratedStore<Result: Sendable>(_ body: @Sendable (PostgresClient, Logger) async throws -> Result) async throws
+    -> Result
+{
     let configuration = try await HeraldConfiguration.load()
     let logger = Logger(label: "test.store")
     return try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { client in
@@ -15,7 +17,9 @@ func withMigratedStore<Result: Sendable>(_ body: @Sendable (PostgresClient, Logg
 }
 
 /// A fresh, empty database for one test, dropped afterwards.
-func withEmptyDatabase<Result: Sendable>(_ body: @Sendable (PostgresClient, Logger) async throws -> Result) async throws -> Result {
+func withEmptyDatabase<Result: Sendable>(_ body: @Sendable (PostgresClient, Logger) async throws -> Result) async throws
+    -> Result
+{
     let configuration = try await HeraldConfiguration.load()
     let logger = Logger(label: "test.store.empty")
     let name = "herald_test_\(UUID().uuidString.prefix(8).lowercased())"
@@ -25,7 +29,9 @@ func withEmptyDatabase<Result: Sendable>(_ body: @Sendable (PostgresClient, Logg
     var settings = configuration.postgres
     settings.database = name
     do {
-        let result = try await HeraldDatabase.withClient(settings: settings, logger: logger) { try await body($0, logger) }
+        let result = try await HeraldDatabase.withClient(settings: settings, logger: logger) {
+            try await body($0, logger)
+        }
         try await dropDatabase(name, configuration: configuration, logger: logger)
         return result
     } catch {

@@ -24,14 +24,17 @@ public func accountAsCenter(
     let batch = RecordedBatch(
         pushID: pushID, sequence: 0, firstDevice: sorted.first ?? 0, lastDevice: sorted.last ?? 0,
         targetCount: sorted.count, environment: environment, topic: topic)
-    guard case .recorded = try await fanouts.recordPage(pushID: pushID, by: center, cursor: batch.lastDevice, batches: [batch])
+    guard
+        case .recorded = try await fanouts.recordPage(
+            pushID: pushID, by: center, cursor: batch.lastDevice, batches: [batch])
     else { throw TestAccountingError("push \(pushID): the batch was not recorded") }
     guard try await fanouts.finishFanout(pushID: pushID, by: center) else {
         throw TestAccountingError("push \(pushID): the fan-out could not be finished")
     }
     let failed = Set(failures.map(\.deviceID))
     return try await fanouts.applyOutcomes([
-        BatchOutcome(pushID: pushID, sequence: 0, acceptedDeviceIDs: sorted.filter { !failed.contains($0) }, failures: failures)
+        BatchOutcome(
+            pushID: pushID, sequence: 0, acceptedDeviceIDs: sorted.filter { !failed.contains($0) }, failures: failures)
     ])
 }
 
@@ -39,7 +42,8 @@ public func accountAsCenter(
 /// fixture only: Herald itself invalidates tokens through `FanoutRepository.applyOutcomes`
 /// (see ``accountAsCenter(pushID:deviceIDs:failures:environment:topic:client:logger:)``).
 public func markInvalid(_ deviceIDs: [Int64], reason: String, client: PostgresClient, logger: Logger) async throws {
-    try await client.query("""
+    try await client.query(
+        """
         UPDATE devices SET status = 'invalid', invalidated_at = now(), invalid_reason = \(reason), updated_at = now()
         WHERE id = ANY(\(deviceIDs))
         """, logger: logger)

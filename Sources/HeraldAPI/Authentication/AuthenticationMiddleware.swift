@@ -18,23 +18,30 @@ struct AuthenticationMiddleware: ServerMiddleware {
         let permission = Permission.of(operationID: operationID)
         if permission == .open { return try await next(request, body, metadata) }
         guard let header = request.headerFields[.authorization], header.lowercased().hasPrefix("bearer "),
-              case let token = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces), !token.isEmpty
+            case let token = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces), !token.isEmpty
         else {
-            throw APIError(.unauthorized, code: "missing_key",
-                           message: "Send your key as \"Authorization: Bearer <key>\": a server key of your app, or the admin token for /v1/apps.")
+            throw APIError(
+                .unauthorized, code: "missing_key",
+                message:
+                    "Send your key as \"Authorization: Bearer <key>\": a server key of your app, or the admin token for /v1/apps."
+            )
         }
         let principal = try await principal(for: token)
         switch (permission, principal) {
         case (.admin, .admin):
             return try await Principal.$current.withValue(principal) { try await next(request, body, metadata) }
         case (.admin, .app):
-            throw APIError(.forbidden, code: "admin_only", message: "Managing apps, keys and credentials takes the admin token, not an app key.")
+            throw APIError(
+                .forbidden, code: "admin_only",
+                message: "Managing apps, keys and credentials takes the admin token, not an app key.")
         case (_, .admin):
-            throw APIError(.forbidden, code: "app_key_required",
-                           message: "The admin token manages apps; devices, pushes and statistics take a server key of the app.")
+            throw APIError(
+                .forbidden, code: "app_key_required",
+                message: "The admin token manages apps; devices, pushes and statistics take a server key of the app.")
         case (.server, .app(_, .client)):
-            throw APIError(.forbidden, code: "client_key_not_allowed",
-                           message: "A client key may only register and update devices; use a server key of the app for this.")
+            throw APIError(
+                .forbidden, code: "client_key_not_allowed",
+                message: "A client key may only register and update devices; use a server key of the app for this.")
         case (_, .app(let appID, _)):
             let decision = rateLimiter.take(appID: appID)
             var limitFields = HTTPFields()
@@ -42,9 +49,11 @@ struct AuthenticationMiddleware: ServerMiddleware {
             limitFields[.rateLimitRemaining] = String(decision.remaining)
             guard decision.allowed else {
                 limitFields[.retryAfter] = String(decision.retryAfterSeconds)
-                throw APIError(.tooManyRequests, code: "rate_limited",
-                               message: "This app may make \(rateLimiter.ratePerSecond) requests a second (bursts of \(rateLimiter.burst)); retry after \(decision.retryAfterSeconds) s.",
-                               headers: limitFields)
+                throw APIError(
+                    .tooManyRequests, code: "rate_limited",
+                    message:
+                        "This app may make \(rateLimiter.ratePerSecond) requests a second (bursts of \(rateLimiter.burst)); retry after \(decision.retryAfterSeconds) s.",
+                    headers: limitFields)
             }
             var (response, responseBody) = try await Principal.$current.withValue(principal) {
                 try await next(request, body, metadata)
@@ -57,13 +66,15 @@ struct AuthenticationMiddleware: ServerMiddleware {
     private func principal(for token: String) async throws -> Principal {
         if let adminToken, !adminToken.isEmpty, Self.constantTimeEqual(token, adminToken) { return .admin }
         guard let key = try await authenticator.authenticate(token) else {
-            throw APIError(.unauthorized, code: "unknown_key", message: "This key is not known to Herald, or it was revoked.")
+            throw APIError(
+                .unauthorized, code: "unknown_key", message: "This key is not known to Herald, or it was revoked.")
         }
         return .app(appID: key.appID, key: key.kind)
     }
 
     static func constantTimeEqual(_ left: String, _ right: String) -> Bool {
-        let a = Array(SHA256.hash(data: Array(left.utf8))), b = Array(SHA256.hash(data: Array(right.utf8)))
+        let a = Array(SHA256.hash(data: Array(left.utf8)))
+        let b = Array(SHA256.hash(data: Array(right.utf8)))
         var difference: UInt8 = 0
         for index in 0..<a.count { difference |= a[index] ^ b[index] }
         return difference == 0

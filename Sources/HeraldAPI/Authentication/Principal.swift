@@ -26,7 +26,8 @@ enum Permission {
         switch operationID {
         case "getHealth", "getReadiness", "getMetrics": .open
         case "createApp", "listApps", "getApp", "updateApp", "deleteApp", "listKeys", "createKey", "revokeKey",
-             "rotateKey", "listCredentials", "putCredential", "deleteCredential": .admin
+            "rotateKey", "listCredentials", "putCredential", "deleteCredential":
+            .admin
         case "registerDevice", "updateDevice": .serverOrClient
         default: .server
         }

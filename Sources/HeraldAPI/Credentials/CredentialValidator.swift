@@ -27,7 +27,10 @@ enum CredentialValidator {
                 throw .invalid("team_id", "team_id is your 10-character Apple Developer Team ID")
             }
             guard let pem = input.privateKey, (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil else {
-                throw .invalid("private_key", "private_key must be the PEM text of the .p8 file (a P-256 key, \"-----BEGIN PRIVATE KEY-----\" ...)")
+                throw .invalid(
+                    "private_key",
+                    "private_key must be the PEM text of the .p8 file (a P-256 key, \"-----BEGIN PRIVATE KEY-----\" ...)"
+                )
             }
             return Checked(kind: .token, keyID: keyID, teamID: teamID, secret: pem, certificateExpiresAt: nil)
         case .certificate:
@@ -35,16 +38,21 @@ enum CredentialValidator {
                 return try pkcs12(encoded, passphrase: input.passphrase ?? "")
             }
             guard let certificatePEM = input.certificatePem else {
-                throw .invalid("certificate_pem", "a certificate credential needs certificate_pem and private_key, or pkcs12_base64 and passphrase")
+                throw .invalid(
+                    "certificate_pem",
+                    "a certificate credential needs certificate_pem and private_key, or pkcs12_base64 and passphrase")
             }
             guard let certificate = try? Certificate(pemEncoded: firstCertificate(in: certificatePEM)) else {
                 throw .invalid("certificate_pem", "certificate_pem is not a PEM certificate")
             }
-            guard let keyPEM = input.privateKey, (try? NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem)) != nil else {
+            guard let keyPEM = input.privateKey, (try? NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem)) != nil
+            else {
                 throw .invalid("private_key", "private_key must be the certificate's unencrypted PEM private key")
             }
-            return Checked(kind: .certificate, secret: certificatePEM.trimmingCharacters(in: .whitespacesAndNewlines) + "\n" + keyPEM,
-                           certificateExpiresAt: certificate.notValidAfter)
+            return Checked(
+                kind: .certificate,
+                secret: certificatePEM.trimmingCharacters(in: .whitespacesAndNewlines) + "\n" + keyPEM,
+                certificateExpiresAt: certificate.notValidAfter)
         }
     }
 
@@ -53,9 +61,10 @@ enum CredentialValidator {
             throw .invalid("pkcs12_base64", "pkcs12_base64 is not base64")
         }
         guard let bundle = try? NIOSSLPKCS12Bundle(buffer: Array(data), passphrase: Array(passphrase.utf8)),
-              let leaf = bundle.certificateChain.first
+            let leaf = bundle.certificateChain.first
         else {
-            throw .invalid("pkcs12_base64", "the PKCS#12 file does not open with this passphrase (or holds no certificate)")
+            throw .invalid(
+                "pkcs12_base64", "the PKCS#12 file does not open with this passphrase (or holds no certificate)")
         }
         var chain = ""
         var expiresAt: Date?
@@ -65,7 +74,7 @@ enum CredentialValidator {
             if certificate == leaf { expiresAt = (try? Certificate(derEncoded: der))?.notValidAfter }
         }
         guard let keyDER = try? bundle.privateKey.derBytes,
-              let keyPEM = ["PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY"].lazy
+            let keyPEM = ["PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY"].lazy
                 .map({ pem(keyDER, label: $0) })
                 .first(where: { (try? NIOSSLPrivateKey(bytes: Array($0.utf8), format: .pem)) != nil })
         else {

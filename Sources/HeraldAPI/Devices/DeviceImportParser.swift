@@ -51,7 +51,10 @@ struct DeviceImportParser {
             let names = CSV.fields(text).map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             let known: Set = ["token", "environment", "topic", "alias", "tags", "locale", "time_zone"]
             if let unknown = names.first(where: { !known.contains($0) }) {
-                reject(line: 1, "the CSV header names an unknown column \"\(unknown)\"; columns are \(known.sorted().joined(separator: ", "))")
+                reject(
+                    line: 1,
+                    "the CSV header names an unknown column \"\(unknown)\"; columns are \(known.sorted().joined(separator: ", "))"
+                )
                 columns = []
             } else if !names.contains("token") || !names.contains("environment") {
                 reject(line: 1, "the CSV header must name the columns token and environment")
@@ -102,7 +105,8 @@ struct DeviceImportParser {
         }
         let tags = values["tags"].map { $0.split(separator: "|").map(String.init) }
         let registration = Components.Schemas.DeviceRegistration(
-            token: values["token"] ?? "", environment: environment, topic: values["topic"], alias: values["alias"], tags: tags,
+            token: values["token"] ?? "", environment: environment, topic: values["topic"], alias: values["alias"],
+            tags: tags,
             locale: values["locale"], timeZone: values["time_zone"])
         return try DeviceInput.registration(registration, appID: appID, bundleID: bundleID)
     }
@@ -119,9 +123,16 @@ enum CSV {
             if quoted {
                 if character == "\"" {
                     if let next = iterator.next() {
-                        if next == "\"" { field.append("\"") } else {
+                        if next == "\"" {
+                            field.append("\"")
+                        } else {
                             quoted = false
-                            if next == "," { fields.append(field); field = "" } else { field.append(next) }
+                            if next == "," {
+                                fields.append(field)
+                                field = ""
+                            } else {
+                                field.append(next)
+                            }
                         }
                     } else {
                         quoted = false

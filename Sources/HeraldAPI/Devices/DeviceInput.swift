@@ -43,7 +43,9 @@ enum DeviceInput {
         guard tags.count <= DeviceLimits.maximumTagsPerDevice else {
             throw .invalid(field, "a device carries at most \(DeviceLimits.maximumTagsPerDevice) tags")
         }
-        if let bad = tags.firstIndex(where: { !(1...64).contains($0.count) || $0.contains(where: { $0.isNewline || $0 == "\t" }) }) {
+        if let bad = tags.firstIndex(where: {
+            !(1...64).contains($0.count) || $0.contains(where: { $0.isNewline || $0 == "\t" })
+        }) {
             throw .invalid("\(field)[\(bad)]", "a tag is 1 to 64 characters, without tabs or line breaks")
         }
     }
@@ -63,14 +65,17 @@ enum DeviceInput {
     }
 
     /// A registration checked as a whole.
-    static func registration(_ body: Components.Schemas.DeviceRegistration, appID: UUID, bundleID: String) throws(APIError) -> DeviceRegistration {
+    static func registration(_ body: Components.Schemas.DeviceRegistration, appID: UUID, bundleID: String)
+        throws(APIError) -> DeviceRegistration
+    {
         let token = try token(body.token)
         try alias(body.alias)
         try tags(body.tags)
         try text(body.topic, field: "topic", maximum: 255)
         try text(body.locale, field: "locale", maximum: 35)
         try timeZone(body.timeZone)
-        return DeviceRegistration(appID: appID, token: token, environment: body.environment.store, topic: body.topic ?? bundleID,
-                                  alias: body.alias, tags: body.tags ?? [], locale: body.locale, timeZone: body.timeZone)
+        return DeviceRegistration(
+            appID: appID, token: token, environment: body.environment.store, topic: body.topic ?? bundleID,
+            alias: body.alias, tags: body.tags ?? [], locale: body.locale, timeZone: body.timeZone)
     }
 }

@@ -15,7 +15,8 @@ struct APIError: Error, Sendable, CustomStringConvertible {
     /// Extra headers (`Retry-After`, rate-limit headers).
     var headers: HTTPFields
 
-    init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil, headers: HTTPFields = [:]) {
+    init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil, headers: HTTPFields = [:])
+    {
         self.status = status
         self.code = code
         self.message = message
@@ -48,7 +49,8 @@ struct APIError: Error, Sendable, CustomStringConvertible {
 
     static let timedOut = APIError(
         .serviceUnavailable, code: "timed_out",
-        message: "Herald's database did not answer in time. Retry in a few seconds (with the same Idempotency-Key, a retried push is not sent twice).",
+        message:
+            "Herald's database did not answer in time. Retry in a few seconds (with the same Idempotency-Key, a retried push is not sent twice).",
         headers: [.retryAfter: "5"])
 
     /// The JSON body.

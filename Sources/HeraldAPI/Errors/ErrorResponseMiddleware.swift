@@ -48,14 +48,19 @@ struct ErrorResponseMiddleware: ServerMiddleware {
         if isDatabaseUnavailable(cause) { return .unavailable }
         if let rejected = rejectedValue(cause) { return rejected }
         if let serverError, serverError.httpStatus == .unsupportedMediaType {
-            return APIError(.unsupportedMediaType, code: "unsupported_media_type",
-                            message: "\(serverError.causeDescription): send the body as the Open API contract says (usually application/json)")
+            return APIError(
+                .unsupportedMediaType, code: "unsupported_media_type",
+                message:
+                    "\(serverError.causeDescription): send the body as the Open API contract says (usually application/json)"
+            )
         }
         if let serverError, serverError.httpStatus.kind == .clientError {
-            return APIError(serverError.httpStatus, code: "invalid_request", message: "\(serverError.causeDescription) (\(cause))")
+            return APIError(
+                serverError.httpStatus, code: "invalid_request", message: "\(serverError.causeDescription) (\(cause))")
         }
         logger.error("operation failed", metadata: ["operation": "\(operationID)", "error": "\(cause)"])
-        return APIError(.internalServerError, code: "internal_error", message: "Herald failed to answer; the failure is logged.")
+        return APIError(
+            .internalServerError, code: "internal_error", message: "Herald failed to answer; the failure is logged.")
     }
 
     /// A 400 naming the field the decoder stopped at.
@@ -64,29 +69,40 @@ struct ErrorResponseMiddleware: ServerMiddleware {
             let keys = context.codingPath + (last.map { [$0] } ?? [])
             let names = keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
             guard !names.isEmpty else { return nil }
-            return names.reduce("") { text, name in name.hasPrefix("[") || text.isEmpty ? text + name : text + "." + name }
+            return names.reduce("") { text, name in
+                name.hasPrefix("[") || text.isEmpty ? text + name : text + "." + name
+            }
         }
         switch error {
         case .dataCorrupted(let context):
             if context.debugDescription.contains("unknown keys") {
-                return APIError(.badRequest, code: "unknown_field",
-                                message: "The field \"\(context.codingPath.last?.stringValue ?? "?")\" is not part of this request; check its spelling against the Open API contract.",
-                                field: path(context))
+                return APIError(
+                    .badRequest, code: "unknown_field",
+                    message:
+                        "The field \"\(context.codingPath.last?.stringValue ?? "?")\" is not part of this request; check its spelling against the Open API contract.",
+                    field: path(context))
             }
             if context.codingPath.isEmpty {
-                return APIError(.badRequest, code: "invalid_json", message: "The body is not valid JSON: \(context.debugDescription)",
-                                field: path(context))
+                return APIError(
+                    .badRequest, code: "invalid_json",
+                    message: "The body is not valid JSON: \(context.debugDescription)",
+                    field: path(context))
             }
-            return APIError(.badRequest, code: "invalid_request", message: "A value is malformed: \(context.debugDescription)",
-                            field: path(context))
+            return APIError(
+                .badRequest, code: "invalid_request", message: "A value is malformed: \(context.debugDescription)",
+                field: path(context))
         case .keyNotFound(let key, let context):
-            return APIError(.badRequest, code: "missing_field", message: "The field \"\(key.stringValue)\" is required.",
-                            field: path(context, key))
+            return APIError(
+                .badRequest, code: "missing_field", message: "The field \"\(key.stringValue)\" is required.",
+                field: path(context, key))
         case .typeMismatch(let type, let context):
-            return APIError(.badRequest, code: "wrong_type", message: "Expected \(describe(type)): \(context.debugDescription)",
-                            field: path(context))
+            return APIError(
+                .badRequest, code: "wrong_type", message: "Expected \(describe(type)): \(context.debugDescription)",
+                field: path(context))
         case .valueNotFound(let type, let context):
-            return APIError(.badRequest, code: "wrong_type", message: "Expected \(describe(type)), found null.", field: path(context))
+            return APIError(
+                .badRequest, code: "wrong_type", message: "Expected \(describe(type)), found null.",
+                field: path(context))
         @unknown default:
             return APIError(.badRequest, code: "invalid_request", message: "The request cannot be read: \(error)")
         }
@@ -106,14 +122,18 @@ struct ErrorResponseMiddleware: ServerMiddleware {
     /// A value PostgreSQL refused to store (SQLSTATE class 22, data exception: a NUL character
     /// in a text, a number out of range): the request's fault, answered 400.
     static func rejectedValue(_ error: any Error) -> APIError? {
-        guard let psql = error as? PSQLError, let sqlState = psql.serverInfo?[.sqlState], sqlState.hasPrefix("22") else {
+        guard let psql = error as? PSQLError, let sqlState = psql.serverInfo?[.sqlState], sqlState.hasPrefix("22")
+        else {
             return nil
         }
         if sqlState == "22021" || sqlState == "22P05" {
-            return APIError(.badRequest, code: "invalid_text",
-                            message: "a text field holds a character Herald cannot store (NUL, \\u0000); remove it")
+            return APIError(
+                .badRequest, code: "invalid_text",
+                message: "a text field holds a character Herald cannot store (NUL, \\u0000); remove it")
         }
-        return APIError(.badRequest, code: "invalid_value", message: "a value is out of the range Herald stores; check numbers and lengths against the contract")
+        return APIError(
+            .badRequest, code: "invalid_value",
+            message: "a value is out of the range Herald stores; check numbers and lengths against the contract")
     }
 
     /// PostgreSQL down, unreachable or refusing connections.
@@ -122,7 +142,8 @@ struct ErrorResponseMiddleware: ServerMiddleware {
         if String(reflecting: type(of: error)).contains("ConnectionPoolError") { return true }
         guard let psql = error as? PSQLError else { return false }
         switch psql.code {
-        case .serverClosedConnection, .connectionError, .uncleanShutdown, .poolClosed, .clientClosedConnection, .queryCancelled:
+        case .serverClosedConnection, .connectionError, .uncleanShutdown, .poolClosed, .clientClosedConnection,
+            .queryCancelled:
             return true
         default:
             // 08: connection exceptions, 57: operator intervention (shutdown), 53: resources.

@@ -15,16 +15,24 @@ extension APIHandler {
         let serverKey = try await keys.create(appID: app.id, kind: .server, key: serverSecret, name: "first server key")
         let clientKey = try await keys.create(appID: app.id, kind: .client, key: clientSecret, name: "first client key")
         logger.info("app created", metadata: ["app": "\(app.id)"])
-        return .created(.init(body: .json(.init(
-            app: .init(app), serverKey: .init(serverKey, secret: serverSecret), clientKey: .init(clientKey, secret: clientSecret)))))
+        return .created(
+            .init(
+                body: .json(
+                    .init(
+                        app: .init(app), serverKey: .init(serverKey, secret: serverSecret),
+                        clientKey: .init(clientKey, secret: clientSecret)))))
     }
 
     func listApps(_ input: Operations.ListApps.Input) async throws -> Operations.ListApps.Output {
         let limit = try Self.pageSize(input.query.limit)
         let cursor = try input.query.cursor.map { id throws(APIError) in try Self.uuid(id, "cursor") }
         let page = try await apps.list(after: cursor, limit: limit)
-        return .ok(.init(body: .json(.init(apps: page.map(Components.Schemas.App.init),
-                                           nextCursor: page.count == limit ? page.last?.id.lowercased : nil))))
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        apps: page.map(Components.Schemas.App.init),
+                        nextCursor: page.count == limit ? page.last?.id.lowercased : nil))))
     }
 
     func getApp(_ input: Operations.GetApp.Input) async throws -> Operations.GetApp.Output {
@@ -37,7 +45,9 @@ extension APIHandler {
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the changes as JSON") }
         if let name = body.name { try Self.checkName(name, field: "name") }
         if let bundleID = body.bundleId { try Self.checkBundleID(bundleID) }
-        guard let app = try await apps.update(id: id, name: body.name, bundleID: body.bundleId) else { throw APIError.notFound("app") }
+        guard let app = try await apps.update(id: id, name: body.name, bundleID: body.bundleId) else {
+            throw APIError.notFound("app")
+        }
         return .ok(.init(body: .json(.init(app))))
     }
 
@@ -59,7 +69,9 @@ extension APIHandler {
     func createKey(_ input: Operations.CreateKey.Input) async throws -> Operations.CreateKey.Output {
         let app = try await existingApp(input.path.appId)
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the key's kind as JSON") }
-        if let name = body.name, name.count > 200 { throw APIError.invalid("name", "a key name is at most 200 characters") }
+        if let name = body.name, name.count > 200 {
+            throw APIError.invalid("name", "a key name is at most 200 characters")
+        }
         let kind = APIKeyKind(rawValue: body.kind.rawValue)!
         let secret = APIKeySecret.generate(kind: kind)
         let key = try await keys.create(appID: app.id, kind: kind, key: secret, name: body.name ?? "")
@@ -84,7 +96,9 @@ extension APIHandler {
             }
             grace = seconds
         }
-        guard let (key, secret) = try await keys.rotate(id: keyID, appID: appID, graceSeconds: grace, makeKey: APIKeySecret.generate)
+        guard
+            let (key, secret) = try await keys.rotate(
+                id: keyID, appID: appID, graceSeconds: grace, makeKey: APIKeySecret.generate)
         else { throw APIError.notFound("a live key with this id") }
         authenticator.forget(appID: appID)
         return .created(.init(body: .json(.init(key, secret: secret))))
@@ -102,23 +116,36 @@ extension APIHandler {
         let app = try await existingApp(input.path.appId)
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the credential as JSON") }
         guard let cipher else {
-            throw APIError(.serviceUnavailable, code: "no_master_key",
-                           message: "herald-api has no master key to encrypt credentials with: set HERALD_MASTER_KEY (docs/configuration.md)")
+            throw APIError(
+                .serviceUnavailable, code: "no_master_key",
+                message:
+                    "herald-api has no master key to encrypt credentials with: set HERALD_MASTER_KEY (docs/configuration.md)"
+            )
         }
         let checked = try CredentialValidator.check(body)
         let record = try APNsCredentialRecord.sealing(
-            checked.secret, appID: app.id, environment: input.path.environment.store, kind: checked.kind, keyID: checked.keyID,
+            checked.secret, appID: app.id, environment: input.path.environment.store, kind: checked.kind,
+            keyID: checked.keyID,
             teamID: checked.teamID, certificateExpiresAt: checked.certificateExpiresAt, cipher: cipher)
         try await credentials.upsert(record)
-        logger.info("APNs credential stored", metadata: ["app": "\(app.id)", "environment": "\(record.environment.rawValue)",
-                                                          "kind": "\(record.kind.rawValue)"])
-        guard let stored = try await credentials.credentials(appID: app.id).first(where: { $0.environment == record.environment }) else {
+        logger.info(
+            "APNs credential stored",
+            metadata: [
+                "app": "\(app.id)", "environment": "\(record.environment.rawValue)",
+                "kind": "\(record.kind.rawValue)",
+            ])
+        guard
+            let stored = try await credentials.credentials(appID: app.id).first(where: {
+                $0.environment == record.environment
+            })
+        else {
             throw APIError.notFound("app")
         }
         return .ok(.init(body: .json(.init(stored))))
     }
 
-    func deleteCredential(_ input: Operations.DeleteCredential.Input) async throws -> Operations.DeleteCredential.Output {
+    func deleteCredential(_ input: Operations.DeleteCredential.Input) async throws -> Operations.DeleteCredential.Output
+    {
         let appID = try Self.uuid(input.path.appId, "appId")
         guard try await credentials.delete(appID: appID, environment: input.path.environment.store) else {
             throw APIError.notFound("a credential for this app and environment")
@@ -143,7 +170,9 @@ extension APIHandler {
     static func checkBundleID(_ bundleID: String) throws(APIError) {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
         guard (1...255).contains(bundleID.count), bundleID.allSatisfy(allowed.contains) else {
-            throw .invalid("bundle_id", "a bundle id is 1 to 255 letters, digits, dots, hyphens and underscores (for example com.example.app)")
+            throw .invalid(
+                "bundle_id",
+                "a bundle id is 1 to 255 letters, digits, dots, hyphens and underscores (for example com.example.app)")
         }
     }
 }
@@ -152,8 +181,10 @@ extension APIHandler {
 enum APIKeySecret {
     static func generate(kind: APIKeyKind) -> String {
         let bytes = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
-        let text = bytes.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        let text = bytes.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
+            of: "/", with: "_"
+        )
+        .replacingOccurrences(of: "=", with: "")
         return (kind == .server ? "hs_" : "hc_") + text
     }
 }

@@ -10,7 +10,9 @@ extension APIHandler {
         let app = try await callingApp(appID)
         let registration = try DeviceInput.registration(body, appID: appID, bundleID: app.bundleID)
         let registered = try await withDeviceLimits { try await devices.register(registration) }
-        guard let device = try await devices.device(id: registered.id, appID: appID) else { throw APIError.notFound("device") }
+        guard let device = try await devices.device(id: registered.id, appID: appID) else {
+            throw APIError.notFound("device")
+        }
         return registered.isNew ? .created(.init(body: .json(.init(device)))) : .ok(.init(body: .json(.init(device))))
     }
 
@@ -18,13 +20,17 @@ extension APIHandler {
         let appID = try Principal.requireApp()
         let limit = try Self.pageSize(input.query.limit)
         let cursor = input.query.cursor ?? 0
-        guard cursor >= 0 else { throw APIError.badRequest("cursor is a registration id from next_cursor", field: "cursor") }
+        guard cursor >= 0 else {
+            throw APIError.badRequest("cursor is a registration id from next_cursor", field: "cursor")
+        }
         let page: [Device]
         switch (input.query.alias, input.query.tag) {
         case (let alias?, nil):
             try Self.queryParameter { () throws(APIError) in try DeviceInput.alias(alias) }
-            page = try await devices.devices(alias: alias, appID: appID, limit: min(limit, DeviceLimits.maximumDevicesPerAlias + 1))
-                .filter { $0.id > cursor }
+            page = try await devices.devices(
+                alias: alias, appID: appID, limit: min(limit, DeviceLimits.maximumDevicesPerAlias + 1)
+            )
+            .filter { $0.id > cursor }
         case (nil, let tag?):
             try Self.queryParameter { () throws(APIError) in try DeviceInput.tags([tag], field: "tag") }
             page = try await devices.devices(tag: tag, appID: appID, after: cursor, limit: limit)
@@ -58,10 +64,13 @@ extension APIHandler {
                 try await devices.setAlias(alias.isEmpty ? nil : alias, deviceID: id, appID: appID)
             }
             if body.addTags != nil || body.removeTags != nil {
-                try await devices.updateTags(adding: body.addTags ?? [], removing: body.removeTags ?? [], deviceID: id, appID: appID)
+                try await devices.updateTags(
+                    adding: body.addTags ?? [], removing: body.removeTags ?? [], deviceID: id, appID: appID)
             }
         }
-        guard let device = try await devices.device(id: id, appID: appID) else { throw APIError.notFound("device \(id)") }
+        guard let device = try await devices.device(id: id, appID: appID) else {
+            throw APIError.notFound("device \(id)")
+        }
         return .ok(.init(body: .json(.init(device))))
     }
 
@@ -76,20 +85,28 @@ extension APIHandler {
     func importDevices(_ input: Operations.ImportDevices.Input) async throws -> Operations.ImportDevices.Output {
         let appID = try Principal.requireApp()
         let app = try await callingApp(appID)
-        let (format, body): (DeviceImportParser.Format, HTTPBody) = switch input.body {
-        case .applicationXNdjson(let body): (.ndjson, body)
-        case .csv(let body): (.csv, body)
-        }
+        let (format, body): (DeviceImportParser.Format, HTTPBody) =
+            switch input.body {
+            case .applicationXNdjson(let body): (.ndjson, body)
+            case .csv(let body): (.csv, body)
+            }
         let parser = ImportProgress(parser: DeviceImportParser(format: format, appID: appID, bundleID: app.bundleID))
         let limit = settings.maximumImportBytes
         let chunks = ImportChunks(body: body, progress: parser, maximumBytes: limit)
         let accepted = try await devices.importDevices(appID: appID, chunks: chunks)
         let result = parser.result
-        logger.info("devices imported", metadata: ["app": "\(appID)", "lines": "\(result.lines)", "accepted": "\(accepted)",
-                                                   "rejected": "\(result.rejected)"])
-        return .ok(.init(body: .json(.init(
-            lines: result.lines, accepted: accepted, rejected: result.rejected,
-            errors: result.errors.map { .init(line: $0.line, message: $0.message) }))))
+        logger.info(
+            "devices imported",
+            metadata: [
+                "app": "\(appID)", "lines": "\(result.lines)", "accepted": "\(accepted)",
+                "rejected": "\(result.rejected)",
+            ])
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        lines: result.lines, accepted: accepted, rejected: result.rejected,
+                        errors: result.errors.map { .init(line: $0.line, message: $0.message) }))))
     }
 
     // MARK: Helpers
@@ -155,8 +172,11 @@ struct ImportChunks: AsyncSequence, Sendable {
                 }
                 read += chunk.count
                 if read > maximumBytes {
-                    throw APIError(.contentTooLarge, code: "import_too_large",
-                                   message: "an import is at most \(maximumBytes) bytes; split the file (nothing of this one was imported)")
+                    throw APIError(
+                        .contentTooLarge, code: "import_too_large",
+                        message:
+                            "an import is at most \(maximumBytes) bytes; split the file (nothing of this one was imported)"
+                    )
                 }
                 let rows = progress.parser.feed(chunk)
                 if !rows.isEmpty { return rows }

@@ -17,17 +17,23 @@ extension APIHandler {
         let id = UUID()
         let definition = NewPush(
             id: id, appID: appID, state: composed.scheduledAt == nil ? .accepted : .scheduled,
-            audienceJSON: composed.audience.json, notificationJSON: composed.notificationJSON, optionsJSON: composed.optionsJSON,
+            audienceJSON: composed.audience.json, notificationJSON: composed.notificationJSON,
+            optionsJSON: composed.optionsJSON,
             payload: composed.payload, pushType: composed.pushType.rawValue, priority: composed.priority.rawValue,
             expiresAt: composed.expiresAt, collapseID: collapseID, idempotencyKey: input.headers.idempotencyKey,
             scheduledAt: composed.scheduledAt, throttlePerSecond: composed.throttlePerSecond,
             finishWithinSeconds: composed.finishWithinSeconds)
-        let (push, created) = try await pushWriter.create(definition, announcement: try announcement(.created, pushID: id, appID: appID))
+        let (push, created) = try await pushWriter.create(
+            definition, announcement: try announcement(.created, pushID: id, appID: appID))
         if !created {
-            guard try await pushes.matches(id: push.id, audienceJSON: definition.audienceJSON,
-                                           notificationJSON: definition.notificationJSON, optionsJSON: definition.optionsJSON) else {
-                throw APIError.conflict("this Idempotency-Key was used for a different push (\(push.id.lowercased)); use a new key for a new push",
-                                        code: "idempotency_key_reused")
+            guard
+                try await pushes.matches(
+                    id: push.id, audienceJSON: definition.audienceJSON,
+                    notificationJSON: definition.notificationJSON, optionsJSON: definition.optionsJSON)
+            else {
+                throw APIError.conflict(
+                    "this Idempotency-Key was used for a different push (\(push.id.lowercased)); use a new key for a new push",
+                    code: "idempotency_key_reused")
             }
         } else {
             metrics.pushesAccepted.add(1, ordering: .relaxed)
@@ -46,23 +52,35 @@ extension APIHandler {
         let environments = Set(try await credentials.credentials(appID: appID).map(\.environment))
         for environment in composed.audience.environment.map({ [$0] }) ?? APNsEnvironment.allCases
         where !environments.contains(environment) {
-            warnings.append("the app has no \(environment.rawValue) APNs credential: its \(environment.rawValue) devices will be rejected")
+            warnings.append(
+                "the app has no \(environment.rawValue) APNs credential: its \(environment.rawValue) devices will be rejected"
+            )
         }
         if let rate = composed.throttlePerSecond, size > 0 {
             warnings.append("at \(rate)/s the fan-out takes about \(max(1, size / Int64(rate))) s")
         }
-        return .ok(.init(body: .json(.init(
-            audienceSize: size, payloadBytes: composed.payload.count, payloadLimit: composed.pushType.maximumPayloadBytes,
-            pushType: composed.pushType.rawValue, priority: composed.priority.rawValue, warnings: warnings))))
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        audienceSize: size, payloadBytes: composed.payload.count,
+                        payloadLimit: composed.pushType.maximumPayloadBytes,
+                        pushType: composed.pushType.rawValue, priority: composed.priority.rawValue, warnings: warnings))
+            ))
     }
 
     func listPushes(_ input: Operations.ListPushes.Input) async throws -> Operations.ListPushes.Output {
         let appID = try Principal.requireApp()
         let limit = try Self.pageSize(input.query.limit)
         let cursor = try input.query.cursor.map { text throws(APIError) in try Self.uuid(text, "cursor") }
-        let page = try await pushes.progressList(appID: appID, state: input.query.state?.store, before: cursor, limit: limit)
-        return .ok(.init(body: .json(.init(pushes: page.map(Components.Schemas.PushStatus.init),
-                                           nextCursor: page.count == limit ? page.last?.push.id.lowercased : nil))))
+        let page = try await pushes.progressList(
+            appID: appID, state: input.query.state?.store, before: cursor, limit: limit)
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        pushes: page.map(Components.Schemas.PushStatus.init),
+                        nextCursor: page.count == limit ? page.last?.push.id.lowercased : nil))))
     }
 
     func getPush(_ input: Operations.GetPush.Input) async throws -> Operations.GetPush.Output {
@@ -72,10 +90,13 @@ extension APIHandler {
     func cancelPush(_ input: Operations.CancelPush.Input) async throws -> Operations.CancelPush.Output {
         let appID = try Principal.requireApp()
         let id = try Self.uuid(input.path.pushId, "pushId")
-        if try await !pushes.cancel(id: id, appID: appID, outbox: [try announcement(.canceled, pushID: id, appID: appID)]) {
+        if try await !pushes.cancel(
+            id: id, appID: appID, outbox: [try announcement(.canceled, pushID: id, appID: appID)])
+        {
             let current = try await progress(input.path.pushId)
-            throw APIError.conflict("the push is \(current.state.rawValue) already; only scheduled and running pushes can be canceled",
-                                    code: "push_finished")
+            throw APIError.conflict(
+                "the push is \(current.state.rawValue) already; only scheduled and running pushes can be canceled",
+                code: "push_finished")
         }
         logger.info("push canceled", metadata: ["push": "\(id)"])
         return .ok(.init(body: .json(try await progress(input.path.pushId))))
@@ -92,7 +113,9 @@ extension APIHandler {
     func recallPush(_ input: Operations.RecallPush.Input) async throws -> Operations.RecallPush.Output {
         let appID = try Principal.requireApp()
         let id = try Self.uuid(input.path.pushId, "pushId")
-        guard let original = try await pushes.push(id: id, appID: appID) else { throw APIError.notFound("push \(input.path.pushId)") }
+        guard let original = try await pushes.push(id: id, appID: appID) else {
+            throw APIError.notFound("push \(input.path.pushId)")
+        }
         guard original.definition.recallOf == nil else {
             throw APIError.conflict("this push is itself a recall; it cannot be recalled", code: "recall_of_recall")
         }
@@ -109,12 +132,14 @@ extension APIHandler {
             notificationJSON: #"{"recall_of":"\#(id.lowercased)"}"#, payload: try payload.validated(for: .background),
             pushType: APNsPushType.background.rawValue, priority: APNsPriority.conserve.rawValue,
             collapseID: original.definition.collapseID, idempotencyKey: "herald-recall:\(id.lowercased)", recallOf: id)
-        let (push, _) = try await pushes.create(recall, announcement: try announcement(.created, pushID: recallID, appID: appID))
+        let (push, _) = try await pushes.create(
+            recall, announcement: try announcement(.created, pushID: recallID, appID: appID))
         logger.info("push recalled", metadata: ["push": "\(id)", "recall": "\(push.id)"])
         return .accepted(.init(body: .json(.init(push))))
     }
 
-    func listPushFailures(_ input: Operations.ListPushFailures.Input) async throws -> Operations.ListPushFailures.Output {
+    func listPushFailures(_ input: Operations.ListPushFailures.Input) async throws -> Operations.ListPushFailures.Output
+    {
         let push = try await progress(input.path.pushId)
         let limit = try Self.pageSize(input.query.limit)
         let cursor = input.query.cursor ?? 0
@@ -127,13 +152,19 @@ extension APIHandler {
                 reason: entry.failure.reason, httpStatus: entry.failure.httpStatus, attempts: entry.failure.attempts,
                 failedAt: entry.failedAt)
         }
-        return .ok(.init(body: .json(.init(failures: failures, nextCursor: page.count == limit ? page.last?.failure.deviceID : nil))))
+        return .ok(
+            .init(
+                body: .json(
+                    .init(failures: failures, nextCursor: page.count == limit ? page.last?.failure.deviceID : nil))))
     }
 
-    func streamPushEvents(_ input: Operations.StreamPushEvents.Input) async throws -> Operations.StreamPushEvents.Output {
+    func streamPushEvents(_ input: Operations.StreamPushEvents.Input) async throws -> Operations.StreamPushEvents.Output
+    {
         let appID = try Principal.requireApp()
         let id = try Self.uuid(input.path.pushId, "pushId")
-        guard try await pushes.progress(id: id, appID: appID) != nil else { throw APIError.notFound("push \(input.path.pushId)") }
+        guard try await pushes.progress(id: id, appID: appID) != nil else {
+            throw APIError.notFound("push \(input.path.pushId)")
+        }
         let events = PushProgressEvents(pushes: pushes, pushID: id, appID: appID)
         return .ok(.init(body: .textEventStream(HTTPBody(events, length: .unknown, iterationBehavior: .single))))
     }
@@ -142,11 +173,15 @@ extension APIHandler {
         let appID = try Principal.requireApp()
         let since = input.query.since ?? Date().addingTimeInterval(-30 * 86_400)
         let statistics = try await pushes.statistics(appID: appID, since: since)
-        return .ok(.init(body: .json(.init(
-            devices: .init(active: statistics.activeDevices, invalid: statistics.invalidDevices,
-                           byEnvironment: .init(additionalProperties: statistics.activeDevicesByEnvironment)),
-            pushes: .init(additionalProperties: statistics.pushesByState),
-            delivery: .init(statistics.delivery), since: since))))
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        devices: .init(
+                            active: statistics.activeDevices, invalid: statistics.invalidDevices,
+                            byEnvironment: .init(additionalProperties: statistics.activeDevicesByEnvironment)),
+                        pushes: .init(additionalProperties: statistics.pushesByState),
+                        delivery: .init(statistics.delivery), since: since))))
     }
 
     // MARK: Helpers
@@ -154,7 +189,9 @@ extension APIHandler {
     private func progress(_ text: String) async throws -> Components.Schemas.PushStatus {
         let appID = try Principal.requireApp()
         let id = try Self.uuid(text, "pushId")
-        guard let progress = try await pushes.progress(id: id, appID: appID) else { throw APIError.notFound("push \(text)") }
+        guard let progress = try await pushes.progress(id: id, appID: appID) else {
+            throw APIError.notFound("push \(text)")
+        }
         return .init(progress)
     }
 
@@ -163,8 +200,9 @@ extension APIHandler {
         let id = try Self.uuid(text, "pushId")
         if try await !fanouts.setPaused(paused, pushID: id, appID: appID) {
             let current = try await progress(text)
-            throw APIError.conflict("the push is \(current.state.rawValue); only scheduled pushes and fan-outs in progress can be paused or resumed",
-                                    code: "push_not_running")
+            throw APIError.conflict(
+                "the push is \(current.state.rawValue); only scheduled pushes and fan-outs in progress can be paused or resumed",
+                code: "push_not_running")
         }
         return try await progress(text)
     }
@@ -178,12 +216,16 @@ extension APIHandler {
         }
         let inherited = original.definition.collapseID
         if let own = composed.collapseID, own != inherited {
-            throw APIError.invalid("options.collapse_id", "a replacing push takes the collapse id of the push it replaces (\(inherited)); leave collapse_id out")
+            throw APIError.invalid(
+                "options.collapse_id",
+                "a replacing push takes the collapse id of the push it replaces (\(inherited)); leave collapse_id out")
         }
         return inherited
     }
 
-    private func announcement(_ kind: Herald_V1_PushEvent.Kind, pushID: UUID, appID: UUID) throws -> PushRepository.OutboxDraft {
+    private func announcement(_ kind: Herald_V1_PushEvent.Kind, pushID: UUID, appID: UUID) throws
+        -> PushRepository.OutboxDraft
+    {
         try PushRepository.OutboxDraft.pushEvent(kind, pushID: pushID, appID: appID, topic: settings.pushesTopic)
     }
 }

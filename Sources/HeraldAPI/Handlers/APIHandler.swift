@@ -53,7 +53,9 @@ struct APIHandler: APIProtocol {
 
     /// A UUID from a path or query parameter, or a 400 naming it.
     static func uuid(_ text: String, _ field: String) throws(APIError) -> UUID {
-        guard let id = UUID(uuidString: text) else { throw APIError.badRequest("\(field) must be a UUID", field: field) }
+        guard let id = UUID(uuidString: text) else {
+            throw APIError.badRequest("\(field) must be a UUID", field: field)
+        }
         return id
     }
 

@@ -6,14 +6,18 @@ import HeraldStore
 
 extension Components.Schemas.App {
     init(_ app: App) {
-        self.init(id: app.id.lowercased, name: app.name, bundleId: app.bundleID, createdAt: app.createdAt, updatedAt: app.updatedAt)
+        self.init(
+            id: app.id.lowercased, name: app.name, bundleId: app.bundleID, createdAt: app.createdAt,
+            updatedAt: app.updatedAt)
     }
 }
 
 extension Components.Schemas.Key {
     init(_ key: APIKeyRecord) {
-        self.init(id: key.id.lowercased, kind: .init(key.kind), prefix: key.keyPrefix, name: key.name, createdAt: key.createdAt,
-                  lastUsedAt: key.lastUsedAt, revokedAt: key.revokedAt)
+        self.init(
+            id: key.id.lowercased, kind: .init(key.kind), prefix: key.keyPrefix, name: key.name,
+            createdAt: key.createdAt,
+            lastUsedAt: key.lastUsedAt, revokedAt: key.revokedAt)
     }
 }
 
@@ -27,15 +31,17 @@ extension Components.Schemas.KeyKind {
 
 extension Components.Schemas.KeyCreated {
     init(_ key: APIKeyRecord, secret: String) {
-        self.init(id: key.id.lowercased, kind: .init(key.kind), key: secret, prefix: key.keyPrefix, createdAt: key.createdAt)
+        self.init(
+            id: key.id.lowercased, kind: .init(key.kind), key: secret, prefix: key.keyPrefix, createdAt: key.createdAt)
     }
 }
 
 extension Components.Schemas.Credential {
     init(_ credential: APNsCredentialRecord) {
-        self.init(environment: .init(credential.environment), kind: .init(rawValue: credential.kind.rawValue)!,
-                  keyId: credential.keyID, teamId: credential.teamID, certificateExpiresAt: credential.certificateExpiresAt,
-                  updatedAt: credential.updatedAt)
+        self.init(
+            environment: .init(credential.environment), kind: .init(rawValue: credential.kind.rawValue)!,
+            keyId: credential.keyID, teamId: credential.teamID, certificateExpiresAt: credential.certificateExpiresAt,
+            updatedAt: credential.updatedAt)
     }
 }
 
@@ -68,9 +74,10 @@ extension Components.Schemas.PushState {
 
 extension Components.Schemas.Counters {
     init(_ counters: PushCounters) {
-        self.init(targeted: counters.targeted, accepted: counters.accepted, rejected: counters.rejected,
-                  expired: counters.expired, canceled: counters.canceled, tokensInvalidated: counters.tokensInvalidated,
-                  rejectedByReason: .init(additionalProperties: counters.rejectedByReason))
+        self.init(
+            targeted: counters.targeted, accepted: counters.accepted, rejected: counters.rejected,
+            expired: counters.expired, canceled: counters.canceled, tokensInvalidated: counters.tokensInvalidated,
+            rejectedByReason: .init(additionalProperties: counters.rejectedByReason))
     }
 }
 
@@ -80,10 +87,12 @@ extension Components.Schemas.PushStatus {
         let definition = push.definition
         let running = push.state == .fanningOut || push.state == .accepted || push.state == .scheduled
         self.init(
-            id: push.id.lowercased, state: .init(push.state), pushType: definition.pushType, priority: definition.priority,
+            id: push.id.lowercased, state: .init(push.state), pushType: definition.pushType,
+            priority: definition.priority,
             collapseId: definition.collapseID, paused: progress.paused, audienceSize: progress.audienceSize,
             counters: .init(progress.counters), recallOf: definition.recallOf?.lowercased, createdAt: push.createdAt,
-            scheduledAt: definition.scheduledAt, expiresAt: definition.expiresAt, fanoutStartedAt: progress.fanoutStartedAt,
+            scheduledAt: definition.scheduledAt, expiresAt: definition.expiresAt,
+            fanoutStartedAt: progress.fanoutStartedAt,
             fanoutFinishedAt: progress.fanoutFinishedAt, completedAt: push.completedAt, canceledAt: push.canceledAt,
             eta: running ? progress.etaAt : nil)
     }
@@ -91,8 +100,9 @@ extension Components.Schemas.PushStatus {
 
 extension Components.Schemas.PushAccepted {
     init(_ push: Push) {
-        self.init(id: push.id.lowercased, state: .init(push.state), createdAt: push.createdAt,
-                  scheduledAt: push.definition.scheduledAt, payloadBytes: push.definition.payload.count)
+        self.init(
+            id: push.id.lowercased, state: .init(push.state), createdAt: push.createdAt,
+            scheduledAt: push.definition.scheduledAt, payloadBytes: push.definition.payload.count)
     }
 }
 

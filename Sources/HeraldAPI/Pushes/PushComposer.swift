@@ -50,7 +50,8 @@ struct PushComposer {
                 throw .invalid("data", "with a notification, put custom keys in notification.data")
             }
             payload = try self.payload(notification)
-            isSilent = notification.silent == true && notification.alert == nil && notification.sound == nil
+            isSilent =
+                notification.silent == true && notification.alert == nil && notification.sound == nil
                 && notification.criticalSound == nil && notification.badge == nil
         case (nil, let aps?):
             var root = try custom(request.data, field: "data")
@@ -63,19 +64,23 @@ struct PushComposer {
             throw .invalid("notification", "a push needs a notification (or, for experts, a raw aps dictionary)")
         }
 
-        let pushType = options.pushType.flatMap { APNsPushType(rawValue: $0.rawValue) } ?? (isSilent ? .background : .alert)
+        let pushType =
+            options.pushType.flatMap { APNsPushType(rawValue: $0.rawValue) } ?? (isSilent ? .background : .alert)
         let priority: APNsPriority
         if let requested = options.priority.flatMap({ APNsPriority(rawValue: $0.rawValue) }) {
             guard pushType.allowedPriorities.contains(requested) else {
                 let allowed = pushType.allowedPriorities.map { String($0.rawValue) }.sorted().joined(separator: " or ")
-                throw .invalid("options.priority", "Apple takes \(pushType.rawValue) pushes with priority \(allowed) only")
+                throw .invalid(
+                    "options.priority", "Apple takes \(pushType.rawValue) pushes with priority \(allowed) only")
             }
             priority = requested
         } else {
             priority = pushType.defaultPriority
         }
         if request.notification?.silent == true, !isSilent {
-            warnings.append("silent is set together with an alert, sound or badge: the phone will show them; a background update carries none")
+            warnings.append(
+                "silent is set together with an alert, sound or badge: the phone will show them; a background update carries none"
+            )
         }
 
         var bytes: [UInt8] = []
@@ -86,8 +91,9 @@ struct PushComposer {
         }
         guard bytes.count <= pushType.maximumPayloadBytes else {
             let error = APNsPayloadTooLarge(size: bytes.count, limit: pushType.maximumPayloadBytes, pushType: pushType)
-            throw APIError(.contentTooLarge, code: "payload_too_large", message: error.description,
-                           field: payload == nil ? "aps" : "notification")
+            throw APIError(
+                .contentTooLarge, code: "payload_too_large", message: error.description,
+                field: payload == nil ? "aps" : "notification")
         }
 
         // Timing.
@@ -102,7 +108,8 @@ struct PushComposer {
             expiresAt = start.addingTimeInterval(TimeInterval(ttl))
         case (nil, let expiry?):
             guard expiry > start else {
-                throw .invalid("options.expires_at", "expires_at must be after the push starts (now, or its scheduled_at)")
+                throw .invalid(
+                    "options.expires_at", "expires_at must be after the push starts (now, or its scheduled_at)")
             }
             expiresAt = expiry
         case (.some, .some):
@@ -126,7 +133,8 @@ struct PushComposer {
                 throttlePerSecond = rate
             case (nil, let seconds?):
                 guard (1...604_800).contains(seconds) else {
-                    throw .invalid("options.throttle.finish_within_seconds", "finish_within_seconds is 1 to 604800 (a week)")
+                    throw .invalid(
+                        "options.throttle.finish_within_seconds", "finish_within_seconds is 1 to 604800 (a week)")
                 }
                 finishWithin = seconds
             default:
@@ -136,7 +144,9 @@ struct PushComposer {
 
         var replaces: UUID?
         if let text = options.replaces {
-            guard let id = UUID(uuidString: text) else { throw .invalid("options.replaces", "replaces names a push id (a UUID)") }
+            guard let id = UUID(uuidString: text) else {
+                throw .invalid("options.replaces", "replaces names a push id (a UUID)")
+            }
             replaces = id
         }
 
@@ -158,10 +168,13 @@ struct PushComposer {
         let ids = audience.registrationIds ?? []
         let aliases = audience.aliases ?? []
         guard ids.count <= Self.maximumListSize else {
-            throw .invalid("audience.registration_ids", "an audience names at most \(Self.maximumListSize) registration ids; use tags for more")
+            throw .invalid(
+                "audience.registration_ids",
+                "an audience names at most \(Self.maximumListSize) registration ids; use tags for more")
         }
         guard aliases.count <= Self.maximumListSize else {
-            throw .invalid("audience.aliases", "an audience names at most \(Self.maximumListSize) aliases; use tags for more")
+            throw .invalid(
+                "audience.aliases", "an audience names at most \(Self.maximumListSize) aliases; use tags for more")
         }
         if let bad = ids.firstIndex(where: { $0 < 1 }) {
             throw .invalid("audience.registration_ids[\(bad)]", "registration ids are positive numbers")
@@ -179,10 +192,12 @@ struct PushComposer {
         let everyone = audience.all == true
         let hasTagSelector = !(tags?.any ?? []).isEmpty || !(tags?.all ?? []).isEmpty || !(tags?.none ?? []).isEmpty
         guard everyone || !ids.isEmpty || !aliases.isEmpty || hasTagSelector else {
-            throw .invalid("audience", "the audience selects nobody: set all to true, or name registration_ids, aliases or tags")
+            throw .invalid(
+                "audience", "the audience selects nobody: set all to true, or name registration_ids, aliases or tags")
         }
         return PushAudience(
-            all: everyone ? true : nil, registrationIDs: ids.isEmpty ? nil : ids, aliases: aliases.isEmpty ? nil : aliases,
+            all: everyone ? true : nil, registrationIDs: ids.isEmpty ? nil : ids,
+            aliases: aliases.isEmpty ? nil : aliases,
             tags: hasTagSelector ? tags : nil,
             environment: audience.environment?.store)
     }
@@ -196,14 +211,17 @@ struct PushComposer {
     private func payload(_ notification: Components.Schemas.Notification) throws(APIError) -> APNsPayload {
         var payload = APNsPayload()
         if let alert = notification.alert {
-            payload.alert = .details(.init(
-                title: alert.title, subtitle: alert.subtitle, body: alert.body, launchImage: alert.launchImage,
-                titleLocalizationKey: alert.titleLocKey, titleLocalizationArguments: alert.titleLocArgs,
-                subtitleLocalizationKey: alert.subtitleLocKey, subtitleLocalizationArguments: alert.subtitleLocArgs,
-                localizationKey: alert.locKey, localizationArguments: alert.locArgs))
+            payload.alert = .details(
+                .init(
+                    title: alert.title, subtitle: alert.subtitle, body: alert.body, launchImage: alert.launchImage,
+                    titleLocalizationKey: alert.titleLocKey, titleLocalizationArguments: alert.titleLocArgs,
+                    subtitleLocalizationKey: alert.subtitleLocKey, subtitleLocalizationArguments: alert.subtitleLocArgs,
+                    localizationKey: alert.locKey, localizationArguments: alert.locArgs))
         }
         if let badge = notification.badge {
-            guard (0...1_000_000).contains(badge) else { throw .invalid("notification.badge", "a badge is 0 to 1000000") }
+            guard (0...1_000_000).contains(badge) else {
+                throw .invalid("notification.badge", "a badge is 0 to 1000000")
+            }
             payload.badge = badge
         }
         switch (notification.sound, notification.criticalSound) {
@@ -212,7 +230,9 @@ struct PushComposer {
             payload.sound = .named(name)
         case (nil, let critical?):
             let volume = critical.volume ?? 1
-            guard (0...1).contains(volume) else { throw .invalid("notification.critical_sound.volume", "the volume is 0 to 1") }
+            guard (0...1).contains(volume) else {
+                throw .invalid("notification.critical_sound.volume", "the volume is 0 to 1")
+            }
             payload.sound = .critical(name: critical.name, volume: volume)
         case (.some, .some):
             throw .invalid("notification.critical_sound", "give a sound or a critical_sound, not both")
@@ -228,7 +248,9 @@ struct PushComposer {
             payload.interruptionLevel = APNsPayload.InterruptionLevel(rawValue: level.rawValue)
         }
         if let score = notification.relevanceScore {
-            guard (0...1).contains(score) else { throw .invalid("notification.relevance_score", "a relevance score is 0 to 1") }
+            guard (0...1).contains(score) else {
+                throw .invalid("notification.relevance_score", "a relevance score is 0 to 1")
+            }
             payload.relevanceScore = score
         }
         payload.custom = try custom(notification.data, field: "notification.data")
@@ -282,7 +304,8 @@ extension APNsJSON {
         case let bool as Bool: self = .bool(bool)
         case let integer as Int: self = .integer(integer)
         case let integer as Int64: self = .integer(Int(integer))
-        case let number as Double: self = number == number.rounded() && abs(number) < 1e15 ? .integer(Int(number)) : .number(number)
+        case let number as Double:
+            self = number == number.rounded() && abs(number) < 1e15 ? .integer(Int(number)) : .number(number)
         case let text as String: self = .string(text)
         case let array as [(any Sendable)?]: self = .array(array.map { APNsJSON(any: $0) })
         case let object as [String: (any Sendable)?]: self = .object(object.mapValues { APNsJSON(any: $0) })

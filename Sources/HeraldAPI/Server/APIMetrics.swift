@@ -1,6 +1,6 @@
 import Foundation
-import HeraldMetrics
 import HTTPTypes
+import HeraldMetrics
 import OpenAPIRuntime
 import Synchronization
 
@@ -33,13 +33,17 @@ final class APIMetrics: Sendable {
         let snapshot = state.withLock { $0 }
         var text = PrometheusText()
         text.family("herald_api_requests_total", .counter, help: "Requests answered, by operation and HTTP status.")
-        let sorted = snapshot.requests.sorted { ($0.key.operationID, $0.key.status) < ($1.key.operationID, $1.key.status) }
+        let sorted = snapshot.requests.sorted {
+            ($0.key.operationID, $0.key.status) < ($1.key.operationID, $1.key.status)
+        }
         for (key, count) in sorted {
-            text.sample("herald_api_requests_total", ["operation": key.operationID, "status": "\(key.status)"], value: count)
+            text.sample(
+                "herald_api_requests_total", ["operation": key.operationID, "status": "\(key.status)"], value: count)
         }
         snapshot.latency.write(to: &text, name: "herald_api_request_seconds", help: "Time to answer a request.")
-        text.single("herald_api_pushes_accepted_total", .counter, help: "Pushes accepted (idempotent replays not counted).",
-                    value: pushesAccepted.load(ordering: .relaxed))
+        text.single(
+            "herald_api_pushes_accepted_total", .counter, help: "Pushes accepted (idempotent replays not counted).",
+            value: pushesAccepted.load(ordering: .relaxed))
         return text.text
     }
 }

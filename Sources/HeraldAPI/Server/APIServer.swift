@@ -21,8 +21,10 @@ public struct APIServer: Service {
 
     /// - Parameters:
     ///   - onServerRunning: called with the port once the server listens (useful with port 0).
-    public init(settings: APISettings, security: SecuritySettings, database: PostgresClient, logger: Logger,
-                onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws {
+    public init(
+        settings: APISettings, security: SecuritySettings, database: PostgresClient, logger: Logger,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) throws {
         let cipher = try security.masterKey.map { try CredentialCipher(masterKeyBase64: $0) }
         let keys = APIKeyRepository(client: database, logger: logger)
         let authenticator = KeyAuthenticator(keys: keys, cacheTTL: settings.keyCacheTTL)
@@ -31,22 +33,28 @@ public struct APIServer: Service {
         let handler = APIHandler(
             database: database, apps: AppRepository(client: database, logger: logger), keys: keys,
             credentials: CredentialRepository(client: database, logger: logger),
-            devices: DeviceRepository(client: database, logger: logger), pushes: PushRepository(client: database, logger: logger),
-            pushWriter: PushWriter(client: database, logger: logger, maximumWriters: settings.pushWriters,
-                                   maximumBatch: settings.pushBatch),
+            devices: DeviceRepository(client: database, logger: logger),
+            pushes: PushRepository(client: database, logger: logger),
+            pushWriter: PushWriter(
+                client: database, logger: logger, maximumWriters: settings.pushWriters,
+                maximumBatch: settings.pushBatch),
             fanouts: FanoutRepository(client: database, logger: logger),
-            audiences: AudienceRepository(client: database, logger: logger), authenticator: authenticator, cipher: cipher,
+            audiences: AudienceRepository(client: database, logger: logger), authenticator: authenticator,
+            cipher: cipher,
             settings: settings, metrics: metrics, deadlines: deadlines, logger: logger)
 
         let router = Router()
         router.add(middleware: RouteErrorMiddleware(maximumBodyBytes: settings.maximumBodyBytes))
-        try handler.registerHandlers(on: router, configuration: .init(jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes]), middlewares: [
-            MetricsMiddleware(metrics: metrics),
-            ErrorResponseMiddleware(logger: logger, deadlines: deadlines),
-            AuthenticationMiddleware(
-                adminToken: security.adminToken, authenticator: authenticator,
-                rateLimiter: RateLimiter(ratePerSecond: settings.rateLimitPerSecond, burst: settings.rateLimitBurst)),
-        ])
+        try handler.registerHandlers(
+            on: router, configuration: .init(jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes]),
+            middlewares: [
+                MetricsMiddleware(metrics: metrics),
+                ErrorResponseMiddleware(logger: logger, deadlines: deadlines),
+                AuthenticationMiddleware(
+                    adminToken: security.adminToken, authenticator: authenticator,
+                    rateLimiter: RateLimiter(ratePerSecond: settings.rateLimitPerSecond, burst: settings.rateLimitBurst)
+                ),
+            ])
         application = Application(
             router: router,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "herald-api"),
@@ -65,7 +73,9 @@ public struct APIServer: Service {
 struct RouteErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let maximumBodyBytes: Int
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         var request = request
         if !request.uri.path.hasSuffix("/devices/import") {
             // JSON bodies are read here, within the limit, and announced with their length: the
@@ -74,8 +84,10 @@ struct RouteErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             do {
                 buffer = try await request.collectBody(upTo: maximumBodyBytes)
             } catch {
-                return Self.response(APIError(.contentTooLarge, code: "body_too_large",
-                                              message: "a request body is at most \(maximumBodyBytes) bytes"))
+                return Self.response(
+                    APIError(
+                        .contentTooLarge, code: "body_too_large",
+                        message: "a request body is at most \(maximumBodyBytes) bytes"))
             }
             var head = request.head
             head.headerFields[.contentLength] = String(buffer.readableBytes)
@@ -86,13 +98,20 @@ struct RouteErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as HTTPError {
             switch error.status {
             case .notFound:
-                return Self.response(APIError(.notFound, code: "no_such_route",
-                                              message: "\(request.method.rawValue) \(request.uri.path) is not part of the Herald Open API (Schemas/openapi.yaml)"))
+                return Self.response(
+                    APIError(
+                        .notFound, code: "no_such_route",
+                        message:
+                            "\(request.method.rawValue) \(request.uri.path) is not part of the Herald Open API (Schemas/openapi.yaml)"
+                    ))
             case .methodNotAllowed:
-                return Self.response(APIError(.methodNotAllowed, code: "method_not_allowed",
-                                              message: "\(request.uri.path) does not take \(request.method.rawValue)"))
+                return Self.response(
+                    APIError(
+                        .methodNotAllowed, code: "method_not_allowed",
+                        message: "\(request.uri.path) does not take \(request.method.rawValue)"))
             default:
-                return Self.response(APIError(error.status, code: "invalid_request", message: error.body ?? error.status.reasonPhrase))
+                return Self.response(
+                    APIError(error.status, code: "invalid_request", message: error.body ?? error.status.reasonPhrase))
             }
         }
     }

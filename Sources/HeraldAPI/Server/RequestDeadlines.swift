@@ -32,7 +32,9 @@ final class RequestDeadlines: Service, Sendable {
 
     /// `body`'s result, or ``APIError/timedOut`` when it ran past the deadline — `timeout`, or
     /// this watchdog's — (it is then canceled).
-    func guarding<Result: Sendable>(timeout: Duration? = nil, _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
+    func guarding<Result: Sendable>(timeout: Duration? = nil, _ body: @escaping @Sendable () async throws -> Result)
+        async throws -> Result
+    {
         try await withThrowingTaskGroup(of: Result.self) { group in
             group.addTask {
                 let id: Int? = withUnsafeCurrentTask { task in
@@ -48,7 +50,9 @@ final class RequestDeadlines: Service, Sendable {
                     if let id { _ = self.state.withLock { $0.entries.removeValue(forKey: id) } }
                     return result
                 } catch {
-                    let expired = id.map { id in self.state.withLock { $0.entries.removeValue(forKey: id)?.expired ?? false } } ?? false
+                    let expired =
+                        id.map { id in self.state.withLock { $0.entries.removeValue(forKey: id)?.expired ?? false } }
+                        ?? false
                     throw expired ? APIError.timedOut : error
                 }
             }

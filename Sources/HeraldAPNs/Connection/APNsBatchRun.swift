@@ -65,9 +65,11 @@ final class APNsBatchRun: Sendable {
         let queue = notifications.indices.filter { notifications[$0].problem == nil }
         for index in queue { outcomes[index] = .failed(.notProcessed) }
         let count = notifications.count
-        state = Mutex(State(queue: queue, unanswered: queue.count, outcomes: outcomes,
-                            latencies: Array(repeating: 0, count: count), sentAt: Array(repeating: 0, count: count),
-                            resends: Array(repeating: APNsResendRule(), count: count)))
+        state = Mutex(
+            State(
+                queue: queue, unanswered: queue.count, outcomes: outcomes,
+                latencies: Array(repeating: 0, count: count), sentAt: Array(repeating: 0, count: count),
+                resends: Array(repeating: APNsResendRule(), count: count)))
     }
 
     /// The outcomes and latencies, once the continuation given to ``start(_:)`` was resumed.
@@ -150,7 +152,9 @@ final class APNsBatchRun: Sendable {
     private static func grouped(_ leases: [APNsLease]) -> [(lease: APNsLease, streams: Int)] {
         var groups: [(lease: APNsLease, streams: Int)] = []
         for lease in leases {
-            if let index = groups.firstIndex(where: { $0.lease.slot == lease.slot && $0.lease.connection === lease.connection }) {
+            if let index = groups.firstIndex(where: {
+                $0.lease.slot == lease.slot && $0.lease.connection === lease.connection
+            }) {
                 groups[index].streams += 1
             } else {
                 groups.append((lease, 1))

@@ -2,7 +2,8 @@
 /// own small encoder (no Foundation on the hot path; keys in sorted order, so equal payloads
 /// are equal bytes).
 public indirect enum APNsJSON: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
-    ExpressibleByBooleanLiteral, ExpressibleByFloatLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
+    ExpressibleByBooleanLiteral, ExpressibleByFloatLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
+{
     case string(String)
     case integer(Int)
     case number(Double)
@@ -27,7 +28,9 @@ public indirect enum APNsJSON: Sendable, Hashable, ExpressibleByStringLiteral, E
         case .integer(let value): output.append(contentsOf: String(value).utf8)
         case .number(let value):
             if value.isFinite {
-                output.append(contentsOf: (value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)).utf8)
+                output.append(
+                    contentsOf: (value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value))
+                        .utf8)
             } else {
                 output.append(contentsOf: "null".utf8)  // JSON has no NaN or infinity
             }
@@ -114,8 +117,10 @@ enum JSONWriter {
             case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
             case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
             case 0..<0x20:
-                output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 48, 48,
-                                           Hexadecimal.digit(byte >> 4), Hexadecimal.digit(byte & 0xF)])
+                output.append(contentsOf: [
+                    UInt8(ascii: "\\"), UInt8(ascii: "u"), 48, 48,
+                    Hexadecimal.digit(byte >> 4), Hexadecimal.digit(byte & 0xF),
+                ])
             default: output.append(byte)
             }
         }

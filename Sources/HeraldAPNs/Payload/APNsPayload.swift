@@ -22,10 +22,12 @@ public struct APNsPayload: Sendable, Hashable {
         public var localizationKey: String?
         public var localizationArguments: [String]?
 
-        public init(title: String? = nil, subtitle: String? = nil, body: String? = nil, launchImage: String? = nil,
-                    titleLocalizationKey: String? = nil, titleLocalizationArguments: [String]? = nil,
-                    subtitleLocalizationKey: String? = nil, subtitleLocalizationArguments: [String]? = nil,
-                    localizationKey: String? = nil, localizationArguments: [String]? = nil) {
+        public init(
+            title: String? = nil, subtitle: String? = nil, body: String? = nil, launchImage: String? = nil,
+            titleLocalizationKey: String? = nil, titleLocalizationArguments: [String]? = nil,
+            subtitleLocalizationKey: String? = nil, subtitleLocalizationArguments: [String]? = nil,
+            localizationKey: String? = nil, localizationArguments: [String]? = nil
+        ) {
             self.title = title
             self.subtitle = subtitle
             self.body = body
@@ -47,7 +49,9 @@ public struct APNsPayload: Sendable, Hashable {
 
     /// `aps.interruption-level`.
     public enum InterruptionLevel: String, Sendable, Hashable {
-        case passive, active, timeSensitive = "time-sensitive", critical
+        case passive, active
+        case timeSensitive = "time-sensitive"
+        case critical
     }
 
     /// The Live Activity keys of `aps`.
@@ -66,8 +70,10 @@ public struct APNsPayload: Sendable, Hashable {
         public var attributesType: String?
         public var attributes: APNsJSON?
 
-        public init(event: Event, contentState: APNsJSON, timestamp: Int, staleDate: Int? = nil, dismissalDate: Int? = nil,
-                    attributesType: String? = nil, attributes: APNsJSON? = nil) {
+        public init(
+            event: Event, contentState: APNsJSON, timestamp: Int, staleDate: Int? = nil, dismissalDate: Int? = nil,
+            attributesType: String? = nil, attributes: APNsJSON? = nil
+        ) {
             self.event = event
             self.contentState = contentState
             self.timestamp = timestamp

@@ -20,8 +20,10 @@ public final class OutcomeAccountant: Service, Sendable {
     private let metrics: CenterMetrics
     private let logger: Logger
 
-    public init(consumer: KafkaConsumer, fanouts: FanoutRepository, deadLetters: KafkaProducer?, metrics: CenterMetrics,
-                logger: Logger) {
+    public init(
+        consumer: KafkaConsumer, fanouts: FanoutRepository, deadLetters: KafkaProducer?, metrics: CenterMetrics,
+        logger: Logger
+    ) {
         self.consumer = consumer
         self.fanouts = fanouts
         self.deadLetters = deadLetters
@@ -70,14 +72,17 @@ public final class OutcomeAccountant: Service, Sendable {
                 throw CancellationError()
             } catch {
                 let delay = waits.next()
-                logger.warning("cannot count outcomes; retrying", metadata: ["error": "\(HeraldDatabase.describe(error))", "retry-in": "\(delay)"])
+                logger.warning(
+                    "cannot count outcomes; retrying",
+                    metadata: ["error": "\(HeraldDatabase.describe(error))", "retry-in": "\(delay)"])
                 try await Task.sleep(for: delay)
             }
         }
     }
 
     static func outcome(_ record: Herald_V1_OutcomeBatch) -> BatchOutcome {
-        let sequence = record.batchID.count >= 20
+        let sequence =
+            record.batchID.count >= 20
             ? record.batchID.suffix(4).reduce(0) { $0 << 8 | Int($1) }
             : -1
         return BatchOutcome(
@@ -85,9 +90,11 @@ public final class OutcomeAccountant: Service, Sendable {
             acceptedDeviceIDs: record.acceptedDeviceIds.map { Int64(bitPattern: $0) },
             failures: record.failures.map { failure in
                 BatchOutcome.Failure(
-                    deviceID: Int64(bitPattern: failure.deviceID), status: Self.status(failure.status), reason: failure.reason,
+                    deviceID: Int64(bitPattern: failure.deviceID), status: Self.status(failure.status),
+                    reason: failure.reason,
                     httpStatus: Int(failure.httpStatus),
-                    unregisteredAt: failure.unregisteredAtMs > 0 ? Date(timeIntervalSince1970: Double(failure.unregisteredAtMs) / 1000) : nil,
+                    unregisteredAt: failure.unregisteredAtMs > 0
+                        ? Date(timeIntervalSince1970: Double(failure.unregisteredAtMs) / 1000) : nil,
                     attempts: Int(failure.attempts))
             })
     }
@@ -101,8 +108,11 @@ public final class OutcomeAccountant: Service, Sendable {
     }
 
     private func deadLetter(_ message: KafkaConsumerMessage, reason: String) async {
-        logger.error("unreadable outcome batch sent to the dead-letter topic", metadata: [
-            "partition": "\(message.partition)", "offset": "\(message.offset)", "reason": "\(reason)"])
+        logger.error(
+            "unreadable outcome batch sent to the dead-letter topic",
+            metadata: [
+                "partition": "\(message.partition)", "offset": "\(message.offset)", "reason": "\(reason)",
+            ])
         await deadLetters?.sendToDeadLetter(message, reason: reason, consumer: "herald-center")
     }
 }

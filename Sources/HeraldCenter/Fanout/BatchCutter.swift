@@ -24,11 +24,15 @@ struct BatchCutter: Sendable {
         cuts.reserveCapacity(page.count / batchSize + page.groups.count)
         var sequence = firstSequence
         func close(_ group: Int) {
-            guard let targets = open[group], let first = targets.deviceIDs.first, let last = targets.deviceIDs.last else { return }
+            guard let targets = open[group], let first = targets.deviceIDs.first, let last = targets.deviceIDs.last
+            else { return }
             let key = page.groups[group]
-            cuts.append(Cut(record: RecordedBatch(pushID: pushID, sequence: sequence, firstDevice: first, lastDevice: last,
-                                                  targetCount: targets.count, environment: key.environment, topic: key.topic),
-                            targets: targets))
+            cuts.append(
+                Cut(
+                    record: RecordedBatch(
+                        pushID: pushID, sequence: sequence, firstDevice: first, lastDevice: last,
+                        targetCount: targets.count, environment: key.environment, topic: key.topic),
+                    targets: targets))
             sequence += 1
             open[group] = nil
         }

@@ -21,7 +21,8 @@ struct FanoutContext: Sendable {
         } catch {
             throw UnreadableAudience(pushID: push.id, reason: "\(error)")
         }
-        selection = AudienceSelection(appID: push.definition.appID, audience: audience, acceptedByPush: push.definition.recallOf)
+        selection = AudienceSelection(
+            appID: push.definition.appID, audience: audience, acceptedByPush: push.definition.recallOf)
         cutter = BatchCutter(pushID: push.id, batchSize: batchSize)
         factory = JobBatchFactory(push: push)
         self.jobsTopic = jobsTopic
@@ -39,8 +40,9 @@ struct FanoutContext: Sendable {
     /// Reads `batch`'s devices again (those still active and still in the audience) and cuts
     /// them into the same batch: same sequence, so the same batch id.
     func rebuild(_ batch: RecordedBatch, from audience: AudienceRepository) async throws -> BatchCutter.Cut {
-        let page = try await audience.page(selection(rebuilding: batch), after: batch.firstDevice - 1,
-                                           limit: max(batch.targetCount, cutter.batchSize))
+        let page = try await audience.page(
+            selection(rebuilding: batch), after: batch.firstDevice - 1,
+            limit: max(batch.targetCount, cutter.batchSize))
         var record = batch
         record.targetCount = page.count
         return BatchCutter.Cut(record: record, targets: page.devices)
@@ -54,10 +56,13 @@ struct FanoutContext: Sendable {
 
     /// The outcome of a batch that will never be sent: every target canceled.
     func canceledOutcome(_ cut: BatchCutter.Cut) -> BatchOutcome {
-        BatchOutcome(pushID: push.id, sequence: cut.record.sequence, acceptedDeviceIDs: [], failures: cut.targets.deviceIDs.map {
-            BatchOutcome.Failure(deviceID: $0, status: .canceled, reason: "Canceled", httpStatus: 0,
-                                 unregisteredAt: nil, attempts: 0)
-        })
+        BatchOutcome(
+            pushID: push.id, sequence: cut.record.sequence, acceptedDeviceIDs: [],
+            failures: cut.targets.deviceIDs.map {
+                BatchOutcome.Failure(
+                    deviceID: $0, status: .canceled, reason: "Canceled", httpStatus: 0,
+                    unregisteredAt: nil, attempts: 0)
+            })
     }
 }
 

@@ -38,8 +38,9 @@ struct FanoutRunner: Sendable {
         }
         let resumed = try await fanouts.unproducedBatches(pushID: push.id)
         if !resumed.isEmpty {
-            logger.info("resuming a fan-out: producing the batches its previous center left unacknowledged",
-                        metadata: ["batches": "\(resumed.count)", "cursor": "\(push.fanoutCursor)"])
+            logger.info(
+                "resuming a fan-out: producing the batches its previous center left unacknowledged",
+                metadata: ["batches": "\(resumed.count)", "cursor": "\(push.fanoutCursor)"])
             var cuts: [BatchCutter.Cut] = []
             for batch in resumed { cuts.append(try await context.rebuild(batch, from: audience)) }
             try await produce(cuts, context: context, logger: logger)
@@ -53,9 +54,12 @@ struct FanoutRunner: Sendable {
         var cursor = push.fanoutCursor
         var nextSequence = push.batchesEmitted
         var pacer = try await makePacer(context, after: cursor)
-        logger.info("fan-out started", metadata: [
-            "cursor": "\(cursor)", "batches-before": "\(nextSequence)",
-            "rate": "\(pacer.map { "\(Int($0.rate))/s" } ?? "unthrottled")"])
+        logger.info(
+            "fan-out started",
+            metadata: [
+                "cursor": "\(cursor)", "batches-before": "\(nextSequence)",
+                "rate": "\(pacer.map { "\(Int($0.rate))/s" } ?? "unthrottled")",
+            ])
 
         // Unthrottled, the audience comes as one COPY stream read ahead on a thread of its own
         // while earlier pages are produced; a throttled push reads a keyset page when it needs
@@ -76,7 +80,8 @@ struct FanoutRunner: Sendable {
                 let page: AudiencePage
                 if pacer == nil {
                     if stream == nil {
-                        stream = audience.stream(context.selection, after: cursor, pageSize: pageSize).makeAsyncIterator()
+                        stream = audience.stream(context.selection, after: cursor, pageSize: pageSize)
+                            .makeAsyncIterator()
                     }
                     page = try await stream?.next() ?? AudiencePage()
                     // A stream also ends when this task is canceled (a shutdown): that is no end
@@ -95,7 +100,9 @@ struct FanoutRunner: Sendable {
                     return
                 }
                 let cuts = context.cutter.cut(page, firstSequence: nextSequence)
-                switch try await fanouts.recordPage(pushID: push.id, by: center, cursor: last, batches: cuts.map(\.record)) {
+                switch try await fanouts.recordPage(
+                    pushID: push.id, by: center, cursor: last, batches: cuts.map(\.record))
+                {
                 case .recorded(let paused): lookUpControl = paused
                 case .canceled:
                     try await countCanceled(push.id, logger: logger)
@@ -152,7 +159,8 @@ struct FanoutRunner: Sendable {
             } catch {
                 try Task.checkCancellation()
                 let delay = waits.next()
-                logger.warning("cannot produce job batches; retrying", metadata: ["error": "\(error)", "retry-in": "\(delay)"])
+                logger.warning(
+                    "cannot produce job batches; retrying", metadata: ["error": "\(error)", "retry-in": "\(delay)"])
                 _ = try? await fanouts.renewClaim(pushID: context.push.id, by: center)
                 try await Task.sleep(for: delay)
             }
@@ -175,8 +183,9 @@ struct FanoutRunner: Sendable {
             rate = max(1, Double(remaining) / Double(definition.finishWithinSeconds ?? 1))
         }
         let pacer = EmissionPacer(rate: rate, start: .now)
-        try await fanouts.setPlan(pushID: context.push.id, audienceSize: remaining,
-                                  etaAt: Date().addingTimeInterval(pacer.secondsToEmit(remaining)))
+        try await fanouts.setPlan(
+            pushID: context.push.id, audienceSize: remaining,
+            etaAt: Date().addingTimeInterval(pacer.secondsToEmit(remaining)))
         return pacer
     }
 
@@ -185,8 +194,10 @@ struct FanoutRunner: Sendable {
     /// Before each page (and each paced batch): stops when the push was canceled (counting what
     /// it never sent) or taken over; holds while it is paused; sleeps the pacer's delay. Renews
     /// the claim while it waits.
-    private func waitUntilRunnable(_ pushID: UUID, pacer: inout EmissionPacer?, logger: Logger,
-                                   pausing: () -> Void) async throws -> Next {
+    private func waitUntilRunnable(
+        _ pushID: UUID, pacer: inout EmissionPacer?, logger: Logger,
+        pausing: () -> Void
+    ) async throws -> Next {
         var wasPaused = false
         var lastRenewal = ContinuousClock.now
         while true {
@@ -236,7 +247,9 @@ struct FanoutRunner: Sendable {
                 logger.info("recall waits for the original push's last outcomes", metadata: ["original": "\(original)"])
                 logged = true
             }
-            guard try await waitUntilRunnable(recall, pacer: &pacer, logger: logger, pausing: {}) == .proceed else { return false }
+            guard try await waitUntilRunnable(recall, pacer: &pacer, logger: logger, pausing: {}) == .proceed else {
+                return false
+            }
             _ = try await fanouts.renewClaim(pushID: recall, by: center)
             try await Task.sleep(for: .milliseconds(250))
         }
@@ -245,7 +258,9 @@ struct FanoutRunner: Sendable {
 
     private func countCanceled(_ pushID: UUID, logger: Logger) async throws {
         if let remainder = try await fanouts.accountCanceledRemainder(pushID: pushID, by: center, lease: lease) {
-            logger.info("push canceled during fan-out; never-sent devices counted as canceled", metadata: ["devices": "\(remainder)"])
+            logger.info(
+                "push canceled during fan-out; never-sent devices counted as canceled",
+                metadata: ["devices": "\(remainder)"])
         }
     }
 }

@@ -30,12 +30,17 @@ struct JobBatchFactory: Sendable {
         let batch = Herald_V1_JobBatch(
             pushID: pushID, appID: appID, sequence: UInt32(cut.record.sequence),
             environment: cut.record.environment == .sandbox ? .sandbox : .production,
-            apnsTopic: pushType.topic(forBundleID: cut.record.topic), pushType: Self.recordPushType(pushType), priority: priority,
+            apnsTopic: pushType.topic(forBundleID: cut.record.topic), pushType: Self.recordPushType(pushType),
+            priority: priority,
             expirationS: expiration, collapseID: collapseID, payload: payload, targets: [],
             createdAtMs: Int64(now.timeIntervalSince1970 * 1000))
         let targets = cut.targets
-        return (batch.batchID, try batch.encodedRecord(deviceIDs: targets.deviceIDs, tokenBytes: targets.tokenBytes,
-                                                       tokenEnds: targets.tokenEnds))
+        return (
+            batch.batchID,
+            try batch.encodedRecord(
+                deviceIDs: targets.deviceIDs, tokenBytes: targets.tokenBytes,
+                tokenEnds: targets.tokenEnds)
+        )
     }
 
     static func recordPushType(_ type: APNsPushType) -> Herald_V1_JobBatch.PushType {

@@ -78,7 +78,8 @@ private final class DeadlineRace<Result: Sendable>: Sendable {
     }
 
     func finish(_ outcome: Swift.Result<Result, any Error>) {
-        let (continuation, tasks): (CheckedContinuation<Result, any Error>?, [Task<Void, Never>]) = state.withLock { state in
+        let (continuation, tasks): (CheckedContinuation<Result, any Error>?, [Task<Void, Never>]) = state.withLock {
+            state in
             guard !state.finished else { return (nil, []) }
             state.finished = true
             state.outcome = outcome

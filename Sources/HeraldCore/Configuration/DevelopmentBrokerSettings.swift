@@ -23,8 +23,10 @@ public struct DevelopmentBrokerSettings: Sendable {
         partitions = [
             .pushes: config.int(forKey: "kafka.dev.partitions.pushes", default: HeraldTopic.pushes.defaultPartitions),
             .jobs: config.int(forKey: "kafka.dev.partitions.jobs", default: HeraldTopic.jobs.defaultPartitions),
-            .outcomes: config.int(forKey: "kafka.dev.partitions.outcomes", default: HeraldTopic.outcomes.defaultPartitions),
-            .deadLetter: config.int(forKey: "kafka.dev.partitions.deadletter", default: HeraldTopic.deadLetter.defaultPartitions),
+            .outcomes: config.int(
+                forKey: "kafka.dev.partitions.outcomes", default: HeraldTopic.outcomes.defaultPartitions),
+            .deadLetter: config.int(
+                forKey: "kafka.dev.partitions.deadletter", default: HeraldTopic.deadLetter.defaultPartitions),
         ]
         extraTopics = Self.parseTopics(config.string(forKey: "kafka.dev.topics", default: ""))
     }

@@ -57,7 +57,8 @@ public struct HeraldConfiguration: Sendable {
             password: config.string(forKey: "postgres.password", isSecret: true, default: "herald-dev"),
             database: config.string(forKey: "postgres.database", default: "herald"),
             maximumConnections: config.int(forKey: "postgres.maxConnections", default: 20),
-            idleInTransactionTimeout: config.milliseconds(forKey: "postgres.idleInTransactionTimeoutMs", default: 60_000)
+            idleInTransactionTimeout: config.milliseconds(
+                forKey: "postgres.idleInTransactionTimeoutMs", default: 60_000)
         )
         security = SecuritySettings(
             masterKey: config.string(forKey: "masterKey", isSecret: true),
@@ -86,9 +87,11 @@ public struct KafkaSettings: Sendable {
     /// librdkafka debug contexts, for example `cgrp,fetch` (`HERALD_KAFKA_DEBUG`); empty: none.
     public var debugContexts: String
 
-    public init(brokers: String, clientID: String = "herald", sessionTimeout: Duration = .seconds(6),
-                heartbeatInterval: Duration = .seconds(1), fetchWaitMaximum: Duration = .milliseconds(10),
-                linger: Duration = .milliseconds(5), compression: String = "none", debugContexts: String = "") {
+    public init(
+        brokers: String, clientID: String = "herald", sessionTimeout: Duration = .seconds(6),
+        heartbeatInterval: Duration = .seconds(1), fetchWaitMaximum: Duration = .milliseconds(10),
+        linger: Duration = .milliseconds(5), compression: String = "none", debugContexts: String = ""
+    ) {
         self.brokers = brokers
         self.clientID = clientID
         self.sessionTimeout = sessionTimeout
@@ -113,8 +116,10 @@ public struct PostgresSettings: Sendable {
     /// its row locks — and with them the counting of outcomes — for ever. 0 turns it off.
     public var idleInTransactionTimeout: Duration
 
-    public init(host: String, port: Int, user: String, password: String, database: String, maximumConnections: Int = 20,
-                idleInTransactionTimeout: Duration = .seconds(60)) {
+    public init(
+        host: String, port: Int, user: String, password: String, database: String, maximumConnections: Int = 20,
+        idleInTransactionTimeout: Duration = .seconds(60)
+    ) {
         self.host = host
         self.port = port
         self.user = user

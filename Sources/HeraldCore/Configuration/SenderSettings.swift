@@ -49,8 +49,9 @@ public struct SenderSettings: Sendable {
         maxBatchesInFlight = config.int(forKey: "sender.maxBatchesInFlight", default: 8)
         requestTimeout = config.milliseconds(forKey: "sender.requestTimeoutMs", default: 10_000, minimum: 1)
         maxAttempts = config.int(forKey: "sender.maxAttempts", default: 8)
-        retryBackoff = Backoff(initial: config.milliseconds(forKey: "sender.retryBaseMs", default: 200, minimum: 1),
-                               maximum: config.milliseconds(forKey: "sender.retryMaxMs", default: 30_000, minimum: 1))
+        retryBackoff = Backoff(
+            initial: config.milliseconds(forKey: "sender.retryBaseMs", default: 200, minimum: 1),
+            maximum: config.milliseconds(forKey: "sender.retryMaxMs", default: 30_000, minimum: 1))
         batchTakeover = config.milliseconds(forKey: "sender.batchTakeoverMs", default: 300_000)
         productionHost = config.string(forKey: "sender.apns.production.host", default: "api.push.apple.com")
         productionPort = config.int(forKey: "sender.apns.production.port", default: 443)

@@ -69,8 +69,9 @@ public struct AudiencePage: Sendable, Equatable {
     public init(_ targets: [AudienceTarget]) {
         self.init()
         for target in targets {
-            append(deviceID: target.deviceID, token: target.token,
-                   group: group(AudienceGroup(environment: target.environment, topic: target.topic)))
+            append(
+                deviceID: target.deviceID, token: target.token,
+                group: group(AudienceGroup(environment: target.environment, topic: target.topic)))
         }
     }
 
@@ -94,8 +95,9 @@ public struct AudiencePage: Sendable, Equatable {
     /// Device `index` as a target.
     public func target(at index: Int) -> AudienceTarget {
         let group = groups[Int(groupIndexes[index])]
-        return AudienceTarget(deviceID: devices.deviceIDs[index], token: Array(devices.token(at: index)),
-                              environment: group.environment, topic: group.topic)
+        return AudienceTarget(
+            deviceID: devices.deviceIDs[index], token: Array(devices.token(at: index)),
+            environment: group.environment, topic: group.topic)
     }
 
     /// Every device as a target (an object each: for tests and small pages, not the fan-out).

@@ -23,8 +23,9 @@ public struct AudienceRepository: Sendable {
     public init(client: PostgresClient, postgres: PostgresSettings? = nil, logger: Logger) {
         self.client = client
         self.copySettings = postgres.map {
-            PostgresCopyConnection.Settings(host: $0.host, port: $0.port, user: $0.user, password: $0.password,
-                                            database: $0.database, applicationName: "herald-audience")
+            PostgresCopyConnection.Settings(
+                host: $0.host, port: $0.port, user: $0.user, password: $0.password,
+                database: $0.database, applicationName: "herald-audience")
         }
         self.logger = logger
     }
@@ -35,11 +36,13 @@ public struct AudienceRepository: Sendable {
     /// An empty page is the end; otherwise the last id is the next cursor.
     public func page(_ selection: AudienceSelection, after cursor: Int64, limit: Int) async throws -> AudiencePage {
         var values = BoundValues()
-        let sql = Self.sql(selection, columns: Self.columns, after: cursor, tail: "ORDER BY d.id", limit: limit, values: &values)
+        let sql = Self.sql(
+            selection, columns: Self.columns, after: cursor, tail: "ORDER BY d.id", limit: limit, values: &values)
         let rows = try await client.boundedQuery(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger)
         var page = AudiencePage(devices: DeviceTokens(reservingCapacity: limit))
         for try await (id, token, environment, topic) in rows.decode((Int64, ByteBuffer, String, String).self) {
-            let group = page.group(AudienceGroup(environment: APNsEnvironment(rawValue: environment) ?? .production, topic: topic))
+            let group = page.group(
+                AudienceGroup(environment: APNsEnvironment(rawValue: environment) ?? .production, topic: topic))
             page.append(deviceID: id, token: token.readableBytesView, group: group)
         }
         return page
@@ -74,13 +77,18 @@ public struct AudienceRepository: Sendable {
     }
 
     /// The statement for `selection`; `values` writes each value in (a bind parameter or a literal).
-    static func sql(_ selection: AudienceSelection, columns: String, after cursor: Int64, tail: String? = nil,
-                    limit: Int? = nil, values: inout some AudienceQueryValues) -> String {
+    static func sql(
+        _ selection: AudienceSelection, columns: String, after cursor: Int64, tail: String? = nil,
+        limit: Int? = nil, values: inout some AudienceQueryValues
+    ) -> String {
         let app = values.value(selection.appID)
-        var sql = "SELECT \(columns) FROM devices d WHERE d.app_id = \(app) AND d.status = 'active' AND d.id > \(values.value(cursor))"
+        var sql =
+            "SELECT \(columns) FROM devices d WHERE d.app_id = \(app) AND d.status = 'active' AND d.id > \(values.value(cursor))"
         let audience = selection.audience
         if let through = selection.throughDevice { sql += " AND d.id <= \(values.value(through))" }
-        if let environment = audience.environment { sql += " AND d.environment = \(values.value(environment.rawValue))" }
+        if let environment = audience.environment {
+            sql += " AND d.environment = \(values.value(environment.rawValue))"
+        }
         if let topic = selection.topic { sql += " AND d.topic = \(values.value(topic))" }
         let ids = audience.registrationIDs ?? []
         let aliases = audience.aliases ?? []
@@ -91,19 +99,27 @@ public struct AudienceRepository: Sendable {
         case (true, true):
             // No list: everyone if the audience says so or filters by tags; an audience that
             // selects nothing reaches nobody (the API refuses it before).
-            if audience.all != true && audience.tags == nil && audience.environment == nil && selection.acceptedByPush == nil { sql += " AND false" }
+            if audience.all != true && audience.tags == nil && audience.environment == nil
+                && selection.acceptedByPush == nil
+            {
+                sql += " AND false"
+            }
         }
         if let any = Self.distinct(audience.tags?.any) {
-            sql += " AND EXISTS (SELECT 1 FROM device_tags t WHERE t.app_id = \(app) AND t.device_id = d.id AND t.tag = ANY(\(values.value(any))))"
+            sql +=
+                " AND EXISTS (SELECT 1 FROM device_tags t WHERE t.app_id = \(app) AND t.device_id = d.id AND t.tag = ANY(\(values.value(any))))"
         }
         if let all = Self.distinct(audience.tags?.all) {
-            sql += " AND (SELECT count(*) FROM device_tags t WHERE t.app_id = \(app) AND t.device_id = d.id AND t.tag = ANY(\(values.value(all)))) = \(values.value(Int64(all.count)))"
+            sql +=
+                " AND (SELECT count(*) FROM device_tags t WHERE t.app_id = \(app) AND t.device_id = d.id AND t.tag = ANY(\(values.value(all)))) = \(values.value(Int64(all.count)))"
         }
         if let none = Self.distinct(audience.tags?.none) {
-            sql += " AND NOT EXISTS (SELECT 1 FROM device_tags t WHERE t.app_id = \(app) AND t.device_id = d.id AND t.tag = ANY(\(values.value(none))))"
+            sql +=
+                " AND NOT EXISTS (SELECT 1 FROM device_tags t WHERE t.app_id = \(app) AND t.device_id = d.id AND t.tag = ANY(\(values.value(none))))"
         }
         if let original = selection.acceptedByPush {
-            sql += " AND d.id IN (SELECT unnest(b.accepted_device_ids) FROM push_batches b WHERE b.push_id = \(values.value(original)))"
+            sql +=
+                " AND d.id IN (SELECT unnest(b.accepted_device_ids) FROM push_batches b WHERE b.push_id = \(values.value(original)))"
         }
         if let tail { sql += " " + tail }
         if let limit { sql += " LIMIT \(values.value(Int64(limit)))" }
@@ -149,7 +165,9 @@ struct BoundValues: AudienceQueryValues {
 struct LiteralValues: AudienceQueryValues {
     mutating func value(_ value: Int64) -> String { "\(value)::bigint" }
     mutating func value(_ value: UUID) -> String { "'\(value.uuidString)'::uuid" }
-    mutating func value(_ value: [Int64]) -> String { "ARRAY[\(value.map(String.init).joined(separator: ","))]::bigint[]" }
+    mutating func value(_ value: [Int64]) -> String {
+        "ARRAY[\(value.map(String.init).joined(separator: ","))]::bigint[]"
+    }
     mutating func value(_ value: [String]) -> String { "ARRAY[\(value.map(Self.text).joined(separator: ","))]::text[]" }
     mutating func value(_ value: String) -> String { Self.text(value) }
 

@@ -120,7 +120,8 @@ struct PageAssembler {
     /// Adds `row`; returns a page when one is full.
     mutating func add(_ row: BinaryCopyRow) throws -> AudiencePage? {
         guard row.count == 4, let id = row.int64(0), let token = row.field(1),
-              let environment = row.field(2), let topic = row.field(3) else {
+            let environment = row.field(2), let topic = row.field(3)
+        else {
             throw PostgresCopyError("an audience row is not (id, token, environment, topic)")
         }
         let group: UInt16
@@ -129,9 +130,10 @@ struct PageAssembler {
         } else {
             lastEnvironment = Array(environment)
             lastTopic = Array(topic)
-            group = page.group(AudienceGroup(
-                environment: APNsEnvironment(rawValue: String(decoding: environment, as: UTF8.self)) ?? .production,
-                topic: String(decoding: topic, as: UTF8.self)))
+            group = page.group(
+                AudienceGroup(
+                    environment: APNsEnvironment(rawValue: String(decoding: environment, as: UTF8.self)) ?? .production,
+                    topic: String(decoding: topic, as: UTF8.self)))
             lastGroup = group
         }
         page.append(deviceID: id, token: token, group: group)

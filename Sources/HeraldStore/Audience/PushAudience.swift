@@ -35,8 +35,10 @@ public struct PushAudience: Sendable, Equatable, Codable {
         case aliases, tags, environment
     }
 
-    public init(all: Bool? = nil, registrationIDs: [Int64]? = nil, aliases: [String]? = nil, tags: TagFilter? = nil,
-                environment: APNsEnvironment? = nil) {
+    public init(
+        all: Bool? = nil, registrationIDs: [Int64]? = nil, aliases: [String]? = nil, tags: TagFilter? = nil,
+        environment: APNsEnvironment? = nil
+    ) {
         self.all = all
         self.registrationIDs = registrationIDs
         self.aliases = aliases
@@ -74,8 +76,10 @@ public struct AudienceSelection: Sendable, Equatable {
     /// Only devices registered with this topic.
     public var topic: String?
 
-    public init(appID: UUID, audience: PushAudience, acceptedByPush: UUID? = nil, throughDevice: Int64? = nil,
-                topic: String? = nil) {
+    public init(
+        appID: UUID, audience: PushAudience, acceptedByPush: UUID? = nil, throughDevice: Int64? = nil,
+        topic: String? = nil
+    ) {
         self.appID = appID
         self.audience = audience
         self.acceptedByPush = acceptedByPush

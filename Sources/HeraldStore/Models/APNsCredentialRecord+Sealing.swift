@@ -12,8 +12,9 @@ extension APNsCredentialRecord {
         appID: UUID, environment: APNsEnvironment, keyID: String, teamID: String, privateKeyPEM: String,
         cipher: CredentialCipher, id: UUID = UUID()
     ) throws -> APNsCredentialRecord {
-        try sealing(privateKeyPEM, appID: appID, environment: environment, kind: .token, keyID: keyID, teamID: teamID,
-                    cipher: cipher, id: id)
+        try sealing(
+            privateKeyPEM, appID: appID, environment: environment, kind: .token, keyID: keyID, teamID: teamID,
+            cipher: cipher, id: id)
     }
 
     /// A credential of either kind with `secret` (see above for what it holds) sealed.

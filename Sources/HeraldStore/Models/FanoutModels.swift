@@ -14,8 +14,10 @@ public struct RecordedBatch: Sendable, Equatable {
     /// The devices' topic (the bundle id they registered with).
     public var topic: String
 
-    public init(pushID: UUID, sequence: Int, firstDevice: Int64, lastDevice: Int64, targetCount: Int,
-                environment: APNsEnvironment, topic: String) {
+    public init(
+        pushID: UUID, sequence: Int, firstDevice: Int64, lastDevice: Int64, targetCount: Int,
+        environment: APNsEnvironment, topic: String
+    ) {
         self.pushID = pushID
         self.sequence = sequence
         self.firstDevice = firstDevice
@@ -65,8 +67,10 @@ public struct BatchOutcome: Sendable {
         /// a rejection whose reason ``APNsReason/invalidatesToken`` (the one rule, in HeraldAPNs).
         public var invalidatesToken: Bool { status == .rejected && APNsReason(reason).invalidatesToken }
 
-        public init(deviceID: Int64, status: FailedDelivery.Status, reason: String, httpStatus: Int,
-                    unregisteredAt: Date?, attempts: Int) {
+        public init(
+            deviceID: Int64, status: FailedDelivery.Status, reason: String, httpStatus: Int,
+            unregisteredAt: Date?, attempts: Int
+        ) {
             self.deviceID = deviceID
             self.status = status
             self.reason = reason

@@ -50,8 +50,10 @@ public struct APNsCredentialRecord: Sendable, Equatable {
     public var certificateExpiresAt: Date?
     public var updatedAt: Date
 
-    public init(id: UUID, appID: UUID, environment: APNsEnvironment, kind: APNsCredentialKind, keyID: String?,
-                teamID: String?, sealedSecret: [UInt8], certificateExpiresAt: Date? = nil, updatedAt: Date = Date()) {
+    public init(
+        id: UUID, appID: UUID, environment: APNsEnvironment, kind: APNsCredentialKind, keyID: String?,
+        teamID: String?, sealedSecret: [UInt8], certificateExpiresAt: Date? = nil, updatedAt: Date = Date()
+    ) {
         self.id = id
         self.appID = appID
         self.environment = environment
@@ -82,8 +84,10 @@ public struct DeviceRegistration: Sendable {
     public var locale: String?
     public var timeZone: String?
 
-    public init(appID: UUID, token: [UInt8], environment: APNsEnvironment, topic: String, alias: String? = nil,
-                tags: [String] = [], locale: String? = nil, timeZone: String? = nil) {
+    public init(
+        appID: UUID, token: [UInt8], environment: APNsEnvironment, topic: String, alias: String? = nil,
+        tags: [String] = [], locale: String? = nil, timeZone: String? = nil
+    ) {
         self.appID = appID
         self.token = token
         self.environment = environment
@@ -163,11 +167,13 @@ public struct NewPush: Sendable {
     public var finishWithinSeconds: Int?
     public var recallOf: UUID?
 
-    public init(id: UUID, appID: UUID, state: PushState = .accepted, audienceJSON: String, notificationJSON: String,
-                optionsJSON: String = "{}", payload: [UInt8], pushType: String = "alert", priority: Int = 10,
-                expiresAt: Date? = nil, collapseID: String? = nil, idempotencyKey: String? = nil,
-                scheduledAt: Date? = nil, throttlePerSecond: Int? = nil, finishWithinSeconds: Int? = nil,
-                recallOf: UUID? = nil) {
+    public init(
+        id: UUID, appID: UUID, state: PushState = .accepted, audienceJSON: String, notificationJSON: String,
+        optionsJSON: String = "{}", payload: [UInt8], pushType: String = "alert", priority: Int = 10,
+        expiresAt: Date? = nil, collapseID: String? = nil, idempotencyKey: String? = nil,
+        scheduledAt: Date? = nil, throttlePerSecond: Int? = nil, finishWithinSeconds: Int? = nil,
+        recallOf: UUID? = nil
+    ) {
         self.id = id
         self.appID = appID
         self.state = state

@@ -14,10 +14,13 @@ public struct APIKeyRepository: Sendable {
     }
 
     /// Stores the hash of `key` (the caller shows `key` once and forgets it).
-    public func create(appID: UUID, kind: APIKeyKind, key: String, name: String = "", id: UUID = UUID()) async throws -> APIKeyRecord {
+    public func create(appID: UUID, kind: APIKeyKind, key: String, name: String = "", id: UUID = UUID()) async throws
+        -> APIKeyRecord
+    {
         let hash = SecretHasher.hash(key)
         let prefix = String(key.prefix(8))
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             INSERT INTO api_keys (id, app_id, kind, key_hash, key_prefix, name)
             VALUES (\(id), \(appID), \(kind.rawValue), \(hash.bytea), \(prefix), \(name))
             RETURNING id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
@@ -29,7 +32,8 @@ public struct APIKeyRepository: Sendable {
     /// `key`, and marks it used.
     public func authenticate(key: String) async throws -> APIKeyRecord? {
         let hash = SecretHasher.hash(key)
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             UPDATE api_keys SET last_used_at = now()
             WHERE key_hash = \(hash.bytea) AND (revoked_at IS NULL OR revoked_at > now())
             RETURNING id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
@@ -38,7 +42,8 @@ public struct APIKeyRepository: Sendable {
     }
 
     public func keys(appID: UUID) async throws -> [APIKeyRecord] {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             SELECT id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
             FROM api_keys WHERE app_id = \(appID) ORDER BY created_at, id
             """, logger: logger)
@@ -48,7 +53,8 @@ public struct APIKeyRepository: Sendable {
     /// Revokes a key of `appID` at once. Returns whether a live key was revoked.
     @discardableResult
     public func revoke(id: UUID, appID: UUID) async throws -> Bool {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             UPDATE api_keys SET revoked_at = now()
             WHERE id = \(id) AND app_id = \(appID) AND (revoked_at IS NULL OR revoked_at > now()) RETURNING id
             """, logger: logger)
@@ -60,10 +66,13 @@ public struct APIKeyRepository: Sendable {
     /// transaction: the old key keeps working for `graceSeconds` (0: it stops at once).
     /// - Parameter makeKey: makes the new key for the old one's kind (only its hash is stored).
     /// - Returns: the new key's record and the key, or `nil` when `id` is not a live key of `appID`.
-    public func rotate(id: UUID, appID: UUID, graceSeconds: Int, newID: UUID = UUID(),
-                       makeKey: @escaping @Sendable (APIKeyKind) -> String) async throws -> (record: APIKeyRecord, key: String)? {
+    public func rotate(
+        id: UUID, appID: UUID, graceSeconds: Int, newID: UUID = UUID(),
+        makeKey: @escaping @Sendable (APIKeyKind) -> String
+    ) async throws -> (record: APIKeyRecord, key: String)? {
         try await client.transaction(logger: logger) { connection in
-            let old = try await connection.query("""
+            let old = try await connection.query(
+                """
                 UPDATE api_keys SET revoked_at = now() + make_interval(secs => \(Double(graceSeconds)))
                 WHERE id = \(id) AND app_id = \(appID) AND (revoked_at IS NULL OR revoked_at > now())
                 RETURNING kind, name
@@ -74,7 +83,8 @@ public struct APIKeyRepository: Sendable {
             let newKey = makeKey(APIKeyKind(rawValue: kind) ?? .server)
             let hash = SecretHasher.hash(newKey)
             let prefix = String(newKey.prefix(8))
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 INSERT INTO api_keys (id, app_id, kind, key_hash, key_prefix, name)
                 VALUES (\(newID), \(appID), \(kind), \(hash.bytea), \(prefix), \(name))
                 RETURNING id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
@@ -90,9 +100,12 @@ public struct APIKeyRepository: Sendable {
     private static func all(_ rows: PostgresRowSequence) async throws -> [APIKeyRecord] {
         var keys: [APIKeyRecord] = []
         for try await (id, appID, kind, prefix, name, createdAt, lastUsedAt, revokedAt)
-            in rows.decode((UUID, UUID, String, String, String, Date, Date?, Date?).self) {
-            keys.append(APIKeyRecord(id: id, appID: appID, kind: APIKeyKind(rawValue: kind) ?? .server, keyPrefix: prefix,
-                                     name: name, createdAt: createdAt, lastUsedAt: lastUsedAt, revokedAt: revokedAt))
+            in rows.decode((UUID, UUID, String, String, String, Date, Date?, Date?).self)
+        {
+            keys.append(
+                APIKeyRecord(
+                    id: id, appID: appID, kind: APIKeyKind(rawValue: kind) ?? .server, keyPrefix: prefix,
+                    name: name, createdAt: createdAt, lastUsedAt: lastUsedAt, revokedAt: revokedAt))
         }
         return keys
     }

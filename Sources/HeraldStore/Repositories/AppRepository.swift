@@ -13,7 +13,8 @@ public struct AppRepository: Sendable {
     }
 
     public func create(name: String, bundleID: String, id: UUID = UUID()) async throws -> App {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             INSERT INTO apps (id, name, bundle_id) VALUES (\(id), \(name), \(bundleID))
             RETURNING id, name, bundle_id, created_at, updated_at
             """, logger: logger)
@@ -30,7 +31,8 @@ public struct AppRepository: Sendable {
     public func list(after cursor: UUID? = nil, limit: Int = 100) async throws -> [App] {
         let rows: PostgresRowSequence
         if let cursor {
-            rows = try await client.boundedQuery("""
+            rows = try await client.boundedQuery(
+                """
                 SELECT id, name, bundle_id, created_at, updated_at FROM apps
                 WHERE (created_at, id) > (SELECT created_at, id FROM apps WHERE id = \(cursor))
                 ORDER BY created_at, id LIMIT \(limit)
@@ -41,7 +43,8 @@ public struct AppRepository: Sendable {
                 logger: logger)
         }
         var apps: [App] = []
-        for try await (id, name, bundleID, createdAt, updatedAt) in rows.decode((UUID, String, String, Date, Date).self) {
+        for try await (id, name, bundleID, createdAt, updatedAt) in rows.decode((UUID, String, String, Date, Date).self)
+        {
             apps.append(App(id: id, name: name, bundleID: bundleID, createdAt: createdAt, updatedAt: updatedAt))
         }
         return apps
@@ -49,7 +52,8 @@ public struct AppRepository: Sendable {
 
     /// Changes the name and/or bundle id. Returns `nil` for an unknown app.
     public func update(id: UUID, name: String?, bundleID: String?) async throws -> App? {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             UPDATE apps SET name = COALESCE(\(name), name), bundle_id = COALESCE(\(bundleID), bundle_id),
                             updated_at = now()
             WHERE id = \(id)
@@ -67,7 +71,8 @@ public struct AppRepository: Sendable {
     }
 
     private static func first(_ rows: PostgresRowSequence) async throws -> App? {
-        for try await (id, name, bundleID, createdAt, updatedAt) in rows.decode((UUID, String, String, Date, Date).self) {
+        for try await (id, name, bundleID, createdAt, updatedAt) in rows.decode((UUID, String, String, Date, Date).self)
+        {
             return App(id: id, name: name, bundleID: bundleID, createdAt: createdAt, updatedAt: updatedAt)
         }
         return nil

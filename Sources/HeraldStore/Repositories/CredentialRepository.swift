@@ -15,7 +15,8 @@ public struct CredentialRepository: Sendable {
 
     /// Stores the credential, replacing the app's credential for the same environment.
     public func upsert(_ credential: APNsCredentialRecord) async throws {
-        try await client.boundedQuery("""
+        try await client.boundedQuery(
+            """
             INSERT INTO apns_credentials (id, app_id, environment, kind, key_id, team_id, sealed_secret, certificate_expires_at)
             VALUES (\(credential.id), \(credential.appID), \(credential.environment.rawValue), \(credential.kind.rawValue),
                     \(credential.keyID), \(credential.teamID), \(credential.sealedSecret.bytea), \(credential.certificateExpiresAt))
@@ -28,20 +29,27 @@ public struct CredentialRepository: Sendable {
 
     /// The app's credentials (at most one per environment).
     /// - Throws: ``DeadlineExceeded`` without an answer within `answerWithin`.
-    public func credentials(appID: UUID, answerWithin: Duration = HeraldDatabase.answerWithin) async throws -> [APNsCredentialRecord] {
-        let rows = try await client.boundedQuery("""
+    public func credentials(appID: UUID, answerWithin: Duration = HeraldDatabase.answerWithin) async throws
+        -> [APNsCredentialRecord]
+    {
+        let rows = try await client.boundedQuery(
+            """
             SELECT id, app_id, environment, kind, key_id, team_id, sealed_secret, certificate_expires_at, updated_at
             FROM apns_credentials WHERE app_id = \(appID) ORDER BY environment
             """, logger: logger, within: answerWithin)
         var credentials: [APNsCredentialRecord] = []
         for try await (id, appID, environment, kind, keyID, teamID, secret, expiresAt, updatedAt)
-            in rows.decode((UUID, UUID, String, String, String?, String?, ByteBuffer, Date?, Date).self) {
-            guard let environment = APNsEnvironment(rawValue: environment), let kind = APNsCredentialKind(rawValue: kind) else {
+            in rows.decode((UUID, UUID, String, String, String?, String?, ByteBuffer, Date?, Date).self)
+        {
+            guard let environment = APNsEnvironment(rawValue: environment),
+                let kind = APNsCredentialKind(rawValue: kind)
+            else {
                 continue
             }
-            credentials.append(APNsCredentialRecord(
-                id: id, appID: appID, environment: environment, kind: kind, keyID: keyID, teamID: teamID,
-                sealedSecret: secret.bytes, certificateExpiresAt: expiresAt, updatedAt: updatedAt))
+            credentials.append(
+                APNsCredentialRecord(
+                    id: id, appID: appID, environment: environment, kind: kind, keyID: keyID, teamID: teamID,
+                    sealedSecret: secret.bytes, certificateExpiresAt: expiresAt, updatedAt: updatedAt))
         }
         return credentials
     }
@@ -49,7 +57,8 @@ public struct CredentialRepository: Sendable {
     /// Deletes the app's credential for `environment`. Returns whether there was one.
     @discardableResult
     public func delete(appID: UUID, environment: APNsEnvironment) async throws -> Bool {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             DELETE FROM apns_credentials WHERE app_id = \(appID) AND environment = \(environment.rawValue) RETURNING id
             """, logger: logger)
         for try await _ in rows.decode(UUID.self) { return true }

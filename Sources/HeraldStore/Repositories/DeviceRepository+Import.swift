@@ -15,13 +15,15 @@ extension DeviceRepository {
     public func importDevices<Chunks: AsyncSequence & Sendable>(appID: UUID, chunks: Chunks) async throws -> Int
     where Chunks.Element == [DeviceRegistration] {
         let imported = try await client.transaction(logger: logger, within: nil) { connection in
-            try await connection.query("""
+            try await connection.query(
+                """
                 CREATE TEMPORARY TABLE device_import (
                     line bigint, token bytea, environment text, topic text, alias text, tags text[], locale text, time_zone text
                 ) ON COMMIT DROP
                 """, logger: logger)
             try await connection.copyFrom(
-                table: "device_import", columns: ["line", "token", "environment", "topic", "alias", "tags", "locale", "time_zone"],
+                table: "device_import",
+                columns: ["line", "token", "environment", "topic", "alias", "tags", "locale", "time_zone"],
                 logger: logger
             ) { writer in
                 var line = 0
@@ -35,7 +37,8 @@ extension DeviceRepository {
                     if buffer.readableBytes > 0 { try await writer.write(buffer) }
                 }
             }
-            let merged = try await connection.query("""
+            let merged = try await connection.query(
+                """
                 WITH latest AS (
                     SELECT DISTINCT ON (token) token, environment, topic, alias, locale, time_zone
                     FROM device_import ORDER BY token, line DESC
@@ -55,7 +58,8 @@ extension DeviceRepository {
                 """, logger: logger)
             var count: Int64 = 0
             for try await value in merged.decode(Int64.self) { count = value }
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO device_tags (app_id, tag, device_id)
                 SELECT DISTINCT \(appID), tag, d.id
                 FROM device_import i JOIN devices d ON d.app_id = \(appID) AND d.token = i.token, unnest(i.tags) AS tag
@@ -74,7 +78,8 @@ extension DeviceRepository {
 
     /// All devices of `appID`, `limit` at a time after registration id `cursor`.
     public func devices(appID: UUID, after cursor: Int64, limit: Int) async throws -> [Device] {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             SELECT \(unescaped: Self.deviceColumns) FROM devices d
             WHERE d.app_id = \(appID) AND d.id > \(cursor) ORDER BY d.id LIMIT \(limit)
             """, logger: logger)
@@ -110,9 +115,11 @@ enum CopyText {
 
     /// A text[] literal: `{"a","b"}` with quotes and backslashes escaped.
     static func arrayLiteral(_ values: [String]) -> String {
-        "{" + values.map { value in
-            "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
-        }.joined(separator: ",") + "}"
+        "{"
+            + values.map { value in
+                "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                    + "\""
+            }.joined(separator: ",") + "}"
     }
 
     static func appendField(_ value: String?, to buffer: inout ByteBuffer) {

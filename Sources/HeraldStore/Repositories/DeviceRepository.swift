@@ -27,7 +27,8 @@ public struct DeviceRepository: Sendable {
     /// time zone given (absent ones are kept), and gains the tags given.
     public func register(_ registration: DeviceRegistration) async throws -> Registered {
         try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone)
                 VALUES (\(registration.appID), \(registration.token.bytea), \(registration.environment.rawValue),
                         \(registration.topic), \(registration.alias), \(registration.locale), \(registration.timeZone))
@@ -46,9 +47,12 @@ public struct DeviceRepository: Sendable {
                 registered = Registered(id: id, isNew: inserted)
             }
             guard let registered else { throw StoreError(message: "device registration returned no row") }
-            try await Self.checkAliasLimit(registration.alias, appID: registration.appID, on: connection, logger: logger)
+            try await Self.checkAliasLimit(
+                registration.alias, appID: registration.appID, on: connection, logger: logger)
             if !registration.tags.isEmpty {
-                try await Self.insertTags(registration.tags, deviceID: registered.id, appID: registration.appID, on: connection, logger: logger)
+                try await Self.insertTags(
+                    registration.tags, deviceID: registered.id, appID: registration.appID, on: connection,
+                    logger: logger)
             }
             return registered
         }
@@ -56,7 +60,8 @@ public struct DeviceRepository: Sendable {
 
     /// The device with registration id `id`, if it belongs to `appID`.
     public func device(id: Int64, appID: UUID) async throws -> Device? {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             SELECT \(unescaped: Self.deviceColumns) FROM devices d WHERE d.id = \(id) AND d.app_id = \(appID)
             """, logger: logger)
         return try await Self.devices(from: rows).first
@@ -64,7 +69,8 @@ public struct DeviceRepository: Sendable {
 
     /// The devices of `appID` with `alias`, in registration order.
     public func devices(alias: String, appID: UUID, limit: Int = 100) async throws -> [Device] {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             SELECT \(unescaped: Self.deviceColumns) FROM devices d
             WHERE d.app_id = \(appID) AND d.alias = \(alias) ORDER BY d.id LIMIT \(limit)
             """, logger: logger)
@@ -73,7 +79,8 @@ public struct DeviceRepository: Sendable {
 
     /// Devices of `appID` carrying `tag`, `limit` at a time after registration id `cursor`.
     public func devices(tag: String, appID: UUID, after cursor: Int64 = 0, limit: Int = 100) async throws -> [Device] {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             SELECT \(unescaped: Self.deviceColumns) FROM device_tags t JOIN devices d ON d.id = t.device_id
             WHERE t.app_id = \(appID) AND t.tag = \(tag) AND t.device_id > \(cursor)
             ORDER BY t.device_id LIMIT \(limit)
@@ -85,7 +92,8 @@ public struct DeviceRepository: Sendable {
     @discardableResult
     public func setAlias(_ alias: String?, deviceID: Int64, appID: UUID) async throws -> Bool {
         try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE devices SET alias = \(alias), updated_at = now()
                 WHERE id = \(deviceID) AND app_id = \(appID) RETURNING id
                 """, logger: logger)
@@ -107,7 +115,8 @@ public struct DeviceRepository: Sendable {
             for try await _ in rows.decode(Int64.self) { found = true }
             guard found else { return false }
             if !removing.isEmpty {
-                try await connection.query("""
+                try await connection.query(
+                    """
                     DELETE FROM device_tags WHERE app_id = \(appID) AND device_id = \(deviceID) AND tag = ANY(\(removing))
                     """, logger: logger)
             }
@@ -131,7 +140,8 @@ public struct DeviceRepository: Sendable {
 
     /// Deletes devices invalid since before `cutoff`. Returns how many.
     public func purgeInvalid(before cutoff: Date) async throws -> Int {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             WITH purged AS (DELETE FROM devices WHERE status = 'invalid' AND invalidated_at < \(cutoff) RETURNING 1)
             SELECT count(*) FROM purged
             """, logger: logger)
@@ -149,40 +159,60 @@ public struct DeviceRepository: Sendable {
 
     static func devices(from rows: PostgresRowSequence) async throws -> [Device] {
         var devices: [Device] = []
-        for try await (id, appID, token, environment, topic, alias, tags, locale, timeZone, status, registeredAt,
-                       updatedAt, invalidatedAt, invalidReason)
-            in rows.decode((Int64, UUID, ByteBuffer, String, String, String?, [String], String?, String?, String, Date,
-                            Date, Date?, String?).self) {
-            devices.append(Device(
-                id: id, appID: appID, token: token.bytes,
-                environment: APNsEnvironment(rawValue: environment) ?? .production, topic: topic, alias: alias,
-                tags: tags, locale: locale, timeZone: timeZone, status: DeviceStatus(rawValue: status) ?? .active,
-                registeredAt: registeredAt, updatedAt: updatedAt, invalidatedAt: invalidatedAt, invalidReason: invalidReason))
+        for try await (
+            id, appID, token, environment, topic, alias, tags, locale, timeZone, status, registeredAt,
+            updatedAt, invalidatedAt, invalidReason
+        )
+            in rows.decode(
+                (
+                    Int64, UUID, ByteBuffer, String, String, String?, [String], String?, String?, String, Date,
+                    Date, Date?, String?
+                ).self)
+        {
+            devices.append(
+                Device(
+                    id: id, appID: appID, token: token.bytes,
+                    environment: APNsEnvironment(rawValue: environment) ?? .production, topic: topic, alias: alias,
+                    tags: tags, locale: locale, timeZone: timeZone, status: DeviceStatus(rawValue: status) ?? .active,
+                    registeredAt: registeredAt, updatedAt: updatedAt, invalidatedAt: invalidatedAt,
+                    invalidReason: invalidReason))
         }
         return devices
     }
 
-    static func insertTags(_ tags: [String], deviceID: Int64, appID: UUID, on connection: PostgresConnection,
-                           logger: Logger) async throws {
-        try await connection.query("""
+    static func insertTags(
+        _ tags: [String], deviceID: Int64, appID: UUID, on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        try await connection.query(
+            """
             INSERT INTO device_tags (app_id, tag, device_id)
             SELECT \(appID), tag, \(deviceID) FROM unnest(\(tags)::text[]) AS tag
             ON CONFLICT DO NOTHING
             """, logger: logger)
-        let rows = try await connection.query("SELECT count(*) FROM device_tags WHERE device_id = \(deviceID)", logger: logger)
+        let rows = try await connection.query(
+            "SELECT count(*) FROM device_tags WHERE device_id = \(deviceID)", logger: logger)
         for try await count in rows.decode(Int64.self) where count > DeviceLimits.maximumTagsPerDevice {
-            throw DeviceLimits.Exceeded(field: "tags", message: "a device carries at most \(DeviceLimits.maximumTagsPerDevice) tags; remove some first")
+            throw DeviceLimits.Exceeded(
+                field: "tags",
+                message: "a device carries at most \(DeviceLimits.maximumTagsPerDevice) tags; remove some first")
         }
     }
 
     /// Refuses a write that would give more than the allowed number of devices one alias
     /// (checked inside the write's transaction).
-    static func checkAliasLimit(_ alias: String?, appID: UUID, on connection: PostgresConnection, logger: Logger) async throws {
+    static func checkAliasLimit(_ alias: String?, appID: UUID, on connection: PostgresConnection, logger: Logger)
+        async throws
+    {
         guard let alias else { return }
         let rows = try await connection.query(
             "SELECT count(*) FROM devices WHERE app_id = \(appID) AND alias = \(alias)", logger: logger)
         for try await count in rows.decode(Int64.self) where count > DeviceLimits.maximumDevicesPerAlias {
-            throw DeviceLimits.Exceeded(field: "alias", message: "an alias names at most \(DeviceLimits.maximumDevicesPerAlias) devices; this one has that many already")
+            throw DeviceLimits.Exceeded(
+                field: "alias",
+                message:
+                    "an alias names at most \(DeviceLimits.maximumDevicesPerAlias) devices; this one has that many already"
+            )
         }
     }
 }

@@ -24,7 +24,8 @@ public struct FanoutRepository: Sendable {
     /// whose center stopped renewing its claim for `lease`. At most `limit` of each kind, oldest
     /// first. Read without locks; ``claim(_:by:lease:)`` decides.
     public func claimCandidates(lease: Duration, limit: Int) async throws -> [UUID] {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             (SELECT id FROM pushes WHERE state = 'accepted' ORDER BY created_at LIMIT \(limit))
             UNION ALL
             (SELECT id FROM pushes WHERE state = 'scheduled' AND scheduled_at <= now() ORDER BY scheduled_at LIMIT \(limit))
@@ -53,13 +54,15 @@ public struct FanoutRepository: Sendable {
         binds.append(pushIDs)
         binds.append(center)
         binds.append(lease.wholeMilliseconds)
-        let rows = try await client.boundedQuery(PostgresQuery(unsafeSQL: """
-            UPDATE pushes SET state = 'fanning_out', claimed_by = $2, claimed_at = now(),
-                              fanout_started_at = COALESCE(fanout_started_at, now())
-            WHERE id IN (SELECT id FROM pushes WHERE id = ANY($1) AND \(claimable) FOR UPDATE SKIP LOCKED)
-              AND \(claimable)
-            RETURNING \(PushRepository.pushColumns)
-            """, binds: binds), logger: logger)
+        let rows = try await client.boundedQuery(
+            PostgresQuery(
+                unsafeSQL: """
+                    UPDATE pushes SET state = 'fanning_out', claimed_by = $2, claimed_at = now(),
+                                      fanout_started_at = COALESCE(fanout_started_at, now())
+                    WHERE id IN (SELECT id FROM pushes WHERE id = ANY($1) AND \(claimable) FOR UPDATE SKIP LOCKED)
+                      AND \(claimable)
+                    RETURNING \(PushRepository.pushColumns)
+                    """, binds: binds), logger: logger)
         return try await PushRepository.pushes(from: rows)
     }
 
@@ -75,7 +78,8 @@ public struct FanoutRepository: Sendable {
 
     /// Whether push `pushID` is completed (every target has its final outcome).
     public func isCompleted(pushID: UUID) async throws -> Bool {
-        let rows = try await client.boundedQuery("SELECT completed_at IS NOT NULL FROM pushes WHERE id = \(pushID)", logger: logger)
+        let rows = try await client.boundedQuery(
+            "SELECT completed_at IS NOT NULL FROM pushes WHERE id = \(pushID)", logger: logger)
         for try await completed in rows.decode(Bool.self) { return completed }
         return true
     }
@@ -90,14 +94,16 @@ public struct FanoutRepository: Sendable {
     /// Gives a claim up (a center shutting down), so another center takes the fan-out over at
     /// once instead of after the lease.
     public func releaseClaim(pushID: UUID, by center: String) async throws {
-        try await client.boundedQuery("""
+        try await client.boundedQuery(
+            """
             UPDATE pushes SET claimed_at = NULL WHERE id = \(pushID) AND claimed_by = \(center) AND state = 'fanning_out'
             """, logger: logger)
     }
 
     /// Renews a claim (while a fan-out waits: paused or paced). Returns whether `center` still holds it.
     public func renewClaim(pushID: UUID, by center: String) async throws -> Bool {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             UPDATE pushes SET claimed_at = now() WHERE id = \(pushID) AND claimed_by = \(center) AND state = 'fanning_out'
             RETURNING id
             """, logger: logger)
@@ -108,7 +114,8 @@ public struct FanoutRepository: Sendable {
     /// Pauses (`true`) or resumes a push's fan-out. Returns whether the push exists and is not finished.
     @discardableResult
     public func setPaused(_ paused: Bool, pushID: UUID, appID: UUID) async throws -> Bool {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             UPDATE pushes SET paused_at = CASE WHEN \(paused) THEN COALESCE(paused_at, now()) ELSE NULL END
             WHERE id = \(pushID) AND app_id = \(appID) AND state IN ('scheduled', 'accepted', 'fanning_out') RETURNING id
             """, logger: logger)
@@ -129,10 +136,13 @@ public struct FanoutRepository: Sendable {
     /// an unthrottled fan-out needs no other look-up per page. Record first, produce second: a batch
     /// recorded here is produced by this center or, if it dies first, by whoever resumes the
     /// fan-out (``unproducedBatches(pushID:)``). A batch recorded before is left as it was.
-    public func recordPage(pushID: UUID, by center: String, cursor: Int64, batches: [RecordedBatch]) async throws -> PageRecording {
+    public func recordPage(pushID: UUID, by center: String, cursor: Int64, batches: [RecordedBatch]) async throws
+        -> PageRecording
+    {
         try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query(
-                "SELECT state, claimed_by, paused_at IS NOT NULL FROM pushes WHERE id = \(pushID) FOR UPDATE", logger: logger)
+                "SELECT state, claimed_by, paused_at IS NOT NULL FROM pushes WHERE id = \(pushID) FOR UPDATE",
+                logger: logger)
             var control: (state: String, claimedBy: String?, paused: Bool)?
             for try await row in rows.decode((String, String?, Bool).self) { control = row }
             guard let control else { return .claimLost }
@@ -140,7 +150,8 @@ public struct FanoutRepository: Sendable {
             guard control.state == PushState.fanningOut.rawValue, control.claimedBy == center else { return .claimLost }
             var added: Int64 = 0
             if !batches.isEmpty {
-                let inserted = try await connection.query("""
+                let inserted = try await connection.query(
+                    """
                     INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, environment, topic)
                     SELECT \(pushID), * FROM unnest(\(batches.map { Int32($0.sequence) })::integer[],
                         \(batches.map(\.firstDevice))::bigint[], \(batches.map(\.lastDevice))::bigint[],
@@ -151,7 +162,8 @@ public struct FanoutRepository: Sendable {
                 for try await count in inserted.decode(Int32.self) { added += Int64(count) }
             }
             let emitted = Int32((batches.map(\.sequence).max() ?? -1) + 1)
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE pushes SET fanout_cursor = GREATEST(fanout_cursor, \(cursor)),
                                   batches_emitted = GREATEST(batches_emitted, \(emitted)), claimed_at = now()
                 WHERE id = \(pushID)
@@ -168,7 +180,8 @@ public struct FanoutRepository: Sendable {
     /// Notes that the broker acknowledged these batches.
     public func markProduced(pushID: UUID, sequences: [Int]) async throws {
         guard !sequences.isEmpty else { return }
-        try await client.boundedQuery("""
+        try await client.boundedQuery(
+            """
             UPDATE push_batches SET produced_at = now()
             WHERE push_id = \(pushID) AND sequence = ANY(\(sequences.map { Int32($0) })) AND produced_at IS NULL
             """, logger: logger)
@@ -176,7 +189,8 @@ public struct FanoutRepository: Sendable {
 
     /// Batches recorded but never acknowledged by the broker (their center died in between).
     public func unproducedBatches(pushID: UUID) async throws -> [RecordedBatch] {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             SELECT \(unescaped: Self.batchColumns) FROM push_batches
             WHERE push_id = \(pushID) AND produced_at IS NULL AND completed_at IS NULL ORDER BY sequence
             """, logger: logger)
@@ -185,7 +199,8 @@ public struct FanoutRepository: Sendable {
 
     /// Produced batches still without an outcome `after` they were last produced, oldest first.
     public func batchesWithoutOutcome(after: Duration, limit: Int) async throws -> [RecordedBatch] {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             SELECT \(unescaped: Self.batchColumns) FROM push_batches
             WHERE completed_at IS NULL AND produced_at IS NOT NULL
               AND emitted_at < now() - \(after.wholeMilliseconds) * interval '1 millisecond'
@@ -197,7 +212,8 @@ public struct FanoutRepository: Sendable {
     /// Notes that a batch was produced again. Returns false when its outcome arrived meanwhile.
     @discardableResult
     public func markRedriven(pushID: UUID, sequence: Int) async throws -> Bool {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             UPDATE push_batches SET emitted_at = now(), redriven = redriven + 1
             WHERE push_id = \(pushID) AND sequence = \(Int32(sequence)) AND completed_at IS NULL RETURNING sequence
             """, logger: logger)
@@ -210,7 +226,8 @@ public struct FanoutRepository: Sendable {
     /// released. Returns false when `center` no longer holds it.
     public func finishFanout(pushID: UUID, by center: String) async throws -> Bool {
         let finished = try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE pushes SET state = 'sending', fanout_finished_at = now(), claimed_by = NULL, eta_at = NULL
                 WHERE id = \(pushID) AND state = 'fanning_out' AND claimed_by = \(center) RETURNING id
                 """, logger: logger)
@@ -229,7 +246,8 @@ public struct FanoutRepository: Sendable {
     ///   counted, or another center holds it).
     public func accountCanceledRemainder(pushID: UUID, by center: String, lease: Duration) async throws -> Int64? {
         try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT app_id, audience::text, recall_of, fanout_cursor FROM pushes
                 WHERE id = \(pushID) AND state = 'canceled' AND fanout_finished_at IS NULL
                   AND (claimed_by IS NULL OR claimed_by = \(center)
@@ -239,17 +257,20 @@ public struct FanoutRepository: Sendable {
             var found: (appID: UUID, audience: String, recallOf: UUID?, cursor: Int64)?
             for try await row in rows.decode((UUID, String, UUID?, Int64).self) { found = row }
             guard let found else { return nil }
-            let selection = AudienceSelection(appID: found.appID, audience: (try? PushAudience(json: found.audience)) ?? PushAudience(),
-                                              acceptedByPush: found.recallOf)
+            let selection = AudienceSelection(
+                appID: found.appID, audience: (try? PushAudience(json: found.audience)) ?? PushAudience(),
+                acceptedByPush: found.recallOf)
             var remainder: Int64 = 0
             let counted = try await connection.query(
                 AudienceRepository.countQuery(selection, after: found.cursor), logger: logger)
             for try await count in counted.decode(Int64.self) { remainder = count }
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE push_counters SET targeted = targeted + \(remainder), canceled = canceled + \(remainder), updated_at = now()
                 WHERE push_id = \(pushID)
                 """, logger: logger)
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE pushes SET fanout_finished_at = now(), claimed_by = NULL, eta_at = NULL WHERE id = \(pushID)
                 """, logger: logger)
             _ = try await Self.completeIfDone([pushID], on: connection, logger: logger)
@@ -260,7 +281,8 @@ public struct FanoutRepository: Sendable {
     /// Canceled pushes whose remainder nobody counted yet and nobody holds (or whose holder's
     /// claim is older than `lease`).
     public func canceledUnaccounted(lease: Duration, limit: Int) async throws -> [UUID] {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             SELECT id FROM pushes WHERE state = 'canceled' AND fanout_finished_at IS NULL
               AND (claimed_by IS NULL OR claimed_at < now() - \(lease.wholeMilliseconds) * interval '1 millisecond')
             ORDER BY canceled_at LIMIT \(limit)
@@ -285,7 +307,8 @@ public struct FanoutRepository: Sendable {
             var deltas: [UUID: PushCounters] = [:]
             var failed: [(pushID: UUID, failure: BatchOutcome.Failure)] = []
             for outcome in outcomes {
-                let rows = try await connection.query("""
+                let rows = try await connection.query(
+                    """
                     UPDATE push_batches SET completed_at = now(), accepted_device_ids = \(outcome.acceptedDeviceIDs)
                     WHERE push_id = \(outcome.pushID) AND sequence = \(Int32(outcome.sequence)) AND completed_at IS NULL
                     RETURNING target_count
@@ -317,7 +340,8 @@ public struct FanoutRepository: Sendable {
                 applied.notificationsCounted += reported
             }
             if !failed.isEmpty {
-                try await connection.query("""
+                try await connection.query(
+                    """
                     INSERT INTO failed_deliveries (push_id, device_id, status, reason, http_status, attempts)
                     SELECT * FROM unnest(\(failed.map(\.pushID))::uuid[], \(failed.map(\.failure.deviceID))::bigint[],
                                          \(failed.map(\.failure.status.rawValue))::text[], \(failed.map(\.failure.reason))::text[],
@@ -339,8 +363,10 @@ public struct FanoutRepository: Sendable {
     }
 
     /// Invalidates the tokens the failures prove dead. Returns the number invalidated per push.
-    static func invalidateTokens(_ failed: [(pushID: UUID, failure: BatchOutcome.Failure)], on connection: PostgresConnection,
-                                 logger: Logger) async throws -> [UUID: Int64] {
+    static func invalidateTokens(
+        _ failed: [(pushID: UUID, failure: BatchOutcome.Failure)], on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> [UUID: Int64] {
         let dead = failed.filter(\.failure.invalidatesToken)
         guard !dead.isEmpty else { return [:] }
         var pushOfDevice: [Int64: UUID] = [:]
@@ -350,32 +376,41 @@ public struct FanoutRepository: Sendable {
         var invalidated: [UUID: Int64] = [:]
         if !dated.isEmpty {
             // 410 with APNs' timestamp: a device that registered again after it keeps its token.
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE devices d SET status = 'invalid', invalidated_at = now(), invalid_reason = u.reason, updated_at = now()
                 FROM unnest(\(dated.map(\.failure.deviceID))::bigint[], \(dated.map(\.failure.reason))::text[],
                             \(dated.map { $0.failure.unregisteredAt ?? Date() })::timestamptz[]) AS u(id, reason, unregistered_at)
                 WHERE d.id = u.id AND d.status = 'active' AND d.registered_at <= u.unregistered_at
                 RETURNING d.id
                 """, logger: logger)
-            for try await id in rows.decode(Int64.self) { if let push = pushOfDevice[id] { invalidated[push, default: 0] += 1 } }
+            for try await id in rows.decode(Int64.self) {
+                if let push = pushOfDevice[id] { invalidated[push, default: 0] += 1 }
+            }
         }
         if !undated.isEmpty {
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE devices d SET status = 'invalid', invalidated_at = now(), invalid_reason = u.reason, updated_at = now()
                 FROM unnest(\(undated.map(\.failure.deviceID))::bigint[], \(undated.map(\.failure.reason))::text[]) AS u(id, reason)
                 WHERE d.id = u.id AND d.status = 'active'
                 RETURNING d.id
                 """, logger: logger)
-            for try await id in rows.decode(Int64.self) { if let push = pushOfDevice[id] { invalidated[push, default: 0] += 1 } }
+            for try await id in rows.decode(Int64.self) {
+                if let push = pushOfDevice[id] { invalidated[push, default: 0] += 1 }
+            }
         }
         return invalidated
     }
 
     /// Marks completed those of `pushIDs` whose fan-out finished and whose every batch has its
     /// outcome (a canceled push keeps its state and gets its completion time). Returns them.
-    static func completeIfDone(_ pushIDs: [UUID], on connection: PostgresConnection, logger: Logger) async throws -> [UUID] {
+    static func completeIfDone(_ pushIDs: [UUID], on connection: PostgresConnection, logger: Logger) async throws
+        -> [UUID]
+    {
         guard !pushIDs.isEmpty else { return [] }
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             UPDATE pushes p SET state = CASE WHEN p.state = 'sending' THEN 'completed' ELSE p.state END, completed_at = now()
             WHERE p.id = ANY(\(pushIDs)) AND p.state IN ('sending', 'canceled') AND p.fanout_finished_at IS NOT NULL
               AND p.completed_at IS NULL
@@ -389,7 +424,8 @@ public struct FanoutRepository: Sendable {
 
     /// Unfinished pushes per state (the finished ones are not counted: the table only grows).
     public func pushCountsByState() async throws -> [String: Int64] {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             SELECT state, count(*) FROM pushes WHERE state IN ('scheduled', 'accepted', 'fanning_out', 'sending') GROUP BY state
             """, logger: logger)
         var counts: [String: Int64] = ["scheduled": 0, "accepted": 0, "fanning_out": 0, "sending": 0]
@@ -404,10 +440,13 @@ public struct FanoutRepository: Sendable {
     static func batches(from rows: PostgresRowSequence) async throws -> [RecordedBatch] {
         var batches: [RecordedBatch] = []
         for try await (pushID, sequence, first, last, count, environment, topic)
-            in rows.decode((UUID, Int32, Int64, Int64, Int32, String, String).self) {
-            batches.append(RecordedBatch(pushID: pushID, sequence: Int(sequence), firstDevice: first, lastDevice: last,
-                                         targetCount: Int(count), environment: APNsEnvironment(rawValue: environment) ?? .production,
-                                         topic: topic))
+            in rows.decode((UUID, Int32, Int64, Int64, Int32, String, String).self)
+        {
+            batches.append(
+                RecordedBatch(
+                    pushID: pushID, sequence: Int(sequence), firstDevice: first, lastDevice: last,
+                    targetCount: Int(count), environment: APNsEnvironment(rawValue: environment) ?? .production,
+                    topic: topic))
         }
         return batches
     }

@@ -14,8 +14,11 @@ public struct OutboxRepository: Sendable {
     }
 
     /// Appends a record inside the caller's transaction.
-    static func append(_ record: PushRepository.OutboxDraft, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query("""
+    static func append(_ record: PushRepository.OutboxDraft, on connection: PostgresConnection, logger: Logger)
+        async throws
+    {
+        try await connection.query(
+            """
             INSERT INTO outbox (topic, record_key, record_value)
             VALUES (\(record.topic), \(record.key?.bytea), \(record.value.bytea))
             """, logger: logger)
@@ -33,9 +36,12 @@ public struct OutboxRepository: Sendable {
     /// `publish` throws, they stay unpublished for the next attempt.
     /// - Returns: how many records were published.
     @discardableResult
-    public func publishBatch(limit: Int, _ publish: @escaping @Sendable ([OutboxRecord]) async throws -> Void) async throws -> Int {
+    public func publishBatch(limit: Int, _ publish: @escaping @Sendable ([OutboxRecord]) async throws -> Void)
+        async throws -> Int
+    {
         try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT id, topic, record_key, record_value FROM outbox
                 WHERE published_at IS NULL ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 """, logger: logger)

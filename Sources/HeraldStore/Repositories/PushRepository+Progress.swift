@@ -28,17 +28,23 @@ extension PushRepository {
     }
 
     /// An app's pushes with their progress, newest first, `limit` at a time before `cursor`.
-    public func progressList(appID: UUID, state: PushState?, before cursor: UUID?, limit: Int) async throws -> [PushProgress] {
-        try await progress(where: """
-            p.app_id = \(appID) AND (\(state?.rawValue)::text IS NULL OR p.state = \(state?.rawValue)::text)
-            AND (\(cursor)::uuid IS NULL OR (p.created_at, p.id) < (SELECT created_at, id FROM pushes WHERE id = \(cursor)::uuid AND app_id = \(appID)))
-            """, limit: limit)
+    public func progressList(appID: UUID, state: PushState?, before cursor: UUID?, limit: Int) async throws
+        -> [PushProgress]
+    {
+        try await progress(
+            where: """
+                p.app_id = \(appID) AND (\(state?.rawValue)::text IS NULL OR p.state = \(state?.rawValue)::text)
+                AND (\(cursor)::uuid IS NULL OR (p.created_at, p.id) < (SELECT created_at, id FROM pushes WHERE id = \(cursor)::uuid AND app_id = \(appID)))
+                """, limit: limit)
     }
 
     /// Whether the stored push `id` was created from this audience, notification and options
     /// (compared as JSON values, so key order and spacing do not matter).
-    public func matches(id: UUID, audienceJSON: String, notificationJSON: String, optionsJSON: String) async throws -> Bool {
-        let rows = try await client.boundedQuery("""
+    public func matches(id: UUID, audienceJSON: String, notificationJSON: String, optionsJSON: String) async throws
+        -> Bool
+    {
+        let rows = try await client.boundedQuery(
+            """
             SELECT audience = \(audienceJSON)::jsonb AND notification = \(notificationJSON)::jsonb AND options = \(optionsJSON)::jsonb
             FROM pushes WHERE id = \(id)
             """, logger: logger)
@@ -48,7 +54,8 @@ extension PushRepository {
 
     /// The recall push of `pushID`, if one was made.
     public func recall(of pushID: UUID, appID: UUID) async throws -> Push? {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             SELECT \(unescaped: Self.pushColumns) FROM pushes WHERE recall_of = \(pushID) AND app_id = \(appID)
             ORDER BY created_at LIMIT 1
             """, logger: logger)
@@ -58,7 +65,8 @@ extension PushRepository {
     /// The app's devices, pushes created since `since`, and their delivery totals.
     public func statistics(appID: UUID, since: Date) async throws -> AppStatistics {
         var statistics = AppStatistics()
-        let devices = try await client.boundedQuery("""
+        let devices = try await client.boundedQuery(
+            """
             SELECT status, environment, count(*) FROM devices WHERE app_id = \(appID) GROUP BY status, environment
             """, logger: logger)
         for try await (status, environment, count) in devices.decode((String, String, Int64).self) {
@@ -69,11 +77,13 @@ extension PushRepository {
                 statistics.invalidDevices += count
             }
         }
-        let pushes = try await client.boundedQuery("""
+        let pushes = try await client.boundedQuery(
+            """
             SELECT state, count(*) FROM pushes WHERE app_id = \(appID) AND created_at >= \(since) GROUP BY state
             """, logger: logger)
         for try await (state, count) in pushes.decode((String, Int64).self) { statistics.pushesByState[state] = count }
-        let totals = try await client.boundedQuery("""
+        let totals = try await client.boundedQuery(
+            """
             SELECT COALESCE(sum(c.targeted), 0)::bigint, COALESCE(sum(c.accepted), 0)::bigint, COALESCE(sum(c.rejected), 0)::bigint,
                    COALESCE(sum(c.expired), 0)::bigint, COALESCE(sum(c.canceled), 0)::bigint,
                    COALESCE(sum(c.tokens_invalidated), 0)::bigint,
@@ -90,23 +100,27 @@ extension PushRepository {
 
     private func progress(where condition: PostgresQuery, limit: Int) async throws -> [PushProgress] {
         // The push's columns first (decoded as everywhere else), then its progress from column 21.
-        var query = PostgresQuery(unsafeSQL: """
-            SELECT \(Self.pushColumns),
-                   p.paused_at IS NOT NULL, p.audience_size, p.eta_at, p.fanout_started_at, p.fanout_finished_at,
-                   COALESCE(c.targeted, 0), COALESCE(c.accepted, 0), COALESCE(c.rejected, 0), COALESCE(c.expired, 0),
-                   COALESCE(c.canceled, 0), COALESCE(c.tokens_invalidated, 0), COALESCE(c.rejected_by_reason, '{}')::text
-            FROM pushes p LEFT JOIN push_counters c ON c.push_id = p.id
-            WHERE
-            """, binds: condition.binds)
+        var query = PostgresQuery(
+            unsafeSQL: """
+                SELECT \(Self.pushColumns),
+                       p.paused_at IS NOT NULL, p.audience_size, p.eta_at, p.fanout_started_at, p.fanout_finished_at,
+                       COALESCE(c.targeted, 0), COALESCE(c.accepted, 0), COALESCE(c.rejected, 0), COALESCE(c.expired, 0),
+                       COALESCE(c.canceled, 0), COALESCE(c.tokens_invalidated, 0), COALESCE(c.rejected_by_reason, '{}')::text
+                FROM pushes p LEFT JOIN push_counters c ON c.push_id = p.id
+                WHERE
+                """, binds: condition.binds)
         query.sql += " " + condition.sql + " ORDER BY p.created_at DESC, p.id DESC LIMIT \(max(1, limit))"
         let rows = try await client.boundedQuery(query, logger: logger)
         var result: [PushProgress] = []
         for try await row in rows {
             let cells = row.makeRandomAccess()
-            result.append(PushProgress(
-                push: try Self.push(from: row), counters: try PushCounters(cells, from: 26), paused: try cells[21].decode(Bool.self),
-                audienceSize: try cells[22].decode(Int64?.self), etaAt: try cells[23].decode(Date?.self),
-                fanoutStartedAt: try cells[24].decode(Date?.self), fanoutFinishedAt: try cells[25].decode(Date?.self)))
+            result.append(
+                PushProgress(
+                    push: try Self.push(from: row), counters: try PushCounters(cells, from: 26),
+                    paused: try cells[21].decode(Bool.self),
+                    audienceSize: try cells[22].decode(Int64?.self), etaAt: try cells[23].decode(Date?.self),
+                    fanoutStartedAt: try cells[24].decode(Date?.self),
+                    fanoutFinishedAt: try cells[25].decode(Date?.self)))
         }
         return result
     }
@@ -114,16 +128,25 @@ extension PushRepository {
 
 extension PushRepository {
     /// A page of the devices push `pushID` did not reach, with when each was recorded.
-    public func failurePage(pushID: UUID, after cursor: Int64, limit: Int) async throws -> [(failure: FailedDelivery, failedAt: Date)] {
-        let rows = try await client.boundedQuery("""
+    public func failurePage(pushID: UUID, after cursor: Int64, limit: Int) async throws -> [(
+        failure: FailedDelivery, failedAt: Date
+    )] {
+        let rows = try await client.boundedQuery(
+            """
             SELECT device_id, status, NULLIF(reason, ''), NULLIF(http_status, 0), attempts, failed_at FROM failed_deliveries
             WHERE push_id = \(pushID) AND device_id > \(cursor) ORDER BY device_id LIMIT \(limit)
             """, logger: logger)
         var page: [(FailedDelivery, Date)] = []
         for try await (deviceID, status, reason, httpStatus, attempts, failedAt)
-            in rows.decode((Int64, String, String?, Int16?, Int16, Date).self) {
-            page.append((FailedDelivery(pushID: pushID, deviceID: deviceID, status: FailedDelivery.Status(rawValue: status) ?? .rejected,
-                                        reason: reason, httpStatus: httpStatus.map(Int.init), attempts: Int(attempts)), failedAt))
+            in rows.decode((Int64, String, String?, Int16?, Int16, Date).self)
+        {
+            page.append(
+                (
+                    FailedDelivery(
+                        pushID: pushID, deviceID: deviceID,
+                        status: FailedDelivery.Status(rawValue: status) ?? .rejected,
+                        reason: reason, httpStatus: httpStatus.map(Int.init), attempts: Int(attempts)), failedAt
+                ))
         }
         return page
     }

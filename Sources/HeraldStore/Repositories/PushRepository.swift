@@ -26,12 +26,15 @@ public struct PushRepository: Sendable {
             self.value = value
         }
 
-    /// The announcement of a push event (created, canceled, ...) on the pushes topic, keyed by
-    /// the push id so one push's events stay in order.
-    public static func pushEvent(_ kind: Herald_V1_PushEvent.Kind, pushID: UUID, appID: UUID, topic: String) throws -> OutboxDraft {
-        OutboxDraft(topic: topic, key: Array(pushID.recordBytes),
-                    value: try Herald_V1_PushEvent(kind: kind, pushID: pushID, appID: appID).encodedRecord())
-    }
+        /// The announcement of a push event (created, canceled, ...) on the pushes topic, keyed by
+        /// the push id so one push's events stay in order.
+        public static func pushEvent(_ kind: Herald_V1_PushEvent.Kind, pushID: UUID, appID: UUID, topic: String) throws
+            -> OutboxDraft
+        {
+            OutboxDraft(
+                topic: topic, key: Array(pushID.recordBytes),
+                value: try Herald_V1_PushEvent(kind: kind, pushID: pushID, appID: appID).encodedRecord())
+        }
     }
 
     /// Stores a push, its zeroed counters and its announcement (an outbox record) atomically:
@@ -49,9 +52,14 @@ public struct PushRepository: Sendable {
     /// (`createdAt`), else the first push with its idempotency key.
     func answer(_ push: NewPush, createdAt: Date?) async throws -> (push: Push, created: Bool) {
         if let createdAt {
-            return (Push(definition: push, fanoutCursor: 0, batchesEmitted: 0, createdAt: createdAt, completedAt: nil, canceledAt: nil), true)
+            return (
+                Push(
+                    definition: push, fanoutCursor: 0, batchesEmitted: 0, createdAt: createdAt, completedAt: nil,
+                    canceledAt: nil), true
+            )
         }
-        guard let key = push.idempotencyKey, let first = try await self.push(idempotencyKey: key, appID: push.appID) else {
+        guard let key = push.idempotencyKey, let first = try await self.push(idempotencyKey: key, appID: push.appID)
+        else {
             throw StoreError(message: "push \(push.id) was neither stored nor found by its idempotency key")
         }
         return (first, false)
@@ -60,7 +68,8 @@ public struct PushRepository: Sendable {
     /// Stores `push`, its counters and `announcement` in one statement. Returns its creation
     /// time, or nil when the app already used its idempotency key (nothing is stored then).
     func insert(_ push: NewPush, announcement: OutboxDraft) async throws -> Date? {
-        let rows = try await client.execute(InsertPushWithAnnouncement(push: push, record: announcement), logger: logger)
+        let rows = try await client.execute(
+            InsertPushWithAnnouncement(push: push, record: announcement), logger: logger)
         for try await createdAt in rows { return createdAt }
         return nil
     }
@@ -77,7 +86,8 @@ public struct PushRepository: Sendable {
 
     /// The push `id` of `appID`.
     public func push(id: UUID, appID: UUID) async throws -> Push? {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             SELECT \(unescaped: Self.pushColumns) FROM pushes WHERE id = \(id) AND app_id = \(appID)
             """, logger: logger)
         return try await Self.pushes(from: rows).first
@@ -91,9 +101,12 @@ public struct PushRepository: Sendable {
     /// as being sent from `copy`; the same record redelivered after its sender died is always
     /// sent again. Nil when `appID` has no such push.
     /// - Throws: ``DeadlineExceeded`` without an answer within `answerWithin`.
-    public func batchStatus(pushID: UUID, appID: UUID, sequence: Int32, copy: String, takeoverAfter: Duration,
-                            answerWithin: Duration = HeraldDatabase.answerWithin) async throws -> BatchStatus? {
-        let rows = try await client.boundedQuery("""
+    public func batchStatus(
+        pushID: UUID, appID: UUID, sequence: Int32, copy: String, takeoverAfter: Duration,
+        answerWithin: Duration = HeraldDatabase.answerWithin
+    ) async throws -> BatchStatus? {
+        let rows = try await client.boundedQuery(
+            """
             WITH push AS (
                 SELECT state = 'canceled' AS canceled FROM pushes WHERE id = \(pushID) AND app_id = \(appID)
             ), taken AS (
@@ -108,7 +121,8 @@ public struct PushRepository: Sendable {
             FROM push p LEFT JOIN push_batches b ON b.push_id = \(pushID) AND b.sequence = \(sequence)
             """, logger: logger, within: answerWithin)
         for try await (canceled, accounted, elsewhere) in rows.decode((Bool, Bool?, Bool?).self) {
-            return BatchStatus(canceled: canceled, accounted: accounted ?? false, anotherCopySending: elsewhere ?? false)
+            return BatchStatus(
+                canceled: canceled, accounted: accounted ?? false, anotherCopySending: elsewhere ?? false)
         }
         return nil
     }
@@ -122,7 +136,8 @@ public struct PushRepository: Sendable {
 
     /// The push `appID` created with `idempotencyKey`.
     public func push(idempotencyKey: String, appID: UUID) async throws -> Push? {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             SELECT \(unescaped: Self.pushColumns) FROM pushes WHERE app_id = \(appID) AND idempotency_key = \(idempotencyKey)
             """, logger: logger)
         return try await Self.pushes(from: rows).first
@@ -135,7 +150,8 @@ public struct PushRepository: Sendable {
     @discardableResult
     public func cancel(id: UUID, appID: UUID, outbox: [OutboxDraft] = []) async throws -> Bool {
         try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE pushes SET state = 'canceled', canceled_at = now(), paused_at = NULL
                 WHERE id = \(id) AND app_id = \(appID) AND state IN ('scheduled', 'accepted', 'fanning_out', 'sending')
                 RETURNING id
@@ -152,9 +168,12 @@ public struct PushRepository: Sendable {
 
     /// Adds `delta` to the push's counters (one row update for a whole batch of outcomes), on
     /// the connection of the accounting's transaction.
-    static func addToCounters(pushID: UUID, _ delta: PushCounters, on connection: PostgresConnection, logger: Logger) async throws {
+    static func addToCounters(pushID: UUID, _ delta: PushCounters, on connection: PostgresConnection, logger: Logger)
+        async throws
+    {
         let reasons = try String(decoding: JSONEncoder().encode(delta.rejectedByReason), as: UTF8.self)
-        try await connection.query("""
+        try await connection.query(
+            """
             UPDATE push_counters SET
                 targeted = targeted + \(delta.targeted),
                 accepted = accepted + \(delta.accepted),
@@ -176,7 +195,8 @@ public struct PushRepository: Sendable {
     }
 
     public func counters(pushID: UUID) async throws -> PushCounters? {
-        let rows = try await client.boundedQuery("""
+        let rows = try await client.boundedQuery(
+            """
             SELECT targeted, accepted, rejected, expired, canceled, tokens_invalidated, rejected_by_reason::text
             FROM push_counters WHERE push_id = \(pushID)
             """, logger: logger)
@@ -200,19 +220,24 @@ public struct PushRepository: Sendable {
 
     /// The push in the first columns of `row`, selected as ``pushColumns``.
     static func push(from row: PostgresRow) throws -> Push {
-        let (id, appID, state, audience, notification, options, payload, pushType, priority, expiresAt,
-             collapseID, idempotencyKey, scheduledAt, throttle, finishWithin, recallOf, cursor, batches,
-             createdAt, completedAt, canceledAt)
-            = try row.decode((UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?, String,
-                              String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?).self)
+        let (
+            id, appID, state, audience, notification, options, payload, pushType, priority, expiresAt,
+            collapseID, idempotencyKey, scheduledAt, throttle, finishWithin, recallOf, cursor, batches,
+            createdAt, completedAt, canceledAt
+        ) = try row.decode(
+            (
+                UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?, String,
+                String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?
+            ).self)
         let definition = NewPush(
             id: id, appID: appID, state: PushState(rawValue: state) ?? .accepted, audienceJSON: audience,
             notificationJSON: notification, optionsJSON: options, payload: payload.bytes, pushType: pushType,
             priority: Int(priority), expiresAt: expiresAt, collapseID: collapseID, idempotencyKey: idempotencyKey,
             scheduledAt: scheduledAt, throttlePerSecond: throttle.map(Int.init),
             finishWithinSeconds: finishWithin.map(Int.init), recallOf: recallOf)
-        return Push(definition: definition, fanoutCursor: cursor, batchesEmitted: Int(batches),
-                    createdAt: createdAt, completedAt: completedAt, canceledAt: canceledAt)
+        return Push(
+            definition: definition, fanoutCursor: cursor, batchesEmitted: Int(batches),
+            createdAt: createdAt, completedAt: completedAt, canceledAt: canceledAt)
     }
 }
 

@@ -58,7 +58,9 @@ public final class PushWriter: Sendable {
     /// in one transaction, possibly together with other callers' pushes.
     /// - Returns: the push as stored and true; or, when the app already used its idempotency
     ///   key, the first push with that key and false.
-    public func create(_ push: NewPush, announcement: PushRepository.OutboxDraft) async throws -> (push: Push, created: Bool) {
+    public func create(_ push: NewPush, announcement: PushRepository.OutboxDraft) async throws -> (
+        push: Push, created: Bool
+    ) {
         let entry = Entry(push: push, announcement: announcement)
         let turn: Turn = await withCheckedContinuation { continuation in
             let writeNow = state.withLock { state in
@@ -108,7 +110,9 @@ public final class PushWriter: Sendable {
     private func write(_ entries: [Entry]) async -> [Result<Date?, any Error>] {
         statementCount.add(1, ordering: .relaxed)
         if entries.count == 1 {
-            return [await Result { try await repository.insert(entries[0].push, announcement: entries[0].announcement) }]
+            return [
+                await Result { try await repository.insert(entries[0].push, announcement: entries[0].announcement) }
+            ]
         }
         do {
             let created = try await repository.insert(entries)
@@ -117,7 +121,8 @@ public final class PushWriter: Sendable {
             var results: [Result<Date?, any Error>] = []
             statementCount.add(entries.count, ordering: .relaxed)
             for entry in entries {
-                results.append(await Result { try await repository.insert(entry.push, announcement: entry.announcement) })
+                results.append(
+                    await Result { try await repository.insert(entry.push, announcement: entry.announcement) })
             }
             return results
         }

@@ -22,7 +22,8 @@ struct APIClient: Sendable {
     }
 
     func post(_ path: String, json: [String: Any]? = nil, headers: [(String, String)] = []) async throws -> Answer {
-        try await send(.POST, path, body: json.map { try Self.encode($0) }, contentType: "application/json", headers: headers)
+        try await send(
+            .POST, path, body: json.map { try Self.encode($0) }, contentType: "application/json", headers: headers)
     }
 
     func put(_ path: String, json: [String: Any]) async throws -> Answer {
@@ -49,13 +50,15 @@ struct APIClient: Sendable {
     /// Streams a file as the request body (never read into memory whole).
     func upload(_ path: String, file: String, contentType: String) async throws -> Answer {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),
-              let size = attributes[.size] as? Int else {
+            let size = attributes[.size] as? Int
+        else {
             throw CLIError("cannot read \(file): no such file")
         }
         guard let handle = FileHandle(forReadingAtPath: file) else { throw CLIError("cannot open \(file)") }
         defer { try? handle.close() }
-        return try await send(.POST, path, stream: .stream(FileChunks(handle: handle), length: .known(Int64(size))),
-                              contentType: contentType, timeout: .hours(1))
+        return try await send(
+            .POST, path, stream: .stream(FileChunks(handle: handle), length: .known(Int64(size))),
+            contentType: contentType, timeout: .hours(1))
     }
 
     /// A file read a megabyte at a time, as the request body asks for more.
@@ -78,14 +81,18 @@ struct APIClient: Sendable {
         ByteBuffer(data: try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]))
     }
 
-    private func send(_ method: HTTPMethod, _ path: String, body: ByteBuffer? = nil, stream: HTTPClientRequest.Body? = nil,
-                      contentType: String? = nil, headers extra: [(String, String)] = [],
-                      timeout: TimeAmount = .seconds(60)) async throws -> Answer {
+    private func send(
+        _ method: HTTPMethod, _ path: String, body: ByteBuffer? = nil, stream: HTTPClientRequest.Body? = nil,
+        contentType: String? = nil, headers extra: [(String, String)] = [],
+        timeout: TimeAmount = .seconds(60)
+    ) async throws -> Answer {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
         request.headers.add(name: "Authorization", value: "Bearer \(bearer)")
         request.headers.add(name: "Accept", value: "application/json")
-        if let contentType, body != nil || stream != nil { request.headers.add(name: "Content-Type", value: contentType) }
+        if let contentType, body != nil || stream != nil {
+            request.headers.add(name: "Content-Type", value: contentType)
+        }
         for (name, value) in extra { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(body) } else if let stream { request.body = stream }
 
@@ -95,13 +102,16 @@ struct APIClient: Sendable {
             response = try await HTTPClient.shared.execute(request, timeout: timeout)
             bytes = try await response.body.collect(upTo: 64 << 20)
         } catch {
-            throw CLIError("""
+            throw CLIError(
+                """
                 cannot reach herald-api at \(baseURL) (\(error)): is it running? `herald dev up` starts a local \
                 stack; otherwise set HERALD_API_URL
                 """)
         }
         var decoded: [String: Any] = [:]
-        if bytes.readableBytes > 0, let object = try? JSONSerialization.jsonObject(with: Data(buffer: bytes)) as? [String: Any] {
+        if bytes.readableBytes > 0,
+            let object = try? JSONSerialization.jsonObject(with: Data(buffer: bytes)) as? [String: Any]
+        {
             decoded = object
         }
         let status = Int(response.status.code)

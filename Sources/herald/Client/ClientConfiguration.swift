@@ -49,7 +49,8 @@ struct ClientConfiguration {
     static func save(_ values: [String: String], to file: URL) throws {
         var stored: [String: String] = [:]
         if let data = try? Data(contentsOf: file),
-           let existing = try? JSONSerialization.jsonObject(with: data) as? [String: String] {
+            let existing = try? JSONSerialization.jsonObject(with: data) as? [String: String]
+        {
             stored = existing
         }
         stored.merge(values) { _, new in new }
@@ -68,7 +69,9 @@ struct ClientConfiguration {
 
     func requireAdminToken() throws -> String {
         guard let adminToken else {
-            throw CLIError("no admin token: set HERALD_ADMIN_TOKEN to herald-api's admin token (`herald dev up` writes it to its config file)")
+            throw CLIError(
+                "no admin token: set HERALD_ADMIN_TOKEN to herald-api's admin token (`herald dev up` writes it to its config file)"
+            )
         }
         return adminToken
     }

@@ -16,13 +16,15 @@ struct AppCreateCommand: AsyncParsableCommand {
         abstract: "Create an app with its first server key and client key (shown once).")
 
     @Option(help: "The app's name.") var name: String
-    @Option(name: .customLong("bundle-id"), help: "The iOS bundle id (the APNs topic), e.g. com.example.weather.") var bundleID: String
+    @Option(name: .customLong("bundle-id"), help: "The iOS bundle id (the APNs topic), e.g. com.example.weather.")
+    var bundleID: String
     @Flag(help: "Save the app id and its server key in the CLI's config file, for the commands that follow.")
     var save = false
 
     func run() async throws {
         let configuration = try ClientConfiguration.load()
-        let answer = try await APIClient.admin(configuration).post("/v1/apps", json: ["name": name, "bundle_id": bundleID])
+        let answer = try await APIClient.admin(configuration).post(
+            "/v1/apps", json: ["name": name, "bundle_id": bundleID])
         let app = answer.body["app"] as? [String: Any] ?? [:]
         let appID = app["id"] as? String ?? "?"
         let serverKey = (answer.body["server_key"] as? [String: Any])?["key"] as? String ?? "?"
@@ -45,7 +47,9 @@ struct AppListCommand: AsyncParsableCommand {
     func run() async throws {
         let client = try APIClient.admin(try ClientConfiguration.load())
         for app in try await client.everyItem("/v1/apps", key: "apps", limit: 100) {
-            print("\(app["id"] as? String ?? "?")  \(app["bundle_id"] as? String ?? "?")  \(app["name"] as? String ?? "")")
+            print(
+                "\(app["id"] as? String ?? "?")  \(app["bundle_id"] as? String ?? "?")  \(app["name"] as? String ?? "")"
+            )
         }
     }
 }
@@ -72,8 +76,9 @@ struct AppCredentialsCommand: AsyncParsableCommand {
     @Option(name: .customLong("private-key"), help: "The certificate's PEM private key (if not in --certificate).")
     var privateKey: String?
     @Option(help: "A PKCS#12 file; its passphrase is read from HERALD_P12_PASSPHRASE.") var pkcs12: String?
-    @Flag(name: .customLong("dev-stack-key"),
-          help: "The token key of the `herald dev` stack in HERALD_DEV_DIR (or .local/dev), which its apns-sim trusts.")
+    @Flag(
+        name: .customLong("dev-stack-key"),
+        help: "The token key of the `herald dev` stack in HERALD_DEV_DIR (or .local/dev), which its apns-sim trusts.")
     var devStackKey = false
 
     func validate() throws {
@@ -81,7 +86,9 @@ struct AppCredentialsCommand: AsyncParsableCommand {
             throw ValidationError("--environment is sandbox or production")
         }
         let kinds = [p8, certificate, pkcs12].compactMap { $0 }.count + (devStackKey ? 1 : 0)
-        guard kinds == 1 else { throw ValidationError("give exactly one of --p8, --certificate, --pkcs12 or --dev-stack-key") }
+        guard kinds == 1 else {
+            throw ValidationError("give exactly one of --p8, --certificate, --pkcs12 or --dev-stack-key")
+        }
         if p8 != nil, keyID == nil || teamID == nil { throw ValidationError("--p8 needs --key-id and --team-id") }
     }
 
@@ -93,22 +100,32 @@ struct AppCredentialsCommand: AsyncParsableCommand {
         var body: [String: Any]
         if devStackKey {
             let key = try DevStack.load(from: DevDirectoryOption.parse([]).path).signingKey
-            body = ["kind": "token", "key_id": key.keyID, "team_id": key.teamID, "private_key": try Self.read(key.privateKeyFile)]
+            body = [
+                "kind": "token", "key_id": key.keyID, "team_id": key.teamID,
+                "private_key": try Self.read(key.privateKeyFile),
+            ]
         } else if let p8 {
             body = ["kind": "token", "key_id": keyID ?? "", "team_id": teamID ?? "", "private_key": try Self.read(p8)]
         } else if let certificate {
             // Without --private-key the certificate file is taken to hold the key too (one PEM file).
-            body = ["kind": "certificate", "certificate_pem": try Self.read(certificate),
-                    "private_key": try Self.read(privateKey ?? certificate)]
+            body = [
+                "kind": "certificate", "certificate_pem": try Self.read(certificate),
+                "private_key": try Self.read(privateKey ?? certificate),
+            ]
         } else {
             let data = try Data(contentsOf: URL(fileURLWithPath: pkcs12 ?? ""))
-            body = ["kind": "certificate", "pkcs12_base64": data.base64EncodedString(),
-                    "passphrase": ProcessInfo.processInfo.environment["HERALD_P12_PASSPHRASE"] ?? ""]
+            body = [
+                "kind": "certificate", "pkcs12_base64": data.base64EncodedString(),
+                "passphrase": ProcessInfo.processInfo.environment["HERALD_P12_PASSPHRASE"] ?? "",
+            ]
         }
-        let answer = try await APIClient.admin(configuration).put("/v1/apps/\(app)/credentials/\(environment)", json: body)
+        let answer = try await APIClient.admin(configuration).put(
+            "/v1/apps/\(app)/credentials/\(environment)", json: body)
         let kind = answer.body["kind"] as? String ?? "?"
         var line = "stored \(kind) credentials for \(environment) of app \(app)"
-        if let key = answer.body["key_id"] as? String { line += " (key \(key), team \(answer.body["team_id"] as? String ?? "?"))" }
+        if let key = answer.body["key_id"] as? String {
+            line += " (key \(key), team \(answer.body["team_id"] as? String ?? "?"))"
+        }
         if let expiry = answer.body["certificate_expires_at"] as? String { line += " (certificate expires \(expiry))" }
         print(line)
     }

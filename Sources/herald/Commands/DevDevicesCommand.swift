@@ -28,7 +28,8 @@ enum SimulatedDevices {
 struct DevDevicesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices",
-        abstract: "Write simulated devices to an NDJSON file for `herald devices import`, or register a file's tokens with apns-sim.",
+        abstract:
+            "Write simulated devices to an NDJSON file for `herald devices import`, or register a file's tokens with apns-sim.",
         discussion: """
             herald dev devices --count 100000 --out devices.ndjson     # then: herald devices import devices.ndjson
             herald dev devices --register devices.ndjson --topic com.example.demo
@@ -41,8 +42,10 @@ struct DevDevicesCommand: AsyncParsableCommand {
     @OptionGroup var dir: DevDirectoryOption
     @Option(help: "How many devices to write.") var count: Int = 100_000
     @Option(help: "Where to write them.") var out: String?
-    @Option(name: .customLong("unregistered-percent"), help: "Devices unregistered at APNs.") var unregisteredPercent: Double = 2
-    @Option(name: .customLong("bad-percent"), help: "Devices with tokens APNs does not know.") var badPercent: Double = 1
+    @Option(name: .customLong("unregistered-percent"), help: "Devices unregistered at APNs.") var unregisteredPercent:
+        Double = 2
+    @Option(name: .customLong("bad-percent"), help: "Devices with tokens APNs does not know.") var badPercent: Double =
+        1
     @Option(help: "sandbox or production.") var environment: String = "sandbox"
     @Option(help: "Register this file's tokens with the stack's apns-sim.") var register: String?
     @Option(help: "The bundle id the tokens belong to at apns-sim.") var topic: String?
@@ -51,7 +54,8 @@ struct DevDevicesCommand: AsyncParsableCommand {
         if let register {
             guard let topic else { throw ValidationError("--register needs --topic (the app's bundle id)") }
             let stack = try DevStack.load(from: dir.path)
-            try await Self.register(file: register, topic: topic, adminURL: "http://127.0.0.1:\(stack.apnsSim.adminPort)")
+            try await Self.register(
+                file: register, topic: topic, adminURL: "http://127.0.0.1:\(stack.apnsSim.adminPort)")
             return
         }
         guard let out else { throw ValidationError("give --out FILE (to write devices) or --register FILE") }
@@ -63,12 +67,15 @@ struct DevDevicesCommand: AsyncParsableCommand {
         var kinds: [String: Int] = [:]
         for index in 0..<count {
             let roll = Double.random(in: 0..<100)
-            let kind = roll < unregisteredPercent ? SimulatedDevices.unregisteredPrefix
+            let kind =
+                roll < unregisteredPercent
+                ? SimulatedDevices.unregisteredPrefix
                 : roll < unregisteredPercent + badPercent ? SimulatedDevices.badPrefix : nil
             kinds[kind ?? "ok", default: 0] += 1
             var deviceTags = [tags[index % 3]]
             if index % 20 == 0 { deviceTags.append("vip") }
-            var line = #"{"token":"\#(SimulatedDevices.token(kind: kind))","environment":"\#(environment)","tags":["\#(deviceTags.joined(separator: "\",\""))"]"#
+            var line =
+                #"{"token":"\#(SimulatedDevices.token(kind: kind))","environment":"\#(environment)","tags":["\#(deviceTags.joined(separator: "\",\""))"]"#
             if index % 10 == 0 { line += #","alias":"user-\#(index)""# }
             buffer += line + "}\n"
             if buffer.utf8.count > 1 << 20 {
@@ -77,14 +84,17 @@ struct DevDevicesCommand: AsyncParsableCommand {
             }
         }
         handle.write(Data(buffer.utf8))
-        print("wrote \(count) simulated devices to \(out): \(kinds["ok", default: 0]) deliverable, " +
-              "\(kinds[SimulatedDevices.unregisteredPrefix, default: 0]) to be unregistered at APNs (dead…), " +
-              "\(kinds[SimulatedDevices.badPrefix, default: 0]) unknown to APNs (badd…)")
+        print(
+            "wrote \(count) simulated devices to \(out): \(kinds["ok", default: 0]) deliverable, "
+                + "\(kinds[SimulatedDevices.unregisteredPrefix, default: 0]) to be unregistered at APNs (dead…), "
+                + "\(kinds[SimulatedDevices.badPrefix, default: 0]) unknown to APNs (badd…)")
     }
 
     /// Tells apns-sim about the file's tokens, 10,000 at a time.
     static func register(file: String, topic: String, adminURL: String) async throws {
-        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { throw CLIError("cannot read \(file)") }
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw CLIError("cannot read \(file)")
+        }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         var batch: [[String: Any]] = []
         var counts = (deliverable: 0, unregistered: 0, unknown: 0)
@@ -103,7 +113,8 @@ struct DevDevicesCommand: AsyncParsableCommand {
         }
         for line in text.split(separator: "\n") {
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  let token = object["token"] as? String else { continue }
+                let token = object["token"] as? String
+            else { continue }
             if token.hasPrefix(SimulatedDevices.badPrefix) {
                 counts.unknown += 1
                 continue
@@ -119,7 +130,8 @@ struct DevDevicesCommand: AsyncParsableCommand {
             if batch.count == 10_000 { try await flush() }
         }
         try await flush()
-        print("apns-sim knows \(counts.deliverable) deliverable and \(counts.unregistered) unregistered devices of \(topic); " +
-              "\(counts.unknown) tokens stay unknown to it")
+        print(
+            "apns-sim knows \(counts.deliverable) deliverable and \(counts.unregistered) unregistered devices of \(topic); "
+                + "\(counts.unknown) tokens stay unknown to it")
     }
 }

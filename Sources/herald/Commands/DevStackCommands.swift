@@ -3,7 +3,8 @@ import Foundation
 
 /// Where the stack lives: `--dir`, else HERALD_DEV_DIR, else `.local/dev` under the current folder.
 struct DevDirectoryOption: ParsableArguments {
-    @Option(name: .customLong("dir"), help: "The stack's folder (state, logs, keys; default .local/dev or HERALD_DEV_DIR).")
+    @Option(
+        name: .customLong("dir"), help: "The stack's folder (state, logs, keys; default .local/dev or HERALD_DEV_DIR).")
     var directory: String?
 
     var path: String {
@@ -28,22 +29,34 @@ struct DevUpCommand: AsyncParsableCommand {
     var apiPort: Int = 8080
     @Option(name: .customLong("bin-dir"), help: "Where the executables are (default: beside this one).")
     var binDirectory: String?
-    @Option(name: .customLong("apns-sim-record"), help: "full (apns-sim keeps every notification, for `herald dev verify`) or counts (millions).")
+    @Option(
+        name: .customLong("apns-sim-record"),
+        help: "full (apns-sim keeps every notification, for `herald dev verify`) or counts (millions).")
     var apnsSimRecord: String = "full"
 
     func validate() throws {
-        guard (1...16).contains(senders) else { throw ValidationError("--senders is 1 to 16 (herald.jobs has 16 partitions)") }
-        guard ["full", "counts"].contains(apnsSimRecord) else { throw ValidationError("--apns-sim-record is full or counts") }
+        guard (1...16).contains(senders) else {
+            throw ValidationError("--senders is 1 to 16 (herald.jobs has 16 partitions)")
+        }
+        guard ["full", "counts"].contains(apnsSimRecord) else {
+            throw ValidationError("--apns-sim-record is full or counts")
+        }
     }
 
     func run() async throws {
         let bin = binDirectory ?? Bundle.main.executableURL?.deletingLastPathComponent().path ?? "."
         print("herald dev up: starting the stack in \(dir.path)")
         let started = ContinuousClock.now
-        let stack = try await DevStackLauncher(directory: dir.path, binDirectory: bin, senders: senders, apiPort: apiPort,
-                                          apnsSimRecord: apnsSimRecord).up()
-        print("ready in \(String(format: "%.1f", (ContinuousClock.now - started).seconds)) s. Logs: \(stack.directory)/logs")
-        print("APNs signing key for apps: \(stack.signingKey.privateKeyFile) (key id \(stack.signingKey.keyID), team \(stack.signingKey.teamID))")
+        let stack = try await DevStackLauncher(
+            directory: dir.path, binDirectory: bin, senders: senders, apiPort: apiPort,
+            apnsSimRecord: apnsSimRecord
+        ).up()
+        print(
+            "ready in \(String(format: "%.1f", (ContinuousClock.now - started).seconds)) s. Logs: \(stack.directory)/logs"
+        )
+        print(
+            "APNs signing key for apps: \(stack.signingKey.privateKeyFile) (key id \(stack.signingKey.keyID), team \(stack.signingKey.teamID))"
+        )
         print("Use it from this shell:")
         for (name, value) in stack.shellExports { print("  export \(name)=\(value)") }
         print("  herald app create --name Demo --bundle-id com.example.demo --save")
@@ -52,7 +65,8 @@ struct DevUpCommand: AsyncParsableCommand {
 }
 
 struct DevDownCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "down", abstract: "Stop the stack and delete its data.")
+    static let configuration = CommandConfiguration(
+        commandName: "down", abstract: "Stop the stack and delete its data.")
 
     @OptionGroup var dir: DevDirectoryOption
     @Flag(help: "Keep the folder (logs, database files).") var keep = false
@@ -65,7 +79,8 @@ struct DevDownCommand: AsyncParsableCommand {
 }
 
 struct DevStatusCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "status", abstract: "The stack's processes, addresses and logs.")
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "The stack's processes, addresses and logs.")
 
     @OptionGroup var dir: DevDirectoryOption
     @Flag(help: "Print stack.json's processes as JSON lines (name, pid, alive).") var json = false
@@ -76,17 +91,23 @@ struct DevStatusCommand: AsyncParsableCommand {
         if json {
             CommandSupport.printJSON(["name": "postgres", "pid": 0, "alive": postgresUp])
             for managed in stack.processes {
-                CommandSupport.printJSON(["name": managed.name, "pid": Int(managed.pid), "alive": ProcessControl.isAlive(managed.pid)])
+                CommandSupport.printJSON([
+                    "name": managed.name, "pid": Int(managed.pid), "alive": ProcessControl.isAlive(managed.pid),
+                ])
             }
             return
         }
         print("PostgreSQL      127.0.0.1:\(stack.postgres.port)  \(postgresUp ? "running" : "STOPPED")")
         for managed in stack.processes {
             let alive = ProcessControl.isAlive(managed.pid)
-            print("\(managed.name.padding(toLength: 16, withPad: " ", startingAt: 0))pid \(managed.pid)  \(alive ? "running" : "STOPPED")  \(managed.log)")
+            print(
+                "\(managed.name.padding(toLength: 16, withPad: " ", startingAt: 0))pid \(managed.pid)  \(alive ? "running" : "STOPPED")  \(managed.log)"
+            )
         }
         print("herald-api      \(stack.apiURL)")
-        print("apns-sim        https://127.0.0.1:\(stack.apnsSim.port)  admin http://127.0.0.1:\(stack.apnsSim.adminPort)")
+        print(
+            "apns-sim        https://127.0.0.1:\(stack.apnsSim.port)  admin http://127.0.0.1:\(stack.apnsSim.adminPort)"
+        )
         print("Kafka           \(stack.kafkaBrokers)")
         for (name, url) in stack.metricsURLs.sorted(by: { $0.key < $1.key }) { print("metrics         \(name) \(url)") }
     }
@@ -109,7 +130,9 @@ struct DevEnvCommand: AsyncParsableCommand {
 /// do to one process: SIGTERM or SIGKILL it, or stop PostgreSQL; then start it again.
 struct DevStopCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "stop", abstract: "Stop one process of the stack (postgres, kafka, apns-sim, herald-api, herald-center, herald-sender-N).")
+        commandName: "stop",
+        abstract:
+            "Stop one process of the stack (postgres, kafka, apns-sim, herald-api, herald-center, herald-sender-N).")
 
     @OptionGroup var dir: DevDirectoryOption
     @Argument(help: "The process's name (as `herald dev status` lists it).") var name: String
@@ -130,7 +153,8 @@ struct DevStopCommand: AsyncParsableCommand {
 
 struct DevStartCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "start", abstract: "Start a stopped process of the stack again, with the same settings, and await it.")
+        commandName: "start",
+        abstract: "Start a stopped process of the stack again, with the same settings, and await it.")
 
     @OptionGroup var dir: DevDirectoryOption
     @Argument(help: "The process's name.") var name: String
@@ -147,7 +171,9 @@ struct DevStartCommand: AsyncParsableCommand {
             throw CLIError("\(name) is running (pid \(stack.processes[index].pid)); stop it first")
         }
         var managed = stack.processes[index]
-        if managed.readiness.hasPrefix("file:") { try? FileManager.default.removeItem(atPath: String(managed.readiness.dropFirst(5))) }
+        if managed.readiness.hasPrefix("file:") {
+            try? FileManager.default.removeItem(atPath: String(managed.readiness.dropFirst(5)))
+        }
         managed = try ProcessControl.spawn(managed)
         stack.processes[index] = managed
         try stack.save()

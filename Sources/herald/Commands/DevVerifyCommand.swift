@@ -20,10 +20,16 @@ struct DevVerifyCommand: AsyncParsableCommand {
 
     @OptionGroup var dir: DevDirectoryOption
     @Argument(help: "Push ids.") var pushIDs: [String]
-    @Flag(name: .customLong("allow-duplicates"), help: "Tolerate repeated deliveries with the same apns-id and collapse id (after a sender was killed).")
+    @Flag(
+        name: .customLong("allow-duplicates"),
+        help: "Tolerate repeated deliveries with the same apns-id and collapse id (after a sender was killed).")
     var allowDuplicates = false
 
-    struct Device { var id: Int; var prefix: String; var status: String }
+    struct Device {
+        var id: Int
+        var prefix: String
+        var status: String
+    }
 
     func run() async throws {
         let stack = try DevStack.load(from: dir.path)
@@ -33,7 +39,8 @@ struct DevVerifyCommand: AsyncParsableCommand {
         var devices: [Int: Device] = [:]
         for device in try await client.everyItem("/v1/devices", key: "devices", limit: 1000) {
             guard let id = device["registration_id"] as? Int else { continue }
-            devices[id] = Device(id: id, prefix: device["token_prefix"] as? String ?? "", status: device["status"] as? String ?? "?")
+            devices[id] = Device(
+                id: id, prefix: device["token_prefix"] as? String ?? "", status: device["status"] as? String ?? "?")
         }
 
         let recorded = try await Self.recordedNotifications(adminURL: "http://127.0.0.1:\(stack.apnsSim.adminPort)")
@@ -44,19 +51,27 @@ struct DevVerifyCommand: AsyncParsableCommand {
         if !allGood { throw ExitCode.failure }
     }
 
-    private func verify(pushID: String, client: APIClient, devices: [Int: Device],
-                        recorded: [String: [(collapseID: String?, token: String)]]) async throws -> Bool {
+    private func verify(
+        pushID: String, client: APIClient, devices: [Int: Device],
+        recorded: [String: [(collapseID: String?, token: String)]]
+    ) async throws -> Bool {
         guard let uuid = UUID(uuidString: pushID) else { throw ValidationError("\(pushID) is not a push id") }
         let status = try await client.get("/v1/pushes/\(pushID)").body
         let counters = PushProgress.counters(status)
         var failures: [Int: String] = [:]
         for failure in try await client.everyItem("/v1/pushes/\(pushID)/failures", key: "failures", limit: 1000) {
-            if let id = failure["registration_id"] as? Int { failures[id] = failure["reason"] as? String ?? failure["status"] as? String ?? "?" }
+            if let id = failure["registration_id"] as? Int {
+                failures[id] = failure["reason"] as? String ?? failure["status"] as? String ?? "?"
+            }
         }
 
-        var delivered = 0, repeated = 0, deliveredButFailed = 0, mixedCollapse = 0
+        var delivered = 0
+        var repeated = 0
+        var deliveredButFailed = 0
+        var mixedCollapse = 0
         for device in devices.values {
-            guard let copies = recorded[APNsNotification.deterministicID(pushID: uuid, deviceID: Int64(device.id))] else { continue }
+            guard let copies = recorded[APNsNotification.deterministicID(pushID: uuid, deviceID: Int64(device.id))]
+            else { continue }
             delivered += 1
             repeated += copies.count - 1
             if Set(copies.map { $0.collapseID ?? "" }).count > 1 { mixedCollapse += 1 }
@@ -68,12 +83,23 @@ struct DevVerifyCommand: AsyncParsableCommand {
 
         var checks: [(Bool, String)] = [
             (status["state"] as? String == "completed", "state \(status["state"] as? String ?? "?")"),
-            (PushProgress.addsUp(status), "targeted \(counters.targeted) = accepted \(counters.accepted) + rejected \(counters.rejected) + expired \(counters.expired) + canceled \(counters.canceled)"),
-            (delivered == counters.accepted, "apns-sim received \(delivered) distinct devices; Herald counted \(counters.accepted) accepted"),
+            (
+                PushProgress.addsUp(status),
+                "targeted \(counters.targeted) = accepted \(counters.accepted) + rejected \(counters.rejected) + expired \(counters.expired) + canceled \(counters.canceled)"
+            ),
+            (
+                delivered == counters.accepted,
+                "apns-sim received \(delivered) distinct devices; Herald counted \(counters.accepted) accepted"
+            ),
             (deliveredButFailed == 0, "\(deliveredButFailed) devices received it although Herald lists them as failed"),
-            (failures.count == counters.rejected + counters.expired + counters.canceled,
-             "\(failures.count) failures listed for \(counters.rejected + counters.expired + counters.canceled) not accepted"),
-            (notInvalidated == 0, "\(shouldBeInvalid.count - notInvalidated) of \(shouldBeInvalid.count) permanently rejected tokens invalidated"),
+            (
+                failures.count == counters.rejected + counters.expired + counters.canceled,
+                "\(failures.count) failures listed for \(counters.rejected + counters.expired + counters.canceled) not accepted"
+            ),
+            (
+                notInvalidated == 0,
+                "\(shouldBeInvalid.count - notInvalidated) of \(shouldBeInvalid.count) permanently rejected tokens invalidated"
+            ),
             (mixedCollapse == 0, "\(mixedCollapse) devices got copies with different collapse ids"),
         ]
         checks.append((repeated == 0 || allowDuplicates, "\(repeated) repeated deliveries (same apns-id)"))
@@ -88,17 +114,21 @@ struct DevVerifyCommand: AsyncParsableCommand {
     }
 
     /// apns-sim's accepted notifications by apns-id.
-    static func recordedNotifications(adminURL: String) async throws -> [String: [(collapseID: String?, token: String)]] {
+    static func recordedNotifications(adminURL: String) async throws -> [String: [(collapseID: String?, token: String)]]
+    {
         var request = HTTPClientRequest(url: adminURL + "/notifications")
         request.method = .GET
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(300))
         let body = try await response.body.collect(upTo: 2 << 30)
-        guard response.status.code == 200 else { throw CLIError("apns-sim /notifications answered \(response.status.code)") }
+        guard response.status.code == 200 else {
+            throw CLIError("apns-sim /notifications answered \(response.status.code)")
+        }
         var result: [String: [(collapseID: String?, token: String)]] = [:]
         let data = Data(buffer: body)
         for line in data.split(separator: UInt8(ascii: "\n")) {
             guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any],
-                  let apnsID = (object["apnsID"] as? String)?.uppercased() else { continue }
+                let apnsID = (object["apnsID"] as? String)?.uppercased()
+            else { continue }
             result[apnsID, default: []].append((object["collapseID"] as? String, object["token"] as? String ?? ""))
         }
         return result

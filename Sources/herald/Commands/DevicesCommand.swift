@@ -23,13 +23,16 @@ struct DevicesImportCommand: AsyncParsableCommand {
         let kind = format ?? (file.lowercased().hasSuffix(".csv") ? "csv" : "ndjson")
         guard ["ndjson", "csv"].contains(kind) else { throw ValidationError("--format is ndjson or csv") }
         let started = ContinuousClock.now
-        let answer = try await client.upload("/v1/devices/import", file: file,
-                                             contentType: kind == "csv" ? "text/csv" : "application/x-ndjson")
+        let answer = try await client.upload(
+            "/v1/devices/import", file: file,
+            contentType: kind == "csv" ? "text/csv" : "application/x-ndjson")
         let seconds = (ContinuousClock.now - started).seconds
         let lines = answer.body["lines"] as? Int ?? 0
         let accepted = answer.body["accepted"] as? Int ?? 0
         let rejected = answer.body["rejected"] as? Int ?? 0
-        print("imported \(file): \(lines) lines, \(accepted) accepted, \(rejected) rejected in \(String(format: "%.1f", seconds)) s")
+        print(
+            "imported \(file): \(lines) lines, \(accepted) accepted, \(rejected) rejected in \(String(format: "%.1f", seconds)) s"
+        )
         for error in (answer.body["errors"] as? [[String: Any]] ?? []).prefix(10) {
             print("  line \(error["line"] as? Int ?? 0): \(error["message"] as? String ?? "")")
         }
@@ -47,14 +50,17 @@ struct DevicesListCommand: AsyncParsableCommand {
     func run() async throws {
         let client = try APIClient.app(try ClientConfiguration.load())
         var query = "limit=\(min(limit, 1000))"
-        if let alias { query += "&alias=\(alias.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? alias)" }
+        if let alias {
+            query += "&alias=\(alias.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? alias)"
+        }
         if let tag { query += "&tag=\(tag.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? tag)" }
         let answer = try await client.get("/v1/devices?\(query)")
         for device in answer.body["devices"] as? [[String: Any]] ?? [] {
             let tags = (device["tags"] as? [String] ?? []).joined(separator: ",")
-            print("\(device["registration_id"] as? Int ?? 0)  \(device["status"] as? String ?? "?")  " +
-                  "\(device["environment"] as? String ?? "?")  \(device["token_prefix"] as? String ?? "")…  " +
-                  "alias=\(device["alias"] as? String ?? "-")  tags=\(tags.isEmpty ? "-" : tags)")
+            print(
+                "\(device["registration_id"] as? Int ?? 0)  \(device["status"] as? String ?? "?")  "
+                    + "\(device["environment"] as? String ?? "?")  \(device["token_prefix"] as? String ?? "")…  "
+                    + "alias=\(device["alias"] as? String ?? "-")  tags=\(tags.isEmpty ? "-" : tags)")
         }
     }
 }

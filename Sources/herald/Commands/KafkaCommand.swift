@@ -20,7 +20,8 @@ struct KafkaCommand: AsyncParsableCommand {
 struct KafkaProduceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "produce",
-        abstract: "Produce COUNT numbered records (\"RUN:N\", padded to SIZE bytes) and wait until all are acknowledged."
+        abstract:
+            "Produce COUNT numbered records (\"RUN:N\", padded to SIZE bytes) and wait until all are acknowledged."
     )
 
     @Option(help: "The topic to write to.") var topic: String
@@ -31,16 +32,18 @@ struct KafkaProduceCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (configuration, logger) = try await CommandSupport.bootstrap(label: "herald.kafka.produce")
-        let producer = try KafkaProducer(configuration: configuration.kafka.producerConfiguration(clientID: "cli-produce"),
-                                         logger: logger)
+        let producer = try KafkaProducer(
+            configuration: configuration.kafka.producerConfiguration(clientID: "cli-produce"),
+            logger: logger)
         let started = ContinuousClock.now
         var next = 0
         while next < count {
             let end = min(count, next + batch)
             let messages = (next..<end).map { index in
                 // Keyed by index: records spread evenly over the partitions.
-                KafkaProducerMessage(topic: topic, key: Array(String(index).utf8),
-                                     value: Self.value(runID: runID, index: index, size: size))
+                KafkaProducerMessage(
+                    topic: topic, key: Array(String(index).utf8),
+                    value: Self.value(runID: runID, index: index, size: size))
             }
             try await producer.send(messages)
             next = end
@@ -66,7 +69,8 @@ struct KafkaProduceCommand: AsyncParsableCommand {
 struct KafkaConsumeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "consume",
-        abstract: "Join GROUP on TOPIC; for every record, append its value (up to the first '.') to LOG, then store its offset.",
+        abstract:
+            "Join GROUP on TOPIC; for every record, append its value (up to the first '.') to LOG, then store its offset.",
         discussion: """
             Runs until SIGTERM or SIGINT, then commits and leaves the group. With --hold-after K it \
             stops storing offsets after K records: it handles --hold-count more (logged as "U <value>"), \
@@ -86,14 +90,16 @@ struct KafkaConsumeCommand: AsyncParsableCommand {
     func run() async throws {
         let (configuration, logger) = try await CommandSupport.bootstrap(label: "herald.kafka.consume")
         let consumer = try KafkaConsumer(
-            configuration: configuration.kafka.consumerConfiguration(groupID: group, topics: [topic], clientID: "cli-consume"),
+            configuration: configuration.kafka.consumerConfiguration(
+                groupID: group, topics: [topic], clientID: "cli-consume"),
             logger: logger
         )
         guard let output = fopen(log, "a") else {
             throw ValidationError("cannot open \(log) for appending")
         }
-        let handler = ConsumeLoop(consumer: consumer, output: FileBox(output), holdAfter: holdAfter,
-                                  holdCount: holdCount, holdMarker: holdMarker)
+        let handler = ConsumeLoop(
+            consumer: consumer, output: FileBox(output), holdAfter: holdAfter,
+            holdCount: holdCount, holdMarker: holdMarker)
         let serviceGroup = ServiceGroup(
             configuration: .init(
                 // Graceful shutdown goes in reverse order: the loop stops first, then the
@@ -173,7 +179,9 @@ final class ConsumeLoop: Service, Sendable {
                 unstored += 1
                 if unstored >= holdCount {
                     try await consumer.commit()
-                    if let holdMarker { FileManager.default.createFile(atPath: holdMarker, contents: Data("\(handled)\n".utf8)) }
+                    if let holdMarker {
+                        FileManager.default.createFile(atPath: holdMarker, contents: Data("\(handled)\n".utf8))
+                    }
                     // Wait to be killed (or stopped).
                     try? await gracefulShutdown()
                     return

@@ -26,7 +26,8 @@ struct PushSendCommand: AsyncParsableCommand {
     @Option(name: .customLong("id"), help: "A registration id (repeatable).") var registrationIDs: [Int] = []
     @Option(help: "An alias (repeatable).") var alias: [String] = []
     @Option(help: "Devices with any of these tags (repeatable).") var tag: [String] = []
-    @Option(name: .customLong("all-tags"), help: "Devices with all of these tags (repeatable).") var allTags: [String] = []
+    @Option(name: .customLong("all-tags"), help: "Devices with all of these tags (repeatable).") var allTags: [String] =
+        []
     @Option(name: .customLong("not-tag"), help: "Not devices with this tag (repeatable).") var notTag: [String] = []
     @Option(help: "Only sandbox or only production devices.") var environment: String?
 
@@ -40,12 +41,15 @@ struct PushSendCommand: AsyncParsableCommand {
     @Flag(help: "A silent background push (content-available).") var silent = false
     @Option(help: "Custom data: a JSON object.") var data: String?
 
-    @Option(name: .customLong("collapse-id"), help: "Later pushes with the same id replace this one on the phone.") var collapseID: String?
+    @Option(name: .customLong("collapse-id"), help: "Later pushes with the same id replace this one on the phone.")
+    var collapseID: String?
     @Option(help: "Seconds APNs keeps trying to deliver it.") var ttl: Int?
     @Option(help: "Throttle: notifications a second.") var rate: Int?
-    @Option(name: .customLong("finish-within"), help: "Throttle: spread it over this many seconds.") var finishWithin: Int?
+    @Option(name: .customLong("finish-within"), help: "Throttle: spread it over this many seconds.") var finishWithin:
+        Int?
     @Option(help: "Send at this time (ISO 8601, e.g. 2026-11-22T08:00:00Z).") var at: String?
-    @Option(name: .customLong("idempotency-key"), help: "Retrying with the same key returns the first push.") var idempotencyKey: String?
+    @Option(name: .customLong("idempotency-key"), help: "Retrying with the same key returns the first push.")
+    var idempotencyKey: String?
     @Option(help: "A file with a whole POST /v1/pushes body; the audience and notification flags are ignored.")
     var request: String?
 
@@ -64,7 +68,9 @@ struct PushSendCommand: AsyncParsableCommand {
             print(id)
             return
         }
-        print("push \(id) \(answer.body["state"] as? String ?? "?")\(replayed ? " (the earlier push with this idempotency key)" : "")")
+        print(
+            "push \(id) \(answer.body["state"] as? String ?? "?")\(replayed ? " (the earlier push with this idempotency key)" : "")"
+        )
         if wait {
             let final = try await PushProgress(client: client, pushID: id).follow()
             if !PushProgress.addsUp(final) { throw ExitCode.failure }
@@ -74,7 +80,8 @@ struct PushSendCommand: AsyncParsableCommand {
     func requestBody() throws -> [String: Any] {
         if let request {
             guard let data = FileManager.default.contents(atPath: request),
-                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            else {
                 throw CLIError("--request \(request): not a readable JSON object")
             }
             return object
@@ -110,7 +117,9 @@ struct PushSendCommand: AsyncParsableCommand {
             }
             notification["data"] = object
         }
-        guard !notification.isEmpty else { throw ValidationError("what does it say? give --title/--body, --badge, --silent or --data") }
+        guard !notification.isEmpty else {
+            throw ValidationError("what does it say? give --title/--body, --badge, --silent or --data")
+        }
 
         var options: [String: Any] = [:]
         if let collapseID { options["collapse_id"] = collapseID }
@@ -148,7 +157,8 @@ struct PushStatusCommand: AsyncParsableCommand {
 }
 
 struct PushCancelCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a push: what is not yet sent never is.")
+    static let configuration = CommandConfiguration(
+        commandName: "cancel", abstract: "Cancel a push: what is not yet sent never is.")
 
     @Argument(help: "The push id.") var id: String
 
@@ -195,7 +205,8 @@ struct PushProgress {
             let counters = Self.counters(status)
             samples.append((now, counters.done))
             samples.removeAll { now - $0.time > .seconds(3) }
-            let rate = samples.count > 1
+            let rate =
+                samples.count > 1
                 ? Double(counters.done - samples[0].done) / max((now - samples[0].time).seconds, 0.001) : 0
             let state = status["state"] as? String ?? "?"
             let line = Self.line(status, rate: rate)
@@ -229,9 +240,10 @@ struct PushProgress {
     static func counters(_ status: [String: Any]) -> Counters {
         let raw = status["counters"] as? [String: Any] ?? [:]
         func int(_ key: String) -> Int { raw[key] as? Int ?? 0 }
-        return Counters(targeted: int("targeted"), accepted: int("accepted"), rejected: int("rejected"),
-                        expired: int("expired"), canceled: int("canceled"), invalidated: int("tokens_invalidated"),
-                        byReason: raw["rejected_by_reason"] as? [String: Int] ?? [:])
+        return Counters(
+            targeted: int("targeted"), accepted: int("accepted"), rejected: int("rejected"),
+            expired: int("expired"), canceled: int("canceled"), invalidated: int("tokens_invalidated"),
+            byReason: raw["rejected_by_reason"] as? [String: Int] ?? [:])
     }
 
     /// One line: state, a bar, done of total, accepted, failed by reason, rate, ETA.
@@ -243,8 +255,9 @@ struct PushProgress {
         let width = 24
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
-        var text = "\(state.padding(toLength: 11, withPad: " ", startingAt: 0)) ▕\(bar)▏ \(String(format: "%3.0f", fraction * 100))%  " +
-            "\(format(counters.done))/\(format(total))  accepted \(format(counters.accepted))"
+        var text =
+            "\(state.padding(toLength: 11, withPad: " ", startingAt: 0)) ▕\(bar)▏ \(String(format: "%3.0f", fraction * 100))%  "
+            + "\(format(counters.done))/\(format(total))  accepted \(format(counters.accepted))"
         let failed = counters.rejected + counters.expired
         if failed > 0 { text += "  failed \(format(failed))" + reasons(counters) }
         if counters.canceled > 0 { text += "  canceled \(format(counters.canceled))" }
@@ -268,10 +281,14 @@ struct PushProgress {
     /// The summary an operator checks: targeted = accepted + rejected (by reason) + expired + canceled.
     static func summary(_ status: [String: Any]) -> String {
         let counters = counters(status)
-        var text = "push \(status["id"] as? String ?? "?"): \(status["state"] as? String ?? "?")\n" +
-            "  targeted \(format(counters.targeted)) = accepted \(format(counters.accepted)) + rejected \(format(counters.rejected))"
+        var text =
+            "push \(status["id"] as? String ?? "?"): \(status["state"] as? String ?? "?")\n"
+            + "  targeted \(format(counters.targeted)) = accepted \(format(counters.accepted)) + rejected \(format(counters.rejected))"
         if !counters.byReason.isEmpty {
-            text += " (" + counters.byReason.sorted { $0.key < $1.key }.map { "\($0.key) \(format($0.value))" }.joined(separator: ", ") + ")"
+            text +=
+                " ("
+                + counters.byReason.sorted { $0.key < $1.key }.map { "\($0.key) \(format($0.value))" }.joined(
+                    separator: ", ") + ")"
         }
         text += " + expired \(format(counters.expired)) + canceled \(format(counters.canceled))"
         let state = status["state"] as? String
@@ -280,7 +297,9 @@ struct PushProgress {
         }
         if counters.invalidated > 0 { text += "\n  tokens invalidated \(format(counters.invalidated))" }
         for key in ["created_at", "fanout_started_at", "fanout_finished_at", "completed_at", "canceled_at"] {
-            if let value = status[key] as? String { text += "\n  \(key.replacingOccurrences(of: "_", with: " ")) \(value)" }
+            if let value = status[key] as? String {
+                text += "\n  \(key.replacingOccurrences(of: "_", with: " ")) \(value)"
+            }
         }
         return text
     }
@@ -302,7 +321,8 @@ struct PushProgress {
 }
 
 struct StatsCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "stats", abstract: "The app in numbers: devices, pushes, delivery.")
+    static let configuration = CommandConfiguration(
+        commandName: "stats", abstract: "The app in numbers: devices, pushes, delivery.")
 
     @Option(help: "Only pushes created since this time (ISO 8601).") var since: String?
 
@@ -312,14 +332,18 @@ struct StatsCommand: AsyncParsableCommand {
         let devices = stats["devices"] as? [String: Any] ?? [:]
         let byEnvironment = (devices["by_environment"] as? [String: Int] ?? [:]).sorted { $0.key < $1.key }
             .map { "\($0.key) \(PushProgress.format($0.value))" }.joined(separator: ", ")
-        print("devices   active \(PushProgress.format(devices["active"] as? Int ?? 0)), invalid " +
-              "\(PushProgress.format(devices["invalid"] as? Int ?? 0))\(byEnvironment.isEmpty ? "" : " (\(byEnvironment))")")
+        print(
+            "devices   active \(PushProgress.format(devices["active"] as? Int ?? 0)), invalid "
+                + "\(PushProgress.format(devices["invalid"] as? Int ?? 0))\(byEnvironment.isEmpty ? "" : " (\(byEnvironment))")"
+        )
         let pushes = (stats["pushes"] as? [String: Int] ?? [:]).sorted { $0.key < $1.key }
             .map { "\($0.key) \(PushProgress.format($0.value))" }.joined(separator: ", ")
         print("pushes    \(pushes.isEmpty ? "none" : pushes)")
         let delivery = PushProgress.counters(["counters": stats["delivery"] ?? [:]])
-        print("delivery  targeted \(PushProgress.format(delivery.targeted)), accepted \(PushProgress.format(delivery.accepted)), " +
-              "rejected \(PushProgress.format(delivery.rejected))\(PushProgress.reasons(delivery)), " +
-              "expired \(PushProgress.format(delivery.expired)), canceled \(PushProgress.format(delivery.canceled))")
+        print(
+            "delivery  targeted \(PushProgress.format(delivery.targeted)), accepted \(PushProgress.format(delivery.accepted)), "
+                + "rejected \(PushProgress.format(delivery.rejected))\(PushProgress.reasons(delivery)), "
+                + "expired \(PushProgress.format(delivery.expired)), canceled \(PushProgress.format(delivery.canceled))"
+        )
     }
 }

@@ -18,7 +18,8 @@ enum DevPostgres {
     /// Runs a PostgreSQL program as the cluster's owner.
     static func asOwner(_ program: String, _ arguments: [String], environment: [String: String]? = nil) throws {
         if isRoot {
-            try ProcessControl.run("/usr/sbin/runuser", ["-u", "postgres", "--", program] + arguments, environment: environment)
+            try ProcessControl.run(
+                "/usr/sbin/runuser", ["-u", "postgres", "--", program] + arguments, environment: environment)
         } else {
             try ProcessControl.run(program, arguments, environment: environment)
         }
@@ -32,8 +33,9 @@ enum DevPostgres {
             dataDirectory: root + "/data", binDirectory: bin, log: directory + "/logs/postgres.log")
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let passwordFile = root + "/initdb-password"
-        FileManager.default.createFile(atPath: passwordFile, contents: Data((settings.password + "\n").utf8),
-                                       attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(
+            atPath: passwordFile, contents: Data((settings.password + "\n").utf8),
+            attributes: [.posixPermissions: 0o600])
         FileManager.default.createFile(atPath: settings.log, contents: nil)
         if isRoot {
             // The server user must reach the folders and own its own.
@@ -41,19 +43,29 @@ enum DevPostgres {
             try ProcessControl.run("/bin/chown", ["-R", "postgres:postgres", root, settings.log])
         }
         defer { try? FileManager.default.removeItem(atPath: passwordFile) }
-        try asOwner(bin + "/initdb", ["-D", settings.dataDirectory, "-U", settings.user, "--pwfile=\(passwordFile)",
-                                      "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C.UTF-8"])
+        try asOwner(
+            bin + "/initdb",
+            [
+                "-D", settings.dataDirectory, "-U", settings.user, "--pwfile=\(passwordFile)",
+                "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C.UTF-8",
+            ])
         try start(settings)
-        try ProcessControl.run(bin + "/createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", settings.user, settings.database],
-                               environment: ["PGPASSWORD": settings.password])
+        try ProcessControl.run(
+            bin + "/createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", settings.user, settings.database],
+            environment: ["PGPASSWORD": settings.password])
         return settings
     }
 
     static func start(_ settings: DevStack.Postgres) throws {
-        let options = "-c listen_addresses=127.0.0.1 -c port=\(settings.port) -c unix_socket_directories=\(settings.dataDirectory)/.. " +
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=256MB"
-        try asOwner(settings.binDirectory + "/pg_ctl", ["-D", settings.dataDirectory, "-l", settings.log, "-w", "-t", "60",
-                                                         "-o", options, "start"])
+        let options =
+            "-c listen_addresses=127.0.0.1 -c port=\(settings.port) -c unix_socket_directories=\(settings.dataDirectory)/.. "
+            + "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=256MB"
+        try asOwner(
+            settings.binDirectory + "/pg_ctl",
+            [
+                "-D", settings.dataDirectory, "-l", settings.log, "-w", "-t", "60",
+                "-o", options, "start",
+            ])
     }
 
     static func stop(_ settings: DevStack.Postgres) throws {
@@ -70,7 +82,8 @@ enum DevPostgres {
         var url = URL(fileURLWithPath: path).standardizedFileURL
         while url.path != "/" {
             if let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
-               let mode = attributes[.posixPermissions] as? Int, mode & 0o001 == 0 {
+                let mode = attributes[.posixPermissions] as? Int, mode & 0o001 == 0
+            {
                 chmod(url.path, mode_t(mode | 0o001))
             }
             url.deleteLastPathComponent()

@@ -77,14 +77,17 @@ struct DevStack: Codable {
     /// The position of the process called `name`, or an error that lists the names there are.
     func index(of name: String) throws -> Int {
         guard let index = processes.firstIndex(where: { $0.name == name }) else {
-            throw CLIError("no process \(name) in the stack; it has postgres, \(processes.map(\.name).joined(separator: ", "))")
+            throw CLIError(
+                "no process \(name) in the stack; it has postgres, \(processes.map(\.name).joined(separator: ", "))")
         }
         return index
     }
 
     /// The environment a shell needs to use this stack with the CLI and curl.
     var shellExports: [(String, String)] {
-        [("HERALD_CLI_CONFIG", directory + "/cli.json"), ("HERALD_API_URL", apiURL),
-         ("HERALD_ADMIN_TOKEN", adminToken)]
+        [
+            ("HERALD_CLI_CONFIG", directory + "/cli.json"), ("HERALD_API_URL", apiURL),
+            ("HERALD_ADMIN_TOKEN", adminToken),
+        ]
     }
 }

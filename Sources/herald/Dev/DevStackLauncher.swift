@@ -9,7 +9,10 @@ struct DevStackLauncher {
     var senders: Int
     var apiPort: Int
     var apnsSimRecord = "full"
-    var say: (String) -> Void = { print($0); fflush(nil) }
+    var say: (String) -> Void = {
+        print($0)
+        fflush(nil)
+    }
 
     static let services = ["herald-kafka-dev", "apns-sim", "herald-api", "herald-center", "herald-sender"]
 
@@ -19,7 +22,8 @@ struct DevStackLauncher {
         }
         if let existing = try? DevStack.load(from: directory) {
             guard !existing.processes.contains(where: { ProcessControl.isAlive($0.pid) }) else {
-                throw CLIError("a stack is already running from \(directory): `herald dev down` first (or use another --dir)")
+                throw CLIError(
+                    "a stack is already running from \(directory): `herald dev down` first (or use another --dir)")
             }
             try? DevPostgres.stop(existing.postgres)  // left over from a stack that died
         }
@@ -45,8 +49,9 @@ struct DevStackLauncher {
             throw error
         }
         try stack.save()
-        try ClientConfiguration.save(["api_url": stack.apiURL, "admin_token": stack.adminToken],
-                                     to: URL(fileURLWithPath: directory + "/cli.json"))
+        try ClientConfiguration.save(
+            ["api_url": stack.apiURL, "admin_token": stack.adminToken],
+            to: URL(fileURLWithPath: directory + "/cli.json"))
         return stack
     }
 
@@ -56,23 +61,30 @@ struct DevStackLauncher {
         // The development broker, on a port it keeps across restarts (so clients reconnect).
         let kafkaPort = try ProcessControl.freePort()
         stack.kafkaBrokers = "127.0.0.1:\(kafkaPort)"
-        try await launch(&stack, name: "kafka", executable: "herald-kafka-dev", arguments: [],
-                         environment: base.merging(["HERALD_KAFKA_DEV_PORT": "\(kafkaPort)",
-                                                    "HERALD_KAFKA_DEV_BOOTSTRAP_FILE": stack.directory + "/kafka.address"]) { $1 },
-                         readiness: "file:" + stack.directory + "/kafka.address")
+        try await launch(
+            &stack, name: "kafka", executable: "herald-kafka-dev", arguments: [],
+            environment: base.merging([
+                "HERALD_KAFKA_DEV_PORT": "\(kafkaPort)",
+                "HERALD_KAFKA_DEV_BOOTSTRAP_FILE": stack.directory + "/kafka.address",
+            ]) { $1 },
+            readiness: "file:" + stack.directory + "/kafka.address")
         say("  ✔ Kafka (dev)     \(stack.kafkaBrokers)")
 
         // apns-sim, trusting the stack's signing key for any topic.
-        let simPort = try ProcessControl.freePort(), simAdmin = try ProcessControl.freePort()
+        let simPort = try ProcessControl.freePort()
+        let simAdmin = try ProcessControl.freePort()
         stack.apnsSim = .init(port: simPort, adminPort: simAdmin, certificate: stack.directory + "/apns-sim.pem")
         let key = stack.signingKey
-        try await launch(&stack, name: "apns-sim", executable: "apns-sim",
-                         arguments: ["--port", "\(simPort)", "--admin-port", "\(simAdmin)",
-                                     "--key", "\(key.keyID):\(key.teamID):\(key.publicKeyFile)",
-                                     "--write-certificate", stack.apnsSim.certificate,
-                                     "--ready-file", stack.directory + "/apns-sim.ready", "--log-level", "warning",
-                                     "--record", apnsSimRecord],
-                         environment: base, readiness: "file:" + stack.directory + "/apns-sim.ready")
+        try await launch(
+            &stack, name: "apns-sim", executable: "apns-sim",
+            arguments: [
+                "--port", "\(simPort)", "--admin-port", "\(simAdmin)",
+                "--key", "\(key.keyID):\(key.teamID):\(key.publicKeyFile)",
+                "--write-certificate", stack.apnsSim.certificate,
+                "--ready-file", stack.directory + "/apns-sim.ready", "--log-level", "warning",
+                "--record", apnsSimRecord,
+            ],
+            environment: base, readiness: "file:" + stack.directory + "/apns-sim.ready")
         say("  ✔ apns-sim        https://127.0.0.1:\(simPort) (admin http://127.0.0.1:\(simAdmin))")
 
         let services = base.merging([
@@ -87,19 +99,26 @@ struct DevStackLauncher {
             port = try ProcessControl.freePort()
         }
         stack.apiURL = "http://127.0.0.1:\(port)"
-        try await launch(&stack, name: "herald-api", executable: "herald-api", arguments: [],
-                         environment: services.merging(["HERALD_API_PORT": "\(port)", "HERALD_ADMIN_TOKEN": stack.adminToken]) { $1 },
-                         readiness: "http:\(stack.apiURL)/readyz")
+        try await launch(
+            &stack, name: "herald-api", executable: "herald-api", arguments: [],
+            environment: services.merging(["HERALD_API_PORT": "\(port)", "HERALD_ADMIN_TOKEN": stack.adminToken]) {
+                $1
+            },
+            readiness: "http:\(stack.apiURL)/readyz")
         say("  ✔ herald-api      \(stack.apiURL)")
 
         // herald-center: the outbox relay, fan-out and accounting.
         let centerMetrics = try ProcessControl.freePort()
         stack.metricsURLs["herald-center"] = "http://127.0.0.1:\(centerMetrics)/metrics"
-        try await launch(&stack, name: "herald-center", executable: "herald-center", arguments: [],
-                         environment: defaults(services.merging(["HERALD_CENTER_METRICS_PORT": "\(centerMetrics)",
-                                                                 "HERALD_CENTER_NAME": "center-1"]) { $1 },
-                                               ["HERALD_CENTER_CLAIM_LEASE_MS": "5000", "HERALD_CENTER_REDRIVE_AFTER_MS": "60000"]),
-                         readiness: "http:" + stack.metricsURLs["herald-center"]!)
+        try await launch(
+            &stack, name: "herald-center", executable: "herald-center", arguments: [],
+            environment: defaults(
+                services.merging([
+                    "HERALD_CENTER_METRICS_PORT": "\(centerMetrics)",
+                    "HERALD_CENTER_NAME": "center-1",
+                ]) { $1 },
+                ["HERALD_CENTER_CLAIM_LEASE_MS": "5000", "HERALD_CENTER_REDRIVE_AFTER_MS": "60000"]),
+            readiness: "http:" + stack.metricsURLs["herald-center"]!)
         say("  ✔ herald-center   metrics \(stack.metricsURLs["herald-center"]!)")
 
         // The senders, pointed at apns-sim for both environments.
@@ -107,14 +126,17 @@ struct DevStackLauncher {
             let name = "herald-sender-\(index)"
             let metrics = try ProcessControl.freePort()
             stack.metricsURLs[name] = "http://127.0.0.1:\(metrics)/metrics"
-            try await launch(&stack, name: name, executable: "herald-sender", arguments: [],
-                             environment: defaults(services.merging([
-                                "HERALD_SENDER_METRICS_PORT": "\(metrics)",
-                                "HERALD_SENDER_APNS_SANDBOX_HOST": "127.0.0.1", "HERALD_SENDER_APNS_SANDBOX_PORT": "\(simPort)",
-                                "HERALD_SENDER_APNS_PRODUCTION_HOST": "127.0.0.1", "HERALD_SENDER_APNS_PRODUCTION_PORT": "\(simPort)",
-                                "HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE": stack.apnsSim.certificate,
-                             ]) { $1 }, ["HERALD_SENDER_BATCH_TAKEOVER_MS": "30000"]),
-                             readiness: "http:" + stack.metricsURLs[name]!)
+            try await launch(
+                &stack, name: name, executable: "herald-sender", arguments: [],
+                environment: defaults(
+                    services.merging([
+                        "HERALD_SENDER_METRICS_PORT": "\(metrics)",
+                        "HERALD_SENDER_APNS_SANDBOX_HOST": "127.0.0.1", "HERALD_SENDER_APNS_SANDBOX_PORT": "\(simPort)",
+                        "HERALD_SENDER_APNS_PRODUCTION_HOST": "127.0.0.1",
+                        "HERALD_SENDER_APNS_PRODUCTION_PORT": "\(simPort)",
+                        "HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE": stack.apnsSim.certificate,
+                    ]) { $1 }, ["HERALD_SENDER_BATCH_TAKEOVER_MS": "30000"]),
+                readiness: "http:" + stack.metricsURLs[name]!)
             say("  ✔ \(name.padding(toLength: 16, withPad: " ", startingAt: 0))metrics \(stack.metricsURLs[name]!)")
         }
     }
@@ -124,7 +146,7 @@ struct DevStackLauncher {
     private func baseEnvironment(_ stack: DevStack) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment.filter { key, _ in
             !(key.hasPrefix("HERALD_POSTGRES_") || key.hasPrefix("HERALD_KAFKA_") || key == "HERALD_CONFIG_FILE"
-              || key.hasPrefix("HERALD_API_") && !key.hasPrefix("HERALD_API_RATE") || key == "HERALD_CLI_CONFIG")
+                || key.hasPrefix("HERALD_API_") && !key.hasPrefix("HERALD_API_RATE") || key == "HERALD_CLI_CONFIG")
         }
         environment["HERALD_POSTGRES_HOST"] = "127.0.0.1"
         environment["HERALD_POSTGRES_PORT"] = "\(stack.postgres.port)"
@@ -139,11 +161,15 @@ struct DevStackLauncher {
         environment.merging(values) { existing, _ in existing }
     }
 
-    private func launch(_ stack: inout DevStack, name: String, executable: String, arguments: [String],
-                        environment: [String: String], readiness: String) async throws {
-        let managed = try ProcessControl.spawn(DevStack.Managed(
-            name: name, pid: 0, executable: "\(binDirectory)/\(executable)", arguments: arguments, environment: environment,
-            log: "\(stack.directory)/logs/\(name).log", readiness: readiness))
+    private func launch(
+        _ stack: inout DevStack, name: String, executable: String, arguments: [String],
+        environment: [String: String], readiness: String
+    ) async throws {
+        let managed = try ProcessControl.spawn(
+            DevStack.Managed(
+                name: name, pid: 0, executable: "\(binDirectory)/\(executable)", arguments: arguments,
+                environment: environment,
+                log: "\(stack.directory)/logs/\(name).log", readiness: readiness))
         stack.processes.append(managed)
         try stack.save()
         try await ProcessControl.awaitReady(managed)
@@ -154,9 +180,11 @@ struct DevStackLauncher {
         let key = P256.Signing.PrivateKey()
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
         let keyID = String((0..<10).map { _ in alphabet.randomElement()! })
-        let privateFile = "\(directory)/AuthKey_\(keyID).p8", publicFile = "\(directory)/AuthKey_\(keyID).pub.pem"
-        FileManager.default.createFile(atPath: privateFile, contents: Data(key.pemRepresentation.utf8),
-                                       attributes: [.posixPermissions: 0o600])
+        let privateFile = "\(directory)/AuthKey_\(keyID).p8"
+        let publicFile = "\(directory)/AuthKey_\(keyID).pub.pem"
+        FileManager.default.createFile(
+            atPath: privateFile, contents: Data(key.pemRepresentation.utf8),
+            attributes: [.posixPermissions: 0o600])
         FileManager.default.createFile(atPath: publicFile, contents: Data(key.publicKey.pemRepresentation.utf8))
         return .init(keyID: keyID, teamID: "HERALDDEV1", privateKeyFile: privateFile, publicKeyFile: publicFile)
     }

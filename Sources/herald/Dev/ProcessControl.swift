@@ -7,15 +7,18 @@ enum ProcessControl {
     /// Ctrl-C stays with the shell), output appended to its log. Returns it with its pid.
     static func spawn(_ managed: DevStack.Managed) throws -> DevStack.Managed {
         var started = managed
-        started.pid = try launch(managed.executable, managed.arguments, environment: managed.environment,
-                                 output: managed.log, append: true, newSession: true)
+        started.pid = try launch(
+            managed.executable, managed.arguments, environment: managed.environment,
+            output: managed.log, append: true, newSession: true)
         return started
     }
 
     /// posix_spawn with standard input from /dev/null and standard output and error to `output`.
     /// (Foundation's Process is not used: its wait can hang inside Swift concurrency on Linux.)
-    static func launch(_ executable: String, _ arguments: [String], environment: [String: String]?,
-                       output: String, append: Bool, newSession: Bool) throws -> pid_t {
+    static func launch(
+        _ executable: String, _ arguments: [String], environment: [String: String]?,
+        output: String, append: Bool, newSession: Bool
+    ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -34,8 +37,8 @@ enum ProcessControl {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+            for argument in argv { free(argument) }
+            for variable in envp { free(variable) }
         }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
@@ -49,7 +52,8 @@ enum ProcessControl {
         guard pid > 0, kill(pid, 0) == 0 else { return false }
         // A child that exited but was not reaped yet is a zombie: not alive.
         if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-           let close = stat.lastIndex(of: ")") {
+            let close = stat.lastIndex(of: ")")
+        {
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             if fields.first == "Z" { return false }
         }
@@ -61,12 +65,14 @@ enum ProcessControl {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             guard isAlive(managed.pid) else {
-                throw CLIError("\(managed.name) exited while starting; the end of \(managed.log):\n" + tail(managed.log))
+                throw CLIError(
+                    "\(managed.name) exited while starting; the end of \(managed.log):\n" + tail(managed.log))
             }
             if await isReady(managed.readiness) { return }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw CLIError("\(managed.name) was not ready within \(timeout); the end of \(managed.log):\n" + tail(managed.log))
+        throw CLIError(
+            "\(managed.name) was not ready within \(timeout); the end of \(managed.log):\n" + tail(managed.log))
     }
 
     static func isReady(_ readiness: String) async -> Bool {
@@ -77,7 +83,9 @@ enum ProcessControl {
         if readiness.hasPrefix("http:") {
             var request = HTTPClientRequest(url: String(readiness.dropFirst(5)))
             request.method = .GET
-            guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)) else { return false }
+            guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)) else {
+                return false
+            }
             _ = try? await response.body.collect(upTo: 1 << 20)
             return response.status.code == 200
         }
@@ -102,14 +110,17 @@ enum ProcessControl {
 
     /// Runs a command to its end; throws with its output when it fails.
     @discardableResult
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> String {
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> String
+    {
         let outputPath = NSTemporaryDirectory() + "herald-run-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        let pid = try launch(executable, arguments, environment: environment, output: outputPath, append: false, newSession: false)
+        let pid = try launch(
+            executable, arguments, environment: environment, output: outputPath, append: false, newSession: false)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        let exited = status & 0x7F == 0, code = (status >> 8) & 0xFF
+        let exited = status & 0x7F == 0
+        let code = (status >> 8) & 0xFF
         guard exited && code == 0 else {
             throw CLIError("\(([executable] + arguments).joined(separator: " ")) failed (status \(status)):\n\(text)")
         }
@@ -119,7 +130,8 @@ enum ProcessControl {
     /// The last lines of a log, indented.
     static func tail(_ path: String, lines: Int = 20) -> String {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return "  (no log)" }
-        return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).map { "  " + $0 }.joined(separator: "\n")
+        return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).map { "  " + $0 }.joined(
+            separator: "\n")
     }
 
     /// A TCP port on 127.0.0.1 that is free now (the kernel's choice).
@@ -143,7 +155,9 @@ enum ProcessControl {
         address.sin_port = UInt16(port).bigEndian
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0
+            }
         }
         return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
     }
