@@ -49,6 +49,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
         .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird", from: "2.1.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // MARK: C libraries (system packages, installed by scripts/install-dependencies.sh)
@@ -161,10 +163,17 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The Open API's types, generated from Schemas/openapi.yaml by scripts/generate-openapi.sh
+        // (`make test` checks they are current): one definition for the server and the CLI.
+        .target(
+            name: "HeraldAPIContract",
+            dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
+            exclude: ["Generated/openapi-generator-config.yaml"]
+        ),
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore", "HeraldMetrics",
+                "HeraldAPIContract", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore", "HeraldMetrics",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
@@ -175,8 +184,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            // Sources/HeraldAPI/Generated is made from Schemas/openapi.yaml by
-            // scripts/generate-openapi.sh (swift-openapi-generator); `make test` checks it is current.
+            // Generated/ holds the server side of the contract (scripts/generate-openapi.sh).
             exclude: ["Generated/openapi-generator-config.yaml"]
         ),
         .target(
@@ -210,18 +218,27 @@ let package = Package(
         ),
 
         // MARK: Executables
-        .executableTarget(
-            name: "herald",
+        .target(
+            name: "HeraldCLI",
             dependencies: [
-                "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldRecords", "HeraldStore", "HeraldAPNs",
+                "HeraldAPIContract", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldTiming", "HeraldRecords", "HeraldStore", "HeraldAPNs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // The operator CLI's commands; Generated/ holds the Open API client (scripts/generate-openapi.sh).
+            exclude: ["Generated/openapi-generator-config.yaml"]
+        ),
+        .executableTarget(
+            name: "herald",
+            dependencies: ["HeraldCLI"]
         ),
         .executableTarget(
             name: "herald-kafka-dev",
@@ -332,6 +349,14 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "HeraldKafkaTests", dependencies: ["HeraldKafka", "HeraldCore", "HeraldMessaging"]),
         .testTarget(name: "HeraldTimingTests", dependencies: ["HeraldTiming"]),
+        .testTarget(
+            name: "HeraldCLITests",
+            dependencies: [
+                "HeraldCLI", "HeraldAPIContract",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            ]
+        ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
         .testTarget(name: "HeraldMetricsTests", dependencies: ["HeraldMetrics"]),
         .testTarget(name: "HeraldRecordsTests", dependencies: ["HeraldRecords"]),
@@ -395,9 +420,10 @@ let package = Package(
         .testTarget(
             name: "HeraldAPITests",
             dependencies: [
-                "HeraldAPI", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore", "StoreTestSupport",
+                "HeraldAPI", "HeraldAPIContract", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore", "StoreTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

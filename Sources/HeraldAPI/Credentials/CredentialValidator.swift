@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldAPIContract
 import HeraldStore
 import NIOSSL
 import X509

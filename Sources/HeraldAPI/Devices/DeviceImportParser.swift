@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPIContract
 import HeraldStore
 
 /// Reads a bulk import line by line: NDJSON (one registration object a line) or CSV (a header

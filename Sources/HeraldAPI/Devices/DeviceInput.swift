@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPIContract
 import HeraldStore
 
 /// The checks every device registration passes, from the API or an import line.

@@ -4,6 +4,7 @@ import struct Foundation.URL
 import struct Foundation.Data
 import struct Foundation.Date
 import HTTPTypes
+import HeraldAPIContract
 extension APIProtocol {
     /// Registers each operation handler with the provided transport.
     /// - Parameters:

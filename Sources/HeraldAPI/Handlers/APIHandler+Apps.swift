@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldAPIContract
 import HeraldCore
 import HeraldStore
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPIContract
 import HeraldAPNs
 import HeraldStore
 import OpenAPIRuntime

@@ -13,26 +13,34 @@ struct ClientConfiguration {
     var appID: String?
     let file: URL
 
-    static var defaultFile: URL {
-        if let path = ProcessInfo.processInfo.environment["HERALD_CLI_CONFIG"], !path.isEmpty {
+    /// The config file `environment` names (`HERALD_CLI_CONFIG`), or `~/.config/herald/cli.json`.
+    static func defaultFile(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        if let path = environment["HERALD_CLI_CONFIG"], !path.isEmpty {
             return URL(fileURLWithPath: path)
         }
-        let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
+        let home = environment["HOME"] ?? NSHomeDirectory()
         return URL(fileURLWithPath: home).appendingPathComponent(".config/herald/cli.json")
     }
 
-    static func load() throws -> ClientConfiguration {
-        let file = defaultFile
+    /// Reads the environment, then the config file.
+    /// - Throws: ``CLIError`` when the file exists but is not a JSON object of strings.
+    static func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ClientConfiguration
+    {
+        let file = defaultFile(environment: environment)
         var stored: [String: String] = [:]
         if FileManager.default.fileExists(atPath: file.path) {
             do {
                 let data = try Data(contentsOf: file)
-                stored = try JSONSerialization.jsonObject(with: data) as? [String: String] ?? [:]
+                guard let object = try JSONSerialization.jsonObject(with: data) as? [String: String] else {
+                    throw CLIError("\(file.path) is not a JSON object of strings: fix or delete it")
+                }
+                stored = object
+            } catch let error as CLIError {
+                throw error
             } catch {
                 throw CLIError("cannot read \(file.path) (\(error.localizedDescription)): fix or delete it")
             }
         }
-        let environment = ProcessInfo.processInfo.environment
         func value(_ variable: String, _ key: String) -> String? {
             if let value = environment[variable], !value.isEmpty { return value }
             return stored[key].flatMap { $0.isEmpty ? nil : $0 }
@@ -62,7 +70,9 @@ struct ClientConfiguration {
 
     func requireKey() throws -> String {
         guard let apiKey else {
-            throw CLIError("no app key: run `herald app create --save` or set HERALD_API_KEY (a server key, hs_…)")
+            throw CLIError(
+                "no app key: run `herald app create --save` or set HERALD_API_KEY (a server key, hs_…)",
+                status: .notAllowed)
         }
         return apiKey
     }
@@ -70,8 +80,8 @@ struct ClientConfiguration {
     func requireAdminToken() throws -> String {
         guard let adminToken else {
             throw CLIError(
-                "no admin token: set HERALD_ADMIN_TOKEN to herald-api's admin token (`herald dev up` writes it to its config file)"
-            )
+                "no admin token: set HERALD_ADMIN_TOKEN to herald-api's admin token (`herald dev up` writes it to its config file)",
+                status: .notAllowed)
         }
         return adminToken
     }

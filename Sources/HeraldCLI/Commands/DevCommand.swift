@@ -5,6 +5,7 @@ import HeraldKafka
 import HeraldMessaging
 import HeraldRecords
 import HeraldStore
+import HeraldTiming
 import Logging
 import PostgresNIO
 
@@ -105,8 +106,8 @@ struct DevRoundTripCommand: AsyncParsableCommand {
                 + "\(Self.format(consumeTime)); outbox record relayed: \(outboxSeen ? "yes" : "NO")")
         CommandSupport.printJSON([
             "ok": ok, "records": records, "consumed": seen.count, "duplicates": duplicates,
-            "outbox_relayed": outboxSeen, "produce_seconds": Self.seconds(produceTime),
-            "consume_seconds": Self.seconds(consumeTime), "record_bytes": recordBytes / max(records, 1),
+            "outbox_relayed": outboxSeen, "produce_seconds": produceTime.fractionalSeconds,
+            "consume_seconds": consumeTime.fractionalSeconds, "record_bytes": recordBytes / max(records, 1),
         ])
         if !ok { throw ExitCode.failure }
     }
@@ -185,11 +186,7 @@ struct DevRoundTripCommand: AsyncParsableCommand {
             createdAtMs: Int64(Date().timeIntervalSince1970 * 1000))
     }
 
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
     static func format(_ duration: Duration) -> String {
-        String(format: "%.2f s", seconds(duration))
+        String(format: "%.2f s", duration.fractionalSeconds)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import HeraldAPIContract
 import HeraldAPNs
 import NIOCore
 import NIOFoundationCompat
@@ -33,14 +34,17 @@ struct DevVerifyCommand: AsyncParsableCommand {
 
     func run() async throws {
         let stack = try DevStack.load(from: dir.path)
-        let client = try APIClient.app(try ClientConfiguration.load())
+        let client = try APIConnection.app(try ClientConfiguration.load()).client
 
         // The app's devices (active and invalid), by registration id.
         var devices: [Int: Device] = [:]
-        for device in try await client.everyItem("/v1/devices", key: "devices", limit: 1000) {
-            guard let id = device["registration_id"] as? Int else { continue }
-            devices[id] = Device(
-                id: id, prefix: device["token_prefix"] as? String ?? "", status: device["status"] as? String ?? "?")
+        let listed = try await APIConnection.everyItem { cursor in
+            let page = try await client.listDevices(query: .init(cursor: cursor, limit: 1000)).ok.body.json
+            return (page.devices, page.nextCursor)
+        }
+        for device in listed {
+            let id = Int(device.registrationId)
+            devices[id] = Device(id: id, prefix: device.tokenPrefix ?? "", status: device.status.rawValue)
         }
 
         let recorded = try await Self.recordedNotifications(adminURL: "http://127.0.0.1:\(stack.apnsSim.adminPort)")
@@ -52,18 +56,24 @@ struct DevVerifyCommand: AsyncParsableCommand {
     }
 
     private func verify(
-        pushID: String, client: APIClient, devices: [Int: Device],
+        pushID: String, client: Client, devices: [Int: Device],
         recorded: [String: [(collapseID: String?, token: String)]]
     ) async throws -> Bool {
         guard let uuid = UUID(uuidString: pushID) else { throw ValidationError("\(pushID) is not a push id") }
-        let status = try await client.get("/v1/pushes/\(pushID)").body
-        let counters = PushProgress.counters(status)
+        let status = try await client.getPush(path: .init(pushId: pushID)).ok.body.json
+        let counters = PushProgress.Counters(status.counters)
         var failures: [Int: String] = [:]
-        for failure in try await client.everyItem("/v1/pushes/\(pushID)/failures", key: "failures", limit: 1000) {
-            if let id = failure["registration_id"] as? Int {
-                failures[id] = failure["reason"] as? String ?? failure["status"] as? String ?? "?"
+        var cursor: Int64?
+        repeat {
+            let page = try await client.listPushFailures(
+                path: .init(pushId: pushID), query: .init(cursor: cursor, limit: 1000)
+            )
+            .ok.body.json
+            for failure in page.failures {
+                failures[Int(failure.registrationId)] = failure.reason ?? failure.status.rawValue
             }
-        }
+            cursor = page.nextCursor
+        } while cursor != nil
 
         var delivered = 0
         var repeated = 0
@@ -82,18 +92,18 @@ struct DevVerifyCommand: AsyncParsableCommand {
         let notInvalidated = shouldBeInvalid.filter { devices[$0]?.status != "invalid" }.count
 
         var checks: [(Bool, String)] = [
-            (status["state"] as? String == "completed", "state \(status["state"] as? String ?? "?")"),
+            (status.state == .completed, "state \(status.state.rawValue)"),
             (
                 PushProgress.addsUp(status),
                 "targeted \(counters.targeted) = accepted \(counters.accepted) + rejected \(counters.rejected) + expired \(counters.expired) + canceled \(counters.canceled)"
             ),
             (
-                delivered == counters.accepted,
+                delivered == Int(counters.accepted),
                 "apns-sim received \(delivered) distinct devices; Herald counted \(counters.accepted) accepted"
             ),
             (deliveredButFailed == 0, "\(deliveredButFailed) devices received it although Herald lists them as failed"),
             (
-                failures.count == counters.rejected + counters.expired + counters.canceled,
+                failures.count == Int(counters.rejected + counters.expired + counters.canceled),
                 "\(failures.count) failures listed for \(counters.rejected + counters.expired + counters.canceled) not accepted"
             ),
             (

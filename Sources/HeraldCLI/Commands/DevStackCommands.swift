@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldTiming
 
 /// Where the stack lives: `--dir`, else HERALD_DEV_DIR, else `.local/dev` under the current folder.
 struct DevDirectoryOption: ParsableArguments {
@@ -52,7 +53,7 @@ struct DevUpCommand: AsyncParsableCommand {
             apnsSimRecord: apnsSimRecord
         ).up()
         print(
-            "ready in \(String(format: "%.1f", (ContinuousClock.now - started).seconds)) s. Logs: \(stack.directory)/logs"
+            "ready in \(String(format: "%.1f", (ContinuousClock.now - started).fractionalSeconds)) s. Logs: \(stack.directory)/logs"
         )
         print(
             "APNs signing key for apps: \(stack.signingKey.privateKeyFile) (key id \(stack.signingKey.keyID), team \(stack.signingKey.teamID))"

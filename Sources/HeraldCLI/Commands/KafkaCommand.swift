@@ -3,6 +3,7 @@ import Foundation
 import HeraldCore
 import HeraldKafka
 import HeraldMessaging
+import HeraldTiming
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -50,7 +51,7 @@ struct KafkaProduceCommand: AsyncParsableCommand {
         }
         let elapsed = ContinuousClock.now - started
         await producer.shutdown()
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.fractionalSeconds
         CommandSupport.printJSON([
             "produced": count, "topic": topic, "seconds": seconds,
             "records_per_second": seconds > 0 ? Double(count) / seconds : 0,

@@ -1,0 +1,368 @@
+import ArgumentParser
+import Foundation
+import HeraldAPIContract
+
+/// `herald app`: apps, their keys and their APNs credentials (the admin token).
+struct AppCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "app",
+        abstract: "Apps, their API keys and their APNs credentials (needs the admin token).",
+        subcommands: [
+            AppCreateCommand.self, AppListCommand.self, AppGetCommand.self, AppUpdateCommand.self,
+            AppDeleteCommand.self, AppKeysCommand.self, AppCredentialsCommand.self,
+        ]
+    )
+}
+
+/// `--app ID`, or the app saved by `herald app create --save`.
+struct AppOption: ParsableArguments {
+    @Option(name: .customLong("app"), help: "The app id (default: the one saved by `herald app create --save`).")
+    var appID: String?
+
+    func resolve(_ configuration: ClientConfiguration) throws -> String {
+        guard let app = appID ?? configuration.appID else {
+            throw CLIError("which app? pass --app ID (or run `herald app create --save` first)", status: .usage)
+        }
+        return app
+    }
+}
+
+extension Components.Schemas.App {
+    var line: String { "\(id)  \(bundleId)  \(name)" }
+}
+
+struct AppCreateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create",
+        abstract: "Create an app with its first server key and client key (shown once).")
+
+    @Option(help: "The app's name.") var name: String
+    @Option(name: .customLong("bundle-id"), help: "The iOS bundle id (the APNs topic), e.g. com.example.weather.")
+    var bundleID: String
+    @Flag(help: "Save the app id and its server key in the CLI's config file, for the commands that follow.")
+    var save = false
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let configuration = try ClientConfiguration.load()
+        let created = try await APIConnection.admin(configuration).client
+            .createApp(body: .json(.init(name: name, bundleId: bundleID))).created.body.json
+        if save {
+            try ClientConfiguration.save(
+                ["app_id": created.app.id, "api_key": created.serverKey.key], to: configuration.file)
+        }
+        try output.print(created) { created in
+            var lines = [
+                "app \(created.app.id) (\(created.app.name), \(created.app.bundleId))",
+                "  server key  \(created.serverKey.key)   ← your back-end's; shown this once",
+                "  client key  \(created.clientKey.key)   ← for your app's SDK (registers devices only)",
+            ]
+            lines.append(
+                save
+                    ? "  saved the app id and server key in \(configuration.file.path)"
+                    : "  use it: export HERALD_API_KEY=\(created.serverKey.key)")
+            return lines.joined(separator: "\n")
+        }
+    }
+}
+
+struct AppListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List the apps.")
+
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let client = try APIConnection.admin(try ClientConfiguration.load()).client
+        let apps = try await APIConnection.everyItem { cursor in
+            let page = try await client.listApps(query: .init(cursor: cursor, limit: 100)).ok.body.json
+            return (page.apps, page.nextCursor)
+        }
+        try output.print(apps) { $0.map(\.line).joined(separator: "\n") }
+    }
+}
+
+struct AppGetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "get", abstract: "Show an app.")
+
+    @OptionGroup var app: AppOption
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let configuration = try ClientConfiguration.load()
+        let found = try await APIConnection.admin(configuration).client
+            .getApp(path: .init(appId: try app.resolve(configuration))).ok.body.json
+        try output.print(found) {
+            "\($0.line)\n  created \(Output.time($0.createdAt)), updated \(Output.time($0.updatedAt))"
+        }
+    }
+}
+
+struct AppUpdateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "update", abstract: "Rename an app or change its bundle id.")
+
+    @OptionGroup var app: AppOption
+    @Option(help: "The new name.") var name: String?
+    @Option(name: .customLong("bundle-id"), help: "The new bundle id.") var bundleID: String?
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        if name == nil, bundleID == nil { throw ValidationError("give --name, --bundle-id or both") }
+    }
+
+    func run() async throws {
+        let configuration = try ClientConfiguration.load()
+        let updated = try await APIConnection.admin(configuration).client.updateApp(
+            path: .init(appId: try app.resolve(configuration)), body: .json(.init(name: name, bundleId: bundleID))
+        ).ok.body.json
+        try output.print(updated) { "updated \($0.line)" }
+    }
+}
+
+struct AppDeleteCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete", abstract: "Delete an app with its keys, credentials, devices and pushes.")
+
+    @OptionGroup var app: AppOption
+    @Flag(help: "Yes, delete it (nothing asks again).") var yes = false
+
+    func validate() throws {
+        if !yes { throw ValidationError("deleting an app deletes its devices and pushes too: add --yes to go ahead") }
+    }
+
+    func run() async throws {
+        let configuration = try ClientConfiguration.load()
+        let id = try app.resolve(configuration)
+        _ = try await APIConnection.admin(configuration).client.deleteApp(path: .init(appId: id)).noContent
+        print("deleted app \(id)")
+    }
+}
+
+// MARK: Keys
+
+struct AppKeysCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys",
+        abstract: "An app's API keys: list (the default), create, rotate, revoke.",
+        subcommands: [
+            AppKeysListCommand.self, AppKeysCreateCommand.self, AppKeysRotateCommand.self, AppKeysRevokeCommand.self,
+        ],
+        defaultSubcommand: AppKeysListCommand.self)
+}
+
+extension Components.Schemas.Key {
+    var line: String {
+        var text =
+            "\(id)  \(kind.rawValue)  \(prefix)…  \(name.isEmpty ? "-" : name)  created \(Output.time(createdAt))"
+        if let lastUsedAt { text += "  last used \(Output.time(lastUsedAt))" }
+        if let revokedAt { text += "  revoked \(Output.time(revokedAt))" }
+        return text
+    }
+}
+
+extension Components.Schemas.KeyCreated {
+    var lines: String { "\(kind.rawValue) key \(id)\n  \(key)   ← shown this once; herald keeps only its hash" }
+}
+
+struct AppKeysListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List an app's keys (never the keys themselves).")
+
+    @OptionGroup var app: AppOption
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let configuration = try ClientConfiguration.load()
+        let keys = try await APIConnection.admin(configuration).client
+            .listKeys(path: .init(appId: try app.resolve(configuration))).ok.body.json
+        try output.print(keys) { $0.keys.map(\.line).joined(separator: "\n") }
+    }
+}
+
+struct AppKeysCreateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "create", abstract: "Create a key (shown once).")
+
+    @OptionGroup var app: AppOption
+    @Option(help: "server (pushes, devices, statistics) or client (registers devices only).")
+    var kind: Components.Schemas.KeyKind = .server
+    @Option(help: "A name to tell keys apart.") var name: String?
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let configuration = try ClientConfiguration.load()
+        let created = try await APIConnection.admin(configuration).client.createKey(
+            path: .init(appId: try app.resolve(configuration)), body: .json(.init(kind: kind, name: name))
+        ).created.body.json
+        try output.print(created) { $0.lines }
+    }
+}
+
+struct AppKeysRotateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rotate",
+        abstract: "Replace a key: a new one now (shown once), the old one works for a grace period.")
+
+    @OptionGroup var app: AppOption
+    @Argument(help: "The key id.") var keyID: String
+    @Option(name: .customLong("grace"), help: "Seconds the old key keeps working.") var graceSeconds: Int?
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let configuration = try ClientConfiguration.load()
+        let created = try await APIConnection.admin(configuration).client.rotateKey(
+            path: .init(appId: try app.resolve(configuration), keyId: keyID),
+            body: .json(.init(graceSeconds: graceSeconds))
+        ).created.body.json
+        try output.print(created) { $0.lines }
+    }
+}
+
+struct AppKeysRevokeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "revoke", abstract: "Revoke a key at once.")
+
+    @OptionGroup var app: AppOption
+    @Argument(help: "The key id.") var keyID: String
+
+    func run() async throws {
+        let configuration = try ClientConfiguration.load()
+        _ = try await APIConnection.admin(configuration).client
+            .revokeKey(path: .init(appId: try app.resolve(configuration), keyId: keyID)).noContent
+        print("revoked key \(keyID)")
+    }
+}
+
+// MARK: Credentials
+
+struct AppCredentialsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "credentials",
+        abstract: "An app's APNs credentials: set (the default), list, delete.",
+        subcommands: [AppCredentialsSetCommand.self, AppCredentialsListCommand.self, AppCredentialsDeleteCommand.self],
+        defaultSubcommand: AppCredentialsSetCommand.self)
+}
+
+extension Components.Schemas.Environment: ExpressibleByArgument {}
+extension Components.Schemas.KeyKind: ExpressibleByArgument {}
+
+extension Components.Schemas.Credential {
+    var line: String {
+        var text = "\(environment.rawValue)  \(kind.rawValue)"
+        if let keyId { text += "  key \(keyId), team \(teamId ?? "?")" }
+        if let certificateExpiresAt {
+            text += "  certificate expires \(Output.time(certificateExpiresAt))"
+            if certificateExpiresAt.timeIntervalSinceNow < 30 * 86_400 { text += "  ⚠ within 30 days: renew it" }
+        }
+        return text + "  updated \(Output.time(updatedAt))"
+    }
+}
+
+struct AppCredentialsSetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set",
+        abstract: "Store an app's APNs credentials for one environment: a .p8 token key, or a certificate.",
+        discussion: """
+            Token key:    herald app credentials --p8 AuthKey_ABCDE12345.p8 --key-id ABCDE12345 --team-id TEAM123456
+            Dev stack:    herald app credentials --dev-stack-key   (the key apns-sim of `herald dev up` trusts)
+            Certificate:  herald app credentials --certificate cert.pem --private-key key.pem
+            PKCS#12:      HERALD_P12_PASSPHRASE=… herald app credentials --pkcs12 push.p12
+            The private key is sealed under herald-api's master key and never shown again.
+            """)
+
+    @OptionGroup var app: AppOption
+    @Option(help: "sandbox or production.") var environment: Components.Schemas.Environment = .sandbox
+    @Option(help: "A .p8 token key file from Apple.") var p8: String?
+    @Option(name: .customLong("key-id"), help: "The token key's Key ID (10 characters).") var keyID: String?
+    @Option(name: .customLong("team-id"), help: "Your Team ID (10 characters).") var teamID: String?
+    @Option(help: "A PEM certificate (chain) for certificate-based authentication.") var certificate: String?
+    @Option(name: .customLong("private-key"), help: "The certificate's PEM private key (if not in --certificate).")
+    var privateKey: String?
+    @Option(help: "A PKCS#12 file; its passphrase is read from HERALD_P12_PASSPHRASE.") var pkcs12: String?
+    @Flag(
+        name: .customLong("dev-stack-key"),
+        help: "The token key of the `herald dev` stack in HERALD_DEV_DIR (or .local/dev), which its apns-sim trusts.")
+    var devStackKey = false
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        let kinds = [p8, certificate, pkcs12].compactMap { $0 }.count + (devStackKey ? 1 : 0)
+        guard kinds == 1 else {
+            throw ValidationError("give exactly one of --p8, --certificate, --pkcs12 or --dev-stack-key")
+        }
+        if p8 != nil, keyID == nil || teamID == nil { throw ValidationError("--p8 needs --key-id and --team-id") }
+    }
+
+    func run() async throws {
+        let configuration = try ClientConfiguration.load()
+        let appID = try app.resolve(configuration)
+        let body: Components.Schemas.CredentialInput
+        if devStackKey {
+            let key = try DevStack.load(from: DevDirectoryOption.parse([]).path).signingKey
+            body = .init(
+                kind: .token, keyId: key.keyID, teamId: key.teamID, privateKey: try Self.read(key.privateKeyFile))
+        } else if let p8 {
+            body = .init(kind: .token, keyId: keyID, teamId: teamID, privateKey: try Self.read(p8))
+        } else if let certificate {
+            // Without --private-key the certificate file is taken to hold the key too (one PEM file).
+            body = .init(
+                kind: .certificate, privateKey: try Self.read(privateKey ?? certificate),
+                certificatePem: try Self.read(certificate))
+        } else {
+            let data: Data
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: pkcs12 ?? ""))
+            } catch {
+                throw CLIError("cannot read \(pkcs12 ?? ""): \(error.localizedDescription)")
+            }
+            body = .init(
+                kind: .certificate, pkcs12Base64: data.base64EncodedString(),
+                passphrase: ProcessInfo.processInfo.environment["HERALD_P12_PASSPHRASE"] ?? "")
+        }
+        let stored = try await APIConnection.admin(configuration).client.putCredential(
+            path: .init(appId: appID, environment: environment), body: .json(body)
+        ).ok.body.json
+        try output.print(stored) { "stored for app \(appID): \($0.line)" }
+    }
+
+    static func read(_ path: String) throws -> String {
+        do {
+            return try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw CLIError("cannot read \(path): \(error.localizedDescription)")
+        }
+    }
+}
+
+struct AppCredentialsListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "An app's APNs credentials per environment (never the private keys).")
+
+    @OptionGroup var app: AppOption
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let configuration = try ClientConfiguration.load()
+        let list = try await APIConnection.admin(configuration).client
+            .listCredentials(path: .init(appId: try app.resolve(configuration))).ok.body.json
+        try output.print(list) { list in
+            list.credentials.isEmpty
+                ? "no credentials: `herald app credentials --p8 …` stores one"
+                : list.credentials.map(\.line).joined(separator: "\n")
+        }
+    }
+}
+
+struct AppCredentialsDeleteCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete", abstract: "Delete an app's APNs credentials for one environment.")
+
+    @OptionGroup var app: AppOption
+    @Option(help: "sandbox or production.") var environment: Components.Schemas.Environment
+
+    func run() async throws {
+        let configuration = try ClientConfiguration.load()
+        let appID = try app.resolve(configuration)
+        _ = try await APIConnection.admin(configuration).client
+            .deleteCredential(path: .init(appId: appID, environment: environment)).noContent
+        print("deleted the \(environment.rawValue) credentials of app \(appID)")
+    }
+}

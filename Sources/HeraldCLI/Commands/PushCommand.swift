@@ -1,0 +1,351 @@
+import ArgumentParser
+import Foundation
+import HeraldAPIContract
+import OpenAPIRuntime
+
+/// `herald push`: send a push and follow it (a server key).
+struct PushCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push",
+        abstract: "Send a push (the default), dry-run it, list, follow, pause, resume, cancel or recall pushes.",
+        subcommands: [
+            PushSendCommand.self, PushValidateCommand.self, PushListCommand.self, PushStatusCommand.self,
+            PushEventsCommand.self, PushFailuresCommand.self, PushPauseCommand.self, PushResumeCommand.self,
+            PushCancelCommand.self, PushRecallCommand.self,
+        ],
+        defaultSubcommand: PushSendCommand.self
+    )
+}
+
+/// The flags that make a `POST /v1/pushes` body: audience, notification, options.
+struct PushRequestOptions: ParsableArguments {
+    @Flag(help: "Everyone (the app's active devices).") var all = false
+    @Option(name: .customLong("id"), help: "A registration id (repeatable).") var registrationIDs: [Int64] = []
+    @Option(help: "An alias (repeatable).") var alias: [String] = []
+    @Option(help: "Devices with any of these tags (repeatable).") var tag: [String] = []
+    @Option(name: .customLong("all-tags"), help: "Devices with all of these tags (repeatable).") var allTags: [String] =
+        []
+    @Option(name: .customLong("not-tag"), help: "Not devices with this tag (repeatable).") var notTag: [String] = []
+    @Option(help: "Only sandbox or only production devices.") var environment: Components.Schemas.Environment?
+
+    @Option(help: "The alert's title.") var title: String?
+    @Option(help: "The alert's subtitle.") var subtitle: String?
+    @Option(help: "The alert's body.") var body: String?
+    @Option(help: "The app icon's badge.") var badge: Int?
+    @Option(help: "A sound file name, or `default`.") var sound: String?
+    @Option(help: "The notification category.") var category: String?
+    @Option(name: .customLong("thread-id"), help: "Groups notifications.") var threadID: String?
+    @Flag(help: "A silent background push (content-available).") var silent = false
+    @Option(help: "Custom data: a JSON object.") var data: String?
+
+    @Option(name: .customLong("collapse-id"), help: "Later pushes with the same id replace this one on the phone.")
+    var collapseID: String?
+    @Option(help: "Seconds APNs keeps trying to deliver it.") var ttl: Int?
+    @Option(help: "Throttle: notifications a second.") var rate: Int?
+    @Option(name: .customLong("finish-within"), help: "Throttle: spread it over this many seconds.") var finishWithin:
+        Int?
+    @Option(help: "Send at this time (ISO 8601, e.g. 2026-11-22T08:00:00Z).") var at: String?
+    @Option(help: "A push this one replaces on the phones (it takes that push's collapse id).") var replaces: String?
+    @Option(help: "A file with a whole POST /v1/pushes body; the audience and notification flags are ignored.")
+    var request: String?
+
+    func validate() throws {
+        if request != nil { return }
+        if !all, registrationIDs.isEmpty, alias.isEmpty, tag.isEmpty, allTags.isEmpty, notTag.isEmpty {
+            throw ValidationError("who gets it? give --all, --id, --alias or --tag/--all-tags/--not-tag")
+        }
+        if title == nil, subtitle == nil, body == nil, badge == nil, !silent, data == nil {
+            throw ValidationError("what does it say? give --title/--body, --badge, --silent or --data")
+        }
+        if rate != nil, finishWithin != nil { throw ValidationError("give --rate or --finish-within, not both") }
+        if let at, Self.date(at) == nil {
+            throw ValidationError("--at takes an ISO 8601 time, e.g. 2026-11-22T08:00:00Z")
+        }
+        if let data, Self.object(data) == nil {
+            throw ValidationError(#"--data must be a JSON object, e.g. '{"order":42}'"#)
+        }
+    }
+
+    /// The request body the flags (or the --request file) describe.
+    func pushRequest() throws -> Components.Schemas.PushRequest {
+        if let request {
+            guard let data = FileManager.default.contents(atPath: request) else {
+                throw CLIError("--request \(request): cannot read the file", status: .usage)
+            }
+            do {
+                let decoder = JSONDecoder()
+                decoder.dateDecodingStrategy = .iso8601
+                return try decoder.decode(Components.Schemas.PushRequest.self, from: data)
+            } catch {
+                throw CLIError("--request \(request): not a push request (\(error)); see docs/api.md", status: .usage)
+            }
+        }
+        var tags: Components.Schemas.TagFilter?
+        if !tag.isEmpty || !allTags.isEmpty || !notTag.isEmpty {
+            tags = .init(
+                any: tag.isEmpty ? nil : tag, all: allTags.isEmpty ? nil : allTags, none: notTag.isEmpty ? nil : notTag)
+        }
+        let audience = Components.Schemas.Audience(
+            all: all ? true : nil, registrationIds: registrationIDs.isEmpty ? nil : registrationIDs,
+            aliases: alias.isEmpty ? nil : alias, tags: tags, environment: environment)
+        var alert: Components.Schemas.Alert?
+        if title != nil || subtitle != nil || body != nil {
+            alert = .init(title: title, subtitle: subtitle, body: body)
+        }
+        let notification = Components.Schemas.Notification(
+            alert: alert, badge: badge, sound: sound, category: category, threadId: threadID,
+            silent: silent ? true : nil,
+            data: try data.map { text in
+                guard let object = Self.object(text) else { throw ValidationError("--data must be a JSON object") }
+                return object
+            })
+        var options = Components.Schemas.PushOptions(
+            timeToLiveSeconds: ttl, collapseId: collapseID, scheduledAt: at.flatMap(Self.date), replaces: replaces)
+        if rate != nil || finishWithin != nil {
+            options.throttle = .init(perSecond: rate, finishWithinSeconds: finishWithin)
+        }
+        let hasOptions = options != Components.Schemas.PushOptions()
+        return .init(audience: audience, notification: notification, options: hasOptions ? options : nil)
+    }
+
+    static func date(_ text: String) -> Date? {
+        (try? Date(text, strategy: .iso8601))
+            ?? (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text))
+    }
+
+    static func object(_ text: String) -> OpenAPIObjectContainer? {
+        try? JSONDecoder().decode(OpenAPIObjectContainer.self, from: Data(text.utf8))
+    }
+}
+
+struct PushSendCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send",
+        abstract: "Send a push to an audience.",
+        discussion: """
+            herald push --all --title "Storm warning" --body "Gusts up to 120 km/h tonight" --wait
+            herald push --tag news --not-tag muted --body "Morning briefing" --rate 2000
+            herald push --alias user-42 --body "Your order has shipped" --data '{"order":42}'
+            herald push --request push.json      # a whole POST /v1/pushes body (docs/api.md)
+            """)
+
+    @OptionGroup var push: PushRequestOptions
+    @Option(name: .customLong("idempotency-key"), help: "Retrying with the same key returns the first push.")
+    var idempotencyKey: String?
+    @Flag(help: "Follow the push with a progress bar until it ends (exit 1 if its counters do not add up).")
+    var wait = false
+    @Flag(help: "Print only the push id (for scripts: id=$(herald push … --quiet)).") var quiet = false
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let connection = try APIConnection.app(try ClientConfiguration.load())
+        let answer = try await connection.client.createPush(
+            headers: .init(idempotencyKey: idempotencyKey), body: .json(try push.pushRequest())
+        ).accepted
+        let accepted = try answer.body.json
+        let replayed = answer.headers.idempotentReplayed == "true"
+        if quiet {
+            print(accepted.id)
+        } else {
+            try output.print(accepted) { accepted in
+                "push \(accepted.id) \(accepted.state.rawValue)"
+                    + (replayed ? " (the earlier push with this idempotency key)" : "")
+            }
+        }
+        if wait {
+            let final = try await PushFollower(
+                client: connection.client, pushID: accepted.id, quiet: quiet || output.json
+            )
+            .follow()
+            if !PushProgress.addsUp(final) { throw CLIError("push \(accepted.id) does not add up") }
+        }
+    }
+}
+
+struct PushValidateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "validate",
+        abstract: "A dry run: the audience's size, the payload's bytes against the limit, warnings; nothing is sent.")
+
+    @OptionGroup var push: PushRequestOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let client = try APIConnection.app(try ClientConfiguration.load()).client
+        let validation = try await client.validatePush(body: .json(try push.pushRequest())).ok.body.json
+        try output.print(validation) { validation in
+            var lines = [
+                "audience  \(Output.count(validation.audienceSize)) devices",
+                "payload   \(validation.payloadBytes) of \(validation.payloadLimit) bytes (\(validation.pushType), priority \(validation.priority))",
+            ]
+            lines += validation.warnings.map { "warning   \($0)" }
+            return lines.joined(separator: "\n")
+        }
+    }
+}
+
+extension Components.Schemas.PushState: ExpressibleByArgument {}
+
+struct PushListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "The app's pushes, newest first.")
+
+    @Option(help: "Only pushes in this state.") var state: Components.Schemas.PushState?
+    @Option(help: "At most this many.") var limit: Int = 20
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        if limit < 1 { throw ValidationError("--limit is at least 1") }
+    }
+
+    func run() async throws {
+        let client = try APIConnection.app(try ClientConfiguration.load()).client
+        var pushes: [Components.Schemas.PushStatus] = []
+        var cursor: String?
+        repeat {
+            let page = try await client.listPushes(
+                query: .init(state: state, cursor: cursor, limit: min(limit - pushes.count, 100))
+            )
+            .ok.body.json
+            pushes += page.pushes
+            cursor = page.nextCursor
+        } while cursor != nil && pushes.count < limit
+        try output.print(pushes) { $0.map(PushProgress.listLine).joined(separator: "\n") }
+    }
+}
+
+/// `PUSH_ID`, checked to be a push id.
+struct PushIDArgument: ParsableArguments {
+    @Argument(help: "The push id.") var id: String
+
+    func validate() throws {
+        if UUID(uuidString: id) == nil { throw ValidationError("\(id) is not a push id (a UUID)") }
+    }
+}
+
+struct PushStatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "A push's state and counters.")
+
+    @OptionGroup var push: PushIDArgument
+    @Flag(help: "Follow it live until it ends (Server-Sent Events; polling where the stream is not available).")
+    var watch = false
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let client = try APIConnection.app(try ClientConfiguration.load()).client
+        if watch {
+            let final = try await PushFollower(client: client, pushID: push.id, quiet: output.json).follow()
+            if output.json { print(try Output.json(final)) }
+            return
+        }
+        let status = try await client.getPush(path: .init(pushId: push.id)).ok.body.json
+        try output.print(status) { PushProgress.summary($0) }
+    }
+}
+
+struct PushEventsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "events",
+        abstract: "Print a push's live progress events as they come (one JSON status a line) until it ends.")
+
+    @OptionGroup var push: PushIDArgument
+
+    func run() async throws {
+        let client = try APIConnection.app(try ClientConfiguration.load()).client
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        for try await status in try await PushFollower.events(client: client, pushID: push.id) {
+            print(String(decoding: try encoder.encode(status), as: UTF8.self))
+            fflush(nil)
+        }
+    }
+}
+
+struct PushFailuresCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "failures", abstract: "The devices a push did not reach, with why.")
+
+    @OptionGroup var push: PushIDArgument
+    @Option(help: "At most this many (every one with --all).") var limit: Int = 100
+    @Flag(help: "Every failure, page after page.") var all = false
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let client = try APIConnection.app(try ClientConfiguration.load()).client
+        var failures: [Components.Schemas.Failure] = []
+        var cursor: Int64?
+        repeat {
+            let size = all ? 1000 : min(limit - failures.count, 1000)
+            let page = try await client.listPushFailures(
+                path: .init(pushId: push.id), query: .init(cursor: cursor, limit: size)
+            )
+            .ok.body.json
+            failures += page.failures
+            cursor = page.nextCursor
+        } while cursor != nil && (all || failures.count < limit)
+        try output.print(failures) { failures in
+            failures.map { failure in
+                "\(failure.registrationId)  \(failure.status.rawValue)  \(failure.reason ?? "-")"
+                    + (failure.httpStatus.map { "  HTTP \($0)" } ?? "") + "  attempts \(failure.attempts)"
+            }.joined(separator: "\n")
+        }
+    }
+}
+
+struct PushPauseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pause", abstract: "Hold a scheduled push or a fan-out in progress (resume continues it).")
+
+    @OptionGroup var push: PushIDArgument
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let client = try APIConnection.app(try ClientConfiguration.load()).client
+        let status = try await client.pausePush(path: .init(pushId: push.id)).ok.body.json
+        try output.print(status) { "push \($0.id) \($0.state.rawValue), paused" }
+    }
+}
+
+struct PushResumeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Continue a paused push.")
+
+    @OptionGroup var push: PushIDArgument
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let client = try APIConnection.app(try ClientConfiguration.load()).client
+        let status = try await client.resumePush(path: .init(pushId: push.id)).ok.body.json
+        try output.print(status) { "push \($0.id) \($0.state.rawValue), resumed" }
+    }
+}
+
+struct PushCancelCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cancel", abstract: "Cancel a push: what is not yet sent never is.")
+
+    @OptionGroup var push: PushIDArgument
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let client = try APIConnection.app(try ClientConfiguration.load()).client
+        let status = try await client.cancelPush(path: .init(pushId: push.id)).ok.body.json
+        try output.print(status) { "push \($0.id) \($0.state.rawValue)" }
+    }
+}
+
+struct PushRecallCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "recall",
+        abstract: "Cancel a push and remove it from the phones that got it (a background revoke push).")
+
+    @OptionGroup var push: PushIDArgument
+    @Flag(help: "Follow the recall push until it ends.") var wait = false
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let client = try APIConnection.app(try ClientConfiguration.load()).client
+        let recall = try await client.recallPush(path: .init(pushId: push.id)).accepted.body.json
+        try output.print(recall) { "push \(push.id) recalled: revoke push \($0.id) \($0.state.rawValue)" }
+        if wait { _ = try await PushFollower(client: client, pushID: recall.id, quiet: output.json).follow() }
+    }
+}

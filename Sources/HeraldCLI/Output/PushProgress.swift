@@ -1,0 +1,114 @@
+import Foundation
+import HeraldAPIContract
+import HeraldTiming
+
+/// How a push's progress reads on a terminal: a line with a bar, done of total, failures by
+/// reason, rate and ETA; and the summary an operator checks (the counters add up). Pure: the
+/// CLI's tests render fixed statuses.
+enum PushProgress {
+    struct Counters: Equatable {
+        var targeted: Int64 = 0, accepted: Int64 = 0, rejected: Int64 = 0, expired: Int64 = 0, canceled: Int64 = 0
+        var invalidated: Int64 = 0
+        var byReason: [String: Int64] = [:]
+        var done: Int64 { accepted + rejected + expired + canceled }
+
+        init(_ counters: Components.Schemas.Counters) {
+            targeted = counters.targeted
+            accepted = counters.accepted
+            rejected = counters.rejected
+            expired = counters.expired
+            canceled = counters.canceled
+            invalidated = counters.tokensInvalidated
+            byReason = counters.rejectedByReason.additionalProperties
+        }
+    }
+
+    /// Whether the push is over for the person watching: completed, or canceled with every
+    /// target accounted.
+    static func isSettled(_ status: Components.Schemas.PushStatus) -> Bool {
+        let counters = Counters(status.counters)
+        return status.state == .completed || (status.state == .canceled && counters.done >= counters.targeted)
+    }
+
+    /// One line: state, a bar, done of total, accepted, failed by reason, rate, ETA.
+    static func line(_ status: Components.Schemas.PushStatus, rate: Double) -> String {
+        let counters = Counters(status.counters)
+        let total = max(status.audienceSize ?? counters.targeted, counters.targeted)
+        let fraction =
+            total > 0 ? min(Double(counters.done) / Double(total), 1) : (status.state == .completed ? 1 : 0)
+        let width = 24
+        let filled = Int(fraction * Double(width))
+        let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+        let state = status.state.rawValue + (status.paused ? " (paused)" : "")
+        var text =
+            "\(state.padding(toLength: 11, withPad: " ", startingAt: 0)) ▕\(bar)▏ \(String(format: "%3.0f", fraction * 100))%  "
+            + "\(Output.count(counters.done))/\(Output.count(total))  accepted \(Output.count(counters.accepted))"
+        let failed = counters.rejected + counters.expired
+        if failed > 0 { text += "  failed \(Output.count(failed))" + reasons(counters) }
+        if counters.canceled > 0 { text += "  canceled \(Output.count(counters.canceled))" }
+        if rate > 0 { text += "  \(Output.count(Int(rate)))/s" }
+        if status.state != .completed, status.state != .canceled {
+            if rate > 0, total > counters.done {
+                text += "  ETA \(Int((Double(total - counters.done) / rate).rounded(.up)))s"
+            } else if let eta = status.eta {
+                text += "  ETA \(Output.time(eta))"
+            }
+        }
+        return text
+    }
+
+    /// Failures by reason, most first, and the expired: ` (Unregistered 1,960, expired 3)`.
+    static func reasons(_ counters: Counters) -> String {
+        var parts = counters.byReason.sorted { ($0.value, $1.key) > ($1.value, $0.key) }
+            .map { "\($0.key) \(Output.count($0.value))" }
+        if counters.expired > 0 { parts.append("expired \(Output.count(counters.expired))") }
+        return parts.isEmpty ? "" : " (" + parts.joined(separator: ", ") + ")"
+    }
+
+    /// The summary an operator checks: targeted = accepted + rejected (by reason) + expired + canceled.
+    static func summary(_ status: Components.Schemas.PushStatus) -> String {
+        let counters = Counters(status.counters)
+        var text =
+            "push \(status.id): \(status.state.rawValue)\(status.paused ? " (paused)" : "")\n"
+            + "  targeted \(Output.count(counters.targeted)) = accepted \(Output.count(counters.accepted))"
+            + " + rejected \(Output.count(counters.rejected))"
+        if !counters.byReason.isEmpty {
+            text +=
+                " ("
+                + counters.byReason.sorted { $0.key < $1.key }.map { "\($0.key) \(Output.count($0.value))" }
+                .joined(separator: ", ") + ")"
+        }
+        text += " + expired \(Output.count(counters.expired)) + canceled \(Output.count(counters.canceled))"
+        if status.state == .completed || status.state == .canceled {
+            text += addsUp(status) ? "  ✔ adds up" : "  ✘ does NOT add up (\(Output.count(counters.done)) accounted)"
+        }
+        if counters.invalidated > 0 { text += "\n  tokens invalidated \(Output.count(counters.invalidated))" }
+        if let collapseID = status.collapseId { text += "\n  collapse id \(collapseID)" }
+        let times: [(String, Date?)] = [
+            ("created at", status.createdAt), ("scheduled at", status.scheduledAt),
+            ("fanout started at", status.fanoutStartedAt), ("fanout finished at", status.fanoutFinishedAt),
+            ("completed at", status.completedAt), ("canceled at", status.canceledAt),
+        ]
+        for (name, time) in times where time != nil { text += "\n  \(name) \(Output.time(time))" }
+        return text
+    }
+
+    /// A push in a list: id, state, created, done of targeted.
+    static func listLine(_ status: Components.Schemas.PushStatus) -> String {
+        let counters = Counters(status.counters)
+        return "\(status.id)  \(status.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0))  "
+            + "\(Output.time(status.createdAt))  \(Output.count(counters.done))/\(Output.count(counters.targeted))"
+    }
+
+    static func addsUp(_ status: Components.Schemas.PushStatus) -> Bool {
+        let counters = Counters(status.counters)
+        return counters.targeted == counters.done
+    }
+
+    /// Notifications a second over the last few seconds of `samples` (time, done).
+    static func rate(_ samples: [(time: ContinuousClock.Instant, done: Int64)]) -> Double {
+        guard let first = samples.first, let last = samples.last, last.time > first.time else { return 0 }
+        let elapsed = last.time - first.time
+        return Double(last.done - first.done) / max(elapsed.fractionalSeconds, 0.001)
+    }
+}
