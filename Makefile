@@ -34,6 +34,7 @@ format:
 
 test: deps
 	scripts/format.sh --check
+	$(SWIFT) package dump-package | scripts/check-imports.py
 	scripts/generate-openapi.sh --check
 	$(SWIFT) build --build-tests
 	scripts/with-infrastructure.sh .build/debug $(SWIFT) test --skip-build

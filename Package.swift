@@ -109,7 +109,7 @@ let package = Package(
         .target(
             name: "HeraldStore",
             dependencies: [
-                "HeraldAPNs", "HeraldCore", "HeraldPostgresCopy", "HeraldTiming",
+                "HeraldAPNs", "HeraldCore", "HeraldPostgresCopy", "HeraldRecords", "HeraldTiming",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -183,6 +183,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             // Generated/ holds the server side of the contract (scripts/generate-openapi.sh).
             exclude: ["Generated/openapi-generator-config.yaml"]
@@ -232,6 +233,7 @@ let package = Package(
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             // The operator CLI's commands; Generated/ holds the Open API client (scripts/generate-openapi.sh).
             exclude: ["Generated/openapi-generator-config.yaml"]
@@ -244,12 +246,17 @@ let package = Package(
             name: "herald-kafka-dev",
             dependencies: [
                 "HeraldCore", "HeraldKafka", "CKafkaDevBind",
+                "HeraldRecords",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "kafka-throughput",
-            dependencies: ["HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldRecords"],
+            dependencies: [
+                "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldRecords",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Benchmarks/KafkaThroughput"
         ),
 
@@ -289,6 +296,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .target(name: "BenchmarkSupport", path: "Benchmarks/Support"),
@@ -347,7 +355,14 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .testTarget(name: "HeraldKafkaTests", dependencies: ["HeraldKafka", "HeraldCore", "HeraldMessaging"]),
+        .testTarget(
+            name: "HeraldKafkaTests",
+            dependencies: [
+                "HeraldKafka", "HeraldCore", "HeraldMessaging",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .testTarget(name: "HeraldTimingTests", dependencies: ["HeraldTiming"]),
         .testTarget(
             name: "HeraldCLITests",
@@ -406,6 +421,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
@@ -415,6 +431,7 @@ let package = Package(
                 "StoreTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
@@ -428,6 +445,8 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ]
         ),
         .testTarget(

@@ -25,7 +25,7 @@ public struct APNsSimulatorConfiguration: Sendable {
     /// (Apple starts at 1).
     public var streamsBeforeAuthentication: UInt32 = 1
     /// A connection may switch to a new provider token at most this often (Apple: 20 minutes).
-    public var providerTokenUpdateInterval: TimeAmount = .minutes(20)
+    public var providerTokenUpdateInterval: Duration = .seconds(20 * 60)
     /// A provider token whose `iat` is older than this is expired (Apple: one hour).
     public var providerTokenLifetimeSeconds: Int64 = 3600
     /// Token-signing keys the simulator trusts.

@@ -235,7 +235,7 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
             if let current = currentVerification {
                 // One connection, one team; and a new token at most every 20 minutes.
                 if current.teamID != verified.teamID { return .failure(.invalidProviderToken) }
-                if now - currentTokenSince < state.configuration.providerTokenUpdateInterval {
+                if now - currentTokenSince < TimeAmount(state.configuration.providerTokenUpdateInterval) {
                     return .failure(.tooManyProviderTokenUpdates)
                 }
             }

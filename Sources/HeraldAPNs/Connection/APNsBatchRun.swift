@@ -21,6 +21,14 @@ public struct APNsBatchResult: Sendable {
 /// client's limits. The state is under one lock, never held while the pool's waiters are called
 /// (one of them may be this run).
 final class APNsBatchRun: Sendable {
+    /// Where the run's sending is. A run starts `sending`; it is `waitingForStream` while it is
+    /// registered with the pool for a free stream, back to `sending` when the pool hands one
+    /// over; `stopped` for good once the caller was cancelled or the client has no connection
+    /// (a stream the pool still hands over then goes straight back).
+    enum Phase {
+        case sending, waitingForStream, stopped
+    }
+
     private struct State {
         /// Indexes of the notifications to send, in order; those sent again are appended.
         var queue: [Int]
@@ -34,16 +42,18 @@ final class APNsBatchRun: Sendable {
         /// Each one's count of resends so far (``APNsResendRule``).
         var resends: [APNsResendRule]
         var continuation: CheckedContinuation<Void, Never>?
-        /// Sends no more (the caller was cancelled, or the client has no connection).
-        var stopped = false
-        /// Registered with the pool as a waiter for a stream.
-        var waiting = false
+        var phase = Phase.sending
         /// Streams the pool handed over, one per lease, to be used by the next `pump()`.
         var handedOver: [APNsLease] = []
         /// A `pump()` is due on an event loop.
         var pumpScheduled = false
 
         var unsent: Int { queue.count - next }
+
+        /// The pool answered the run's wait (with a stream, or with none to be had).
+        mutating func streamHandedOver() {
+            if phase == .waitingForStream { phase = .sending }
+        }
 
         /// The continuation, taken, once every notification has its outcome.
         mutating func continuationIfDone() -> CheckedContinuation<Void, Never>? {
@@ -107,16 +117,16 @@ final class APNsBatchRun: Sendable {
             let step = state.withLock { state -> Step in
                 var grants = Self.grouped(state.handedOver)
                 state.handedOver.removeAll()
-                if state.stopped || state.unsent == 0 {
+                if state.phase == .stopped || state.unsent == 0 {
                     return .send([], surplus: grants.flatMap { Array(repeating: $0.lease, count: $0.streams) })
                 }
                 if grants.isEmpty {
-                    if state.waiting { return .wait }
+                    if state.phase == .waitingForStream { return .wait }
                     switch client.lease(upTo: state.unsent, orWait: { [self] in self.woken($0) }) {
                     case .some(let lease?): grants = [lease]
                     case .some(nil): return .noConnection
                     case nil:
-                        state.waiting = true
+                        state.phase = .waitingForStream
                         return .wait
                     }
                 }
@@ -192,7 +202,7 @@ final class APNsBatchRun: Sendable {
         let resendLimit = client.configuration.unprocessedResends
         let (finished, pumpNow) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
             state.latencies[index] += Double(now &- state.sentAt[index]) / 1e6
-            if !state.stopped, state.resends[index].sendsAgain(for: answer.sendAgain, limit: resendLimit) {
+            if state.phase != .stopped, state.resends[index].sendsAgain(for: answer.sendAgain, limit: resendLimit) {
                 state.queue.append(index)
             } else {
                 state.outcomes[index] = answer.outcome
@@ -200,7 +210,7 @@ final class APNsBatchRun: Sendable {
                 if let finished = state.continuationIfDone() { return (finished, false) }
             }
             // One pump per event-loop turn, after the answers read in it.
-            guard !state.stopped, state.unsent > 0, !state.waiting, !state.pumpScheduled else { return (nil, false) }
+            guard state.phase == .sending, state.unsent > 0, !state.pumpScheduled else { return (nil, false) }
             state.pumpScheduled = true
             return (nil, true)
         }
@@ -220,12 +230,12 @@ final class APNsBatchRun: Sendable {
     /// goes out in one group), or said there is none to be had.
     private func woken(_ lease: APNsLease?) {
         guard let lease else {
-            state.withLock { $0.waiting = false }
+            state.withLock { $0.streamHandedOver() }
             finishUnsent(with: client.isStopped ? .clientStopped : .noConnection)
             return
         }
         let pumpNow = state.withLock { state -> Bool in
-            state.waiting = false
+            state.streamHandedOver()
             state.handedOver.append(lease)
             guard !state.pumpScheduled else { return false }
             state.pumpScheduled = true
@@ -237,7 +247,7 @@ final class APNsBatchRun: Sendable {
     /// Ends every notification not sent yet with `failure`.
     private func finishUnsent(with failure: APNsTransportFailure) {
         let finished = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.stopped = true
+            state.phase = .stopped
             guard state.unsent > 0 else { return nil }
             for index in state.queue[state.next...] { state.outcomes[index] = .failed(failure) }
             state.unanswered -= state.unsent
