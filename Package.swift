@@ -100,7 +100,10 @@ let package = Package(
         // Herald's use of Kafka: settings into client configurations, dead letters.
         .target(
             name: "HeraldMessaging",
-            dependencies: ["HeraldCore", "HeraldKafka", "HeraldRecords"]
+            dependencies: [
+                "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldTiming",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(
             name: "HeraldPostgresCopy",

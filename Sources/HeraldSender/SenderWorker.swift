@@ -163,7 +163,14 @@ public final class SenderWorker: Service, Sendable {
             // comes again to whoever owns the partition next.
             return
         } catch {
-            await deadLetter(message, reason: "\(error)")
+            // The offset moves only once the broker took the dead letter; stopped before that,
+            // the record comes again.
+            do {
+                try await producer.deadLetterUntilAcknowledged(
+                    message, reason: "\(error)", consumer: "herald-sender", logger: logger)
+            } catch {
+                return
+            }
             finish(message)
             return
         }
@@ -244,15 +251,6 @@ public final class SenderWorker: Service, Sendable {
                 try? await Task.sleep(for: delay)
             }
         }
-    }
-
-    private func deadLetter(_ message: KafkaConsumerMessage, reason: String) async {
-        logger.error(
-            "unreadable job batch sent to the dead-letter topic",
-            metadata: [
-                "partition": "\(message.partition)", "offset": "\(message.offset)", "reason": "\(reason)",
-            ])
-        await producer.sendToDeadLetter(message, reason: reason, consumer: "herald-sender")
     }
 
     private func finish(_ message: KafkaConsumerMessage) {

@@ -193,7 +193,7 @@ extension CenterEnvironment {
             settings: settings, database: database, postgres: configuration.postgres, producer: producer,
             pushEvents: events, logger: logger)
         let accountant = OutcomeAccountant(
-            consumer: outcomes, fanouts: fanouts, deadLetters: nil, metrics: center.metrics, logger: logger)
+            consumer: outcomes, fanouts: fanouts, deadLetters: producer, metrics: center.metrics, logger: logger)
         let relay = OutboxRelay(
             outbox: OutboxRepository(client: database, logger: logger), producer: producer,
             interval: settings.outboxInterval, logger: logger)

@@ -200,6 +200,51 @@ import Testing
         }
     }
 
+    @Test("an outcome invalidates only devices of its push's app inside its batch; a sequence past Int32 is no batch's")
+    func outcomesTouchOnlyTheirBatch() async throws {
+        try await withMigratedStore { client, logger in
+            let apps = AppRepository(client: client, logger: logger)
+            let app = try await apps.create(name: "Mine", bundleID: "com.example.mine")
+            let other = try await apps.create(name: "Theirs", bundleID: "com.example.theirs")
+            let devices = DeviceRepository(client: client, logger: logger)
+            func register(_ app: App) async throws -> Int64 {
+                try await devices.register(
+                    DeviceRegistration(
+                        appID: app.id, token: randomToken(), environment: .production, topic: app.bundleID)
+                ).id
+            }
+            // Ids interleave: the other app's device lies inside this app's batch range.
+            let first = try await register(app)
+            let theirs = try await register(other)
+            let last = try await register(app)
+            let outside = try await register(app)
+            let push = try await PushRepository(client: client, logger: logger).create(
+                NewPush(
+                    id: UUID(), appID: app.id, audienceJSON: #"{"all": true}"#, notificationJSON: "{}",
+                    payload: Array("{}".utf8)),
+                announcement: .init(topic: "herald.test", key: nil, value: [])
+            ).push
+            func dead(_ device: Int64) -> BatchOutcome.Failure {
+                BatchOutcome.Failure(
+                    deviceID: device, status: .rejected, reason: "BadDeviceToken", httpStatus: 400, unregisteredAt: nil,
+                    attempts: 1)
+            }
+            let applied = try await accountAsCenter(
+                pushID: push.id, deviceIDs: [first, last], failures: [dead(first), dead(theirs), dead(outside)],
+                topic: app.bundleID, client: client, logger: logger)
+            #expect(applied.tokensInvalidated == 1)
+            #expect(try await devices.device(id: first, appID: app.id)?.status == .invalid)
+            #expect(try await devices.device(id: theirs, appID: other.id)?.status == .active, "another app's device")
+            #expect(try await devices.device(id: outside, appID: app.id)?.status == .active, "not in the batch")
+
+            let fanouts = FanoutRepository(client: client, logger: logger)
+            let beyond = try await fanouts.applyOutcomes([
+                BatchOutcome(pushID: push.id, sequence: Int(Int32.max) + 1, acceptedDeviceIDs: [first], failures: [])
+            ])
+            #expect(beyond.batchesIgnored == 1 && beyond.batchesCounted == 0)
+        }
+    }
+
     @Test("audience pages walk an app's active devices in id order, never another app's or invalid ones")
     func audiencePages() async throws {
         try await withMigratedStore { client, logger in

@@ -16,12 +16,12 @@ import ServiceLifecycle
 public final class OutcomeAccountant: Service, Sendable {
     private let consumer: KafkaConsumer
     private let fanouts: FanoutRepository
-    private let deadLetters: KafkaProducer?
+    private let deadLetters: KafkaProducer
     private let metrics: CenterMetrics
     private let logger: Logger
 
     public init(
-        consumer: KafkaConsumer, fanouts: FanoutRepository, deadLetters: KafkaProducer?, metrics: CenterMetrics,
+        consumer: KafkaConsumer, fanouts: FanoutRepository, deadLetters: KafkaProducer, metrics: CenterMetrics,
         logger: Logger
     ) {
         self.consumer = consumer
@@ -38,9 +38,11 @@ public final class OutcomeAccountant: Service, Sendable {
             outcomes.reserveCapacity(messages.count)
             for message in messages {
                 do {
-                    outcomes.append(Self.outcome(try Herald_V1_OutcomeBatch.decodeRecord(message.value)))
+                    outcomes.append(try Self.outcome(try Herald_V1_OutcomeBatch.decodeRecord(message.value)))
                 } catch {
-                    await deadLetter(message, reason: "\(error)")
+                    // Stored past only once the dead letter is acknowledged (else the pull comes again).
+                    try await deadLetters.deadLetterUntilAcknowledged(
+                        message, reason: "\(error)", consumer: "herald-center", logger: logger)
                 }
             }
             let applied = try await apply(outcomes)
@@ -80,17 +82,32 @@ public final class OutcomeAccountant: Service, Sendable {
         }
     }
 
-    static func outcome(_ record: Herald_V1_OutcomeBatch) -> BatchOutcome {
-        let sequence =
-            record.batchID.count >= 20
-            ? record.batchID.suffix(4).reduce(0) { $0 << 8 | Int($1) }
-            : -1
+    /// The outcome a record reports, checked: a record that cannot be applied as it is (a batch
+    /// id of another push or out of range, ids that are no device's) is refused with the reason.
+    static func outcome(_ record: Herald_V1_OutcomeBatch) throws(UnusableOutcome) -> BatchOutcome {
+        guard record.pushID.count == 16 else {
+            throw UnusableOutcome("the push id is \(record.pushID.count) bytes, not 16")
+        }
+        guard record.batchID.count == 20, record.batchID.prefix(16) == record.pushID else {
+            throw UnusableOutcome("the batch id is not its push id followed by a 4-byte sequence")
+        }
+        let sequence = record.batchID.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        guard let checkedSequence = Int32(exactly: sequence) else {
+            throw UnusableOutcome("batch sequence \(sequence) is out of range (at most \(Int32.max))")
+        }
+        let devices = record.acceptedDeviceIds + record.failures.map(\.deviceID)
+        if let wrong = devices.first(where: { $0 == 0 || $0 > UInt64(Int64.max) }) {
+            throw UnusableOutcome("device id \(wrong) is out of range")
+        }
+        if let unknown = record.failures.first(where: { Self.status($0.status) == nil }) {
+            throw UnusableOutcome("failure status \(unknown.status.rawValue) of device \(unknown.deviceID) is unknown")
+        }
         return BatchOutcome(
-            pushID: UUID(data: record.pushID), sequence: sequence,
+            pushID: UUID(data: record.pushID), sequence: Int(checkedSequence),
             acceptedDeviceIDs: record.acceptedDeviceIds.map { Int64(bitPattern: $0) },
             failures: record.failures.map { failure in
                 BatchOutcome.Failure(
-                    deviceID: Int64(bitPattern: failure.deviceID), status: Self.status(failure.status),
+                    deviceID: Int64(bitPattern: failure.deviceID), status: Self.status(failure.status) ?? .rejected,
                     reason: failure.reason,
                     httpStatus: Int(failure.httpStatus),
                     unregisteredAt: failure.unregisteredAtMs > 0
@@ -99,20 +116,18 @@ public final class OutcomeAccountant: Service, Sendable {
             })
     }
 
-    static func status(_ status: Herald_V1_OutcomeBatch.Status) -> FailedDelivery.Status {
-        switch status {
-        case .expired: .expired
-        case .canceled: .canceled
-        default: .rejected
-        }
+    /// Why an outcome record cannot be applied; the record goes to the dead-letter topic with it.
+    struct UnusableOutcome: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
     }
 
-    private func deadLetter(_ message: KafkaConsumerMessage, reason: String) async {
-        logger.error(
-            "unreadable outcome batch sent to the dead-letter topic",
-            metadata: [
-                "partition": "\(message.partition)", "offset": "\(message.offset)", "reason": "\(reason)",
-            ])
-        await deadLetters?.sendToDeadLetter(message, reason: reason, consumer: "herald-center")
+    static func status(_ status: Herald_V1_OutcomeBatch.Status) -> FailedDelivery.Status? {
+        switch status {
+        case .rejected: .rejected
+        case .expired: .expired
+        case .canceled: .canceled
+        default: nil
+        }
     }
 }

@@ -305,20 +305,28 @@ public struct FanoutRepository: Sendable {
         return try await client.transaction(logger: logger) { connection in
             var applied = AppliedOutcomes()
             var deltas: [UUID: PushCounters] = [:]
-            var failed: [(pushID: UUID, failure: BatchOutcome.Failure)] = []
+            var failed: [FailedTarget] = []
             for outcome in outcomes {
-                let rows = try await connection.query(
-                    """
-                    UPDATE push_batches SET completed_at = now(), accepted_device_ids = \(outcome.acceptedDeviceIDs)
-                    WHERE push_id = \(outcome.pushID) AND sequence = \(Int32(outcome.sequence)) AND completed_at IS NULL
-                    RETURNING target_count
-                    """, logger: logger)
-                var targetCount: Int32?
-                for try await count in rows.decode(Int32.self) { targetCount = count }
-                guard let targetCount else {
+                // No batch has a sequence past Int32 (the column's type): such an outcome is no batch's.
+                guard let sequence = Int32(exactly: outcome.sequence) else {
                     applied.batchesIgnored += 1
                     continue
                 }
+                let rows = try await connection.query(
+                    """
+                    UPDATE push_batches b SET completed_at = now(), accepted_device_ids = \(outcome.acceptedDeviceIDs)
+                    FROM pushes p
+                    WHERE b.push_id = \(outcome.pushID) AND b.sequence = \(sequence) AND b.completed_at IS NULL
+                      AND p.id = b.push_id
+                    RETURNING b.target_count, b.first_device, b.last_device, p.app_id
+                    """, logger: logger)
+                var batch: (targetCount: Int32, first: Int64, last: Int64, appID: UUID)?
+                for try await row in rows.decode((Int32, Int64, Int64, UUID).self) { batch = row }
+                guard let batch else {
+                    applied.batchesIgnored += 1
+                    continue
+                }
+                let targetCount = batch.targetCount
                 applied.batchesCounted += 1
                 var delta = deltas[outcome.pushID] ?? PushCounters()
                 let reported = outcome.acceptedDeviceIDs.count + outcome.failures.count
@@ -334,7 +342,11 @@ public struct FanoutRepository: Sendable {
                     case .expired: delta.expired += 1
                     case .canceled: delta.canceled += 1
                     }
-                    failed.append((outcome.pushID, failure))
+                    failed.append(
+                        FailedTarget(
+                            pushID: outcome.pushID, appID: batch.appID,
+                            batchDevices: batch.first...max(batch.first, batch.last),
+                            failure: failure))
                 }
                 deltas[outcome.pushID] = delta
                 applied.notificationsCounted += reported
@@ -362,12 +374,23 @@ public struct FanoutRepository: Sendable {
         }
     }
 
-    /// Invalidates the tokens the failures prove dead. Returns the number invalidated per push.
-    static func invalidateTokens(
-        _ failed: [(pushID: UUID, failure: BatchOutcome.Failure)], on connection: PostgresConnection,
-        logger: Logger
-    ) async throws -> [UUID: Int64] {
-        let dead = failed.filter(\.failure.invalidatesToken)
+    /// A device an outcome reports as not reached, with the batch it was reported for.
+    struct FailedTarget {
+        var pushID: UUID
+        /// The push's app (from the database, not from the outcome record).
+        var appID: UUID
+        /// The device ids the batch was cut from.
+        var batchDevices: ClosedRange<Int64>
+        var failure: BatchOutcome.Failure
+    }
+
+    /// Invalidates the tokens the failures prove dead — only of devices of the push's own app that
+    /// lie in the batch they were reported for (an outcome record cannot invalidate another app's
+    /// devices). Returns the number invalidated per push.
+    static func invalidateTokens(_ failed: [FailedTarget], on connection: PostgresConnection, logger: Logger)
+        async throws -> [UUID: Int64]
+    {
+        let dead = failed.filter { $0.failure.invalidatesToken && $0.batchDevices.contains($0.failure.deviceID) }
         guard !dead.isEmpty else { return [:] }
         var pushOfDevice: [Int64: UUID] = [:]
         for entry in dead { pushOfDevice[entry.failure.deviceID] = entry.pushID }
@@ -380,8 +403,9 @@ public struct FanoutRepository: Sendable {
                 """
                 UPDATE devices d SET status = 'invalid', invalidated_at = now(), invalid_reason = u.reason, updated_at = now()
                 FROM unnest(\(dated.map(\.failure.deviceID))::bigint[], \(dated.map(\.failure.reason))::text[],
-                            \(dated.map { $0.failure.unregisteredAt ?? Date() })::timestamptz[]) AS u(id, reason, unregistered_at)
-                WHERE d.id = u.id AND d.status = 'active' AND d.registered_at <= u.unregistered_at
+                            \(dated.map { $0.failure.unregisteredAt ?? Date() })::timestamptz[],
+                            \(dated.map(\.appID))::uuid[]) AS u(id, reason, unregistered_at, app_id)
+                WHERE d.id = u.id AND d.app_id = u.app_id AND d.status = 'active' AND d.registered_at <= u.unregistered_at
                 RETURNING d.id
                 """, logger: logger)
             for try await id in rows.decode(Int64.self) {
@@ -392,8 +416,9 @@ public struct FanoutRepository: Sendable {
             let rows = try await connection.query(
                 """
                 UPDATE devices d SET status = 'invalid', invalidated_at = now(), invalid_reason = u.reason, updated_at = now()
-                FROM unnest(\(undated.map(\.failure.deviceID))::bigint[], \(undated.map(\.failure.reason))::text[]) AS u(id, reason)
-                WHERE d.id = u.id AND d.status = 'active'
+                FROM unnest(\(undated.map(\.failure.deviceID))::bigint[], \(undated.map(\.failure.reason))::text[],
+                            \(undated.map(\.appID))::uuid[]) AS u(id, reason, app_id)
+                WHERE d.id = u.id AND d.app_id = u.app_id AND d.status = 'active'
                 RETURNING d.id
                 """, logger: logger)
             for try await id in rows.decode(Int64.self) {
