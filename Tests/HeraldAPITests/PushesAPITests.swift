@@ -170,8 +170,16 @@ struct PushesAPITests {
             #expect(twice.status == .conflict && twice.errorCode == "push_finished")
             #expect(try await api.call(.post, "/v1/pushes/\(id)/pause", key: app.serverKey).status == .conflict)
 
+            // A push of the tenant's whose idempotency key is what Herald once used for recalls
+            // ("herald-recall:<id>") must not take the recall's place.
+            let lookalike = try await api.call(
+                .post, "/v1/pushes", key: app.serverKey, json: Self.hello,
+                headers: [HTTPField.Name("Idempotency-Key")!: "herald-recall:\(id)"])
+            #expect(lookalike.status == .accepted)
+
             // Recall: a background push carrying the revoke command, once however often asked.
             let recall = try await api.call(.post, "/v1/pushes/\(id)/recall", key: app.serverKey)
+            #expect(recall["id"] as? String != lookalike["id"] as? String)
             #expect(recall.status == .accepted)
             let recallID = try #require(UUID(uuidString: recall["id"] as? String ?? ""))
             let again = try await api.call(.post, "/v1/pushes/\(id)/recall", key: app.serverKey)

@@ -132,8 +132,8 @@ extension APIHandler {
             id: recallID, appID: appID, state: .accepted, audienceJSON: PushAudience.everyone.json,
             notificationJSON: #"{"recall_of":"\#(id.lowercased)"}"#, payload: try payload.validated(for: .background),
             pushType: APNsPushType.background.rawValue, priority: APNsPriority.conserve.rawValue,
-            collapseID: original.definition.collapseID, idempotencyKey: "herald-recall:\(id.lowercased)", recallOf: id)
-        let (push, _) = try await pushes.create(
+            collapseID: original.definition.collapseID, recallOf: id)
+        let (push, _) = try await pushes.createRecall(
             recall, announcement: try announcement(.created, pushID: recallID, appID: appID))
         logger.info("push recalled", metadata: ["push": "\(id)", "recall": "\(push.id)"])
         return .accepted(.init(body: .json(.init(push))))

@@ -48,6 +48,21 @@ public struct PushRepository: Sendable {
         try await answer(push, createdAt: try await insert(push, announcement: announcement))
     }
 
+    /// Stores `recall` (a push with ``NewPush/recallOf`` and no idempotency key), or answers the
+    /// recall stored before for the same push: one recall per push, held by the unique index
+    /// `pushes_one_recall_per_push`, not by a key in the tenant's namespace.
+    public func createRecall(_ recall: NewPush, announcement: OutboxDraft) async throws -> (push: Push, created: Bool) {
+        guard let original = recall.recallOf, recall.idempotencyKey == nil else {
+            throw StoreError(message: "push \(recall.id) is not a recall without an idempotency key")
+        }
+        do {
+            return try await answer(recall, createdAt: try await insert(recall, announcement: announcement))
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            guard let existing = try await self.recall(of: original, appID: recall.appID) else { throw error }
+            return (existing, false)
+        }
+    }
+
     /// What creating `push` answers once its statement ran: the push as stored when it was
     /// (`createdAt`), else the first push with its idempotency key.
     func answer(_ push: NewPush, createdAt: Date?) async throws -> (push: Push, created: Bool) {
