@@ -21,6 +21,12 @@ public enum APNsPushType: String, Sendable, Hashable, CaseIterable, Codable {
     /// What `apns-topic` must be for an app with bundle id `bundleID`.
     public func topic(forBundleID bundleID: String) -> String { bundleID + (topicSuffix ?? "") }
 
+    /// Every topic an app with bundle id `bundleID` may use: the bundle id, and it followed by
+    /// one of Apple's push-type suffixes. Nothing else is that app's to send to.
+    public static func topics(forBundleID bundleID: String) -> Set<String> {
+        Set(allCases.map { $0.topic(forBundleID: bundleID) })
+    }
+
     /// The largest payload Apple accepts for this type, in bytes.
     public var maximumPayloadBytes: Int { self == .voip ? 5120 : 4096 }
 

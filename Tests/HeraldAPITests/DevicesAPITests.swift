@@ -49,6 +49,23 @@ struct DevicesAPITests {
                 .post, "/v1/devices", key: app.serverKey,
                 json: #"{"token":"\#(APITest.randomToken())","environment":"staging"}"#)
             #expect(badEnvironment.status == .badRequest)
+
+            // A device may only name its own app's topic: a client key cannot put a token
+            // under another app's bundle id (whose credential would then be used for it).
+            let otherTopic = try await api.call(
+                .post, "/v1/devices", key: app.clientKey,
+                json: #"{"token":"\#(APITest.randomToken())","environment":"production","topic":"com.someone.else"}"#)
+            #expect(otherTopic.status == .unprocessableContent && otherTopic.errorField == "topic")
+            let lookalike = try await api.call(
+                .post, "/v1/devices", key: app.clientKey,
+                json: #"{"token":"\#(APITest.randomToken())","environment":"production","topic":"\#(app.bundleID)x"}"#)
+            #expect(lookalike.status == .unprocessableContent && lookalike.errorField == "topic")
+            let voip = try await api.call(
+                .post, "/v1/devices", key: app.clientKey,
+                json:
+                    #"{"token":"\#(APITest.randomToken())","environment":"production","topic":"\#(app.bundleID).voip"}"#
+            )
+            #expect(voip.status == .created && voip["topic"] as? String == app.bundleID + ".voip")
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPIContract
+import HeraldAPNs
 import HeraldStore
 
 /// The checks every device registration passes, from the API or an import line.
@@ -73,6 +74,12 @@ enum DeviceInput {
         try alias(body.alias)
         try tags(body.tags)
         try text(body.topic, field: "topic", maximum: 255)
+        if let topic = body.topic, !APNsPushType.topics(forBundleID: bundleID).contains(topic) {
+            throw .invalid(
+                "topic",
+                "topic is the app's bundle id (\(bundleID)) or it followed by an APNs push-type suffix such as .voip; leave it out for the bundle id"
+            )
+        }
         try text(body.locale, field: "locale", maximum: 35)
         try timeZone(body.timeZone)
         return DeviceRegistration(
