@@ -39,6 +39,8 @@ public final class APNsLedger: Sendable {
         public var rejectedByTopic: [String: Int] = [:]
         public var connectionsOpened = 0
         public var connectionsOpen = 0
+        /// Answers the latency fault held back when their connection closed: never sent.
+        public var answersDroppedOnClose = 0
     }
 
     private struct State {
@@ -80,8 +82,11 @@ public final class APNsLedger: Sendable {
         }
     }
 
-    func connectionClosed() {
-        state.withLock { $0.counts.connectionsOpen -= 1 }
+    func connectionClosed(answersDropped: Int = 0) {
+        state.withLock {
+            $0.counts.connectionsOpen -= 1
+            $0.counts.answersDroppedOnClose += answersDropped
+        }
     }
 
     func rejected(_ reason: APNsReason, topic: Substring?) {
@@ -170,6 +175,10 @@ public final class APNsLedger: Sendable {
             "apns_sim_connections_opened_total", .counter, help: "Connections accepted.",
             value: counts.connectionsOpened)
         text.single("apns_sim_connections_open", .gauge, help: "Connections open now.", value: counts.connectionsOpen)
+        text.single(
+            "apns_sim_answers_dropped_total", .counter,
+            help: "Answers held back by the latency fault whose connection closed first (never sent).",
+            value: counts.answersDroppedOnClose)
         return text.text
     }
 }

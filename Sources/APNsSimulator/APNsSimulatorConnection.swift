@@ -18,9 +18,14 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     }
 
     /// The connection this delegate serves. It owns the delegate and outlives every call into
-    /// it, so the reference needs no reference counting (`unowned(safe)` would cost two atomic
-    /// operations per use on the hot path).
+    /// it until it closes, so the reference needs no reference counting (`unowned(safe)` would
+    /// cost two atomic operations per use on the hot path). After ``connectionDidClose(_:)`` it
+    /// may be gone: nothing touches it then (`isClosed`; delayed answers are cancelled).
     private unowned(unsafe) let connection: HTTP2ServerConnection
+    /// The connection closed: nothing may use `connection` any more.
+    private var isClosed = false
+    /// Answers held back by the latency fault, by stream; cancelled when the connection closes.
+    private var delayedAnswers: [Int32: Scheduled<Void>] = [:]
     private let state: APNsSimulatorState
     /// The provider token in use on this connection and what it verified to.
     private var currentToken: [UInt8] = []
@@ -49,7 +54,10 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     }
 
     func connectionDidClose(_ connection: HTTP2ServerConnection) {
-        state.ledger.connectionClosed()
+        isClosed = true
+        for answer in delayedAnswers.values { answer.cancel() }
+        state.ledger.connectionClosed(answersDropped: delayedAnswers.count)
+        delayedAnswers.removeAll()
     }
 
     func connection(_ connection: HTTP2ServerConnection, didReceive request: HTTP2ServerRequest) {
@@ -97,8 +105,12 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
 
         let delay = faults.latencyNanoseconds { random.unitInterval() }
         if delay > 0 {
-            connection.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(delay)) {
-                self.answer(request.streamID, final, apnsID: apnsID, faults: faults)
+            let streamID = request.streamID
+            delayedAnswers[streamID] = connection.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(delay)) {
+                self.delayedAnswers[streamID] = nil
+                // Cancelled on close; and should it run all the same, the connection may be gone.
+                guard !self.isClosed else { return }
+                self.answer(streamID, final, apnsID: apnsID, faults: faults)
             }
         } else {
             answer(request.streamID, final, apnsID: apnsID, faults: faults)

@@ -190,6 +190,41 @@ struct StreamsAndFaultsTests {
         }
     }
 
+    @Test("a client that disconnects while its answers are delayed: they are dropped unsent, apns-sim keeps serving")
+    func disconnectWhileAnswersAreDelayed() async throws {
+        var faults = APNsFaults()
+        faults.latency = .init(distribution: .fixed, milliseconds: 300)
+        try await withSimulator(Fixture.configuration { $0.faults = faults }) { simulator in
+            let connection = try await connect(to: simulator)
+            let authorization = try providerToken()
+            // The first request authenticates the connection (one stream until then).
+            #expect(
+                try await connection.send(notification(authorization: authorization), timeout: .seconds(5)).status
+                    == 200)
+            let sending = Task {
+                await withTaskGroup(of: Void.self) { group in
+                    for _ in 0..<20 {
+                        group.addTask {
+                            _ = try? await connection.send(
+                                notification(authorization: authorization), timeout: .seconds(5))
+                        }
+                    }
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            await connection.close()
+            await sending.value
+            // Past the time the held-back answers were due: they were cancelled, not sent to a
+            // connection that is gone.
+            try await Task.sleep(for: .milliseconds(400))
+            #expect(simulator.ledger.counts.answersDroppedOnClose == 20)
+            let again = try await connect(to: simulator)
+            #expect(
+                try await again.send(notification(authorization: authorization), timeout: .seconds(5)).status == 200)
+            await again.close()
+        }
+    }
+
     @Test("out-of-range faults are refused with the field named")
     func invalidFaults() throws {
         var faults = APNsFaults()
