@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldKafka
+import HeraldMessaging
 import HeraldRecords
 import HeraldStore
 import Logging
@@ -123,12 +124,19 @@ public final class MsgCenter: Service, Sendable {
     private func listen(to consumer: KafkaConsumer) async throws {
         while let messages = try await consumer.nextMessages() {
             for message in messages {
-                if let event = try? Herald_V1_PushEvent.decodeRecord(message.value) {
+                do {
+                    let event = try Herald_V1_PushEvent.decodeRecord(message.value)
+                    guard event.pushID.count == 16 else {
+                        throw RecordDecodingError(
+                            recordType: "Herald_V1_PushEvent",
+                            reason: "the push id is \(event.pushID.count) bytes, not 16")
+                    }
                     await handle(event)
-                } else {
-                    logger.error(
-                        "unreadable push event skipped",
-                        metadata: ["partition": "\(message.partition)", "offset": "\(message.offset)"])
+                } catch {
+                    // A lost event only delays a claim (the sweep finds the push), but the record
+                    // is kept for an operator; the offset moves once the broker has it.
+                    try await producer.deadLetterUntilAcknowledged(
+                        message, reason: "\(error)", consumer: "herald-center", logger: logger)
                 }
                 try? consumer.storeOffset(for: message)
             }

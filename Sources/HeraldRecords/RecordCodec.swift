@@ -12,6 +12,11 @@ public struct RecordDecodingError: Error, Sendable, CustomStringConvertible {
     public var reason: String
 
     public var description: String { "cannot read \(recordType) record: \(reason)" }
+
+    public init(recordType: String, reason: String) {
+        self.recordType = recordType
+        self.reason = reason
+    }
 }
 
 /// A Kafka record format of Herald: a Protocol Buffers message with a `schema_version` field.

@@ -53,6 +53,17 @@ struct BadRecordTests {
             try await producer.send(
                 KafkaProducerMessage(topic: env.outcomesTopic, key: Array(batch.pushID), value: good))
 
+            // Push events no API would write, on the center's other topic.
+            var shortID = Herald_V1_PushEvent()
+            shortID.pushID = Data([1, 2, 3])
+            let craftedEvents: [(value: [UInt8], reason: String)] = [
+                ([0xFF, 0xFF, 0xFF], "not a valid record"),
+                (try shortID.encodedRecord(), "the push id is 3 bytes"),
+            ]
+            for (value, _) in craftedEvents {
+                try await producer.send(KafkaProducerMessage(topic: env.pushesTopic, key: nil, value: value))
+            }
+
             // The good outcome behind them is counted: the consumer survived.
             #expect(try await env.eventually { try await env.state(of: push) == .completed })
             let counters = try #require(try await env.pushes.counters(pushID: push.id))
@@ -66,6 +77,14 @@ struct BadRecordTests {
                 #expect(letter?.reason.contains(reason) == true, "\(reason): \(letter?.reason ?? "no dead letter")")
                 #expect(letter?.consumer == "herald-center")
             }
+            let eventLetters = try await Self.deadLetters(from: env.pushesTopic, count: craftedEvents.count, env: env)
+            for (value, reason) in craftedEvents {
+                let letter = eventLetters.first { Array($0.originalValue) == value }
+                #expect(letter?.reason.contains(reason) == true, "\(reason): \(letter?.reason ?? "no dead letter")")
+            }
+            // And the center still claims what is announced after them.
+            let next = try await env.createPush(audience: .everyone)
+            #expect(try await env.eventually { !jobs.read(push: next).isEmpty })
             await producer.shutdown()
             await center.stop()
             await jobs.stop()
@@ -79,7 +98,8 @@ struct BadRecordTests {
     {
         let consumer = try KafkaConsumer(
             configuration: env.configuration.kafka.consumerConfiguration(
-                groupID: "dead-letter-reader-\(env.suffix)", topics: [HeraldTopic.deadLetter.name],
+                groupID: "dead-letter-reader-\(env.suffix)-\(UUID().uuidString.prefix(8))",
+                topics: [HeraldTopic.deadLetter.name],
                 clientID: "test-dead-letters"),
             logger: env.logger)
         var letters: [Herald_V1_DeadLetter] = []
