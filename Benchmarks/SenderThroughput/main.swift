@@ -75,6 +75,8 @@ struct SenderThroughput: AsyncParsableCommand {
         // The app and its sealed key in PostgreSQL.
         let masterKey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         let cipher = try CredentialCipher(masterKeyBase64: masterKey)
+        // The push the batches belong to: herald-sender sends nothing no stored push stands behind.
+        let pushID = UUID()
         let appID = try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
             try await MigrationRunner(client: database, logger: logger).migrate()
             let app = try await AppRepository(client: database, logger: logger).create(
@@ -83,11 +85,14 @@ struct SenderThroughput: AsyncParsableCommand {
                 .token(
                     appID: app.id, environment: .sandbox, keyID: "BENCHKEY01", teamID: "BENCHTEAM1",
                     privateKeyPEM: signingKey.pemRepresentation, cipher: cipher))
+            _ = try await PushRepository(client: database, logger: logger).create(
+                NewPush(
+                    id: pushID, appID: app.id, audienceJSON: "{}", notificationJSON: "{}", payload: Array(payload.utf8)),
+                announcement: .init(topic: "herald.bench.pushes", key: nil, value: []))
             return app.id
         }
 
         // A million notifications waiting in herald.jobs.
-        let pushID = UUID()
         let pushIDBytes = pushID.recordBytes
         let appIDBytes = appID.recordBytes
         let producer = try KafkaProducer(

@@ -24,6 +24,16 @@ public enum BatchVerdict: Sendable, Equatable {
     /// Another copy of it (another Kafka record with the same batch id) is being sent: that
     /// copy's outcome accounts for it; nothing is sent or published.
     case anotherCopySending
+    /// No push of the record's app has the record's push id: nobody asked for it. It is not
+    /// sent (whatever content, with whichever app's credential it names) but dead-lettered.
+    case noSuchPush
+}
+
+/// A job record whose push no app of this database has (``BatchVerdict/noSuchPush``).
+struct UnknownPush: Error, CustomStringConvertible {
+    var pushID: UUID
+    var appID: UUID
+    var description: String { "app \(appID) has no push \(pushID): not sent (nobody asked for it)" }
 }
 
 /// Decides ``BatchVerdict``s.
@@ -75,7 +85,7 @@ public struct StoredBatchGate: BatchGate {
             }
             return .send
         }
-        guard let status else { return .send }
+        guard let status else { return .noSuchPush }
         if status.accounted { return .accounted }
         if status.canceled { return .canceled }
         return status.anotherCopySending ? .anotherCopySending : .send
@@ -179,7 +189,8 @@ public final class SenderWorker: Service, Sendable {
     }
 
     /// The batch's outcome, or nil for a second copy of a batch already accounted or being sent.
-    /// - Throws: `CancellationError` only (stopped while waiting for the app's credential).
+    /// - Throws: ``UnknownPush`` for a record no push of its app stands behind (dead-lettered,
+    ///   not sent); `CancellationError` when stopped while waiting for the app's credential.
     private func send(_ batch: Herald_V1_JobBatch, copy: String) async throws -> Herald_V1_OutcomeBatch? {
         let pushID = UUID(data: batch.pushID)
         let appID = UUID(data: batch.appID)
@@ -188,6 +199,8 @@ public final class SenderWorker: Service, Sendable {
             break
         case .canceled:
             return counted(Self.everyTarget(of: batch, status: .canceled, reason: "Canceled"))
+        case .noSuchPush:
+            throw UnknownPush(pushID: pushID, appID: appID)
         case .accounted, .anotherCopySending:
             metrics.duplicateBatches.add(1, ordering: .relaxed)
             logger.debug(

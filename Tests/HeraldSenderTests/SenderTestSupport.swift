@@ -37,8 +37,18 @@ struct WorkerEnvironment: Sendable {
     var group: String { "herald-sender-test-\(suffix)" }
 
     /// Produces `batches` job batches of `targets` targets each (device numbers from 1) for one
-    /// push; returns the batch ids.
-    func produceJobs(batches: Int, targets: Int, pushID: UUID = UUID()) async throws -> Set<Data> {
+    /// push, stored first as herald-api would (`storePush: false` for a push the test stored
+    /// itself, or one that must not exist); returns the batch ids.
+    func produceJobs(batches: Int, targets: Int, pushID: UUID = UUID(), storePush: Bool = true) async throws
+        -> Set<Data>
+    {
+        if storePush {
+            _ = try await PushRepository(client: database, logger: logger).create(
+                NewPush(
+                    id: pushID, appID: appID, audienceJSON: "{}", notificationJSON: "{}",
+                    payload: Array(#"{"aps":{"alert":"worker"}}"#.utf8)),
+                announcement: .init(topic: "herald.test.sender.pushes", key: nil, value: []))
+        }
         let pushIDBytes = pushID.recordBytes
         let appIDBytes = appID.recordBytes
         let records = (0..<batches).map { sequence in
@@ -61,6 +71,24 @@ struct WorkerEnvironment: Sendable {
             })
         await producer.shutdown()
         return Set(records.map(\.batchID))
+    }
+
+    /// The dead letters of records from `topic`, read from `herald.deadletter` until `count`
+    /// arrived or 30 s passed.
+    func deadLetters(from topic: String, count: Int) async throws -> [Herald_V1_DeadLetter] {
+        let consumer = try KafkaConsumer(
+            configuration: configuration.kafka.consumerConfiguration(
+                groupID: "\(group)-dead-letters-\(UUID().uuidString.prefix(4))", topics: [HeraldTopic.deadLetter.name],
+                clientID: "test-dead-letters"),
+            logger: logger)
+        var letters: [Herald_V1_DeadLetter] = []
+        let deadline = ContinuousClock.now + .seconds(30)
+        while letters.count < count, ContinuousClock.now < deadline, let messages = try await consumer.nextMessages() {
+            letters += messages.compactMap { try? Herald_V1_DeadLetter.decodeRecord($0.value) }
+                .filter { $0.originalTopic == topic }
+        }
+        try await consumer.close()
+        return letters
     }
 
     /// Reads outcome batches until every one of `batchIDs` has one (or `timeout` passes); a batch

@@ -24,6 +24,10 @@ struct SenderWorkerTests {
     func batchesThroughTheBroker() async throws {
         try await withWorkerEnvironment(deliverable: 1900, unregistered: 50) { environment in
             let batchIDs = try await environment.produceJobs(batches: 20, targets: 100)
+            // A job record no stored push stands behind (anyone who can write to the topic could
+            // produce it): never sent, dead-lettered.
+            let unknownPush = UUID()
+            _ = try await environment.produceJobs(batches: 1, targets: 10, pushID: unknownPush, storePush: false)
             // A second push, canceled after its jobs were cut: none of them may reach a phone.
             let canceledPush = UUID()
             let pushes = PushRepository(client: environment.database, logger: environment.logger)
@@ -33,7 +37,8 @@ struct SenderWorkerTests {
                     payload: Array(#"{"aps":{}}"#.utf8)),
                 announcement: .init(topic: "herald.test.sender.pushes", key: nil, value: []))
             #expect(try await pushes.cancel(id: canceledPush, appID: environment.appID))
-            let canceledBatchIDs = try await environment.produceJobs(batches: 2, targets: 100, pushID: canceledPush)
+            let canceledBatchIDs = try await environment.produceJobs(
+                batches: 2, targets: 100, pushID: canceledPush, storePush: false)
             // A third push whose two batches were already sent and accounted (as herald-center
             // records it); copies of them come again, as after a resumed fan-out: not sent twice.
             let accountedPush = UUID()
@@ -47,7 +52,7 @@ struct SenderWorkerTests {
                 INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, produced_at, completed_at)
                 VALUES (\(accountedPush), 0, 1, 100, 100, now(), now()), (\(accountedPush), 1, 101, 200, 100, now(), now())
                 """, logger: environment.logger)
-            _ = try await environment.produceJobs(batches: 2, targets: 100, pushID: accountedPush)
+            _ = try await environment.produceJobs(batches: 2, targets: 100, pushID: accountedPush, storePush: false)
             let logger = environment.logger
             let configuration = environment.configuration
             var endpoints = SenderEndpoints()
@@ -119,7 +124,9 @@ struct SenderWorkerTests {
             #expect(unregistered.count == 50)
             #expect(unregistered.allSatisfy { $0.unregisteredAtMs == 1_700_000_000_000 + Int64($0.deviceID) })
             #expect(failures.filter { $0.reason == "BadDeviceToken" }.count == 50)
-            #expect(environment.simulator.ledger.counts.accepted == 1900)
+            #expect(environment.simulator.ledger.counts.accepted == 1900, "the unknown push's 10 devices got nothing")
+            let letters = try await environment.deadLetters(from: environment.jobsTopic, count: 1)
+            #expect(letters.count == 1 && letters.first?.reason.contains("has no push \(unknownPush)") == true)
             #expect(Set(environment.simulator.ledger.notifications().map(\.token)).count == 1900)
             #expect(worker.metrics.batches == 22)
             #expect(worker.metrics.prometheusText().contains("herald_sender_duplicate_batches_total 2\n"))
@@ -183,8 +190,13 @@ struct SenderWorkerTests {
                 ])
             #expect(counted.batchesCounted == 1)
             #expect(await verdict("herald.jobs/9/9") == .accounted)
-            // Another app's key sees no such push: the gate does not block (it cannot tell).
-            #expect(await gate.verdict(pushID: push, appID: UUID(), sequence: 0, copy: "herald.jobs/1/1") == .send)
+            // A record naming this push with another app (whose credential it would be sent with),
+            // or a push nobody stored: fail closed.
+            #expect(
+                await gate.verdict(pushID: push, appID: UUID(), sequence: 0, copy: "herald.jobs/1/1") == .noSuchPush)
+            #expect(
+                await gate.verdict(pushID: UUID(), appID: environment.appID, sequence: 0, copy: "herald.jobs/1/2")
+                    == .noSuchPush)
         }
     }
 }
