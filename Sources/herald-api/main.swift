@@ -16,6 +16,11 @@ _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGloba
 let configuration = await ServiceProcess.start("herald-api")
 let logger = Logger(label: "herald.api")
 let settings = configuration.api
+do {
+    try configuration.security.checkAdminToken()
+} catch {
+    ServiceProcess.fail("herald-api", "\(error)")
+}
 
 do {
     try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in

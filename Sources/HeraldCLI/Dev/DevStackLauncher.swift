@@ -36,7 +36,7 @@ struct DevStackLauncher {
         say("  ✔ PostgreSQL      127.0.0.1:\(postgres.port) (throwaway cluster in \(directory)/postgres)")
 
         var stack = DevStack(
-            directory: directory, binDirectory: binDirectory, apiURL: "", adminToken: "hadm_" + randomToken(bytes: 24),
+            directory: directory, binDirectory: binDirectory, apiURL: "", adminToken: "hadm_" + randomToken(bytes: 32),
             masterKey: Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString(),
             postgres: postgres, kafkaBrokers: "", apnsSim: .init(port: 0, adminPort: 0, certificate: ""),
             signingKey: try makeSigningKey(in: directory), metricsURLs: [:], processes: [])

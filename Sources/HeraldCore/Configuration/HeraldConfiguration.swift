@@ -136,4 +136,32 @@ public struct SecuritySettings: Sendable {
     public var masterKey: String?
     /// Bearer token that manages apps (`HERALD_ADMIN_TOKEN`).
     public var adminToken: String?
+
+    public init(masterKey: String? = nil, adminToken: String? = nil) {
+        self.masterKey = masterKey
+        self.adminToken = adminToken
+    }
+
+    /// The fewest characters an admin token may have: 32 random bytes written in base64 (43 or
+    /// 44 characters). A shorter one can be guessed; herald-api refuses to start with it.
+    public static let minimumAdminTokenLength = 43
+
+    /// Checks the admin token, if one is set.
+    /// - Throws: a message that says how to make a good one.
+    public func checkAdminToken() throws(SettingError) {
+        guard let adminToken, !adminToken.isEmpty else { return }
+        guard adminToken.count >= Self.minimumAdminTokenLength else {
+            throw SettingError(
+                """
+                HERALD_ADMIN_TOKEN is \(adminToken.count) characters; it must be at least \(Self.minimumAdminTokenLength) \
+                (32 random bytes, e.g. `openssl rand -base64 32`)
+                """)
+        }
+    }
+}
+
+/// A setting Herald cannot start with; the message names it and says how to fix it.
+public struct SettingError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
 }

@@ -1,0 +1,49 @@
+import Foundation
+import HeraldCore
+import Testing
+
+@Suite("herald-api refuses settings it cannot run safely with, at a real start")
+struct APIProcessTests {
+    /// Runs the built herald-api with `environment` added and returns its exit status and
+    /// standard error, or nil if it was still running after 20 s (then it is stopped).
+    static func start(with environment: [String: String]) throws -> (status: Int32, errors: String)? {
+        let process = Process()
+        let binaries = ProcessInfo.processInfo.environment["HERALD_BIN_DIR"] ?? ".build/debug"
+        process.executableURL = URL(fileURLWithPath: binaries + "/herald-api")
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while process.isRunning, Date() < deadline { usleep(50_000) }
+        guard !process.isRunning else {
+            process.terminate()
+            process.waitUntilExit()
+            return nil
+        }
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return (process.terminationStatus, text)
+    }
+
+    @Test("an admin token shorter than 32 random bytes: one line that says how to make one, exit 2")
+    func shortAdminToken() throws {
+        let result = try #require(try Self.start(with: ["HERALD_ADMIN_TOKEN": "letmein", "HERALD_API_PORT": "0"]))
+        #expect(result.status == 2)
+        #expect(
+            result.errors.trimmingCharacters(in: .whitespacesAndNewlines)
+                == "herald-api: HERALD_ADMIN_TOKEN is 7 characters; it must be at least 43 (32 random bytes, e.g. `openssl rand -base64 32`)"
+        )
+        #expect(!result.errors.contains("letmein"), "the token itself is never printed")
+    }
+
+    @Test("the setting's rule, without a process")
+    func rule() {
+        var security = SecuritySettings(masterKey: nil, adminToken: String(repeating: "x", count: 43))
+        #expect(throws: Never.self) { try security.checkAdminToken() }
+        security.adminToken = nil
+        #expect(throws: Never.self) { try security.checkAdminToken() }
+        security.adminToken = String(repeating: "x", count: 42)
+        #expect(throws: SettingError.self) { try security.checkAdminToken() }
+    }
+}
