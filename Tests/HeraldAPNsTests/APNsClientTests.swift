@@ -313,7 +313,9 @@ struct APNsClientTests {
     )
     func streamLimitBeforeSuccessTogether() async throws {
         var faults = APNsFaults()
-        faults.latency = .init(distribution: .uniform, milliseconds: 30, maxMilliseconds: 30)
+        // Answers take 200 ms: long enough that the sampler sees the group in flight even on a
+        // loaded machine (with 30 ms, a make test run once saw only the first request).
+        faults.latency = .init(distribution: .uniform, milliseconds: 200, maxMilliseconds: 200)
         let simulator = ClientFixture.simulator {
             $0.faults = faults
             $0.streamsBeforeAuthentication = 1000  // the client's own rule is what is tested
@@ -334,7 +336,7 @@ struct APNsClientTests {
             await sampler
             #expect(outcomes.allSatisfy { if case .accepted = $0 { true } else { false } })
             let observed = seen.withLock { $0 }
-            // While the first request waits its 30 ms, it is alone; after it, the rest go together.
+            // While the first request waits its 200 ms, it is alone; after it, the rest go together.
             #expect(observed.first == 1)
             #expect((observed.max() ?? 0) > 1)
         }
