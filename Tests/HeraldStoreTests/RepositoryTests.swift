@@ -292,6 +292,50 @@ import Testing
         }
     }
 
+    // Without cancellation the waiting caller never answers: the time limit makes that a failure.
+    @Test(
+        "a caller cancelled while it waits behind a stuck statement leaves the line at once, its push unwritten",
+        .timeLimit(.minutes(1)))
+    func cancelledWaiterLeavesTheLine() async throws {
+        try await withEmptyDatabase { client, logger in
+            try await MigrationRunner(client: client, logger: logger).migrate()
+            let app = try await AppRepository(client: client, logger: logger).create(
+                name: "Stuck", bundleID: "com.example.stuck")
+            let writer = PushWriter(client: client, logger: logger, maximumWriters: 1)
+            func push() -> NewPush {
+                NewPush(
+                    id: UUID(), appID: app.id, audienceJSON: #"{"all": true}"#, notificationJSON: "{}",
+                    payload: Array("{}".utf8))
+            }
+            let (first, second) = (push(), push())
+            let secondAnswer = try await client.withConnection { connection in
+                // Every push write appends to the outbox: holding it makes the first statement stick.
+                try await connection.query("BEGIN", logger: logger)
+                try await connection.query("LOCK TABLE outbox IN ACCESS EXCLUSIVE MODE", logger: logger)
+                let writing = Task {
+                    try await writer.create(first, announcement: .init(topic: "t", key: nil, value: [1]))
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                let waiting = Task {
+                    try await writer.create(second, announcement: .init(topic: "t", key: nil, value: [2]))
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                waiting.cancel()
+                // It answers while the statement ahead of it is still stuck (the lock is held).
+                let answer = await waiting.result
+                try await connection.query("ROLLBACK", logger: logger)
+                _ = try await writing.value
+                return answer
+            }
+            #expect(throws: CancellationError.self) { try secondAnswer.get() }
+            let pushes = PushRepository(client: client, logger: logger)
+            #expect(try await pushes.push(id: first.id, appID: app.id) != nil)
+            #expect(try await pushes.push(id: second.id, appID: app.id) == nil, "a caller that left is not written")
+            // The line still works.
+            #expect(try await writer.create(push(), announcement: .init(topic: "t", key: nil, value: [3])).created)
+        }
+    }
+
     @Test(
         "pushes written together: each stored once with its counters and announcement, idempotency keys honoured across a batch, a bad push fails alone"
     )

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldRecords
 import HeraldTiming
 import Logging
@@ -83,20 +84,24 @@ public struct PushRepository: Sendable {
     /// Stores `push`, its counters and `announcement` in one statement. Returns its creation
     /// time, or nil when the app already used its idempotency key (nothing is stored then).
     func insert(_ push: NewPush, announcement: OutboxDraft) async throws -> Date? {
-        let rows = try await client.execute(
-            InsertPushWithAnnouncement(push: push, record: announcement), logger: logger)
-        for try await createdAt in rows { return createdAt }
-        return nil
+        try await withDeadline(HeraldDatabase.answerWithin) { [client, logger] in
+            let rows = try await client.execute(
+                InsertPushWithAnnouncement(push: push, record: announcement), logger: logger)
+            for try await createdAt in rows { return createdAt }
+            return nil
+        }
     }
 
     /// Stores several pushes with their counters and announcements in one statement. Returns
     /// the creation time of each push stored; a push whose idempotency key its app already used
     /// (before, or earlier in `entries`) is left out.
     func insert(_ entries: [PushWriter.Entry]) async throws -> [UUID: Date] {
-        let rows = try await client.execute(InsertPushesWithAnnouncements(entries: entries), logger: logger)
-        var created: [UUID: Date] = [:]
-        for try await (id, createdAt) in rows { created[id] = createdAt }
-        return created
+        try await withDeadline(HeraldDatabase.answerWithin) { [client, logger] in
+            let rows = try await client.execute(InsertPushesWithAnnouncements(entries: entries), logger: logger)
+            var created: [UUID: Date] = [:]
+            for try await (id, createdAt) in rows { created[id] = createdAt }
+            return created
+        }
     }
 
     /// The push `id` of `appID`.

@@ -12,7 +12,10 @@ import Synchronization
 /// alone when nothing else is waiting, so an idle server adds no delay. Callers that arrive while
 /// all writers are busy wait; a writer that finishes hands the turn to the oldest of them, which
 /// writes everything waiting (up to ``maximumBatch``) in one statement. A batch that fails is
-/// written again one push at a time, so one bad push cannot fail its neighbours.
+/// written again one push at a time, so one bad push cannot fail its neighbours. A caller
+/// cancelled while it waits (its request timed out) leaves the line at once, its push unwritten;
+/// every statement gives up after ``HeraldDatabase/answerWithin``, so a stuck one holds no line
+/// for ever.
 public final class PushWriter: Sendable {
     /// Statements in flight at once.
     public let maximumWriters: Int
@@ -34,6 +37,15 @@ public final class PushWriter: Sendable {
     private struct Waiting {
         var entry: Entry
         var continuation: CheckedContinuation<Turn, Never>
+        var caller: Caller
+    }
+
+    /// One call of ``create(_:announcement:)``, for its cancellation: a caller cancelled while it
+    /// waits for its turn stops waiting (its push is not written); one cancelled before it got in
+    /// line does not get in line. Locked only inside `state`'s lock, or alone.
+    private final class Caller: Sendable {
+        enum Phase { case arriving, cancelledOnArrival, inLine, served }
+        let phase = Mutex(Phase.arriving)
     }
 
     struct Entry: Sendable {
@@ -62,16 +74,46 @@ public final class PushWriter: Sendable {
         push: Push, created: Bool
     ) {
         let entry = Entry(push: push, announcement: announcement)
-        let turn: Turn = await withCheckedContinuation { continuation in
-            let writeNow = state.withLock { state in
-                if state.writers < maximumWriters {
-                    state.writers += 1
-                    return true
+        let caller = Caller()
+        let turn: Turn = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                enum Arrival { case write, wait, cancelled }
+                let arrival = state.withLock { state -> Arrival in
+                    caller.phase.withLock { phase in
+                        if phase == .cancelledOnArrival { return .cancelled }
+                        if state.writers < maximumWriters {
+                            state.writers += 1
+                            phase = .served
+                            return .write
+                        }
+                        state.waiting.append(Waiting(entry: entry, continuation: continuation, caller: caller))
+                        phase = .inLine
+                        return .wait
+                    }
                 }
-                state.waiting.append(Waiting(entry: entry, continuation: continuation))
-                return false
+                switch arrival {
+                case .write: continuation.resume(returning: .write)
+                case .cancelled: continuation.resume(returning: .written(.failure(CancellationError())))
+                case .wait: break
+                }
             }
-            if writeNow { continuation.resume(returning: .write) }
+        } onCancel: {
+            let left = state.withLock { state -> Waiting? in
+                caller.phase.withLock { phase in
+                    switch phase {
+                    case .arriving:
+                        phase = .cancelledOnArrival
+                        return nil
+                    case .inLine:
+                        guard let index = state.waiting.firstIndex(where: { $0.caller === caller }) else { return nil }
+                        phase = .served
+                        return state.waiting.remove(at: index)
+                    case .cancelledOnArrival, .served:
+                        return nil
+                    }
+                }
+            }
+            left?.continuation.resume(returning: .written(.failure(CancellationError())))
         }
         let createdAt: Date?
         switch turn {
@@ -89,6 +131,7 @@ public final class PushWriter: Sendable {
         let others = state.withLock { state in
             let taken = Array(state.waiting.prefix(maximumBatch - 1))
             state.waiting.removeFirst(taken.count)
+            for waiting in taken { waiting.caller.phase.withLock { $0 = .served } }
             return taken
         }
         let results = await write([own] + others.map(\.entry))
@@ -100,7 +143,9 @@ public final class PushWriter: Sendable {
                 state.writers -= 1
                 return nil
             }
-            return state.waiting.removeFirst()
+            let next = state.waiting.removeFirst()
+            next.caller.phase.withLock { $0 = .served }
+            return next
         }
         next?.continuation.resume(returning: .write)
         return try results[0].get()
