@@ -66,7 +66,29 @@ struct DevicesAPITests {
                     #"{"token":"\#(APITest.randomToken())","environment":"production","topic":"\#(app.bundleID).voip"}"#
             )
             #expect(voip.status == .created && voip["topic"] as? String == app.bundleID + ".voip")
+
+            // Lengths count as the database counts them (code points): 100 accented letters
+            // written as e and a combining accent are 200 for PostgreSQL's 128-character limit.
+            // The API used to let them through and answer 500 when the database refused.
+            let accented = String(repeating: "e\u{301}", count: 100)
+            let long = try await api.call(
+                .post, "/v1/devices", key: app.clientKey,
+                json: #"{"token":"\#(APITest.randomToken())","environment":"production","alias":"\#(accented)"}"#)
+            #expect(long.status == .unprocessableContent && long.errorField == "alias")
+            let fits = String(repeating: "e\u{301}", count: 64)
+            let ok = try await api.call(
+                .post, "/v1/devices", key: app.clientKey,
+                json: #"{"token":"\#(APITest.randomToken())","environment":"production","alias":"\#(fits)"}"#)
+            #expect(ok.status == .created)
         }
+    }
+
+    @Test("a CHECK constraint the API's checks missed names its column")
+    func checkConstraintColumn() {
+        #expect(ErrorResponseMiddleware.column(ofCheck: "devices_alias_check") == "alias")
+        #expect(ErrorResponseMiddleware.column(ofCheck: "device_tags_tag_check") == "tag")
+        #expect(ErrorResponseMiddleware.column(ofCheck: "apps_name_check") == "name")
+        #expect(ErrorResponseMiddleware.column(ofCheck: "pushes_pkey") == nil)
     }
 
     @Test func aliasesTagsLookupsAndDeletion() async throws {

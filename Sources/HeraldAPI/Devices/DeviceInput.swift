@@ -35,7 +35,7 @@ enum DeviceInput {
 
     static func alias(_ alias: String?, field: String = "alias") throws(APIError) {
         guard let alias else { return }
-        guard (1...128).contains(alias.count), !alias.contains(where: \.isNewline) else {
+        guard (1...128).contains(alias.storedLength), !alias.contains(where: \.isNewline) else {
             throw .invalid(field, "an alias is 1 to 128 characters on one line")
         }
     }
@@ -46,7 +46,7 @@ enum DeviceInput {
             throw .invalid(field, "a device carries at most \(DeviceLimits.maximumTagsPerDevice) tags")
         }
         if let bad = tags.firstIndex(where: {
-            !(1...64).contains($0.count) || $0.contains(where: { $0.isNewline || $0 == "\t" })
+            !(1...64).contains($0.storedLength) || $0.contains(where: { $0.isNewline || $0 == "\t" })
         }) {
             throw .invalid("\(field)[\(bad)]", "a tag is 1 to 64 characters, without tabs or line breaks")
         }
@@ -54,7 +54,7 @@ enum DeviceInput {
 
     static func text(_ value: String?, field: String, maximum: Int) throws(APIError) {
         guard let value else { return }
-        guard (1...maximum).contains(value.count), !value.contains(where: \.isNewline) else {
+        guard (1...maximum).contains(value.storedLength), !value.contains(where: \.isNewline) else {
             throw .invalid(field, "\(field) is 1 to \(maximum) characters on one line")
         }
     }
@@ -86,4 +86,11 @@ enum DeviceInput {
             appID: appID, token: token, environment: body.environment.store, topic: body.topic ?? bundleID,
             alias: body.alias, tags: body.tags ?? [], locale: body.locale, timeZone: body.timeZone)
     }
+}
+
+extension String {
+    /// The length PostgreSQL counts (`length(text)`: code points), which the schema's limits
+    /// check. `count` counts what a person sees: "é" written as e and a combining accent is one
+    /// there and two here, so a limit checked with `count` lets through what the database refuses.
+    var storedLength: Int { unicodeScalars.count }
 }

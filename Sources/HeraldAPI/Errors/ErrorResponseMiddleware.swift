@@ -122,10 +122,16 @@ struct ErrorResponseMiddleware: ServerMiddleware {
     /// A value PostgreSQL refused to store (SQLSTATE class 22, data exception: a NUL character
     /// in a text, a number out of range): the request's fault, answered 400.
     static func rejectedValue(_ error: any Error) -> APIError? {
-        guard let psql = error as? PSQLError, let sqlState = psql.serverInfo?[.sqlState], sqlState.hasPrefix("22")
-        else {
-            return nil
+        guard let psql = error as? PSQLError, let sqlState = psql.serverInfo?[.sqlState] else { return nil }
+        if sqlState == "23514" {
+            // A CHECK constraint of the schema (`<table>_<column>_check`): a limit the API's own
+            // checks did not catch. The request's fault, answered 400 with the column.
+            let field = psql.serverInfo?[.columnName] ?? Self.column(ofCheck: psql.serverInfo?[.constraintName])
+            return APIError(
+                .badRequest, code: "invalid_value",
+                message: "\(field ?? "a value") is outside what Herald stores; see docs/limits.md", field: field)
         }
+        guard sqlState.hasPrefix("22") else { return nil }
         if sqlState == "22021" || sqlState == "22P05" {
             return APIError(
                 .badRequest, code: "invalid_text",
@@ -134,6 +140,17 @@ struct ErrorResponseMiddleware: ServerMiddleware {
         return APIError(
             .badRequest, code: "invalid_value",
             message: "a value is out of the range Herald stores; check numbers and lengths against the contract")
+    }
+
+    /// The column a CHECK constraint named by PostgreSQL's default (`devices_alias_check`) is on.
+    static func column(ofCheck constraint: String?) -> String? {
+        guard let constraint, constraint.hasSuffix("_check") else { return nil }
+        let withoutSuffix = constraint.dropLast("_check".count)
+        for table in ["device_tags", "devices", "apps", "api_keys", "apns_credentials", "pushes", "push_batches"]
+        where withoutSuffix.hasPrefix(table + "_") {
+            return String(withoutSuffix.dropFirst(table.count + 1))
+        }
+        return nil
     }
 
     /// PostgreSQL down, unreachable or refusing connections.

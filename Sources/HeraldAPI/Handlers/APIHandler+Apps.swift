@@ -70,7 +70,7 @@ extension APIHandler {
     func createKey(_ input: Operations.CreateKey.Input) async throws -> Operations.CreateKey.Output {
         let app = try await existingApp(input.path.appId)
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the key's kind as JSON") }
-        if let name = body.name, name.count > 200 {
+        if let name = body.name, name.storedLength > 200 {
             throw APIError.invalid("name", "a key name is at most 200 characters")
         }
         let kind = APIKeyKind(rawValue: body.kind.rawValue)!
@@ -163,14 +163,14 @@ extension APIHandler {
     }
 
     static func checkName(_ name: String, field: String) throws(APIError) {
-        guard (1...200).contains(name.count), !name.allSatisfy(\.isWhitespace) else {
+        guard (1...200).contains(name.storedLength), !name.allSatisfy(\.isWhitespace) else {
             throw .invalid(field, "a name is 1 to 200 characters, not only spaces")
         }
     }
 
     static func checkBundleID(_ bundleID: String) throws(APIError) {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
-        guard (1...255).contains(bundleID.count), bundleID.allSatisfy(allowed.contains) else {
+        guard (1...255).contains(bundleID.storedLength), bundleID.allSatisfy(allowed.contains) else {
             throw .invalid(
                 "bundle_id",
                 "a bundle id is 1 to 255 letters, digits, dots, hyphens and underscores (for example com.example.app)")

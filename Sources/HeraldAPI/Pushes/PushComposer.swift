@@ -204,7 +204,7 @@ struct PushComposer {
     }
 
     private func checkStrings(_ values: [String], field: String, maximumLength: Int) throws(APIError) {
-        if let bad = values.firstIndex(where: { $0.isEmpty || $0.count > maximumLength }) {
+        if let bad = values.firstIndex(where: { $0.isEmpty || $0.storedLength > maximumLength }) {
             throw .invalid("\(field)[\(bad)]", "each entry is 1 to \(maximumLength) characters")
         }
     }
