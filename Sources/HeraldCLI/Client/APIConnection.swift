@@ -103,9 +103,10 @@ struct ISO8601Times: DateTranscoder {
     func encode(_ date: Date) throws -> String { date.formatted(.iso8601) }
 
     func decode(_ text: String) throws -> Date {
-        if let date = try? Date(text, strategy: .iso8601) { return date }
-        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
-        throw CLIError("herald-api sent a time that is not ISO 8601: \(text)")
+        guard let date = Output.date(text) else {
+            throw CLIError("herald-api sent a time that is not ISO 8601: \(text)")
+        }
+        return date
     }
 }
 

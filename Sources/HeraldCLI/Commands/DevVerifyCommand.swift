@@ -62,18 +62,15 @@ struct DevVerifyCommand: AsyncParsableCommand {
         guard let uuid = UUID(uuidString: pushID) else { throw ValidationError("\(pushID) is not a push id") }
         let status = try await client.getPush(path: .init(pushId: pushID)).ok.body.json
         let counters = PushProgress.Counters(status.counters)
-        var failures: [Int: String] = [:]
-        var cursor: Int64?
-        repeat {
+        let listed = try await APIConnection.everyItem { cursor in
             let page = try await client.listPushFailures(
                 path: .init(pushId: pushID), query: .init(cursor: cursor, limit: 1000)
             )
             .ok.body.json
-            for failure in page.failures {
-                failures[Int(failure.registrationId)] = failure.reason ?? failure.status.rawValue
-            }
-            cursor = page.nextCursor
-        } while cursor != nil
+            return (page.failures, page.nextCursor)
+        }
+        var failures: [Int: String] = [:]
+        for failure in listed { failures[Int(failure.registrationId)] = failure.reason ?? failure.status.rawValue }
 
         var delivered = 0
         var repeated = 0

@@ -58,7 +58,7 @@ struct PushRequestOptions: ParsableArguments {
             throw ValidationError("what does it say? give --title/--body, --badge, --silent or --data")
         }
         if rate != nil, finishWithin != nil { throw ValidationError("give --rate or --finish-within, not both") }
-        if let at, Self.date(at) == nil {
+        if let at, Output.date(at) == nil {
             throw ValidationError("--at takes an ISO 8601 time, e.g. 2026-11-22T08:00:00Z")
         }
         if let data, Self.object(data) == nil {
@@ -73,9 +73,7 @@ struct PushRequestOptions: ParsableArguments {
                 throw CLIError("--request \(request): cannot read the file", status: .usage)
             }
             do {
-                let decoder = JSONDecoder()
-                decoder.dateDecodingStrategy = .iso8601
-                return try decoder.decode(Components.Schemas.PushRequest.self, from: data)
+                return try Output.decoder().decode(Components.Schemas.PushRequest.self, from: data)
             } catch {
                 throw CLIError("--request \(request): not a push request (\(error)); see docs/api.md", status: .usage)
             }
@@ -100,17 +98,12 @@ struct PushRequestOptions: ParsableArguments {
                 return object
             })
         var options = Components.Schemas.PushOptions(
-            timeToLiveSeconds: ttl, collapseId: collapseID, scheduledAt: at.flatMap(Self.date), replaces: replaces)
+            timeToLiveSeconds: ttl, collapseId: collapseID, scheduledAt: at.flatMap(Output.date), replaces: replaces)
         if rate != nil || finishWithin != nil {
             options.throttle = .init(perSecond: rate, finishWithinSeconds: finishWithin)
         }
         let hasOptions = options != Components.Schemas.PushOptions()
         return .init(audience: audience, notification: notification, options: hasOptions ? options : nil)
-    }
-
-    static func date(_ text: String) -> Date? {
-        (try? Date(text, strategy: .iso8601))
-            ?? (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text))
     }
 
     static func object(_ text: String) -> OpenAPIObjectContainer? {
@@ -251,11 +244,8 @@ struct PushEventsCommand: AsyncParsableCommand {
 
     func run() async throws {
         let client = try APIConnection.app(try ClientConfiguration.load()).client
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
         for try await status in try await PushFollower.events(client: client, pushID: push.id) {
-            print(String(decoding: try encoder.encode(status), as: UTF8.self))
+            print(try Output.json(status, pretty: false))
             fflush(nil)
         }
     }

@@ -11,14 +11,14 @@ struct StatsCommand: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
-        if let since, PushRequestOptions.date(since) == nil {
+        if let since, Output.date(since) == nil {
             throw ValidationError("--since takes an ISO 8601 time, e.g. 2026-11-01T00:00:00Z")
         }
     }
 
     func run() async throws {
         let client = try APIConnection.app(try ClientConfiguration.load()).client
-        let statistics = try await client.getStatistics(query: .init(since: since.flatMap(PushRequestOptions.date)))
+        let statistics = try await client.getStatistics(query: .init(since: since.flatMap(Output.date)))
             .ok.body.json
         try output.print(statistics, Self.text)
     }

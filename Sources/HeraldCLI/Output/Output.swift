@@ -18,12 +18,35 @@ struct OutputOptions: ParsableArguments {
 }
 
 enum Output {
-    /// `value` as pretty JSON with sorted keys and ISO 8601 times.
-    static func json<Value: Encodable>(_ value: Value) throws -> String {
+    /// `value` as JSON with sorted keys and ISO 8601 times: pretty, or on one line (`pretty:
+    /// false`, for a stream of records).
+    static func json<Value: Encodable>(_ value: Value, pretty: Bool = true) throws -> String {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting =
+            pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
         return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    /// A decoder for herald-api's JSON: times in ISO 8601, with or without fractions.
+    static func decoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let text = try decoder.singleValueContainer().decode(String.self)
+            guard let date = date(text) else {
+                throw DecodingError.dataCorrupted(
+                    .init(codingPath: decoder.codingPath, debugDescription: "not an ISO 8601 time: \(text)"))
+            }
+            return date
+        }
+        return decoder
+    }
+
+    /// An ISO 8601 time, with or without fractional seconds (herald-api writes whole seconds;
+    /// a person may type either).
+    static func date(_ text: String) -> Date? {
+        (try? Date(text, strategy: .iso8601))
+            ?? (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text))
     }
 
     /// `value` with thousands separators: 1,234,567.

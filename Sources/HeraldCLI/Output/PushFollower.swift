@@ -50,10 +50,10 @@ struct PushFollower {
         -> some AsyncSequence<Components.Schemas.PushStatus, any Error>
     {
         let body = try await client.streamPushEvents(path: .init(pushId: pushID)).ok.body.textEventStream
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601WithFractions
-        return body.asDecodedServerSentEventsWithJSONData(of: Components.Schemas.PushStatus.self, decoder: decoder)
-            .compactMap { event in event.event == nil || event.event == "progress" ? event.data : nil }
+        return body.asDecodedServerSentEventsWithJSONData(
+            of: Components.Schemas.PushStatus.self, decoder: Output.decoder()
+        )
+        .compactMap { event in event.event == nil || event.event == "progress" ? event.data : nil }
     }
 
     /// What the person watching sees.
@@ -86,16 +86,5 @@ struct PushFollower {
             fflush(nil)
             return status
         }
-    }
-}
-
-extension JSONDecoder.DateDecodingStrategy {
-    /// ISO 8601 with or without fractional seconds, as herald-api writes times.
-    static let iso8601WithFractions = JSONDecoder.DateDecodingStrategy.custom { decoder in
-        let text = try decoder.singleValueContainer().decode(String.self)
-        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
-        if let date = try? Date(text, strategy: .iso8601) { return date }
-        throw DecodingError.dataCorrupted(
-            .init(codingPath: decoder.codingPath, debugDescription: "not an ISO 8601 time: \(text)"))
     }
 }
