@@ -5,8 +5,10 @@ import Testing
 @Suite("herald-api refuses settings it cannot run safely with, at a real start")
 struct APIProcessTests {
     /// Runs the built herald-api with `environment` added and returns its exit status and
-    /// standard error, or nil if it was still running after 20 s (then it is stopped).
-    static func start(with environment: [String: String]) throws -> (status: Int32, errors: String)? {
+    /// standard error, or nil if it was still running after 20 s (then it is stopped). Waits
+    /// with `Task.sleep`, never blocking one of the cooperative pool's few threads (a blocked
+    /// thread starved timing-sensitive tests running beside it).
+    static func start(with environment: [String: String]) async throws -> (status: Int32, errors: String)? {
         let process = Process()
         let binaries = ProcessInfo.processInfo.environment["HERALD_BIN_DIR"] ?? ".build/debug"
         process.executableURL = URL(fileURLWithPath: binaries + "/herald-api")
@@ -16,7 +18,7 @@ struct APIProcessTests {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         let deadline = Date().addingTimeInterval(20)
-        while process.isRunning, Date() < deadline { usleep(50_000) }
+        while process.isRunning, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
         guard !process.isRunning else {
             process.terminate()
             process.waitUntilExit()
@@ -27,8 +29,9 @@ struct APIProcessTests {
     }
 
     @Test("an admin token shorter than 32 random bytes: one line that says how to make one, exit 2")
-    func shortAdminToken() throws {
-        let result = try #require(try Self.start(with: ["HERALD_ADMIN_TOKEN": "letmein", "HERALD_API_PORT": "0"]))
+    func shortAdminToken() async throws {
+        let result = try #require(
+            try await Self.start(with: ["HERALD_ADMIN_TOKEN": "letmein", "HERALD_API_PORT": "0"]))
         #expect(result.status == 2)
         #expect(
             result.errors.trimmingCharacters(in: .whitespacesAndNewlines)
