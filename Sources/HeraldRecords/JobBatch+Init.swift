@@ -5,6 +5,10 @@ import Foundation
 #endif
 
 extension Herald_V1_JobBatch {
+    /// The most targets one batch carries (`HERALD_CENTER_BATCH_SIZE` is at most this); senders
+    /// refuse a record with more.
+    public static let maximumTargets = 500
+
     /// Batch `sequence` of a push. The batch id is derived (``batchID(pushID:sequence:)``), never
     /// chosen, so a batch produced again after a restart carries the same id.
     public init(

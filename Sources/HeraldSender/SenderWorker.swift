@@ -39,7 +39,7 @@ struct UnknownPush: Error, CustomStringConvertible {
 /// Decides ``BatchVerdict``s.
 public protocol BatchGate: Sendable {
     /// - Parameter copy: the Kafka record the batch came from (topic/partition/offset).
-    func verdict(pushID: UUID, appID: UUID, sequence: UInt32, copy: String) async -> BatchVerdict
+    func verdict(pushID: UUID, appID: UUID, sequence: Int32, copy: String) async -> BatchVerdict
 }
 
 /// Verdicts from PostgreSQL: one statement per batch
@@ -69,11 +69,11 @@ public struct StoredBatchGate: BatchGate {
         self.logger = logger
     }
 
-    public func verdict(pushID: UUID, appID: UUID, sequence: UInt32, copy: String) async -> BatchVerdict {
+    public func verdict(pushID: UUID, appID: UUID, sequence: Int32, copy: String) async -> BatchVerdict {
         let status: PushRepository.BatchStatus?
         do {
             status = try await pushes.batchStatus(
-                pushID: pushID, appID: appID, sequence: Int32(bitPattern: sequence),
+                pushID: pushID, appID: appID, sequence: sequence,
                 copy: copy, takeoverAfter: takeoverAfter, answerWithin: answerWithin)
         } catch {
             if lastWarning.due(every: .seconds(10)) {
@@ -189,12 +189,14 @@ public final class SenderWorker: Service, Sendable {
     }
 
     /// The batch's outcome, or nil for a second copy of a batch already accounted or being sent.
-    /// - Throws: ``UnknownPush`` for a record no push of its app stands behind (dead-lettered,
-    ///   not sent); `CancellationError` when stopped while waiting for the app's credential.
+    /// - Throws: ``UnusableJob`` for a record no herald-center writes, ``UnknownPush`` for one
+    ///   no push of its app stands behind (both dead-lettered, not sent); `CancellationError`
+    ///   when stopped while waiting for the app's credential.
     private func send(_ batch: Herald_V1_JobBatch, copy: String) async throws -> Herald_V1_OutcomeBatch? {
+        let sequence = try batch.checkedSequence()
         let pushID = UUID(data: batch.pushID)
         let appID = UUID(data: batch.appID)
-        switch await gate?.verdict(pushID: pushID, appID: appID, sequence: batch.sequence, copy: copy) ?? .send {
+        switch await gate?.verdict(pushID: pushID, appID: appID, sequence: sequence, copy: copy) ?? .send {
         case .send:
             break
         case .canceled:

@@ -36,19 +36,22 @@ struct WorkerEnvironment: Sendable {
     var outcomesTopic: String { "herald.test.outcomes.\(suffix)" }
     var group: String { "herald-sender-test-\(suffix)" }
 
+    /// Stores a push of the app as herald-api would.
+    func store(pushID: UUID) async throws {
+        _ = try await PushRepository(client: database, logger: logger).create(
+            NewPush(
+                id: pushID, appID: appID, audienceJSON: "{}", notificationJSON: "{}",
+                payload: Array(#"{"aps":{"alert":"worker"}}"#.utf8)),
+            announcement: .init(topic: "herald.test.sender.pushes", key: nil, value: []))
+    }
+
     /// Produces `batches` job batches of `targets` targets each (device numbers from 1) for one
     /// push, stored first as herald-api would (`storePush: false` for a push the test stored
     /// itself, or one that must not exist); returns the batch ids.
     func produceJobs(batches: Int, targets: Int, pushID: UUID = UUID(), storePush: Bool = true) async throws
         -> Set<Data>
     {
-        if storePush {
-            _ = try await PushRepository(client: database, logger: logger).create(
-                NewPush(
-                    id: pushID, appID: appID, audienceJSON: "{}", notificationJSON: "{}",
-                    payload: Array(#"{"aps":{"alert":"worker"}}"#.utf8)),
-                announcement: .init(topic: "herald.test.sender.pushes", key: nil, value: []))
-        }
+        if storePush { try await store(pushID: pushID) }
         let pushIDBytes = pushID.recordBytes
         let appIDBytes = appID.recordBytes
         let records = (0..<batches).map { sequence in
@@ -71,6 +74,14 @@ struct WorkerEnvironment: Sendable {
             })
         await producer.shutdown()
         return Set(records.map(\.batchID))
+    }
+
+    /// Produces records exactly as given (crafted ones included) to the jobs topic.
+    func produceRawJobs(_ values: [[UInt8]]) async throws {
+        let producer = try KafkaProducer(
+            configuration: configuration.kafka.producerConfiguration(clientID: "test-jobs"), logger: logger)
+        try await producer.send(values.map { KafkaProducerMessage(topic: jobsTopic, key: nil, value: $0) })
+        await producer.shutdown()
     }
 
     /// The dead letters of records from `topic`, read from `herald.deadletter` until `count`

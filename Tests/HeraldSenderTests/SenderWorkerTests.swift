@@ -28,6 +28,10 @@ struct SenderWorkerTests {
             // produce it): never sent, dead-lettered.
             let unknownPush = UUID()
             _ = try await environment.produceJobs(batches: 1, targets: 10, pushID: unknownPush, storePush: false)
+            // Records no herald-center writes, each with its reason on the dead-letter topic;
+            // the worker goes on with the rest.
+            let crafted = try await craftedJobRecords(environment)
+            try await environment.produceRawJobs(crafted.map(\.record))
             // A second push, canceled after its jobs were cut: none of them may reach a phone.
             let canceledPush = UUID()
             let pushes = PushRepository(client: environment.database, logger: environment.logger)
@@ -125,8 +129,13 @@ struct SenderWorkerTests {
             #expect(unregistered.allSatisfy { $0.unregisteredAtMs == 1_700_000_000_000 + Int64($0.deviceID) })
             #expect(failures.filter { $0.reason == "BadDeviceToken" }.count == 50)
             #expect(environment.simulator.ledger.counts.accepted == 1900, "the unknown push's 10 devices got nothing")
-            let letters = try await environment.deadLetters(from: environment.jobsTopic, count: 1)
-            #expect(letters.count == 1 && letters.first?.reason.contains("has no push \(unknownPush)") == true)
+            let letters = try await environment.deadLetters(from: environment.jobsTopic, count: 1 + crafted.count)
+            #expect(letters.count == 1 + crafted.count)
+            #expect(letters.contains { $0.reason.contains("has no push \(unknownPush)") })
+            for (record, reason) in crafted {
+                let found = letters.contains { $0.reason.contains(reason) && Array($0.originalValue) == record }
+                #expect(found, "a dead letter saying \(reason)")
+            }
             #expect(Set(environment.simulator.ledger.notifications().map(\.token)).count == 1900)
             #expect(worker.metrics.batches == 22)
             #expect(worker.metrics.prometheusText().contains("herald_sender_duplicate_batches_total 2\n"))
@@ -199,4 +208,40 @@ struct SenderWorkerTests {
                     == .noSuchPush)
         }
     }
+}
+
+/// Job records a herald-center never writes, each with what its dead letter must say: numbers
+/// out of range, an unknown schema version, truncated bytes, ids that do not fit together, and
+/// a stored push named with another app's id. None may reach a phone.
+private func craftedJobRecords(_ environment: WorkerEnvironment) async throws -> [(record: [UInt8], reason: String)] {
+    let pushID = UUID()
+    try await environment.store(pushID: pushID)
+    func job(sequence: UInt32 = 7, _ change: (inout Herald_V1_JobBatch) -> Void = { _ in }) -> Herald_V1_JobBatch {
+        var batch = Herald_V1_JobBatch(
+            pushID: pushID.recordBytes, appID: environment.appID.recordBytes, sequence: sequence,
+            environment: .sandbox, apnsTopic: environment.bundleID, pushType: .alert, priority: 10, expirationS: 0,
+            collapseID: "", payload: Data(#"{"aps":{"alert":"crafted"}}"#.utf8),
+            targets: [.init(deviceID: 1, token: deviceToken(1))], createdAtMs: 0)
+        change(&batch)
+        return batch
+    }
+    var futureVersion = job()
+    futureVersion.schemaVersion = 2
+    let whole = try job().encodedRecord()
+    return [
+        (try job(sequence: 0x8000_0000).encodedRecord(), "batch sequence 2147483648 is out of range"),
+        (try futureVersion.serializedBytes(), "schema version 2, this build reads 1"),
+        (Array(whole.prefix(whole.count - 5)), "not a valid record"),
+        (try job { $0.targets[0].deviceID = 0 }.encodedRecord(), "device id 0 is out of range"),
+        (try job { $0.targets[0].deviceID = UInt64(Int64.max) + 1 }.encodedRecord(), "is out of range"),
+        (try job { $0.targets[0].token = Data([1, 2, 3]) }.encodedRecord(), "token is 3 bytes"),
+        (
+            try job { $0.batchID = Herald_V1_JobBatch.batchID(pushID: pushID.recordBytes, sequence: 8) }
+                .encodedRecord(),
+            "the batch id is not the push id followed by sequence 7"
+        ),
+        (try job { $0.pushID = Data(count: 15) }.encodedRecord(), "the push id is 15 bytes"),
+        (try job { $0.targets = [] }.encodedRecord(), "0 targets"),
+        (try job { $0.appID = UUID().recordBytes }.encodedRecord(), "has no push \(pushID)"),
+    ]
 }

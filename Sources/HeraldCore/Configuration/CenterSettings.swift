@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import HeraldRecords
 
 /// herald-center's settings (`HERALD_CENTER_*`); every one is in docs/configuration.md.
 public struct CenterSettings: Sendable {
@@ -42,7 +43,9 @@ public struct CenterSettings: Sendable {
         jobsTopic = config.string(forKey: "center.jobsTopic", default: "herald.jobs")
         outcomesTopic = config.string(forKey: "center.outcomesTopic", default: "herald.outcomes")
         pageSize = max(1, config.int(forKey: "center.pageSize", default: 10_000))
-        batchSize = min(500, max(1, config.int(forKey: "center.batchSize", default: 500)))
+        batchSize = min(
+            Herald_V1_JobBatch.maximumTargets,
+            max(1, config.int(forKey: "center.batchSize", default: Herald_V1_JobBatch.maximumTargets)))
         maxConcurrentFanouts = max(1, config.int(forKey: "center.maxFanouts", default: 4))
         claimLease = config.milliseconds(forKey: "center.claimLeaseMs", default: 30_000, minimum: 100)
         sweepInterval = config.milliseconds(forKey: "center.sweepIntervalMs", default: 500, minimum: 10)
