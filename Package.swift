@@ -421,8 +421,9 @@ let package = Package(
             name: "HeraldSenderTests",
             dependencies: [
                 "HeraldSender", "HeraldAPNs", "HeraldRecords", "APNsSimulator", "HeraldStore", "HeraldCore", "HeraldKafka",
-                "HeraldMessaging", "HeraldTiming", "APNsTestSupport",
+                "HeraldMessaging", "HeraldTiming", "HeraldHTTP2", "APNsTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

@@ -128,7 +128,7 @@ struct SenderThroughput: AsyncParsableCommand {
         variables["HERALD_SENDER_GROUP_ID"] = "bench-sender-\(pushID.uuidString.prefix(8))"
         variables["HERALD_SENDER_APNS_SANDBOX_HOST"] = "127.0.0.1"
         variables["HERALD_SENDER_APNS_SANDBOX_PORT"] = "\(simPort)"
-        variables["HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE"] = folder + "/cert.pem"
+        variables["HERALD_SENDER_APNS_SANDBOX_TRUST_CERTIFICATE_FILE"] = folder + "/cert.pem"
         variables["HERALD_SENDER_METRICS_PORT"] = "0"
         // Info level: quiet per batch, and it says when the consumer group assigned the partitions.
         variables["HERALD_LOG_LEVEL"] = "info"

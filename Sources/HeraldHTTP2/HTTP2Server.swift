@@ -82,7 +82,7 @@ public enum HTTP2TLS {
         configuration.applicationProtocols = ["h2"]
         configuration.minimumTLSVersion = .tlsv12
         if !trustedCertificates.isEmpty {
-            configuration.trustRoots = .certificates(trustedCertificates)
+            configuration.additionalTrustRoots = [.certificates(trustedCertificates)]
         }
         if let clientCertificate {
             configuration.certificateChain = clientCertificate.chain.map { .certificate($0) }

@@ -18,6 +18,29 @@ public struct SenderEndpoints: Sendable {
         self.production = production
         self.sandbox = sandbox
     }
+
+    /// The endpoints the settings name, each trusting the system's roots plus its own
+    /// certificate file's.
+    /// - Throws: ``SettingError`` naming a file that cannot be read as PEM certificates.
+    public init(settings: SenderSettings) throws(SettingError) {
+        func trusted(_ file: String?, variable: String) throws(SettingError) -> [NIOSSLCertificate] {
+            guard let file else { return [] }
+            do {
+                return try NIOSSLCertificate.fromPEMFile(file)
+            } catch {
+                throw SettingError("cannot read \(variable) \(file) as PEM certificates: \(error)")
+            }
+        }
+        production = APNsEndpoint(
+            host: settings.productionHost, port: settings.productionPort,
+            trustedCertificates: try trusted(
+                settings.productionTrustCertificateFile,
+                variable: "HERALD_SENDER_APNS_PRODUCTION_TRUST_CERTIFICATE_FILE"))
+        sandbox = APNsEndpoint(
+            host: settings.sandboxHost, port: settings.sandboxPort,
+            trustedCertificates: try trusted(
+                settings.sandboxTrustCertificateFile, variable: "HERALD_SENDER_APNS_SANDBOX_TRUST_CERTIFICATE_FILE"))
+    }
 }
 
 /// An app has no APNs credential for the batch's environment.

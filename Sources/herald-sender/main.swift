@@ -11,8 +11,6 @@ import HeraldRecords
 import HeraldSender
 import HeraldStore
 import Logging
-import NIOCore
-import NIOSSL
 import ServiceLifecycle
 
 func fail(_ message: String) -> Never { ServiceProcess.fail("herald-sender", message) }
@@ -30,20 +28,13 @@ do {
 } catch {
     fail("\(error)")
 }
-let trusted: [NIOSSLCertificate]
-if let file = settings.trustCertificateFile {
-    do {
-        trusted = try NIOSSLCertificate.fromPEMFile(file)
-    } catch {
-        fail("cannot read HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE \(file): \(error)")
-    }
-} else {
-    trusted = []
+let endpoints: SenderEndpoints
+do {
+    try settings.checkTrustSettings()
+    endpoints = try SenderEndpoints(settings: settings)
+} catch {
+    fail("\(error)")
 }
-let endpoints = SenderEndpoints(
-    production: APNsEndpoint(
-        host: settings.productionHost, port: settings.productionPort, trustedCertificates: trusted),
-    sandbox: APNsEndpoint(host: settings.sandboxHost, port: settings.sandboxPort, trustedCertificates: trusted))
 let clientConfiguration: APNsClientConfiguration = {
     var clientConfiguration = APNsClientConfiguration()
     clientConfiguration.connections = settings.connections

@@ -23,7 +23,7 @@ struct SenderProcessTests {
         variables["HERALD_SENDER_OUTCOMES_TOPIC"] = environment.outcomesTopic
         variables["HERALD_SENDER_APNS_SANDBOX_HOST"] = "localhost"
         variables["HERALD_SENDER_APNS_SANDBOX_PORT"] = "\(environment.simulator.port)"
-        variables["HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE"] = certificateFile
+        variables["HERALD_SENDER_APNS_SANDBOX_TRUST_CERTIFICATE_FILE"] = certificateFile
         variables["HERALD_SENDER_MAX_BATCHES_IN_FLIGHT"] = "1"
         variables["HERALD_SENDER_METRICS_PORT"] = "\(metricsPort)"
         variables["HERALD_LOG_LEVEL"] = "info"

@@ -134,7 +134,8 @@ struct DevStackLauncher {
                         "HERALD_SENDER_APNS_SANDBOX_HOST": "127.0.0.1", "HERALD_SENDER_APNS_SANDBOX_PORT": "\(simPort)",
                         "HERALD_SENDER_APNS_PRODUCTION_HOST": "127.0.0.1",
                         "HERALD_SENDER_APNS_PRODUCTION_PORT": "\(simPort)",
-                        "HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE": stack.apnsSim.certificate,
+                        "HERALD_SENDER_APNS_SANDBOX_TRUST_CERTIFICATE_FILE": stack.apnsSim.certificate,
+                        "HERALD_SENDER_APNS_PRODUCTION_TRUST_CERTIFICATE_FILE": stack.apnsSim.certificate,
                     ]) { $1 }, ["HERALD_SENDER_BATCH_TAKEOVER_MS": "30000"]),
                 readiness: "http:" + stack.metricsURLs[name]!)
             say("  ✔ \(name.padding(toLength: 16, withPad: " ", startingAt: 0))metrics \(stack.metricsURLs[name]!)")

@@ -32,9 +32,15 @@ public struct SenderSettings: Sendable {
     public var productionPort: Int
     public var sandboxHost: String
     public var sandboxPort: Int
-    /// A PEM file of certificates trusted besides the system's (apns-sim's), or nil
-    /// (`HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE`).
-    public var trustCertificateFile: String?
+    /// PEM files of certificates each endpoint trusts besides the system's roots (apns-sim's), or
+    /// nil (`HERALD_SENDER_APNS_PRODUCTION_TRUST_CERTIFICATE_FILE`,
+    /// `HERALD_SENDER_APNS_SANDBOX_TRUST_CERTIFICATE_FILE`). One endpoint's file never applies to
+    /// the other, so trusting a simulator for sandbox leaves delivery to Apple as it was.
+    public var productionTrustCertificateFile: String?
+    public var sandboxTrustCertificateFile: String?
+    /// The setting one file for both endpoints had, which replaced the system's roots; no longer
+    /// read (see ``checkTrustSettings()``).
+    var retiredTrustCertificateFile: String?
     /// The Prometheus endpoint (`HERALD_SENDER_METRICS_HOST`, `HERALD_SENDER_METRICS_PORT`; port 0
     /// turns it off).
     public var metricsHost: String
@@ -57,8 +63,21 @@ public struct SenderSettings: Sendable {
         productionPort = config.int(forKey: "sender.apns.production.port", default: 443)
         sandboxHost = config.string(forKey: "sender.apns.sandbox.host", default: "api.sandbox.push.apple.com")
         sandboxPort = config.int(forKey: "sender.apns.sandbox.port", default: 443)
-        trustCertificateFile = config.string(forKey: "sender.apns.trustCertificateFile")
+        productionTrustCertificateFile = config.string(forKey: "sender.apns.production.trustCertificateFile")
+        sandboxTrustCertificateFile = config.string(forKey: "sender.apns.sandbox.trustCertificateFile")
+        retiredTrustCertificateFile = config.string(forKey: "sender.apns.trustCertificateFile")
         metricsHost = config.string(forKey: "sender.metrics.host", default: "127.0.0.1")
         metricsPort = config.int(forKey: "sender.metrics.port", default: 9465)
+    }
+
+    /// Refuses the retired `HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE`: it made one file the
+    /// only roots of both endpoints, and reading it either way now would change what a running
+    /// deployment trusts without a word.
+    public func checkTrustSettings() throws(SettingError) {
+        guard let file = retiredTrustCertificateFile else { return }
+        throw SettingError(
+            "HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE (\(file)) is no longer read: set "
+                + "HERALD_SENDER_APNS_SANDBOX_TRUST_CERTIFICATE_FILE or HERALD_SENDER_APNS_PRODUCTION_TRUST_CERTIFICATE_FILE, "
+                + "whose certificates that endpoint trusts besides the system's")
     }
 }
