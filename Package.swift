@@ -396,6 +396,7 @@ let package = Package(
                 "HeraldStore", "HeraldCore", "HeraldAPNs", "StoreTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .target(

@@ -23,7 +23,7 @@ fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 admin="contract-admin-$(head -c 32 /dev/urandom | base64 | tr -d "/+=")"
 log=$(mktemp)
-HERALD_ADMIN_TOKEN=$admin HERALD_MASTER_KEY=$(head -c 32 /dev/urandom | base64) HERALD_API_PORT=$port \
+HERALD_ADMIN_TOKEN=$admin HERALD_MASTER_KEY=${HERALD_MASTER_KEY:?run it through scripts/with-infrastructure.sh} HERALD_API_PORT=$port \
   HERALD_API_RATE_LIMIT_PER_SECOND=100000 HERALD_API_RATE_LIMIT_BURST=100000 HERALD_LOG_LEVEL=warning \
   "$build_dir/herald-api" >"$log" 2>&1 &
 api=$!

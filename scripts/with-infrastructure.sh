@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs a command with the local infrastructure up: PostgreSQL and the development Kafka broker.
-# Starts what is not already running, exports HERALD_POSTGRES_* and HERALD_KAFKA_BROKERS, runs
+# Starts what is not already running, exports HERALD_POSTGRES_*, HERALD_KAFKA_BROKERS and the
+# cluster's HERALD_MASTER_KEY (made once, in .local/postgres/master-key), runs
 # the command, and stops what it started, even when the command fails, keeping its exit status.
 #
 #   scripts/with-infrastructure.sh BUILD_DIR COMMAND [ARGS...]
@@ -37,5 +38,13 @@ export HERALD_POSTGRES_DATABASE=${HERALD_POSTGRES_DATABASE:-herald}
 HERALD_KAFKA_BROKERS=$(cat .local/kafka-dev.address)
 export HERALD_KAFKA_BROKERS
 export HERALD_BIN_DIR=$(cd "$build_dir" && pwd)
+# One master key per local cluster, as a deployment has one: processes refuse to start with a
+# key that did not seal the database's credentials.
+if [ -z "${HERALD_MASTER_KEY:-}" ]; then
+  key_file=.local/postgres/master-key
+  [ -s "$key_file" ] || (umask 077 && head -c 32 /dev/urandom | base64 >"$key_file")
+  HERALD_MASTER_KEY=$(cat "$key_file")
+fi
+export HERALD_MASTER_KEY
 
 "$@"

@@ -73,7 +73,11 @@ struct SenderThroughput: AsyncParsableCommand {
         print(String(format: "h2load against apns-sim: %.0f req/s", h2loadRate))
 
         // The app and its sealed key in PostgreSQL.
-        let masterKey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        // The cluster's key (scripts/with-infrastructure.sh sets it): herald-sender checks that
+        // it sealed the database's credentials.
+        let masterKey =
+            ProcessInfo.processInfo.environment["HERALD_MASTER_KEY"]
+            ?? Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         let cipher = try CredentialCipher(masterKeyBase64: masterKey)
         // The push the batches belong to: herald-sender sends nothing no stored push stands behind.
         let pushID = UUID()

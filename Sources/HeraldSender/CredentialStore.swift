@@ -60,6 +60,18 @@ public struct CredentialUnavailable: Error, CustomStringConvertible, Sendable {
     public var description: String { "the APNs credential of app \(appID) cannot be read from the database: \(reason)" }
 }
 
+/// An app's credential does not open with the configured master keys (a key left out while
+/// rotating, or a row altered). Its batches wait — the notifications are not the sender's to
+/// reject — and ``SenderMetrics/batchesWaitingForCredential`` says so.
+public struct CredentialSealedOtherwise: Error, CustomStringConvertible, Sendable {
+    public let appID: UUID
+    public let environment: APNsEnvironment
+    public let reason: CredentialCipher.CannotOpen
+    public var description: String {
+        "the \(environment.rawValue) APNs credential of app \(appID) cannot be decrypted: \(reason)"
+    }
+}
+
 /// One running ``APNsClient`` per app and environment, made from the credential stored in
 /// PostgreSQL (its secret opened with the master key), cached, and replaced when the stored
 /// credential changes (checked at most every `refreshInterval`). While the database cannot be
@@ -146,8 +158,9 @@ public final class CredentialStore: Service, Sendable {
 
     /// The client for `appID` in `environment`.
     /// - Throws: ``MissingCredential``; ``CredentialUnavailable`` when the database cannot be read
-    ///   and no client was loaded before; ``APNsCredentialError`` when the stored secret cannot
-    ///   be opened or used.
+    ///   and no client was loaded before; ``CredentialSealedOtherwise`` when the stored secret
+    ///   does not open with the configured master keys; ``APNsCredentialError`` when it cannot
+    ///   be used.
     public func client(appID: UUID, environment: APNsEnvironment) async throws -> APNsClient {
         let key = Key(appID: appID, environment: environment)
         let now = ContinuousClock.now
@@ -237,9 +250,7 @@ public final class CredentialStore: Service, Sendable {
         do {
             secret = try record.openSecret(with: cipher)
         } catch {
-            throw APNsCredentialError(
-                "the stored credential of app \(record.appID) cannot be opened with this master key: check HERALD_MASTER_KEY"
-            )
+            throw CredentialSealedOtherwise(appID: record.appID, environment: record.environment, reason: error)
         }
         let text = String(decoding: secret, as: UTF8.self)
         switch record.kind {

@@ -18,6 +18,9 @@ public final class SenderMetrics: Sendable {
     let batchesInFlight = Atomic<Int>(0)
     /// Second copies of batches already accounted, skipped.
     let duplicateBatches = Atomic<Int>(0)
+    /// Batches held because their app's credential cannot be opened with the configured master
+    /// keys (alert on it: nothing of those apps is delivered until it is fixed).
+    public let batchesWaitingForCredential = Atomic<Int>(0)
 
     public init() {}
 
@@ -55,6 +58,11 @@ public final class SenderMetrics: Sendable {
         text.single(
             "herald_sender_batches_in_flight", .gauge, help: "Job batches being sent.",
             value: batchesInFlight.load(ordering: .relaxed))
+        text.single(
+            "herald_sender_batches_waiting_for_credential", .gauge,
+            help:
+                "Job batches held because their app's APNs credential cannot be decrypted with the configured master keys.",
+            value: batchesWaitingForCredential.load(ordering: .relaxed))
         text.single(
             "herald_sender_attempts_total", .counter, help: "APNs requests made (retries included).",
             value: state.attempts)

@@ -118,6 +118,8 @@ public final class SenderWorker: Service, Sendable {
     /// The next offset of each partition after the last stored one (for the lag metric).
     private let storedOffsets = Mutex<[KafkaTopicPartition: Int64]>([:])
     private let slots: BatchSlots
+    /// When a credential that does not decrypt was last logged.
+    private let undecryptableWarning = LastWarning()
     /// Counts for `/metrics`.
     public let metrics: SenderMetrics
 
@@ -230,13 +232,29 @@ public final class SenderWorker: Service, Sendable {
     }
 
     /// The app's client; while its credential cannot be read from the database (and none was
-    /// loaded before), the batch waits — a database outage rejects nothing.
+    /// loaded before), or cannot be decrypted with the configured master keys, the batch waits —
+    /// a database outage or a missing key rejects nothing. A credential that does not decrypt is
+    /// logged as an error (every 10 s at most) and counted in
+    /// `herald_sender_batches_waiting_for_credential` while its batches wait.
     private func client(appID: UUID, environment: APNsEnvironment) async throws -> APNsClient {
         var waits = Backoff.outage.delays()
+        var counted = false
+        defer { if counted { metrics.batchesWaitingForCredential.subtract(1, ordering: .relaxed) } }
         while true {
             do {
                 return try await credentials.client(appID: appID, environment: environment)
             } catch is CredentialUnavailable {
+                try await Task.sleep(for: waits.next())
+            } catch let error as CredentialSealedOtherwise {
+                if !counted {
+                    counted = true
+                    metrics.batchesWaitingForCredential.add(1, ordering: .relaxed)
+                }
+                if undecryptableWarning.due(every: .seconds(10)) {
+                    logger.error(
+                        "APNs credential cannot be decrypted; its batches wait (none rejected)",
+                        metadata: ["error": "\(error)"])
+                }
                 try await Task.sleep(for: waits.next())
             }
         }

@@ -29,7 +29,18 @@ do {
             logger.warning(
                 "no admin token configured (HERALD_ADMIN_TOKEN): apps cannot be managed through this process")
         }
-        if configuration.security.masterKey == nil {
+        if let cipher = try configuration.security.cipher() {
+            // A wrong key stops here, with one line, not at the first batch; then every credential
+            // sealed with another configured key is sealed again with HERALD_MASTER_KEY.
+            let credentials = CredentialRepository(client: database, logger: logger)
+            try await credentials.checkSealingKeys(cipher)
+            let resealed = try await credentials.resealWithSealingKey(cipher)
+            if resealed > 0 {
+                logger.notice(
+                    "APNs credentials sealed again with HERALD_MASTER_KEY",
+                    metadata: ["credentials": "\(resealed)", "sealing-key": "\(cipher.sealingKeyID)"])
+            }
+        } else {
             logger.warning(
                 "no master key configured (HERALD_MASTER_KEY): APNs credentials cannot be stored through this process")
         }

@@ -19,12 +19,12 @@ let configuration = await ServiceProcess.start("herald-sender")
 let logger = Logger(label: "herald.sender")
 let settings = configuration.sender
 
-guard let masterKey = configuration.security.masterKey else {
-    fail("HERALD_MASTER_KEY is not set: the sender needs it to open the apps' APNs keys (32 bytes, base64)")
-}
 let cipher: CredentialCipher
 do {
-    cipher = try CredentialCipher(masterKeyBase64: masterKey)
+    guard let configured = try configuration.security.cipher() else {
+        fail("HERALD_MASTER_KEY is not set: the sender needs it to open the apps' APNs keys (32 bytes, base64)")
+    }
+    cipher = configured
 } catch {
     fail("\(error)")
 }
@@ -46,6 +46,8 @@ let clientConfiguration: APNsClientConfiguration = {
 do {
     try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
         try await MigrationRunner(client: database, logger: logger).migrate()
+        // A wrong key stops here, with one line, rather than leaving every batch waiting.
+        try await CredentialRepository(client: database, logger: logger).checkSealingKeys(cipher)
         let credentials = CredentialStore(
             repository: CredentialRepository(client: database, logger: logger), cipher: cipher, endpoints: endpoints,
             clientConfiguration: clientConfiguration, logger: logger)

@@ -11,13 +11,14 @@ struct SenderProcessTests {
         ProcessInfo.processInfo.environment["HERALD_BIN_DIR"] ?? ".build/debug"
     }
 
-    func startSender(_ environment: WorkerEnvironment, certificateFile: String, metricsPort: Int, log: String) throws
-        -> Process
-    {
+    func startSender(
+        _ environment: WorkerEnvironment, certificateFile: String, metricsPort: Int, log: String,
+        masterKey: String? = nil
+    ) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binaryDirectory + "/herald-sender")
         var variables = ProcessInfo.processInfo.environment
-        variables["HERALD_MASTER_KEY"] = environment.masterKey
+        variables["HERALD_MASTER_KEY"] = masterKey ?? environment.masterKey
         variables["HERALD_SENDER_GROUP_ID"] = environment.group
         variables["HERALD_SENDER_JOBS_TOPIC"] = environment.jobsTopic
         variables["HERALD_SENDER_OUTCOMES_TOPIC"] = environment.outcomesTopic
@@ -54,6 +55,30 @@ struct SenderProcessTests {
         let deadline = ContinuousClock.now + timeout
         while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
         return process.isRunning ? nil : process.terminationStatus
+    }
+
+    @Test("started with a master key that did not seal the stored credentials, herald-sender refuses with one line")
+    func wrongMasterKeyIsRefused() async throws {
+        try await withWorkerEnvironment(deliverable: 1) { environment in
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "herald-sender-wrong-key-\(environment.suffix).log"
+            ).path
+            let wrongKey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+            let certificateFile = log + ".pem"
+            try environment.simulator.identity.certificatePEM.write(
+                toFile: certificateFile, atomically: true, encoding: .utf8)
+            let process = try startSender(
+                environment, certificateFile: certificateFile, metricsPort: Int.random(in: 33000..<34000), log: log,
+                masterKey: wrongKey)
+            let status = await waitForExit(process, timeout: .seconds(60))
+            if status == nil { kill(process.processIdentifier, SIGKILL) }
+            let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            #expect(status != nil && status != 0, "herald-sender must exit; log: \(output)")
+            let expected =
+                "sealed with master key id \(environment.cipher.sealingKeyID), which neither HERALD_MASTER_KEY"
+            #expect(output.contains(expected), "\(output)")
+            #expect(!output.contains(wrongKey), "the key itself is never written")
+        }
     }
 
     @Test(

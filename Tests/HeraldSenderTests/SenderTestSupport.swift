@@ -134,7 +134,10 @@ func withWorkerEnvironment(
 ) async throws {
     let configuration = try await HeraldConfiguration.load()
     let logger = Logger(label: "test.sender")
-    let masterKey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+    // The local cluster's key (scripts/with-infrastructure.sh): herald-sender processes started
+    // against the database check that it sealed the stored credentials.
+    let masterKey = try #require(
+        ProcessInfo.processInfo.environment["HERALD_MASTER_KEY"], "run through scripts/with-infrastructure.sh")
     let cipher = try CredentialCipher(masterKeyBase64: masterKey)
     let signingKey = P256.Signing.PrivateKey()
     let suffix = String(UUID().uuidString.prefix(8)).lowercased()

@@ -1,4 +1,5 @@
 import APNsSimulator
+import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldCore
@@ -59,29 +60,7 @@ struct SenderWorkerTests {
             _ = try await environment.produceJobs(batches: 2, targets: 100, pushID: accountedPush, storePush: false)
             let logger = environment.logger
             let configuration = environment.configuration
-            var endpoints = SenderEndpoints()
-            endpoints.sandbox = APNsEndpoint(
-                host: "localhost", port: environment.simulator.port,
-                trustedCertificates: environment.simulator.identity.certificateChain)
-            let credentials = CredentialStore(
-                repository: CredentialRepository(client: environment.database, logger: logger),
-                cipher: environment.cipher,
-                endpoints: endpoints, clientConfiguration: APNsClientConfiguration(), logger: logger)
-            let consumer = try KafkaConsumer(
-                configuration: configuration.kafka.consumerConfiguration(
-                    groupID: environment.group, topics: [environment.jobsTopic], clientID: "test-sender"),
-                logger: logger)
-            let producer = try KafkaProducer(
-                configuration: configuration.kafka.producerConfiguration(clientID: "test-sender"), logger: logger)
-            let worker = SenderWorker(
-                consumer: consumer, producer: producer, credentials: credentials,
-                gate: StoredBatchGate(pushes: PushRepository(client: environment.database, logger: logger)),
-                sender: JobBatchSender(
-                    retryPolicy: RetryPolicy(
-                        maxAttempts: 5, backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50)))),
-                maxBatchesInFlight: 4, outcomesTopic: environment.outcomesTopic, logger: logger)
-            let services = ServiceGroup(
-                configuration: .init(services: [producer, consumer, credentials, worker], logger: logger))
+            let (worker, services) = try makeWorker(environment)
 
             /// Whether every owned partition with a stored offset is at lag 0.
             @Sendable func caughtUp(_ text: String) -> Bool {
@@ -158,6 +137,58 @@ struct SenderWorkerTests {
             }
             try await again.close()
             #expect(redelivered == 0)
+        }
+    }
+
+    @Test(
+        "a credential that does not decrypt with the configured master key holds its batches (counted, none rejected) until a credential that does is stored"
+    )
+    func undecryptableCredentialWaits() async throws {
+        try await withWorkerEnvironment(deliverable: 200) { environment in
+            let credentials = CredentialRepository(client: environment.database, logger: environment.logger)
+            let stored = try #require(try await credentials.credentials(appID: environment.appID).first)
+            // The same key sealed under a master key this worker does not hold (a key left out of
+            // HERALD_MASTER_KEY_DECRYPT_ONLY while rotating).
+            let otherKey = Data(SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }).base64EncodedString()
+            var sealedOtherwise = stored
+            try sealedOtherwise.seal(
+                try stored.openSecret(with: environment.cipher), with: CredentialCipher(masterKeyBase64: otherKey))
+            try await credentials.upsert(sealedOtherwise)
+            let batchIDs = try await environment.produceJobs(batches: 2, targets: 100)
+            let (worker, services) = try makeWorker(environment)
+            let (held, outcomes) = try await withThrowingTaskGroup(
+                of: (String, [Data: Herald_V1_OutcomeBatch])?.self
+            ) { tasks in
+                tasks.addTask {
+                    try await services.run()
+                    return nil
+                }
+                tasks.addTask {
+                    let waiting = "herald_sender_batches_waiting_for_credential 2\n"
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    while !worker.metrics.prometheusText().contains(waiting), ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(50))
+                    }
+                    let held = worker.metrics.prometheusText()
+                    // Give a wrong answer time to show: nothing may be published meanwhile.
+                    try await Task.sleep(for: .seconds(2))
+                    let early = try await environment.collectOutcomes(batchIDs, timeout: .seconds(3))
+                    #expect(early.isEmpty, "no outcome while the credential does not decrypt")
+                    try await credentials.upsert(stored)
+                    let outcomes = try await environment.collectOutcomes(batchIDs)
+                    await services.triggerGracefulShutdown()
+                    return (held, outcomes)
+                }
+                var collected: (String, [Data: Herald_V1_OutcomeBatch]) = ("", [:])
+                for try await result in tasks { if let result { collected = result } }
+                return collected
+            }
+            #expect(held.contains("herald_sender_batches_waiting_for_credential 2\n"), "\(held)")
+            #expect(Set(outcomes.keys) == batchIDs)
+            #expect(outcomes.values.flatMap(\.acceptedDeviceIds).count == 200)
+            #expect(outcomes.values.flatMap(\.failures).isEmpty)
+            #expect(worker.metrics.prometheusText().contains("herald_sender_batches_waiting_for_credential 0\n"))
+            #expect(environment.simulator.ledger.counts.accepted == 200)
         }
     }
 
@@ -244,4 +275,34 @@ private func craftedJobRecords(_ environment: WorkerEnvironment) async throws ->
         (try job { $0.targets = [] }.encodedRecord(), "0 targets"),
         (try job { $0.appID = UUID().recordBytes }.encodedRecord(), "has no push \(pushID)"),
     ]
+}
+
+/// A sender worker on the environment's topics, with its credential store, consumer and producer,
+/// in a service group to run.
+private func makeWorker(_ environment: WorkerEnvironment) throws -> (SenderWorker, ServiceGroup) {
+    let logger = environment.logger
+    let configuration = environment.configuration
+    var endpoints = SenderEndpoints()
+    endpoints.sandbox = APNsEndpoint(
+        host: "localhost", port: environment.simulator.port,
+        trustedCertificates: environment.simulator.identity.certificateChain)
+    let credentials = CredentialStore(
+        repository: CredentialRepository(client: environment.database, logger: logger), cipher: environment.cipher,
+        endpoints: endpoints, clientConfiguration: APNsClientConfiguration(), logger: logger)
+    let consumer = try KafkaConsumer(
+        configuration: configuration.kafka.consumerConfiguration(
+            groupID: environment.group, topics: [environment.jobsTopic], clientID: "test-sender"),
+        logger: logger)
+    let producer = try KafkaProducer(
+        configuration: configuration.kafka.producerConfiguration(clientID: "test-sender"), logger: logger)
+    let worker = SenderWorker(
+        consumer: consumer, producer: producer, credentials: credentials,
+        gate: StoredBatchGate(pushes: PushRepository(client: environment.database, logger: logger)),
+        sender: JobBatchSender(
+            retryPolicy: RetryPolicy(
+                maxAttempts: 5, backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50)))),
+        maxBatchesInFlight: 4, outcomesTopic: environment.outcomesTopic, logger: logger)
+    let services = ServiceGroup(
+        configuration: .init(services: [producer, consumer, credentials, worker], logger: logger))
+    return (worker, services)
 }

@@ -53,42 +53,6 @@ import Testing
         }
     }
 
-    @Test("APNs credentials are stored sealed, one per environment, and open only with the master key")
-    func credentials() async throws {
-        try await withMigratedStore { client, logger in
-            let app = try await AppRepository(client: client, logger: logger).create(
-                name: "Creds", bundleID: "com.example.creds")
-            let repository = CredentialRepository(client: client, logger: logger)
-            let cipher = try CredentialCipher(masterKeyBase64: Data((0..<32).map { UInt8($0) }).base64EncodedString())
-            let privateKey = Array("-----BEGIN PRIVATE KEY-----\nMIGH...\n-----END PRIVATE KEY-----\n".utf8)
-            let id = UUID()
-            let sealed = try cipher.seal(privateKey, owner: "\(app.id)/\(id)")
-            #expect(sealed != privateKey)
-            try await repository.upsert(
-                APNsCredentialRecord(
-                    id: id, appID: app.id, environment: .sandbox, kind: .token,
-                    keyID: "ABC123DEFG", teamID: "TEAM123456", sealedSecret: sealed))
-            var stored = try await repository.credentials(appID: app.id)
-            #expect(stored.count == 1)
-            #expect(try cipher.open(stored[0].sealedSecret, owner: "\(app.id)/\(id)") == privateKey)
-            #expect(throws: CredentialCipher.CannotOpen.self) {
-                try cipher.open(stored[0].sealedSecret, owner: "\(UUID())/\(id)")
-            }
-
-            // A second credential for the same environment replaces the first.
-            let replacement = UUID()
-            try await repository.upsert(
-                APNsCredentialRecord(
-                    id: replacement, appID: app.id, environment: .sandbox, kind: .token,
-                    keyID: "NEWKEY1234", teamID: "TEAM123456",
-                    sealedSecret: try cipher.seal(privateKey, owner: "\(app.id)/\(replacement)")))
-            stored = try await repository.credentials(appID: app.id)
-            #expect(stored.map(\.keyID) == ["NEWKEY1234"])
-            #expect(try await repository.delete(appID: app.id, environment: .sandbox))
-            #expect(try await repository.credentials(appID: app.id).isEmpty)
-        }
-    }
-
     @Test("a device registered twice with the same token stays one row, keeps its id and is reactivated")
     func deviceRegistration() async throws {
         try await withMigratedStore { client, logger in

@@ -25,7 +25,7 @@ public struct APIServer: Service {
         settings: APISettings, security: SecuritySettings, database: PostgresClient, logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
-        let cipher = try security.masterKey.map { try CredentialCipher(masterKeyBase64: $0) }
+        let cipher = try security.cipher()
         let keys = APIKeyRepository(client: database, logger: logger)
         let authenticator = KeyAuthenticator(keys: keys, cacheTTL: settings.keyCacheTTL)
         let metrics = APIMetrics()

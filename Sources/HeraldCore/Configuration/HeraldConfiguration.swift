@@ -62,7 +62,9 @@ public struct HeraldConfiguration: Sendable {
         )
         security = SecuritySettings(
             masterKey: config.string(forKey: "masterKey", isSecret: true),
-            adminToken: config.string(forKey: "adminToken", isSecret: true)
+            adminToken: config.string(forKey: "adminToken", isSecret: true),
+            decryptOnlyMasterKeys: config.string(forKey: "masterKey.decryptOnly", isSecret: true, default: "")
+                .split(separator: ",").map { String($0) }.filter { !$0.isEmpty }
         )
         sender = SenderSettings(reader: config)
         center = CenterSettings(reader: config)
@@ -136,10 +138,20 @@ public struct SecuritySettings: Sendable {
     public var masterKey: String?
     /// Bearer token that manages apps (`HERALD_ADMIN_TOKEN`).
     public var adminToken: String?
+    /// More master keys, comma-separated, that open credentials but seal none
+    /// (`HERALD_MASTER_KEY_DECRYPT_ONLY`): for rotating the master key.
+    public var decryptOnlyMasterKeys: [String]
 
-    public init(masterKey: String? = nil, adminToken: String? = nil) {
+    public init(masterKey: String? = nil, adminToken: String? = nil, decryptOnlyMasterKeys: [String] = []) {
         self.masterKey = masterKey
         self.adminToken = adminToken
+        self.decryptOnlyMasterKeys = decryptOnlyMasterKeys
+    }
+
+    /// The cipher of the configured master keys, or nil without `HERALD_MASTER_KEY`.
+    /// - Throws: `CredentialCipher.InvalidMasterKey` for a key that is not 32 bytes of base64.
+    public func cipher() throws -> CredentialCipher? {
+        try masterKey.map { try CredentialCipher(masterKeyBase64: $0, decryptOnlyBase64: decryptOnlyMasterKeys) }
     }
 
     /// The fewest characters an admin token may have: 32 random bytes written in base64 (43 or

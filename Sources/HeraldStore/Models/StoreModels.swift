@@ -47,13 +47,18 @@ public struct APNsCredentialRecord: Sendable, Equatable {
     public var keyID: String?
     public var teamID: String?
     public var sealedSecret: [UInt8]
+    /// The id of the master key that sealed the secret (`CredentialCipher.keyID(ofMasterKey:)`);
+    /// nil for a secret sealed before secrets carried one.
+    public var sealingKeyID: String?
     public var certificateExpiresAt: Date?
     public var updatedAt: Date
 
     public init(
         id: UUID, appID: UUID, environment: APNsEnvironment, kind: APNsCredentialKind, keyID: String?,
-        teamID: String?, sealedSecret: [UInt8], certificateExpiresAt: Date? = nil, updatedAt: Date = Date()
+        teamID: String?, sealedSecret: [UInt8], sealingKeyID: String?, certificateExpiresAt: Date? = nil,
+        updatedAt: Date = Date()
     ) {
+        self.sealingKeyID = sealingKeyID
         self.id = id
         self.appID = appID
         self.environment = environment

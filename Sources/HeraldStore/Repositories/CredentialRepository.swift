@@ -17,13 +17,15 @@ public struct CredentialRepository: Sendable {
     public func upsert(_ credential: APNsCredentialRecord) async throws {
         try await client.boundedQuery(
             """
-            INSERT INTO apns_credentials (id, app_id, environment, kind, key_id, team_id, sealed_secret, certificate_expires_at)
+            INSERT INTO apns_credentials (id, app_id, environment, kind, key_id, team_id, sealed_secret, sealing_key_id,
+                                          certificate_expires_at)
             VALUES (\(credential.id), \(credential.appID), \(credential.environment.rawValue), \(credential.kind.rawValue),
-                    \(credential.keyID), \(credential.teamID), \(credential.sealedSecret.bytea), \(credential.certificateExpiresAt))
+                    \(credential.keyID), \(credential.teamID), \(credential.sealedSecret.bytea), \(credential.sealingKeyID),
+                    \(credential.certificateExpiresAt))
             ON CONFLICT (app_id, environment) DO UPDATE SET
                 id = EXCLUDED.id, kind = EXCLUDED.kind, key_id = EXCLUDED.key_id, team_id = EXCLUDED.team_id,
-                sealed_secret = EXCLUDED.sealed_secret, certificate_expires_at = EXCLUDED.certificate_expires_at,
-                updated_at = now()
+                sealed_secret = EXCLUDED.sealed_secret, sealing_key_id = EXCLUDED.sealing_key_id,
+                certificate_expires_at = EXCLUDED.certificate_expires_at, updated_at = now()
             """, logger: logger)
     }
 
@@ -34,12 +36,19 @@ public struct CredentialRepository: Sendable {
     {
         let rows = try await client.boundedQuery(
             """
-            SELECT id, app_id, environment, kind, key_id, team_id, sealed_secret, certificate_expires_at, updated_at
-            FROM apns_credentials WHERE app_id = \(appID) ORDER BY environment
+            SELECT \(unescaped: Self.columns) FROM apns_credentials WHERE app_id = \(appID) ORDER BY environment
             """, logger: logger, within: answerWithin)
+        return try await Self.records(rows)
+    }
+
+    static let columns =
+        "id, app_id, environment, kind, key_id, team_id, sealed_secret, sealing_key_id, certificate_expires_at, updated_at"
+
+    /// The credentials of rows of ``columns``.
+    static func records(_ rows: PostgresRowSequence) async throws -> [APNsCredentialRecord] {
         var credentials: [APNsCredentialRecord] = []
-        for try await (id, appID, environment, kind, keyID, teamID, secret, expiresAt, updatedAt)
-            in rows.decode((UUID, UUID, String, String, String?, String?, ByteBuffer, Date?, Date).self)
+        for try await (id, appID, environment, kind, keyID, teamID, secret, sealingKeyID, expiresAt, updatedAt)
+            in rows.decode((UUID, UUID, String, String, String?, String?, ByteBuffer, String?, Date?, Date).self)
         {
             guard let environment = APNsEnvironment(rawValue: environment),
                 let kind = APNsCredentialKind(rawValue: kind)
@@ -49,7 +58,8 @@ public struct CredentialRepository: Sendable {
             credentials.append(
                 APNsCredentialRecord(
                     id: id, appID: appID, environment: environment, kind: kind, keyID: keyID, teamID: teamID,
-                    sealedSecret: secret.bytes, certificateExpiresAt: expiresAt, updatedAt: updatedAt))
+                    sealedSecret: secret.bytes, sealingKeyID: sealingKeyID, certificateExpiresAt: expiresAt,
+                    updatedAt: updatedAt))
         }
         return credentials
     }
