@@ -6,6 +6,7 @@ public final class CenterMetrics: Sendable {
     let devicesEmitted = Atomic<Int>(0)
     let batchesProduced = Atomic<Int>(0)
     let batchesRedriven = Atomic<Int>(0)
+    let batchesUndeliverable = Atomic<Int>(0)
     let fanoutsStarted = Atomic<Int>(0)
     let fanoutsFinished = Atomic<Int>(0)
     let fanoutsRunning = Atomic<Int>(0)
@@ -36,6 +37,10 @@ public final class CenterMetrics: Sendable {
         counter(
             "herald_center_batches_redriven_total", "Job batches produced again after no outcome came back.",
             batchesRedriven)
+        counter(
+            "herald_center_batches_undeliverable_total",
+            "Job batches ended Undeliverable: no outcome after HERALD_CENTER_MAX_REDRIVES re-drives.",
+            batchesUndeliverable)
         counter("herald_center_fanouts_started_total", "Fan-outs this center claimed.", fanoutsStarted)
         counter(
             "herald_center_fanouts_finished_total", "Fan-outs this center took to the end of the audience.",

@@ -203,6 +203,8 @@ public final class MsgCenter: Service, Sendable {
 
     /// Produces again the batches whose outcome did not come back in time (a record lost in the
     /// broker must not leave a push hanging). Same batch id: counted once whichever copy answers.
+    /// A batch already re-driven `maxRedrives` times is ended instead: every target rejected
+    /// `Undeliverable`, so its push (and a recall waiting on it) completes.
     func redrive() async {
         do {
             let stale = try await fanouts.batchesWithoutOutcome(after: settings.redriveAfter, limit: 200)
@@ -220,6 +222,20 @@ public final class MsgCenter: Service, Sendable {
                         BatchOutcome(
                             pushID: batch.pushID, sequence: batch.sequence, acceptedDeviceIDs: [], failures: [])
                     ])
+                    continue
+                }
+                if batch.redriven >= settings.maxRedrives {
+                    let applied = try await fanouts.applyOutcomes([context.undeliverableOutcome(cut)])
+                    guard applied.batchesCounted > 0 else { continue }  // its outcome came meanwhile
+                    metrics.batchesUndeliverable.add(1, ordering: .relaxed)
+                    metrics.notificationsCounted.add(applied.notificationsCounted, ordering: .relaxed)
+                    metrics.pushesCompleted.add(applied.pushesCompleted.count, ordering: .relaxed)
+                    logger.error(
+                        "batch ended Undeliverable: no outcome after every re-drive",
+                        metadata: [
+                            "push": "\(batch.pushID)", "sequence": "\(batch.sequence)",
+                            "re-drives": "\(batch.redriven)", "targets": "\(cut.targets.deviceIDs.count)",
+                        ])
                     continue
                 }
                 _ = try await producer.send(try context.message(cut))

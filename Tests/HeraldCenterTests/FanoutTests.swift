@@ -224,4 +224,35 @@ struct FanoutTests {
             await reader.stop()
         }
     }
+
+    @Test(
+        "a batch that never gets an outcome is re-driven HERALD_CENTER_MAX_REDRIVES times, then ended Undeliverable: counted, and its push completes"
+    )
+    func batchWithoutOutcomeEndsUndeliverable() async throws {
+        try await withCenterEnvironment { env in
+            let ids = try await env.register(250)
+            // Reads the batches and never answers: a sender that loses every outcome.
+            let reader = try env.startJobReader()
+            var settings = env.settings(name: "center-u", pageSize: 100, batchSize: 100)
+            settings.redriveAfter = .seconds(1)
+            settings.maxRedrives = 1
+            let center = try env.startCenter(settings)
+            let push = try await env.createPush(audience: .everyone)
+            #expect(try await env.eventually(timeout: .seconds(90)) { try await env.state(of: push) == .completed })
+            let counters = try #require(try await env.pushes.counters(pushID: push.id))
+            #expect(counters.targeted == 250 && counters.rejected == 250 && counters.isComplete)
+            #expect(counters.rejectedByReason == ["Undeliverable": 250])
+            // Produced once and re-driven once: each batch went out twice, to every device.
+            let copiesOfEach = {
+                Dictionary(grouping: reader.read(push: push), by: \.batchID).mapValues(\.count)
+            }
+            #expect(await env.eventually { copiesOfEach().count == 3 && copiesOfEach().values.allSatisfy { $0 == 2 } })
+            #expect(Set(reader.deviceCounts(push: push).keys) == Set(ids))
+            let metrics = center.center.metrics.prometheusText()
+            #expect(metrics.contains("herald_center_batches_undeliverable_total 3\n"))
+            #expect(metrics.contains("herald_center_batches_redriven_total 3\n"))
+            await center.stop()
+            await reader.stop()
+        }
+    }
 }

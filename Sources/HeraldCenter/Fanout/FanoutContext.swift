@@ -56,12 +56,23 @@ struct FanoutContext: Sendable {
 
     /// The outcome of a batch that will never be sent: every target canceled.
     func canceledOutcome(_ cut: BatchCutter.Cut) -> BatchOutcome {
+        outcome(of: cut, everyTarget: .canceled, reason: "Canceled")
+    }
+
+    /// The outcome of a batch that never got one however often it was produced: every target
+    /// rejected with Herald's reason `Undeliverable`.
+    func undeliverableOutcome(_ cut: BatchCutter.Cut) -> BatchOutcome {
+        outcome(of: cut, everyTarget: .rejected, reason: "Undeliverable")
+    }
+
+    private func outcome(of cut: BatchCutter.Cut, everyTarget status: FailedDelivery.Status, reason: String)
+        -> BatchOutcome
+    {
         BatchOutcome(
             pushID: push.id, sequence: cut.record.sequence, acceptedDeviceIDs: [],
             failures: cut.targets.deviceIDs.map {
                 BatchOutcome.Failure(
-                    deviceID: $0, status: .canceled, reason: "Canceled", httpStatus: 0,
-                    unregisteredAt: nil, attempts: 0)
+                    deviceID: $0, status: status, reason: reason, httpStatus: 0, unregisteredAt: nil, attempts: 0)
             })
     }
 }

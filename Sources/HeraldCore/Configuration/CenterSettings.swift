@@ -27,6 +27,9 @@ public struct CenterSettings: Sendable {
     /// A produced batch with no outcome after this long is produced again
     /// (`HERALD_CENTER_REDRIVE_AFTER_MS`).
     public var redriveAfter: Duration
+    /// A batch re-driven this many times that still gets no outcome is ended: every target
+    /// rejected with the reason `Undeliverable` (`HERALD_CENTER_MAX_REDRIVES`).
+    public var maxRedrives: Int
     /// Invalid tokens older than this many days are deleted (`HERALD_CENTER_PURGE_INVALID_AFTER_DAYS`; 0 keeps them).
     public var purgeInvalidAfterDays: Int
     /// How often the outbox is published (`HERALD_CENTER_OUTBOX_INTERVAL_MS`; 0 turns the relay off).
@@ -50,6 +53,7 @@ public struct CenterSettings: Sendable {
         claimLease = config.milliseconds(forKey: "center.claimLeaseMs", default: 30_000, minimum: 100)
         sweepInterval = config.milliseconds(forKey: "center.sweepIntervalMs", default: 500, minimum: 10)
         redriveAfter = config.milliseconds(forKey: "center.redriveAfterMs", default: 600_000, minimum: 1000)
+        maxRedrives = max(0, config.int(forKey: "center.maxRedrives", default: 5))
         purgeInvalidAfterDays = max(0, config.int(forKey: "center.purgeInvalidAfterDays", default: 30))
         outboxInterval = config.milliseconds(forKey: "center.outboxIntervalMs", default: 100)
         metricsHost = config.string(forKey: "center.metrics.host", default: "127.0.0.1")

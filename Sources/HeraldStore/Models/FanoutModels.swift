@@ -13,11 +13,14 @@ public struct RecordedBatch: Sendable, Equatable {
     public var environment: APNsEnvironment
     /// The devices' topic (the bundle id they registered with).
     public var topic: String
+    /// How many times it was produced again for want of an outcome.
+    public var redriven: Int
 
     public init(
         pushID: UUID, sequence: Int, firstDevice: Int64, lastDevice: Int64, targetCount: Int,
-        environment: APNsEnvironment, topic: String
+        environment: APNsEnvironment, topic: String, redriven: Int = 0
     ) {
+        self.redriven = redriven
         self.pushID = pushID
         self.sequence = sequence
         self.firstDevice = firstDevice

@@ -460,18 +460,19 @@ public struct FanoutRepository: Sendable {
 
     // MARK: Helpers
 
-    static let batchColumns = "push_id, sequence, first_device, last_device, target_count, environment, topic"
+    static let batchColumns =
+        "push_id, sequence, first_device, last_device, target_count, environment, topic, redriven"
 
     static func batches(from rows: PostgresRowSequence) async throws -> [RecordedBatch] {
         var batches: [RecordedBatch] = []
-        for try await (pushID, sequence, first, last, count, environment, topic)
-            in rows.decode((UUID, Int32, Int64, Int64, Int32, String, String).self)
+        for try await (pushID, sequence, first, last, count, environment, topic, redriven)
+            in rows.decode((UUID, Int32, Int64, Int64, Int32, String, String, Int32).self)
         {
             batches.append(
                 RecordedBatch(
                     pushID: pushID, sequence: Int(sequence), firstDevice: first, lastDevice: last,
                     targetCount: Int(count), environment: APNsEnvironment(rawValue: environment) ?? .production,
-                    topic: topic))
+                    topic: topic, redriven: Int(redriven)))
         }
         return batches
     }
