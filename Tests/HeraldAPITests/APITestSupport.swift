@@ -116,6 +116,7 @@ struct APITest: Sendable {
 /// Runs `body` against a live herald-api backed by the test database.
 func withAPI(
     rateLimitPerSecond: Int = 100_000, burst: Int = 100_000,
+    configure: @Sendable (inout APISettings) -> Void = { _ in },
     _ body: @Sendable (APITest) async throws -> Void
 ) async throws {
     let configuration = try await HeraldConfiguration.load()
@@ -127,6 +128,7 @@ func withAPI(
         settings.rateLimitPerSecond = rateLimitPerSecond
         settings.rateLimitBurst = burst
         settings.keyCacheTTL = .zero
+        configure(&settings)
         var security = configuration.security
         security.adminToken = APITest.adminToken
         // The local cluster's key (scripts/with-infrastructure.sh): one key per database, as in

@@ -1,14 +1,12 @@
-import Crypto
 import Foundation
 import HTTPTypes
 import HeraldStore
 import OpenAPIRuntime
 
-/// Checks the bearer token against what the operation demands (``Permission``), applies the
-/// app's rate limit, and runs the operation with ``Principal/current`` set.
+/// Checks the caller that ``AuthenticationGate`` resolved (``Principal/presented``) against what
+/// the operation demands (``Permission``), applies the app's rate limit, and runs the operation
+/// with ``Principal/current`` set.
 struct AuthenticationMiddleware: ServerMiddleware {
-    let adminToken: String?
-    let authenticator: KeyAuthenticator
     let rateLimiter: RateLimiter
 
     func intercept(
@@ -17,16 +15,13 @@ struct AuthenticationMiddleware: ServerMiddleware {
     ) async throws -> (HTTPResponse, HTTPBody?) {
         let permission = Permission.of(operationID: operationID)
         if permission == .open { return try await next(request, body, metadata) }
-        guard let header = request.headerFields[.authorization], header.lowercased().hasPrefix("bearer "),
-            case let token = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces), !token.isEmpty
-        else {
+        guard let principal = Principal.presented else {
             throw APIError(
                 .unauthorized, code: "missing_key",
                 message:
                     "Send your key as \"Authorization: Bearer <key>\": a server key of your app, or the admin token for /v1/apps."
             )
         }
-        let principal = try await principal(for: token)
         switch (permission, principal) {
         case (.admin, .admin):
             return try await Principal.$current.withValue(principal) { try await next(request, body, metadata) }
@@ -61,23 +56,6 @@ struct AuthenticationMiddleware: ServerMiddleware {
             for field in limitFields { response.headerFields[field.name] = field.value }
             return (response, responseBody)
         }
-    }
-
-    private func principal(for token: String) async throws -> Principal {
-        if let adminToken, !adminToken.isEmpty, Self.constantTimeEqual(token, adminToken) { return .admin }
-        guard let key = try await authenticator.authenticate(token) else {
-            throw APIError(
-                .unauthorized, code: "unknown_key", message: "This key is not known to Herald, or it was revoked.")
-        }
-        return .app(appID: key.appID, key: key.kind)
-    }
-
-    static func constantTimeEqual(_ left: String, _ right: String) -> Bool {
-        let a = Array(SHA256.hash(data: Array(left.utf8)))
-        let b = Array(SHA256.hash(data: Array(right.utf8)))
-        var difference: UInt8 = 0
-        for index in 0..<a.count { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 }
 

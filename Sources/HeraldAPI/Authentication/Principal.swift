@@ -8,6 +8,9 @@ enum Principal: Sendable, Equatable {
 
     /// The caller of the operation running in this task, set by ``AuthenticationMiddleware``.
     @TaskLocal static var current: Principal?
+    /// Whom the request's bearer token names, resolved by ``AuthenticationGate`` before the body
+    /// was read; nil without a token. ``AuthenticationMiddleware`` checks it against the operation.
+    @TaskLocal static var presented: Principal?
 }
 
 /// What an operation demands of its caller.
@@ -20,6 +23,10 @@ enum Permission {
     case server
     /// A server or client key of an app.
     case serverOrClient
+
+    /// The paths of the open operations: ``AuthenticationGate`` lets them through whatever
+    /// token they carry (a probe or a Prometheus scrape sent with a stale key still answers).
+    static let openPaths: Set<String> = ["/healthz", "/readyz", "/metrics"]
 
     /// The permission of each operation of Schemas/openapi.yaml, by operation id.
     static func of(operationID: String) -> Permission {

@@ -641,6 +641,39 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                         )
                     }
                     return (response, body)
+                case let .tooManyRequests(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 429)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Limit",
+                        value: value.headers.rateLimitLimit
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Remaining",
+                        value: value.headers.rateLimitRemaining
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
                 case let .forbidden(value):
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 403)
@@ -776,6 +809,39 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 401)
                     suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .tooManyRequests(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 429)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Limit",
+                        value: value.headers.rateLimitLimit
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Remaining",
+                        value: value.headers.rateLimitRemaining
+                    )
                     let body: OpenAPIRuntime.HTTPBody
                     switch value.body {
                     case let .json(value):
@@ -976,6 +1042,39 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                         )
                     }
                     return (response, body)
+                case let .tooManyRequests(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 429)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Limit",
+                        value: value.headers.rateLimitLimit
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Remaining",
+                        value: value.headers.rateLimitRemaining
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
                 case let .forbidden(value):
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 403)
@@ -1133,6 +1232,39 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 401)
                     suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .tooManyRequests(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 429)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Limit",
+                        value: value.headers.rateLimitLimit
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Remaining",
+                        value: value.headers.rateLimitRemaining
+                    )
                     let body: OpenAPIRuntime.HTTPBody
                     switch value.body {
                     case let .json(value):
@@ -1338,6 +1470,39 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                         )
                     }
                     return (response, body)
+                case let .tooManyRequests(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 429)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Limit",
+                        value: value.headers.rateLimitLimit
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Remaining",
+                        value: value.headers.rateLimitRemaining
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
                 case let .forbidden(value):
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 403)
@@ -1474,6 +1639,39 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 401)
                     suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .tooManyRequests(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 429)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Limit",
+                        value: value.headers.rateLimitLimit
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Remaining",
+                        value: value.headers.rateLimitRemaining
+                    )
                     let body: OpenAPIRuntime.HTTPBody
                     switch value.body {
                     case let .json(value):
@@ -1645,6 +1843,39 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 401)
                     suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .tooManyRequests(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 429)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Limit",
+                        value: value.headers.rateLimitLimit
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Remaining",
+                        value: value.headers.rateLimitRemaining
+                    )
                     let body: OpenAPIRuntime.HTTPBody
                     switch value.body {
                     case let .json(value):
@@ -1857,6 +2088,39 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                         )
                     }
                     return (response, body)
+                case let .tooManyRequests(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 429)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Limit",
+                        value: value.headers.rateLimitLimit
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Remaining",
+                        value: value.headers.rateLimitRemaining
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
                 case let .forbidden(value):
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 403)
@@ -2021,6 +2285,39 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 401)
                     suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .tooManyRequests(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 429)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Limit",
+                        value: value.headers.rateLimitLimit
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Remaining",
+                        value: value.headers.rateLimitRemaining
+                    )
                     let body: OpenAPIRuntime.HTTPBody
                     switch value.body {
                     case let .json(value):
@@ -2239,6 +2536,39 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                         )
                     }
                     return (response, body)
+                case let .tooManyRequests(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 429)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Limit",
+                        value: value.headers.rateLimitLimit
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Remaining",
+                        value: value.headers.rateLimitRemaining
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
                 case let .forbidden(value):
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 403)
@@ -2405,6 +2735,39 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 401)
                     suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .tooManyRequests(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 429)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Limit",
+                        value: value.headers.rateLimitLimit
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Remaining",
+                        value: value.headers.rateLimitRemaining
+                    )
                     let body: OpenAPIRuntime.HTTPBody
                     switch value.body {
                     case let .json(value):
@@ -2603,6 +2966,39 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 401)
                     suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .tooManyRequests(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 429)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Limit",
+                        value: value.headers.rateLimitLimit
+                    )
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "RateLimit-Remaining",
+                        value: value.headers.rateLimitRemaining
+                    )
                     let body: OpenAPIRuntime.HTTPBody
                     switch value.body {
                     case let .json(value):

@@ -177,15 +177,3 @@ extension APIHandler {
         }
     }
 }
-
-/// API keys: `hs_` (server) or `hc_` (client) and 32 random bytes in URL-safe base64.
-enum APIKeySecret {
-    static func generate(kind: APIKeyKind) -> String {
-        let bytes = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
-        let text = bytes.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
-            of: "/", with: "_"
-        )
-        .replacingOccurrences(of: "=", with: "")
-        return (kind == .server ? "hs_" : "hc_") + text
-    }
-}

@@ -20,6 +20,12 @@ final class APIMetrics: Sendable {
     }
 
     let pushesAccepted = Atomic<Int>(0)
+    /// Requests whose key or admin token was not known (401 `unknown_key`).
+    let authenticationFailures = Atomic<Int>(0)
+    /// Requests refused because their source failed to authenticate too often (429).
+    let authenticationThrottled = Atomic<Int>(0)
+    /// App keys looked up in the database (``KeyAuthenticator``'s cache misses).
+    let keyLookups = Atomic<Int>(0)
     private let state = Mutex(State())
 
     func record(operationID: String, status: Int, seconds: Double) {
@@ -44,6 +50,17 @@ final class APIMetrics: Sendable {
         text.single(
             "herald_api_pushes_accepted_total", .counter, help: "Pushes accepted (idempotent replays not counted).",
             value: pushesAccepted.load(ordering: .relaxed))
+        text.single(
+            "herald_api_authentication_failures_total", .counter,
+            help: "Requests refused 401 because their key or admin token is not known.",
+            value: authenticationFailures.load(ordering: .relaxed))
+        text.single(
+            "herald_api_authentication_throttled_total", .counter,
+            help: "Requests refused 429 because their source address failed to authenticate too often.",
+            value: authenticationThrottled.load(ordering: .relaxed))
+        text.single(
+            "herald_api_key_lookups_total", .counter, help: "App keys looked up in the database (cache misses).",
+            value: keyLookups.load(ordering: .relaxed))
         return text.text
     }
 }

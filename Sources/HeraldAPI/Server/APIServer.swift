@@ -17,7 +17,7 @@ import ServiceLifecycle
 /// broker outage never fails a request.
 public struct APIServer: Service {
     /// The Hummingbird application (tests drive it with HummingbirdTesting).
-    let application: Application<RouterResponder<BasicRequestContext>>
+    let application: Application<RouterResponder<APIRequestContext>>
 
     /// - Parameters:
     ///   - onServerRunning: called with the port once the server listens (useful with port 0).
@@ -27,8 +27,8 @@ public struct APIServer: Service {
     ) throws {
         let cipher = try security.cipher()
         let keys = APIKeyRepository(client: database, logger: logger)
-        let authenticator = KeyAuthenticator(keys: keys, cacheTTL: settings.keyCacheTTL)
         let metrics = APIMetrics()
+        let authenticator = KeyAuthenticator(keys: keys, cacheTTL: settings.keyCacheTTL, metrics: metrics)
         let deadlines = RequestDeadlines(timeout: settings.requestTimeout)
         let handler = APIHandler(
             database: database, apps: AppRepository(client: database, logger: logger), keys: keys,
@@ -43,7 +43,12 @@ public struct APIServer: Service {
             cipher: cipher,
             settings: settings, metrics: metrics, deadlines: deadlines, logger: logger)
 
-        let router = Router()
+        let router = Router(context: APIRequestContext.self)
+        router.add(
+            middleware: AuthenticationGate(
+                adminToken: security.adminToken, authenticator: authenticator,
+                throttle: FailedAuthenticationThrottle(limit: settings.authenticationFailuresPerMinute),
+                metrics: metrics))
         router.add(middleware: RouteErrorMiddleware(maximumBodyBytes: settings.maximumBodyBytes))
         try handler.registerHandlers(
             on: router, configuration: .init(jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes]),
@@ -51,12 +56,12 @@ public struct APIServer: Service {
                 MetricsMiddleware(metrics: metrics),
                 ErrorResponseMiddleware(logger: logger, deadlines: deadlines),
                 AuthenticationMiddleware(
-                    adminToken: security.adminToken, authenticator: authenticator,
                     rateLimiter: RateLimiter(ratePerSecond: settings.rateLimitPerSecond, burst: settings.rateLimitBurst)
                 ),
             ])
         application = Application(
             router: router,
+            server: .http1(configuration: .init(idleTimeout: TimeAmount(settings.idleTimeout))),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "herald-api"),
             services: [deadlines],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },

@@ -501,7 +501,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/get(listApps)/responses/401`.
             ///
@@ -519,6 +519,29 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            ///
+            /// - Remark: Generated from `#/paths//v1/apps/get(listApps)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -716,7 +739,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/post(createApp)/responses/401`.
             ///
@@ -734,6 +757,29 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            ///
+            /// - Remark: Generated from `#/paths//v1/apps/post(createApp)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -1005,7 +1051,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/get(getApp)/responses/401`.
             ///
@@ -1023,6 +1069,29 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            ///
+            /// - Remark: Generated from `#/paths//v1/apps/{appId}/get(getApp)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -1257,7 +1326,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/patch(updateApp)/responses/401`.
             ///
@@ -1275,6 +1344,29 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            ///
+            /// - Remark: Generated from `#/paths//v1/apps/{appId}/patch(updateApp)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -1553,7 +1645,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/delete(deleteApp)/responses/401`.
             ///
@@ -1571,6 +1663,29 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            ///
+            /// - Remark: Generated from `#/paths//v1/apps/{appId}/delete(deleteApp)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -1796,7 +1911,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/get(listKeys)/responses/401`.
             ///
@@ -1814,6 +1929,29 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            ///
+            /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/get(listKeys)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -2048,7 +2186,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/post(createKey)/responses/401`.
             ///
@@ -2066,6 +2204,29 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            ///
+            /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/post(createKey)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -2351,7 +2512,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/{keyId}/delete(revokeKey)/responses/401`.
             ///
@@ -2369,6 +2530,29 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            ///
+            /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/{keyId}/delete(revokeKey)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -2610,7 +2794,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/{keyId}/rotate/post(rotateKey)/responses/401`.
             ///
@@ -2628,6 +2812,29 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            ///
+            /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/{keyId}/rotate/post(rotateKey)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -2922,7 +3129,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/credentials/get(listCredentials)/responses/401`.
             ///
@@ -2940,6 +3147,29 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            ///
+            /// - Remark: Generated from `#/paths//v1/apps/{appId}/credentials/get(listCredentials)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -3183,7 +3413,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/credentials/{environment}/put(putCredential)/responses/401`.
             ///
@@ -3201,6 +3431,29 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            ///
+            /// - Remark: Generated from `#/paths//v1/apps/{appId}/credentials/{environment}/put(putCredential)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -3486,7 +3739,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/credentials/{environment}/delete(deleteCredential)/responses/401`.
             ///
@@ -3504,6 +3757,29 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            ///
+            /// - Remark: Generated from `#/paths//v1/apps/{appId}/credentials/{environment}/delete(deleteCredential)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -3780,7 +4056,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/get(listDevices)/responses/401`.
             ///
@@ -3826,7 +4102,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/get(listDevices)/responses/429`.
             ///
@@ -4133,7 +4409,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/post(registerDevice)/responses/401`.
             ///
@@ -4248,7 +4524,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/post(registerDevice)/responses/429`.
             ///
@@ -4477,7 +4753,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/import/post(importDevices)/responses/401`.
             ///
@@ -4569,7 +4845,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/import/post(importDevices)/responses/429`.
             ///
@@ -4796,7 +5072,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/{registrationId}/get(getDevice)/responses/401`.
             ///
@@ -4865,7 +5141,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/{registrationId}/get(getDevice)/responses/429`.
             ///
@@ -5101,7 +5377,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/{registrationId}/patch(updateDevice)/responses/401`.
             ///
@@ -5239,7 +5515,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/{registrationId}/patch(updateDevice)/responses/429`.
             ///
@@ -5420,7 +5696,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/{registrationId}/delete(deleteDevice)/responses/401`.
             ///
@@ -5489,7 +5765,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/{registrationId}/delete(deleteDevice)/responses/429`.
             ///
@@ -5732,7 +6008,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/get(listPushes)/responses/401`.
             ///
@@ -5778,7 +6054,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/get(listPushes)/responses/429`.
             ///
@@ -6020,7 +6296,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/post(createPush)/responses/401`.
             ///
@@ -6181,7 +6457,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/post(createPush)/responses/429`.
             ///
@@ -6401,7 +6677,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/validate/post(validatePush)/responses/401`.
             ///
@@ -6539,7 +6815,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/validate/post(validatePush)/responses/429`.
             ///
@@ -6766,7 +7042,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/get(getPush)/responses/401`.
             ///
@@ -6835,7 +7111,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/get(getPush)/responses/429`.
             ///
@@ -7062,7 +7338,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/delete(cancelPush)/responses/401`.
             ///
@@ -7154,7 +7430,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/delete(cancelPush)/responses/429`.
             ///
@@ -7381,7 +7657,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/pause/post(pausePush)/responses/401`.
             ///
@@ -7473,7 +7749,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/pause/post(pausePush)/responses/429`.
             ///
@@ -7700,7 +7976,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/resume/post(resumePush)/responses/401`.
             ///
@@ -7792,7 +8068,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/resume/post(resumePush)/responses/429`.
             ///
@@ -8025,7 +8301,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/recall/post(recallPush)/responses/401`.
             ///
@@ -8117,7 +8393,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/recall/post(recallPush)/responses/429`.
             ///
@@ -8319,7 +8595,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/events/get(streamPushEvents)/responses/401`.
             ///
@@ -8388,7 +8664,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/events/get(streamPushEvents)/responses/429`.
             ///
@@ -8648,7 +8924,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/failures/get(listPushFailures)/responses/401`.
             ///
@@ -8717,7 +8993,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/failures/get(listPushFailures)/responses/429`.
             ///
@@ -8946,7 +9222,7 @@ public enum Operations {
                     }
                 }
             }
-            /// No key, or a key Herald does not know (or revoked).
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
             ///
             /// - Remark: Generated from `#/paths//v1/stats/get(getStatistics)/responses/401`.
             ///
@@ -8992,7 +9268,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted.
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
             ///
             /// - Remark: Generated from `#/paths//v1/stats/get(getStatistics)/responses/429`.
             ///

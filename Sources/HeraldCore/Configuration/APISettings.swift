@@ -26,6 +26,14 @@ public struct APISettings: Sendable {
     /// `HERALD_API_PUSH_BATCH` to a statement.
     public var pushWriters: Int
     public var pushBatch: Int
+    /// A connection that sends nothing for this long, between requests or in the middle of one,
+    /// is closed (`HERALD_API_IDLE_TIMEOUT_MS`); a response being written (a live progress
+    /// stream) keeps it open.
+    public var idleTimeout: Duration
+    /// Requests with an unknown key or a wrong admin token one source address may make in a
+    /// minute before its requests are refused 429 for the rest of that minute
+    /// (`HERALD_API_AUTH_FAILURES_PER_MINUTE`; 0 turns it off).
+    public var authenticationFailuresPerMinute: Int
 
     init(reader config: ConfigReader) {
         host = config.string(forKey: "api.host", default: "127.0.0.1")
@@ -39,5 +47,7 @@ public struct APISettings: Sendable {
         requestTimeout = config.milliseconds(forKey: "api.requestTimeoutMs", default: 10_000, minimum: 100)
         pushWriters = max(1, config.int(forKey: "api.pushWriters", default: 2))
         pushBatch = max(1, config.int(forKey: "api.pushBatch", default: 64))
+        idleTimeout = config.milliseconds(forKey: "api.idleTimeoutMs", default: 60_000, minimum: 100)
+        authenticationFailuresPerMinute = max(0, config.int(forKey: "api.authFailuresPerMinute", default: 30))
     }
 }

@@ -32,13 +32,18 @@ public struct APIKeyRepository: Sendable {
     /// `key`, and marks it used.
     public func authenticate(key: String) async throws -> APIKeyRecord? {
         let hash = SecretHasher.hash(key)
+        // A read first: a key nobody has costs an index look-up, never a write.
         let rows = try await client.boundedQuery(
             """
-            UPDATE api_keys SET last_used_at = now()
+            SELECT id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at FROM api_keys
             WHERE key_hash = \(hash.bytea) AND (revoked_at IS NULL OR revoked_at > now())
-            RETURNING id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
             """, logger: logger)
-        return try await Self.first(rows)
+        guard var record = try await Self.first(rows) else { return nil }
+        let now = Date()
+        try await client.boundedQuery(
+            "UPDATE api_keys SET last_used_at = \(now) WHERE id = \(record.id)", logger: logger)
+        record.lastUsedAt = now
+        return record
     }
 
     public func keys(appID: UUID) async throws -> [APIKeyRecord] {

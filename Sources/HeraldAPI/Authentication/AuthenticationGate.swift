@@ -1,0 +1,123 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Synchronization
+
+/// The first thing every request meets (but health, readiness and metrics, which are open): it
+/// settles who is calling before anything of the body is read, so an unauthenticated caller costs
+/// herald-api a header's worth of work.
+///
+/// - A bearer token is resolved (``Principal/presented``): the admin token is compared in
+///   constant time; a token not shaped like a Herald key is refused without a query; a key is
+///   looked up through ``KeyAuthenticator``'s caches. A token that fails answers 401 at once,
+///   the body unread and the connection closed, and counts against its source address
+///   (``FailedAuthenticationThrottle``): a source past the limit gets 429 for the rest of its
+///   minute, except with a key this process already knows.
+/// - Without a token, at most ``preAuthenticationBodyBytes`` of body are read: no operation that
+///   takes a body is open, so anything larger answers 401 `missing_key`.
+///
+/// The OpenAPI ``AuthenticationMiddleware`` then checks what the operation demands of the
+/// principal.
+struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddleware {
+    /// The most body bytes read from a request that presents no key.
+    static var preAuthenticationBodyBytes: Int { 4096 }
+
+    let adminToken: String?
+    let authenticator: KeyAuthenticator
+    let throttle: FailedAuthenticationThrottle
+    let metrics: APIMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        if Permission.openPaths.contains(request.uri.path) { return try await next(request, context) }
+        guard let token = Self.bearerToken(request.headers) else {
+            var request = request
+            do {
+                let body = try await request.collectBody(upTo: Self.preAuthenticationBodyBytes)
+                request = Request(head: request.head, body: .init(buffer: body))
+            } catch {
+                return refusal(
+                    APIError(
+                        .unauthorized, code: "missing_key",
+                        message:
+                            "Send your key as \"Authorization: Bearer <key>\" before a body: without one, at most \(Self.preAuthenticationBodyBytes) bytes are read."
+                    ), to: request)
+            }
+            return try await next(request, context)
+        }
+        let source = Self.source(of: context)
+        if let wait = throttle.retryAfter(source: source), !authenticator.isCachedKey(token) {
+            metrics.authenticationThrottled.add(1, ordering: .relaxed)
+            let seconds = max(1, Int((wait.fractionalSeconds).rounded(.up)))
+            var headers = HTTPFields()
+            headers[.retryAfter] = String(seconds)
+            return refusal(
+                APIError(
+                    .tooManyRequests, code: "too_many_failed_authentications",
+                    message:
+                        "\(throttle.limit) requests from \(source) presented a key Herald does not know within a minute; retry after \(seconds) s with a valid key.",
+                    headers: headers), to: request)
+        }
+        let principal: Principal
+        if let adminToken, !adminToken.isEmpty, Self.constantTimeEqual(token, adminToken) {
+            principal = .admin
+        } else if let key = try await authenticator.authenticate(token) {
+            principal = .app(appID: key.appID, key: key.kind)
+        } else {
+            throttle.recordFailure(source: source)
+            metrics.authenticationFailures.add(1, ordering: .relaxed)
+            return refusal(
+                APIError(
+                    .unauthorized, code: "unknown_key", message: "This key is not known to Herald, or it was revoked."),
+                to: request)
+        }
+        return try await Principal.$presented.withValue(principal) { try await next(request, context) }
+    }
+
+    /// The token of an `Authorization: Bearer` header, if there is one.
+    static func bearerToken(_ headers: HTTPFields) -> Substring? {
+        guard let header = headers[.authorization] else { return nil }
+        let scheme = header.prefix(7)
+        guard scheme.lowercased() == "bearer " else { return nil }
+        let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : Substring(token)
+    }
+
+    static func source(of context: Context) -> String {
+        context.remoteAddress?.ipAddress ?? "unknown"
+    }
+
+    /// An answer to a request whose body is left unread: when it has one, the connection is
+    /// closed after the answer, so the rest of that body is never read either.
+    func refusal(_ error: APIError, to request: Request) -> Response {
+        var response = RouteErrorMiddleware<Context>.response(error)
+        let hasBody =
+            request.headers[.transferEncoding] != nil
+            || (request.headers[.contentLength].flatMap { Int($0) } ?? 0) > 0
+        if hasBody { response.headers[.connection] = "close" }
+        return response
+    }
+
+    static func constantTimeEqual(_ left: Substring, _ right: String) -> Bool {
+        let a = Array(SHA256.hash(data: Array(left.utf8)))
+        let b = Array(SHA256.hash(data: Array(right.utf8)))
+        var difference: UInt8 = 0
+        for index in 0..<a.count { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+}
+
+/// Herald's request context: Hummingbird's, plus the caller's address (for
+/// ``FailedAuthenticationThrottle``).
+public struct APIRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+}
