@@ -45,7 +45,8 @@ do {
                 "no master key configured (HERALD_MASTER_KEY): APNs credentials cannot be stored through this process")
         }
         let server = try APIServer(
-            settings: settings, security: configuration.security, database: database, logger: logger
+            settings: settings, security: configuration.security, database: database, postgres: configuration.postgres,
+            logger: logger
         ) { port in
             logger.info("herald-api listening", metadata: ["address": "http://\(settings.host):\(port)"])
         }

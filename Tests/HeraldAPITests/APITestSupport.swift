@@ -136,7 +136,9 @@ func withAPI(
         let masterKey = try #require(
             ProcessInfo.processInfo.environment["HERALD_MASTER_KEY"], "run through scripts/with-infrastructure.sh")
         security.masterKey = masterKey
-        let server = try APIServer(settings: settings, security: security, database: database, logger: logger)
+        let server = try APIServer(
+            settings: settings, security: security, database: database, postgres: configuration.postgres, logger: logger
+        )
         try await server.application.test(.live) { client in
             try await body(APITest(client: client, database: database, logger: logger, masterKey: masterKey))
         }

@@ -217,7 +217,8 @@ struct DatabaseOutageTests {
         settings.requestTimeout = .seconds(1)
         var security = configuration.security
         security.adminToken = APITest.adminToken
-        let server = try APIServer(settings: settings, security: security, database: client, logger: logger)
+        let server = try APIServer(
+            settings: settings, security: security, database: client, postgres: postgres, logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }

@@ -7,10 +7,6 @@ import Testing
 
 @testable import HeraldAPI
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What an unauthenticated caller can make herald-api do: refusals before any body is read,
 /// before any query for tokens that cannot be keys, throttled per source, and idle connections
 /// closed. Over real HTTP on a free port.
@@ -136,27 +132,11 @@ struct AuthenticationHardeningTests {
     @Test("a connection that sends nothing is closed after the idle timeout")
     func idleConnectionsAreClosed() async throws {
         try await withAPI(configure: { $0.idleTimeout = .milliseconds(500) }) { api in
-            let port = try #require(api.client.port)
-            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            #expect(socket >= 0)
-            defer { close(socket) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            #expect(connected == 0)
-            // Half a request line, then silence; wait up to 10 s for the server to hang up.
-            _ = "GET /healthz HT".withCString { send(socket, $0, 15, 0) }
-            var timeout = timeval(tv_sec: 10, tv_usec: 0)
-            setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            var byte: UInt8 = 0
-            let received = await Task.detached { recv(socket, &byte, 1, 0) }.value
-            #expect(received == 0, "the server closed the connection (recv returned \(received), errno \(errno))")
+            let connection = try RawConnection(port: try #require(api.client.port))
+            // Half a request line, then silence; the server must hang up within 10 s.
+            try connection.send("GET /healthz HT")
+            let closed = await Task.detached { connection.waitForClose(within: 10) }.value
+            #expect(closed, "the server closed the connection")
         }
     }
 }

@@ -9,6 +9,9 @@ struct DeviceImportParser {
     enum Format { case ndjson, csv }
 
     static let reportedErrors = 100
+    /// The longest line read (a registration with 100 tags of 64 characters is about 7 KiB): a
+    /// longer one is rejected alone and skipped to its end, so memory stays bounded.
+    static let maximumLineBytes = 65_536
 
     let format: Format
     let appID: UUID
@@ -17,7 +20,10 @@ struct DeviceImportParser {
     private(set) var rejected = 0
     private(set) var errors: [(line: Int, message: String)] = []
     private var columns: [String]?
+    /// The unfinished line so far.
     private var pending: [UInt8] = []
+    /// Inside a line that was too long: bytes are dropped until its line break.
+    private var skippingLongLine = false
 
     init(format: Format, appID: UUID, bundleID: String) {
         self.format = format
@@ -25,22 +31,45 @@ struct DeviceImportParser {
         self.bundleID = bundleID
     }
 
-    /// Feeds the next bytes of the body; returns the rows of the lines they completed.
+    /// Feeds the next bytes of the body; returns the rows of the lines they completed. Each byte
+    /// is scanned once, however the body is cut into chunks.
     mutating func feed(_ bytes: some Collection<UInt8>) -> [DeviceRegistration] {
-        pending.append(contentsOf: bytes)
         var rows: [DeviceRegistration] = []
-        var start = 0
-        while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
-            if let row = parse(pending[start..<newline]) { rows.append(row) }
-            start = newline + 1
+        var chunk = bytes[...]
+        while !chunk.isEmpty {
+            let newline = chunk.firstIndex(of: UInt8(ascii: "\n"))
+            let piece = chunk[..<(newline ?? chunk.endIndex)]
+            if skippingLongLine {
+                if newline != nil { skippingLongLine = false }
+            } else if pending.count + piece.count > Self.maximumLineBytes {
+                if format == .csv && columns == nil {
+                    columns = []
+                    reject(line: 1, "the CSV header is longer than \(Self.maximumLineBytes) bytes")
+                } else {
+                    countLine()
+                    reject(line: currentLineNumber, "the line is longer than \(Self.maximumLineBytes) bytes")
+                }
+                pending.removeAll()
+                skippingLongLine = newline == nil
+            } else if newline == nil {
+                pending.append(contentsOf: piece)
+            } else if pending.isEmpty {
+                if let row = parse(Array(piece)[...]) { rows.append(row) }
+            } else {
+                pending.append(contentsOf: piece)
+                if let row = parse(pending[...]) { rows.append(row) }
+                pending.removeAll(keepingCapacity: true)
+            }
+            guard let newline else { break }
+            chunk = chunk[chunk.index(after: newline)...]
         }
-        pending.removeFirst(start)
         return rows
     }
 
     /// The last line, when the body did not end with a line break.
     mutating func finish() -> [DeviceRegistration] {
         defer { pending.removeAll() }
+        guard !skippingLongLine else { return [] }
         return parse(pending[...]).map { [$0] } ?? []
     }
 
@@ -65,15 +94,19 @@ struct DeviceImportParser {
             }
             return nil
         }
-        lines += 1
-        let lineNumber = format == .csv ? lines + 1 : lines
+        countLine()
         do {
             return try format == .csv ? csvRow(text) : ndjsonRow(text)
         } catch {
-            reject(line: lineNumber, error.message)
+            reject(line: currentLineNumber, error.message)
             return nil
         }
     }
+
+    private mutating func countLine() { lines += 1 }
+
+    /// The number of the line counted last, in the file (a CSV file's header is line 1).
+    private var currentLineNumber: Int { format == .csv ? lines + 1 : lines }
 
     private mutating func reject(line: Int, _ message: String) {
         rejected += 1

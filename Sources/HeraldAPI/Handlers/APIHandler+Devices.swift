@@ -1,7 +1,9 @@
 import Foundation
+import HTTPTypes
 import HeraldAPIContract
 import HeraldStore
 import OpenAPIRuntime
+import Synchronization
 
 // Devices: registration (also with a client key), look-ups, changes, bulk import.
 extension APIHandler {
@@ -91,10 +93,35 @@ extension APIHandler {
             case .applicationXNdjson(let body): (.ndjson, body)
             case .csv(let body): (.csv, body)
             }
+        guard imports.slots.tryAcquire() else {
+            var headers = HTTPFields()
+            headers[.retryAfter] = "30"
+            throw APIError(
+                .tooManyRequests, code: "imports_busy",
+                message:
+                    "this herald-api runs \(settings.importConnections) imports at once and all are busy; retry in a while (nothing of this one was imported)",
+                headers: headers)
+        }
+        defer { imports.slots.release() }
         let parser = ImportProgress(parser: DeviceImportParser(format: format, appID: appID, bundleID: app.bundleID))
-        let limit = settings.maximumImportBytes
-        let chunks = ImportChunks(body: body, progress: parser, maximumBytes: limit)
-        let accepted = try await devices.importDevices(appID: appID, chunks: chunks)
+        let chunks = ImportChunks(
+            body: body, progress: parser,
+            pace: ImportPace(
+                maximumBytes: settings.maximumImportBytes, deadline: settings.importDeadline,
+                minimumBytesPerSecond: settings.importMinimumBytesPerSecond))
+        let accepted: Int
+        let counted = Mutex(false)
+        defer { if counted.withLock({ $0 }) { metrics.importsRunning.subtract(1, ordering: .relaxed) } }
+        do {
+            accepted = try await imports.devices.importDevices(appID: appID, chunks: chunks) { [metrics] in
+                counted.withLock { $0 = true }
+                metrics.importsRunning.add(1, ordering: .relaxed)
+            }
+        } catch is ImportInProgress {
+            throw APIError(
+                .conflict, code: "import_in_progress",
+                message: "an import of this app is already running; send the next one when it has answered")
+        }
         let result = parser.result
         logger.info(
             "devices imported",
@@ -150,18 +177,18 @@ final class ImportProgress: @unchecked Sendable {
     }
 }
 
-/// The import body as chunks of parsed rows, read as the COPY asks for them.
+/// The import body as chunks of parsed rows, read as the COPY asks for them, within the
+/// import's bounds (``ImportPace``).
 struct ImportChunks: AsyncSequence, Sendable {
     typealias Element = [DeviceRegistration]
     let body: HTTPBody
     let progress: ImportProgress
-    let maximumBytes: Int
+    let pace: ImportPace
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var chunks: HTTPBody.AsyncIterator
         let progress: ImportProgress
-        let maximumBytes: Int
-        var read = 0
+        var pace: ImportPace
         var finished = false
 
         mutating func next() async throws -> [DeviceRegistration]? {
@@ -171,14 +198,7 @@ struct ImportChunks: AsyncSequence, Sendable {
                     let last = progress.parser.finish()
                     return last.isEmpty ? nil : last
                 }
-                read += chunk.count
-                if read > maximumBytes {
-                    throw APIError(
-                        .contentTooLarge, code: "import_too_large",
-                        message:
-                            "an import is at most \(maximumBytes) bytes; split the file (nothing of this one was imported)"
-                    )
-                }
+                try pace.received(chunk.count)
                 let rows = progress.parser.feed(chunk)
                 if !rows.isEmpty { return rows }
             }
@@ -187,6 +207,63 @@ struct ImportChunks: AsyncSequence, Sendable {
     }
 
     func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(chunks: body.makeAsyncIterator(), progress: progress, maximumBytes: maximumBytes)
+        AsyncIterator(chunks: body.makeAsyncIterator(), progress: progress, pace: pace)
+    }
+}
+
+/// The bounds of one import's upload: its size, its deadline, and the slowest rate it may
+/// arrive at (over each ``window``). An upload that stops altogether is closed by the server's
+/// idle timeout.
+struct ImportPace: Sendable {
+    static let window: Duration = .seconds(30)
+
+    let maximumBytes: Int
+    let deadline: Duration
+    let minimumBytesPerSecond: Int
+    private let start: ContinuousClock.Instant
+    private var read = 0
+    private var windowStart: ContinuousClock.Instant
+    private var windowBytes = 0
+
+    init(
+        maximumBytes: Int, deadline: Duration, minimumBytesPerSecond: Int,
+        start: ContinuousClock.Instant = .now
+    ) {
+        self.maximumBytes = maximumBytes
+        self.deadline = deadline
+        self.minimumBytesPerSecond = minimumBytesPerSecond
+        self.start = start
+        windowStart = start
+    }
+
+    /// Counts `bytes` more of the upload.
+    /// - Throws: ``APIError`` 413 past the size, 408 past the deadline or below the rate.
+    mutating func received(_ bytes: Int, now: ContinuousClock.Instant = .now) throws(APIError) {
+        read += bytes
+        if read > maximumBytes {
+            throw APIError(
+                .contentTooLarge, code: "import_too_large",
+                message: "an import is at most \(maximumBytes) bytes; split the file (nothing of this one was imported)"
+            )
+        }
+        if now - start > deadline {
+            throw APIError(
+                .requestTimeout, code: "import_too_slow",
+                message:
+                    "an import must arrive within \(deadline.wholeMilliseconds / 1000) s; split the file (nothing of this one was imported)"
+            )
+        }
+        windowBytes += bytes
+        guard now - windowStart >= Self.window else { return }
+        let rate = Double(windowBytes) / (now - windowStart).fractionalSeconds
+        if minimumBytesPerSecond > 0, rate < Double(minimumBytesPerSecond) {
+            throw APIError(
+                .requestTimeout, code: "import_too_slow",
+                message:
+                    "the upload arrived at \(Int(rate)) bytes/s, below the \(minimumBytesPerSecond) an import needs; send it over a faster link (nothing of this one was imported)"
+            )
+        }
+        windowStart = now
+        windowBytes = 0
     }
 }

@@ -5,6 +5,7 @@ import HeraldStore
 import Logging
 import OpenAPIRuntime
 import PostgresNIO
+import Synchronization
 
 /// The Open API's operations (Schemas/openapi.yaml), one extension per resource. The caller
 /// is already authenticated and rate-limited (``AuthenticationMiddleware``); errors are thrown
@@ -15,6 +16,8 @@ struct APIHandler: APIProtocol {
     let keys: APIKeyRepository
     let credentials: CredentialRepository
     let devices: DeviceRepository
+    /// Device imports: their own connections and slots.
+    let imports: DeviceImports
     let pushes: PushRepository
     /// New pushes go through it: under load, pushes that arrive together share a statement.
     let pushWriter: PushWriter
@@ -66,4 +69,29 @@ struct APIHandler: APIProtocol {
         guard (1...1000).contains(limit) else { throw APIError.badRequest("limit is 1 to 1000", field: "limit") }
         return limit
     }
+}
+
+/// Where device imports run: a repository on a connection pool of their own (slow uploads hold a
+/// transaction open), and the slots that bound how many run at once.
+struct DeviceImports: Sendable {
+    let devices: DeviceRepository
+    let slots: ImportSlots
+}
+
+/// A count of imports running, up to `limit`; one more is refused, not queued.
+final class ImportSlots: Sendable {
+    let limit: Int
+    private let running = Mutex(0)
+
+    init(limit: Int) { self.limit = limit }
+
+    func tryAcquire() -> Bool {
+        running.withLock { running in
+            guard running < limit else { return false }
+            running += 1
+            return true
+        }
+    }
+
+    func release() { running.withLock { $0 -= 1 } }
 }

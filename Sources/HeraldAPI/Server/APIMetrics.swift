@@ -24,6 +24,8 @@ final class APIMetrics: Sendable {
     let authenticationFailures = Atomic<Int>(0)
     /// Requests refused because their source failed to authenticate too often (429).
     let authenticationThrottled = Atomic<Int>(0)
+    /// Device imports uploading (holding their app's import lock).
+    let importsRunning = Atomic<Int>(0)
     /// App keys looked up in the database (``KeyAuthenticator``'s cache misses).
     let keyLookups = Atomic<Int>(0)
     private let state = Mutex(State())
@@ -58,6 +60,9 @@ final class APIMetrics: Sendable {
             "herald_api_authentication_throttled_total", .counter,
             help: "Requests refused 429 because their source address failed to authenticate too often.",
             value: authenticationThrottled.load(ordering: .relaxed))
+        text.single(
+            "herald_api_imports_running", .gauge, help: "Device imports uploading now.",
+            value: importsRunning.load(ordering: .relaxed))
         text.single(
             "herald_api_key_lookups_total", .counter, help: "App keys looked up in the database (cache misses).",
             value: keyLookups.load(ordering: .relaxed))

@@ -20,9 +20,11 @@ public struct APIServer: Service {
     let application: Application<RouterResponder<APIRequestContext>>
 
     /// - Parameters:
+    ///   - postgres: where imports open a pool of their own (`importConnections` connections).
     ///   - onServerRunning: called with the port once the server listens (useful with port 0).
     public init(
-        settings: APISettings, security: SecuritySettings, database: PostgresClient, logger: Logger,
+        settings: APISettings, security: SecuritySettings, database: PostgresClient, postgres: PostgresSettings,
+        logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
         let cipher = try security.cipher()
@@ -30,10 +32,16 @@ public struct APIServer: Service {
         let metrics = APIMetrics()
         let authenticator = KeyAuthenticator(keys: keys, cacheTTL: settings.keyCacheTTL, metrics: metrics)
         let deadlines = RequestDeadlines(timeout: settings.requestTimeout)
+        var importPostgres = postgres
+        importPostgres.maximumConnections = settings.importConnections
+        let importDatabase = HeraldDatabase.makeClient(settings: importPostgres, logger: logger)
         let handler = APIHandler(
             database: database, apps: AppRepository(client: database, logger: logger), keys: keys,
             credentials: CredentialRepository(client: database, logger: logger),
             devices: DeviceRepository(client: database, logger: logger),
+            imports: DeviceImports(
+                devices: DeviceRepository(client: importDatabase, logger: logger),
+                slots: ImportSlots(limit: settings.importConnections)),
             pushes: PushRepository(client: database, logger: logger),
             pushWriter: PushWriter(
                 client: database, logger: logger, maximumWriters: settings.pushWriters,
@@ -63,7 +71,7 @@ public struct APIServer: Service {
             router: router,
             server: .http1(configuration: .init(idleTimeout: TimeAmount(settings.idleTimeout))),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "herald-api"),
-            services: [deadlines],
+            services: [deadlines, importDatabase],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
     }

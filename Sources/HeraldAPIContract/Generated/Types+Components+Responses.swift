@@ -158,6 +158,34 @@ extension Components {
                 self.body = body
             }
         }
+        public struct TooSlow: Sendable, Hashable {
+            /// - Remark: Generated from `#/components/responses/TooSlow/content`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/components/responses/TooSlow/content/application\/json`.
+                case json(Components.Schemas._Error)
+                /// The associated value of the enum case if `self` is `.json`.
+                ///
+                /// - Throws: An error if `self` is not `.json`.
+                /// - SeeAlso: `.json`.
+                public var json: Components.Schemas._Error {
+                    get throws {
+                        switch self {
+                        case let .json(body):
+                            return body
+                        }
+                    }
+                }
+            }
+            /// Received HTTP response body
+            public var body: Components.Responses.TooSlow.Body
+            /// Creates a new `TooSlow`.
+            ///
+            /// - Parameters:
+            ///   - body: Received HTTP response body
+            public init(body: Components.Responses.TooSlow.Body) {
+                self.body = body
+            }
+        }
         public struct TooLarge: Sendable, Hashable {
             /// - Remark: Generated from `#/components/responses/TooLarge/content`.
             @frozen public enum Body: Sendable, Hashable {

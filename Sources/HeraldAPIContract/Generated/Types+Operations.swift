@@ -4606,8 +4606,11 @@ public enum Operations {
     /// One device per line. NDJSON lines are `DeviceRegistration` objects. CSV has a header line
     /// naming its columns out of `token`, `environment`, `topic`, `alias`, `tags` (separated by
     /// `|`), `locale`, `time_zone`; `token` and `environment` are required. Good lines are
-    /// registered (or refreshed) through PostgreSQL COPY; bad lines are counted and the first
-    /// 100 are reported with their line number and what is wrong. Empty lines are skipped.
+    /// registered (or refreshed) through PostgreSQL COPY; bad lines (a line over 64 KiB among
+    /// them) are counted and the first 100 are reported with their line number and what is
+    /// wrong. Empty lines are skipped. An app runs one import at a time (409); a herald-api runs
+    /// a few at once (429 `imports_busy`); an upload must arrive within the import deadline and
+    /// above the minimum rate (408); nothing of a refused import is kept.
     ///
     ///
     /// - Remark: HTTP `POST /v1/devices/import`.
@@ -4794,6 +4797,52 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The upload did not arrive within the deadline, or arrived below the minimum rate.
+            ///
+            /// - Remark: Generated from `#/paths//v1/devices/import/post(importDevices)/responses/408`.
+            ///
+            /// HTTP response code: `408 requestTimeout`.
+            case requestTimeout(Components.Responses.TooSlow)
+            /// The associated value of the enum case if `self` is `.requestTimeout`.
+            ///
+            /// - Throws: An error if `self` is not `.requestTimeout`.
+            /// - SeeAlso: `.requestTimeout`.
+            public var requestTimeout: Components.Responses.TooSlow {
+                get throws {
+                    switch self {
+                    case let .requestTimeout(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "requestTimeout",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request contradicts the current state (for example, canceling a completed push).
+            ///
+            /// - Remark: Generated from `#/paths//v1/devices/import/post(importDevices)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Components.Responses.Conflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            public var conflict: Components.Responses.Conflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
                             response: self
                         )
                     }

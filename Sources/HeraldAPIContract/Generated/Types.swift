@@ -117,8 +117,11 @@ public protocol APIProtocol: Sendable {
     /// One device per line. NDJSON lines are `DeviceRegistration` objects. CSV has a header line
     /// naming its columns out of `token`, `environment`, `topic`, `alias`, `tags` (separated by
     /// `|`), `locale`, `time_zone`; `token` and `environment` are required. Good lines are
-    /// registered (or refreshed) through PostgreSQL COPY; bad lines are counted and the first
-    /// 100 are reported with their line number and what is wrong. Empty lines are skipped.
+    /// registered (or refreshed) through PostgreSQL COPY; bad lines (a line over 64 KiB among
+    /// them) are counted and the first 100 are reported with their line number and what is
+    /// wrong. Empty lines are skipped. An app runs one import at a time (409); a herald-api runs
+    /// a few at once (429 `imports_busy`); an upload must arrive within the import deadline and
+    /// above the minimum rate (408); nothing of a refused import is kept.
     ///
     ///
     /// - Remark: HTTP `POST /v1/devices/import`.
@@ -441,8 +444,11 @@ extension APIProtocol {
     /// One device per line. NDJSON lines are `DeviceRegistration` objects. CSV has a header line
     /// naming its columns out of `token`, `environment`, `topic`, `alias`, `tags` (separated by
     /// `|`), `locale`, `time_zone`; `token` and `environment` are required. Good lines are
-    /// registered (or refreshed) through PostgreSQL COPY; bad lines are counted and the first
-    /// 100 are reported with their line number and what is wrong. Empty lines are skipped.
+    /// registered (or refreshed) through PostgreSQL COPY; bad lines (a line over 64 KiB among
+    /// them) are counted and the first 100 are reported with their line number and what is
+    /// wrong. Empty lines are skipped. An app runs one import at a time (409); a herald-api runs
+    /// a few at once (429 `imports_busy`); an upload must arrive within the import deadline and
+    /// above the minimum rate (408); nothing of a refused import is kept.
     ///
     ///
     /// - Remark: HTTP `POST /v1/devices/import`.

@@ -3790,8 +3790,11 @@ internal struct Client: APIProtocol {
     /// One device per line. NDJSON lines are `DeviceRegistration` objects. CSV has a header line
     /// naming its columns out of `token`, `environment`, `topic`, `alias`, `tags` (separated by
     /// `|`), `locale`, `time_zone`; `token` and `environment` are required. Good lines are
-    /// registered (or refreshed) through PostgreSQL COPY; bad lines are counted and the first
-    /// 100 are reported with their line number and what is wrong. Empty lines are skipped.
+    /// registered (or refreshed) through PostgreSQL COPY; bad lines (a line over 64 KiB among
+    /// them) are counted and the first 100 are reported with their line number and what is
+    /// wrong. Empty lines are skipped. An app runs one import at a time (409); a herald-api runs
+    /// a few at once (429 `imports_busy`); an upload must arrive within the import deadline and
+    /// above the minimum rate (408); nothing of a refused import is kept.
     ///
     ///
     /// - Remark: HTTP `POST /v1/devices/import`.
@@ -3936,6 +3939,50 @@ internal struct Client: APIProtocol {
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
                     return .forbidden(.init(body: body))
+                case 408:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.TooSlow.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .requestTimeout(.init(body: body))
+                case 409:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.Conflict.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .conflict(.init(body: body))
                 case 413:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.TooLarge.Body

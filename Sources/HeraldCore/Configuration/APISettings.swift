@@ -15,6 +15,16 @@ public struct APISettings: Sendable {
     public var maximumBodyBytes: Int
     /// The largest bulk import (`HERALD_API_MAX_IMPORT_BYTES`).
     public var maximumImportBytes: Int
+    /// Imports this process runs at once, each on a connection of a pool of its own
+    /// (`HERALD_API_IMPORT_CONNECTIONS`), so slow uploads never hold the connections every other
+    /// request shares. One more answers 429. An app runs one import at a time across processes.
+    public var importConnections: Int
+    /// An import not finished after this long is abandoned, nothing of it kept
+    /// (`HERALD_API_IMPORT_DEADLINE_MS`).
+    public var importDeadline: Duration
+    /// The slowest upload an import takes, in bytes a second over each 30 s
+    /// (`HERALD_API_IMPORT_MIN_BYTES_PER_SECOND`; 0 turns it off).
+    public var importMinimumBytesPerSecond: Int
     /// How long an app key stays cached after a look-up (`HERALD_API_KEY_CACHE_MS`): a key revoked
     /// through another herald-api process stops working within this time.
     public var keyCacheTTL: Duration
@@ -43,6 +53,9 @@ public struct APISettings: Sendable {
         rateLimitBurst = max(1, config.int(forKey: "api.rateLimit.burst", default: 2_000))
         maximumBodyBytes = max(1024, config.int(forKey: "api.maxBodyBytes", default: 1 << 20))
         maximumImportBytes = max(1024, config.int(forKey: "api.maxImportBytes", default: 1 << 30))
+        importConnections = max(1, config.int(forKey: "api.importConnections", default: 2))
+        importDeadline = config.milliseconds(forKey: "api.importDeadlineMs", default: 900_000, minimum: 1000)
+        importMinimumBytesPerSecond = max(0, config.int(forKey: "api.importMinBytesPerSecond", default: 16_384))
         keyCacheTTL = config.milliseconds(forKey: "api.keyCacheMs", default: 5_000)
         requestTimeout = config.milliseconds(forKey: "api.requestTimeoutMs", default: 10_000, minimum: 100)
         pushWriters = max(1, config.int(forKey: "api.pushWriters", default: 2))

@@ -11,10 +11,21 @@ extension DeviceRepository {
     ///
     /// A token that appears twice takes its last line. A known token is refreshed as
     /// ``register(_:)`` would (same registration id, reactivated, tags added).
+    /// One import of an app runs at a time (a transaction-scoped advisory lock, whichever
+    /// process runs it); `started` is called once this one holds it, before the first row is read.
     /// - Returns: how many devices were registered or refreshed.
-    public func importDevices<Chunks: AsyncSequence & Sendable>(appID: UUID, chunks: Chunks) async throws -> Int
+    /// - Throws: ``ImportInProgress`` when another import of the app runs.
+    public func importDevices<Chunks: AsyncSequence & Sendable>(
+        appID: UUID, chunks: Chunks, started: @escaping @Sendable () -> Void = {}
+    ) async throws -> Int
     where Chunks.Element == [DeviceRegistration] {
         let imported = try await client.transaction(logger: logger, within: nil) { connection in
+            // One import of an app at a time, whichever herald-api runs it.
+            let locked = try await connection.query(
+                "SELECT pg_try_advisory_xact_lock(hashtextextended('herald-device-import:' || \(appID)::text, 0))",
+                logger: logger)
+            for try await granted in locked.decode(Bool.self) where !granted { throw ImportInProgress(appID: appID) }
+            started()
             try await connection.query(
                 """
                 CREATE TEMPORARY TABLE device_import (
@@ -85,6 +96,12 @@ extension DeviceRepository {
             """, logger: logger)
         return try await Self.devices(from: rows)
     }
+}
+
+/// Another import of the app is running (in this or another herald-api process).
+public struct ImportInProgress: Error, CustomStringConvertible {
+    public var appID: UUID
+    public var description: String { "an import of app \(appID) is already running" }
 }
 
 /// PostgreSQL's COPY text format: columns separated by tabs, `\N` for NULL, backslash escapes.

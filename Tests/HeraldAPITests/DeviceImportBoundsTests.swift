@@ -1,0 +1,121 @@
+import Foundation
+import HeraldCore
+import Testing
+
+@testable import HeraldAPI
+
+/// What an import costs herald-api at most: each byte scanned once, lines of bounded length, a
+/// deadline and a minimum rate, one import per app and a few per process on connections of
+/// their own.
+@Suite("Device imports under hostile load")
+struct DeviceImportBoundsTests {
+    static func line(_ number: Int) -> String {
+        let token = String(format: "%08x", number) + String(repeating: "ab", count: 28)
+        return #"{"token":"\#(token)","environment":"production"}"#
+    }
+
+    @Test("a line longer than 64 KiB is rejected alone and skipped to its end, however the body is cut")
+    func overlongLine() {
+        var parser = DeviceImportParser(format: .ndjson, appID: UUID(), bundleID: "com.example")
+        let body = Array(
+            (Self.line(1) + "\n" + String(repeating: "x", count: 200_000) + "\n" + Self.line(2) + "\n"
+                + String(repeating: "y", count: 70_000)).utf8)
+        var rows = 0
+        var offset = 0
+        while offset < body.count {
+            let end = min(body.count, offset + 4093)
+            rows += parser.feed(body[offset..<end]).count
+            offset = end
+        }
+        rows += parser.finish().count
+        #expect(rows == 2)
+        #expect(parser.lines == 4 && parser.rejected == 2)
+        #expect(parser.errors.map(\.line) == [2, 4])
+        #expect(parser.errors.allSatisfy { $0.message.contains("longer than 65536 bytes") })
+    }
+
+    @Test("an upload past the deadline, or slower than the minimum rate over 30 s, is refused 408")
+    func pace() throws {
+        let start = ContinuousClock.now
+        var pace = ImportPace(maximumBytes: 1 << 30, deadline: .seconds(120), minimumBytesPerSecond: 1000, start: start)
+        try pace.received(20_000, now: start + .seconds(10))
+        try pace.received(20_000, now: start + .seconds(31))  // 40,000 in 31 s: fast enough
+        try pace.received(100, now: start + .seconds(50))
+        #expect {
+            try pace.received(100, now: start + .seconds(62))  // 200 bytes in 31 s
+        } throws: { ($0 as? APIError)?.code == "import_too_slow" && ($0 as? APIError)?.status == .requestTimeout }
+        var late = ImportPace(maximumBytes: 1 << 30, deadline: .seconds(60), minimumBytesPerSecond: 0, start: start)
+        #expect(throws: APIError.self) { try late.received(1 << 20, now: start + .seconds(61)) }
+        var large = ImportPace(maximumBytes: 1000, deadline: .seconds(60), minimumBytesPerSecond: 0, start: start)
+        #expect { try large.received(1001, now: start) } throws: { ($0 as? APIError)?.code == "import_too_large" }
+    }
+
+    /// An import whose chunked body arrives as the test writes it, over a socket of its own.
+    struct SlowImport {
+        let connection: RawConnection
+
+        init(port: Int, key: String) throws {
+            connection = try RawConnection(port: port)
+            try connection.send(
+                "POST /v1/devices/import HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(key)\r\n"
+                    + "Content-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n")
+            try sendLine()
+        }
+
+        func sendLine() throws {
+            let line = DeviceImportBoundsTests.line(Int.random(in: 0..<1 << 30)) + "\n"
+            try connection.send(String(line.utf8.count, radix: 16) + "\r\n" + line + "\r\n")
+        }
+
+        /// Sends one more line and the end of the body; returns the answer's status line.
+        func finish() throws -> String {
+            try sendLine()
+            try connection.send("0\r\n\r\n")
+            return try connection.receiveStatusLine()
+        }
+    }
+
+    @Test(
+        "while an app's import is uploading, a second import of the app answers 409; past the process's import connections, another app's answers 429; other requests go on"
+    )
+    func concurrentImports() async throws {
+        try await withAPI(configure: { $0.importConnections = 2 }) { api in
+            let port = try #require(api.client.port)
+            let first = try await api.createApp(name: "first")
+            let second = try await api.createApp(name: "second")
+            let third = try await api.createApp(name: "third")
+            func importOne(_ key: String) async throws -> APITest.Answer {
+                try await api.call(
+                    .post, "/v1/devices/import", key: key, body: Self.line(Int.random(in: 0..<1 << 30)) + "\n",
+                    contentType: "application/x-ndjson")
+            }
+            /// Waits until `count` imports hold their app's lock.
+            func running(_ count: Int) async throws -> Bool {
+                let deadline = ContinuousClock.now + .seconds(20)
+                while ContinuousClock.now < deadline {
+                    if try await AuthenticationHardeningTests.metric("herald_api_imports_running", api) == count {
+                        return true
+                    }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                return false
+            }
+            let slowFirst = try SlowImport(port: port, key: first.serverKey)
+            #expect(try await running(1))
+            let again = try await importOne(first.serverKey)
+            #expect(again.status == .conflict && again.errorCode == "import_in_progress", "\(again.text)")
+            let slowSecond = try SlowImport(port: port, key: second.serverKey)
+            #expect(try await running(2))
+            let busy = try await importOne(third.serverKey)
+            #expect(busy.status == .tooManyRequests && busy.errorCode == "imports_busy", "\(busy.text)")
+            // Ordinary requests go on meanwhile: imports hold connections of their own pool.
+            #expect(try await api.call(.get, "/v1/devices?limit=1", key: third.serverKey).status == .ok)
+            let firstStatus = try slowFirst.finish()
+            #expect(firstStatus.contains(" 200 "), "\(firstStatus)")
+            let secondStatus = try slowSecond.finish()
+            #expect(secondStatus.contains(" 200 "), "\(secondStatus)")
+            #expect(try await importOne(third.serverKey).status == .ok)
+            #expect(try await running(0))
+        }
+    }
+}
