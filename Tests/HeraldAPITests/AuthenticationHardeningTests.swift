@@ -135,7 +135,7 @@ struct AuthenticationHardeningTests {
             let connection = try RawConnection(port: try #require(api.client.port))
             // Half a request line, then silence; the server must hang up within 10 s.
             try connection.send("GET /healthz HT")
-            let closed = await Task.detached { connection.waitForClose(within: 10) }.value
+            let closed = await connection.waitForClose(within: 10)
             #expect(closed, "the server closed the connection")
         }
     }

@@ -68,10 +68,10 @@ struct DeviceImportBoundsTests {
         }
 
         /// Sends one more line and the end of the body; returns the answer's status line.
-        func finish() throws -> String {
+        func finish() async throws -> String {
             try sendLine()
             try connection.send("0\r\n\r\n")
-            return try connection.receiveStatusLine()
+            return try await connection.receiveStatusLine()
         }
     }
 
@@ -110,9 +110,9 @@ struct DeviceImportBoundsTests {
             #expect(busy.status == .tooManyRequests && busy.errorCode == "imports_busy", "\(busy.text)")
             // Ordinary requests go on meanwhile: imports hold connections of their own pool.
             #expect(try await api.call(.get, "/v1/devices?limit=1", key: third.serverKey).status == .ok)
-            let firstStatus = try slowFirst.finish()
+            let firstStatus = try await slowFirst.finish()
             #expect(firstStatus.contains(" 200 "), "\(firstStatus)")
-            let secondStatus = try slowSecond.finish()
+            let secondStatus = try await slowSecond.finish()
             #expect(secondStatus.contains(" 200 "), "\(secondStatus)")
             #expect(try await importOne(third.serverKey).status == .ok)
             #expect(try await running(0))

@@ -5,7 +5,8 @@ import Glibc
 #endif
 
 /// A plain TCP connection to herald-api, for requests no HTTP client sends: half a request, a
-/// body that arrives when the test says. Blocking calls: use it from a detached task or briefly.
+/// body that arrives when the test says. Its reads block a thread of their own (a Dispatch
+/// queue's), never one of Swift's cooperative pool, which the server under test needs.
 final class RawConnection: Sendable {
     struct Failure: Error, CustomStringConvertible {
         var description: String
@@ -44,7 +45,7 @@ final class RawConnection: Sendable {
     }
 
     /// Reads until the first line of the answer (its status line), waiting at most 30 s.
-    func receiveStatusLine() throws -> String {
+    private func blockingReceiveStatusLine() throws -> String {
         setTimeout(seconds: 30)
         var received: [UInt8] = []
         var byte: UInt8 = 0
@@ -55,8 +56,21 @@ final class RawConnection: Sendable {
         return String(decoding: received, as: UTF8.self)
     }
 
+    /// Reads until `text` has arrived (or 30 s passed); returns everything read.
+    private func blockingReceive(until text: String) throws -> String {
+        setTimeout(seconds: 30)
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !String(decoding: received, as: UTF8.self).contains(text) {
+            let count = recv(socket, &buffer, buffer.count, 0)
+            guard count > 0 else { throw Failure(description: "closed before \"\(text)\" (errno \(errno))") }
+            received += buffer[..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
     /// Whether the server closes the connection within `seconds` (reads and drops what it sends).
-    func waitForClose(within seconds: Int) -> Bool {
+    private func blockingWaitForClose(within seconds: Int) -> Bool {
         setTimeout(seconds: seconds)
         var buffer = [UInt8](repeating: 0, count: 1024)
         while true {
@@ -69,5 +83,26 @@ final class RawConnection: Sendable {
     private func setTimeout(seconds: Int) {
         var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Reads until the first line of the answer (its status line), waiting at most 30 s.
+    func receiveStatusLine() async throws -> String {
+        try await offThePool { try self.blockingReceiveStatusLine() }
+    }
+
+    /// Reads until `text` has arrived (or 30 s passed); returns everything read.
+    func receive(until text: String) async throws -> String {
+        try await offThePool { try self.blockingReceive(until: text) }
+    }
+
+    /// Whether the server closes the connection within `seconds`.
+    func waitForClose(within seconds: Int) async -> Bool {
+        (try? await offThePool { self.blockingWaitForClose(within: seconds) }) ?? false
+    }
+
+    private func offThePool<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result<Value, any Error> { try body() }) }
+        }
     }
 }

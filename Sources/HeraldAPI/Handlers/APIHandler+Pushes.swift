@@ -166,7 +166,7 @@ extension APIHandler {
         guard try await pushes.progress(id: id, appID: appID) != nil else {
             throw APIError.notFound("push \(input.path.pushId)")
         }
-        let events = PushProgressEvents(pushes: pushes, pushID: id, appID: appID)
+        let events = PushProgressEvents(events: try progressHub.subscribe(pushID: id, appID: appID))
         return .ok(.init(body: .textEventStream(HTTPBody(events, length: .unknown, iterationBehavior: .single))))
     }
 
@@ -231,50 +231,26 @@ extension APIHandler {
     }
 }
 
-/// A push's progress as Server-Sent Events: `progress` events with the push's status JSON when
-/// it changes (checked every half second), keep-alive comments every 15 s, and the end after
-/// the push completed or was canceled.
+/// A push's progress as Server-Sent Events, from ``PushProgressHub``: `progress` events with
+/// the push's status JSON when it changes, keep-alive comments, and the end after the push
+/// completed or was canceled, or the stream's lifetime passed.
 struct PushProgressEvents: AsyncSequence, Sendable {
     typealias Element = ArraySlice<UInt8>
-    let pushes: PushRepository
-    let pushID: UUID
-    let appID: UUID
+    let events: AsyncStream<PushProgressHub.Event>
 
     struct AsyncIterator: AsyncIteratorProtocol {
-        let pushes: PushRepository
-        let pushID: UUID
-        let appID: UUID
-        var last: [UInt8] = []
-        var lastWrite = ContinuousClock.now
-        var finished = false
+        var events: AsyncStream<PushProgressHub.Event>.AsyncIterator
 
-        mutating func next() async throws -> ArraySlice<UInt8>? {
-            var first = last.isEmpty
-            while !finished {
-                if !first { try await Task.sleep(for: .milliseconds(500)) }
-                first = false
-                guard let progress = try await pushes.progress(id: pushID, appID: appID) else { return nil }
-                let status = Components.Schemas.PushStatus(progress)
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
-                encoder.dateEncodingStrategy = .iso8601
-                let json = Array(try encoder.encode(status))
-                if status.state == .completed || status.state == .canceled { finished = true }
-                if json != last {
-                    last = json
-                    lastWrite = .now
-                    return ArraySlice(Array("event: progress\ndata: ".utf8) + json + Array("\n\n".utf8))
-                }
-                if ContinuousClock.now - lastWrite > .seconds(15) {
-                    lastWrite = .now
-                    return ArraySlice(": keep-alive\n\n".utf8)
-                }
+        mutating func next() async -> ArraySlice<UInt8>? {
+            let event = await events.next()
+            switch event {
+            case .progress(let json)?:
+                return ArraySlice(Array("event: progress\ndata: ".utf8) + json + Array("\n\n".utf8))
+            case .keepAlive?: return ArraySlice(": keep-alive\n\n".utf8)
+            case nil: return nil
             }
-            return nil
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(pushes: pushes, pushID: pushID, appID: appID)
-    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(events: events.makeAsyncIterator()) }
 }

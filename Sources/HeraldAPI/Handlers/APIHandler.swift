@@ -21,6 +21,8 @@ struct APIHandler: APIProtocol {
     let pushes: PushRepository
     /// New pushes go through it: under load, pushes that arrive together share a statement.
     let pushWriter: PushWriter
+    /// Live progress streams: one poll per watched push.
+    let progressHub: PushProgressHub
     let fanouts: FanoutRepository
     let audiences: AudienceRepository
     let authenticator: KeyAuthenticator

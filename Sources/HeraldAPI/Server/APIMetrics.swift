@@ -24,6 +24,8 @@ final class APIMetrics: Sendable {
     let authenticationFailures = Atomic<Int>(0)
     /// Requests refused because their source failed to authenticate too often (429).
     let authenticationThrottled = Atomic<Int>(0)
+    /// Where the live progress gauges come from (set once the server exists).
+    let progressHub = Mutex<PushProgressHub?>(nil)
     /// Device imports uploading (holding their app's import lock).
     let importsRunning = Atomic<Int>(0)
     /// App keys looked up in the database (``KeyAuthenticator``'s cache misses).
@@ -60,6 +62,14 @@ final class APIMetrics: Sendable {
             "herald_api_authentication_throttled_total", .counter,
             help: "Requests refused 429 because their source address failed to authenticate too often.",
             value: authenticationThrottled.load(ordering: .relaxed))
+        let hub = progressHub.withLock { $0 }
+        text.single(
+            "herald_api_progress_streams", .gauge, help: "Live progress streams (Server-Sent Events) open.",
+            value: hub?.streams ?? 0)
+        text.single(
+            "herald_api_progress_polls_total", .counter,
+            help: "Database polls for live progress (one per watched push per half second, however many streams).",
+            value: hub?.polls.load(ordering: .relaxed) ?? 0)
         text.single(
             "herald_api_imports_running", .gauge, help: "Device imports uploading now.",
             value: importsRunning.load(ordering: .relaxed))

@@ -35,6 +35,12 @@ public struct APIServer: Service {
         var importPostgres = postgres
         importPostgres.maximumConnections = settings.importConnections
         let importDatabase = HeraldDatabase.makeClient(settings: importPostgres, logger: logger)
+        let progressHub = PushProgressHub(
+            pushes: PushRepository(client: database, logger: logger),
+            limits: .init(
+                perApp: settings.streamsPerApp, perProcess: settings.streams, lifetime: settings.streamLifetime),
+            logger: logger)
+        metrics.progressHub.withLock { $0 = progressHub }
         let handler = APIHandler(
             database: database, apps: AppRepository(client: database, logger: logger), keys: keys,
             credentials: CredentialRepository(client: database, logger: logger),
@@ -46,6 +52,7 @@ public struct APIServer: Service {
             pushWriter: PushWriter(
                 client: database, logger: logger, maximumWriters: settings.pushWriters,
                 maximumBatch: settings.pushBatch),
+            progressHub: progressHub,
             fanouts: FanoutRepository(client: database, logger: logger),
             audiences: AudienceRepository(client: database, logger: logger), authenticator: authenticator,
             cipher: cipher,
@@ -71,7 +78,7 @@ public struct APIServer: Service {
             router: router,
             server: .http1(configuration: .init(idleTimeout: TimeAmount(settings.idleTimeout))),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "herald-api"),
-            services: [deadlines, importDatabase],
+            services: [deadlines, importDatabase, progressHub],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
     }

@@ -197,8 +197,11 @@ public protocol APIProtocol: Sendable {
     /// Live progress as Server-Sent Events until the push ends.
     ///
     /// An event `progress` whose data is the push's `PushStatus` JSON, sent at once and then
-    /// whenever it changes (checked every half second), and `: keep-alive` comments every 15
-    /// seconds; the stream ends after the event that shows the push completed or canceled.
+    /// whenever it changes (checked every half second, one check per push however many streams
+    /// watch it), and `: keep-alive` comments every 15 seconds; the stream ends after the event
+    /// that shows the push completed or canceled, or after the stream's lifetime (an hour by
+    /// default: reconnect, or poll `GET /v1/pushes/{pushId}`). A herald-api serves a bounded
+    /// number of streams per app and in all; past them it answers 429 `too_many_streams`.
     ///
     ///
     /// - Remark: HTTP `GET /v1/pushes/{pushId}/events`.
@@ -622,8 +625,11 @@ extension APIProtocol {
     /// Live progress as Server-Sent Events until the push ends.
     ///
     /// An event `progress` whose data is the push's `PushStatus` JSON, sent at once and then
-    /// whenever it changes (checked every half second), and `: keep-alive` comments every 15
-    /// seconds; the stream ends after the event that shows the push completed or canceled.
+    /// whenever it changes (checked every half second, one check per push however many streams
+    /// watch it), and `: keep-alive` comments every 15 seconds; the stream ends after the event
+    /// that shows the push completed or canceled, or after the stream's lifetime (an hour by
+    /// default: reconnect, or poll `GET /v1/pushes/{pushId}`). A herald-api serves a bounded
+    /// number of streams per app and in all; past them it answers 429 `too_many_streams`.
     ///
     ///
     /// - Remark: HTTP `GET /v1/pushes/{pushId}/events`.

@@ -24,8 +24,9 @@ struct PushFollower {
                 last = status
                 display.show(status)
             }
-        } catch let error where !(error.unwrappedFromClient is APIFailure) {
-            // The stream broke off or is not served: poll instead (an API refusal is final).
+        } catch let error where Self.pollInstead(error) {
+            // The stream broke off, is not served, or this herald-api serves enough streams:
+            // poll instead (any other API refusal is final).
         }
         if let last, PushProgress.isSettled(last) { return display.finish(last) }
         return try await poll(display: &display)
@@ -43,6 +44,11 @@ struct PushFollower {
             }
             try await Task.sleep(for: pollInterval)
         }
+    }
+
+    static func pollInstead(_ error: any Error) -> Bool {
+        guard let failure = error.unwrappedFromClient as? APIFailure else { return true }
+        return failure.code == "too_many_streams"
     }
 
     /// The push's statuses from its event stream (`progress` events), until the stream ends.

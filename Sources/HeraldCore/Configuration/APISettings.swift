@@ -28,6 +28,12 @@ public struct APISettings: Sendable {
     /// How long an app key stays cached after a look-up (`HERALD_API_KEY_CACHE_MS`): a key revoked
     /// through another herald-api process stops working within this time.
     public var keyCacheTTL: Duration
+    /// Live progress streams (Server-Sent Events) this process serves per app and in all
+    /// (`HERALD_API_STREAMS_PER_APP`, `HERALD_API_STREAMS`), and how long one lasts
+    /// (`HERALD_API_STREAM_LIFETIME_MS`); the client then reconnects or polls.
+    public var streamsPerApp: Int
+    public var streams: Int
+    public var streamLifetime: Duration
     /// An operation that has not finished after this long (the database unreachable or stuck)
     /// answers 503 (`HERALD_API_REQUEST_TIMEOUT_MS`); live progress streams and imports have none.
     public var requestTimeout: Duration
@@ -57,6 +63,9 @@ public struct APISettings: Sendable {
         importDeadline = config.milliseconds(forKey: "api.importDeadlineMs", default: 900_000, minimum: 1000)
         importMinimumBytesPerSecond = max(0, config.int(forKey: "api.importMinBytesPerSecond", default: 16_384))
         keyCacheTTL = config.milliseconds(forKey: "api.keyCacheMs", default: 5_000)
+        streamsPerApp = max(1, config.int(forKey: "api.streamsPerApp", default: 100))
+        streams = max(1, config.int(forKey: "api.streams", default: 2_000))
+        streamLifetime = config.milliseconds(forKey: "api.streamLifetimeMs", default: 3_600_000, minimum: 1000)
         requestTimeout = config.milliseconds(forKey: "api.requestTimeoutMs", default: 10_000, minimum: 100)
         pushWriters = max(1, config.int(forKey: "api.pushWriters", default: 2))
         pushBatch = max(1, config.int(forKey: "api.pushBatch", default: 64))
