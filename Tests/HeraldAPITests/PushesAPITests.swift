@@ -219,6 +219,7 @@ struct PushesAPITests {
                 json: #"{"audience":{"tags":{"any":["a"]}},"notification":{"alert":{"body":"hi"}}}"#)
             #expect(
                 dryRun.status == .ok && dryRun["audience_size"] as? Int == 2 && dryRun["payload_limit"] as? Int == 4096)
+            #expect(dryRun["audience_size_estimated"] as? Bool == false)
             #expect((dryRun["warnings"] as? [String] ?? []).contains { $0.contains("no production APNs credential") })
             #expect(
                 (try await api.call(.get, "/v1/pushes", key: app.serverKey)["pushes"] as? [Any])?.isEmpty == true,
@@ -290,6 +291,23 @@ struct PushesAPITests {
             // Limits are per app: another app is not slowed down.
             let other = try await api.createApp()
             #expect(try await api.call(.get, "/v1/pushes", key: other.serverKey).status == .ok)
+        }
+    }
+
+    @Test("validate counts an audience exactly up to its bound and estimates past it, saying so")
+    func validateIsBounded() async throws {
+        try await withAPI(configure: { $0.validateExactUpTo = 2 }) { api in
+            let app = try await api.createApp()
+            let body = #"{"audience":{"all":true},"notification":{"alert":{"body":"hi"}}}"#
+            _ = try await api.register(app)
+            _ = try await api.register(app)
+            let exact = try await api.call(.post, "/v1/pushes/validate", key: app.serverKey, json: body)
+            #expect(exact["audience_size"] as? Int == 2 && exact["audience_size_estimated"] as? Bool == false)
+            _ = try await api.register(app)
+            let estimated = try await api.call(.post, "/v1/pushes/validate", key: app.serverKey, json: body)
+            #expect(estimated.status == .ok && estimated["audience_size_estimated"] as? Bool == true)
+            #expect((estimated["audience_size"] as? Int ?? 0) >= 3, "at least past the bound")
+            #expect((estimated["warnings"] as? [String] ?? []).contains { $0.contains("more than 2 devices") })
         }
     }
 }

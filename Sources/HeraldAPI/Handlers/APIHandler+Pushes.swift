@@ -48,8 +48,13 @@ extension APIHandler {
         let composed = try PushComposer().compose(body)
         _ = try await collapseID(for: composed, appID: appID)
         var warnings = composed.warnings
-        let size = try await audiences.count(AudienceSelection(appID: appID, audience: composed.audience))
+        let (size, estimated) = try await audiences.boundedCount(
+            AudienceSelection(appID: appID, audience: composed.audience), exactUpTo: Int64(settings.validateExactUpTo))
         if size == 0 { warnings.append("the audience holds no active device right now") }
+        if estimated {
+            warnings.append(
+                "the audience holds more than \(settings.validateExactUpTo) devices; its size is PostgreSQL's estimate")
+        }
         let environments = Set(try await credentials.credentials(appID: appID).map(\.environment))
         for environment in composed.audience.environment.map({ [$0] }) ?? APNsEnvironment.allCases
         where !environments.contains(environment) {
@@ -64,7 +69,7 @@ extension APIHandler {
             .init(
                 body: .json(
                     .init(
-                        audienceSize: size, payloadBytes: composed.payload.count,
+                        audienceSize: size, audienceSizeEstimated: estimated, payloadBytes: composed.payload.count,
                         payloadLimit: composed.pushType.maximumPayloadBytes,
                         pushType: composed.pushType.rawValue, priority: composed.priority.rawValue, warnings: warnings))
             ))

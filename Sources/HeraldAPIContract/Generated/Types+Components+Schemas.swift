@@ -1965,8 +1965,14 @@ extension Components {
         }
         /// - Remark: Generated from `#/components/schemas/PushValidation`.
         public struct PushValidation: Codable, Hashable, Sendable {
+            /// Active devices the audience holds now: counted exactly up to a bound (100,000 by default), past it PostgreSQL's estimate.
+            ///
             /// - Remark: Generated from `#/components/schemas/PushValidation/audience_size`.
             public var audienceSize: Swift.Int64
+            /// True when `audience_size` is an estimate (the audience is past the bound).
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushValidation/audience_size_estimated`.
+            public var audienceSizeEstimated: Swift.Bool
             /// - Remark: Generated from `#/components/schemas/PushValidation/payload_bytes`.
             public var payloadBytes: Swift.Int
             /// - Remark: Generated from `#/components/schemas/PushValidation/payload_limit`.
@@ -1980,7 +1986,8 @@ extension Components {
             /// Creates a new `PushValidation`.
             ///
             /// - Parameters:
-            ///   - audienceSize:
+            ///   - audienceSize: Active devices the audience holds now: counted exactly up to a bound (100,000 by default), past it PostgreSQL's estimate.
+            ///   - audienceSizeEstimated: True when `audience_size` is an estimate (the audience is past the bound).
             ///   - payloadBytes:
             ///   - payloadLimit:
             ///   - pushType:
@@ -1988,6 +1995,7 @@ extension Components {
             ///   - warnings:
             public init(
                 audienceSize: Swift.Int64,
+                audienceSizeEstimated: Swift.Bool,
                 payloadBytes: Swift.Int,
                 payloadLimit: Swift.Int,
                 pushType: Swift.String,
@@ -1995,6 +2003,7 @@ extension Components {
                 warnings: [Swift.String]
             ) {
                 self.audienceSize = audienceSize
+                self.audienceSizeEstimated = audienceSizeEstimated
                 self.payloadBytes = payloadBytes
                 self.payloadLimit = payloadLimit
                 self.pushType = pushType
@@ -2003,6 +2012,7 @@ extension Components {
             }
             public enum CodingKeys: String, CodingKey {
                 case audienceSize = "audience_size"
+                case audienceSizeEstimated = "audience_size_estimated"
                 case payloadBytes = "payload_bytes"
                 case payloadLimit = "payload_limit"
                 case pushType = "push_type"

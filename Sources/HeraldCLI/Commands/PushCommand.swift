@@ -168,7 +168,7 @@ struct PushValidateCommand: AsyncParsableCommand {
         let validation = try await client.validatePush(body: .json(try push.pushRequest())).ok.body.json
         try output.print(validation) { validation in
             var lines = [
-                "audience  \(Output.count(validation.audienceSize)) devices",
+                "audience  \(validation.audienceSizeEstimated ? "about " : "")\(Output.count(validation.audienceSize)) devices",
                 "payload   \(validation.payloadBytes) of \(validation.payloadLimit) bytes (\(validation.pushType), priority \(validation.priority))",
             ]
             lines += validation.warnings.map { "warning   \($0)" }

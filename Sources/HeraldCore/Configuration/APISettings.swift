@@ -34,6 +34,9 @@ public struct APISettings: Sendable {
     public var streamsPerApp: Int
     public var streams: Int
     public var streamLifetime: Duration
+    /// `validate` counts an audience exactly up to this many devices, and estimates past it
+    /// (`HERALD_API_VALIDATE_EXACT_UP_TO`).
+    public var validateExactUpTo: Int
     /// An operation that has not finished after this long (the database unreachable or stuck)
     /// answers 503 (`HERALD_API_REQUEST_TIMEOUT_MS`); live progress streams and imports have none.
     public var requestTimeout: Duration
@@ -66,6 +69,7 @@ public struct APISettings: Sendable {
         streamsPerApp = max(1, config.int(forKey: "api.streamsPerApp", default: 100))
         streams = max(1, config.int(forKey: "api.streams", default: 2_000))
         streamLifetime = config.milliseconds(forKey: "api.streamLifetimeMs", default: 3_600_000, minimum: 1000)
+        validateExactUpTo = max(1, config.int(forKey: "api.validateExactUpTo", default: 100_000))
         requestTimeout = config.milliseconds(forKey: "api.requestTimeoutMs", default: 10_000, minimum: 100)
         pushWriters = max(1, config.int(forKey: "api.pushWriters", default: 2))
         pushBatch = max(1, config.int(forKey: "api.pushBatch", default: 64))

@@ -55,6 +55,35 @@ public struct AudienceRepository: Sendable {
         return 0
     }
 
+    /// How many devices `selection` holds, counted exactly up to `exactUpTo`; past it, PostgreSQL's
+    /// planner's estimate (at least `exactUpTo + 1`), so the answer's cost is bounded whatever the
+    /// audience's size.
+    /// - Returns: the number, and whether it is an estimate.
+    public func boundedCount(_ selection: AudienceSelection, exactUpTo: Int64) async throws -> (
+        count: Int64, estimated: Bool
+    ) {
+        var values = BoundValues()
+        let inner = Self.sql(selection, columns: "1", after: 0, limit: Int(exactUpTo) + 1, values: &values)
+        let rows = try await client.boundedQuery(
+            PostgresQuery(unsafeSQL: "SELECT count(*) FROM (\(inner)) AS audience", binds: values.binds),
+            logger: logger)
+        var counted: Int64 = 0
+        for try await count in rows.decode(Int64.self) { counted = count }
+        guard counted > exactUpTo else { return (counted, false) }
+        var planValues = BoundValues()
+        let whole = Self.sql(selection, columns: "1", after: 0, values: &planValues)
+        let plan = try await client.boundedQuery(
+            PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON) \(whole)", binds: planValues.binds), logger: logger)
+        var estimate = exactUpTo + 1
+        for try await text in plan.decode(String.self) {
+            let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]]
+            if let rows = (json?.first?["Plan"] as? [String: Any])?["Plan Rows"] as? NSNumber {
+                estimate = max(estimate, rows.int64Value)
+            }
+        }
+        return (estimate, true)
+    }
+
     /// The statement that counts the devices of `selection` above `cursor`.
     static func countQuery(_ selection: AudienceSelection, after cursor: Int64) -> PostgresQuery {
         var values = BoundValues()
