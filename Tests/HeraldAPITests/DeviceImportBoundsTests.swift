@@ -118,4 +118,41 @@ struct DeviceImportBoundsTests {
             #expect(try await running(0))
         }
     }
+
+    @Test(
+        "device limits hold on every path: registration and import alike; an import line that would break one is rejected alone"
+    )
+    func deviceLimitsOnEveryPath() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            // An alias with 100 devices: a registration that would make 101 is refused.
+            for _ in 0..<100 { _ = try await api.register(app, alias: "crowd") }
+            let refused = try await api.call(
+                .post, "/v1/devices", key: app.serverKey,
+                json: #"{"token":"\#(APITest.randomToken())","environment":"production","alias":"crowd"}"#)
+            #expect(refused.status == .unprocessableContent && refused.errorField == "alias", "\(refused.text)")
+            // A device with 99 tags.
+            let tagged = APITest.randomToken()
+            _ = try await api.register(app, token: tagged, tags: (0..<99).map { "t\($0)" })
+
+            let fine = APITest.randomToken()
+            let lines = [
+                #"{"token":"\#(fine)","environment":"production","alias":"quiet"}"#,
+                #"{"token":"\#(tagged)","environment":"production","tags":["new1","new2"]}"#,
+                #"{"token":"\#(APITest.randomToken())","environment":"production","alias":"crowd"}"#,
+                #"{"token":"\#(APITest.randomToken())","environment":"production","tags":["t1"]}"#,
+            ]
+            let answer = try await api.call(
+                .post, "/v1/devices/import", key: app.serverKey, body: lines.joined(separator: "\n") + "\n",
+                contentType: "application/x-ndjson")
+            #expect(answer.status == .ok, "\(answer.text)")
+            #expect(answer["accepted"] as? Int == 2 && answer["rejected"] as? Int == 2, "\(answer.text)")
+            let errors = answer["errors"] as? [[String: Any]] ?? []
+            #expect(errors.compactMap { $0["line"] as? Int } == [2, 3])
+            #expect((errors.first?["message"] as? String)?.contains("more than 100 tags") == true)
+            #expect((errors.last?["message"] as? String)?.contains(#"alias "crowd" would name more than 100"#) == true)
+            let crowd = try await api.call(.get, "/v1/devices?alias=crowd&limit=1000", key: app.serverKey)
+            #expect((crowd["devices"] as? [Any])?.count == 100)
+        }
+    }
 }

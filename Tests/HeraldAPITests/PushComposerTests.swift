@@ -101,8 +101,9 @@ struct PushComposerTests {
         rows += parser.feed(Array("\(token),sandbox,".utf8))
         rows += parser.finish()
         #expect(
-            rows.count == 2 && rows[0].alias == "Smith, \"J\"" && rows[0].topic == "com.example"
-                && rows[1].environment == .sandbox)
+            rows.count == 2 && rows[0].registration.alias == "Smith, \"J\""
+                && rows[0].registration.topic == "com.example" && rows[1].registration.environment == .sandbox
+                && rows.map(\.number) == [2, 4])
         #expect(parser.lines == 3 && parser.rejected == 1 && parser.errors.first?.line == 3)
         #expect(CSV.fields("a,\"b,c\",,d") == ["a", "b,c", "", "d"])
     }

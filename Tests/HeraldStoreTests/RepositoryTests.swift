@@ -518,4 +518,40 @@ import Testing
             for try await count in left.decode(Int64.self) { #expect(count == 0) }
         }
     }
+
+    @Test("the schema refuses a 101st tag and a 101st device of an alias, whatever writes them (SQLSTATE HL001, HL002)")
+    func deviceLimitsInTheSchema() async throws {
+        try await withMigratedStore { client, logger in
+            let app = try await AppRepository(client: client, logger: logger).create(
+                name: "Limits", bundleID: "com.example.limits")
+            let device = try await DeviceRepository(client: client, logger: logger).register(
+                DeviceRegistration(
+                    appID: app.id, token: randomToken(), environment: .production, topic: app.bundleID, alias: nil,
+                    tags: []))
+            let tags = (0..<101).map { "tag\($0)" }
+            await #expect {
+                try await client.query(
+                    "INSERT INTO device_tags (app_id, tag, device_id) SELECT \(app.id), tag, \(device.id) FROM unnest(\(tags)) AS tag",
+                    logger: logger)
+            } throws: { ($0 as? PSQLError)?.serverInfo?[.sqlState] == "HL001" }
+            await #expect {
+                try await client.query(
+                    """
+                    INSERT INTO devices (app_id, token, environment, topic, alias)
+                    SELECT \(app.id), decode(lpad(to_hex(n), 64, '0'), 'hex'), 'production', \(app.bundleID), 'everyone'
+                    FROM generate_series(1, 101) AS n
+                    """, logger: logger)
+            } throws: { ($0 as? PSQLError)?.serverInfo?[.sqlState] == "HL002" }
+            try await client.query(
+                """
+                INSERT INTO devices (app_id, token, environment, topic, alias)
+                SELECT \(app.id), decode(lpad(to_hex(n), 64, '0'), 'hex'), 'production', \(app.bundleID), 'everyone'
+                FROM generate_series(1, 100) AS n
+                """, logger: logger)
+            await #expect {
+                try await client.query(
+                    "UPDATE devices SET alias = 'everyone' WHERE id = \(device.id)", logger: logger)
+            } throws: { ($0 as? PSQLError)?.serverInfo?[.sqlState] == "HL002" }
+        }
+    }
 }

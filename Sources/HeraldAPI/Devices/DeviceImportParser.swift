@@ -33,8 +33,8 @@ struct DeviceImportParser {
 
     /// Feeds the next bytes of the body; returns the rows of the lines they completed. Each byte
     /// is scanned once, however the body is cut into chunks.
-    mutating func feed(_ bytes: some Collection<UInt8>) -> [DeviceRegistration] {
-        var rows: [DeviceRegistration] = []
+    mutating func feed(_ bytes: some Collection<UInt8>) -> [ImportLine] {
+        var rows: [ImportLine] = []
         var chunk = bytes[...]
         while !chunk.isEmpty {
             let newline = chunk.firstIndex(of: UInt8(ascii: "\n"))
@@ -67,13 +67,13 @@ struct DeviceImportParser {
     }
 
     /// The last line, when the body did not end with a line break.
-    mutating func finish() -> [DeviceRegistration] {
+    mutating func finish() -> [ImportLine] {
         defer { pending.removeAll() }
         guard !skippingLongLine else { return [] }
         return parse(pending[...]).map { [$0] } ?? []
     }
 
-    private mutating func parse(_ bytes: ArraySlice<UInt8>) -> DeviceRegistration? {
+    private mutating func parse(_ bytes: ArraySlice<UInt8>) -> ImportLine? {
         var text = String(decoding: bytes, as: UTF8.self)
         if text.hasSuffix("\r") { text.removeLast() }
         if text.allSatisfy(\.isWhitespace) { return nil }
@@ -96,7 +96,8 @@ struct DeviceImportParser {
         }
         countLine()
         do {
-            return try format == .csv ? csvRow(text) : ndjsonRow(text)
+            let registration = try format == .csv ? csvRow(text) : ndjsonRow(text)
+            return ImportLine(number: currentLineNumber, registration: registration)
         } catch {
             reject(line: currentLineNumber, error.message)
             return nil

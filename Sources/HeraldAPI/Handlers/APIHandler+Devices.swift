@@ -110,10 +110,12 @@ extension APIHandler {
                 maximumBytes: settings.maximumImportBytes, deadline: settings.importDeadline,
                 minimumBytesPerSecond: settings.importMinimumBytesPerSecond))
         let accepted: Int
+        let overLimits: [(line: Int, message: String)]
         let counted = Mutex(false)
         defer { if counted.withLock({ $0 }) { metrics.importsRunning.subtract(1, ordering: .relaxed) } }
         do {
-            accepted = try await imports.devices.importDevices(appID: appID, chunks: chunks) { [metrics] in
+            (accepted, overLimits) = try await imports.devices.importDevices(appID: appID, chunks: chunks) {
+                [metrics] in
                 counted.withLock { $0 = true }
                 metrics.importsRunning.add(1, ordering: .relaxed)
             }
@@ -122,7 +124,10 @@ extension APIHandler {
                 .conflict, code: "import_in_progress",
                 message: "an import of this app is already running; send the next one when it has answered")
         }
-        let result = parser.result
+        var result = parser.result
+        result.rejected += overLimits.count
+        result.errors = Array(
+            (result.errors + overLimits).sorted { $0.line < $1.line }.prefix(DeviceImportParser.reportedErrors))
         logger.info(
             "devices imported",
             metadata: [
@@ -180,7 +185,7 @@ final class ImportProgress: @unchecked Sendable {
 /// The import body as chunks of parsed rows, read as the COPY asks for them, within the
 /// import's bounds (``ImportPace``).
 struct ImportChunks: AsyncSequence, Sendable {
-    typealias Element = [DeviceRegistration]
+    typealias Element = [ImportLine]
     let body: HTTPBody
     let progress: ImportProgress
     let pace: ImportPace
@@ -191,7 +196,7 @@ struct ImportChunks: AsyncSequence, Sendable {
         var pace: ImportPace
         var finished = false
 
-        mutating func next() async throws -> [DeviceRegistration]? {
+        mutating func next() async throws -> [ImportLine]? {
             while !finished {
                 guard let chunk = try await chunks.next() else {
                     finished = true

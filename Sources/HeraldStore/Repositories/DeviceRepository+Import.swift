@@ -13,13 +13,16 @@ extension DeviceRepository {
     /// ``register(_:)`` would (same registration id, reactivated, tags added).
     /// One import of an app runs at a time (a transaction-scoped advisory lock, whichever
     /// process runs it); `started` is called once this one holds it, before the first row is read.
-    /// - Returns: how many devices were registered or refreshed.
+    /// A line whose device would break a ``DeviceLimits`` limit (more tags than allowed, an alias
+    /// naming more devices than allowed) is rejected alone, with every other line of its token.
+    /// - Returns: how many devices were registered or refreshed, and the lines rejected for the
+    ///   limits, by their numbers.
     /// - Throws: ``ImportInProgress`` when another import of the app runs.
     public func importDevices<Chunks: AsyncSequence & Sendable>(
         appID: UUID, chunks: Chunks, started: @escaping @Sendable () -> Void = {}
-    ) async throws -> Int
-    where Chunks.Element == [DeviceRegistration] {
-        let imported = try await client.transaction(logger: logger, within: nil) { connection in
+    ) async throws -> (imported: Int, overLimits: [(line: Int, message: String)])
+    where Chunks.Element == [ImportLine] {
+        let (imported, overLimits) = try await client.transaction(logger: logger, within: nil) { connection in
             // One import of an app at a time, whichever herald-api runs it.
             let locked = try await connection.query(
                 "SELECT pg_try_advisory_xact_lock(hashtextextended('herald-device-import:' || \(appID)::text, 0))",
@@ -37,17 +40,16 @@ extension DeviceRepository {
                 columns: ["line", "token", "environment", "topic", "alias", "tags", "locale", "time_zone"],
                 logger: logger
             ) { writer in
-                var line = 0
                 var buffer = ByteBuffer()
                 for try await chunk in chunks {
                     buffer.clear()
                     for row in chunk {
-                        line += 1
-                        CopyText.appendRow(row, line: line, to: &buffer)
+                        CopyText.appendRow(row.registration, line: row.number, to: &buffer)
                     }
                     if buffer.readableBytes > 0 { try await writer.write(buffer) }
                 }
             }
+            let overLimits = try await Self.rejectLinesOverLimits(appID: appID, on: connection, logger: logger)
             let merged = try await connection.query(
                 """
                 WITH latest AS (
@@ -76,7 +78,7 @@ extension DeviceRepository {
                 FROM device_import i JOIN devices d ON d.app_id = \(appID) AND d.token = i.token, unnest(i.tags) AS tag
                 ON CONFLICT DO NOTHING
                 """, logger: logger)
-            return Int(count)
+            return (Int(count), overLimits)
         }
         // A bulk import can multiply the tables' size before autovacuum's next look; without
         // fresh statistics the planner treats them as small and the next fan-out's tag query
@@ -84,7 +86,61 @@ extension DeviceRepository {
         if imported >= 1_000 {
             try await client.boundedQuery("ANALYZE devices, device_tags", logger: logger)
         }
-        return imported
+        return (imported, overLimits)
+    }
+
+    /// Takes out of `device_import` every line of a token whose device would carry more than
+    /// ``DeviceLimits/maximumTagsPerDevice`` tags after the merge (its own and the lines' tags), or
+    /// would join an alias that would then name more than ``DeviceLimits/maximumDevicesPerAlias``
+    /// devices; returns each such token's last line with the reason. (The schema's triggers
+    /// would refuse the whole merge; this rejects the lines alone.)
+    static func rejectLinesOverLimits(appID: UUID, on connection: PostgresConnection, logger: Logger) async throws
+        -> [(line: Int, message: String)]
+    {
+        let tags = DeviceLimits.maximumTagsPerDevice
+        let devices = DeviceLimits.maximumDevicesPerAlias
+        let rows = try await connection.query(
+            """
+            WITH latest AS (
+                SELECT DISTINCT ON (token) token, alias, line FROM device_import ORDER BY token, line DESC
+            ), current AS (
+                SELECT d.id, d.token, d.alias FROM devices d
+                WHERE d.app_id = \(appID) AND d.token IN (SELECT token FROM latest)
+            ), too_many_tags AS (
+                SELECT token FROM (
+                    SELECT i.token, tag FROM device_import i, unnest(i.tags) AS tag
+                    UNION
+                    SELECT c.token, t.tag FROM current c JOIN device_tags t ON t.device_id = c.id
+                ) AS every_tag
+                GROUP BY token HAVING count(*) > \(tags)
+            ), final AS (
+                SELECT l.token, l.line, COALESCE(l.alias, c.alias) AS alias,
+                       c.alias IS DISTINCT FROM COALESCE(l.alias, c.alias) AS joins
+                FROM latest l LEFT JOIN current c ON c.token = l.token
+                WHERE l.token NOT IN (SELECT token FROM too_many_tags)
+            ), crowded AS (
+                SELECT alias FROM (
+                    SELECT alias, token FROM final WHERE alias IS NOT NULL
+                    UNION
+                    SELECT d.alias, d.token FROM devices d
+                    WHERE d.app_id = \(appID) AND d.alias IN (SELECT alias FROM final WHERE joins)
+                      AND d.token NOT IN (SELECT token FROM latest)
+                ) AS named
+                GROUP BY alias HAVING count(*) > \(devices)
+            ), rejected AS (
+                SELECT l.token, l.line, 'the device would carry more than ' || \(tags) || ' tags' AS message
+                FROM latest l WHERE l.token IN (SELECT token FROM too_many_tags)
+                UNION ALL
+                SELECT f.token, f.line, 'alias "' || f.alias || '" would name more than ' || \(devices) || ' devices'
+                FROM final f WHERE f.joins AND f.alias IN (SELECT alias FROM crowded)
+            ), removed AS (
+                DELETE FROM device_import WHERE token IN (SELECT token FROM rejected)
+            )
+            SELECT line, message FROM rejected ORDER BY line
+            """, logger: logger)
+        var rejected: [(line: Int, message: String)] = []
+        for try await (line, message) in rows.decode((Int64, String).self) { rejected.append((Int(line), message)) }
+        return rejected
     }
 
     /// All devices of `appID`, `limit` at a time after registration id `cursor`.
@@ -95,6 +151,18 @@ extension DeviceRepository {
             WHERE d.app_id = \(appID) AND d.id > \(cursor) ORDER BY d.id LIMIT \(limit)
             """, logger: logger)
         return try await Self.devices(from: rows)
+    }
+}
+
+/// One registration of an import, with its line's number in the file (the import's report
+/// names it; a token on several lines takes its last).
+public struct ImportLine: Sendable {
+    public var number: Int
+    public var registration: DeviceRegistration
+
+    public init(number: Int, registration: DeviceRegistration) {
+        self.number = number
+        self.registration = registration
     }
 }
 

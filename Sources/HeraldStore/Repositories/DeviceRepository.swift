@@ -25,36 +25,38 @@ public struct DeviceRepository: Sendable {
     /// Registers a token, or refreshes it: a known token keeps its registration id, is
     /// reactivated if it was invalid, takes the new environment and topic, the alias, locale and
     /// time zone given (absent ones are kept), and gains the tags given.
+    /// - Throws: ``DeviceLimits/Exceeded`` when the device would carry too many tags or its
+    ///   alias name too many devices (nothing changed).
     public func register(_ registration: DeviceRegistration) async throws -> Registered {
-        try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query(
-                """
-                INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone)
-                VALUES (\(registration.appID), \(registration.token.bytea), \(registration.environment.rawValue),
-                        \(registration.topic), \(registration.alias), \(registration.locale), \(registration.timeZone))
-                ON CONFLICT (app_id, token) DO UPDATE SET
-                    environment = EXCLUDED.environment,
-                    topic = EXCLUDED.topic,
-                    alias = COALESCE(EXCLUDED.alias, devices.alias),
-                    locale = COALESCE(EXCLUDED.locale, devices.locale),
-                    time_zone = COALESCE(EXCLUDED.time_zone, devices.time_zone),
-                    status = 'active', invalidated_at = NULL, invalid_reason = NULL,
-                    registered_at = now(), updated_at = now()
-                RETURNING id, (xmax = 0) AS inserted
-                """, logger: logger)
-            var registered: Registered?
-            for try await (id, inserted) in rows.decode((Int64, Bool).self) {
-                registered = Registered(id: id, isNew: inserted)
+        try await DeviceLimits.enforced {
+            try await client.transaction(logger: logger) { connection in
+                let rows = try await connection.query(
+                    """
+                    INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone)
+                    VALUES (\(registration.appID), \(registration.token.bytea), \(registration.environment.rawValue),
+                            \(registration.topic), \(registration.alias), \(registration.locale), \(registration.timeZone))
+                    ON CONFLICT (app_id, token) DO UPDATE SET
+                        environment = EXCLUDED.environment,
+                        topic = EXCLUDED.topic,
+                        alias = COALESCE(EXCLUDED.alias, devices.alias),
+                        locale = COALESCE(EXCLUDED.locale, devices.locale),
+                        time_zone = COALESCE(EXCLUDED.time_zone, devices.time_zone),
+                        status = 'active', invalidated_at = NULL, invalid_reason = NULL,
+                        registered_at = now(), updated_at = now()
+                    RETURNING id, (xmax = 0) AS inserted
+                    """, logger: logger)
+                var registered: Registered?
+                for try await (id, inserted) in rows.decode((Int64, Bool).self) {
+                    registered = Registered(id: id, isNew: inserted)
+                }
+                guard let registered else { throw StoreError(message: "device registration returned no row") }
+                if !registration.tags.isEmpty {
+                    try await Self.insertTags(
+                        registration.tags, deviceID: registered.id, appID: registration.appID, on: connection,
+                        logger: logger)
+                }
+                return registered
             }
-            guard let registered else { throw StoreError(message: "device registration returned no row") }
-            try await Self.checkAliasLimit(
-                registration.alias, appID: registration.appID, on: connection, logger: logger)
-            if !registration.tags.isEmpty {
-                try await Self.insertTags(
-                    registration.tags, deviceID: registered.id, appID: registration.appID, on: connection,
-                    logger: logger)
-            }
-            return registered
         }
     }
 
@@ -90,40 +92,43 @@ public struct DeviceRepository: Sendable {
 
     /// Sets (or with `nil` removes) the alias. Returns whether the device exists.
     @discardableResult
+    /// - Throws: ``DeviceLimits/Exceeded`` when the alias would name too many devices.
     public func setAlias(_ alias: String?, deviceID: Int64, appID: UUID) async throws -> Bool {
-        try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query(
+        try await DeviceLimits.enforced {
+            let rows = try await client.boundedQuery(
                 """
                 UPDATE devices SET alias = \(alias), updated_at = now()
                 WHERE id = \(deviceID) AND app_id = \(appID) RETURNING id
                 """, logger: logger)
             var found = false
             for try await _ in rows.decode(Int64.self) { found = true }
-            if found { try await Self.checkAliasLimit(alias, appID: appID, on: connection, logger: logger) }
             return found
         }
     }
 
     /// Adds and removes tags of a device in one transaction. Returns whether the device exists.
     @discardableResult
+    /// - Throws: ``DeviceLimits/Exceeded`` when the device would carry too many tags.
     public func updateTags(adding: [String], removing: [String], deviceID: Int64, appID: UUID) async throws -> Bool {
-        try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query(
-                "UPDATE devices SET updated_at = now() WHERE id = \(deviceID) AND app_id = \(appID) RETURNING id",
-                logger: logger)
-            var found = false
-            for try await _ in rows.decode(Int64.self) { found = true }
-            guard found else { return false }
-            if !removing.isEmpty {
-                try await connection.query(
-                    """
-                    DELETE FROM device_tags WHERE app_id = \(appID) AND device_id = \(deviceID) AND tag = ANY(\(removing))
-                    """, logger: logger)
+        try await DeviceLimits.enforced {
+            try await client.transaction(logger: logger) { connection in
+                let rows = try await connection.query(
+                    "UPDATE devices SET updated_at = now() WHERE id = \(deviceID) AND app_id = \(appID) RETURNING id",
+                    logger: logger)
+                var found = false
+                for try await _ in rows.decode(Int64.self) { found = true }
+                guard found else { return false }
+                if !removing.isEmpty {
+                    try await connection.query(
+                        """
+                        DELETE FROM device_tags WHERE app_id = \(appID) AND device_id = \(deviceID) AND tag = ANY(\(removing))
+                        """, logger: logger)
+                }
+                if !adding.isEmpty {
+                    try await Self.insertTags(adding, deviceID: deviceID, appID: appID, on: connection, logger: logger)
+                }
+                return true
             }
-            if !adding.isEmpty {
-                try await Self.insertTags(adding, deviceID: deviceID, appID: appID, on: connection, logger: logger)
-            }
-            return true
         }
     }
 
@@ -190,34 +195,14 @@ public struct DeviceRepository: Sendable {
             SELECT \(appID), tag, \(deviceID) FROM unnest(\(tags)::text[]) AS tag
             ON CONFLICT DO NOTHING
             """, logger: logger)
-        let rows = try await connection.query(
-            "SELECT count(*) FROM device_tags WHERE device_id = \(deviceID)", logger: logger)
-        for try await count in rows.decode(Int64.self) where count > DeviceLimits.maximumTagsPerDevice {
-            throw DeviceLimits.Exceeded(
-                field: "tags",
-                message: "a device carries at most \(DeviceLimits.maximumTagsPerDevice) tags; remove some first")
-        }
-    }
-
-    /// Refuses a write that would give more than the allowed number of devices one alias
-    /// (checked inside the write's transaction).
-    static func checkAliasLimit(_ alias: String?, appID: UUID, on connection: PostgresConnection, logger: Logger)
-        async throws
-    {
-        guard let alias else { return }
-        let rows = try await connection.query(
-            "SELECT count(*) FROM devices WHERE app_id = \(appID) AND alias = \(alias)", logger: logger)
-        for try await count in rows.decode(Int64.self) where count > DeviceLimits.maximumDevicesPerAlias {
-            throw DeviceLimits.Exceeded(
-                field: "alias",
-                message:
-                    "an alias names at most \(DeviceLimits.maximumDevicesPerAlias) devices; this one has that many already"
-            )
-        }
     }
 }
 
 /// Limits on what one device or alias holds (docs/limits.md).
+///
+/// PostgreSQL enforces them (`Schemas/postgres/0007_device_limits.sql`), on every path that
+/// writes devices and tags; these numbers are the same, for checks of a request before it is
+/// written and for messages.
 public enum DeviceLimits {
     public static let maximumTagsPerDevice = 100
     public static let maximumDevicesPerAlias = 100
@@ -227,6 +212,25 @@ public enum DeviceLimits {
         public var field: String
         public var message: String
         public var description: String { message }
+    }
+
+    /// Runs a write, turning the schema's refusals (SQLSTATE HL001, HL002) into ``Exceeded``.
+    static func enforced<Result>(_ write: () async throws -> Result) async throws -> Result {
+        do {
+            return try await write()
+        } catch let error as PSQLError {
+            switch error.serverInfo?[.sqlState] {
+            case "HL001":
+                throw Exceeded(
+                    field: "tags", message: "a device carries at most \(maximumTagsPerDevice) tags; remove some first")
+            case "HL002":
+                throw Exceeded(
+                    field: "alias",
+                    message: "an alias names at most \(maximumDevicesPerAlias) devices; this one has that many already")
+            default:
+                throw error
+            }
+        }
     }
 }
 
