@@ -6,12 +6,7 @@ import Logging
 enum CommandSupport {
     static func bootstrap(label: String) async throws -> (HeraldConfiguration, Logger) {
         let configuration = try await HeraldConfiguration.load()
-        let level = Logger.Level(rawValue: configuration.logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        try configuration.bootstrapLogging()
         return (configuration, Logger(label: label))
     }
 

@@ -49,4 +49,31 @@ struct APIProcessTests {
         security.adminToken = String(repeating: "x", count: 42)
         #expect(throws: SettingError.self) { try security.checkAdminToken() }
     }
+
+    @Test("with HERALD_LOG_FORMAT=json every line herald-api writes is a JSON object, its fatal one included")
+    func jsonLines() async throws {
+        let result = try #require(
+            try await Self.start(with: [
+                "HERALD_LOG_FORMAT": "json", "HERALD_API_PORT": "0", "HERALD_POSTGRES_PORT": "1",
+                "HERALD_ADMIN_TOKEN": String(repeating: "a", count: 43),
+            ]))
+        #expect(result.status == 2)
+        let lines = result.errors.split(separator: "\n")
+        #expect(!lines.isEmpty)
+        for line in lines {
+            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object?["level"] != nil && object?["message"] != nil, "not a JSON log line: \(line)")
+        }
+        let last = try #require(
+            lines.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+        #expect(last["level"] as? String == "critical")
+        #expect((last["message"] as? String)?.contains("cannot use PostgreSQL at") == true)
+    }
+
+    @Test("an unknown log format: one line, exit 2")
+    func unknownLogFormat() async throws {
+        let result = try #require(try await Self.start(with: ["HERALD_LOG_FORMAT": "xml", "HERALD_API_PORT": "0"]))
+        #expect(result.status == 2)
+        #expect(result.errors.hasPrefix("herald-api: HERALD_LOG_FORMAT is \"xml\""))
+    }
 }

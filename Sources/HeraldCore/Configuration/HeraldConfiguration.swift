@@ -17,6 +17,8 @@ public struct HeraldConfiguration: Sendable {
     public var api: APISettings
     /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical` (`HERALD_LOG_LEVEL`).
     public var logLevel: String
+    /// `text` or `json` (`HERALD_LOG_FORMAT`; see ``LogFormat``).
+    public var logFormat: String
 
     /// Reads the configuration.
     /// - Parameters:
@@ -70,6 +72,7 @@ public struct HeraldConfiguration: Sendable {
         center = CenterSettings(reader: config)
         api = APISettings(reader: config)
         logLevel = config.string(forKey: "logLevel", default: "info")
+        logFormat = config.string(forKey: "logFormat", default: "text")
     }
 }
 

@@ -1,12 +1,24 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// The start every Herald service executable shares: read the configuration, set up logging to
-/// standard error at its level, and on a problem print one line and exit 2.
+/// standard error in its format and at its level, and on a problem print one line and exit 2.
 public enum ServiceProcess {
-    /// Stops the process with `message` on standard error, prefixed with the executable's name.
+    /// Whether logging was set up as JSON (then the last line is a JSON object too).
+    private static let jsonLines = Atomic(false)
+
+    /// Stops the process with `message` on standard error, prefixed with the executable's name
+    /// (or, with `HERALD_LOG_FORMAT=json`, as a `critical` JSON log line).
     public static func fail(_ executable: String, _ message: String) -> Never {
-        FileHandle.standardError.write(Data("\(executable): \(message)\n".utf8))
+        if jsonLines.load(ordering: .relaxed) {
+            JSONLogHandler(label: executable).log(
+                event: LogEvent(
+                    level: .critical, message: "\(message)", metadata: nil, source: executable,
+                    file: #fileID, function: #function, line: #line))
+        } else {
+            FileHandle.standardError.write(Data("\(executable): \(message)\n".utf8))
+        }
         exit(2)
     }
 
@@ -18,11 +30,12 @@ public enum ServiceProcess {
         } catch {
             fail(executable, "cannot read the configuration: \(error)")
         }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = Logger.Level(rawValue: configuration.logLevel) ?? .info
-            return handler
+        do {
+            try configuration.bootstrapLogging()
+        } catch {
+            fail(executable, "\(error)")
         }
+        jsonLines.store(configuration.logFormat == LogFormat.json.rawValue, ordering: .relaxed)
         return configuration
     }
 }
