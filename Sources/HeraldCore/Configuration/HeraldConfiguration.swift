@@ -23,9 +23,10 @@ public struct HeraldConfiguration: Sendable {
     /// Reads the configuration.
     /// - Parameters:
     ///   - environment: the variables to read (the process environment by default).
-    /// - Throws: when `HERALD_CONFIG_FILE` names a file that is missing or not JSON.
+    /// - Throws: when `HERALD_CONFIG_FILE` names a file that is missing or not JSON, or a secret's
+    ///   `*_FILE` cannot be read.
     public static func load(environment: [String: String]? = nil) async throws -> HeraldConfiguration {
-        HeraldConfiguration(reader: try await makeReader(environment: environment))
+        try HeraldConfiguration(reader: try await makeReader(environment: environment))
     }
 
     /// The reader behind ``load(environment:)``: environment first, then the file, then defaults.
@@ -41,7 +42,8 @@ public struct HeraldConfiguration: Sendable {
     }
 
     /// Reads the configuration from an already assembled reader.
-    public init(reader config: ConfigReader) {
+    /// - Throws: ``SettingError`` when a secret's file (`HERALD_MASTER_KEY_FILE`, …) cannot be read.
+    public init(reader config: ConfigReader) throws(SettingError) {
         kafka = KafkaSettings(
             brokers: config.string(forKey: "kafka.brokers", default: "127.0.0.1:9092"),
             clientID: config.string(forKey: "kafka.clientId", default: "herald"),
@@ -56,16 +58,18 @@ public struct HeraldConfiguration: Sendable {
             host: config.string(forKey: "postgres.host", default: "127.0.0.1"),
             port: config.int(forKey: "postgres.port", default: 54329),
             user: config.string(forKey: "postgres.user", default: "herald"),
-            password: config.string(forKey: "postgres.password", isSecret: true, default: "herald-dev"),
+            password: try Self.secret(config, "postgres.password", variable: "HERALD_POSTGRES_PASSWORD")
+                ?? "herald-dev",
             database: config.string(forKey: "postgres.database", default: "herald"),
             maximumConnections: config.int(forKey: "postgres.maxConnections", default: 20),
             idleInTransactionTimeout: config.milliseconds(
                 forKey: "postgres.idleInTransactionTimeoutMs", default: 60_000)
         )
         security = SecuritySettings(
-            masterKey: config.string(forKey: "masterKey", isSecret: true),
-            adminToken: config.string(forKey: "adminToken", isSecret: true),
-            decryptOnlyMasterKeys: config.string(forKey: "masterKey.decryptOnly", isSecret: true, default: "")
+            masterKey: try Self.secret(config, "masterKey", variable: "HERALD_MASTER_KEY"),
+            adminToken: try Self.secret(config, "adminToken", variable: "HERALD_ADMIN_TOKEN"),
+            decryptOnlyMasterKeys: (try Self.secret(
+                config, "masterKey.decryptOnly", variable: "HERALD_MASTER_KEY_DECRYPT_ONLY") ?? "")
                 .split(separator: ",").map { String($0) }.filter { !$0.isEmpty }
         )
         sender = SenderSettings(reader: config)
@@ -73,6 +77,23 @@ public struct HeraldConfiguration: Sendable {
         api = APISettings(reader: config)
         logLevel = config.string(forKey: "logLevel", default: "info")
         logFormat = config.string(forKey: "logFormat", default: "text")
+    }
+}
+
+extension HeraldConfiguration {
+    /// A secret setting: its value, or else the contents of the file its `*_FILE` variant names
+    /// (a secret store's mount), without the trailing line break.
+    /// - Throws: ``SettingError`` naming the file (never its contents) when it cannot be read.
+    static func secret(_ config: ConfigReader, _ key: String, variable: String) throws(SettingError) -> String? {
+        if let value = config.string(forKey: ConfigKey(key), isSecret: true) { return value }
+        guard let path = config.string(forKey: ConfigKey(key + "File")) else { return nil }
+        do {
+            var text = try String(contentsOfFile: path, encoding: .utf8)
+            while text.last?.isNewline == true { text.removeLast() }
+            return text
+        } catch {
+            throw SettingError("cannot read \(variable)_FILE \(path): it is missing, unreadable or not UTF-8 text")
+        }
     }
 }
 
