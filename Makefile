@@ -43,14 +43,19 @@ test: deps
 	scripts/test-external-clients.sh .build/debug
 	scripts/test-end-to-end.sh .build/debug
 
-# The modules with C, locks and threads of their own (HeraldHTTP2 through the APNs client and
-# apns-sim, HeraldKafka) under ThreadSanitizer: a build of its own in .build-tsan (slow the first
-# time), any data race fails the run. docs/operations.md notes the last result.
-TSAN_TESTS := ^(HeraldAPNsTests|APNsSimulatorTests|HeraldKafkaTests)\.
+# The HTTP/2 engine (HeraldHTTP2, through the APNs client's and apns-sim's tests) under
+# ThreadSanitizer: a build of its own in .build-tsan (slow the first time), with -DHERALD_TSAN so
+# the modules' locks are ones ThreadSanitizer can see (VisibleMutex); any data race fails the run.
+# HeraldKafka's tests cannot run under it here: librdkafka starts its threads with C11
+# thrd_create, which ThreadSanitizer does not see, and its allocator crashes on them
+# (docs/operations.md). The development broker runs uninstrumented.
+TSAN_TESTS := ^(HeraldAPNsTests|APNsSimulatorTests)\.
+TSAN_BUILD := --sanitize=thread --build-path .build-tsan -Xswiftc -DHERALD_TSAN
 test-tsan: deps
-	$(SWIFT) build --build-tests --sanitize=thread --build-path .build-tsan
-	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" scripts/with-infrastructure.sh .build-tsan/debug \
-	  $(SWIFT) test --skip-build --sanitize=thread --build-path .build-tsan --filter '$(TSAN_TESTS)'
+	$(SWIFT) build --product herald-kafka-dev
+	$(SWIFT) build --build-tests $(TSAN_BUILD)
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" scripts/with-infrastructure.sh .build/debug \
+	  $(SWIFT) test --skip-build $(TSAN_BUILD) --filter '$(TSAN_TESTS)'
 
 demo: deps
 	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \

@@ -121,10 +121,15 @@ let package = Package(
             resources: [.copy("Migrations")]
         ),
 
+        // A lock ThreadSanitizer can see, for the modules `make test-tsan` checks (VisibleMutex).
+        .target(
+            name: "HeraldLocking",
+            dependencies: [.product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+        ),
         .target(
             name: "HeraldHTTP2",
             dependencies: [
-                "CNGHTTP2",
+                "CNGHTTP2", "HeraldLocking",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -139,7 +144,7 @@ let package = Package(
         .target(
             name: "HeraldAPNs",
             dependencies: [
-                "HeraldHTTP2", "HeraldTiming",
+                "HeraldHTTP2", "HeraldTiming", "HeraldLocking",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -209,7 +214,7 @@ let package = Package(
         .target(
             name: "APNsSimulator",
             dependencies: [
-                "HeraldHTTP2", "HeraldAPNs", "HeraldMetrics",
+                "HeraldHTTP2", "HeraldAPNs", "HeraldMetrics", "HeraldLocking",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
