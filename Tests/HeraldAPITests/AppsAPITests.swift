@@ -231,6 +231,13 @@ struct DatabaseOutageTests {
                     .post, "/v1/apps", key: APITest.adminToken, json: #"{"name":"x","bundle_id":"a.b"}"#)
                 #expect(create.status == .serviceUnavailable, "\(create.text)")
                 #expect(create.headers[HTTPField.Name("Retry-After")!] == "5")
+                // An app key must be looked up first: that too answers 503 within the request
+                // timeout, not after the store's minute-long deadline.
+                let key = "hs_" + String(repeating: "k", count: 43)
+                let push = try await api.call(
+                    .post, "/v1/pushes", key: key, json: #"{"audience":{"all":true},"notification":{"alert":"x"}}"#)
+                #expect(push.status == .serviceUnavailable, "\(push.text)")
+                #expect(["database_unavailable", "timed_out"].contains(push.errorCode ?? ""), "\(push.text)")
             }
         }
     }

@@ -1,7 +1,9 @@
 import Crypto
 import Foundation
 import HTTPTypes
+import HeraldStore
 import Hummingbird
+import Logging
 import NIOCore
 import Synchronization
 
@@ -28,9 +30,23 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
     let authenticator: KeyAuthenticator
     let throttle: FailedAuthenticationThrottle
     let metrics: APIMetrics
+    /// A key look-up gets the request timeout like any operation: a database that does not
+    /// answer is a 503, not a wait.
+    let deadlines: RequestDeadlines
+    let logger: Logger
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
+    {
+        do {
+            return try await gate(request, context: context, next: next)
+        } catch let answer as GateAnswer {
+            return answer.response
+        }
+    }
+
+    private func gate(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
     {
         if Permission.openPaths.contains(request.uri.path) { return try await next(request, context) }
         guard let token = Self.bearerToken(request.headers) else {
@@ -64,7 +80,7 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
         let principal: Principal
         if let adminToken, !adminToken.isEmpty, Self.constantTimeEqual(token, adminToken) {
             principal = .admin
-        } else if let key = try await authenticator.authenticate(token) {
+        } else if let key = try await lookUp(token, request: request) {
             principal = .app(appID: key.appID, key: key.kind)
         } else {
             throttle.recordFailure(source: source)
@@ -75,6 +91,17 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
                 to: request)
         }
         return try await Principal.$presented.withValue(principal) { try await next(request, context) }
+    }
+
+    /// The key behind `token`, or nil; within the request timeout.
+    /// - Throws: ``GateAnswer`` with the 503 (or 500) to send when the look-up fails.
+    private func lookUp(_ token: Substring, request: Request) async throws -> APIKeyRecord? {
+        do {
+            return try await deadlines.guarding { [authenticator] in try await authenticator.authenticate(token) }
+        } catch {
+            let apiError = ErrorResponseMiddleware.apiError(for: error, operationID: "authentication", logger: logger)
+            throw GateAnswer(response: refusal(apiError, to: request))
+        }
     }
 
     /// The token of an `Authorization: Bearer` header, if there is one.
@@ -108,6 +135,11 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
         for index in 0..<a.count { difference |= a[index] ^ b[index] }
         return difference == 0
     }
+}
+
+/// The gate's answer to a request it cannot pass on (a key look-up that failed).
+struct GateAnswer: Error {
+    var response: Response
 }
 
 /// Herald's request context: Hummingbird's, plus the caller's address (for

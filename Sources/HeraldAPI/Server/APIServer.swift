@@ -63,7 +63,7 @@ public struct APIServer: Service {
             middleware: AuthenticationGate(
                 adminToken: security.adminToken, authenticator: authenticator,
                 throttle: FailedAuthenticationThrottle(limit: settings.authenticationFailuresPerMinute),
-                metrics: metrics))
+                metrics: metrics, deadlines: deadlines, logger: logger))
         router.add(middleware: RouteErrorMiddleware(maximumBodyBytes: settings.maximumBodyBytes))
         try handler.registerHandlers(
             on: router, configuration: .init(jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes]),
