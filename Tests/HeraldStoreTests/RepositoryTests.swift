@@ -119,7 +119,11 @@ import Testing
 
     @Test("410 Unregistered invalidates a token only if the device did not register again after APNs' timestamp")
     func unregisteredTimestampRule() async throws {
-        try await withMigratedStore { client, logger in
+        // A database of its own: the purge at the end removes every invalid device it holds,
+        // which in the shared one would include other tests' (a push test running beside it
+        // once saw its invalidated device vanish).
+        try await withEmptyDatabase { client, logger in
+            try await MigrationRunner(client: client, logger: logger).migrate()
             let app = try await AppRepository(client: client, logger: logger).create(
                 name: "410", bundleID: "com.example.gone")
             let devices = DeviceRepository(client: client, logger: logger)
