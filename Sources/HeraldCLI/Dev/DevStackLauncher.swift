@@ -87,9 +87,13 @@ struct DevStackLauncher {
             environment: base, readiness: "file:" + stack.directory + "/apns-sim.ready")
         say("  ✔ apns-sim        https://127.0.0.1:\(simPort) (admin http://127.0.0.1:\(simAdmin))")
 
+        // A development stack listens on loopback only (production defaults listen on every
+        // interface).
         let services = base.merging([
             "HERALD_KAFKA_BROKERS": stack.kafkaBrokers,
             "HERALD_MASTER_KEY": stack.masterKey,
+            "HERALD_API_HOST": "127.0.0.1", "HERALD_CENTER_METRICS_HOST": "127.0.0.1",
+            "HERALD_SENDER_METRICS_HOST": "127.0.0.1",
         ]) { $1 }
 
         // herald-api.

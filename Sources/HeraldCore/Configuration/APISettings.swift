@@ -55,7 +55,7 @@ public struct APISettings: Sendable {
     public var authenticationFailuresPerMinute: Int
 
     init(reader config: ConfigReader) {
-        host = config.string(forKey: "api.host", default: "127.0.0.1")
+        host = config.string(forKey: "api.host", default: "0.0.0.0")
         port = config.int(forKey: "api.port", default: 8080)
         pushesTopic = config.string(forKey: "api.pushesTopic", default: "herald.pushes")
         rateLimitPerSecond = max(1, config.int(forKey: "api.rateLimit.perSecond", default: 1_000))

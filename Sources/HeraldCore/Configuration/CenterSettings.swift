@@ -56,7 +56,7 @@ public struct CenterSettings: Sendable {
         maxRedrives = max(0, config.int(forKey: "center.maxRedrives", default: 5))
         purgeInvalidAfterDays = max(0, config.int(forKey: "center.purgeInvalidAfterDays", default: 30))
         outboxInterval = config.milliseconds(forKey: "center.outboxIntervalMs", default: 100)
-        metricsHost = config.string(forKey: "center.metrics.host", default: "127.0.0.1")
+        metricsHost = config.string(forKey: "center.metrics.host", default: "0.0.0.0")
         metricsPort = config.int(forKey: "center.metrics.port", default: 9466)
     }
 }

@@ -66,7 +66,7 @@ public struct SenderSettings: Sendable {
         productionTrustCertificateFile = config.string(forKey: "sender.apns.production.trustCertificateFile")
         sandboxTrustCertificateFile = config.string(forKey: "sender.apns.sandbox.trustCertificateFile")
         retiredTrustCertificateFile = config.string(forKey: "sender.apns.trustCertificateFile")
-        metricsHost = config.string(forKey: "sender.metrics.host", default: "127.0.0.1")
+        metricsHost = config.string(forKey: "sender.metrics.host", default: "0.0.0.0")
         metricsPort = config.int(forKey: "sender.metrics.port", default: 9465)
     }
 
