@@ -193,13 +193,13 @@ struct StreamsAndFaultsTests {
     @Test("a client that disconnects while its answers are delayed: they are dropped unsent, apns-sim keeps serving")
     func disconnectWhileAnswersAreDelayed() async throws {
         var faults = APNsFaults()
-        faults.latency = .init(distribution: .fixed, milliseconds: 300)
+        faults.latency = .init(distribution: .fixed, milliseconds: 2000)
         try await withSimulator(Fixture.configuration { $0.faults = faults }) { simulator in
             let connection = try await connect(to: simulator)
             let authorization = try providerToken()
             // The first request authenticates the connection (one stream until then).
             #expect(
-                try await connection.send(notification(authorization: authorization), timeout: .seconds(5)).status
+                try await connection.send(notification(authorization: authorization), timeout: .seconds(10)).status
                     == 200)
             let sending = Task {
                 await withTaskGroup(of: Void.self) { group in
@@ -211,12 +211,17 @@ struct StreamsAndFaultsTests {
                     }
                 }
             }
-            try await Task.sleep(for: .milliseconds(100))
+            // Close once apns-sim has every request (counted when it arrives, answered 2 s later,
+            // room enough on a loaded machine): a fixed pause was too short for one.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while simulator.ledger.counts.requests < 21, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
             await connection.close()
             await sending.value
             // Past the time the held-back answers were due: they were cancelled, not sent to a
             // connection that is gone.
-            try await Task.sleep(for: .milliseconds(400))
+            try await Task.sleep(for: .milliseconds(2200))
             #expect(simulator.ledger.counts.answersDroppedOnClose == 20)
             let again = try await connect(to: simulator)
             #expect(
