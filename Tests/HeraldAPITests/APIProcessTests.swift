@@ -76,4 +76,64 @@ struct APIProcessTests {
         #expect(result.status == 2)
         #expect(result.errors.hasPrefix("herald-api: HERALD_LOG_FORMAT is \"xml\""))
     }
+
+    @Test("by default herald-api listens on every interface, not only loopback")
+    func listensOnEveryInterface() async throws {
+        let address = try #require(Self.nonLoopbackIPv4(), "this test needs a network interface besides loopback")
+        let port = Int.random(in: 34000..<35000)
+        let process = Process()
+        let binaries = ProcessInfo.processInfo.environment["HERALD_BIN_DIR"] ?? ".build/debug"
+        process.executableURL = URL(fileURLWithPath: binaries + "/herald-api")
+        var environment = ProcessInfo.processInfo.environment
+        environment["HERALD_API_PORT"] = "\(port)"
+        environment["HERALD_API_HOST"] = nil
+        process.environment = environment
+        process.standardError = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        var status = 0
+        let deadline = ContinuousClock.now + .seconds(30)
+        while status != 200, ContinuousClock.now < deadline, process.isRunning {
+            try await Task.sleep(for: .milliseconds(100))
+            status = try await Self.httpStatus("http://\(address):\(port)/healthz")
+        }
+        #expect(status == 200, "GET /healthz through \(address)")
+    }
+
+    /// The first IPv4 address of an interface other than loopback.
+    static func nonLoopbackIPv4() -> String? {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return nil }
+        defer { freeifaddrs(list) }
+        for entry in sequence(first: first, next: { $0.pointee.ifa_next }) {
+            guard let address = entry.pointee.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET) else {
+                continue
+            }
+            var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            guard
+                getnameinfo(
+                    address, socklen_t(MemoryLayout<sockaddr_in>.size), &host, socklen_t(host.count), nil, 0,
+                    NI_NUMERICHOST) == 0
+            else { continue }
+            let text = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if !text.hasPrefix("127.") { return text }
+        }
+        return nil
+    }
+
+    /// The HTTP status curl gets from `url` (0 when nothing answers), waited for with Task.sleep.
+    static func httpStatus(_ url: String) async throws -> Int {
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", url]
+        let output = Pipe()
+        curl.standardOutput = output
+        try curl.run()
+        while curl.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+        return Int(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) ?? 0
+    }
 }
