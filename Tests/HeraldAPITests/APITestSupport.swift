@@ -116,11 +116,10 @@ struct APITest: Sendable {
 /// Runs `body` against a live herald-api backed by the test database.
 func withAPI(
     rateLimitPerSecond: Int = 100_000, burst: Int = 100_000,
-    configure: @Sendable (inout APISettings) -> Void = { _ in },
+    configure: @Sendable (inout APISettings) -> Void = { _ in }, logger: Logger = Logger(label: "test.api"),
     _ body: @Sendable (APITest) async throws -> Void
 ) async throws {
     let configuration = try await HeraldConfiguration.load()
-    let logger = Logger(label: "test.api")
     try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
         try await MigrationRunner(client: database, logger: logger).migrate()
         var settings = configuration.api

@@ -81,7 +81,7 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
         if let adminToken, !adminToken.isEmpty, Self.constantTimeEqual(token, adminToken) {
             principal = .admin
         } else if let key = try await lookUp(token, request: request) {
-            principal = .app(appID: key.appID, key: key.kind)
+            principal = .app(appID: key.appID, key: key.kind, keyID: key.id)
         } else {
             throttle.recordFailure(source: source)
             metrics.authenticationFailures.add(1, ordering: .relaxed)

@@ -33,11 +33,11 @@ struct AuthenticationMiddleware: ServerMiddleware {
             throw APIError(
                 .forbidden, code: "app_key_required",
                 message: "The admin token manages apps; devices, pushes and statistics take a server key of the app.")
-        case (.server, .app(_, .client)):
+        case (.server, .app(_, .client, _)):
             throw APIError(
                 .forbidden, code: "client_key_not_allowed",
                 message: "A client key may only register and update devices; use a server key of the app for this.")
-        case (_, .app(let appID, _)):
+        case (_, .app(let appID, _, _)):
             let decision = rateLimiter.take(appID: appID)
             var limitFields = HTTPFields()
             limitFields[.rateLimitLimit] = String(rateLimiter.ratePerSecond)
@@ -62,7 +62,7 @@ struct AuthenticationMiddleware: ServerMiddleware {
 extension Principal {
     /// The calling app (the middleware admitted only app keys to app operations).
     static func requireApp() throws -> UUID {
-        guard case .app(let appID, _)? = current else {
+        guard case .app(let appID, _, _)? = current else {
             throw APIError(.forbidden, code: "app_key_required", message: "This takes a key of an app.")
         }
         return appID

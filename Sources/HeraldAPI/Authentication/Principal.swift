@@ -4,7 +4,7 @@ import HeraldStore
 /// Who is calling: the admin (the configured token) or an app, through one of its keys.
 enum Principal: Sendable, Equatable {
     case admin
-    case app(appID: UUID, key: APIKeyKind)
+    case app(appID: UUID, key: APIKeyKind, keyID: UUID)
 
     /// The caller of the operation running in this task, set by ``AuthenticationMiddleware``.
     @TaskLocal static var current: Principal?

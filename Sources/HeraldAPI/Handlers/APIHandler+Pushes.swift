@@ -38,6 +38,14 @@ extension APIHandler {
             }
         } else {
             metrics.pushesAccepted.add(1, ordering: .relaxed)
+            var keyID = "-"
+            if case .app(_, _, let id)? = Principal.current { keyID = id.lowercased }
+            logger.info(
+                "push accepted",
+                metadata: [
+                    "push": "\(push.id.lowercased)", "app": "\(appID.lowercased)", "key": "\(keyID)",
+                    "request": "\(RequestIdentity.requestID ?? "-")",
+                ])
         }
         return .accepted(.init(headers: .init(idempotentReplayed: created ? nil : "true"), body: .json(.init(push))))
     }

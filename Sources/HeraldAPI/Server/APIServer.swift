@@ -59,6 +59,7 @@ public struct APIServer: Service {
             settings: settings, metrics: metrics, deadlines: deadlines, logger: logger)
 
         let router = Router(context: APIRequestContext.self)
+        router.add(middleware: RequestIDMiddleware())
         router.add(
             middleware: AuthenticationGate(
                 adminToken: security.adminToken, authenticator: authenticator,
