@@ -6,7 +6,8 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// A record that could not be read. Consumers send such records to ``HeraldTopic/deadLetter``.
+/// A record that could not be read, or read but not used as it is (numbers out of range, ids
+/// that do not fit together). Consumers send such records to ``HeraldTopic/deadLetter`` with it.
 public struct RecordDecodingError: Error, Sendable, CustomStringConvertible {
     public var recordType: String
     public var reason: String
@@ -16,6 +17,11 @@ public struct RecordDecodingError: Error, Sendable, CustomStringConvertible {
     public init(recordType: String, reason: String) {
         self.recordType = recordType
         self.reason = reason
+    }
+
+    /// A `Record` that was read but cannot be used, for `reason`.
+    public static func unusable<Record: HeraldRecord>(_: Record.Type, _ reason: String) -> RecordDecodingError {
+        RecordDecodingError(recordType: "\(Record.self)", reason: reason)
     }
 }
 

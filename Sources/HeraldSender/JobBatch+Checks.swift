@@ -1,11 +1,5 @@
 import HeraldRecords
 
-/// Why a job record cannot be sent as it is; it goes to the dead-letter topic with it.
-struct UnusableJob: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
 extension Herald_V1_JobBatch {
     /// Token lengths a job record may carry, in bytes (the Open API takes 8 to 100).
     static let tokenByteRange = 8...100
@@ -15,26 +9,32 @@ extension Herald_V1_JobBatch {
     /// 1 to ``maximumTargets`` targets with device ids of 1 to `Int64.max` and tokens of a
     /// device's length.
     /// - Returns: the sequence, as the database stores it.
-    /// - Throws: ``UnusableJob`` naming the first thing wrong.
-    func checkedSequence() throws(UnusableJob) -> Int32 {
+    /// - Throws: `RecordDecodingError` naming the first thing wrong.
+    func checkedSequence() throws(RecordDecodingError) -> Int32 {
         guard pushID.count == 16, appID.count == 16 else {
-            throw UnusableJob("the push id is \(pushID.count) bytes and the app id \(appID.count), not 16 each")
+            throw .unusable(
+                Herald_V1_JobBatch.self,
+                "the push id is \(pushID.count) bytes and the app id \(appID.count), not 16 each")
         }
         guard let checked = Int32(exactly: sequence) else {
-            throw UnusableJob("batch sequence \(sequence) is out of range (at most \(Int32.max))")
+            throw .unusable(
+                Herald_V1_JobBatch.self, "batch sequence \(sequence) is out of range (at most \(Int32.max))")
         }
         guard batchID == Self.batchID(pushID: pushID, sequence: sequence) else {
-            throw UnusableJob("the batch id is not the push id followed by sequence \(sequence)")
+            throw .unusable(Herald_V1_JobBatch.self, "the batch id is not the push id followed by sequence \(sequence)")
         }
         guard (1...Self.maximumTargets).contains(targets.count) else {
-            throw UnusableJob("\(targets.count) targets (a batch has 1 to \(Self.maximumTargets))")
+            throw .unusable(
+                Herald_V1_JobBatch.self, "\(targets.count) targets (a batch has 1 to \(Self.maximumTargets))")
         }
         for target in targets {
             guard target.deviceID != 0, target.deviceID <= UInt64(Int64.max) else {
-                throw UnusableJob("device id \(target.deviceID) is out of range")
+                throw .unusable(Herald_V1_JobBatch.self, "device id \(target.deviceID) is out of range")
             }
             guard Self.tokenByteRange.contains(target.token.count) else {
-                throw UnusableJob("device \(target.deviceID)'s token is \(target.token.count) bytes (8 to 100)")
+                throw .unusable(
+                    Herald_V1_JobBatch.self,
+                    "device \(target.deviceID)'s token is \(target.token.count) bytes (8 to 100)")
             }
         }
         return checked

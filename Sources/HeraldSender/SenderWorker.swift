@@ -191,7 +191,7 @@ public final class SenderWorker: Service, Sendable {
     }
 
     /// The batch's outcome, or nil for a second copy of a batch already accounted or being sent.
-    /// - Throws: ``UnusableJob`` for a record no herald-center writes, ``UnknownPush`` for one
+    /// - Throws: `RecordDecodingError` for a record no herald-center writes, ``UnknownPush`` for one
     ///   no push of its app stands behind (both dead-lettered, not sent); `CancellationError`
     ///   when stopped while waiting for the app's credential.
     private func send(_ batch: Herald_V1_JobBatch, copy: String) async throws -> Herald_V1_OutcomeBatch? {

@@ -84,23 +84,27 @@ public final class OutcomeAccountant: Service, Sendable {
 
     /// The outcome a record reports, checked: a record that cannot be applied as it is (a batch
     /// id of another push or out of range, ids that are no device's) is refused with the reason.
-    static func outcome(_ record: Herald_V1_OutcomeBatch) throws(UnusableOutcome) -> BatchOutcome {
+    static func outcome(_ record: Herald_V1_OutcomeBatch) throws(RecordDecodingError) -> BatchOutcome {
         guard record.pushID.count == 16 else {
-            throw UnusableOutcome("the push id is \(record.pushID.count) bytes, not 16")
+            throw .unusable(Herald_V1_OutcomeBatch.self, "the push id is \(record.pushID.count) bytes, not 16")
         }
         guard record.batchID.count == 20, record.batchID.prefix(16) == record.pushID else {
-            throw UnusableOutcome("the batch id is not its push id followed by a 4-byte sequence")
+            throw .unusable(
+                Herald_V1_OutcomeBatch.self, "the batch id is not its push id followed by a 4-byte sequence")
         }
         let sequence = record.batchID.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         guard let checkedSequence = Int32(exactly: sequence) else {
-            throw UnusableOutcome("batch sequence \(sequence) is out of range (at most \(Int32.max))")
+            throw .unusable(
+                Herald_V1_OutcomeBatch.self, "batch sequence \(sequence) is out of range (at most \(Int32.max))")
         }
         let devices = record.acceptedDeviceIds + record.failures.map(\.deviceID)
         if let wrong = devices.first(where: { $0 == 0 || $0 > UInt64(Int64.max) }) {
-            throw UnusableOutcome("device id \(wrong) is out of range")
+            throw .unusable(Herald_V1_OutcomeBatch.self, "device id \(wrong) is out of range")
         }
         if let unknown = record.failures.first(where: { Self.status($0.status) == nil }) {
-            throw UnusableOutcome("failure status \(unknown.status.rawValue) of device \(unknown.deviceID) is unknown")
+            throw .unusable(
+                Herald_V1_OutcomeBatch.self,
+                "failure status \(unknown.status.rawValue) of device \(unknown.deviceID) is unknown")
         }
         return BatchOutcome(
             pushID: UUID(data: record.pushID), sequence: Int(checkedSequence),
@@ -114,12 +118,6 @@ public final class OutcomeAccountant: Service, Sendable {
                         ? Date(timeIntervalSince1970: Double(failure.unregisteredAtMs) / 1000) : nil,
                     attempts: Int(failure.attempts))
             })
-    }
-
-    /// Why an outcome record cannot be applied; the record goes to the dead-letter topic with it.
-    struct UnusableOutcome: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
     }
 
     static func status(_ status: Herald_V1_OutcomeBatch.Status) -> FailedDelivery.Status? {
