@@ -68,14 +68,10 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
         if let wait = throttle.retryAfter(source: source), !authenticator.isCachedKey(token) {
             metrics.authenticationThrottled.add(1, ordering: .relaxed)
             let seconds = max(1, Int((wait.fractionalSeconds).rounded(.up)))
-            var headers = HTTPFields()
-            headers[.retryAfter] = String(seconds)
             return refusal(
-                APIError(
-                    .tooManyRequests, code: "too_many_failed_authentications",
-                    message:
-                        "\(throttle.limit) requests from \(source) presented a key Herald does not know within a minute; retry after \(seconds) s with a valid key.",
-                    headers: headers), to: request)
+                .tooManyRequests(
+                    "\(throttle.limit) requests from \(source) presented a key Herald does not know within a minute; retry after \(seconds) s with a valid key.",
+                    code: "too_many_failed_authentications", retryAfterSeconds: seconds), to: request)
         }
         let principal: Principal
         if let adminToken, !adminToken.isEmpty, Self.constantTimeEqual(token, adminToken) {

@@ -43,12 +43,9 @@ struct AuthenticationMiddleware: ServerMiddleware {
             limitFields[.rateLimitLimit] = String(rateLimiter.ratePerSecond)
             limitFields[.rateLimitRemaining] = String(decision.remaining)
             guard decision.allowed else {
-                limitFields[.retryAfter] = String(decision.retryAfterSeconds)
-                throw APIError(
-                    .tooManyRequests, code: "rate_limited",
-                    message:
-                        "This app may make \(rateLimiter.ratePerSecond) requests a second (bursts of \(rateLimiter.burst)); retry after \(decision.retryAfterSeconds) s.",
-                    headers: limitFields)
+                throw APIError.tooManyRequests(
+                    "This app may make \(rateLimiter.ratePerSecond) requests a second (bursts of \(rateLimiter.burst)); retry after \(decision.retryAfterSeconds) s.",
+                    code: "rate_limited", retryAfterSeconds: decision.retryAfterSeconds, headers: limitFields)
             }
             var (response, responseBody) = try await Principal.$current.withValue(principal) {
                 try await next(request, body, metadata)

@@ -42,6 +42,15 @@ struct APIError: Error, Sendable, CustomStringConvertible {
         APIError(.conflict, code: code, message: message)
     }
 
+    /// A 429 with `Retry-After` (plus `headers`: an app's rate-limit fields).
+    static func tooManyRequests(
+        _ message: String, code: String, retryAfterSeconds: Int, headers: HTTPFields = [:]
+    ) -> APIError {
+        var headers = headers
+        headers[.retryAfter] = String(retryAfterSeconds)
+        return APIError(.tooManyRequests, code: code, message: message, headers: headers)
+    }
+
     static let unavailable = APIError(
         .serviceUnavailable, code: "database_unavailable",
         message: "Herald cannot reach its database right now; nothing was changed. Retry in a few seconds.",

@@ -94,13 +94,9 @@ extension APIHandler {
             case .csv(let body): (.csv, body)
             }
         guard imports.slots.tryAcquire() else {
-            var headers = HTTPFields()
-            headers[.retryAfter] = "30"
-            throw APIError(
-                .tooManyRequests, code: "imports_busy",
-                message:
-                    "this herald-api runs \(settings.importConnections) imports at once and all are busy; retry in a while (nothing of this one was imported)",
-                headers: headers)
+            throw APIError.tooManyRequests(
+                "this herald-api runs \(settings.importConnections) imports at once and all are busy; retry in a while (nothing of this one was imported)",
+                code: "imports_busy", retryAfterSeconds: 30)
         }
         defer { imports.slots.release() }
         let parser = ImportProgress(parser: DeviceImportParser(format: format, appID: appID, bundleID: app.bundleID))

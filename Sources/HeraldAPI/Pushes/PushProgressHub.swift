@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 import HeraldAPIContract
 import HeraldStore
 import Logging
@@ -104,13 +103,9 @@ final class PushProgressHub: Service, Sendable {
         }
         guard let outcome else {
             continuation.finish()
-            var headers = HTTPFields()
-            headers[.retryAfter] = "5"
-            throw APIError(
-                .tooManyRequests, code: "too_many_streams",
-                message:
-                    "this herald-api serves at most \(limits.perApp) live progress streams per app and \(limits.perProcess) in all; poll GET /v1/pushes/{id} instead, or close a stream",
-                headers: headers)
+            throw .tooManyRequests(
+                "this herald-api serves at most \(limits.perApp) live progress streams per app and \(limits.perProcess) in all; poll GET /v1/pushes/{id} instead, or close a stream",
+                code: "too_many_streams", retryAfterSeconds: 5)
         }
         continuation.onTermination = { [weak self] _ in
             self?.unsubscribe(outcome.subscriber, pushID: pushID, appID: appID)
