@@ -30,23 +30,12 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
     let authenticator: KeyAuthenticator
     let throttle: FailedAuthenticationThrottle
     let metrics: APIMetrics
-    /// A key look-up gets the request timeout like any operation: a database that does not
-    /// answer is a 503, not a wait.
+    /// Key look-ups get the request timeout.
     let deadlines: RequestDeadlines
     let logger: Logger
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
-    {
-        do {
-            return try await gate(request, context: context, next: next)
-        } catch let answer as GateAnswer {
-            return answer.response
-        }
-    }
-
-    private func gate(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
-        async throws -> Response
     {
         if Permission.openPaths.contains(request.uri.path) { return try await next(request, context) }
         guard let token = Self.bearerToken(request.headers) else {
@@ -73,12 +62,15 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
                     "\(throttle.limit) requests from \(source) presented a key Herald does not know within a minute; retry after \(seconds) s with a valid key.",
                     code: "too_many_failed_authentications", retryAfterSeconds: seconds), to: request)
         }
-        let principal: Principal
-        if let adminToken, !adminToken.isEmpty, Self.constantTimeEqual(token, adminToken) {
-            principal = .admin
-        } else if let key = try await lookUp(token, request: request) {
-            principal = .app(appID: key.appID, key: key.kind, keyID: key.id)
-        } else {
+        let principal: Principal?
+        do {
+            principal = try await resolve(token)
+        } catch {
+            return refusal(
+                ErrorResponseMiddleware.apiError(for: error, operationID: "authentication", logger: logger), to: request
+            )
+        }
+        guard let principal else {
             throttle.recordFailure(source: source)
             metrics.authenticationFailures.add(1, ordering: .relaxed)
             return refusal(
@@ -89,15 +81,12 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
         return try await Principal.$presented.withValue(principal) { try await next(request, context) }
     }
 
-    /// The key behind `token`, or nil; within the request timeout.
-    /// - Throws: ``GateAnswer`` with the 503 (or 500) to send when the look-up fails.
-    private func lookUp(_ token: Substring, request: Request) async throws -> APIKeyRecord? {
-        do {
-            return try await deadlines.guarding { [authenticator] in try await authenticator.authenticate(token) }
-        } catch {
-            let apiError = ErrorResponseMiddleware.apiError(for: error, operationID: "authentication", logger: logger)
-            throw GateAnswer(response: refusal(apiError, to: request))
-        }
+    /// The admin or the app key `token` names, or nil for neither. A key is looked up within the
+    /// request timeout, like any operation: a database that does not answer is a 503, not a wait.
+    private func resolve(_ token: Substring) async throws -> Principal? {
+        if let adminToken, !adminToken.isEmpty, Self.constantTimeEqual(token, adminToken) { return .admin }
+        let key = try await deadlines.guarding { [authenticator] in try await authenticator.authenticate(token) }
+        return key.map { .app(appID: $0.appID, key: $0.kind, keyID: $0.id) }
     }
 
     /// The token of an `Authorization: Bearer` header, if there is one.
@@ -131,11 +120,6 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
         for index in 0..<a.count { difference |= a[index] ^ b[index] }
         return difference == 0
     }
-}
-
-/// The gate's answer to a request it cannot pass on (a key look-up that failed).
-struct GateAnswer: Error {
-    var response: Response
 }
 
 /// Herald's request context: Hummingbird's, plus the caller's address (for

@@ -47,6 +47,18 @@ final class PushProgressHub: Service, Sendable {
         var streamsPerApp: [UUID: Int] = [:]
         var streams = 0
         var nextSubscriber = 0
+
+        /// Forgets a stream; returns its continuation (nil if it was gone already) to finish
+        /// outside the lock.
+        mutating func remove(_ subscriber: Int, pushID: UUID) -> AsyncStream<Event>.Continuation? {
+            guard let appID = watches[pushID]?.appID,
+                let removed = watches[pushID]?.subscribers.removeValue(forKey: subscriber)
+            else { return nil }
+            streams -= 1
+            streamsPerApp[appID, default: 1] -= 1
+            if streamsPerApp[appID] == 0 { streamsPerApp[appID] = nil }
+            return removed.continuation
+        }
     }
 
     let limits: Limits
@@ -108,20 +120,11 @@ final class PushProgressHub: Service, Sendable {
                 code: "too_many_streams", retryAfterSeconds: 5)
         }
         continuation.onTermination = { [weak self] _ in
-            self?.unsubscribe(outcome.subscriber, pushID: pushID, appID: appID)
+            _ = self?.state.withLock { $0.remove(outcome.subscriber, pushID: pushID) }
         }
         if let latest = outcome.latest { continuation.yield(.progress(latest)) }
         if outcome.newWatch { newWatchesContinuation.yield(pushID) }
         return stream
-    }
-
-    private func unsubscribe(_ subscriber: Int, pushID: UUID, appID: UUID) {
-        state.withLock { state in
-            guard state.watches[pushID]?.subscribers.removeValue(forKey: subscriber) != nil else { return }
-            state.streams -= 1
-            state.streamsPerApp[appID, default: 1] -= 1
-            if state.streamsPerApp[appID] == 0 { state.streamsPerApp[appID] = nil }
-        }
     }
 
     /// Polls one push while anybody watches it: sends each change to every stream, keep-alives
@@ -167,14 +170,11 @@ final class PushProgressHub: Service, Sendable {
                     watch.lastSent = now
                     for subscriber in watch.subscribers.values { subscriber.continuation.yield(.keepAlive) }
                 }
+                state.watches[pushID] = watch
                 for (id, subscriber) in watch.subscribers where over || subscriber.endsAt <= now {
-                    ending.append(subscriber.continuation)
-                    watch.subscribers[id] = nil
-                    state.streams -= 1
-                    state.streamsPerApp[watch.appID, default: 1] -= 1
-                    if state.streamsPerApp[watch.appID] == 0 { state.streamsPerApp[watch.appID] = nil }
+                    if let continuation = state.remove(id, pushID: pushID) { ending.append(continuation) }
                 }
-                state.watches[pushID] = over ? nil : watch
+                if over { state.watches[pushID] = nil }
                 return ending
             }
             // Outside the lock: finishing runs each stream's onTermination.
