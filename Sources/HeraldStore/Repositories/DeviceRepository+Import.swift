@@ -102,13 +102,19 @@ extension DeviceRepository {
         let rows = try await connection.query(
             """
             WITH latest AS (
-                SELECT DISTINCT ON (token) token, alias, line FROM device_import ORDER BY token, line DESC
+                -- Only tokens that add a tag or set an alias can break a limit: a plain import
+                -- (no tags, no aliases) costs one scan of its rows here, no sort.
+                SELECT DISTINCT ON (token) token, alias, line FROM device_import
+                WHERE token IN (
+                    SELECT token FROM device_import WHERE alias IS NOT NULL OR cardinality(tags) > 0)
+                ORDER BY token, line DESC
             ), current AS (
                 SELECT d.id, d.token, d.alias FROM devices d
                 WHERE d.app_id = \(appID) AND d.token IN (SELECT token FROM latest)
             ), too_many_tags AS (
                 SELECT token FROM (
                     SELECT i.token, tag FROM device_import i, unnest(i.tags) AS tag
+                    WHERE i.token IN (SELECT token FROM latest)
                     UNION
                     SELECT c.token, t.tag FROM current c JOIN device_tags t ON t.device_id = c.id
                 ) AS every_tag
