@@ -115,6 +115,7 @@ let package = Package(
                 "HeraldAPNs", "HeraldCore", "HeraldPostgresCopy", "HeraldRecords", "HeraldTiming",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -401,7 +402,7 @@ let package = Package(
         .testTarget(
             name: "HeraldStoreTests",
             dependencies: [
-                "HeraldStore", "HeraldCore", "HeraldAPNs", "StoreTestSupport",
+                "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldPostgresCopy", "StoreTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

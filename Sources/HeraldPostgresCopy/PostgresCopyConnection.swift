@@ -27,10 +27,12 @@ public final class PostgresCopyConnection: @unchecked Sendable {
         public var password: String
         public var database: String
         public var applicationName: String
+        /// More libpq connection parameters: the TLS ones (`sslmode`, `sslrootcert`, …).
+        public var extraParameters: [(String, String)]
 
         public init(
             host: String, port: Int, user: String, password: String, database: String,
-            applicationName: String = "herald"
+            applicationName: String = "herald", extraParameters: [(String, String)] = []
         ) {
             self.host = host
             self.port = port
@@ -38,6 +40,7 @@ public final class PostgresCopyConnection: @unchecked Sendable {
             self.password = password
             self.database = database
             self.applicationName = applicationName
+            self.extraParameters = extraParameters
         }
     }
 
@@ -45,11 +48,12 @@ public final class PostgresCopyConnection: @unchecked Sendable {
     /// - Throws: ``PostgresCopyError`` with libpq's message when the server cannot be reached or
     ///   refuses the login.
     public init(_ settings: Settings) throws(PostgresCopyError) {
-        let parameters: [(String, String)] = [
-            ("host", settings.host), ("port", "\(settings.port)"), ("user", settings.user),
-            ("password", settings.password), ("dbname", settings.database),
-            ("application_name", settings.applicationName), ("connect_timeout", "10"),
-        ]
+        let parameters: [(String, String)] =
+            [
+                ("host", settings.host), ("port", "\(settings.port)"), ("user", settings.user),
+                ("password", settings.password), ("dbname", settings.database),
+                ("application_name", settings.applicationName), ("connect_timeout", "10"),
+            ] + settings.extraParameters
         // The C strings live until PQconnectdbParams returns; libpq copies what it keeps.
         let keys = parameters.map { strdup($0.0) }
         let values = parameters.map { strdup($0.1) }

@@ -7,14 +7,16 @@ import PostgresNIO
 public enum HeraldDatabase {
     /// A client for `settings`. It is a `Service`: run it (in a `ServiceGroup` or a task)
     /// before querying.
-    public static func makeClient(settings: PostgresSettings, logger: Logger) -> PostgresClient {
+    /// - Throws: ``SettingError`` when a TLS file (`HERALD_POSTGRES_TLS_*`) is not PEM.
+    public static func makeClient(settings: PostgresSettings, logger: Logger) throws(SettingError) -> PostgresClient {
+        let tls: PostgresClient.Configuration.TLS = try tlsConfiguration(settings.tls).map { .require($0) } ?? .disable
         var configuration = PostgresClient.Configuration(
             host: settings.host,
             port: settings.port,
             username: settings.user,
             password: settings.password,
             database: settings.database,
-            tls: .disable
+            tls: tls
         )
         configuration.options.maximumConnections = settings.maximumConnections
         configuration.options.minimumConnections = 0
@@ -37,7 +39,7 @@ extension HeraldDatabase {
         // Fail fast with the real reason: the pool retries a dead server for about a minute
         // before it gives up, and then only says that it did.
         if let error = await diagnose(settings: settings, logger: logger) { throw error }
-        let client = makeClient(settings: settings, logger: logger)
+        let client = try makeClient(settings: settings, logger: logger)
         do {
             return try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await client.run() }
@@ -52,6 +54,9 @@ extension HeraldDatabase {
     /// Turns postgres-nio's connection and login failures into an error that says where Herald
     /// tried to connect and what to do; other errors pass through.
     public static func explain(_ error: any Error, settings: PostgresSettings, logger: Logger) async -> any Error {
+        if let reason = describeTLSFailure((error as? PSQLError)?.underlying ?? error, settings: settings) {
+            return DatabaseUnreachable(settings: settings, reason: reason, isTLS: true)
+        }
         if let error = error as? PSQLError {
             if error.code == .connectionError || error.code == .uncleanShutdown {
                 let reason = error.underlying.map { "\($0)" } ?? "connection failed"
@@ -74,14 +79,18 @@ extension HeraldDatabase {
 
     /// Opens one connection outside the pool and explains how it fails (`nil` if it works).
     static func diagnose(settings: PostgresSettings, logger: Logger) async -> (any Error)? {
-        let configuration = PostgresConnection.Configuration(
-            host: settings.host, port: settings.port, username: settings.user, password: settings.password,
-            database: settings.database, tls: .disable)
         do {
+            let configuration = PostgresConnection.Configuration(
+                host: settings.host, port: settings.port, username: settings.user, password: settings.password,
+                database: settings.database, tls: try connectionTLS(settings.tls))
             let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
             try? await connection.close()
             return nil
         } catch {
+            if error is SettingError { return error }
+            if let reason = describeTLSFailure((error as? PSQLError)?.underlying ?? error, settings: settings) {
+                return DatabaseUnreachable(settings: settings, reason: reason, isTLS: true)
+            }
             if let psql = error as? PSQLError {
                 if let message = psql.serverInfo?[.message] {
                     return DatabaseUnreachable(settings: settings, reason: message)
@@ -122,13 +131,27 @@ extension HeraldDatabase {
 public struct DatabaseUnreachable: Error, CustomStringConvertible {
     public var settings: PostgresSettings
     public var reason: String
+    /// The connection failed in its TLS handshake: the advice is about the TLS settings.
+    public var isTLS: Bool
+
+    public init(settings: PostgresSettings, reason: String, isTLS: Bool = false) {
+        self.settings = settings
+        self.reason = reason
+        self.isTLS = isTLS
+    }
 
     public var description: String {
-        """
-        cannot use PostgreSQL at \(settings.host):\(settings.port) (database \(settings.database), user \(settings.user)): \
-        \(reason). Start it (`make infra-up` runs the local one) or point HERALD_POSTGRES_HOST, _PORT, _USER, \
-        _PASSWORD and _DATABASE at yours (docs/configuration.md).
-        """
+        let advice =
+            isTLS
+            ? "Check HERALD_POSTGRES_TLS_MODE (\(settings.tls.mode.rawValue)), _TLS_CA_FILE and HERALD_POSTGRES_HOST"
+            : """
+            Start it (`make infra-up` runs the local one) or point HERALD_POSTGRES_HOST, _PORT, _USER, \
+            _PASSWORD and _DATABASE at yours
+            """
+        return """
+            cannot use PostgreSQL at \(settings.host):\(settings.port) (database \(settings.database), user \(settings.user)): \
+            \(reason). \(advice) (docs/configuration.md).
+            """
     }
 }
 

@@ -40,6 +40,21 @@ struct APIProcessTests {
         #expect(!result.errors.contains("letmein"), "the token itself is never printed")
     }
 
+    @Test("PostgreSQL over verify-full to a host name its certificate does not list: one line, no password, exit 2")
+    func postgresCertificateForAnotherName() async throws {
+        let result = try #require(
+            try await Self.start(with: [
+                "HERALD_API_PORT": "0", "HERALD_POSTGRES_HOST": "127.0.0.1", "HERALD_POSTGRES_TLS_MODE": "verify-full",
+                "HERALD_POSTGRES_TLS_CA_FILE": ".local/postgres/tls/ca.crt",
+            ]))
+        #expect(result.status == 2)
+        let lines = result.errors.split(separator: "\n")
+        #expect(lines.count == 1, "\(result.errors)")
+        #expect(result.errors.contains("the server's certificate does not name \"127.0.0.1\""))
+        let password = ProcessInfo.processInfo.environment["HERALD_POSTGRES_PASSWORD"] ?? "herald-dev"
+        #expect(!result.errors.contains(password))
+    }
+
     @Test("the setting's rule, without a process")
     func rule() {
         var security = SecuritySettings(masterKey: nil, adminToken: String(repeating: "x", count: 43))

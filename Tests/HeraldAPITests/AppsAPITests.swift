@@ -211,7 +211,7 @@ struct DatabaseOutageTests {
         var postgres = configuration.postgres
         postgres.port = 1  // nothing listens there
         let logger = Logger(label: "test.api.outage")
-        let client = HeraldDatabase.makeClient(settings: postgres, logger: logger)
+        let client = try HeraldDatabase.makeClient(settings: postgres, logger: logger)
         var settings = configuration.api
         settings.port = 0
         settings.requestTimeout = .seconds(1)

@@ -14,7 +14,7 @@ struct CredentialStoreTests {
     )
     func theLoadedCredentialOutlivesTheDatabase() async throws {
         try await withWorkerEnvironment(deliverable: 1) { environment in
-            let pool = HeraldDatabase.makeClient(
+            let pool = try HeraldDatabase.makeClient(
                 settings: environment.configuration.postgres, logger: environment.logger)
             let poolRun = Task { await pool.run() }
             let store = CredentialStore(

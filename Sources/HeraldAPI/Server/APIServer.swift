@@ -34,7 +34,7 @@ public struct APIServer: Service {
         let deadlines = RequestDeadlines(timeout: settings.requestTimeout)
         var importPostgres = postgres
         importPostgres.maximumConnections = settings.importConnections
-        let importDatabase = HeraldDatabase.makeClient(settings: importPostgres, logger: logger)
+        let importDatabase = try HeraldDatabase.makeClient(settings: importPostgres, logger: logger)
         let progressHub = PushProgressHub(
             pushes: PushRepository(client: database, logger: logger),
             limits: .init(

@@ -63,7 +63,8 @@ public struct HeraldConfiguration: Sendable {
             database: config.string(forKey: "postgres.database", default: "herald"),
             maximumConnections: config.int(forKey: "postgres.maxConnections", default: 20),
             idleInTransactionTimeout: config.milliseconds(
-                forKey: "postgres.idleInTransactionTimeoutMs", default: 60_000)
+                forKey: "postgres.idleInTransactionTimeoutMs", default: 60_000),
+            tls: try PostgresTLSSettings(reader: config)
         )
         security = SecuritySettings(
             masterKey: try Self.secret(config, "masterKey", variable: "HERALD_MASTER_KEY"),
@@ -141,10 +142,12 @@ public struct PostgresSettings: Sendable {
     /// (`idle_in_transaction_session_timeout`), so a process stuck mid-transaction cannot hold
     /// its row locks — and with them the counting of outcomes — for ever. 0 turns it off.
     public var idleInTransactionTimeout: Duration
+    /// TLS for every connection (`HERALD_POSTGRES_TLS_*`).
+    public var tls: PostgresTLSSettings
 
     public init(
         host: String, port: Int, user: String, password: String, database: String, maximumConnections: Int = 20,
-        idleInTransactionTimeout: Duration = .seconds(60)
+        idleInTransactionTimeout: Duration = .seconds(60), tls: PostgresTLSSettings = PostgresTLSSettings()
     ) {
         self.host = host
         self.port = port
@@ -153,6 +156,7 @@ public struct PostgresSettings: Sendable {
         self.database = database
         self.maximumConnections = maximumConnections
         self.idleInTransactionTimeout = idleInTransactionTimeout
+        self.tls = tls
     }
 }
 
