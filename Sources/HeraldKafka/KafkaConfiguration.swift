@@ -18,6 +18,14 @@ public struct KafkaClientConfiguration: Sendable {
         self.extraProperties = extraProperties
     }
 
+    /// Whether a property's value is a secret, never to be printed: passwords, secrets, inline
+    /// keys and JAAS or OAuth configurations.
+    public static func isSensitive(_ property: String) -> Bool {
+        let name = property.lowercased()
+        return ["password", "secret", "jaas", "oauthbearer.config", "key.pem", "ssl_key", "keystore"]
+            .contains { name.contains($0) }
+    }
+
     var properties: [String: String] {
         [
             "bootstrap.servers": bootstrapServers,

@@ -84,6 +84,16 @@ public final class KafkaConsumer: Service, Sendable {
         try client.setPaused(false, partitions: partitions)
     }
 
+    /// The values librdkafka holds for `properties`, read back from this consumer's handle (the
+    /// configuration it really runs with); secret properties are never read back.
+    public func configuredValues(_ properties: [String]) -> [String: String] {
+        var values: [String: String] = [:]
+        for property in properties where !KafkaClientConfiguration.isSensitive(property) {
+            values[property] = client.configuredValue(property)
+        }
+        return values
+    }
+
     /// Runs until graceful shutdown (or cancellation), then closes.
     public func run() async throws {
         try? await gracefulShutdown()

@@ -137,6 +137,16 @@ public final class KafkaProducer: Service, Sendable {
     /// Waits while librdkafka's queue is full, for acknowledgements to make room.
     static let queueFullBackoff = Backoff(initial: .microseconds(200), maximum: .milliseconds(20))
 
+    /// The values librdkafka holds for `properties`, read back from this producer's handle (the
+    /// configuration it really runs with); secret properties are never read back.
+    public func configuredValues(_ properties: [String]) -> [String: String] {
+        var values: [String: String] = [:]
+        for property in properties where !KafkaClientConfiguration.isSensitive(property) {
+            values[property] = client.configuredValue(property)
+        }
+        return values
+    }
+
     /// Runs until graceful shutdown (or cancellation), then flushes and stops.
     public func run() async throws {
         try? await gracefulShutdown()

@@ -77,9 +77,10 @@ final class RdKafkaClient: @unchecked Sendable {
             if rd_kafka_conf_set(configuration, key, value, errorText, errorCapacity) != RD_KAFKA_CONF_OK {
                 let reason = String(cString: errorText)
                 rd_kafka_conf_destroy(configuration)
+                let shown = KafkaClientConfiguration.isSensitive(key) ? "[redacted]" : value
                 throw KafkaError(
                     kind: .configuration,
-                    message: "librdkafka refused property \(key)=\(value): \(reason)")
+                    message: "librdkafka refused property \(key)=\(shown): \(reason)")
             }
         }
 
@@ -108,6 +109,22 @@ final class RdKafkaClient: @unchecked Sendable {
             rd_kafka_poll_set_consumer(handle)
         }
         return client
+    }
+
+    /// The value librdkafka holds for `property`, read back from the handle's configuration: what
+    /// the client really runs with, defaults included. Nil for a property librdkafka does not
+    /// know, or after ``destroy()``.
+    func configuredValue(_ property: String) -> String? {
+        destroyedLock.withLock { destroyed -> String? in
+            guard !destroyed, let configuration = rd_kafka_conf(handle) else { return nil }
+            var size = 0
+            guard rd_kafka_conf_get(configuration, property, nil, &size) == RD_KAFKA_CONF_OK, size > 0 else {
+                return nil
+            }
+            var buffer = [CChar](repeating: 0, count: size)
+            guard rd_kafka_conf_get(configuration, property, &buffer, &size) == RD_KAFKA_CONF_OK else { return nil }
+            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
     }
 
     /// Destroys the handle. Idempotent; after it every other method is a no-op or throws.

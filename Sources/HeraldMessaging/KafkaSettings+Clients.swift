@@ -3,9 +3,9 @@ import HeraldKafka
 
 extension KafkaSettings {
     private var client: KafkaClientConfiguration {
-        KafkaClientConfiguration(
-            bootstrapServers: brokers, clientID: clientID,
-            extraProperties: debugContexts.isEmpty ? [:] : ["debug": debugContexts])
+        var extra = security.librdkafkaProperties
+        if !debugContexts.isEmpty { extra["debug"] = extra["debug"] ?? debugContexts }
+        return KafkaClientConfiguration(bootstrapServers: brokers, clientID: clientID, extraProperties: extra)
     }
 
     /// Producer settings for these brokers; `suffix` tells this process's producers apart in

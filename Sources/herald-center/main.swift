@@ -54,6 +54,7 @@ do {
             "herald-center starting",
             metadata: [
                 "name": "\(settings.name)", "group": "\(settings.groupID)", "kafka": "\(kafka.brokers)",
+                "kafka_security": "\(producer.securitySummary)",
                 "metrics":
                     "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort)/metrics" : "off")",
             ])

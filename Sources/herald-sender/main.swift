@@ -76,6 +76,7 @@ do {
             "herald-sender starting",
             metadata: [
                 "group": "\(settings.groupID)", "kafka": "\(configuration.kafka.brokers)",
+                "kafka_security": "\(producer.securitySummary)",
                 "metrics":
                     "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort)/metrics" : "off")",
             ])

@@ -35,6 +35,33 @@ struct CenterProcessTests {
         return process
     }
 
+    @Test("a librdkafka property it refuses stops herald-center at start with librdkafka's words, in one line")
+    func refusedKafkaProperty() async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binaryDirectory + "/herald-center")
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "HERALD_KAFKA_PROPERTY_SOCKET_KEEPALIVE_ENABLE": "maybe", "HERALD_CENTER_METRICS_PORT": "0",
+            "HERALD_KAFKA_SASL_PASSWORD": "kafka-secret-not-to-print",
+        ]) { $1 }
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = ContinuousClock.now + .seconds(60)
+        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 2)
+        let lines = text.split(separator: "\n").filter { $0.hasPrefix("herald-center:") }
+        #expect(lines.count == 1, "\(text)")
+        #expect(
+            lines.first?.contains(
+                #"librdkafka refused property socket.keepalive.enable=maybe: Expected bool value for "socket.keepalive.enable": true or false"#
+            ) == true, "\(text)")
+        #expect(!text.contains("kafka-secret-not-to-print"))
+    }
+
     @Test("a center SIGKILLed mid-fan-out is replaced; the push reaches every device once and its counters add up")
     func killedCenterResumes() async throws {
         try await withCenterEnvironment { env in

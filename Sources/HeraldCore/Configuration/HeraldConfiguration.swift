@@ -26,7 +26,9 @@ public struct HeraldConfiguration: Sendable {
     /// - Throws: when `HERALD_CONFIG_FILE` names a file that is missing or not JSON, or a secret's
     ///   `*_FILE` cannot be read.
     public static func load(environment: [String: String]? = nil) async throws -> HeraldConfiguration {
-        try HeraldConfiguration(reader: try await makeReader(environment: environment))
+        try HeraldConfiguration(
+            reader: try await makeReader(environment: environment),
+            environment: environment ?? ProcessEnvironment.variables)
     }
 
     /// The reader behind ``load(environment:)``: environment first, then the file, then defaults.
@@ -41,9 +43,11 @@ public struct HeraldConfiguration: Sendable {
         return ConfigReader(providers: providers)
     }
 
-    /// Reads the configuration from an already assembled reader.
-    /// - Throws: ``SettingError`` when a secret's file (`HERALD_MASTER_KEY_FILE`, …) cannot be read.
-    public init(reader config: ConfigReader) throws(SettingError) {
+    /// Reads the configuration from an already assembled reader; `environment` supplies the
+    /// `HERALD_KAFKA_PROPERTY_*` variables, which no fixed key can name.
+    /// - Throws: ``SettingError`` when a secret's file (`HERALD_MASTER_KEY_FILE`, …) cannot be read
+    ///   or a setting has a value Herald cannot start with.
+    public init(reader config: ConfigReader, environment: [String: String] = [:]) throws(SettingError) {
         kafka = KafkaSettings(
             brokers: config.string(forKey: "kafka.brokers", default: "127.0.0.1:9092"),
             clientID: config.string(forKey: "kafka.clientId", default: "herald"),
@@ -52,7 +56,8 @@ public struct HeraldConfiguration: Sendable {
             fetchWaitMaximum: config.milliseconds(forKey: "kafka.fetchWaitMaxMs", default: 10),
             linger: config.milliseconds(forKey: "kafka.lingerMs", default: 5),
             compression: config.string(forKey: "kafka.compression", default: "none"),
-            debugContexts: config.string(forKey: "kafka.debug", default: "")
+            debugContexts: config.string(forKey: "kafka.debug", default: ""),
+            security: try KafkaSecuritySettings(reader: config, environment: environment)
         )
         postgres = PostgresSettings(
             host: config.string(forKey: "postgres.host", default: "127.0.0.1"),
@@ -113,11 +118,14 @@ public struct KafkaSettings: Sendable {
     public var compression: String
     /// librdkafka debug contexts, for example `cgrp,fetch` (`HERALD_KAFKA_DEBUG`); empty: none.
     public var debugContexts: String
+    /// Authentication, encryption and passed-through librdkafka properties.
+    public var security: KafkaSecuritySettings
 
     public init(
         brokers: String, clientID: String = "herald", sessionTimeout: Duration = .seconds(6),
         heartbeatInterval: Duration = .seconds(1), fetchWaitMaximum: Duration = .milliseconds(10),
-        linger: Duration = .milliseconds(5), compression: String = "none", debugContexts: String = ""
+        linger: Duration = .milliseconds(5), compression: String = "none", debugContexts: String = "",
+        security: KafkaSecuritySettings = KafkaSecuritySettings()
     ) {
         self.brokers = brokers
         self.clientID = clientID
@@ -127,6 +135,7 @@ public struct KafkaSettings: Sendable {
         self.linger = linger
         self.compression = compression
         self.debugContexts = debugContexts
+        self.security = security
     }
 }
 

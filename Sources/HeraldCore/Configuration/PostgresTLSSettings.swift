@@ -1,5 +1,4 @@
 import Configuration
-import Foundation
 
 /// How Herald's PostgreSQL connections use TLS: the postgres-nio pools and the libpq `COPY`
 /// stream read the same settings, with libpq's meaning of each mode.
@@ -43,26 +42,13 @@ public struct PostgresTLSSettings: Sendable, Equatable {
     /// - Throws: ``SettingError`` for a mode Herald does not know, a certificate without its key
     ///   (or a key without its certificate), or a file that cannot be read.
     init(reader config: ConfigReader) throws(SettingError) {
-        let modeText = config.string(forKey: "postgres.tlsMode", default: "disable")
-        guard let mode = Mode(rawValue: modeText.lowercased()) else {
-            throw SettingError(
-                """
-                HERALD_POSTGRES_TLS_MODE is "\(modeText)"; it must be one of \
-                \(Mode.allCases.map(\.rawValue).joined(separator: ", "))
-                """)
-        }
-        func file(_ key: String, _ variable: String) throws(SettingError) -> String? {
-            guard let path = config.string(forKey: ConfigKey(key)), !path.isEmpty else { return nil }
-            guard FileManager.default.isReadableFile(atPath: path) else {
-                throw SettingError("cannot read \(variable) \(path): it is missing or unreadable")
-            }
-            return path
-        }
+        let mode = try config.choice(forKey: "postgres.tlsMode", variable: "HERALD_POSTGRES_TLS_MODE", as: Mode.self)
         self.init(
-            mode: mode,
-            caFile: try file("postgres.tlsCaFile", "HERALD_POSTGRES_TLS_CA_FILE"),
-            certificateFile: try file("postgres.tlsCertificateFile", "HERALD_POSTGRES_TLS_CERTIFICATE_FILE"),
-            keyFile: try file("postgres.tlsKeyFile", "HERALD_POSTGRES_TLS_KEY_FILE"))
+            mode: mode ?? .disable,
+            caFile: try config.readableFile(forKey: "postgres.tlsCaFile", variable: "HERALD_POSTGRES_TLS_CA_FILE"),
+            certificateFile: try config.readableFile(
+                forKey: "postgres.tlsCertificateFile", variable: "HERALD_POSTGRES_TLS_CERTIFICATE_FILE"),
+            keyFile: try config.readableFile(forKey: "postgres.tlsKeyFile", variable: "HERALD_POSTGRES_TLS_KEY_FILE"))
         guard (certificateFile == nil) == (keyFile == nil) else {
             throw SettingError(
                 "HERALD_POSTGRES_TLS_CERTIFICATE_FILE and HERALD_POSTGRES_TLS_KEY_FILE go together: set both or neither"
