@@ -157,6 +157,7 @@ let package = Package(
         .target(
             name: "HeraldMetrics",
             dependencies: [
+                "HeraldCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -115,6 +115,25 @@ PY
   done
 }
 
+# Waits up to $4 s until GET $2 on the operations port of process $1 answers HTTP $3 — with a
+# fifth argument, also with that check failing in the JSON body — and says what it saw.
+expect_probe() {
+  local name=$1 path=$2 want=$3 limit=$4 check=${5:-} start=$SECONDS url answer code body
+  url=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['metricsURLs'][sys.argv[2]].rsplit('/',1)[0])" \
+    "$HERALD_DEV_DIR/stack.json" "$name")$path
+  while :; do
+    answer=$(curl -s --max-time 5 -w '\n%{http_code}' "$url"); code=${answer##*$'\n'}; body=${answer%$'\n'*}
+    if [ "$code" = "$want" ] && { [ -z "$check" ] || echo "$body" | python3 -c "
+import json, sys; sys.exit(0 if json.load(sys.stdin)['checks'][sys.argv[1]]['status'] == 'fail' else 1)" "$check" 2>/dev/null; }; then
+      log "✔ $name $path $code after $((SECONDS - start)) s: $(echo "$body" | cut -c1-200)"
+      return 0
+    fi
+    [ $((SECONDS - start)) -lt "$limit" ] || break
+    sleep 0.5
+  done
+  fail "$name $path: wanted $want${check:+ with $check failing} within ${limit}s; last answer $code $body"
+}
+
 verify() {
   if "$herald" dev verify "$@"; then log "✔ verified $*"; else fail "verify $* failed"; fi
 }
@@ -168,12 +187,20 @@ test_postgres-outage() {
   wait_done_at_least "$push" 5000 120 || { fail "no progress before the outage"; return; }
   "$herald" dev stop postgres
   log "PostgreSQL stopped for ${E2E_POSTGRES_OUTAGE_SECONDS:-10} s"
+  # Each process turns not ready (naming the database) and stays alive.
+  expect_probe herald-sender-1 /readyz 503 20 postgres
+  expect_probe herald-center /readyz 503 20 postgres
+  expect_probe herald-api /readyz 503 20 postgres
+  expect_probe herald-sender-1 /healthz 200 5
   local answer
   answer=$("$herald" push --all --body "During the outage" --quiet 2>&1)
   if echo "$answer" | grep -q "503"; then log "✔ during the outage the API answers: $answer"; else fail "expected a 503 during the outage, got: $answer"; fi
   sleep "${E2E_POSTGRES_OUTAGE_SECONDS:-10}"
   "$herald" dev start postgres
   log "PostgreSQL started again"
+  expect_probe herald-sender-1 /readyz 200 60
+  expect_probe herald-center /readyz 200 60
+  expect_probe herald-api /readyz 200 60
   # A batch the broker acknowledged just as the database went away could not be recorded as
   # produced; the resumed fan-out produces it again, and if its first outcome is not accounted
   # yet, its devices get it twice — with the same apns-id and collapse id (at least once).
@@ -187,9 +214,13 @@ test_broker-restart() {
   "$herald" dev stop kafka
   log "the broker is stopped; pushes are still accepted (the outbox keeps them)"
   local push; push=$("$herald" push --tag news --body "Accepted while the broker was down" --quiet) || { fail "push refused without the broker"; return; }
-  sleep 3
+  expect_probe herald-sender-1 /readyz 503 30 kafka_consumer_jobs
+  expect_probe herald-center /readyz 503 30 kafka_producer
+  expect_probe herald-sender-1 /healthz 200 5
   "$herald" dev start kafka
   log "the broker is back"
+  expect_probe herald-sender-1 /readyz 200 60
+  expect_probe herald-center /readyz 200 60
   wait_completed "$push" 300 && verify --allow-duplicates "$push"
 }
 

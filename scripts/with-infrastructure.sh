@@ -46,5 +46,8 @@ if [ -z "${HERALD_MASTER_KEY:-}" ]; then
   HERALD_MASTER_KEY=$(cat "$key_file")
 fi
 export HERALD_MASTER_KEY
+# Tests start many herald-api processes side by side: none takes the default operations port
+# (9467); tests of that port, and `herald dev up`, give one explicitly.
+export HERALD_API_METRICS_PORT=${HERALD_API_METRICS_PORT:-0}
 
 "$@"

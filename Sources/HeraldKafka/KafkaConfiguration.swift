@@ -11,6 +11,9 @@ public struct KafkaClientConfiguration: Sendable {
     public var clientID: String
     /// Further librdkafka properties, applied last.
     public var extraProperties: [String: String]
+    /// How often librdkafka reports its statistics (``KafkaClientHealth``, probes, metrics);
+    /// zero turns them off.
+    public var statisticsInterval: Duration = .seconds(5)
 
     public init(bootstrapServers: String, clientID: String = "herald", extraProperties: [String: String] = [:]) {
         self.bootstrapServers = bootstrapServers
@@ -33,6 +36,7 @@ public struct KafkaClientConfiguration: Sendable {
             // Fail over between addresses of a broker quickly; never leave a broker alone for long.
             "reconnect.backoff.ms": "50",
             "reconnect.backoff.max.ms": "1000",
+            "statistics.interval.ms": String(statisticsInterval.wholeMilliseconds),
         ]
     }
 }

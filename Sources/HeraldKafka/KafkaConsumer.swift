@@ -84,6 +84,10 @@ public final class KafkaConsumer: Service, Sendable {
         try client.setPaused(false, partitions: partitions)
     }
 
+    /// How this client is doing (statistics, fatal error, last poll, assignment): cheap, no broker
+    /// round trip.
+    public var health: KafkaClientHealth { client.health }
+
     /// The values librdkafka holds for `properties`, read back from this consumer's handle (the
     /// configuration it really runs with); secret properties are never read back.
     public func configuredValues(_ properties: [String]) -> [String: String] {

@@ -137,6 +137,10 @@ public final class KafkaProducer: Service, Sendable {
     /// Waits while librdkafka's queue is full, for acknowledgements to make room.
     static let queueFullBackoff = Backoff(initial: .microseconds(200), maximum: .milliseconds(20))
 
+    /// How this client is doing (statistics, fatal error, last poll, assignment): cheap, no broker
+    /// round trip.
+    public var health: KafkaClientHealth { client.health }
+
     /// The values librdkafka holds for `properties`, read back from this producer's handle (the
     /// configuration it really runs with); secret properties are never read back.
     public func configuredValues(_ properties: [String]) -> [String: String] {

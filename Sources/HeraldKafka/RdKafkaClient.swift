@@ -32,6 +32,10 @@ final class RdKafkaClient: @unchecked Sendable {
         let revocations = Atomic<Int>(0)
         /// Partitions currently assigned, for diagnostics and tests.
         let assignment = Mutex<[KafkaTopicPartition]>([])
+        /// The last statistics report (`statistics.interval.ms`), set by its callback.
+        let statistics = Mutex<KafkaStatistics?>(nil)
+        /// When the consumer thread last returned from a poll.
+        let lastPoll = Mutex<ContinuousClock.Instant?>(nil)
 
         init(logger: Logger, brokers: String) {
             self.logger = logger
@@ -88,6 +92,7 @@ final class RdKafkaClient: @unchecked Sendable {
         rd_kafka_conf_set_opaque(configuration, Unmanaged.passUnretained(context).toOpaque())
         rd_kafka_conf_set_log_cb(configuration, logCallback)
         rd_kafka_conf_set_error_cb(configuration, errorCallback)
+        rd_kafka_conf_set_stats_cb(configuration, statisticsCallback)
         switch role {
         case .producer:
             rd_kafka_conf_set_dr_msg_cb(configuration, deliveryReportCallback)
@@ -125,6 +130,26 @@ final class RdKafkaClient: @unchecked Sendable {
             guard rd_kafka_conf_get(configuration, property, &buffer, &size) == RD_KAFKA_CONF_OK else { return nil }
             return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
+    }
+
+    /// librdkafka's fatal error, if one happened: the client cannot go on and must be recreated
+    /// (an idempotent producer that lost its sequence, for example).
+    func fatalError() -> String? {
+        destroyedLock.withLock { destroyed -> String? in
+            guard !destroyed else { return nil }
+            var text = [CChar](repeating: 0, count: 512)
+            let code = rd_kafka_fatal_error(handle, &text, text.count)
+            guard code != RD_KAFKA_RESP_ERR_NO_ERROR else { return nil }
+            return
+                "\(String(cString: rd_kafka_err2name(code))): \(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"
+        }
+    }
+
+    /// How this client is doing: its last statistics, fatal error, last poll and assignment.
+    var health: KafkaClientHealth {
+        KafkaClientHealth(
+            statistics: context.statistics.withLock { $0 }, fatalError: fatalError(),
+            lastPoll: context.lastPoll.withLock { $0 }, assignment: context.assignment.withLock { $0 })
     }
 
     /// Destroys the handle. Idempotent; after it every other method is a no-op or throws.
@@ -275,6 +300,7 @@ final class RdKafkaClient: @unchecked Sendable {
     /// - Throws: a fatal ``KafkaError`` the consumer cannot recover from.
     func pollBatch(maximum: Int, timeoutMilliseconds: Int32) throws -> [KafkaConsumerMessage] {
         guard !destroyed else { throw KafkaError.shutDown }
+        defer { context.lastPoll.withLock { $0 = .now } }
         var messages: [KafkaConsumerMessage] = []
         var timeout = timeoutMilliseconds
         while messages.count < maximum, let message = rd_kafka_consumer_poll(handle, timeout) {
@@ -468,6 +494,18 @@ private let deliveryReportCallback:
                 ? " (are the brokers at \(brokers) reachable? Check HERALD_KAFKA_BROKERS)" : ""
             group.failed(KafkaError(code: record.err, context: "a record was not acknowledged by \(brokers)\(hint)"))
         }
+    }
+
+/// Keeps librdkafka's statistics report (parsed) for probes and metrics. Runs on whichever
+/// thread serves the client's queue; librdkafka frees the JSON when this returns 0.
+private let statisticsCallback:
+    @convention(c) (OpaquePointer?, UnsafeMutablePointer<CChar>?, Int, UnsafeMutableRawPointer?) -> Int32 = {
+        _, json, length, opaque in
+        guard let json, let context = callbackContext(opaque) else { return 0 }
+        if let statistics = KafkaStatistics(json: UnsafeRawBufferPointer(start: json, count: length)) {
+            context.statistics.withLock { $0 = statistics }
+        }
+        return 0
     }
 
 private let rebalanceCallback:

@@ -2,10 +2,21 @@ import HeraldCore
 import HeraldKafka
 
 extension KafkaSettings {
+    /// `/readyz` checks of a producer and of consumers made from these settings.
+    public func readinessCheck(_ name: String, producer: KafkaProducer) -> HealthCheck {
+        producer.readinessCheck(name, statisticsInterval: statisticsInterval)
+    }
+
+    public func readinessCheck(_ name: String, consumer: KafkaConsumer) -> HealthCheck {
+        consumer.readinessCheck(name, statisticsInterval: statisticsInterval, pollWithin: readyPollWithin)
+    }
+
     private var client: KafkaClientConfiguration {
         var extra = security.librdkafkaProperties
         if !debugContexts.isEmpty { extra["debug"] = extra["debug"] ?? debugContexts }
-        return KafkaClientConfiguration(bootstrapServers: brokers, clientID: clientID, extraProperties: extra)
+        var client = KafkaClientConfiguration(bootstrapServers: brokers, clientID: clientID, extraProperties: extra)
+        client.statisticsInterval = statisticsInterval
+        return client
     }
 
     /// Producer settings for these brokers; `suffix` tells this process's producers apart in

@@ -202,3 +202,18 @@ extension PostgresClient {
         try await withDeadline(HeraldDatabase.answerWithin) { try await self.withConnection { try await body($0) } }
     }
 }
+
+extension HeraldDatabase {
+    /// `/readyz`: the pool gets a connection and PostgreSQL answers `SELECT 1`.
+    public static func readinessCheck(_ client: PostgresClient, logger: Logger) -> HealthCheck {
+        HealthCheck("postgres") {
+            do {
+                let rows = try await client.query("SELECT 1", logger: logger)
+                for try await _ in rows.decode(Int32.self) {}
+                return .pass("answers")
+            } catch {
+                return .fail(describe(error))
+            }
+        }
+    }
+}

@@ -48,7 +48,13 @@ do {
             settings: settings, security: configuration.security, database: database, postgres: configuration.postgres,
             logger: logger
         ) { port in
-            logger.info("herald-api listening", metadata: ["address": "http://\(settings.host):\(port)"])
+            logger.info(
+                "herald-api listening",
+                metadata: [
+                    "address": "http://\(settings.host):\(port)",
+                    "operations":
+                        "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort) (/metrics, /healthz, /readyz)" : "off")",
+                ])
         }
         let group = ServiceGroup(
             configuration: .init(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

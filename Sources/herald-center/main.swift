@@ -48,7 +48,20 @@ do {
         }
         if settings.metricsPort > 0 {
             services.append(
-                MetricsServer(host: settings.metricsHost, port: settings.metricsPort) { metrics.prometheusText() })
+                OperationsServer(
+                    host: settings.metricsHost, port: settings.metricsPort,
+                    liveness: HealthProbe([
+                        .cooperativePool, producer.livenessCheck("kafka_producer"),
+                        pushEvents.livenessCheck("kafka_consumer_pushes"),
+                        outcomes.livenessCheck("kafka_consumer_outcomes"),
+                    ]),
+                    readiness: HealthProbe([
+                        HeraldDatabase.readinessCheck(database, logger: logger),
+                        kafka.readinessCheck("kafka_producer", producer: producer),
+                        kafka.readinessCheck("kafka_consumer_pushes", consumer: pushEvents),
+                        kafka.readinessCheck("kafka_consumer_outcomes", consumer: outcomes),
+                    ])
+                ) { metrics.prometheusText() })
         }
         logger.info(
             "herald-center starting",
@@ -56,7 +69,7 @@ do {
                 "name": "\(settings.name)", "group": "\(settings.groupID)", "kafka": "\(kafka.brokers)",
                 "kafka_security": "\(producer.securitySummary)",
                 "metrics":
-                    "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort)/metrics" : "off")",
+                    "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort) (/metrics, /healthz, /readyz)" : "off")",
             ])
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

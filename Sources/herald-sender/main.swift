@@ -68,7 +68,18 @@ do {
         var services: [any Service] = [producer, consumer, credentials, worker]
         if settings.metricsPort > 0 {
             services.append(
-                MetricsServer(host: settings.metricsHost, port: settings.metricsPort) {
+                OperationsServer(
+                    host: settings.metricsHost, port: settings.metricsPort,
+                    liveness: HealthProbe([
+                        .cooperativePool, producer.livenessCheck("kafka_producer"),
+                        consumer.livenessCheck("kafka_consumer_jobs"),
+                    ]),
+                    readiness: HealthProbe([
+                        HeraldDatabase.readinessCheck(database, logger: logger),
+                        configuration.kafka.readinessCheck("kafka_producer", producer: producer),
+                        configuration.kafka.readinessCheck("kafka_consumer_jobs", consumer: consumer),
+                    ])
+                ) {
                     worker.metrics.prometheusText(extra: credentials.prometheusText() + worker.lagPrometheusText())
                 })
         }
@@ -78,7 +89,7 @@ do {
                 "group": "\(settings.groupID)", "kafka": "\(configuration.kafka.brokers)",
                 "kafka_security": "\(producer.securitySummary)",
                 "metrics":
-                    "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort)/metrics" : "off")",
+                    "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort) (/metrics, /healthz, /readyz)" : "off")",
             ])
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -127,6 +127,9 @@ func withAPI(
         settings.rateLimitPerSecond = rateLimitPerSecond
         settings.rateLimitBurst = burst
         settings.keyCacheTTL = .zero
+        // Counters are read through the API port here; tests of the operations port turn it on.
+        settings.metricsPort = 0
+        settings.metricsOnAPIPort = true
         configure(&settings)
         var security = configuration.security
         security.adminToken = APITest.adminToken

@@ -498,7 +498,10 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
             }
         )
     }
-    /// Prometheus metrics of this herald-api process.
+    /// Prometheus metrics of this herald-api process, when served on the API port.
+    ///
+    /// The metrics live on the operations port (HERALD_API_METRICS_PORT, with /healthz and /readyz). This port serves them only with HERALD_API_METRICS_ON_API_PORT=true; otherwise it answers 404.
+    ///
     ///
     /// - Remark: HTTP `GET /metrics`.
     /// - Remark: Generated from `#/paths//metrics/get(getMetrics)`.
@@ -536,6 +539,24 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                             value,
                             headerFields: &response.headerFields,
                             contentType: "text/plain"
+                        )
+                    }
+                    return (response, body)
+                case let .notFound(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 404)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
                         )
                     }
                     return (response, body)

@@ -52,7 +52,14 @@ struct APIHandler: APIProtocol {
     }
 
     func getMetrics(_ input: Operations.GetMetrics.Input) async throws -> Operations.GetMetrics.Output {
-        .ok(.init(body: .plainText(HTTPBody(metrics.prometheusText()))))
+        guard settings.metricsOnAPIPort else {
+            throw APIError(
+                .notFound, code: "not_found",
+                message:
+                    "the metrics are served on the operations port (HERALD_API_METRICS_PORT), not here; HERALD_API_METRICS_ON_API_PORT=true serves them on this port too"
+            )
+        }
+        return .ok(.init(body: .plainText(HTTPBody(metrics.prometheusText()))))
     }
 
     // MARK: Helpers shared by the resources

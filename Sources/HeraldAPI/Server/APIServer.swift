@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldMetrics
 import HeraldStore
 import Hummingbird
 import Logging
@@ -75,11 +76,19 @@ public struct APIServer: Service {
                     rateLimiter: RateLimiter(ratePerSecond: settings.rateLimitPerSecond, burst: settings.rateLimitBurst)
                 ),
             ])
+        var services: [any Service] = [deadlines, importDatabase, progressHub]
+        if settings.metricsPort > 0 {
+            services.append(
+                OperationsServer(
+                    host: settings.metricsHost, port: settings.metricsPort,
+                    readiness: HealthProbe([HeraldDatabase.readinessCheck(database, logger: logger)])
+                ) { metrics.prometheusText() })
+        }
         application = Application(
             router: router,
             server: .http1(configuration: .init(idleTimeout: TimeAmount(settings.idleTimeout))),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "herald-api"),
-            services: [deadlines, importDatabase, progressHub],
+            services: services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger)
     }

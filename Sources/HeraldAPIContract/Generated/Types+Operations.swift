@@ -260,7 +260,10 @@ public enum Operations {
             }
         }
     }
-    /// Prometheus metrics of this herald-api process.
+    /// Prometheus metrics of this herald-api process, when served on the API port.
+    ///
+    /// The metrics live on the operations port (HERALD_API_METRICS_PORT, with /healthz and /readyz). This port serves them only with HERALD_API_METRICS_ON_API_PORT=true; otherwise it answers 404.
+    ///
     ///
     /// - Remark: HTTP `GET /metrics`.
     /// - Remark: Generated from `#/paths//metrics/get(getMetrics)`.
@@ -339,6 +342,29 @@ public enum Operations {
                     }
                 }
             }
+            /// No such thing for this app.
+            ///
+            /// - Remark: Generated from `#/paths//metrics/get(getMetrics)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
             /// Undocumented response.
             ///
             /// A response with a code that is not documented in the OpenAPI document.
@@ -346,11 +372,14 @@ public enum Operations {
         }
         @frozen public enum AcceptableContentType: AcceptableProtocol {
             case plainText
+            case json
             case other(Swift.String)
             public init?(rawValue: Swift.String) {
                 switch rawValue.lowercased() {
                 case "text/plain":
                     self = .plainText
+                case "application/json":
+                    self = .json
                 default:
                     self = .other(rawValue)
                 }
@@ -361,11 +390,14 @@ public enum Operations {
                     return string
                 case .plainText:
                     return "text/plain"
+                case .json:
+                    return "application/json"
                 }
             }
             public static var allCases: [Self] {
                 [
-                    .plainText
+                    .plainText,
+                    .json
                 ]
             }
         }

@@ -27,7 +27,10 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /readyz`.
     /// - Remark: Generated from `#/paths//readyz/get(getReadiness)`.
     func getReadiness(_ input: Operations.GetReadiness.Input) async throws -> Operations.GetReadiness.Output
-    /// Prometheus metrics of this herald-api process.
+    /// Prometheus metrics of this herald-api process, when served on the API port.
+    ///
+    /// The metrics live on the operations port (HERALD_API_METRICS_PORT, with /healthz and /readyz). This port serves them only with HERALD_API_METRICS_ON_API_PORT=true; otherwise it answers 404.
+    ///
     ///
     /// - Remark: HTTP `GET /metrics`.
     /// - Remark: Generated from `#/paths//metrics/get(getMetrics)`.
@@ -235,7 +238,10 @@ extension APIProtocol {
     public func getReadiness(headers: Operations.GetReadiness.Input.Headers = .init()) async throws -> Operations.GetReadiness.Output {
         try await getReadiness(Operations.GetReadiness.Input(headers: headers))
     }
-    /// Prometheus metrics of this herald-api process.
+    /// Prometheus metrics of this herald-api process, when served on the API port.
+    ///
+    /// The metrics live on the operations port (HERALD_API_METRICS_PORT, with /healthz and /readyz). This port serves them only with HERALD_API_METRICS_ON_API_PORT=true; otherwise it answers 404.
+    ///
     ///
     /// - Remark: HTTP `GET /metrics`.
     /// - Remark: Generated from `#/paths//metrics/get(getMetrics)`.

@@ -93,7 +93,10 @@ struct DevStackLauncher {
             "HERALD_KAFKA_BROKERS": stack.kafkaBrokers,
             "HERALD_MASTER_KEY": stack.masterKey,
             "HERALD_API_HOST": "127.0.0.1", "HERALD_CENTER_METRICS_HOST": "127.0.0.1",
-            "HERALD_SENDER_METRICS_HOST": "127.0.0.1",
+            "HERALD_SENDER_METRICS_HOST": "127.0.0.1", "HERALD_API_METRICS_HOST": "127.0.0.1",
+            // Readiness judges the brokers by librdkafka's statistics: report every second here,
+            // so the stack is ready a second after it connects.
+            "HERALD_KAFKA_STATISTICS_INTERVAL_MS": "1000",
         ]) { $1 }
 
         // herald-api.
@@ -103,13 +106,16 @@ struct DevStackLauncher {
             port = try ProcessControl.freePort()
         }
         stack.apiURL = "http://127.0.0.1:\(port)"
+        let apiOperations = try ProcessControl.freePort()
+        stack.metricsURLs["herald-api"] = "http://127.0.0.1:\(apiOperations)/metrics"
         try await launch(
             &stack, name: "herald-api", executable: "herald-api", arguments: [],
-            environment: services.merging(["HERALD_API_PORT": "\(port)", "HERALD_ADMIN_TOKEN": stack.adminToken]) {
-                $1
-            },
-            readiness: "http:\(stack.apiURL)/readyz")
-        say("  ✔ herald-api      \(stack.apiURL)")
+            environment: services.merging([
+                "HERALD_API_PORT": "\(port)", "HERALD_ADMIN_TOKEN": stack.adminToken,
+                "HERALD_API_METRICS_PORT": "\(apiOperations)",
+            ]) { $1 },
+            readiness: "http:http://127.0.0.1:\(apiOperations)/readyz")
+        say("  ✔ herald-api      \(stack.apiURL)  operations http://127.0.0.1:\(apiOperations)")
 
         // herald-center: the outbox relay, fan-out and accounting.
         let centerMetrics = try ProcessControl.freePort()
@@ -122,7 +128,7 @@ struct DevStackLauncher {
                     "HERALD_CENTER_NAME": "center-1",
                 ]) { $1 },
                 ["HERALD_CENTER_CLAIM_LEASE_MS": "5000", "HERALD_CENTER_REDRIVE_AFTER_MS": "60000"]),
-            readiness: "http:" + stack.metricsURLs["herald-center"]!)
+            readiness: "http:http://127.0.0.1:\(centerMetrics)/readyz")
         say("  ✔ herald-center   metrics \(stack.metricsURLs["herald-center"]!)")
 
         // The senders, pointed at apns-sim for both environments.
@@ -141,7 +147,7 @@ struct DevStackLauncher {
                         "HERALD_SENDER_APNS_SANDBOX_TRUST_CERTIFICATE_FILE": stack.apnsSim.certificate,
                         "HERALD_SENDER_APNS_PRODUCTION_TRUST_CERTIFICATE_FILE": stack.apnsSim.certificate,
                     ]) { $1 }, ["HERALD_SENDER_BATCH_TAKEOVER_MS": "30000"]),
-                readiness: "http:" + stack.metricsURLs[name]!)
+                readiness: "http:http://127.0.0.1:\(metrics)/readyz")
             say("  ✔ \(name.padding(toLength: 16, withPad: " ", startingAt: 0))metrics \(stack.metricsURLs[name]!)")
         }
     }

@@ -198,7 +198,10 @@ internal struct Client: APIProtocol {
             }
         )
     }
-    /// Prometheus metrics of this herald-api process.
+    /// Prometheus metrics of this herald-api process, when served on the API port.
+    ///
+    /// The metrics live on the operations port (HERALD_API_METRICS_PORT, with /healthz and /readyz). This port serves them only with HERALD_API_METRICS_ON_API_PORT=true; otherwise it answers 404.
+    ///
     ///
     /// - Remark: HTTP `GET /metrics`.
     /// - Remark: Generated from `#/paths//metrics/get(getMetrics)`.
@@ -246,6 +249,28 @@ internal struct Client: APIProtocol {
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
                     return .ok(.init(body: body))
+                case 404:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.NotFound.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .notFound(.init(body: body))
                 default:
                     return .undocumented(
                         statusCode: response.status.code,

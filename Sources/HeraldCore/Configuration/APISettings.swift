@@ -53,6 +53,13 @@ public struct APISettings: Sendable {
     /// minute before its requests are refused 429 for the rest of that minute
     /// (`HERALD_API_AUTH_FAILURES_PER_MINUTE`; 0 turns it off).
     public var authenticationFailuresPerMinute: Int
+    /// The operations port: `/metrics`, `/healthz` and `/readyz` apart from the public API
+    /// (`HERALD_API_METRICS_HOST`, `HERALD_API_METRICS_PORT`; 0 turns it off).
+    public var metricsHost: String
+    public var metricsPort: Int
+    /// Also serve `/metrics` on the public API port (`HERALD_API_METRICS_ON_API_PORT`, off by
+    /// default: the counters describe every app, and the public port is not the place for them).
+    public var metricsOnAPIPort: Bool
 
     init(reader config: ConfigReader) {
         host = config.string(forKey: "api.host", default: "0.0.0.0")
@@ -75,5 +82,8 @@ public struct APISettings: Sendable {
         pushBatch = max(1, config.int(forKey: "api.pushBatch", default: 64))
         idleTimeout = config.milliseconds(forKey: "api.idleTimeoutMs", default: 60_000, minimum: 100)
         authenticationFailuresPerMinute = max(0, config.int(forKey: "api.authFailuresPerMinute", default: 30))
+        metricsHost = config.string(forKey: "api.metrics.host", default: "0.0.0.0")
+        metricsPort = config.int(forKey: "api.metrics.port", default: 9467)
+        metricsOnAPIPort = config.bool(forKey: "api.metricsOnApiPort", default: false)
     }
 }

@@ -57,6 +57,8 @@ public struct HeraldConfiguration: Sendable {
             linger: config.milliseconds(forKey: "kafka.lingerMs", default: 5),
             compression: config.string(forKey: "kafka.compression", default: "none"),
             debugContexts: config.string(forKey: "kafka.debug", default: ""),
+            statisticsInterval: config.milliseconds(forKey: "kafka.statisticsIntervalMs", default: 5_000, minimum: 100),
+            readyPollWithin: config.milliseconds(forKey: "kafka.readyPollWithinMs", default: 60_000, minimum: 1_000),
             security: try KafkaSecuritySettings(reader: config, environment: environment)
         )
         postgres = PostgresSettings(
@@ -120,11 +122,17 @@ public struct KafkaSettings: Sendable {
     public var debugContexts: String
     /// Authentication, encryption and passed-through librdkafka properties.
     public var security: KafkaSecuritySettings
+    /// How often librdkafka reports its statistics (`HERALD_KAFKA_STATISTICS_INTERVAL_MS`): what
+    /// `/readyz` judges the brokers by, and what the queue and round-trip metrics show.
+    public var statisticsInterval: Duration
+    /// A consumer that has not polled for this long is not ready (`HERALD_KAFKA_READY_POLL_WITHIN_MS`).
+    public var readyPollWithin: Duration
 
     public init(
         brokers: String, clientID: String = "herald", sessionTimeout: Duration = .seconds(6),
         heartbeatInterval: Duration = .seconds(1), fetchWaitMaximum: Duration = .milliseconds(10),
         linger: Duration = .milliseconds(5), compression: String = "none", debugContexts: String = "",
+        statisticsInterval: Duration = .seconds(5), readyPollWithin: Duration = .seconds(60),
         security: KafkaSecuritySettings = KafkaSecuritySettings()
     ) {
         self.brokers = brokers
@@ -136,6 +144,8 @@ public struct KafkaSettings: Sendable {
         self.compression = compression
         self.debugContexts = debugContexts
         self.security = security
+        self.statisticsInterval = statisticsInterval
+        self.readyPollWithin = readyPollWithin
     }
 }
 
