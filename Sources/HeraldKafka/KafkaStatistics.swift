@@ -33,7 +33,7 @@ public struct KafkaStatistics: Sendable {
     init?(json: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant = .now) {
         guard let report = try? JSONDecoder().decode(Report.self, from: Data(json)) else { return nil }
         self.receivedAt = receivedAt
-        self.queuedMessages = report.msg_cnt ?? 0
+        self.queuedMessages = report.queuedMessages ?? 0
         // librdkafka may list one broker twice (as configured and as learned from metadata): one
         // entry per node, the connected one if either is.
         var byNode: [Int32: Broker] = [:]
@@ -41,16 +41,16 @@ public struct KafkaStatistics: Sendable {
             let broker = Broker(
                 name: entry.name, nodeID: entry.nodeid, state: entry.state,
                 averageRoundTrip: (entry.rtt?.cnt ?? 0) > 0 ? Double(entry.rtt?.avg ?? 0) / 1_000_000 : nil,
-                awaitingResponse: entry.waitresp_cnt ?? 0)
+                awaitingResponse: entry.awaitingResponse ?? 0)
             if byNode[entry.nodeid]?.isUp != true { byNode[entry.nodeid] = broker }
         }
         self.brokers = byNode.values.sorted { $0.nodeID < $1.nodeID }
         var lag: [KafkaTopicPartition: Int64] = [:]
         var metadataAge: [String: Double] = [:]
         for (name, topic) in report.topics ?? [:] {
-            if let age = topic.metadata_age { metadataAge[name] = Double(age) / 1000 }
+            if let age = topic.metadataAge { metadataAge[name] = Double(age) / 1000 }
             for partition in (topic.partitions ?? [:]).values where partition.partition >= 0 {
-                if let consumerLag = partition.consumer_lag, consumerLag >= 0 {
+                if let consumerLag = partition.consumerLag, consumerLag >= 0 {
                     lag[KafkaTopicPartition(topic: name, partition: partition.partition)] = consumerLag
                 }
             }
@@ -61,17 +61,27 @@ public struct KafkaStatistics: Sendable {
 
     /// The subset of librdkafka's statistics JSON that Herald reads (its field names).
     private struct Report: Decodable {
-        var msg_cnt: Int?
+        var queuedMessages: Int?
         var brokers: [String: BrokerReport]?
         var topics: [String: TopicReport]?
+
+        enum CodingKeys: String, CodingKey {
+            case queuedMessages = "msg_cnt"
+            case brokers, topics
+        }
     }
 
     private struct BrokerReport: Decodable {
         var name: String
         var nodeid: Int32
         var state: String
-        var waitresp_cnt: Int?
+        var awaitingResponse: Int?
         var rtt: Window?
+
+        enum CodingKeys: String, CodingKey {
+            case name, nodeid, state, rtt
+            case awaitingResponse = "waitresp_cnt"
+        }
     }
 
     private struct Window: Decodable {
@@ -80,13 +90,23 @@ public struct KafkaStatistics: Sendable {
     }
 
     private struct TopicReport: Decodable {
-        var metadata_age: Int64?
+        var metadataAge: Int64?
         var partitions: [String: PartitionReport]?
+
+        enum CodingKeys: String, CodingKey {
+            case metadataAge = "metadata_age"
+            case partitions
+        }
     }
 
     private struct PartitionReport: Decodable {
         var partition: Int32
-        var consumer_lag: Int64?
+        var consumerLag: Int64?
+
+        enum CodingKeys: String, CodingKey {
+            case partition
+            case consumerLag = "consumer_lag"
+        }
     }
 }
 
