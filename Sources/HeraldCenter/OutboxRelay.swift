@@ -1,4 +1,5 @@
 import HeraldKafka
+import HeraldMessaging
 import HeraldStore
 import Logging
 import ServiceLifecycle
@@ -34,7 +35,9 @@ public final class OutboxRelay: Service, Sendable {
                     published = try await outbox.publishBatch(limit: 500) { records in
                         _ = try await self.producer.send(
                             records.map {
-                                KafkaProducerMessage(topic: $0.topic, key: $0.key, value: $0.value)
+                                KafkaProducerMessage(
+                                    topic: $0.topic, key: $0.key, value: $0.value,
+                                    headers: $0.traceparent.map { [KafkaHeader(traceparent: $0)] } ?? [])
                             })
                     }
                     metrics?.outboxPublished.add(published, ordering: .relaxed)

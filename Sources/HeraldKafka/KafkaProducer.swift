@@ -122,7 +122,7 @@ public final class KafkaProducer: Service, Sendable {
             guard
                 let error = client.produce(
                     topic: message.topic, partition: message.partition,
-                    key: message.key, value: message.value, opaque: opaque)
+                    key: message.key, value: message.value, headers: message.headers, opaque: opaque)
             else {
                 return
             }

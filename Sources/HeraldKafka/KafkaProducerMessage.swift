@@ -8,12 +8,17 @@ public struct KafkaProducerMessage: Sendable {
     public var value: [UInt8]
     /// A fixed partition, or `nil` to let the key choose.
     public var partition: Int32?
+    /// Record headers (at most 8): trace context and the like, never the record's meaning.
+    public var headers: [KafkaHeader]
 
-    public init(topic: String, key: [UInt8]? = nil, value: [UInt8], partition: Int32? = nil) {
+    public init(
+        topic: String, key: [UInt8]? = nil, value: [UInt8], partition: Int32? = nil, headers: [KafkaHeader] = []
+    ) {
         self.topic = topic
         self.key = key
         self.value = value
         self.partition = partition
+        self.headers = headers
     }
 }
 
@@ -21,4 +26,15 @@ public struct KafkaProducerMessage: Sendable {
 public struct KafkaDeliveryReport: Sendable, Equatable {
     public var partition: Int32
     public var offset: Int64
+}
+
+/// One Kafka record header: a name and bytes.
+public struct KafkaHeader: Sendable, Equatable {
+    public var name: String
+    public var value: [UInt8]
+
+    public init(name: String, value: [UInt8]) {
+        self.name = name
+        self.value = value
+    }
 }

@@ -201,30 +201,53 @@ final class RdKafkaClient: @unchecked Sendable {
     /// Enqueues one record. `opaque` comes back in its delivery report.
     /// - Returns: `nil` when enqueued; else the error, and the caller still owns `opaque`.
     func produce(
-        topic: String, partition: Int32?, key: [UInt8]?, value: [UInt8],
+        topic: String, partition: Int32?, key: [UInt8]?, value: [UInt8], headers: [KafkaHeader],
         opaque: UnsafeMutableRawPointer
     ) -> KafkaError? {
         destroyedLock.withLock { destroyed in
             if destroyed { return KafkaError.shutDown }
-            return enqueue(topic: topic, partition: partition, key: key, value: value, opaque: opaque)
+            return enqueue(topic: topic, partition: partition, key: key, value: value, headers: headers, opaque: opaque)
         }
     }
 
     private func enqueue(
-        topic: String, partition: Int32?, key: [UInt8]?, value: [UInt8],
+        topic: String, partition: Int32?, key: [UInt8]?, value: [UInt8], headers: [KafkaHeader],
         opaque: UnsafeMutableRawPointer
     ) -> KafkaError? {
-        let error: OpaquePointer? = value.withUnsafeBytes { valueBytes in
-            let produceWithKey = { (keyPointer: UnsafeRawPointer?, keyLength: Int) -> OpaquePointer? in
-                herald_kafka_produce(
-                    self.handle, topic, partition ?? RD_KAFKA_PARTITION_UA,
-                    keyPointer, keyLength,
-                    valueBytes.baseAddress, valueBytes.count, opaque)
+        // Every header name (NUL-terminated) and value in one buffer, so one borrow of it gives
+        // librdkafka all their pointers; librdkafka copies them before herald_kafka_produce returns.
+        var packed: [UInt8] = []
+        var offsets: [(name: Int, value: Int, length: Int)] = []
+        for header in headers {
+            let name = packed.count
+            packed += Array(header.name.utf8) + [0]
+            offsets.append((name, packed.count, header.value.count))
+            packed += header.value
+        }
+        let error: OpaquePointer? = packed.withUnsafeBytes { headerBytes in
+            let base = headerBytes.baseAddress
+            var namePointers: [UnsafePointer<CChar>?] = []
+            var valuePointers: [UnsafeRawPointer?] = []
+            var lengths: [Int] = []
+            if let base {
+                for offset in offsets {
+                    namePointers.append((base + offset.name).assumingMemoryBound(to: CChar.self))
+                    valuePointers.append(base + offset.value)
+                    lengths.append(offset.length)
+                }
             }
-            if let key {
-                return key.withUnsafeBytes { produceWithKey($0.baseAddress, $0.count) }
+            return value.withUnsafeBytes { valueBytes in
+                let produceWithKey = { (keyPointer: UnsafeRawPointer?, keyLength: Int) -> OpaquePointer? in
+                    herald_kafka_produce(
+                        self.handle, topic, partition ?? RD_KAFKA_PARTITION_UA,
+                        keyPointer, keyLength, valueBytes.baseAddress, valueBytes.count,
+                        namePointers, valuePointers, lengths, namePointers.count, opaque)
+                }
+                if let key {
+                    return key.withUnsafeBytes { produceWithKey($0.baseAddress, $0.count) }
+                }
+                return produceWithKey(nil, 0)
             }
-            return produceWithKey(nil, 0)
         }
         guard let error else { return nil }
         return KafkaError(consuming: error, context: "could not enqueue a record for \(topic)")
@@ -324,13 +347,28 @@ final class RdKafkaClient: @unchecked Sendable {
             if let keyPointer = record.key {
                 key = Array(UnsafeRawBufferPointer(start: keyPointer, count: record.key_len))
             }
+            var headers: [KafkaHeader] = []
+            for index in 0..<herald_kafka_header_count(message) {
+                // Both owned by `message`, copied here before it is destroyed.
+                var name: UnsafePointer<CChar>?
+                var headerValue: UnsafeRawPointer?
+                var length = 0
+                guard herald_kafka_header_at(message, index, &name, &headerValue, &length) == 1, let name else {
+                    continue
+                }
+                headers.append(
+                    KafkaHeader(
+                        name: String(cString: name),
+                        value: headerValue.map { Array(UnsafeRawBufferPointer(start: $0, count: length)) } ?? []))
+            }
             messages.append(
                 KafkaConsumerMessage(
                     topic: topicName(record.rkt),
                     partition: record.partition,
                     offset: record.offset,
                     key: key,
-                    value: value
+                    value: value,
+                    headers: headers
                 ))
         }
         return messages

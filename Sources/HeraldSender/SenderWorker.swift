@@ -162,14 +162,28 @@ public final class SenderWorker: Service, Sendable {
 
     private func process(_ message: KafkaConsumerMessage) async {
         let outcome: Herald_V1_OutcomeBatch
+        // The push's trace (from the record's traceparent header) goes into every line about the
+        // batch, and on to its outcome record.
+        let trace = message.trace
+        var logger = self.logger
+        if let trace { logger[metadataKey: "trace"] = "\(trace.traceID)" }
         do {
             let batch = try Herald_V1_JobBatch.decodeRecord(message.value)
-            guard let sent = try await send(batch, copy: "\(message.topic)/\(message.partition)/\(message.offset)")
+            logger[metadataKey: "push"] = "\(UUID(data: batch.pushID))"
+            guard
+                let sent = try await send(
+                    batch, copy: "\(message.topic)/\(message.partition)/\(message.offset)", logger: logger)
             else {
                 finish(message)
                 return
             }
             outcome = sent
+            logger.debug(
+                "batch sent",
+                metadata: [
+                    "sequence": "\(batch.sequence)", "targets": "\(batch.targets.count)",
+                    "failed": "\(outcome.failures.count)",
+                ])
         } catch is CancellationError {
             // Stopped before the batch could be sent: its offset is not stored, so the record
             // comes again to whoever owns the partition next.
@@ -186,7 +200,7 @@ public final class SenderWorker: Service, Sendable {
             finish(message)
             return
         }
-        await publish(outcome, pushID: outcome.pushID)
+        await publish(outcome, pushID: outcome.pushID, trace: trace, logger: logger)
         finish(message)
     }
 
@@ -194,7 +208,9 @@ public final class SenderWorker: Service, Sendable {
     /// - Throws: `RecordDecodingError` for a record no herald-center writes, ``UnknownPush`` for one
     ///   no push of its app stands behind (both dead-lettered, not sent); `CancellationError`
     ///   when stopped while waiting for the app's credential.
-    private func send(_ batch: Herald_V1_JobBatch, copy: String) async throws -> Herald_V1_OutcomeBatch? {
+    private func send(_ batch: Herald_V1_JobBatch, copy: String, logger: Logger) async throws
+        -> Herald_V1_OutcomeBatch?
+    {
         let sequence = try batch.checkedSequence()
         let pushID = UUID(data: batch.pushID)
         let appID = UUID(data: batch.appID)
@@ -209,9 +225,7 @@ public final class SenderWorker: Service, Sendable {
             metrics.duplicateBatches.add(1, ordering: .relaxed)
             logger.debug(
                 "a second copy of a batch already accounted or being sent; not sent",
-                metadata: [
-                    "push": "\(pushID)", "sequence": "\(batch.sequence)", "copy": "\(copy)",
-                ])
+                metadata: ["sequence": "\(batch.sequence)", "copy": "\(copy)"])
             return nil
         }
         guard let environment = APNsEnvironment(batch.environment) else {
@@ -223,10 +237,10 @@ public final class SenderWorker: Service, Sendable {
         } catch is CancellationError {
             throw CancellationError()
         } catch let error as MissingCredential {
-            logger.warning("no APNs credential", metadata: ["push": "\(pushID)", "error": "\(error)"])
+            logger.warning("no APNs credential", metadata: ["error": "\(error)"])
             return counted(Self.everyTarget(of: batch, status: .rejected, reason: "MissingCredential"))
         } catch {
-            logger.error("APNs credential unusable", metadata: ["push": "\(pushID)", "error": "\(error)"])
+            logger.error("APNs credential unusable", metadata: ["error": "\(error)"])
             return counted(Self.everyTarget(of: batch, status: .rejected, reason: "InvalidCredential"))
         }
     }
@@ -269,13 +283,15 @@ public final class SenderWorker: Service, Sendable {
 
     /// Publishes until the broker takes it (a broker outage holds the batch, and with it the
     /// partition's offsets, until it is back).
-    private func publish(_ outcome: Herald_V1_OutcomeBatch, pushID: Data) async {
+    private func publish(_ outcome: Herald_V1_OutcomeBatch, pushID: Data, trace: TraceContext?, logger: Logger) async {
         guard let value = try? outcome.encodedRecord() else { return }
         var waits = Backoff.outage.delays()
         while true {
             do {
                 _ = try await producer.send(
-                    KafkaProducerMessage(topic: outcomesTopic, key: Array(pushID), value: value))
+                    KafkaProducerMessage(
+                        topic: outcomesTopic, key: Array(pushID), value: value,
+                        headers: trace.map { [KafkaHeader(continuing: $0)] } ?? []))
                 return
             } catch {
                 let delay = waits.next()

@@ -94,7 +94,7 @@ struct CenterEnvironment: Sendable {
     /// Stores a push (and its "created" event in the outbox, as the Open API does).
     func createPush(
         audience: PushAudience, app: App? = nil, state: PushState = .accepted, scheduledAt: Date? = nil,
-        throttlePerSecond: Int? = nil, finishWithin: Int? = nil, recallOf: UUID? = nil
+        throttlePerSecond: Int? = nil, finishWithin: Int? = nil, recallOf: UUID? = nil, traceparent: String? = nil
     ) async throws -> Push {
         let app = app ?? self.app
         let id = UUID()
@@ -102,8 +102,10 @@ struct CenterEnvironment: Sendable {
             NewPush(
                 id: id, appID: app.id, state: state, audienceJSON: audience.json, notificationJSON: "{}",
                 payload: Array(#"{"aps":{"alert":"center test"}}"#.utf8), scheduledAt: scheduledAt,
-                throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithin, recallOf: recallOf),
-            announcement: try .pushEvent(.created, pushID: id, appID: app.id, topic: pushesTopic))
+                throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithin, recallOf: recallOf,
+                traceparent: traceparent),
+            announcement: try .pushEvent(
+                .created, pushID: id, appID: app.id, topic: pushesTopic, traceparent: traceparent))
         return push
     }
 
@@ -177,7 +179,8 @@ struct RunningCenter: Sendable {
 
 extension CenterEnvironment {
     /// Starts a center with `settings` in a ServiceGroup; `stop()` shuts it down gracefully.
-    func startCenter(_ settings: CenterSettings) throws -> RunningCenter {
+    func startCenter(_ settings: CenterSettings, logger: Logger? = nil) throws -> RunningCenter {
+        let logger = logger ?? self.logger
         let kafka = configuration.kafka
         let producer = try KafkaProducer(
             configuration: kafka.producerConfiguration(clientID: "test-center"), logger: logger)
@@ -226,6 +229,8 @@ extension CenterEnvironment {
 final class JobReader: Sendable {
     final class Collected: Sendable {
         let batches = Mutex<[Herald_V1_JobBatch]>([])
+        /// The trace context of each batch's record header, by batch id.
+        let traces = Mutex<[Data: TraceContext]>([:])
     }
     private let collected = Collected()
     private let task: Task<Void, Never>
@@ -248,6 +253,7 @@ final class JobReader: Sendable {
                     for message in messages {
                         guard let batch = try? Herald_V1_JobBatch.decodeRecord(message.value) else { continue }
                         collected.batches.withLock { $0.append(batch) }
+                        if let trace = message.trace { collected.traces.withLock { $0[batch.batchID] = trace } }
                         guard let answer else { continue }
                         var outcome = Herald_V1_OutcomeBatch()
                         outcome.schemaVersion = 1
@@ -272,8 +278,11 @@ final class JobReader: Sendable {
                             }
                         }
                         if let value = try? outcome.encodedRecord() {
+                            // As herald-sender does: the batch's trace goes on, from a span of its own.
                             outcomes.append(
-                                KafkaProducerMessage(topic: outcomesTopic, key: Array(batch.pushID), value: value))
+                                KafkaProducerMessage(
+                                    topic: outcomesTopic, key: Array(batch.pushID), value: value,
+                                    headers: message.trace.map { [KafkaHeader(continuing: $0)] } ?? []))
                         }
                     }
                     if !outcomes.isEmpty { _ = try? await producer.send(outcomes) }
@@ -283,6 +292,9 @@ final class JobReader: Sendable {
             await producer.shutdown()
         }
     }
+
+    /// The trace context each batch read so far carried, by batch id.
+    var traces: [Data: TraceContext] { collected.traces.withLock { $0 } }
 
     /// The batches read so far, of `push` only if given.
     func read(push: Push? = nil) -> [Herald_V1_JobBatch] {

@@ -1,7 +1,10 @@
 import Foundation
+import HeraldCore
 import HeraldRecords
 import HeraldStore
+import Logging
 import StoreTestSupport
+import Synchronization
 import Testing
 
 @testable import HeraldCenter
@@ -45,6 +48,46 @@ struct FanoutTests {
             let next = try await env.createPush(audience: .everyone)
             #expect(try await env.eventually { try await env.state(of: next) == .completed })
             #expect(try await env.pushes.counters(pushID: next.id)?.targeted == 249 - rejected)
+            await center.stop()
+            await sender.stop()
+        }
+    }
+
+    @Test("a push's trace goes on every job record, from the center's own span, and into the center's log lines")
+    func traceContextGoesOn() async throws {
+        try await withCenterEnvironment { env in
+            _ = try await env.register(60) { _ in ([], nil) }
+            let sender = try env.startFakeSender()
+            let captured = Mutex<[String]>([])
+            let logger = Logger(label: "test.center.trace") { _ in
+                var handler = JSONLogHandler(label: "test.center.trace") { line in captured.withLock { $0.append(line) }
+                }
+                handler.logLevel = .info
+                return handler
+            }
+            let center = try env.startCenter(env.settings(name: "center-trace", batchSize: 20), logger: logger)
+            let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+            let push = try await env.createPush(audience: .everyone, traceparent: traceparent)
+            #expect(try await env.eventually { try await env.state(of: push) == .completed })
+            let batches = sender.read(push: push)
+            #expect(batches.count == 3)
+            let traces = sender.traces
+            for batch in batches {
+                #expect(traces[batch.batchID]?.traceID == "0af7651916cd43dd8448eb211c80319c")
+                #expect(traces[batch.batchID]?.parentID != "b7ad6b7169203331")
+            }
+            // The accountant reads the outcome records after the fake sender: wait for its line.
+            #expect(
+                await env.eventually {
+                    captured.withLock { $0 }.contains {
+                        $0.contains("push completed") && $0.contains(push.id.uuidString)
+                    }
+                })
+            let lines = captured.withLock { $0 }.filter { $0.contains(push.id.uuidString) }
+            for message in ["fan-out started", "fan-out finished", "push completed"] {
+                let line = lines.first { $0.contains("\"message\":\"\(message)\"") }
+                #expect(line?.contains("0af7651916cd43dd8448eb211c80319c") == true, "\(message): \(line ?? "no line")")
+            }
             await center.stop()
             await sender.stop()
         }

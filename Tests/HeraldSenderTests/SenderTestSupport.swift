@@ -9,6 +9,7 @@ import HeraldSender
 import HeraldStore
 import Logging
 import PostgresNIO
+import Synchronization
 import Testing
 
 @testable import HeraldKafka
@@ -48,9 +49,9 @@ struct WorkerEnvironment: Sendable {
     /// Produces `batches` job batches of `targets` targets each (device numbers from 1) for one
     /// push, stored first as herald-api would (`storePush: false` for a push the test stored
     /// itself, or one that must not exist); returns the batch ids.
-    func produceJobs(batches: Int, targets: Int, pushID: UUID = UUID(), storePush: Bool = true) async throws
-        -> Set<Data>
-    {
+    func produceJobs(
+        batches: Int, targets: Int, pushID: UUID = UUID(), storePush: Bool = true, trace: TraceContext? = nil
+    ) async throws -> Set<Data> {
         if storePush { try await store(pushID: pushID) }
         let pushIDBytes = pushID.recordBytes
         let appIDBytes = appID.recordBytes
@@ -70,7 +71,9 @@ struct WorkerEnvironment: Sendable {
             configuration: configuration.kafka.producerConfiguration(clientID: "test-jobs"), logger: logger)
         try await producer.send(
             try records.map {
-                KafkaProducerMessage(topic: jobsTopic, key: Array($0.batchID), value: try $0.encodedRecord())
+                KafkaProducerMessage(
+                    topic: jobsTopic, key: Array($0.batchID), value: try $0.encodedRecord(),
+                    headers: trace.map { [KafkaHeader(traceparent: $0.traceparent)] } ?? [])
             })
         await producer.shutdown()
         return Set(records.map(\.batchID))
@@ -107,18 +110,25 @@ struct WorkerEnvironment: Sendable {
     func collectOutcomes(_ batchIDs: Set<Data>, timeout: Duration = .seconds(120)) async throws -> [Data:
         Herald_V1_OutcomeBatch]
     {
+        try await collectOutcomeRecords(batchIDs, timeout: timeout).mapValues(\.outcome)
+    }
+
+    /// ``collectOutcomes(_:timeout:)``, each outcome with the trace context of its record's header.
+    func collectOutcomeRecords(_ batchIDs: Set<Data>, timeout: Duration = .seconds(120)) async throws -> [Data: (
+        outcome: Herald_V1_OutcomeBatch, trace: TraceContext?
+    )] {
         let consumer = try KafkaConsumer(
             configuration: configuration.kafka.consumerConfiguration(
                 groupID: "\(group)-reader-\(UUID().uuidString.prefix(4))", topics: [outcomesTopic],
                 clientID: "test-outcomes"),
             logger: logger)
-        var byBatch: [Data: Herald_V1_OutcomeBatch] = [:]
+        var byBatch: [Data: (outcome: Herald_V1_OutcomeBatch, trace: TraceContext?)] = [:]
         let deadline = ContinuousClock.now + timeout
         while !batchIDs.isSubset(of: Set(byBatch.keys)), ContinuousClock.now < deadline {
             guard let (messages, _) = try await consumer.nextBatch() else { break }
             for message in messages {
                 let outcome = try Herald_V1_OutcomeBatch.decodeRecord(message.value)
-                byBatch[outcome.batchID] = outcome
+                byBatch[outcome.batchID] = (outcome, message.trace)
             }
         }
         try await consumer.close()
@@ -181,4 +191,31 @@ func withWorkerEnvironment(
         throw error
     }
     await simulator.shutdown()
+}
+
+/// Log lines kept in memory (message and metadata, metadata sorted), for tests that read what a
+/// component logged.
+final class CapturedLog: Sendable {
+    let lines = Mutex<[String]>([])
+
+    var logger: Logger {
+        Logger(label: "test.captured") { _ in Handler(log: self) }
+    }
+
+    struct Handler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let all = metadata.merging(event.metadata ?? [:]) { $1 }
+            let fields = all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            log.lines.withLock { $0.append("\(event.level) \(event.message) \(fields)") }
+        }
+    }
 }

@@ -19,6 +19,43 @@ import Testing
 /// on the broker. `make test` starts PostgreSQL and the broker.
 @Suite("herald-sender worker through Kafka, PostgreSQL and apns-sim", .serialized)
 struct SenderWorkerTests {
+    @Test("a job record's traceparent reaches the worker's log lines and goes on, same trace, on its outcome record")
+    func traceContextGoesThrough() async throws {
+        try await withWorkerEnvironment(deliverable: 200) { environment in
+            let trace = try #require(
+                TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+            let batchIDs = try await environment.produceJobs(batches: 2, targets: 100, trace: trace)
+            let captured = CapturedLog()
+            let (_, services) = try makeWorker(environment, logger: captured.logger)
+            let outcomes = try await withThrowingTaskGroup(
+                of: [Data: (outcome: Herald_V1_OutcomeBatch, trace: TraceContext?)]?.self
+            ) {
+                tasks in
+                tasks.addTask {
+                    try await services.run()
+                    return nil
+                }
+                tasks.addTask {
+                    let outcomes = try await environment.collectOutcomeRecords(batchIDs)
+                    await services.triggerGracefulShutdown()
+                    return outcomes
+                }
+                var collected: [Data: (outcome: Herald_V1_OutcomeBatch, trace: TraceContext?)] = [:]
+                for try await result in tasks { if let result { collected = result } }
+                return collected
+            }
+            #expect(Set(outcomes.keys) == batchIDs)
+            for (_, record) in outcomes {
+                #expect(record.trace?.traceID == trace.traceID)
+                #expect(record.trace?.parentID != trace.parentID, "the sender passes it on from a span of its own")
+                #expect(record.trace?.flags == "01")
+            }
+            let sent = captured.lines.withLock { $0 }.filter { $0.contains("batch sent") }
+            #expect(sent.count == 2)
+            #expect(sent.allSatisfy { $0.contains("trace=\(trace.traceID)") }, "\(sent)")
+        }
+    }
+
     @Test(
         "2,000 targets in 20 batches: one outcome per target, apns-sim got exactly the deliverable ones, offsets stored; a canceled push's jobs are dropped as canceled; second copies of batches already accounted are not sent"
     )
@@ -279,8 +316,9 @@ private func craftedJobRecords(_ environment: WorkerEnvironment) async throws ->
 
 /// A sender worker on the environment's topics, with its credential store, consumer and producer,
 /// in a service group to run.
-private func makeWorker(_ environment: WorkerEnvironment) throws -> (SenderWorker, ServiceGroup) {
-    let logger = environment.logger
+private func makeWorker(_ environment: WorkerEnvironment, logger: Logger? = nil) throws -> (SenderWorker, ServiceGroup)
+{
+    let logger = logger ?? environment.logger
     let configuration = environment.configuration
     var endpoints = SenderEndpoints()
     endpoints.sandbox = APNsEndpoint(

@@ -23,9 +23,10 @@ extension APIHandler {
             payload: composed.payload, pushType: composed.pushType.rawValue, priority: composed.priority.rawValue,
             expiresAt: composed.expiresAt, collapseID: collapseID, idempotencyKey: input.headers.idempotencyKey,
             scheduledAt: composed.scheduledAt, throttlePerSecond: composed.throttlePerSecond,
-            finishWithinSeconds: composed.finishWithinSeconds)
+            finishWithinSeconds: composed.finishWithinSeconds, traceparent: RequestIdentity.trace?.child().traceparent)
         let (push, created) = try await pushWriter.create(
-            definition, announcement: try announcement(.created, pushID: id, appID: appID))
+            definition,
+            announcement: try announcement(.created, pushID: id, appID: appID, traceparent: definition.traceparent))
         if !created {
             guard
                 try await pushes.matches(
@@ -45,6 +46,7 @@ extension APIHandler {
                 metadata: [
                     "push": "\(push.id.lowercased)", "app": "\(appID.lowercased)", "key": "\(keyID)",
                     "request": "\(RequestIdentity.requestID ?? "-")",
+                    "trace": "\(RequestIdentity.trace?.traceID ?? "-")",
                 ])
         }
         return .accepted(.init(headers: .init(idempotentReplayed: created ? nil : "true"), body: .json(.init(push))))
@@ -145,9 +147,11 @@ extension APIHandler {
             id: recallID, appID: appID, state: .accepted, audienceJSON: PushAudience.everyone.json,
             notificationJSON: #"{"recall_of":"\#(id.lowercased)"}"#, payload: try payload.validated(for: .background),
             pushType: APNsPushType.background.rawValue, priority: APNsPriority.conserve.rawValue,
-            collapseID: original.definition.collapseID, recallOf: id)
+            collapseID: original.definition.collapseID, recallOf: id,
+            traceparent: RequestIdentity.trace?.child().traceparent)
         let (push, _) = try await pushes.createRecall(
-            recall, announcement: try announcement(.created, pushID: recallID, appID: appID))
+            recall,
+            announcement: try announcement(.created, pushID: recallID, appID: appID, traceparent: recall.traceparent))
         logger.info("push recalled", metadata: ["push": "\(id)", "recall": "\(push.id)"])
         return .accepted(.init(body: .json(.init(push))))
     }
@@ -237,10 +241,12 @@ extension APIHandler {
         return inherited
     }
 
-    private func announcement(_ kind: Herald_V1_PushEvent.Kind, pushID: UUID, appID: UUID) throws
-        -> PushRepository.OutboxDraft
-    {
-        try PushRepository.OutboxDraft.pushEvent(kind, pushID: pushID, appID: appID, topic: settings.pushesTopic)
+    private func announcement(
+        _ kind: Herald_V1_PushEvent.Kind, pushID: UUID, appID: UUID,
+        traceparent: String? = RequestIdentity.trace?.child().traceparent
+    ) throws -> PushRepository.OutboxDraft {
+        try PushRepository.OutboxDraft.pushEvent(
+            kind, pushID: pushID, appID: appID, topic: settings.pushesTopic, traceparent: traceparent)
     }
 }
 

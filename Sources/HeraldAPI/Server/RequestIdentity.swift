@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldCore
 import Hummingbird
 
 /// Who asked, for the logs: each request's id (the caller's `X-Request-Id` when it is a sensible
@@ -7,6 +8,9 @@ import Hummingbird
 enum RequestIdentity {
     /// The request id of the request this task serves.
     @TaskLocal static var requestID: String?
+    /// The W3C trace context of the request: the caller's `traceparent` when it is well formed,
+    /// else a new trace. A push created by the request is stored with it.
+    @TaskLocal static var trace: TraceContext?
 
     /// The caller's id if it is 1 to 128 letters, digits, `-`, `_`, `.` or `:` (anything else could
     /// forge log fields); nil otherwise.
@@ -27,16 +31,20 @@ enum RequestIdentity {
 
 extension HTTPField.Name {
     static let requestID = HTTPField.Name("X-Request-Id")!
+    static let traceparent = HTTPField.Name(TraceContext.headerName)!
 }
 
 /// The outermost middleware: gives the request its id (``RequestIdentity``) and puts it on the
-/// answer, whatever answers (the authentication gate's refusals included).
+/// answer, whatever answers (the authentication gate's refusals included), and its trace context.
 struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
         let id = RequestIdentity.acceptable(request.headers[.requestID]) ?? UUID().uuidString.lowercased()
-        var response = try await RequestIdentity.$requestID.withValue(id) { try await next(request, context) }
+        let trace = request.headers[.traceparent].flatMap { TraceContext(traceparent: $0) } ?? .start()
+        var response = try await RequestIdentity.$requestID.withValue(id) {
+            try await RequestIdentity.$trace.withValue(trace) { try await next(request, context) }
+        }
         response.headers[.requestID] = id
         return response
     }

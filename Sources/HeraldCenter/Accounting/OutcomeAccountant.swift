@@ -36,9 +36,12 @@ public final class OutcomeAccountant: Service, Sendable {
             guard !messages.isEmpty else { continue }
             var outcomes: [BatchOutcome] = []
             outcomes.reserveCapacity(messages.count)
+            var traces: [UUID: String] = [:]
             for message in messages {
                 do {
-                    outcomes.append(try Self.outcome(try Herald_V1_OutcomeBatch.decodeRecord(message.value)))
+                    let outcome = try Self.outcome(try Herald_V1_OutcomeBatch.decodeRecord(message.value))
+                    if let trace = message.trace { traces[outcome.pushID] = trace.traceID }
+                    outcomes.append(outcome)
                 } catch {
                     // Stored past only once the dead letter is acknowledged (else the pull comes again).
                     try await deadLetters.deadLetterUntilAcknowledged(
@@ -51,7 +54,9 @@ public final class OutcomeAccountant: Service, Sendable {
             metrics.notificationsCounted.add(applied.notificationsCounted, ordering: .relaxed)
             metrics.tokensInvalidated.add(applied.tokensInvalidated, ordering: .relaxed)
             metrics.pushesCompleted.add(applied.pushesCompleted.count, ordering: .relaxed)
-            for push in applied.pushesCompleted { logger.info("push completed", metadata: ["push": "\(push)"]) }
+            for push in applied.pushesCompleted {
+                logger.info("push completed", metadata: ["push": "\(push)", "trace": "\(traces[push] ?? "-")"])
+            }
             for message in messages {
                 // A partition reassigned meanwhile: its new owner reads these again and counts
                 // nothing twice.

@@ -1,5 +1,7 @@
 import Foundation
+import HeraldCore
 import HeraldKafka
+import HeraldMessaging
 import HeraldRecords
 import HeraldStore
 
@@ -11,6 +13,8 @@ struct FanoutContext: Sendable {
     let cutter: BatchCutter
     let factory: JobBatchFactory
     let jobsTopic: String
+    /// The push's trace (stored with it by herald-api); every job record carries it on.
+    let trace: TraceContext?
 
     /// - Throws: ``UnreadableAudience`` when the stored audience is not one.
     init(push: Push, batchSize: Int, jobsTopic: String) throws {
@@ -26,6 +30,7 @@ struct FanoutContext: Sendable {
         cutter = BatchCutter(pushID: push.id, batchSize: batchSize)
         factory = JobBatchFactory(push: push)
         self.jobsTopic = jobsTopic
+        trace = push.definition.traceparent.flatMap { TraceContext(traceparent: $0) }
     }
 
     /// The selection that rebuilds `batch`: its environment, topic and device range.
@@ -51,7 +56,9 @@ struct FanoutContext: Sendable {
     /// The Kafka record of `cut`, keyed by its batch id so batches spread over the partitions.
     func message(_ cut: BatchCutter.Cut) throws -> KafkaProducerMessage {
         let record = try factory.record(cut)
-        return KafkaProducerMessage(topic: jobsTopic, key: Array(record.key), value: record.value)
+        return KafkaProducerMessage(
+            topic: jobsTopic, key: Array(record.key), value: record.value,
+            headers: trace.map { [KafkaHeader(continuing: $0)] } ?? [])
     }
 
     /// The outcome of a batch that will never be sent: every target canceled.

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldKafka
 import HeraldStore
 import HeraldTiming
@@ -27,6 +28,9 @@ struct FanoutRunner: Sendable {
     func run(_ push: Push) async throws {
         var logger = logger
         logger[metadataKey: "push"] = "\(push.id)"
+        if let trace = push.definition.traceparent.flatMap({ TraceContext(traceparent: $0) }) {
+            logger[metadataKey: "trace"] = "\(trace.traceID)"
+        }
         let context: FanoutContext
         do {
             context = try FanoutContext(push: push, batchSize: batchSize, jobsTopic: jobsTopic)

@@ -171,14 +171,18 @@ public struct NewPush: Sendable {
     public var throttlePerSecond: Int?
     public var finishWithinSeconds: Int?
     public var recallOf: UUID?
+    /// The W3C `traceparent` the push was accepted under; its trace id is in every log line of
+    /// the push, in every process.
+    public var traceparent: String?
 
     public init(
         id: UUID, appID: UUID, state: PushState = .accepted, audienceJSON: String, notificationJSON: String,
         optionsJSON: String = "{}", payload: [UInt8], pushType: String = "alert", priority: Int = 10,
         expiresAt: Date? = nil, collapseID: String? = nil, idempotencyKey: String? = nil,
         scheduledAt: Date? = nil, throttlePerSecond: Int? = nil, finishWithinSeconds: Int? = nil,
-        recallOf: UUID? = nil
+        recallOf: UUID? = nil, traceparent: String? = nil
     ) {
+        self.traceparent = traceparent
         self.id = id
         self.appID = appID
         self.state = state
@@ -265,4 +269,6 @@ public struct OutboxRecord: Sendable, Equatable {
     public var topic: String
     public var key: [UInt8]?
     public var value: [UInt8]
+    /// Published as the record's `traceparent` header.
+    public var traceparent: String?
 }

@@ -19,8 +19,8 @@ public struct OutboxRepository: Sendable {
     {
         try await connection.query(
             """
-            INSERT INTO outbox (topic, record_key, record_value)
-            VALUES (\(record.topic), \(record.key?.bytea), \(record.value.bytea))
+            INSERT INTO outbox (topic, record_key, record_value, traceparent)
+            VALUES (\(record.topic), \(record.key?.bytea), \(record.value.bytea), \(record.traceparent))
             """, logger: logger)
     }
 
@@ -42,12 +42,15 @@ public struct OutboxRepository: Sendable {
         try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query(
                 """
-                SELECT id, topic, record_key, record_value FROM outbox
+                SELECT id, topic, record_key, record_value, traceparent FROM outbox
                 WHERE published_at IS NULL ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 """, logger: logger)
             var records: [OutboxRecord] = []
-            for try await (id, topic, key, value) in rows.decode((Int64, String, ByteBuffer?, ByteBuffer).self) {
-                records.append(OutboxRecord(id: id, topic: topic, key: key?.bytes, value: value.bytes))
+            for try await (id, topic, key, value, traceparent) in rows.decode(
+                (Int64, String, ByteBuffer?, ByteBuffer, String?).self)
+            {
+                records.append(
+                    OutboxRecord(id: id, topic: topic, key: key?.bytes, value: value.bytes, traceparent: traceparent))
             }
             guard !records.isEmpty else { return 0 }
             try await publish(records)

@@ -20,21 +20,25 @@ public struct PushRepository: Sendable {
         public var topic: String
         public var key: [UInt8]?
         public var value: [UInt8]
+        /// Published as the record's `traceparent` header.
+        public var traceparent: String?
 
-        public init(topic: String, key: [UInt8]?, value: [UInt8]) {
+        public init(topic: String, key: [UInt8]?, value: [UInt8], traceparent: String? = nil) {
             self.topic = topic
             self.key = key
             self.value = value
+            self.traceparent = traceparent
         }
 
         /// The announcement of a push event (created, canceled, ...) on the pushes topic, keyed by
         /// the push id so one push's events stay in order.
-        public static func pushEvent(_ kind: Herald_V1_PushEvent.Kind, pushID: UUID, appID: UUID, topic: String) throws
-            -> OutboxDraft
-        {
+        public static func pushEvent(
+            _ kind: Herald_V1_PushEvent.Kind, pushID: UUID, appID: UUID, topic: String, traceparent: String? = nil
+        ) throws -> OutboxDraft {
             OutboxDraft(
                 topic: topic, key: Array(pushID.recordBytes),
-                value: try Herald_V1_PushEvent(kind: kind, pushID: pushID, appID: appID).encodedRecord())
+                value: try Herald_V1_PushEvent(kind: kind, pushID: pushID, appID: appID).encodedRecord(),
+                traceparent: traceparent)
         }
     }
 
@@ -229,7 +233,7 @@ public struct PushRepository: Sendable {
     static let pushColumns = """
         id, app_id, state, audience::text, notification::text, options::text, payload, push_type, priority, \
         expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second, finish_within_s, recall_of, \
-        fanout_cursor, batches_emitted, created_at, completed_at, canceled_at
+        fanout_cursor, batches_emitted, created_at, completed_at, canceled_at, traceparent
         """
 
     static func pushes(from rows: PostgresRowSequence) async throws -> [Push] {
@@ -243,18 +247,18 @@ public struct PushRepository: Sendable {
         let (
             id, appID, state, audience, notification, options, payload, pushType, priority, expiresAt,
             collapseID, idempotencyKey, scheduledAt, throttle, finishWithin, recallOf, cursor, batches,
-            createdAt, completedAt, canceledAt
+            createdAt, completedAt, canceledAt, traceparent
         ) = try row.decode(
             (
                 UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?, String,
-                String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?
+                String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?, String?
             ).self)
         let definition = NewPush(
             id: id, appID: appID, state: PushState(rawValue: state) ?? .accepted, audienceJSON: audience,
             notificationJSON: notification, optionsJSON: options, payload: payload.bytes, pushType: pushType,
             priority: Int(priority), expiresAt: expiresAt, collapseID: collapseID, idempotencyKey: idempotencyKey,
             scheduledAt: scheduledAt, throttlePerSecond: throttle.map(Int.init),
-            finishWithinSeconds: finishWithin.map(Int.init), recallOf: recallOf)
+            finishWithinSeconds: finishWithin.map(Int.init), recallOf: recallOf, traceparent: traceparent)
         return Push(
             definition: definition, fanoutCursor: cursor, batchesEmitted: Int(batches),
             createdAt: createdAt, completedAt: completedAt, canceledAt: canceledAt)
@@ -269,14 +273,14 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
         WITH inserted AS (
             INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
                                 expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
-                                finish_within_s, recall_of)
-            VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+                                finish_within_s, recall_of, traceparent)
+            VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $20)
             ON CONFLICT (app_id, idempotency_key) DO NOTHING
             RETURNING id, created_at
         ), counters AS (
             INSERT INTO push_counters (push_id) SELECT id FROM inserted
         ), announced AS (
-            INSERT INTO outbox (topic, record_key, record_value) SELECT $17, $18, $19 FROM inserted
+            INSERT INTO outbox (topic, record_key, record_value, traceparent) SELECT $17, $18, $19, $20 FROM inserted
         )
         SELECT created_at FROM inserted
         """
@@ -285,7 +289,7 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
     let record: PushRepository.OutboxDraft
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 19)
+        var bindings = PostgresBindings(capacity: 20)
         bindings.append(push.id)
         bindings.append(push.appID)
         bindings.append(push.state.rawValue)
@@ -305,6 +309,7 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
         bindings.append(record.topic)
         bindings.append(record.key.map { ByteBuffer(bytes: $0) })
         bindings.append(ByteBuffer(bytes: record.value))
+        bindings.append(push.traceparent)
         return bindings
     }
 
@@ -323,26 +328,28 @@ struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
         WITH rows AS (
             SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[],
                                  $8::text[], $9::int2[], $10::timestamptz[], $11::text[], $12::text[], $13::timestamptz[],
-                                 $14::int4[], $15::int4[], $16::text[], $17::text[], $18::bytea[], $19::bytea[])
+                                 $14::int4[], $15::int4[], $16::text[], $17::text[], $18::bytea[], $19::bytea[],
+                                 $20::text[])
                 AS r(id, app_id, state, audience, notification, options, payload, push_type, priority, expires_at,
                      collapse_id, idempotency_key, scheduled_at, throttle_per_second, finish_within_s, recall_of,
-                     topic, record_key, record_value)
+                     topic, record_key, record_value, traceparent)
         ), inserted AS (
             INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
                                 expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
-                                finish_within_s, recall_of)
+                                finish_within_s, recall_of, traceparent)
             SELECT id, app_id, state, audience::jsonb, notification::jsonb, options::jsonb, payload, push_type, priority,
                    NULLIF(expires_at, 'epoch'), NULLIF(collapse_id, ''), NULLIF(idempotency_key, ''),
                    NULLIF(scheduled_at, 'epoch'), NULLIF(throttle_per_second, 0), NULLIF(finish_within_s, 0),
-                   NULLIF(recall_of, '')::uuid
+                   NULLIF(recall_of, '')::uuid, NULLIF(traceparent, '')
             FROM rows
             ON CONFLICT (app_id, idempotency_key) DO NOTHING
             RETURNING id, created_at
         ), counters AS (
             INSERT INTO push_counters (push_id) SELECT id FROM inserted
         ), announced AS (
-            INSERT INTO outbox (topic, record_key, record_value)
-            SELECT r.topic, NULLIF(r.record_key, ''::bytea), r.record_value FROM rows r JOIN inserted i ON i.id = r.id
+            INSERT INTO outbox (topic, record_key, record_value, traceparent)
+            SELECT r.topic, NULLIF(r.record_key, ''::bytea), r.record_value, NULLIF(r.traceparent, '')
+            FROM rows r JOIN inserted i ON i.id = r.id
         )
         SELECT id, created_at FROM inserted
         """
@@ -353,7 +360,7 @@ struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
         let pushes = entries.map(\.push)
         let records = entries.map(\.announcement)
         let never = Date(timeIntervalSince1970: 0)
-        var bindings = PostgresBindings(capacity: 19)
+        var bindings = PostgresBindings(capacity: 20)
         bindings.append(pushes.map(\.id))
         bindings.append(pushes.map(\.appID))
         bindings.append(pushes.map(\.state.rawValue))
@@ -373,6 +380,7 @@ struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
         bindings.append(records.map(\.topic))
         bindings.append(records.map { ByteBuffer(bytes: $0.key ?? []) })
         bindings.append(records.map { ByteBuffer(bytes: $0.value) })
+        bindings.append(pushes.map { $0.traceparent ?? "" })
         return bindings
     }
 
