@@ -7,6 +7,7 @@
 #
 #   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast sender-kill center-kill
 #                                                   #        postgres-outage broker-restart apns-outage
+#                                                   #        secrets (last: reads every log of the run)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +17,7 @@ herald=$bin/herald
 export HERALD_DEV_DIR=$(pwd)/.local/e2e
 devices=${E2E_DEVICES:-100000}
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage)
+[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage secrets)
 
 # The stack's settings for these tests: a notification is tried up to 20 times with back-off
 # capped at 5 s (a 30 s APNs outage outlasts the default 8 attempts' back-off). `herald dev up`
@@ -95,7 +96,7 @@ stack = json.load(open(sys.argv[1]))
 keep = ("herald_sender_batches_in_flight", "herald_sender_batches_total", "herald_sender_apns_in_flight",
         "herald_sender_consumer_lag", "herald_sender_notifications_total{outcome=\"accepted\"",
         "herald_center_outcome_batches", "herald_center_batches_produced_total", "herald_center_fanouts_running",
-        "herald_center_pushes{")
+        "herald_pushes{", "herald_outbox_backlog_records", "herald_kafka_consumer_lag{")
 for name, url in sorted(stack.get("metricsURLs", {}).items()):
     try:
         text = urllib.request.urlopen(url, timeout=3).read().decode()
@@ -236,6 +237,49 @@ test_apns-outage() {
   local targeted accepted
   read -r targeted accepted <<< "$(field "$push" targeted accepted)"
   if [ "$targeted" = "$accepted" ]; then log "✔ all $accepted accepted after the outage"; else fail "$accepted of $targeted accepted after the outage"; fi
+}
+
+# After the run: no secret of the stack (admin token, master key, database password, the app's
+# keys from the CLI's configuration, the APNs signing key) in any process's log, on any
+# operations port, or in an error body that answers a request made with it.
+test_secrets() {
+  local report
+  report=$(python3 - "$HERALD_DEV_DIR" "$HERALD_API_URL" <<'PY'
+import glob, json, os, sys, urllib.request, urllib.error
+directory, api = sys.argv[1], sys.argv[2]
+stack = json.load(open(os.path.join(directory, "stack.json")))
+secrets = {"admin token": stack["adminToken"], "master key": stack["masterKey"],
+           "database password": stack["postgres"]["password"]}
+key = open(stack["signingKey"]["privateKeyFile"]).read()
+body = "".join(line for line in key.splitlines() if "-----" not in line)
+secrets["APNs signing key"] = body[:40]
+try:
+    cli = json.load(open(os.path.join(directory, "cli.json")))
+    def walk(value, path):
+        if isinstance(value, dict):
+            for name, inner in value.items(): walk(inner, path + [name])
+        elif isinstance(value, str) and any(word in path[-1].lower() for word in ("key", "token", "secret")) and len(value) >= 20:
+            secrets["cli " + ".".join(path)] = value
+    walk(cli, [])
+except FileNotFoundError:
+    pass
+texts = {}
+for file in glob.glob(os.path.join(directory, "logs", "*.log")):
+    texts[os.path.basename(file)] = open(file, errors="replace").read()
+for name, url in stack.get("metricsURLs", {}).items():
+    base = url.rsplit("/", 1)[0]
+    for path in ("/metrics", "/healthz", "/readyz"):
+        try: texts[f"{name}{path}"] = urllib.request.urlopen(base + path, timeout=5).read().decode()
+        except urllib.error.HTTPError as error: texts[f"{name}{path}"] = error.read().decode()
+for label, secret in secrets.items():
+    request = urllib.request.Request(api + "/v1/pushes", headers={"Authorization": "Bearer " + secret + "x"})
+    try: urllib.request.urlopen(request, timeout=5)
+    except urllib.error.HTTPError as error: texts[f"error body for a wrong {label}"] = error.read().decode()
+leaks = [f"{label} in {where}" for label, secret in secrets.items() for where, text in texts.items() if secret in text]
+print(f"{len(secrets)} secrets, {len(texts)} logs and answers: " + ("; ".join(leaks) if leaks else "no secret found"))
+sys.exit(1 if leaks else 0)
+PY
+  ) && log "✔ $report" || fail "secrets leaked: $report"
 }
 
 for current in "${tests[@]}"; do
