@@ -101,7 +101,7 @@ let package = Package(
         .target(
             name: "HeraldMessaging",
             dependencies: [
-                "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldTiming",
+                "HeraldCore", "HeraldKafka", "HeraldMetrics", "HeraldRecords", "HeraldTiming",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -387,7 +387,7 @@ let package = Package(
         .testTarget(
             name: "HeraldCoreTests",
             dependencies: ["HeraldCore", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "HeraldMetricsTests", dependencies: ["HeraldMetrics"]),
+        .testTarget(name: "HeraldMetricsTests", dependencies: ["HeraldMetrics", "HeraldCore"]),
         .testTarget(name: "HeraldRecordsTests", dependencies: ["HeraldRecords"]),
         // Plays herald-center's accounting through the store's production paths, for tests of
         // other modules (a test-support library, not a test target).

@@ -15,6 +15,7 @@ packages=(
   wrk                 # HTTP load generator for the Open API benchmark
   curl                # an HTTP/2 client that is not Herald's, for apns-sim's tests
   python3-venv        # a virtualenv for the Python HTTP/2 clients in apns-sim's tests
+  prometheus          # promtool: the end-to-end run lints every process's /metrics with it
   openssl             # makes the local PostgreSQL cluster's TLS certificates (scripts/postgres.sh)
   pkg-config
 )

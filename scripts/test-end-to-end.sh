@@ -7,7 +7,7 @@
 #
 #   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast sender-kill center-kill
 #                                                   #        postgres-outage broker-restart apns-outage
-#                                                   #        secrets (last: reads every log of the run)
+#                                                   #        metrics secrets (last: read every log of the run)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +17,7 @@ herald=$bin/herald
 export HERALD_DEV_DIR=$(pwd)/.local/e2e
 devices=${E2E_DEVICES:-100000}
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage secrets)
+[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage metrics secrets)
 
 # The stack's settings for these tests: a notification is tried up to 20 times with back-off
 # capped at 5 s (a 30 s APNs outage outlasts the default 8 attempts' back-off). `herald dev up`
@@ -237,6 +237,23 @@ test_apns-outage() {
   local targeted accepted
   read -r targeted accepted <<< "$(field "$push" targeted accepted)"
   if [ "$targeted" = "$accepted" ]; then log "✔ all $accepted accepted after the outage"; else fail "$accepted of $targeted accepted after the outage"; fi
+}
+
+# Every process's /metrics passes promtool's lint (names, units, types, help), and the whole
+# system's gauges come from exactly one center.
+test_metrics() {
+  local name url text reporters=0
+  for name in $(python3 -c "import json,sys; print(' '.join(json.load(open(sys.argv[1]))['metricsURLs']))" "$HERALD_DEV_DIR/stack.json"); do
+    url=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['metricsURLs'][sys.argv[2]])" "$HERALD_DEV_DIR/stack.json" "$name")
+    text=$(curl -sf --max-time 5 "$url") || { fail "$name: no /metrics"; continue; }
+    if problems=$(echo "$text" | promtool check metrics 2>&1); then
+      log "✔ $name /metrics: $(echo "$text" | grep -vc '^#') samples, promtool finds nothing to say"
+    else
+      fail "$name /metrics: promtool: $problems"
+    fi
+    echo "$text" | grep -q '^herald_center_system_reporter 1$' && reporters=$((reporters + 1))
+  done
+  if [ "$reporters" = 1 ]; then log "✔ one center reports the whole system's gauges"; else fail "$reporters centers report the whole system's gauges"; fi
 }
 
 # After the run: no secret of the stack (admin token, master key, database password, the app's

@@ -1,4 +1,5 @@
 import HeraldMetrics
+import HeraldStore
 import Synchronization
 
 /// herald-center's counters for `/metrics` (Prometheus text).
@@ -17,8 +18,9 @@ public final class CenterMetrics: Sendable {
     let tokensPurged = Atomic<Int>(0)
     let pushesCompleted = Atomic<Int>(0)
     let outboxPublished = Atomic<Int>(0)
-    /// Pushes per state, refreshed by the sweeper.
-    let pushesByState = Mutex<[String: Int64]>([:])
+    /// The whole system's gauges, refreshed by the sweeper while this center holds the reporter
+    /// lease; nil while another center reports them (or the database did not answer).
+    let systemGauges = Mutex<SystemGauges?>(nil)
 
     public init() {}
 
@@ -59,9 +61,29 @@ public final class CenterMetrics: Sendable {
         text.single(
             "herald_center_fanouts_running", .gauge, help: "Fan-outs running in this center.",
             value: fanoutsRunning.load(ordering: .relaxed))
-        text.family("herald_center_pushes", .gauge, help: "Pushes by state (all centers), as of the last sweep.")
-        for (state, count) in pushesByState.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
-            text.sample("herald_center_pushes", ["state": state], value: count)
+        let system = systemGauges.withLock { $0 }
+        text.single(
+            "herald_center_system_reporter", .gauge,
+            help:
+                "Whether this center is the one reporting the whole system's gauges (herald_pushes, herald_outbox_*).",
+            value: system == nil ? 0 : 1)
+        if let system {
+            text.family(
+                "herald_pushes", .gauge, help: "Unfinished pushes by state, whole system (reported by one center).")
+            for (state, count) in system.pushesByState.sorted(by: { $0.key < $1.key }) {
+                text.sample("herald_pushes", ["state": state], value: count)
+            }
+            text.single(
+                "herald_pushes_oldest_unfinished_age_seconds", .gauge,
+                help: "Age of the oldest push accepted but not completed, whole system; 0 without one.",
+                value: system.oldestUnfinishedPushAge)
+            text.single(
+                "herald_outbox_backlog_records", .gauge, help: "Outbox records not yet published to Kafka.",
+                value: system.outboxBacklog)
+            text.single(
+                "herald_outbox_oldest_record_age_seconds", .gauge,
+                help: "Age of the oldest unpublished outbox record; 0 without one.", value: system.oldestOutboxRecordAge
+            )
         }
         return text.text + extra
     }

@@ -178,7 +178,7 @@ public final class MsgCenter: Service, Sendable {
     }
 
     /// One sweep: claims what is claimable, counts canceled remainders nobody holds, refreshes
-    /// the per-state gauge.
+    /// the whole system's gauges if this center is their reporter.
     func sweep() async {
         do {
             let free = settings.maxConcurrentFanouts - running.withLock { $0.count }
@@ -194,9 +194,11 @@ public final class MsgCenter: Service, Sendable {
                         metadata: ["push": "\(pushID)", "devices": "\(remainder)"])
                 }
             }
-            let byState = try await fanouts.pushCountsByState()
-            metrics.pushesByState.withLock { $0 = byState }
+            let system = try await fanouts.systemGauges(
+                center: settings.name, lease: max(.seconds(15), settings.sweepInterval * 3))
+            metrics.systemGauges.withLock { $0 = system }
         } catch {
+            metrics.systemGauges.withLock { $0 = nil }
             logger.warning("sweep failed; trying again", metadata: ["error": "\(HeraldDatabase.describe(error))"])
         }
     }

@@ -30,14 +30,30 @@ public struct Histogram: Sendable {
     /// Writes the histogram as the family `name`: cumulative buckets, sum and count.
     public func write(to text: inout PrometheusText, name: String, help: String) {
         text.family(name, .histogram, help: help)
+        writeSamples(to: &text, name: name)
+    }
+
+    /// Writes the histogram's samples under a family written before (several histograms of one
+    /// family, told apart by `label`).
+    public func writeSamples(to text: inout PrometheusText, name: String, label: (name: String, value: String)? = nil) {
+        func sample(_ suffix: String, _ bound: String?, _ value: some Numeric) {
+            switch (label, bound) {
+            case (let label?, let bound?):
+                text.sample(name + suffix, [label.name: label.value, "le": bound], value: value)
+            case (let label?, nil): text.sample(name + suffix, [label.name: label.value], value: value)
+            case (nil, let bound?): text.sample(name + suffix, ["le": bound], value: value)
+            case (nil, nil): text.sample(name + suffix, value: value)
+            }
+        }
         var cumulative = 0
         for (index, bound) in bounds.enumerated() {
             cumulative += counts[index]
-            let label = bound == bound.rounded() && abs(bound) < 1e15 ? String(Int(bound)) : String(bound)
-            text.sample(name + "_bucket", ["le": label], value: cumulative)
+            sample(
+                "_bucket", bound == bound.rounded() && abs(bound) < 1e15 ? String(Int(bound)) : String(bound),
+                cumulative)
         }
-        text.sample(name + "_bucket", ["le": "+Inf"], value: cumulative + counts[bounds.count])
-        text.sample(name + "_sum", value: sum)
-        text.sample(name + "_count", value: count)
+        sample("_bucket", "+Inf", cumulative + counts[bounds.count])
+        sample("_sum", nil, sum)
+        sample("_count", nil, count)
     }
 }

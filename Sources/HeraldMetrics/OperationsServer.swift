@@ -25,13 +25,20 @@ public final class OperationsServer: Service, Sendable {
         let readiness: HealthProbe
     }
 
+    /// - Parameters:
+    ///   - service: the process (`herald-api`, …), for `herald_build_info`.
+    ///   - render: the process's own metrics; the process's CPU, memory and descriptors and the
+    ///     build are added to them (``ProcessMetrics``).
     public init(
-        host: String, port: Int, liveness: HealthProbe = HealthProbe([.cooperativePool]), readiness: HealthProbe,
-        render: @escaping @Sendable () -> String
+        service: String, host: String, port: Int, liveness: HealthProbe = HealthProbe([.cooperativePool]),
+        readiness: HealthProbe, render: @escaping @Sendable () -> String
     ) {
         self.host = host
         self.port = port
-        self.routes = Routes(render: render, liveness: liveness, readiness: readiness)
+        _ = ProcessMetrics.startTime
+        self.routes = Routes(
+            render: { render() + ProcessMetrics.prometheusText(service: service) }, liveness: liveness,
+            readiness: readiness)
     }
 
     public func run() async throws {

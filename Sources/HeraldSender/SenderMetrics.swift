@@ -4,8 +4,10 @@ import Synchronization
 /// What herald-sender counts, shown on `/metrics` in Prometheus text format. Updated once per
 /// batch (not per notification), under one lock.
 public final class SenderMetrics: Sendable {
-    /// Upper bounds of the send-latency histogram, in milliseconds.
-    static let latencyBuckets: [Double] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
+    /// Upper bounds of the send-latency histogram, in seconds (Prometheus's base unit).
+    static let latencyBuckets: [Double] = [
+        0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+    ]
 
     private struct State {
         var outcomes: [String: Int] = [:]  // "accepted", "rejected/Unregistered", …
@@ -28,7 +30,7 @@ public final class SenderMetrics: Sendable {
     /// latency (milliseconds from first attempt to final answer).
     func record(accepted: Int, failures: [(status: String, reason: String)], attempts: Int, latencies: [Double]) {
         var latency = Histogram(bounds: Self.latencyBuckets)
-        for value in latencies { latency.observe(value) }
+        for milliseconds in latencies { latency.observe(milliseconds / 1000) }
         state.withLock { state in
             state.batches += 1
             state.attempts += attempts
@@ -67,7 +69,7 @@ public final class SenderMetrics: Sendable {
             "herald_sender_attempts_total", .counter, help: "APNs requests made (retries included).",
             value: state.attempts)
         state.latency.write(
-            to: &text, name: "herald_sender_latency_milliseconds",
+            to: &text, name: "herald_sender_latency_seconds",
             help: "From a notification's first attempt to its final answer.")
         return text.text + extra
     }

@@ -49,7 +49,7 @@ do {
         if settings.metricsPort > 0 {
             services.append(
                 OperationsServer(
-                    host: settings.metricsHost, port: settings.metricsPort,
+                    service: "herald-center", host: settings.metricsHost, port: settings.metricsPort,
                     liveness: HealthProbe([
                         .cooperativePool, producer.livenessCheck("kafka_producer"),
                         pushEvents.livenessCheck("kafka_consumer_pushes"),
@@ -61,7 +61,13 @@ do {
                         kafka.readinessCheck("kafka_consumer_pushes", consumer: pushEvents),
                         kafka.readinessCheck("kafka_consumer_outcomes", consumer: outcomes),
                     ])
-                ) { metrics.prometheusText() })
+                ) {
+                    metrics.prometheusText(
+                        extra: KafkaClientHealth.prometheusText([
+                            ("producer", producer.health), ("consumer_pushes", pushEvents.health),
+                            ("consumer_outcomes", outcomes.health),
+                        ]))
+                })
         }
         logger.info(
             "herald-center starting",

@@ -69,7 +69,7 @@ do {
         if settings.metricsPort > 0 {
             services.append(
                 OperationsServer(
-                    host: settings.metricsHost, port: settings.metricsPort,
+                    service: "herald-sender", host: settings.metricsHost, port: settings.metricsPort,
                     liveness: HealthProbe([
                         .cooperativePool, producer.livenessCheck("kafka_producer"),
                         consumer.livenessCheck("kafka_consumer_jobs"),
@@ -80,7 +80,11 @@ do {
                         configuration.kafka.readinessCheck("kafka_consumer_jobs", consumer: consumer),
                     ])
                 ) {
-                    worker.metrics.prometheusText(extra: credentials.prometheusText() + worker.lagPrometheusText())
+                    worker.metrics.prometheusText(
+                        extra: credentials.prometheusText() + worker.lagPrometheusText()
+                            + KafkaClientHealth.prometheusText([
+                                ("producer", producer.health), ("consumer_jobs", consumer.health),
+                            ]))
                 })
         }
         logger.info(

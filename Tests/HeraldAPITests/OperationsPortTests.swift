@@ -35,6 +35,10 @@ struct OperationsPortTests {
             }
             #expect(metrics.status == 200)
             #expect(metrics.text.contains("# TYPE herald_api_requests_total counter"))
+            // Latency per operation (the 404 above was getMetrics), and the process's own families.
+            #expect(metrics.text.contains(#"herald_api_request_seconds_count{operation="getMetrics"} 1"#))
+            #expect(metrics.text.contains(#"herald_build_info{service="herald-api""#))
+            #expect(metrics.text.contains("process_resident_memory_bytes "))
 
             let live = try await get(base + "/healthz")
             #expect(live.status == 200)

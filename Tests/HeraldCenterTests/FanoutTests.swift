@@ -93,6 +93,43 @@ struct FanoutTests {
         }
     }
 
+    @Test("of two centers, exactly one reports the whole system's gauges; the other takes over when it stops")
+    func oneCenterReportsTheSystem() async throws {
+        try await withCenterEnvironment { env in
+            let first = try env.startCenter(env.settings(name: "reporter-1"))
+            let second = try env.startCenter(env.settings(name: "reporter-2"))
+            func reporters() -> [String] {
+                [first, second].filter {
+                    $0.center.metrics.prometheusText().contains("\nherald_center_system_reporter 1\n")
+                }
+                .map { $0.center.metrics.prometheusText() }
+            }
+            #expect(await env.eventually(timeout: .seconds(30)) { reporters().count == 1 })
+            // Never both at once, over several sweeps.
+            for _ in 0..<10 {
+                #expect(reporters().count <= 1)
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let text = try #require(reporters().first)
+            #expect(text.contains(#"herald_pushes{state="sending"}"#))
+            #expect(text.contains("herald_outbox_backlog_records "))
+            #expect(text.contains("herald_pushes_oldest_unfinished_age_seconds "))
+            let silent = [first, second].map { $0.center.metrics.prometheusText() }.first {
+                !$0.contains("\nherald_center_system_reporter 1\n")
+            }
+            #expect(silent?.contains("herald_pushes{") == false)
+            // The reporter stops: the other takes the lease once it expires (15 s at most).
+            let reporterIsFirst = first.center.metrics.prometheusText().contains("\nherald_center_system_reporter 1\n")
+            let (stopped, remaining) = reporterIsFirst ? (first, second) : (second, first)
+            await stopped.stop()
+            #expect(
+                await env.eventually(timeout: .seconds(40)) {
+                    remaining.center.metrics.prometheusText().contains("\nherald_center_system_reporter 1\n")
+                })
+            await remaining.stop()
+        }
+    }
+
     @Test func twoCentersNeverFanOutOnePushTwice() async throws {
         try await withCenterEnvironment { env in
             let ids = try await env.registerMany(3000)

@@ -116,4 +116,20 @@ struct KafkaHealthTests {
                 == #"{"checks":{"fine":{"detail":"ok","status":"pass"},"hangs":{"detail":"no answer within 0.2 seconds","status":"fail"}},"status":"failing"}"#
         )
     }
+
+    @Test("librdkafka's statistics as metrics: bounded labels, seconds, lag only for owned partitions")
+    func metrics() throws {
+        let health = KafkaClientHealth(
+            statistics: try Self.statistics(brokerState: "UP", lag: 7), fatalError: nil, lastPoll: nil, assignment: [])
+        let idle = KafkaClientHealth(statistics: nil, fatalError: nil, lastPoll: nil, assignment: [])
+        let text = KafkaClientHealth.prometheusText([("consumer_jobs", health), ("producer", idle)])
+        #expect(text.contains(#"herald_kafka_queued_messages{client="consumer_jobs"} 3"#))
+        #expect(text.contains(#"herald_kafka_broker_up{client="consumer_jobs",broker="1"} 1"#))
+        #expect(text.contains(#"herald_kafka_broker_round_trip_seconds{client="consumer_jobs",broker="1"} 0.0125"#))
+        #expect(
+            text.contains(#"herald_kafka_consumer_lag{client="consumer_jobs",topic="herald.jobs",partition="0"} 7"#))
+        #expect(!text.contains(#"partition="1""#), "a partition whose lag librdkafka does not know is left out")
+        #expect(!text.contains(#"client="producer""#), "a client without statistics yet is left out")
+        #expect(KafkaClientHealth.prometheusText([("producer", idle)]).isEmpty)
+    }
 }

@@ -16,7 +16,8 @@ final class APIMetrics: Sendable {
 
     private struct State {
         var requests: [RequestKey: Int] = [:]
-        var latency = Histogram(bounds: APIMetrics.latencyBuckets)
+        /// Per operation (operation ids come from the contract: a bounded set).
+        var latency: [String: Histogram] = [:]
     }
 
     let pushesAccepted = Atomic<Int>(0)
@@ -35,7 +36,7 @@ final class APIMetrics: Sendable {
     func record(operationID: String, status: Int, seconds: Double) {
         state.withLock { state in
             state.requests[RequestKey(operationID: operationID, status: status), default: 0] += 1
-            state.latency.observe(seconds)
+            state.latency[operationID, default: Histogram(bounds: APIMetrics.latencyBuckets)].observe(seconds)
         }
     }
 
@@ -50,7 +51,10 @@ final class APIMetrics: Sendable {
             text.sample(
                 "herald_api_requests_total", ["operation": key.operationID, "status": "\(key.status)"], value: count)
         }
-        snapshot.latency.write(to: &text, name: "herald_api_request_seconds", help: "Time to answer a request.")
+        text.family("herald_api_request_seconds", .histogram, help: "Time to answer a request, by operation.")
+        for (operation, latency) in snapshot.latency.sorted(by: { $0.key < $1.key }) {
+            latency.writeSamples(to: &text, name: "herald_api_request_seconds", label: ("operation", operation))
+        }
         text.single(
             "herald_api_pushes_accepted_total", .counter, help: "Pushes accepted (idempotent replays not counted).",
             value: pushesAccepted.load(ordering: .relaxed))

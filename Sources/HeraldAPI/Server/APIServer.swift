@@ -80,7 +80,7 @@ public struct APIServer: Service {
         if settings.metricsPort > 0 {
             services.append(
                 OperationsServer(
-                    host: settings.metricsHost, port: settings.metricsPort,
+                    service: "herald-api", host: settings.metricsHost, port: settings.metricsPort,
                     readiness: HealthProbe([HeraldDatabase.readinessCheck(database, logger: logger)])
                 ) { metrics.prometheusText() })
         }

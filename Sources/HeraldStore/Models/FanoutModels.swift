@@ -104,3 +104,15 @@ public struct AppliedOutcomes: Sendable, Equatable {
 
     public init() {}
 }
+
+/// What the whole system looks like, as one center reports it (``FanoutRepository/systemGauges(center:lease:)``).
+public struct SystemGauges: Sendable, Equatable {
+    /// Unfinished pushes per state (finished ones are not counted: the table only grows).
+    public var pushesByState: [String: Int64]
+    /// Seconds since the oldest push still accepted, fanning out or sending was accepted; 0 without one.
+    public var oldestUnfinishedPushAge: Double
+    /// Outbox records not yet published to Kafka.
+    public var outboxBacklog: Int64
+    /// Seconds since the oldest unpublished outbox record was written; 0 without one.
+    public var oldestOutboxRecordAge: Double
+}

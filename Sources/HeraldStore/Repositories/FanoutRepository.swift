@@ -447,15 +447,44 @@ public struct FanoutRepository: Sendable {
         return completed
     }
 
-    /// Unfinished pushes per state (the finished ones are not counted: the table only grows).
-    public func pushCountsByState() async throws -> [String: Int64] {
+    /// The gauges that describe the whole system, for the one center holding the reporter lease
+    /// (`system_reporter`): taken, or renewed, by `center` for `lease` when it is free, expired or
+    /// already its own. Nil when another center holds it.
+    public func systemGauges(center: String, lease: Duration) async throws -> SystemGauges? {
         let rows = try await client.boundedQuery(
             """
-            SELECT state, count(*) FROM pushes WHERE state IN ('scheduled', 'accepted', 'fanning_out', 'sending') GROUP BY state
+            WITH elected AS (
+                INSERT INTO system_reporter (id, holder, expires_at)
+                VALUES (1, \(center), now() + make_interval(secs => \(Double(lease.wholeMilliseconds) / 1000)))
+                ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+                    WHERE system_reporter.holder = excluded.holder OR system_reporter.expires_at < now()
+                RETURNING holder
+            ), unfinished AS (
+                SELECT count(*) FILTER (WHERE state = 'accepted') AS accepted,
+                       count(*) FILTER (WHERE state = 'fanning_out') AS fanning_out,
+                       count(*) FILTER (WHERE state = 'sending') AS sending,
+                       COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS oldest
+                FROM pushes WHERE state IN ('accepted', 'fanning_out', 'sending')
+            ), unpublished AS (
+                SELECT count(*) AS backlog, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS oldest
+                FROM outbox WHERE published_at IS NULL
+            )
+            SELECT (SELECT count(*) FROM elected), (SELECT count(*) FROM pushes WHERE state = 'scheduled'),
+                   u.accepted, u.fanning_out, u.sending, u.oldest, o.backlog, o.oldest
+            FROM unfinished u, unpublished o
             """, logger: logger)
-        var counts: [String: Int64] = ["scheduled": 0, "accepted": 0, "fanning_out": 0, "sending": 0]
-        for try await (state, count) in rows.decode((String, Int64).self) { counts[state] = count }
-        return counts
+        for try await (elected, scheduled, accepted, fanningOut, sending, oldestPush, backlog, oldestRecord)
+            in rows.decode(
+                (Int64, Int64, Int64, Int64, Int64, Double, Int64, Double).self)
+        {
+            guard elected > 0 else { return nil }
+            return SystemGauges(
+                pushesByState: [
+                    "scheduled": scheduled, "accepted": accepted, "fanning_out": fanningOut, "sending": sending,
+                ],
+                oldestUnfinishedPushAge: oldestPush, outboxBacklog: backlog, oldestOutboxRecordAge: oldestRecord)
+        }
+        return nil
     }
 
     // MARK: Helpers
