@@ -97,6 +97,7 @@ struct SenderThroughput: AsyncParsableCommand {
         }
 
         // A million notifications waiting in herald.jobs.
+        let trace = TraceContext.start()
         let pushIDBytes = pushID.recordBytes
         let appIDBytes = appID.recordBytes
         let producer = try KafkaProducer(
@@ -117,8 +118,10 @@ struct SenderThroughput: AsyncParsableCommand {
                     },
                     createdAtMs: Int64(Date().timeIntervalSince1970 * 1000))
                 batchIDs.insert(batch.batchID)
+                // As herald-center writes them: each record carries the push's trace context.
                 return KafkaProducerMessage(
-                    topic: HeraldTopic.jobs.name, key: Array(batch.batchID), value: try batch.encodedRecord())
+                    topic: HeraldTopic.jobs.name, key: Array(batch.batchID), value: try batch.encodedRecord(),
+                    headers: [KafkaHeader(continuing: trace)])
             }
             try await producer.send(records)
         }

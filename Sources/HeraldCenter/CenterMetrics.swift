@@ -84,6 +84,16 @@ public final class CenterMetrics: Sendable {
                 "herald_outbox_oldest_record_age_seconds", .gauge,
                 help: "Age of the oldest unpublished outbox record; 0 without one.", value: system.oldestOutboxRecordAge
             )
+            text.family(
+                "herald_postgres_connections", .gauge,
+                help: "Connections of Herald's processes to PostgreSQL, by process and state (pg_stat_activity).")
+            let connections = system.connections.sorted {
+                ($0.key.application, $0.key.state) < ($1.key.application, $1.key.state)
+            }
+            for (key, count) in connections {
+                text.sample(
+                    "herald_postgres_connections", ["application": key.application, "state": key.state], value: count)
+            }
         }
         return text.text + extra
     }

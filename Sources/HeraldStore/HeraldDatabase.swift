@@ -21,7 +21,11 @@ public enum HeraldDatabase {
         configuration.options.maximumConnections = settings.maximumConnections
         configuration.options.minimumConnections = 0
         configuration.options.additionalStartupParameters = [
-            ("idle_in_transaction_session_timeout", String(max(0, settings.idleInTransactionTimeout.wholeMilliseconds)))
+            (
+                "idle_in_transaction_session_timeout",
+                String(max(0, settings.idleInTransactionTimeout.wholeMilliseconds))
+            ),
+            ("application_name", settings.applicationName),
         ]
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }

@@ -114,6 +114,7 @@ struct FanoutTests {
             #expect(text.contains(#"herald_pushes{state="sending"}"#))
             #expect(text.contains("herald_outbox_backlog_records "))
             #expect(text.contains("herald_pushes_oldest_unfinished_age_seconds "))
+            #expect(text.contains(#"herald_postgres_connections{application="herald",state="#))
             let silent = [first, second].map { $0.center.metrics.prometheusText() }.first {
                 !$0.contains("\nherald_center_system_reporter 1\n")
             }

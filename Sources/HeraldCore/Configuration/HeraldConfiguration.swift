@@ -163,6 +163,9 @@ public struct PostgresSettings: Sendable {
     public var idleInTransactionTimeout: Duration
     /// TLS for every connection (`HERALD_POSTGRES_TLS_*`).
     public var tls: PostgresTLSSettings
+    /// What PostgreSQL shows as the connections' `application_name`: the process (`herald-api`, …),
+    /// set at its start.
+    public var applicationName = "herald"
 
     public init(
         host: String, port: Int, user: String, password: String, database: String, maximumConnections: Int = 20,

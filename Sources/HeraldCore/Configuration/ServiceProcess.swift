@@ -24,9 +24,12 @@ public enum ServiceProcess {
 
     /// The configuration, with logging bootstrapped; exits 2 when it cannot be read.
     public static func start(_ executable: String) async -> HeraldConfiguration {
-        let configuration: HeraldConfiguration
+        var configuration: HeraldConfiguration
         do {
             configuration = try await HeraldConfiguration.load()
+            // PostgreSQL shows each connection's process in pg_stat_activity (and so in
+            // herald_postgres_connections).
+            configuration.postgres.applicationName = executable
         } catch {
             fail(executable, "cannot read the configuration: \(error)")
         }

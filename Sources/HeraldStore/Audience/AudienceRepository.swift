@@ -25,7 +25,8 @@ public struct AudienceRepository: Sendable {
         self.copySettings = postgres.map {
             PostgresCopyConnection.Settings(
                 host: $0.host, port: $0.port, user: $0.user, password: $0.password,
-                database: $0.database, applicationName: "herald-audience", extraParameters: $0.tls.libpqParameters)
+                database: $0.database, applicationName: "\($0.applicationName)-audience",
+                extraParameters: $0.tls.libpqParameters)
         }
         self.logger = logger
     }

@@ -115,4 +115,17 @@ public struct SystemGauges: Sendable, Equatable {
     public var outboxBacklog: Int64
     /// Seconds since the oldest unpublished outbox record was written; 0 without one.
     public var oldestOutboxRecordAge: Double
+    /// Connections of Herald's processes to the database, by process and state (`active`, `idle`,
+    /// `idle in transaction`, …), as `pg_stat_activity` shows them.
+    public var connections: [Connections: Int64] = [:]
+
+    public struct Connections: Sendable, Hashable {
+        public var application: String
+        public var state: String
+    }
+
+    /// The `application_name`s Herald's processes connect with (a bounded label set).
+    public static let applications = [
+        "herald-api", "herald-center", "herald-sender", "herald-center-audience", "herald",
+    ]
 }

@@ -473,18 +473,30 @@ public struct FanoutRepository: Sendable {
                    u.accepted, u.fanning_out, u.sending, u.oldest, o.backlog, o.oldest
             FROM unfinished u, unpublished o
             """, logger: logger)
+        var gauges: SystemGauges?
         for try await (elected, scheduled, accepted, fanningOut, sending, oldestPush, backlog, oldestRecord)
-            in rows.decode(
-                (Int64, Int64, Int64, Int64, Int64, Double, Int64, Double).self)
+            in rows.decode((Int64, Int64, Int64, Int64, Int64, Double, Int64, Double).self)
         {
             guard elected > 0 else { return nil }
-            return SystemGauges(
+            gauges = SystemGauges(
                 pushesByState: [
                     "scheduled": scheduled, "accepted": accepted, "fanning_out": fanningOut, "sending": sending,
                 ],
                 oldestUnfinishedPushAge: oldestPush, outboxBacklog: backlog, oldestOutboxRecordAge: oldestRecord)
         }
-        return nil
+        guard var gauges else { return nil }
+        // Connections of Herald's processes, by what they are doing (PostgreSQL's own view: every
+        // process's pool, in use or idle, and the audience streams).
+        let connections = try await client.boundedQuery(
+            """
+            SELECT application_name, COALESCE(state, 'unknown'), count(*) FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name = ANY(\(SystemGauges.applications))
+            GROUP BY 1, 2
+            """, logger: logger)
+        for try await (application, state, count) in connections.decode((String, String, Int64).self) {
+            gauges.connections[SystemGauges.Connections(application: application, state: state)] = count
+        }
+        return gauges
     }
 
     // MARK: Helpers
