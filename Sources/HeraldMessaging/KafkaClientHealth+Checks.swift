@@ -2,6 +2,7 @@ import HeraldCore
 import HeraldKafka
 
 extension KafkaClientHealth {
+
     /// Readiness of the connection to the brokers, from librdkafka's last statistics: at least
     /// one broker connected, and the report itself recent (librdkafka reports every
     /// `statisticsInterval`; three missed reports mean the client stopped serving its queue).
@@ -24,7 +25,11 @@ extension KafkaClientHealth {
         }
         let roundTrips = up.compactMap(\.averageRoundTrip)
         let roundTrip = roundTrips.isEmpty ? "" : ", round trip \(Int((roundTrips.max() ?? 0) * 1000)) ms"
-        return .pass("\(up.count) of \(statistics.brokers.count) brokers connected\(roundTrip)")
+        // Shown, not judged: librdkafka refreshes only the topics a client uses, so an idle
+        // client's metadata ages without anything being wrong; its brokers' connections are what
+        // tells whether it can work.
+        let metadata = statistics.topicMetadataAge.values.min().map { ", metadata refreshed \(Int($0)) s ago" } ?? ""
+        return .pass("\(up.count) of \(statistics.brokers.count) brokers connected\(roundTrip)\(metadata)")
     }
 
     /// Readiness of a consumer: its brokers (``brokersResult(now:statisticsInterval:)``), a poll

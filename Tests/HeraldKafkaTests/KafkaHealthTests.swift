@@ -9,9 +9,10 @@ import Testing
 /// says why. Pure: no broker.
 @Suite("Kafka client health from librdkafka's statistics")
 struct KafkaHealthTests {
-    static func statistics(brokerState: String, lag: Int64 = 42, at instant: ContinuousClock.Instant = .now)
-        throws -> KafkaStatistics
-    {
+    static func statistics(
+        brokerState: String, lag: Int64 = 42, metadataAgeMilliseconds: Int = 1500,
+        at instant: ContinuousClock.Instant = .now
+    ) throws -> KafkaStatistics {
         let json = """
             {"name": "herald-sender#consumer-1", "type": "consumer", "msg_cnt": 3,
              "brokers": {
@@ -19,7 +20,7 @@ struct KafkaHealthTests {
                "localhost:9092/1": {"name": "localhost:9092/1", "nodeid": 1, "state": "TRY_CONNECT"},
                "127.0.0.1:9092/1": {"name": "127.0.0.1:9092/1", "nodeid": 1, "state": "\(brokerState)",
                                     "waitresp_cnt": 1, "rtt": {"avg": 12500, "cnt": 4}}},
-             "topics": {"herald.jobs": {"metadata_age": 1500, "partitions": {
+             "topics": {"herald.jobs": {"metadata_age": \(metadataAgeMilliseconds), "partitions": {
                "0": {"partition": 0, "consumer_lag": \(lag)},
                "1": {"partition": 1, "consumer_lag": -1},
                "-1": {"partition": -1, "consumer_lag": -1}}}}}
@@ -48,7 +49,7 @@ struct KafkaHealthTests {
         health.statistics = try Self.statistics(brokerState: "UP", at: now)
         #expect(
             health.brokersResult(now: now, statisticsInterval: interval)
-                == .pass("1 of 1 brokers connected, round trip 12 ms"))
+                == .pass("1 of 1 brokers connected, round trip 12 ms, metadata refreshed 1 s ago"))
         health.statistics = try Self.statistics(brokerState: "TRY_CONNECT", at: now)
         guard case .fail(let down) = health.brokersResult(now: now, statisticsInterval: interval) else {
             Issue.record("a cluster with no broker up is not ready")
@@ -57,6 +58,11 @@ struct KafkaHealthTests {
         #expect(down.contains("1: TRY_CONNECT"))
         health.statistics = try Self.statistics(brokerState: "UP", at: now - .seconds(30))
         #expect(!health.brokersResult(now: now, statisticsInterval: interval).passed)
+        // Metadata age is shown, not judged (an idle client's topics are not refreshed).
+        health.statistics = try Self.statistics(brokerState: "UP", metadataAgeMilliseconds: 1_000_000, at: now)
+        #expect(
+            health.brokersResult(now: now, statisticsInterval: interval)
+                == .pass("1 of 1 brokers connected, round trip 12 ms, metadata refreshed 1000 s ago"))
     }
 
     @Test("consumers: waiting for assignment is ready and says so; a poll too long ago is not ready")
