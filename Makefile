@@ -37,6 +37,7 @@ test: deps
 	scripts/format.sh --check
 	$(SWIFT) package dump-package | scripts/check-imports.py
 	scripts/generate-openapi.sh --check
+	scripts/test-deploy.sh
 	$(SWIFT) build --build-tests
 	scripts/with-infrastructure.sh .build/debug $(SWIFT) test --skip-build
 	scripts/with-infrastructure.sh .build/debug scripts/test-api-contract.sh .build/debug

@@ -1,3 +1,4 @@
+import Foundation
 import HeraldMetrics
 import HeraldStore
 import Synchronization
@@ -93,6 +94,15 @@ public final class CenterMetrics: Sendable {
             for (key, count) in connections {
                 text.sample(
                     "herald_postgres_connections", ["application": key.application, "state": key.state], value: count)
+            }
+            text.family(
+                "herald_apns_certificate_expiry_timestamp_seconds", .gauge,
+                help: "When each app's stored APNs certificate expires (certificate credentials only), Unix time.")
+            for certificate in system.certificateExpiries {
+                text.sample(
+                    "herald_apns_certificate_expiry_timestamp_seconds",
+                    ["app": certificate.appID.uuidString.lowercased(), "environment": certificate.environment],
+                    value: certificate.expiresAt)
             }
         }
         return text.text + extra

@@ -66,6 +66,7 @@ public struct JobBatchSender: Sendable {
         // Milliseconds from the batch's first attempt to each target's final answer.
         var latencies = [Double](repeating: 0, count: targets.count)
         var waiting: [(index: Int, dueMilliseconds: Int64)] = []
+        var retries: [String: Int] = [:]
         var round = Array(targets.indices)
         let start = ContinuousClock.now
         var generator = SystemRandomNumberGenerator()
@@ -84,6 +85,7 @@ public struct JobBatchSender: Sendable {
                     latencies[index] = roundStart + sent.latencies[position]
                 case .retry(let due):
                     waiting.append((index, due))
+                    retries[Self.retryCause(sent.outcomes[position]), default: 0] += 1
                 }
             }
             guard let earliest = waiting.map(\.dueMilliseconds).min() else { break }
@@ -126,8 +128,27 @@ public struct JobBatchSender: Sendable {
         metrics?.record(
             accepted: outcomes.acceptedDeviceIds.count,
             failures: outcomes.failures.map { (Self.statusName($0.status), $0.reason) },
-            attempts: attempts.reduce(0, +), latencies: latencies)
+            attempts: attempts.reduce(0, +), latencies: latencies, retries: retries)
         return outcomes
+    }
+
+    /// The cause of an answer tried again, as a bounded label: the HTTP status APNs answered, or
+    /// the kind of transport failure.
+    static func retryCause(_ outcome: APNsOutcome) -> String {
+        switch outcome {
+        case .accepted: "accepted"
+        case .rejected(_, let status, _): "\(status)"
+        case .failed(let failure):
+            switch failure {
+            case .timeout: "timeout"
+            case .connectionLost: "connection_lost"
+            case .streamReset: "stream_reset"
+            case .notProcessed: "not_processed"
+            case .noConnection: "no_connection"
+            case .clientStopped: "client_stopped"
+            case .invalid: "invalid"
+            }
+        }
     }
 
     static func statusName(_ status: Herald_V1_OutcomeBatch.Status) -> String {

@@ -13,6 +13,8 @@ public final class SenderMetrics: Sendable {
         var outcomes: [String: Int] = [:]  // "accepted", "rejected/Unregistered", …
         var batches = 0
         var attempts = 0
+        /// Answers that were tried again, by cause (an APNs status or a transport failure).
+        var retries: [String: Int] = [:]
         var latency = Histogram(bounds: SenderMetrics.latencyBuckets)
     }
 
@@ -28,7 +30,10 @@ public final class SenderMetrics: Sendable {
 
     /// Adds one finished batch: its outcomes, the attempts it took and each notification's
     /// latency (milliseconds from first attempt to final answer).
-    func record(accepted: Int, failures: [(status: String, reason: String)], attempts: Int, latencies: [Double]) {
+    func record(
+        accepted: Int, failures: [(status: String, reason: String)], attempts: Int, latencies: [Double],
+        retries: [String: Int] = [:]
+    ) {
         var latency = Histogram(bounds: Self.latencyBuckets)
         for milliseconds in latencies { latency.observe(milliseconds / 1000) }
         state.withLock { state in
@@ -37,6 +42,7 @@ public final class SenderMetrics: Sendable {
             if accepted > 0 { state.outcomes["accepted|", default: 0] += accepted }
             for failure in failures { state.outcomes["\(failure.status)|\(failure.reason)", default: 0] += 1 }
             state.latency.add(latency)
+            state.retries.merge(retries, uniquingKeysWith: +)
         }
     }
 
@@ -53,6 +59,12 @@ public final class SenderMetrics: Sendable {
                 ["outcome": String(parts[0]), "reason": parts.count > 1 ? String(parts[1]) : ""], value: count)
         }
         text.single("herald_sender_batches_total", .counter, help: "Job batches finished.", value: state.batches)
+        text.family(
+            "herald_sender_retries_total", .counter,
+            help: "APNs answers tried again, by cause: an HTTP status (429, 500, 503) or a transport failure.")
+        for (cause, count) in state.retries.sorted(by: { $0.key < $1.key }) {
+            text.sample("herald_sender_retries_total", ["cause": cause], value: count)
+        }
         text.single(
             "herald_sender_duplicate_batches_total", .counter,
             help: "Second copies of job batches already accounted or being sent from another record, not sent.",

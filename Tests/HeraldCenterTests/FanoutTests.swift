@@ -96,6 +96,13 @@ struct FanoutTests {
     @Test("of two centers, exactly one reports the whole system's gauges; the other takes over when it stops")
     func oneCenterReportsTheSystem() async throws {
         try await withCenterEnvironment { env in
+            // A certificate credential: its expiry is one of the whole system's gauges.
+            let expiry = Date(timeIntervalSince1970: 1_900_000_000)
+            try await CredentialRepository(client: env.database, logger: env.logger).upsert(
+                .sealing(
+                    "-----BEGIN CERTIFICATE-----", appID: env.app.id, environment: .production, kind: .certificate,
+                    keyID: nil, teamID: nil, certificateExpiresAt: expiry,
+                    cipher: try CredentialCipher(masterKeyBase64: Data(repeating: 7, count: 32).base64EncodedString())))
             let first = try env.startCenter(env.settings(name: "reporter-1"))
             let second = try env.startCenter(env.settings(name: "reporter-2"))
             func reporters() -> [String] {
@@ -115,6 +122,10 @@ struct FanoutTests {
             #expect(text.contains("herald_outbox_backlog_records "))
             #expect(text.contains("herald_pushes_oldest_unfinished_age_seconds "))
             #expect(text.contains(#"herald_postgres_connections{application="herald",state="#))
+            #expect(
+                text.contains(
+                    #"herald_apns_certificate_expiry_timestamp_seconds{app="\#(env.app.id.uuidString.lowercased())",environment="production"} 1900000000"#
+                ))
             let silent = [first, second].map { $0.center.metrics.prometheusText() }.first {
                 !$0.contains("\nherald_center_system_reporter 1\n")
             }

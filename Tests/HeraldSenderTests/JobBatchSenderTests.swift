@@ -121,14 +121,26 @@ struct JobBatchSenderTests {
         faults.serviceUnavailable = 0.3
         faults.tooManyRequests = 0.2
         try await withSenderClient(SenderFixture.simulator { $0.faults = faults }) { simulator, client in
-            let sender = JobBatchSender(
+            var sender = JobBatchSender(
                 retryPolicy: RetryPolicy(
                     maxAttempts: 30, backoff: Backoff(initial: .milliseconds(2), maximum: .milliseconds(20))))
+            let metrics = SenderMetrics()
+            sender.metrics = metrics
             let outcomes = try await sender.send(SenderFixture.batch(collapseID: "promo"), with: client)
             #expect(outcomes.acceptedDeviceIds.count == 290)
             #expect(outcomes.failures.count == 10)
             #expect(simulator.ledger.counts.accepted == 290)
-            #expect((simulator.ledger.counts.byReason["ServiceUnavailable"] ?? 0) > 0)
+            let unavailable = simulator.ledger.counts.byReason["ServiceUnavailable"] ?? 0
+            #expect(unavailable > 0)
+            // Every 503 and 429 apns-sim answered was counted as a retry by its status.
+            func retries(_ cause: String) -> Int {
+                let line = metrics.prometheusText().split(separator: "\n")
+                    .first { $0.hasPrefix("herald_sender_retries_total{cause=\"\(cause)\"}") }
+                return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+            }
+            #expect(retries("503") == unavailable)
+            #expect(retries("429") == simulator.ledger.counts.byReason["TooManyRequests"] ?? 0)
+            #expect(retries("429") > 0)
             #expect(Set(simulator.ledger.notifications().map(\.collapseID)) == ["promo"])
         }
     }

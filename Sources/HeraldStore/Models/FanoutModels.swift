@@ -118,6 +118,14 @@ public struct SystemGauges: Sendable, Equatable {
     /// Connections of Herald's processes to the database, by process and state (`active`, `idle`,
     /// `idle in transaction`, …), as `pg_stat_activity` shows them.
     public var connections: [Connections: Int64] = [:]
+    /// When each stored APNs certificate (.p12/PEM credential) expires, seconds since the epoch.
+    public var certificateExpiries: [CertificateExpiry] = []
+
+    public struct CertificateExpiry: Sendable, Equatable {
+        public var appID: UUID
+        public var environment: String
+        public var expiresAt: Double
+    }
 
     public struct Connections: Sendable, Hashable {
         public var application: String

@@ -496,6 +496,15 @@ public struct FanoutRepository: Sendable {
         for try await (application, state, count) in connections.decode((String, String, Int64).self) {
             gauges.connections[SystemGauges.Connections(application: application, state: state)] = count
         }
+        let certificates = try await client.boundedQuery(
+            """
+            SELECT app_id, environment, EXTRACT(EPOCH FROM certificate_expires_at)::float8 FROM apns_credentials
+            WHERE kind = 'certificate' AND certificate_expires_at IS NOT NULL
+            ORDER BY app_id, environment
+            """, logger: logger)
+        for try await (appID, environment, expiresAt) in certificates.decode((UUID, String, Double).self) {
+            gauges.certificateExpiries.append(.init(appID: appID, environment: environment, expiresAt: expiresAt))
+        }
         return gauges
     }
 

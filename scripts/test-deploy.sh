@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Checks the deployment artifacts under Deploy/ with the tools that exist here:
+#   - the Prometheus rules parse (promtool check rules) and every alert passes its unit tests
+#     (promtool test rules: each alert quiet on healthy input, firing after its `for` window);
+#   - every herald_* metric the rules read is one a Herald process writes (its name appears as a
+#     family in Sources/), so a renamed metric cannot leave an alert silently watching nothing.
+# Run by `make test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v promtool >/dev/null || { echo "deploy: promtool not found (apt-get install prometheus)" >&2; exit 1; }
+rules=Deploy/prometheus/herald-rules.yml
+promtool check rules "$rules"
+(cd Deploy/prometheus && promtool test rules herald-rules.test.yml)
+
+missing=0
+for metric in $(grep -oE '\bherald_[a-z0-9_]+' "$rules" | sort -u); do
+  family=$metric
+  # A histogram's series are read by their family name.
+  family=${family%_bucket}; family=${family%_sum}; family=${family%_count}
+  if ! grep -rqF "\"$family\"" Sources/; then
+    echo "deploy: $rules reads $metric, which no Herald process writes" >&2
+    missing=1
+  fi
+done
+[ "$missing" = 0 ] || exit 1
+echo "deploy: rules and alert tests pass; every metric they read is written by Herald"
