@@ -7,7 +7,7 @@
 #
 #   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast sender-kill center-kill
 #                                                   #        postgres-outage broker-restart apns-outage
-#                                                   #        metrics secrets (last: read every log of the run)
+#                                                   #        metrics prometheus secrets (last: read every log)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +17,7 @@ herald=$bin/herald
 export HERALD_DEV_DIR=$(pwd)/.local/e2e
 devices=${E2E_DEVICES:-100000}
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage metrics secrets)
+[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage metrics prometheus secrets)
 
 # The stack's settings for these tests: a notification is tried up to 20 times with back-off
 # capped at 5 s (a 30 s APNs outage outlasts the default 8 attempts' back-off). `herald dev up`
@@ -33,7 +33,17 @@ fail() { log "✘ $*"; failures+=("$current: $*"); }
 
 "$herald" dev down >/dev/null 2>&1 || true
 log "starting the stack"
-"$herald" dev up --senders 2 --api-port 0 --bin-dir "$bin" || { echo "the stack did not start"; exit 1; }
+# Prometheus scrapes the stack with Herald's alert rules, their `for` windows scaled from minutes
+# to 5 s each (2m → 10s), so an alert can fire within a test.
+rules=$(pwd)/.local/e2e-herald-rules.yml
+mkdir -p .local
+python3 -c '
+import re, sys
+scale = {"m": 5, "h": 300}
+text = open(sys.argv[1]).read()
+print(re.sub(r"for: (\d+)([mh])$", lambda m: f"for: {int(m[1]) * scale[m[2]]}s", text, flags=re.M), end="")
+' Deploy/prometheus/herald-rules.yml >"$rules"
+"$herald" dev up --senders 2 --api-port 0 --bin-dir "$bin" --prometheus-rules "$rules" || { echo "the stack did not start"; exit 1; }
 cleanup() {
   local status=$?
   if [ ${#failures[@]} -gt 0 ] || [ "${E2E_KEEP_LOGS:-0}" = 1 ]; then
@@ -254,6 +264,36 @@ test_metrics() {
     echo "$text" | grep -q '^herald_center_system_reporter 1$' && reporters=$((reporters + 1))
   done
   if [ "$reporters" = 1 ]; then log "✔ one center reports the whole system's gauges"; else fail "$reporters centers report the whole system's gauges"; fi
+}
+
+# Prometheus, scraping the stack with the alert rules (scaled): every metric the rules read has
+# data there (but the certificate expiry: the stack's apps use token keys), and a SIGKILLed sender
+# fires HeraldSenderDown within its window.
+test_prometheus() {
+  [ -n "${HERALD_DEV_PROMETHEUS:-}" ] || { fail "the stack has no Prometheus"; return; }
+  local report
+  if report=$(python3 - "$HERALD_DEV_PROMETHEUS" Deploy/prometheus/herald-rules.yml <<'PY'
+import json, re, sys, urllib.parse, urllib.request
+base, rules = sys.argv[1], sys.argv[2]
+names = sorted(set(re.findall(r"\bherald_[a-z0-9_]+", open(rules).read())) - {"herald_apns_certificate_expiry_timestamp_seconds"})
+def query(expression):
+    url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": expression})
+    return json.load(urllib.request.urlopen(url, timeout=5))["data"]["result"]
+missing = [name for name in names if not query(f"count({name})")]
+print(f"{len(names) - len(missing)} of {len(names)} metrics the rules read have data in Prometheus" + (f"; none for {', '.join(missing)}" if missing else ""))
+sys.exit(1 if missing else 0)
+PY
+  ); then log "✔ $report"; else fail "$report"; fi
+  "$herald" dev stop herald-sender-2 --kill >/dev/null
+  local start=$SECONDS firing=""
+  while [ $((SECONDS - start)) -lt 90 ]; do
+    firing=$(curl -sf "$HERALD_DEV_PROMETHEUS/api/v1/query" --data-urlencode 'query=ALERTS{alertname="HeraldSenderDown",alertstate="firing"}' \
+      | python3 -c "import json,sys; print(' '.join(r['metric'].get('process','?') for r in json.load(sys.stdin)['data']['result']))")
+    [ -n "$firing" ] && break
+    sleep 1
+  done
+  if [ -n "$firing" ]; then log "✔ HeraldSenderDown fired for $firing $((SECONDS - start)) s after the SIGKILL (for: 10s, scaled)"; else fail "HeraldSenderDown did not fire within 90 s"; fi
+  "$herald" dev start herald-sender-2 >/dev/null || fail "herald-sender-2 did not start again"
 }
 
 # After the run: no secret of the stack (admin token, master key, database password, the app's

@@ -34,6 +34,11 @@ struct DevUpCommand: AsyncParsableCommand {
         name: .customLong("apns-sim-record"),
         help: "full (apns-sim keeps every notification, for `herald dev verify`) or counts (millions).")
     var apnsSimRecord: String = "full"
+    @Flag(help: "Also start Debian's Prometheus (/usr/bin/prometheus) scraping every process.") var prometheus = false
+    @Option(
+        name: .customLong("prometheus-rules"),
+        help: "A rule file for that Prometheus (repeatable), e.g. Deploy/prometheus/herald-rules.yml.")
+    var prometheusRules: [String] = []
 
     func validate() throws {
         guard (1...16).contains(senders) else {
@@ -50,7 +55,8 @@ struct DevUpCommand: AsyncParsableCommand {
         let started = ContinuousClock.now
         let stack = try await DevStackLauncher(
             directory: dir.path, binDirectory: bin, senders: senders, apiPort: apiPort,
-            apnsSimRecord: apnsSimRecord
+            apnsSimRecord: apnsSimRecord, prometheus: prometheus || !prometheusRules.isEmpty,
+            prometheusRules: prometheusRules
         ).up()
         print(
             "ready in \(String(format: "%.1f", (ContinuousClock.now - started).fractionalSeconds)) s. Logs: \(stack.directory)/logs"
@@ -124,6 +130,7 @@ struct DevEnvCommand: AsyncParsableCommand {
         let stack = try DevStack.load(from: dir.path)
         for (name, value) in stack.shellExports { print("export \(name)=\(value)") }
         print("export HERALD_DEV_APNS_SIM_ADMIN=http://127.0.0.1:\(stack.apnsSim.adminPort)")
+        if let prometheus = stack.prometheusURL { print("export HERALD_DEV_PROMETHEUS=\(prometheus)") }
     }
 }
 

@@ -51,6 +51,8 @@ struct DevStack: Codable {
     var signingKey: SigningKey
     var metricsURLs: [String: String]
     var processes: [Managed]
+    /// Prometheus scraping the stack (`herald dev up --prometheus`), if it runs.
+    var prometheusURL: String?
 
     static func file(in directory: String) -> String { directory + "/stack.json" }
 

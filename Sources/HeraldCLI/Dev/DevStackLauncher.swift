@@ -9,6 +9,9 @@ struct DevStackLauncher {
     var senders: Int
     var apiPort: Int
     var apnsSimRecord = "full"
+    /// Start Debian's Prometheus scraping every process (`--prometheus`), with these rule files.
+    var prometheus = false
+    var prometheusRules: [String] = []
     var say: (String) -> Void = {
         print($0)
         fflush(nil)
@@ -150,6 +153,54 @@ struct DevStackLauncher {
                 readiness: "http:http://127.0.0.1:\(metrics)/readyz")
             say("  ✔ \(name.padding(toLength: 16, withPad: " ", startingAt: 0))metrics \(stack.metricsURLs[name]!)")
         }
+        if prometheus { try await startPrometheus(&stack) }
+    }
+
+    /// Debian's Prometheus, scraping every process's operations port every 2 s (file-based
+    /// service discovery: `<dir>/prometheus/targets.json`, one job per kind of process, named as
+    /// Deploy/prometheus/herald-rules.yml expects), with `prometheusRules` loaded.
+    private func startPrometheus(_ stack: inout DevStack) async throws {
+        let executable = "/usr/bin/prometheus"
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw CLIError("\(executable) not found: apt-get install prometheus (scripts/install-dependencies.sh does)")
+        }
+        let folder = stack.directory + "/prometheus"
+        try FileManager.default.createDirectory(atPath: folder + "/data", withIntermediateDirectories: true)
+        var groups: [[String: Any]] = []
+        for (name, url) in stack.metricsURLs.sorted(by: { $0.key < $1.key }) {
+            guard let address = URL(string: url).flatMap({ url in url.port.map { "\(url.host ?? "127.0.0.1"):\($0)" } })
+            else { continue }
+            let job = name.hasPrefix("herald-sender") ? "herald-sender" : name
+            groups.append(["targets": [address], "labels": ["job": job, "process": name]])
+        }
+        try JSONSerialization.data(withJSONObject: groups, options: [.prettyPrinted, .sortedKeys])
+            .write(to: URL(fileURLWithPath: folder + "/targets.json"))
+        let rules = prometheusRules.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+        let configuration = """
+            global: {scrape_interval: 2s, evaluation_interval: 2s, scrape_timeout: 2s}
+            rule_files: [\(rules.map { "\"\($0)\"" }.joined(separator: ", "))]
+            scrape_configs:
+              - job_name: herald
+                file_sd_configs: [{files: ["\(folder)/targets.json"], refresh_interval: 5s}]
+            """
+        try configuration.write(toFile: folder + "/prometheus.yml", atomically: true, encoding: .utf8)
+        let port = try ProcessControl.freePort()
+        stack.prometheusURL = "http://127.0.0.1:\(port)"
+        let managed = try ProcessControl.spawn(
+            DevStack.Managed(
+                name: "prometheus", pid: 0, executable: executable,
+                arguments: [
+                    "--config.file=\(folder)/prometheus.yml", "--storage.tsdb.path=\(folder)/data",
+                    "--web.listen-address=127.0.0.1:\(port)", "--log.level=warn",
+                ],
+                environment: ProcessInfo.processInfo.environment, log: "\(stack.directory)/logs/prometheus.log",
+                readiness: "http:http://127.0.0.1:\(port)/-/ready"))
+        stack.processes.append(managed)
+        try stack.save()
+        try await ProcessControl.awaitReady(managed)
+        say(
+            "  ✔ Prometheus      \(stack.prometheusURL!) (scraping every process every 2 s\(rules.isEmpty ? "" : ", \(rules.count) rule file(s)"))"
+        )
     }
 
     /// This shell's environment without settings that would point the stack elsewhere, plus the
