@@ -7,7 +7,8 @@
 #
 #   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast sender-kill center-kill
 #                                                   #        postgres-outage broker-restart apns-outage
-#                                                   #        metrics prometheus secrets (last: read every log)
+#                                                   #        metrics prometheus dashboard
+#                                                   #        secrets (last: reads every log)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +18,7 @@ herald=$bin/herald
 export HERALD_DEV_DIR=$(pwd)/.local/e2e
 devices=${E2E_DEVICES:-100000}
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage metrics prometheus secrets)
+[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage metrics prometheus dashboard secrets)
 
 # The stack's settings for these tests: a notification is tried up to 20 times with back-off
 # capped at 5 s (a 30 s APNs outage outlasts the default 8 attempts' back-off). `herald dev up`
@@ -294,6 +295,41 @@ PY
   done
   if [ -n "$firing" ]; then log "✔ HeraldSenderDown fired for $firing $((SECONDS - start)) s after the SIGKILL (for: 10s, scaled)"; else fail "HeraldSenderDown did not fire within 90 s"; fi
   "$herald" dev start herald-sender-2 >/dev/null || fail "herald-sender-2 did not start again"
+}
+
+# The Grafana dashboard (Grafana is not installable here): every panel's query runs against the
+# stack's Prometheus and returns data.
+test_dashboard() {
+  [ -n "${HERALD_DEV_PROMETHEUS:-}" ] || { fail "the stack has no Prometheus"; return; }
+  # Something for the error panel to show: an app that does not exist (404).
+  curl -s -o /dev/null -H "Authorization: Bearer $HERALD_ADMIN_TOKEN" \
+    "$HERALD_API_URL/v1/apps/00000000-0000-0000-0000-000000000000"
+  local report
+  if report=$(python3 - "$HERALD_DEV_PROMETHEUS" Deploy/grafana/herald-dashboard.json <<'PY'
+import json, sys, time, urllib.error, urllib.parse, urllib.request
+base, path = sys.argv[1], sys.argv[2]
+dashboard = json.load(open(path))
+# A counter born in the last seconds needs two scrapes (2 s apart) before rate() has a value: ask
+# again for up to 30 s before calling a panel empty.
+for attempt in range(7):
+    problems, queries = [], 0
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            queries += 1
+            url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": target["expr"]})
+            try:
+                answer = json.load(urllib.request.urlopen(url, timeout=5))
+            except urllib.error.HTTPError as error:
+                problems.append(f"{panel['title']}: {json.load(error).get('error')}"); continue
+            if not answer["data"]["result"]:
+                problems.append(f"{panel['title']}: no data for {target['expr']}")
+    if not problems:
+        break
+    time.sleep(5)
+print(f"{queries - len(problems)} of {queries} queries of {len(dashboard['panels'])} panels return data" + ("; " + "; ".join(problems) if problems else ""))
+sys.exit(1 if problems else 0)
+PY
+  ); then log "✔ $report"; else fail "$report"; fi
 }
 
 # After the run: no secret of the stack (admin token, master key, database password, the app's
