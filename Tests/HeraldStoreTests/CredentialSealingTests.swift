@@ -148,4 +148,60 @@ struct CredentialSealingTests {
             #expect(try resealed.openSecret(with: cipher) == Array(Self.privateKey.utf8))
         }
     }
+
+    @Test(
+        "herald credentials reseal: seals every credential again with the new key, in one go, again and again without harm; refuses without the old key"
+    )
+    func resealCommand() async throws {
+        let (old, new) = (Self.newKey(), Self.newKey())
+        try await withEmptyDatabaseNamed { client, logger, database in
+            try await MigrationRunner(client: client, logger: logger).migrate()
+            let apps = AppRepository(client: client, logger: logger)
+            let credentials = CredentialRepository(client: client, logger: logger)
+            let oldCipher = try CredentialCipher(masterKeyBase64: old)
+            for index in 0..<3 {
+                let app = try await apps.create(name: "Reseal \(index)", bundleID: "com.example.reseal\(index)")
+                try await credentials.upsert(
+                    .token(
+                        appID: app.id, environment: .production, keyID: "KEY\(index)", teamID: "TEAM",
+                        privateKeyPEM: Self.privateKey, cipher: oldCipher))
+            }
+            func herald(_ variables: [String: String]) async throws -> (status: Int32, output: String) {
+                let process = Process()
+                let binaries = ProcessInfo.processInfo.environment["HERALD_BIN_DIR"] ?? ".build/debug"
+                process.executableURL = URL(fileURLWithPath: binaries + "/herald")
+                process.arguments = ["credentials", "reseal"]
+                var environment = ProcessInfo.processInfo.environment.merging(variables) { $1 }
+                environment["HERALD_POSTGRES_DATABASE"] = database
+                if variables["HERALD_MASTER_KEY_DECRYPT_ONLY"] == nil {
+                    environment["HERALD_MASTER_KEY_DECRYPT_ONLY"] = nil
+                }
+                process.environment = environment
+                let output = Pipe()
+                process.standardOutput = output
+                process.standardError = output
+                try process.run()
+                while process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+                return (
+                    process.terminationStatus,
+                    String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                )
+            }
+            let newCipher = try CredentialCipher(masterKeyBase64: new)
+            // Without the old key: refused, nothing changed, and no key printed.
+            let refused = try await herald(["HERALD_MASTER_KEY": new])
+            #expect(refused.status != 0)
+            #expect(!refused.output.contains(new) && !refused.output.contains(old))
+            await #expect(throws: (any Error).self) { try await credentials.checkSealingKeys(newCipher) }
+            // With it: all three sealed again; the new key alone opens them.
+            let first = try await herald(["HERALD_MASTER_KEY": new, "HERALD_MASTER_KEY_DECRYPT_ONLY": old])
+            #expect(first.status == 0, "\(first.output)")
+            #expect(first.output.contains(#""resealed":3"#), "\(first.output)")
+            #expect(first.output.contains(newCipher.sealingKeyID))
+            try await credentials.checkSealingKeys(newCipher)
+            // Again: nothing left to seal.
+            let again = try await herald(["HERALD_MASTER_KEY": new, "HERALD_MASTER_KEY_DECRYPT_ONLY": old])
+            #expect(again.status == 0 && again.output.contains(#""resealed":0"#), "\(again.output)")
+        }
+    }
 }

@@ -20,6 +20,13 @@ func withMigratedStore<Result: Sendable>(_ body: @Sendable (PostgresClient, Logg
 func withEmptyDatabase<Result: Sendable>(_ body: @Sendable (PostgresClient, Logger) async throws -> Result) async throws
     -> Result
 {
+    try await withEmptyDatabaseNamed { client, logger, _ in try await body(client, logger) }
+}
+
+/// ``withEmptyDatabase(_:)``, with the database's name (for processes the test starts against it).
+func withEmptyDatabaseNamed<Result: Sendable>(
+    _ body: @Sendable (PostgresClient, Logger, String) async throws -> Result
+) async throws -> Result {
     let configuration = try await HeraldConfiguration.load()
     let logger = Logger(label: "test.store.empty")
     let name = "herald_test_\(UUID().uuidString.prefix(8).lowercased())"
@@ -30,7 +37,7 @@ func withEmptyDatabase<Result: Sendable>(_ body: @Sendable (PostgresClient, Logg
     settings.database = name
     do {
         let result = try await HeraldDatabase.withClient(settings: settings, logger: logger) {
-            try await body($0, logger)
+            try await body($0, logger, name)
         }
         try await dropDatabase(name, configuration: configuration, logger: logger)
         return result
