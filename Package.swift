@@ -370,7 +370,7 @@ let package = Package(
         .testTarget(
             name: "HeraldKafkaTests",
             dependencies: [
-                "HeraldKafka", "HeraldCore", "HeraldMessaging",
+                "HeraldKafka", "HeraldCore", "HeraldMessaging", "HeraldRecords",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -12,7 +12,8 @@ enum CommandSupport {
 
     /// Prints one JSON object on a line of its own (the form scripts and tests read).
     static func printJSON(_ object: [String: Any]) {
-        if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
+        if let data = try? JSONSerialization.data(
+            withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]),
             let text = String(data: data, encoding: .utf8)
         {
             print(text)

@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// It owns one `rd_kafka_t` (producer or consumer) and a ``CallbackContext`` that librdkafka's
 /// callbacks reach through the configuration's opaque pointer. Producer and consumer types call
-/// its safe methods; no librdkafka pointer leaves this file except message opaques, which are
+/// its safe methods; no librdkafka pointer leaves this type (this file and its extensions) except message opaques, which are
 /// owned by ``KafkaDeliveryGroup``.
 ///
 /// Threading: librdkafka's handle is thread-safe. Consumer methods are called from the consumer's
@@ -45,11 +45,12 @@ final class RdKafkaClient: @unchecked Sendable {
 
     let role: Role
     let context: CallbackContext
-    private let handle: OpaquePointer
+    /// Internal only so this type's extensions (`RdKafkaClient+Administration.swift`) can use it.
+    let handle: OpaquePointer
     /// Set by ``destroy()``. Calls made from any thread (produce, offset store, pause) hold this
     /// lock so they never run on a destroyed handle; blocking calls run on the client's own
     /// thread, which is also the one that destroys it.
-    private let destroyedLock = Mutex(false)
+    let destroyedLock = Mutex(false)
     private var destroyed: Bool { destroyedLock.withLock { $0 } }
     /// One-entry cache for topic names of consumed records (used on the consumer thread only).
     private var lastTopicHandle: OpaquePointer?

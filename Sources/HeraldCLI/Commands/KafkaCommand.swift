@@ -12,8 +12,8 @@ import Synchronization
 struct KafkaCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "kafka",
-        abstract: "Kafka diagnostics: produce and consume test records through HERALD_KAFKA_BROKERS.",
-        subcommands: [KafkaProduceCommand.self, KafkaConsumeCommand.self]
+        abstract: "Kafka: create Herald's topics; produce and consume test records through HERALD_KAFKA_BROKERS.",
+        subcommands: [KafkaProduceCommand.self, KafkaConsumeCommand.self, KafkaCreateTopicsCommand.self]
     )
 }
 
