@@ -3,7 +3,12 @@
 #   - the Prometheus rules parse (promtool check rules) and every alert passes its unit tests
 #     (promtool test rules: each alert quiet on healthy input, firing after its `for` window);
 #   - every herald_* metric the rules read is one a Herald process writes (its name appears as a
-#     family in Sources/), so a renamed metric cannot leave an alert silently watching nothing.
+#     family in Sources/), so a renamed metric cannot leave an alert silently watching nothing;
+#   - the Containerfile passes hadolint (Deploy/container/hadolint.yaml);
+#   - both kustomize overlays render, validate (kubernetes-validate; KEDA objects against
+#     Deploy/kubernetes/schemas) and keep Herald's rules, and the compose file sets what the
+#     Kubernetes base sets (scripts/check-kubernetes.py says which).
+# The Python tools live in .local/venv-deploy, made on first use from PyPI.
 # Run by `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,3 +30,16 @@ for metric in $(grep -oE '\bherald_[a-z0-9_]+' "$rules" | sort -u); do
 done
 [ "$missing" = 0 ] || exit 1
 echo "deploy: rules and alert tests pass; every metric they read is written by Herald"
+
+venv=.local/venv-deploy
+requirements=scripts/deploy-requirements.txt
+if [ ! -x "$venv/bin/python" ] || ! cmp -s "$requirements" "$venv/requirements.txt"; then
+  echo "deploy: preparing $venv (hadolint, kubernetes-validate from PyPI)"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$venv/requirements.txt"
+fi
+"$venv/bin/hadolint" --config Deploy/container/hadolint.yaml Deploy/container/Containerfile
+echo "deploy: Containerfile passes hadolint"
+command -v kubectl >/dev/null || { echo "deploy: kubectl not found (apt-get install kubectl)" >&2; exit 1; }
+"$venv/bin/python" scripts/check-kubernetes.py

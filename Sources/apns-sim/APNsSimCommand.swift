@@ -52,7 +52,12 @@ struct APNsSimCommand: AsyncParsableCommand {
 
     static func main() async {
         do {
-            let command = try parseAsRoot() as! APNsSimCommand
+            // `--help` parses to ArgumentParser's help command, not to this one: it is answered
+            // below like every other early exit.
+            guard let command = try parseAsRoot() as? APNsSimCommand else {
+                print(helpMessage())
+                Foundation.exit(0)
+            }
             try await command.serve()
         } catch let error as APNsSimulatorError {
             FileHandle.standardError.write(Data("apns-sim: \(error.description)\n".utf8))

@@ -13,7 +13,11 @@ import ServiceLifecycle
 // the handler and postgres-nio without hopping threads (measured: see docs/benchmarks.md).
 _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 
-let configuration = await ServiceProcess.start("herald-api")
+let configuration = await ServiceProcess.start(
+    "herald-api",
+    about:
+        "the Open API: apps, devices, pushes, status and statistics. Serves the API on HERALD_API_PORT (8080) and /healthz, /readyz and /metrics on HERALD_API_METRICS_PORT (9467)."
+)
 let logger = Logger(label: "herald.api")
 let settings = configuration.api
 do {

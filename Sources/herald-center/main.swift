@@ -14,7 +14,11 @@ import ServiceLifecycle
 
 func fail(_ message: String) -> Never { ServiceProcess.fail("herald-center", message) }
 
-let configuration = await ServiceProcess.start("herald-center")
+let configuration = await ServiceProcess.start(
+    "herald-center",
+    about:
+        "the Msg Center: resolves audiences from PostgreSQL into job batches on Kafka, schedules, throttles, cancels, recalls and counts outcomes. Serves /healthz, /readyz and /metrics on HERALD_CENTER_METRICS_PORT (9466)."
+)
 let logger = Logger(label: "herald.center")
 let settings = configuration.center
 

@@ -8,6 +8,12 @@ import HeraldRecords
 import Logging
 import ServiceLifecycle
 
+ServiceProcess.answerCommandLine(
+    "herald-kafka-dev",
+    about:
+        "the development Kafka broker (librdkafka's mock cluster, in memory) with Herald's topics, on 127.0.0.1:HERALD_KAFKA_DEV_PORT (9092). For development, tests and benchmarks only."
+)
+
 LoggingSystem.bootstrap { label in
     var handler = StreamLogHandler.standardError(label: label)
     handler.logLevel = .info

@@ -15,7 +15,11 @@ import ServiceLifecycle
 
 func fail(_ message: String) -> Never { ServiceProcess.fail("herald-sender", message) }
 
-let configuration = await ServiceProcess.start("herald-sender")
+let configuration = await ServiceProcess.start(
+    "herald-sender",
+    about:
+        "pulls job batches from Kafka (herald.jobs) and sends them to APNs over HTTP/2. Serves /healthz, /readyz and /metrics on HERALD_SENDER_METRICS_PORT (9465)."
+)
 let logger = Logger(label: "herald.sender")
 let settings = configuration.sender
 

@@ -22,8 +22,65 @@ public enum ServiceProcess {
         exit(2)
     }
 
-    /// The configuration, with logging bootstrapped; exits 2 when it cannot be read.
-    public static func start(_ executable: String) async -> HeraldConfiguration {
+    /// What the command line asks of a service executable, which takes no arguments.
+    public enum CommandLineAnswer: Equatable, Sendable {
+        /// No arguments: start the service.
+        case start
+        /// `--help` or `--version`: print this on standard output and exit 0.
+        case print(String)
+        /// Anything else: print this on standard error and exit 2.
+        case refuse(String)
+    }
+
+    /// Answers `--help` (`-h`) and `--version` without reading any setting or connecting anywhere,
+    /// and refuses other arguments.
+    /// - Parameters:
+    ///   - executable: the program's name.
+    ///   - about: what the program does and which ports it serves, for `--help`.
+    ///   - arguments: the arguments after the program's name.
+    public static func answer(_ arguments: [String], executable: String, about: String) -> CommandLineAnswer {
+        guard let first = arguments.first else { return .start }
+        switch first {
+        case "--help", "-h", "help":
+            return .print(
+                """
+                \(executable) \(HeraldVersion.current): \(about)
+
+                Usage: \(executable) [--help | --version]
+
+                It takes no arguments. Its settings come from the environment (HERALD_*), or from
+                the JSON file HERALD_CONFIG_FILE names; every setting, its default and its meaning
+                are in docs/configuration.md. Secrets may come from files (HERALD_MASTER_KEY_FILE, …).
+                SIGTERM or SIGINT stops it gracefully.
+                """)
+        case "--version":
+            return .print("\(executable) \(HeraldVersion.current)")
+        default:
+            return .refuse(
+                "takes no arguments (got \(first)); its settings come from the environment (docs/configuration.md). Try \(executable) --help"
+            )
+        }
+    }
+
+    /// Returns when the process was started without arguments; answers `--help` and `--version`
+    /// (exit 0) and refuses anything else (exit 2) — see ``answer(_:executable:about:)``.
+    public static func answerCommandLine(_ executable: String, about: String) {
+        switch answer(Array(CommandLine.arguments.dropFirst()), executable: executable, about: about) {
+        case .start:
+            return
+        case .print(let text):
+            print(text)
+            exit(0)
+        case .refuse(let text):
+            FileHandle.standardError.write(Data("\(executable): \(text)\n".utf8))
+            exit(2)
+        }
+    }
+
+    /// The configuration, with logging bootstrapped; exits 2 when it cannot be read. Answers
+    /// `--help` and `--version` first (exit 0) and refuses other arguments (exit 2).
+    public static func start(_ executable: String, about: String) async -> HeraldConfiguration {
+        answerCommandLine(executable, about: about)
         var configuration: HeraldConfiguration
         do {
             configuration = try await HeraldConfiguration.load()

@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Checks Herald's Kubernetes manifests and compose file (run by scripts/test-deploy.sh).
+
+For each overlay under Deploy/kubernetes/overlays, rendered by `kubectl kustomize`:
+  - every core object is valid for the Kubernetes version given (kubernetes-validate, strict:
+    an unknown field fails);
+  - KEDA objects are valid against Deploy/kubernetes/schemas/keda.schema.json (Herald's subset);
+  - Herald's own rules: every HERALD_* variable is a documented setting; no secret is set in
+    the clear (secrets come as *_FILE), and every *_FILE path is a file the pod mounts; every
+    service has liveness and readiness probes on its operations port's /healthz and /readyz;
+    the sender's grace period covers its longest drain, recomputed from its settings; KEDA reads
+    the group and topic the senders use, on the brokers they use, and never scales past
+    herald.jobs' partitions; budgets, autoscalers and scalers point at Deployments that exist.
+Then Deploy/compose/compose.yaml: each Herald service sets the same variables, with the same
+values, as its Deployment in the base, apart from the differences listed in COMPOSE_MAY_DIFFER.
+"""
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+import jsonschema
+import kubernetes_validate
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+KUBERNETES_VERSION = "1.30.0"
+SECRETS = {"HERALD_MASTER_KEY", "HERALD_MASTER_KEY_DECRYPT_ONLY", "HERALD_ADMIN_TOKEN",
+           "HERALD_POSTGRES_PASSWORD", "HERALD_KAFKA_SASL_PASSWORD"}
+# The producer's flush on shutdown (docs/configuration.md: "A graceful shutdown waits up to 30 s").
+PRODUCER_FLUSH_SECONDS = 30
+SENDER_DEFAULTS = {"HERALD_SENDER_MAX_ATTEMPTS": 8, "HERALD_SENDER_RETRY_BASE_MS": 200,
+                   "HERALD_SENDER_RETRY_MAX_MS": 30000, "HERALD_SENDER_REQUEST_TIMEOUT_MS": 10000}
+OPERATIONS_PORTS = {"herald-api": 9467, "herald-center": 9466, "herald-sender": 9465}
+# A staging box differs from a cluster in where things are and how they are reached, never in
+# how Herald behaves: these variables may differ between compose and the Kubernetes base.
+COMPOSE_MAY_DIFFER = {
+    "HERALD_KAFKA_BROKERS", "HERALD_POSTGRES_HOST", "HERALD_POSTGRES_TLS_MODE",
+    # One broker: no replicas to spare.
+    "HERALD_KAFKA_TOPICS_REPLICATION_FACTOR", "HERALD_KAFKA_TOPICS_MIN_INSYNC_REPLICAS",
+    # Sandbox pushes go to apns-sim on the staging box.
+    "HERALD_SENDER_APNS_SANDBOX_HOST", "HERALD_SENDER_APNS_SANDBOX_PORT",
+    "HERALD_SENDER_APNS_SANDBOX_TRUST_CERTIFICATE_FILE",
+    # Set from the pod's name in Kubernetes; compose's single center uses the default.
+    "HERALD_CENTER_NAME",
+}
+
+failures = []
+
+
+def fail(where, message):
+    failures.append(f"{where}: {message}")
+
+
+def documented_settings():
+    """Every environment variable docs/configuration.md names, `_PORT`-style shorthands expanded."""
+    names = set()
+    for line in (ROOT / "docs/configuration.md").read_text().splitlines():
+        tokens = re.findall(r"`(HERALD_[A-Z0-9_]+|_[A-Z0-9_]+)`", line)
+        previous = None
+        for token in tokens:
+            if token.startswith("HERALD_"):
+                names.add(token)
+                previous = token
+            elif previous:
+                names.add(previous + token)  # `HERALD_X_PASSWORD` or `_FILE`
+                names.add(previous.rsplit("_", 1)[0] + token)  # `HERALD_X_HOST`, `_PORT`
+                names.add(re.sub(r"_(PRODUCTION|SANDBOX)_.*", "", previous) + token)
+    # "Every secret … may instead come from a file, named by the same variable with _FILE appended."
+    return names | {secret + "_FILE" for secret in SECRETS}
+
+
+def render(overlay):
+    result = subprocess.run(["kubectl", "kustomize", str(overlay)], capture_output=True, text=True)
+    if result.returncode != 0:
+        fail(overlay.name, f"kubectl kustomize failed: {result.stderr.strip()}")
+        return []
+    return [document for document in yaml.safe_load_all(result.stdout) if document]
+
+
+def pod_environment(pod_spec, config_maps):
+    """container name -> {variable: value} from envFrom ConfigMaps and env (fieldRefs as None)."""
+    environments = {}
+    for container in pod_spec.get("containers", []):
+        environment = {}
+        for source in container.get("envFrom", []):
+            name = source.get("configMapRef", {}).get("name")
+            if name not in config_maps:
+                fail(container["name"], f"envFrom names ConfigMap {name}, which the overlay does not make")
+                continue
+            environment.update(config_maps[name])
+        for variable in container.get("env", []):
+            environment[variable["name"]] = variable.get("value")
+        environments[container["name"]] = environment
+    return environments
+
+
+def mounted_files(pod_spec, container):
+    """Paths of the files the container sees from Secret and ConfigMap volumes (None: any file)."""
+    volumes = {volume["name"]: volume for volume in pod_spec.get("volumes", [])}
+    files = {}
+    for mount in container.get("volumeMounts", []):
+        volume = volumes.get(mount["name"])
+        if volume is None:
+            fail(container["name"], f"mounts volume {mount['name']}, which the pod does not declare")
+            continue
+        source = volume.get("secret") or volume.get("configMap") or {}
+        items = source.get("items")
+        files[mount["mountPath"]] = None if items is None else {item["path"] for item in items}
+    return files
+
+
+def file_is_mounted(path, files):
+    for mount_path, names in files.items():
+        prefix = mount_path.rstrip("/") + "/"
+        if path.startswith(prefix):
+            return names is None or path[len(prefix):] in names
+    return False
+
+
+def sender_drain_seconds(environment):
+    value = {name: int(environment.get(name) or default) for name, default in SENDER_DEFAULTS.items()}
+    attempts = value["HERALD_SENDER_MAX_ATTEMPTS"]
+    backoffs = sum(min(value["HERALD_SENDER_RETRY_BASE_MS"] * 2 ** n, value["HERALD_SENDER_RETRY_MAX_MS"])
+                   for n in range(attempts - 1))
+    return (backoffs + attempts * value["HERALD_SENDER_REQUEST_TIMEOUT_MS"]) / 1000 + PRODUCER_FLUSH_SECONDS
+
+
+def check_overlay(overlay, keda_schema, documented):
+    documents = render(overlay)
+    if not documents:
+        return {}
+    where = overlay.relative_to(ROOT / "Deploy/kubernetes").as_posix()
+    by_kind = {}
+    for document in documents:
+        by_kind.setdefault(document["kind"], {})[document["metadata"]["name"]] = document
+        if document["apiVersion"].startswith("keda.sh/"):
+            try:
+                jsonschema.validate(document, keda_schema)
+            except jsonschema.ValidationError as error:
+                fail(where, f"{document['kind']} {document['metadata']['name']}: {error.message} at {list(error.absolute_path)}")
+        else:
+            try:
+                kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
+            except Exception as error:  # kubernetes_validate raises several types
+                cause = getattr(error, "caused_by", error)
+                message = getattr(cause, "message", str(cause)).splitlines()[0][:300]
+                path = list(getattr(cause, "absolute_path", []))
+                fail(where, f"{document['kind']} {document['metadata']['name']}: {message} at {path}")
+
+    config_maps = {name: document.get("data", {}) for name, document in by_kind.get("ConfigMap", {}).items()}
+    for name, data in config_maps.items():
+        for variable in data:
+            if variable in SECRETS:
+                fail(where, f"ConfigMap {name} holds the secret {variable}: mount it and set {variable}_FILE")
+
+    deployments = by_kind.get("Deployment", {})
+    workloads = list(deployments.values()) + list(by_kind.get("Job", {}).values())
+    environments = {}
+    for workload in workloads:
+        name = workload["metadata"]["name"]
+        pod = workload["spec"]["template"]["spec"]
+        for container in pod["containers"]:
+            environment = pod_environment(pod, config_maps)[container["name"]]
+            environments[name] = environment
+            files = mounted_files(pod, container)
+            for variable, value in environment.items():
+                if not variable.startswith("HERALD_"):
+                    continue
+                if variable not in documented and not variable.startswith("HERALD_KAFKA_PROPERTY_"):
+                    fail(where, f"{name} sets {variable}, which docs/configuration.md does not document")
+                if variable in SECRETS:
+                    fail(where, f"{name} sets the secret {variable} in the clear: mount it and set {variable}_FILE")
+                if variable.endswith("_FILE") and value and not file_is_mounted(value, files):
+                    fail(where, f"{name}: {variable}={value} is not a file the pod mounts")
+        if workload["kind"] == "Deployment":
+            container = pod["containers"][0]
+            port = OPERATIONS_PORTS.get(name)
+            named_ports = {p.get("name"): p["containerPort"] for p in container.get("ports", [])}
+            for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+                http = container.get(probe, {}).get("httpGet")
+                if not http or http.get("path") != path:
+                    fail(where, f"{name}: {probe} must GET {path}")
+                    continue
+                probe_port = named_ports.get(http["port"], http["port"])
+                if port and probe_port != port:
+                    fail(where, f"{name}: {probe} probes port {probe_port}, the operations port is {port}")
+            if not pod.get("securityContext", {}).get("runAsNonRoot"):
+                fail(where, f"{name} does not set runAsNonRoot")
+
+    sender = deployments.get("herald-sender")
+    if sender:
+        drain = sender_drain_seconds(environments["herald-sender"])
+        grace = sender["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 30)
+        if grace < drain:
+            fail(where, f"herald-sender's terminationGracePeriodSeconds {grace} is shorter than its longest drain, {drain:.1f} s")
+        print(f"check-kubernetes: {where}: herald-sender drains in at most {drain:.1f} s; grace period {grace} s")
+
+    for scaled in by_kind.get("ScaledObject", {}).values():
+        target = scaled["spec"]["scaleTargetRef"]["name"]
+        if target not in deployments:
+            fail(where, f"ScaledObject {scaled['metadata']['name']} scales {target}, which is not a Deployment here")
+            continue
+        environment = environments[target]
+        partitions = int(environment.get("HERALD_KAFKA_TOPICS_PARTITIONS_JOBS") or 16)
+        maximum = scaled["spec"].get("maxReplicaCount", 100)
+        if maximum > partitions:
+            fail(where, f"ScaledObject maxReplicaCount {maximum} exceeds herald.jobs' {partitions} partitions")
+        for trigger in scaled["spec"]["triggers"]:
+            metadata = trigger["metadata"]
+            expected = {"bootstrapServers": environment.get("HERALD_KAFKA_BROKERS"),
+                        "consumerGroup": environment.get("HERALD_SENDER_GROUP_ID", "herald-sender"),
+                        "topic": environment.get("HERALD_SENDER_JOBS_TOPIC", "herald.jobs")}
+            for key, value in expected.items():
+                if metadata.get(key) != value:
+                    fail(where, f"ScaledObject's {key} is {metadata.get(key)}, the senders use {value}")
+            reference = trigger.get("authenticationRef", {}).get("name")
+            if reference and reference not in by_kind.get("TriggerAuthentication", {}):
+                fail(where, f"ScaledObject uses TriggerAuthentication {reference}, which the overlay does not make")
+        print(f"check-kubernetes: {where}: KEDA scales {target} up to {maximum} of {partitions} partitions")
+
+    for kind in ("PodDisruptionBudget",):
+        for budget in by_kind.get(kind, {}).values():
+            selector = budget["spec"]["selector"]["matchLabels"]
+            if not any(selector.items() <= d["spec"]["template"]["metadata"]["labels"].items() for d in deployments.values()):
+                fail(where, f"PodDisruptionBudget {budget['metadata']['name']} selects no Deployment's pods")
+    for autoscaler in by_kind.get("HorizontalPodAutoscaler", {}).values():
+        if autoscaler["spec"]["scaleTargetRef"]["name"] not in deployments:
+            fail(where, f"HorizontalPodAutoscaler {autoscaler['metadata']['name']} targets a Deployment that is not here")
+    print(f"check-kubernetes: {where}: {len(documents)} objects ({', '.join(sorted(by_kind))})")
+    return environments
+
+
+def check_compose(base_environments, documented):
+    compose = yaml.safe_load((ROOT / "Deploy/compose/compose.yaml").read_text())
+    services = compose["services"]
+    pairs = {"herald-api": "herald-api", "herald-center": "herald-center", "herald-sender": "herald-sender",
+             "herald-migrate": "herald-migrate", "herald-create-topics": "herald-create-topics"}
+    for service, workload in pairs.items():
+        if service not in services:
+            fail("compose", f"no service {service}")
+            continue
+        composed = {k: None if v is None else str(v) for k, v in (services[service].get("environment") or {}).items()}
+        kubernetes = {k: v for k, v in base_environments.get(workload, {}).items() if k.startswith("HERALD_")}
+        for variable in sorted(set(composed) | set(kubernetes)):
+            if variable in COMPOSE_MAY_DIFFER:
+                continue
+            if variable not in composed:
+                fail("compose", f"{service} does not set {variable} (Kubernetes sets {kubernetes[variable]})")
+            elif variable not in kubernetes:
+                fail("compose", f"{service} sets {variable}, which Kubernetes' {workload} does not")
+            elif composed[variable] != kubernetes[variable]:
+                fail("compose", f"{service}: {variable} is {composed[variable]} here, {kubernetes[variable]} in Kubernetes")
+        for variable in composed:
+            if variable.startswith("HERALD_") and variable not in documented:
+                fail("compose", f"{service} sets {variable}, which docs/configuration.md does not document")
+    print(f"check-kubernetes: compose: {len(pairs)} Herald services set what Kubernetes' base sets")
+
+
+def main():
+    keda_schema = json.loads((ROOT / "Deploy/kubernetes/schemas/keda.schema.json").read_text())
+    documented = documented_settings()
+    base = check_overlay(ROOT / "Deploy/kubernetes/base", keda_schema, documented)
+    for overlay in sorted((ROOT / "Deploy/kubernetes/overlays").iterdir()):
+        check_overlay(overlay, keda_schema, documented)
+    check_compose(base, documented)
+    if failures:
+        for failure in failures:
+            print(f"check-kubernetes: {failure}", file=sys.stderr)
+        sys.exit(1)
+    print("check-kubernetes: every manifest valid, Herald's rules hold")
+
+
+if __name__ == "__main__":
+    main()
