@@ -10,7 +10,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 KEEP ?= 0
 
-.PHONY: help deps build test test-tsan format demo bench-e2e bench-api bench-fanout bench-sender bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
+.PHONY: help deps build test test-tsan format demo check-image bench-e2e bench-api bench-fanout bench-sender bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
 
 help:
 	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench-sender  # a million notifications through Kafka and herald-sender to apns-sim"
 	@echo "make bench-api  # single-device pushes to herald-api under wrk, against /healthz"
 	@echo "make bench-fanout  # a 1,000,000-device broadcast fanned out by herald-center, against psql COPY"
+	@echo "make check-image  # the Containerfile's runtime packages proven in a debootstrap'ed bookworm root (root needed)"
 
 deps:
 	@scripts/install-dependencies.sh
@@ -101,6 +102,15 @@ bench-kafka: deps
 	$(SWIFT) build -c release --product herald-kafka-dev
 	$(SWIFT) build -c release --product kafka-throughput
 	.build/release/kafka-throughput --broker-binary .build/release/herald-kafka-dev
+
+# The container image's runtime stage without a registry (scripts/check-image.sh): the release
+# binaries, built as the Containerfile builds them, run in a minimal bookworm root.
+check-image: deps
+	@for product in herald herald-api herald-center herald-sender apns-sim; do \
+	  echo "swift build -c release --static-swift-stdlib --product $$product"; \
+	  $(SWIFT) build -c release --static-swift-stdlib --product $$product || exit 1; done
+	$(SWIFT) build -c release --product herald-kafka-dev
+	scripts/with-infrastructure.sh .build/release scripts/check-image.sh .build/release
 
 infra-up: deps
 	$(SWIFT) build --product herald-kafka-dev

@@ -61,24 +61,36 @@ public struct HealthProbe: Sendable {
         }
     }
 
+    /// One check's result, tagged with the check's position.
+    private struct Answer: Sendable {
+        var index: Int
+        var result: HealthCheck.Result
+    }
+
     /// Runs every check concurrently.
+    ///
+    /// Results are gathered by position in a dictionary, never written into a preallocated
+    /// array through a destructured task-group tuple: that form trapped with "Index out of range"
+    /// in release builds (Swift 6.3.1, -O) on the first `/readyz` of herald-center and
+    /// herald-sender, while debug builds passed (`make check-image` found it).
     public func run() async -> Report {
         let deadline = self.deadline
-        let results = await withTaskGroup(of: (Int, HealthCheck.Result).self) { group in
+        let answers = await withTaskGroup(of: Answer.self, returning: [Int: HealthCheck.Result].self) { group in
             for (index, check) in checks.enumerated() {
                 group.addTask {
                     do {
-                        return (index, try await withDeadline(deadline) { await check.check() })
+                        return Answer(index: index, result: try await withDeadline(deadline) { await check.check() })
                     } catch {
-                        return (index, .fail("no answer within \(deadline)"))
+                        return Answer(index: index, result: .fail("no answer within \(deadline)"))
                     }
                 }
             }
-            var results = [HealthCheck.Result?](repeating: nil, count: checks.count)
-            for await (index, result) in group { results[index] = result }
-            return results
+            var answers: [Int: HealthCheck.Result] = [:]
+            for await answer in group { answers[answer.index] = answer.result }
+            return answers
         }
-        return Report(results: zip(checks, results).map { ($0.name, $1 ?? .fail("not run")) })
+        return Report(
+            results: checks.enumerated().map { index, check in (check.name, answers[index] ?? .fail("not run")) })
     }
 }
 

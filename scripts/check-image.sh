@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# make check-image: proves the runtime stage of Deploy/container/Containerfile without a container
+# registry. It makes a minimal Debian bookworm root with debootstrap (--variant=minbase), installs
+# exactly the Containerfile's runtime apt line into it, adds the release binaries as the image
+# does (static Swift runtime, the migrations bundle, user 10001), and inside that root, as that
+# user, with nothing from this host's environment:
+#   - every binary resolves all its libraries (ldd) and answers --help and --version;
+#   - herald migrate runs against PostgreSQL over TLS (verify-full), its password from a file;
+#   - herald kafka create-topics finds Herald's topics on the development broker;
+#   - apns-sim, herald-api, herald-center and herald-sender start and their /readyz answer 200.
+#
+#   scripts/check-image.sh BUILD_DIR      (run through scripts/with-infrastructure.sh by make)
+#
+# Needs root (debootstrap, chroot, mounting /proc). The root is kept in .local/image-root and
+# made again when the Containerfile's package line changes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build_dir=$1
+root=.local/image-root
+containerfile=Deploy/container/Containerfile
+[ "$(id -u)" -eq 0 ] || { echo "check-image: needs root (debootstrap, chroot)" >&2; exit 1; }
+command -v debootstrap >/dev/null || { echo "check-image: debootstrap not found (apt-get install debootstrap)" >&2; exit 1; }
+
+# The runtime stage's package list: the words after --no-install-recommends on the apt-get line
+# that follows the "# runtime-packages" marker.
+packages=$(awk '/^# runtime-packages/ { marked = 1 }
+  marked && /apt-get install/ { sub(/.*--no-install-recommends /, ""); sub(/[ \\]*$/, ""); print; exit }' "$containerfile")
+[ -n "$packages" ] || { echo "check-image: no runtime apt line found in $containerfile" >&2; exit 1; }
+echo "check-image: runtime packages from $containerfile: $packages"
+
+unmount_all() {
+  for mount in proc dev; do
+    mountpoint -q "$root/$mount" 2>/dev/null && umount -l "$root/$mount"
+  done
+  return 0
+}
+
+stamp="$root/.herald-packages"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$packages" ]; then
+  unmount_all
+  rm -rf "$root"
+  echo "check-image: debootstrap --variant=minbase bookworm (about a minute)"
+  debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian >.local/image-root.log 2>&1 \
+    || { tail -20 .local/image-root.log >&2; exit 1; }
+  # The sources debian:bookworm-slim ships: the release, its updates and its security updates.
+  rm -f "$root/etc/apt/sources.list"
+  cat >"$root/etc/apt/sources.list.d/debian.sources" <<'EOF'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+  # The Containerfile's two runtime RUN lines, word for word in what they install and create.
+  # shellcheck disable=SC2086
+  chroot "$root" /bin/sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $packages >/dev/null && rm -rf /var/lib/apt/lists/*"
+  chroot "$root" useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin herald
+  echo "$packages" >"$stamp"
+fi
+
+# What a container runtime gives every container: /etc/hosts and /etc/resolv.conf.
+printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+mount -t proc proc "$root/proc"
+mount --bind /dev "$root/dev"
+pids=()
+cleanup() {
+  local status=$?
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  unmount_all
+  exit $status
+}
+trap cleanup EXIT
+
+binaries=(herald herald-api herald-center herald-sender apns-sim)
+for binary in "${binaries[@]}"; do
+  install -m 755 "$build_dir/$binary" "$root/usr/local/bin/"
+done
+rm -rf "$root/usr/local/bin/herald_HeraldStore.resources"
+cp -r "$build_dir/herald_HeraldStore.resources" "$root/usr/local/bin/"
+
+# Secrets as files, as the Kubernetes manifests mount them; the database's CA as a ConfigMap would.
+mkdir -p "$root/run/secrets/herald" "$root/etc/herald/postgres-ca" "$root/var/herald"
+printf '%s' "$HERALD_MASTER_KEY" >"$root/run/secrets/herald/master-key"
+printf '%s\n' "$HERALD_POSTGRES_PASSWORD" >"$root/run/secrets/herald/postgres-password"
+head -c 32 /dev/urandom | base64 | tr -d '\n' >"$root/run/secrets/herald/admin-token"
+chown -R 10001:10001 "$root/run/secrets/herald" "$root/var/herald"
+chmod 0400 "$root"/run/secrets/herald/*
+cp .local/postgres/tls/ca.crt "$root/etc/herald/postgres-ca/ca.crt"
+
+settings=(
+  PATH=/usr/local/bin:/usr/bin:/bin HOME=/var/herald
+  HERALD_POSTGRES_HOST=localhost HERALD_POSTGRES_PORT="$HERALD_POSTGRES_PORT"
+  HERALD_POSTGRES_USER="$HERALD_POSTGRES_USER" HERALD_POSTGRES_DATABASE="$HERALD_POSTGRES_DATABASE"
+  HERALD_POSTGRES_TLS_MODE=verify-full HERALD_POSTGRES_TLS_CA_FILE=/etc/herald/postgres-ca/ca.crt
+  HERALD_POSTGRES_PASSWORD_FILE=/run/secrets/herald/postgres-password
+  HERALD_KAFKA_BROKERS="$HERALD_KAFKA_BROKERS" HERALD_LOG_FORMAT=json
+)
+# Runs a command in the root as the image's user, with only the settings above.
+in_image() {
+  chroot --userspec=10001:10001 "$root" env -i "${settings[@]}" "$@"
+}
+
+for binary in "${binaries[@]}"; do
+  missing=$(chroot "$root" ldd "/usr/local/bin/$binary" | grep "not found" || true)
+  [ -z "$missing" ] || { echo "check-image: $binary lacks libraries in the image: $missing" >&2; exit 1; }
+  in_image "$binary" --help >/dev/null 2>&1 || { echo "check-image: $binary --help failed" >&2; exit 1; }
+done
+for binary in herald-api herald-center herald-sender; do
+  version=$(in_image "$binary" --version)
+  echo "check-image: $version: libraries resolved, --help answered"
+done
+
+in_image herald migrate >.local/image-migrate.log 2>&1 \
+  || { cat .local/image-migrate.log >&2; echo "check-image: herald migrate failed in the image" >&2; exit 1; }
+echo "check-image: herald migrate ran against PostgreSQL over TLS (verify-full)"
+topics=$(in_image herald kafka create-topics --timeout-seconds 10 2>/dev/null)
+[ "$(grep -c '"state":"exists"' <<<"$topics")" = 4 ] \
+  || { echo "$topics" >&2; echo "check-image: herald kafka create-topics did not find the 4 topics" >&2; exit 1; }
+echo "check-image: herald kafka create-topics found Herald's 4 topics"
+
+in_image apns-sim --host 127.0.0.1 --port 22197 --admin-port 22198 \
+  --write-certificate /var/herald/apns-sim.crt --ready-file /var/herald/apns-sim.ready \
+  >.local/image-apns-sim.log 2>&1 &
+pids+=($!)
+in_image HERALD_MASTER_KEY_FILE=/run/secrets/herald/master-key \
+  HERALD_ADMIN_TOKEN_FILE=/run/secrets/herald/admin-token \
+  HERALD_API_PORT=18080 HERALD_API_METRICS_PORT=19467 herald-api >.local/image-api.log 2>&1 &
+pids+=($!)
+in_image HERALD_CENTER_METRICS_PORT=19466 herald-center >.local/image-center.log 2>&1 &
+pids+=($!)
+in_image HERALD_MASTER_KEY_FILE=/run/secrets/herald/master-key HERALD_SENDER_METRICS_PORT=19465 \
+  HERALD_SENDER_APNS_SANDBOX_HOST=127.0.0.1 HERALD_SENDER_APNS_SANDBOX_PORT=22197 \
+  HERALD_SENDER_APNS_SANDBOX_TRUST_CERTIFICATE_FILE=/var/herald/apns-sim.crt \
+  herald-sender >.local/image-sender.log 2>&1 &
+pids+=($!)
+
+ready() {
+  local name=$1 url=$2
+  for _ in $(seq 1 120); do
+    if [ "$(curl -s -o /dev/null -w '%{http_code}' "$url")" = 200 ]; then
+      echo "check-image: $name started in the image: $url answers 200"
+      return 0
+    fi
+    sleep 0.5
+  done
+  echo "check-image: $name did not become ready ($url); its log:" >&2
+  tail -5 ".local/image-${name#herald-}.log" >&2
+  return 1
+}
+for _ in $(seq 1 60); do [ -s "$root/var/herald/apns-sim.ready" ] && break; sleep 0.5; done
+[ -s "$root/var/herald/apns-sim.ready" ] || { cat .local/image-apns-sim.log >&2; echo "check-image: apns-sim did not start" >&2; exit 1; }
+echo "check-image: apns-sim started in the image: $(cat "$root/var/herald/apns-sim.ready")"
+ready herald-api http://127.0.0.1:19467/readyz
+ready herald-center http://127.0.0.1:19466/readyz
+ready herald-sender http://127.0.0.1:19465/readyz
+echo "check-image: every binary runs in a minimal bookworm root with the Containerfile's packages"
