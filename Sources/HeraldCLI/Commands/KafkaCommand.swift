@@ -13,7 +13,10 @@ struct KafkaCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "kafka",
         abstract: "Kafka: create Herald's topics; produce and consume test records through HERALD_KAFKA_BROKERS.",
-        subcommands: [KafkaProduceCommand.self, KafkaConsumeCommand.self, KafkaCreateTopicsCommand.self]
+        subcommands: [
+            KafkaCreateTopicsCommand.self, KafkaDeadLettersCommand.self, KafkaProduceCommand.self,
+            KafkaConsumeCommand.self,
+        ]
     )
 }
 
