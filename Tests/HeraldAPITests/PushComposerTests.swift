@@ -93,6 +93,23 @@ struct PushComposerTests {
         #expect(refill.allowed && refill.remaining == 1, "never more than the burst")
     }
 
+    @Test("N processes each allow 1/N of an app's rate and burst")
+    func rateLimiterSharesTheLimitAmongProcesses() {
+        let limiter = RateLimiter(ratePerSecond: 100, burst: 10)
+        let app = UUID()
+        limiter.replicas.store(2, ordering: .relaxed)
+        // Half the burst at once, then half the rate: 50 a second.
+        #expect((0..<5).allSatisfy { _ in limiter.take(appID: app, now: 0).allowed })
+        #expect(!limiter.take(appID: app, now: 0).allowed)
+        // Over the next second: the bucket is full again (5), and 50 a second refill it.
+        let second = (0..<100).filter { limiter.take(appID: app, now: 1 + Double($0) / 100).allowed }.count
+        #expect(second == 5 + 49)
+        // Alone again: the whole rate.
+        limiter.replicas.store(1, ordering: .relaxed)
+        let alone = (0..<200).filter { limiter.take(appID: app, now: 3 + Double($0) / 200).allowed }.count
+        #expect(alone == 10 + 99)
+    }
+
     @Test func importParserHandlesSplitLinesCSVQuotesAndBadLines() {
         var parser = DeviceImportParser(format: .csv, appID: UUID(), bundleID: "com.example")
         let token = String(repeating: "ab", count: 32)

@@ -2,8 +2,10 @@ import Foundation
 import Synchronization
 
 /// Per-app token buckets: an app may make `ratePerSecond` requests a second on average and
-/// `burst` at once. Kept in this process's memory (each herald-api process limits on its own;
-/// docs/limits.md).
+/// `burst` at once, across every herald-api process. Buckets live in this process's memory; each
+/// process fills them at its ``share`` of the limit (the limit divided by the processes alive,
+/// counted by ``APIReplicaHeartbeat``), so a load balancer spreading requests evenly over N
+/// processes gives an app its limit, not N times it (docs/limits.md).
 final class RateLimiter: Sendable {
     /// What the limiter decided about one request.
     struct Decision: Equatable {
@@ -21,6 +23,8 @@ final class RateLimiter: Sendable {
 
     let ratePerSecond: Int
     let burst: Int
+    /// herald-api processes sharing the limit (this one included), at least 1.
+    let replicas = Atomic<Int>(1)
     private let buckets = Mutex<[UUID: Bucket]>([:])
 
     init(ratePerSecond: Int, burst: Int) {
@@ -30,9 +34,12 @@ final class RateLimiter: Sendable {
 
     /// Takes one token for `appID` at time `now` (seconds, monotonic).
     func take(appID: UUID, now: Double = RateLimiter.now()) -> Decision {
-        buckets.withLock { buckets in
-            var bucket = buckets[appID] ?? Bucket(tokens: Double(burst), updated: now)
-            let decision = Self.take(&bucket, now: now, rate: Double(ratePerSecond), burst: Double(burst))
+        let share = Double(max(1, replicas.load(ordering: .relaxed)))
+        let rate = Double(ratePerSecond) / share
+        let burst = max(1, Double(self.burst) / share)
+        return buckets.withLock { buckets in
+            var bucket = buckets[appID] ?? Bucket(tokens: burst, updated: now)
+            let decision = Self.take(&bucket, now: now, rate: rate, burst: burst)
             buckets[appID] = bucket
             return decision
         }

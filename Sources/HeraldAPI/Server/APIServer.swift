@@ -59,6 +59,7 @@ public struct APIServer: Service {
             cipher: cipher,
             settings: settings, metrics: metrics, deadlines: deadlines, logger: logger)
 
+        let rateLimiter = RateLimiter(ratePerSecond: settings.rateLimitPerSecond, burst: settings.rateLimitBurst)
         let router = Router(context: APIRequestContext.self)
         router.add(middleware: RequestIDMiddleware())
         router.add(
@@ -72,11 +73,15 @@ public struct APIServer: Service {
             middlewares: [
                 MetricsMiddleware(metrics: metrics),
                 ErrorResponseMiddleware(logger: logger, deadlines: deadlines),
-                AuthenticationMiddleware(
-                    rateLimiter: RateLimiter(ratePerSecond: settings.rateLimitPerSecond, burst: settings.rateLimitBurst)
-                ),
+                AuthenticationMiddleware(rateLimiter: rateLimiter),
             ])
-        var services: [any Service] = [deadlines, importDatabase, progressHub]
+        var services: [any Service] = [
+            deadlines, importDatabase, progressHub,
+            APIReplicaHeartbeat(
+                replicas: APIReplicaRepository(client: database, logger: logger), rateLimiter: rateLimiter,
+                interval: settings.replicaHeartbeat, name: "\(ProcessInfo.processInfo.hostName):\(getpid())",
+                logger: logger),
+        ]
         if settings.metricsPort > 0 {
             services.append(
                 OperationsServer(
