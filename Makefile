@@ -3,7 +3,8 @@
 #               send a broadcast and a tag push to 100,000 simulated devices with live progress,
 #               check them against apns-sim, stop everything (KEEP=1 leaves it up)
 #   make test   install what is missing, build once (debug, with tests), start the
-#               infrastructure, run every test, stop everything (the exit status is the tests')
+#               infrastructure, run every test (end to end on one stack, then on two APIs behind
+#               HAProxy, two centers and four senders), stop everything (the exit status is the tests')
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -44,6 +45,7 @@ test: deps
 	scripts/with-infrastructure.sh .build/debug scripts/test-api-contract.sh .build/debug
 	scripts/test-external-clients.sh .build/debug
 	scripts/test-end-to-end.sh .build/debug
+	scripts/test-scale-out.sh .build/debug
 
 # The HTTP/2 engine (HeraldHTTP2, through the APNs client's and apns-sim's tests) under
 # ThreadSanitizer: a build of its own in .build-tsan (slow the first time), with -DHERALD_TSAN so

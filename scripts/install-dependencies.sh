@@ -17,6 +17,7 @@ packages=(
   python3-venv        # a virtualenv for the Python HTTP/2 clients in apns-sim's tests
   prometheus          # promtool: the end-to-end run lints every process's /metrics with it
   openssl             # makes the local PostgreSQL cluster's TLS certificates (scripts/postgres.sh)
+  haproxy             # the load balancer in front of several herald-api (herald dev up --apis N)
   kubectl             # kubectl kustomize renders Deploy/kubernetes for scripts/check-kubernetes.py
   debootstrap         # make check-image: the container's runtime packages in a minimal bookworm root
   pkg-config

@@ -26,6 +26,8 @@ struct DevUpCommand: AsyncParsableCommand {
 
     @OptionGroup var dir: DevDirectoryOption
     @Option(help: "herald-sender processes.") var senders: Int = 2
+    @Option(help: "herald-api processes; more than one run behind HAProxy on the API port.") var apis: Int = 1
+    @Option(help: "herald-center processes.") var centers: Int = 1
     @Option(name: .customLong("api-port"), help: "herald-api's port (a free one if taken; 0 always picks a free one).")
     var apiPort: Int = 8080
     @Option(name: .customLong("bin-dir"), help: "Where the executables are (default: beside this one).")
@@ -44,6 +46,9 @@ struct DevUpCommand: AsyncParsableCommand {
         guard (1...16).contains(senders) else {
             throw ValidationError("--senders is 1 to 16 (herald.jobs has 16 partitions)")
         }
+        guard (1...8).contains(apis), (1...8).contains(centers) else {
+            throw ValidationError("--apis and --centers are 1 to 8")
+        }
         guard ["full", "counts"].contains(apnsSimRecord) else {
             throw ValidationError("--apns-sim-record is full or counts")
         }
@@ -54,8 +59,8 @@ struct DevUpCommand: AsyncParsableCommand {
         print("herald dev up: starting the stack in \(dir.path)")
         let started = ContinuousClock.now
         let stack = try await DevStackLauncher(
-            directory: dir.path, binDirectory: bin, senders: senders, apiPort: apiPort,
-            apnsSimRecord: apnsSimRecord, prometheus: prometheus || !prometheusRules.isEmpty,
+            directory: dir.path, binDirectory: bin, senders: senders, apiPort: apiPort, apis: apis,
+            centers: centers, apnsSimRecord: apnsSimRecord, prometheus: prometheus || !prometheusRules.isEmpty,
             prometheusRules: prometheusRules
         ).up()
         print(

@@ -3,11 +3,18 @@ import Foundation
 
 /// Brings the development stack up in order (PostgreSQL, the broker, apns-sim, herald-api,
 /// herald-center, the senders), each awaited before the next, and down in reverse.
+///
+/// Every service can run several times: `apis` herald-api processes behind HAProxy (Debian's,
+/// round robin, health-checked on `/readyz`, retrying a request whose process died) on the API
+/// port, `centers` herald-centers, `senders` senders. One of a kind keeps its plain name
+/// (`herald-api`); several are numbered (`herald-api-1`, `herald-api-2`).
 struct DevStackLauncher {
     var directory: String
     var binDirectory: String
     var senders: Int
     var apiPort: Int
+    var apis = 1
+    var centers = 1
     var apnsSimRecord = "full"
     /// Start Debian's Prometheus scraping every process (`--prometheus`), with these rule files.
     var prometheus = false
@@ -102,37 +109,51 @@ struct DevStackLauncher {
             "HERALD_KAFKA_STATISTICS_INTERVAL_MS": "1000",
         ]) { $1 }
 
-        // herald-api.
+        // herald-api: one on the API port, or several behind HAProxy there.
         var port = apiPort
         if port == 0 || !ProcessControl.isPortFree(port) {
             if port != 0 { say("    (port \(port) is taken; herald-api gets a free one)") }
             port = try ProcessControl.freePort()
         }
         stack.apiURL = "http://127.0.0.1:\(port)"
-        let apiOperations = try ProcessControl.freePort()
-        stack.metricsURLs["herald-api"] = "http://127.0.0.1:\(apiOperations)/metrics"
-        try await launch(
-            &stack, name: "herald-api", executable: "herald-api", arguments: [],
-            environment: services.merging([
-                "HERALD_API_PORT": "\(port)", "HERALD_ADMIN_TOKEN": stack.adminToken,
-                "HERALD_API_METRICS_PORT": "\(apiOperations)",
-            ]) { $1 },
-            readiness: "http:http://127.0.0.1:\(apiOperations)/readyz")
-        say("  ✔ herald-api      \(stack.apiURL)  operations http://127.0.0.1:\(apiOperations)")
+        var apiAddresses: [(name: String, port: Int)] = []
+        for index in 1...max(apis, 1) {
+            let name = Self.instanceName("herald-api", index, of: apis)
+            let listen = apis > 1 ? try ProcessControl.freePort() : port
+            let operations = try ProcessControl.freePort()
+            stack.metricsURLs[name] = "http://127.0.0.1:\(operations)/metrics"
+            try await launch(
+                &stack, name: name, executable: "herald-api", arguments: [],
+                environment: services.merging([
+                    "HERALD_API_PORT": "\(listen)", "HERALD_ADMIN_TOKEN": stack.adminToken,
+                    "HERALD_API_METRICS_PORT": "\(operations)",
+                ]) { $1 },
+                readiness: "http:http://127.0.0.1:\(operations)/readyz")
+            apiAddresses.append((name, listen))
+            say(
+                "  ✔ \(name.padding(toLength: 16, withPad: " ", startingAt: 0))http://127.0.0.1:\(listen)  operations http://127.0.0.1:\(operations)"
+            )
+        }
+        if apis > 1 {
+            try await startLoadBalancer(&stack, port: port, backends: apiAddresses)
+        }
 
         // herald-center: the outbox relay, fan-out and accounting.
-        let centerMetrics = try ProcessControl.freePort()
-        stack.metricsURLs["herald-center"] = "http://127.0.0.1:\(centerMetrics)/metrics"
-        try await launch(
-            &stack, name: "herald-center", executable: "herald-center", arguments: [],
-            environment: defaults(
-                services.merging([
-                    "HERALD_CENTER_METRICS_PORT": "\(centerMetrics)",
-                    "HERALD_CENTER_NAME": "center-1",
-                ]) { $1 },
-                ["HERALD_CENTER_CLAIM_LEASE_MS": "5000", "HERALD_CENTER_REDRIVE_AFTER_MS": "60000"]),
-            readiness: "http:http://127.0.0.1:\(centerMetrics)/readyz")
-        say("  ✔ herald-center   metrics \(stack.metricsURLs["herald-center"]!)")
+        for index in 1...max(centers, 1) {
+            let name = Self.instanceName("herald-center", index, of: centers)
+            let centerMetrics = try ProcessControl.freePort()
+            stack.metricsURLs[name] = "http://127.0.0.1:\(centerMetrics)/metrics"
+            try await launch(
+                &stack, name: name, executable: "herald-center", arguments: [],
+                environment: defaults(
+                    services.merging([
+                        "HERALD_CENTER_METRICS_PORT": "\(centerMetrics)",
+                        "HERALD_CENTER_NAME": "center-\(index)",
+                    ]) { $1 },
+                    ["HERALD_CENTER_CLAIM_LEASE_MS": "5000", "HERALD_CENTER_REDRIVE_AFTER_MS": "60000"]),
+                readiness: "http:http://127.0.0.1:\(centerMetrics)/readyz")
+            say("  ✔ \(name.padding(toLength: 16, withPad: " ", startingAt: 0))metrics \(stack.metricsURLs[name]!)")
+        }
 
         // The senders, pointed at apns-sim for both environments.
         for index in 1...max(senders, 1) {
@@ -170,7 +191,7 @@ struct DevStackLauncher {
         for (name, url) in stack.metricsURLs.sorted(by: { $0.key < $1.key }) {
             guard let address = URL(string: url).flatMap({ url in url.port.map { "\(url.host ?? "127.0.0.1"):\($0)" } })
             else { continue }
-            let job = name.hasPrefix("herald-sender") ? "herald-sender" : name
+            let job = Self.kind(of: name)
             groups.append(["targets": [address], "labels": ["job": job, "process": name]])
         }
         try JSONSerialization.data(withJSONObject: groups, options: [.prettyPrinted, .sortedKeys])
@@ -201,6 +222,70 @@ struct DevStackLauncher {
         say(
             "  ✔ Prometheus      \(stack.prometheusURL!) (scraping every process every 2 s\(rules.isEmpty ? "" : ", \(rules.count) rule file(s)"))"
         )
+    }
+
+    /// `herald-api` when it runs once, `herald-api-2` when it runs `count` times.
+    static func instanceName(_ service: String, _ index: Int, of count: Int) -> String {
+        count > 1 ? "\(service)-\(index)" : service
+    }
+
+    /// The kind of process a stack name stands for (`herald-sender-3` → `herald-sender`): the
+    /// Prometheus job Deploy/prometheus/herald-rules.yml expects.
+    static func kind(of name: String) -> String {
+        guard let last = name.split(separator: "-").last, Int(last) != nil else { return name }
+        return String(name[..<name.lastIndex(of: "-")!])
+    }
+
+    /// Debian's HAProxy on the API port, in front of every herald-api: round robin (so an app's
+    /// rate limit, shared among the processes, holds), a process out of rotation after two failed
+    /// `/readyz` checks a second apart, and a request whose process closed the connection without
+    /// answering (killed mid-request) sent again to another one — safe for pushes sent with an
+    /// Idempotency-Key, which is why clients should send one.
+    private func startLoadBalancer(
+        _ stack: inout DevStack, port: Int, backends: [(name: String, port: Int)]
+    ) async throws {
+        let executable = "/usr/sbin/haproxy"
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw CLIError("\(executable) not found: apt-get install haproxy (scripts/install-dependencies.sh does)")
+        }
+        let servers = backends.map {
+            "    server \($0.name) 127.0.0.1:\($0.port) check inter 1s fall 2 rise 2"
+        }.joined(separator: "\n")
+        let configuration = """
+            global
+                maxconn 4096
+                log stderr format raw local0 notice
+            defaults
+                mode http
+                log global
+                timeout connect 1s
+                timeout client 1h
+                timeout server 1h
+                timeout http-request 60s
+                retries 3
+                option redispatch 1
+                retry-on conn-failure empty-response response-timeout
+            frontend herald-api
+                bind 127.0.0.1:\(port)
+                default_backend herald-api
+            backend herald-api
+                balance roundrobin
+                option httpchk GET /readyz
+                http-check expect status 200
+            \(servers)
+
+            """
+        let file = stack.directory + "/haproxy.cfg"
+        try configuration.write(toFile: file, atomically: true, encoding: .utf8)
+        let managed = try ProcessControl.spawn(
+            DevStack.Managed(
+                name: "load-balancer", pid: 0, executable: executable, arguments: ["-f", file, "-db"],
+                environment: ProcessInfo.processInfo.environment, log: "\(stack.directory)/logs/load-balancer.log",
+                readiness: "http:\(stack.apiURL)/readyz"))
+        stack.processes.append(managed)
+        try stack.save()
+        try await ProcessControl.awaitReady(managed)
+        say("  ✔ load balancer   \(stack.apiURL) (HAProxy, round robin over \(backends.count) herald-api)")
     }
 
     /// This shell's environment without settings that would point the stack elsewhere, plus the
