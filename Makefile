@@ -11,7 +11,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 KEEP ?= 0
 
-.PHONY: help deps build test test-tsan format demo check-image bench-e2e bench-api bench-fanout bench-sender bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
+.PHONY: help deps build test test-tsan format demo check-image bench-e2e bench-api bench-fanout bench-sender bench-scale bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
 
 help:
 	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
@@ -22,6 +22,7 @@ help:
 	@echo "make bench-apns-sim  # apns-sim against nghttpd under h2load (release build)"
 	@echo "make bench-apns-client  # Herald's APNs client against h2load, both to apns-sim"
 	@echo "make bench-sender  # a million notifications through Kafka and herald-sender to apns-sim"
+	@echo "make bench-scale  # herald-sender ×1, ×2, ×4 against the same million-notification backlog"
 	@echo "make bench-api  # single-device pushes to herald-api under wrk, against /healthz"
 	@echo "make bench-fanout  # a 1,000,000-device broadcast fanned out by herald-center, against psql COPY"
 	@echo "make check-image  # the Containerfile's runtime packages proven in a debootstrap'ed bookworm root (root needed)"
@@ -87,6 +88,18 @@ bench-sender: deps
 	$(SWIFT) build -c release --product herald-kafka-dev
 	$(SWIFT) build -c release --product sender-throughput
 	HERALD_LOG_LEVEL=warning scripts/with-infrastructure.sh .build/release .build/release/sender-throughput
+
+# Senders 1, 2 and 4 against the same backlog, each run on a fresh broker and PostgreSQL with its
+# own h2load reference (docs/benchmarks.md, docs/operations.md's capacity table).
+bench-scale: deps
+	$(SWIFT) build -c release --product apns-sim
+	$(SWIFT) build -c release --product herald-sender
+	$(SWIFT) build -c release --product herald-kafka-dev
+	$(SWIFT) build -c release --product sender-throughput
+	@for senders in 1 2 4; do \
+	  echo "== $$senders sender(s)"; \
+	  HERALD_LOG_LEVEL=warning scripts/with-infrastructure.sh .build/release .build/release/sender-throughput --senders $$senders || exit 1; \
+	done
 
 bench-api: deps
 	$(SWIFT) build -c release --product herald-api

@@ -30,6 +30,7 @@ struct SenderThroughput: AsyncParsableCommand {
     @Option(help: "Targets per batch.") var targets = 500
     @Option(help: "Requests for the h2load reference run.") var h2loadRequests = 200_000
     @Option(help: "Port for apns-sim.") var simPort = 22960
+    @Option(help: "herald-sender processes sharing the backlog (make bench-scale runs 1, 2 and 4).") var senders = 1
 
     func run() async throws {
         let binaries = ProcessInfo.processInfo.environment["HERALD_BIN_DIR"] ?? ".build/release"
@@ -140,10 +141,15 @@ struct SenderThroughput: AsyncParsableCommand {
         // Info level: quiet per batch, and it says when the consumer group assigned the partitions.
         variables["HERALD_LOG_LEVEL"] = "info"
         let start = ContinuousClock.now
-        let sender = try BenchmarkProcesses.launch(
-            binaries + "/herald-sender", [], log: folder + "/sender.log", environment: variables)
-        defer { BenchmarkProcesses.stop(sender) }
-        let assignment = Task { await Self.waitForLine("Kafka partitions assigned", inFile: folder + "/sender.log") }
+        let senderProcesses = try (1...max(1, senders)).map { index in
+            try BenchmarkProcesses.launch(
+                binaries + "/herald-sender", [], log: folder + "/sender-\(index).log", environment: variables)
+        }
+        defer { for sender in senderProcesses { BenchmarkProcesses.stop(sender) } }
+        let assignment = Task {
+            await Self.waitForLine(
+                "Kafka partitions assigned", inFiles: (1...max(1, senders)).map { folder + "/sender-\($0).log" })
+        }
 
         let reader = try KafkaConsumer(
             configuration: configuration.kafka.consumerConfiguration(
@@ -167,17 +173,24 @@ struct SenderThroughput: AsyncParsableCommand {
                 if firstOutcome == nil { firstOutcome = ContinuousClock.now }
             }
             if seen.count % 100 == 0 {
-                peakRSS = max(peakRSS, Self.residentKilobytes(sender.processIdentifier, field: "VmHWM:"))
+                for sender in senderProcesses {
+                    peakRSS = max(peakRSS, Self.residentKilobytes(sender.processIdentifier, field: "VmHWM:"))
+                }
             }
-            if !sender.isRunning { throw ValidationError("herald-sender exited early; see \(folder)/sender.log") }
+            if let stopped = senderProcesses.firstIndex(where: { !$0.isRunning }) {
+                throw ValidationError(
+                    "herald-sender \(stopped + 1) exited early; see \(folder)/sender-\(stopped + 1).log")
+            }
         }
         let finished = ContinuousClock.now
         let elapsed = finished - start
-        peakRSS = max(peakRSS, Self.residentKilobytes(sender.processIdentifier, field: "VmHWM:"))
-        let cpuSeconds = Self.cpuSeconds(sender.processIdentifier)
+        for sender in senderProcesses {
+            peakRSS = max(peakRSS, Self.residentKilobytes(sender.processIdentifier, field: "VmHWM:"))
+        }
+        let cpuSeconds = senderProcesses.map { Self.cpuSeconds($0.processIdentifier) }.reduce(0, +)
         try await reader.close()
         guard accepted == total else {
-            let log = (try? String(contentsOfFile: folder + "/sender.log", encoding: .utf8)) ?? ""
+            let log = (try? String(contentsOfFile: folder + "/sender-1.log", encoding: .utf8)) ?? ""
             throw ValidationError(
                 "only \(accepted) of \(total) notifications accepted; failures: \(failureReasons); sender log:\n\(log.suffix(3000))"
             )
@@ -200,8 +213,9 @@ struct SenderThroughput: AsyncParsableCommand {
         print(
             String(
                 format:
-                    "herald-sender: %d notifications in %.1f s from its partition assignment = %.0f/s (%.2f of h2load), %.1f µs CPU each, peak RSS %.0f MB",
-                total, working, workingRate, workingRate / h2loadRate, microseconds, Double(peakRSS) / 1024))
+                    "herald-sender × %d: %d notifications in %.1f s from the first partition assignment = %.0f/s (%.2f of h2load), %.1f µs CPU each (all senders), peak RSS %.0f MB (largest sender)",
+                senderProcesses.count, total, working, workingRate, workingRate / h2loadRate, microseconds,
+                Double(peakRSS) / 1024))
         print(
             String(
                 format:
@@ -212,7 +226,8 @@ struct SenderThroughput: AsyncParsableCommand {
                 format: "  steady state (first outcome to last): %.0f/s (%.2f of h2load)", steadyRate,
                 steadyRate / h2loadRate))
         let result: [String: Any] = [
-            "benchmark": "sender-throughput", "notifications": total, "batches": batches,
+            "benchmark": "sender-throughput", "senders": senderProcesses.count, "notifications": total,
+            "batches": batches,
             "seconds": (working * 10).rounded() / 10, "notificationsPerSecond": Int(workingRate),
             "ratio": (workingRate / h2loadRate * 100).rounded() / 100,
             "secondsFromProcessStart": (seconds * 10).rounded() / 10,
@@ -246,10 +261,12 @@ struct SenderThroughput: AsyncParsableCommand {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
-    /// When `line` first appears in the log file (looked for every 2 ms), or nil if cancelled.
-    static func waitForLine(_ line: String, inFile path: String) async -> ContinuousClock.Instant? {
+    /// When `line` first appears in one of the log files (looked for every 2 ms), or nil if cancelled.
+    static func waitForLine(_ line: String, inFiles paths: [String]) async -> ContinuousClock.Instant? {
         while !Task.isCancelled {
-            if let text = try? String(contentsOfFile: path, encoding: .utf8), text.contains(line) { return .now }
+            for path in paths {
+                if let text = try? String(contentsOfFile: path, encoding: .utf8), text.contains(line) { return .now }
+            }
             try? await Task.sleep(for: .milliseconds(2))
         }
         return nil
