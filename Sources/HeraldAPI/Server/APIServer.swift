@@ -75,13 +75,14 @@ public struct APIServer: Service {
                 ErrorResponseMiddleware(logger: logger, deadlines: deadlines),
                 AuthenticationMiddleware(rateLimiter: rateLimiter),
             ])
-        var services: [any Service] = [
-            deadlines, importDatabase, progressHub,
-            APIReplicaHeartbeat(
-                replicas: APIReplicaRepository(client: database, logger: logger), rateLimiter: rateLimiter,
-                interval: settings.replicaHeartbeat, name: "\(ProcessInfo.processInfo.hostName):\(getpid())",
-                logger: logger),
-        ]
+        var services: [any Service] = [deadlines, importDatabase, progressHub]
+        if settings.replicaHeartbeat > .zero {
+            services.append(
+                APIReplicaHeartbeat(
+                    replicas: APIReplicaRepository(client: database, logger: logger), rateLimiter: rateLimiter,
+                    interval: settings.replicaHeartbeat, name: "\(ProcessInfo.processInfo.hostName):\(getpid())",
+                    logger: logger))
+        }
         if settings.metricsPort > 0 {
             services.append(
                 OperationsServer(

@@ -13,7 +13,8 @@ public struct APISettings: Sendable {
     public var rateLimitBurst: Int
     /// How often each herald-api renews its row in `api_replicas` and recounts the processes
     /// sharing the rate limits (`HERALD_API_REPLICA_HEARTBEAT_MS`); a process not renewed for 3
-    /// of these no longer counts.
+    /// of these no longer counts. Zero turns the sharing off: this process allows every app the
+    /// whole limit.
     public var replicaHeartbeat: Duration
     /// The largest JSON body accepted (`HERALD_API_MAX_BODY_BYTES`).
     public var maximumBodyBytes: Int
@@ -71,7 +72,8 @@ public struct APISettings: Sendable {
         pushesTopic = config.string(forKey: "api.pushesTopic", default: "herald.pushes")
         rateLimitPerSecond = max(1, config.int(forKey: "api.rateLimit.perSecond", default: 1_000))
         rateLimitBurst = max(1, config.int(forKey: "api.rateLimit.burst", default: 2_000))
-        replicaHeartbeat = config.milliseconds(forKey: "api.replicaHeartbeatMs", default: 1_000, minimum: 100)
+        let heartbeat = config.int(forKey: "api.replicaHeartbeatMs", default: 1_000)
+        replicaHeartbeat = heartbeat <= 0 ? .zero : .milliseconds(max(100, heartbeat))
         maximumBodyBytes = max(1024, config.int(forKey: "api.maxBodyBytes", default: 1 << 20))
         maximumImportBytes = max(1024, config.int(forKey: "api.maxImportBytes", default: 1 << 30))
         importConnections = max(1, config.int(forKey: "api.importConnections", default: 2))
