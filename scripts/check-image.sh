@@ -36,8 +36,31 @@ unmount_all() {
   return 0
 }
 
+# Every process whose root is the image's root: what this run started there, and anything a run
+# that was killed left behind (it would hold the ports).
+processes_in_root() {
+  local real process
+  real=$(realpath -m "$root")
+  for process in /proc/[0-9]*; do
+    case "$(readlink "$process/root" 2>/dev/null)" in
+      "$real" | "$real (deleted)") basename "$process" ;;
+    esac
+  done
+  return 0
+}
+stop_processes_in_root() {
+  local left
+  left=$(processes_in_root)
+  [ -n "$left" ] || return 0
+  # shellcheck disable=SC2086
+  kill $left 2>/dev/null || true
+  for _ in $(seq 1 50); do [ -z "$(processes_in_root)" ] && return 0; sleep 0.1; done
+  # shellcheck disable=SC2046
+  kill -9 $(processes_in_root) 2>/dev/null || true
+}
 stamp="$root/.herald-packages"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$packages" ]; then
+  [ -d "$root" ] && stop_processes_in_root
   unmount_all
   rm -rf "$root"
   echo "check-image: debootstrap --variant=minbase bookworm (about a minute)"
@@ -73,11 +96,12 @@ mount --bind /dev "$root/dev"
 pids=()
 cleanup() {
   local status=$?
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  stop_processes_in_root
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   unmount_all
   exit $status
 }
+stop_processes_in_root
 trap cleanup EXIT
 
 binaries=(herald herald-api herald-center herald-sender apns-sim)
@@ -108,6 +132,13 @@ settings=(
 in_image() {
   chroot --userspec=10001:10001 "$root" env -i "${settings[@]}" "$@"
 }
+# The same in the background, its process id (the service's own: chroot and env exec it) in pids.
+start_in_image() {
+  local log=$1
+  shift
+  (exec chroot --userspec=10001:10001 "$root" env -i "${settings[@]}" "$@" >"$log" 2>&1) &
+  pids+=($!)
+}
 
 for binary in "${binaries[@]}"; do
   missing=$(chroot "$root" ldd "/usr/local/bin/$binary" | grep "not found" || true)
@@ -127,21 +158,21 @@ topics=$(in_image herald kafka create-topics --timeout-seconds 10 2>/dev/null)
   || { echo "$topics" >&2; echo "check-image: herald kafka create-topics did not find the 4 topics" >&2; exit 1; }
 echo "check-image: herald kafka create-topics found Herald's 4 topics"
 
-in_image apns-sim --host 127.0.0.1 --port 22197 --admin-port 22198 \
-  --write-certificate /var/herald/apns-sim.crt --ready-file /var/herald/apns-sim.ready \
-  >.local/image-apns-sim.log 2>&1 &
-pids+=($!)
-in_image HERALD_MASTER_KEY_FILE=/run/secrets/herald/master-key \
+rm -f "$root/var/herald/apns-sim.ready" "$root/var/herald/apns-sim.crt"
+start_in_image .local/image-apns-sim.log apns-sim --host 127.0.0.1 --port 22197 --admin-port 22198 \
+  --write-certificate /var/herald/apns-sim.crt --ready-file /var/herald/apns-sim.ready
+# The sender trusts the certificate apns-sim writes once it listens: wait for that first.
+for _ in $(seq 1 60); do [ -s "$root/var/herald/apns-sim.ready" ] && break; sleep 0.5; done
+[ -s "$root/var/herald/apns-sim.ready" ] || { cat .local/image-apns-sim.log >&2; echo "check-image: apns-sim did not start" >&2; exit 1; }
+echo "check-image: apns-sim started in the image: $(cat "$root/var/herald/apns-sim.ready")"
+start_in_image .local/image-api.log HERALD_MASTER_KEY_FILE=/run/secrets/herald/master-key \
   HERALD_ADMIN_TOKEN_FILE=/run/secrets/herald/admin-token \
-  HERALD_API_PORT=18080 HERALD_API_METRICS_PORT=19467 herald-api >.local/image-api.log 2>&1 &
-pids+=($!)
-in_image HERALD_CENTER_METRICS_PORT=19466 herald-center >.local/image-center.log 2>&1 &
-pids+=($!)
-in_image HERALD_MASTER_KEY_FILE=/run/secrets/herald/master-key HERALD_SENDER_METRICS_PORT=19465 \
+  HERALD_API_PORT=18080 HERALD_API_METRICS_PORT=19467 herald-api
+start_in_image .local/image-center.log HERALD_CENTER_METRICS_PORT=19466 herald-center
+start_in_image .local/image-sender.log HERALD_MASTER_KEY_FILE=/run/secrets/herald/master-key \
+  HERALD_SENDER_METRICS_PORT=19465 \
   HERALD_SENDER_APNS_SANDBOX_HOST=127.0.0.1 HERALD_SENDER_APNS_SANDBOX_PORT=22197 \
-  HERALD_SENDER_APNS_SANDBOX_TRUST_CERTIFICATE_FILE=/var/herald/apns-sim.crt \
-  herald-sender >.local/image-sender.log 2>&1 &
-pids+=($!)
+  HERALD_SENDER_APNS_SANDBOX_TRUST_CERTIFICATE_FILE=/var/herald/apns-sim.crt herald-sender
 
 ready() {
   local name=$1 url=$2
@@ -156,9 +187,6 @@ ready() {
   tail -5 ".local/image-${name#herald-}.log" >&2
   return 1
 }
-for _ in $(seq 1 60); do [ -s "$root/var/herald/apns-sim.ready" ] && break; sleep 0.5; done
-[ -s "$root/var/herald/apns-sim.ready" ] || { cat .local/image-apns-sim.log >&2; echo "check-image: apns-sim did not start" >&2; exit 1; }
-echo "check-image: apns-sim started in the image: $(cat "$root/var/herald/apns-sim.ready")"
 ready herald-api http://127.0.0.1:19467/readyz
 ready herald-center http://127.0.0.1:19466/readyz
 ready herald-sender http://127.0.0.1:19465/readyz
