@@ -19,6 +19,7 @@ public final class CenterMetrics: Sendable {
     let tokensPurged = Atomic<Int>(0)
     let pushesCompleted = Atomic<Int>(0)
     let outboxPublished = Atomic<Int>(0)
+    let outboxDeleted = Atomic<Int>(0)
     /// The whole system's gauges, refreshed by the sweeper while this center holds the reporter
     /// lease; nil while another center reports them (or the database did not answer).
     let systemGauges = Mutex<SystemGauges?>(nil)
@@ -59,6 +60,9 @@ public final class CenterMetrics: Sendable {
         counter("herald_center_tokens_purged_total", "Invalid device tokens deleted after the purge age.", tokensPurged)
         counter("herald_center_pushes_completed_total", "Pushes this center saw complete.", pushesCompleted)
         counter("herald_center_outbox_published_total", "Outbox records published to Kafka.", outboxPublished)
+        counter(
+            "herald_center_outbox_deleted_total",
+            "Outbox records deleted after HERALD_CENTER_OUTBOX_RETENTION_MS since their publication.", outboxDeleted)
         text.single(
             "herald_center_fanouts_running", .gauge, help: "Fan-outs running in this center.",
             value: fanoutsRunning.load(ordering: .relaxed))

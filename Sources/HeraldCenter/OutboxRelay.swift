@@ -7,28 +7,36 @@ import ServiceLifecycle
 /// Publishes the transactional outbox to Kafka: every `interval`, the oldest unpublished records
 /// (locked, so several relays share the work) are produced and, once the broker acknowledged
 /// them, marked published. A broker outage leaves them in PostgreSQL until it is back: an
-/// accepted push is delayed, never lost.
+/// accepted push is delayed, never lost. Once a minute it deletes records published more than
+/// `retention` ago (zero keeps them), so the table does not grow with every push ever sent.
 public final class OutboxRelay: Service, Sendable {
     private let outbox: OutboxRepository
     private let producer: KafkaProducer
     private let interval: Duration
+    private let retention: Duration
     private let metrics: CenterMetrics?
     private let logger: Logger
 
     public init(
-        outbox: OutboxRepository, producer: KafkaProducer, interval: Duration, metrics: CenterMetrics? = nil,
-        logger: Logger
+        outbox: OutboxRepository, producer: KafkaProducer, interval: Duration, retention: Duration = .zero,
+        metrics: CenterMetrics? = nil, logger: Logger
     ) {
         self.outbox = outbox
         self.producer = producer
         self.interval = interval
+        self.retention = retention
         self.metrics = metrics
         self.logger = logger
     }
 
     public func run() async throws {
         var failing = false
+        var lastCleanup = ContinuousClock.now
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            if retention > .zero, ContinuousClock.now - lastCleanup > .seconds(60) {
+                lastCleanup = .now
+                await deletePublished()
+            }
             do {
                 var published = 0
                 repeat {
@@ -53,6 +61,21 @@ public final class OutboxRelay: Service, Sendable {
                 failing = true
             }
             try? await Task.sleep(for: interval)
+        }
+    }
+
+    /// Deletes what was published more than `retention` ago, 5,000 records a statement.
+    func deletePublished() async {
+        do {
+            var deleted = 0
+            repeat {
+                deleted = try await outbox.deletePublished(olderThan: retention, limit: 5_000)
+                metrics?.outboxDeleted.add(deleted, ordering: .relaxed)
+            } while deleted == 5_000 && !Task.isShuttingDownGracefully
+        } catch {
+            logger.warning(
+                "cannot delete published outbox records; trying again in a minute",
+                metadata: ["error": "\(HeraldDatabase.describe(error))"])
         }
     }
 }

@@ -48,7 +48,8 @@ do {
             services.append(
                 OutboxRelay(
                     outbox: OutboxRepository(client: database, logger: logger), producer: producer,
-                    interval: settings.outboxInterval, metrics: metrics, logger: logger))
+                    interval: settings.outboxInterval, retention: settings.outboxRetention, metrics: metrics,
+                    logger: logger))
         }
         if settings.metricsPort > 0 {
             services.append(

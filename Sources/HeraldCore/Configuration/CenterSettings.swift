@@ -34,6 +34,9 @@ public struct CenterSettings: Sendable {
     public var purgeInvalidAfterDays: Int
     /// How often the outbox is published (`HERALD_CENTER_OUTBOX_INTERVAL_MS`; 0 turns the relay off).
     public var outboxInterval: Duration
+    /// Published outbox records older than this are deleted, checked once a minute
+    /// (`HERALD_CENTER_OUTBOX_RETENTION_MS`, one hour; 0 keeps them for ever).
+    public var outboxRetention: Duration
     /// The Prometheus endpoint (`HERALD_CENTER_METRICS_HOST`, `HERALD_CENTER_METRICS_PORT`; 0 turns it off).
     public var metricsHost: String
     public var metricsPort: Int
@@ -56,6 +59,7 @@ public struct CenterSettings: Sendable {
         maxRedrives = max(0, config.int(forKey: "center.maxRedrives", default: 5))
         purgeInvalidAfterDays = max(0, config.int(forKey: "center.purgeInvalidAfterDays", default: 30))
         outboxInterval = config.milliseconds(forKey: "center.outboxIntervalMs", default: 100)
+        outboxRetention = config.milliseconds(forKey: "center.outboxRetentionMs", default: 3_600_000)
         metricsHost = config.string(forKey: "center.metrics.host", default: "0.0.0.0")
         metricsPort = config.int(forKey: "center.metrics.port", default: 9466)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTiming
 import Logging
 import PostgresNIO
 
@@ -29,6 +30,26 @@ public struct OutboxRepository: Sendable {
         try await client.boundedConnection { connection in
             try await Self.append(record, on: connection, logger: logger)
         }
+    }
+
+    /// Deletes up to `limit` records published more than `retention` ago, oldest first: what the
+    /// relay keeps for diagnosis is bounded by time, not by the number of pushes ever sent.
+    /// - Returns: how many were deleted.
+    @discardableResult
+    public func deletePublished(olderThan retention: Duration, limit: Int) async throws -> Int {
+        let rows = try await client.boundedQuery(
+            """
+            WITH gone AS (
+                DELETE FROM outbox WHERE id IN (
+                    SELECT id FROM outbox
+                    WHERE published_at < now() - \(retention.wholeMilliseconds) * interval '1 millisecond'
+                    ORDER BY id LIMIT \(limit))
+                RETURNING 1)
+            SELECT count(*) FROM gone
+            """, logger: logger)
+        var deleted = 0
+        for try await count in rows.decode(Int64.self) { deleted = Int(count) }
+        return deleted
     }
 
     /// Publishes the oldest unpublished records: locks up to `limit` of them (other relays skip
