@@ -128,15 +128,16 @@ settings=(
   HERALD_POSTGRES_PASSWORD_FILE=/run/secrets/herald/postgres-password
   HERALD_KAFKA_BROKERS="$HERALD_KAFKA_BROKERS" HERALD_LOG_FORMAT=json
 )
-# Runs a command in the root as the image's user, with only the settings above.
+# A command in the root as the image's user, with only the settings above.
+as_image_user=(chroot --userspec=10001:10001 "$root" env -i "${settings[@]}")
 in_image() {
-  chroot --userspec=10001:10001 "$root" env -i "${settings[@]}" "$@"
+  "${as_image_user[@]}" "$@"
 }
 # The same in the background, its process id (the service's own: chroot and env exec it) in pids.
 start_in_image() {
   local log=$1
   shift
-  (exec chroot --userspec=10001:10001 "$root" env -i "${settings[@]}" "$@" >"$log" 2>&1) &
+  (exec "${as_image_user[@]}" "$@" >"$log" 2>&1) &
   pids+=($!)
 }
 

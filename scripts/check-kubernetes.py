@@ -161,8 +161,9 @@ def check_overlay(overlay, keda_schema, documented):
     for workload in workloads:
         name = workload["metadata"]["name"]
         pod = workload["spec"]["template"]["spec"]
+        container_environments = pod_environment(pod, config_maps)
         for container in pod["containers"]:
-            environment = pod_environment(pod, config_maps)[container["name"]]
+            environment = container_environments[container["name"]]
             environments[name] = environment
             files = mounted_files(pod, container)
             for variable, value in environment.items():
@@ -220,11 +221,10 @@ def check_overlay(overlay, keda_schema, documented):
                 fail(where, f"ScaledObject uses TriggerAuthentication {reference}, which the overlay does not make")
         print(f"check-kubernetes: {where}: KEDA scales {target} up to {maximum} of {partitions} partitions")
 
-    for kind in ("PodDisruptionBudget",):
-        for budget in by_kind.get(kind, {}).values():
-            selector = budget["spec"]["selector"]["matchLabels"]
-            if not any(selector.items() <= d["spec"]["template"]["metadata"]["labels"].items() for d in deployments.values()):
-                fail(where, f"PodDisruptionBudget {budget['metadata']['name']} selects no Deployment's pods")
+    for budget in by_kind.get("PodDisruptionBudget", {}).values():
+        selector = budget["spec"]["selector"]["matchLabels"]
+        if not any(selector.items() <= d["spec"]["template"]["metadata"]["labels"].items() for d in deployments.values()):
+            fail(where, f"PodDisruptionBudget {budget['metadata']['name']} selects no Deployment's pods")
     for autoscaler in by_kind.get("HorizontalPodAutoscaler", {}).values():
         if autoscaler["spec"]["scaleTargetRef"]["name"] not in deployments:
             fail(where, f"HorizontalPodAutoscaler {autoscaler['metadata']['name']} targets a Deployment that is not here")

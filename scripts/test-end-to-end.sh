@@ -29,8 +29,8 @@ export HERALD_SENDER_RETRY_MAX_MS=5000
 export HERALD_LOG_LEVEL=${HERALD_LOG_LEVEL:-info}
 
 failures=()
-log() { echo "[e2e $(date +%H:%M:%S)] $*"; }
-fail() { log "✘ $*"; failures+=("$current: $*"); }
+log_prefix=e2e
+source scripts/e2e-support.sh
 
 "$herald" dev down >/dev/null 2>&1 || true
 log "starting the stack"
@@ -45,31 +45,8 @@ text = open(sys.argv[1]).read()
 print(re.sub(r"for: (\d+)([mh])$", lambda m: f"for: {int(m[1]) * scale[m[2]]}s", text, flags=re.M), end="")
 ' Deploy/prometheus/herald-rules.yml >"$rules"
 "$herald" dev up --senders 2 --api-port 0 --bin-dir "$bin" --prometheus-rules "$rules" || { echo "the stack did not start"; exit 1; }
-cleanup() {
-  local status=$?
-  if [ ${#failures[@]} -gt 0 ] || [ "${E2E_KEEP_LOGS:-0}" = 1 ]; then
-    log "logs: kept in $HERALD_DEV_DIR/logs"
-    "$herald" dev down --keep >/dev/null
-  else
-    "$herald" dev down >/dev/null
-  fi
-  exit $status
-}
-trap cleanup EXIT
 eval "$("$herald" dev env)"
 sim_admin=$HERALD_DEV_APNS_SIM_ADMIN
-
-# Fields of a push's status, space-separated, from one status read (python reads the JSON).
-field() {
-  local push=$1; shift
-  "$herald" push status "$push" --json 2>/dev/null | python3 -c "
-import json, sys
-status = json.load(sys.stdin); counters = status['counters']
-done = counters['accepted'] + counters['rejected'] + counters['expired'] + counters['canceled']
-values = {'state': status['state'], 'done': done, 'targeted': counters['targeted'],
-          'accepted': counters['accepted'], 'expired': counters['expired']}
-print(' '.join(str(values[name]) for name in sys.argv[1:]))" "$@"
-}
 
 # Waits until the push's `done` reaches $2 (or it completes), at most $3 seconds.
 wait_done_at_least() {
@@ -80,51 +57,6 @@ wait_done_at_least() {
     sleep 0.2
   done
   return 1
-}
-
-wait_completed() {
-  local push=$1 limit=$2 start=$SECONDS
-  while [ $((SECONDS - start)) -lt "$limit" ]; do
-    [ "$(field "$push" state)" = completed ] && return 0
-    sleep 0.5
-  done
-  fail "push $push not completed within ${limit}s: $("$herald" push status "$push" | head -2 | tail -1)"
-  diagnose
-  return 1
-}
-
-# What each process was doing when a push got stuck, printed once (CI keeps only the end of
-# the output): the metrics that tell a stuck sender from a stuck accountant, the database
-# sessions that are busy or inside a transaction, and the last warnings of each process.
-diagnosed=0
-diagnose() {
-  [ "$diagnosed" = 0 ] || return 0
-  diagnosed=1
-  log "diagnostics"
-  python3 - "$HERALD_DEV_DIR/stack.json" <<'PY'
-import json, sys, urllib.request
-stack = json.load(open(sys.argv[1]))
-keep = ("herald_sender_batches_in_flight", "herald_sender_batches_total", "herald_sender_apns_in_flight",
-        "herald_sender_consumer_lag", "herald_sender_notifications_total{outcome=\"accepted\"",
-        "herald_center_outcome_batches", "herald_center_batches_produced_total", "herald_center_fanouts_running",
-        "herald_pushes{", "herald_outbox_backlog_records", "herald_kafka_consumer_lag{")
-for name, url in sorted(stack.get("metricsURLs", {}).items()):
-    try:
-        text = urllib.request.urlopen(url, timeout=3).read().decode()
-    except Exception as error:
-        print(f"  {name}: metrics unreadable ({error})"); continue
-    lines = [line for line in text.splitlines() if line.startswith(keep) and not line.endswith(" 0")]
-    print(f"  {name}: " + "; ".join(line.replace("herald_", "") for line in lines))
-PY
-  local pg; pg=$(python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['postgres']; print(p['binDirectory'], p['port'], p['user'], p['password'], p['database'])" "$HERALD_DEV_DIR/stack.json")
-  read -r pgbin pgport pguser pgpassword pgdatabase <<< "$pg"
-  PGPASSWORD=$pgpassword "$pgbin/psql" -h 127.0.0.1 -p "$pgport" -U "$pguser" -d "$pgdatabase" -At -F ' | ' -c "
-    SELECT 'pg ' || pid, state, wait_event_type || ':' || wait_event, now() - xact_start, left(regexp_replace(query, '\s+', ' ', 'g'), 100)
-    FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
-      AND (state <> 'idle' OR xact_start IS NOT NULL)" 2>&1 | sed 's/^/  /'
-  for file in "$HERALD_DEV_DIR"/logs/herald-*.log; do
-    grep -E " (warning|error|critical) " "$file" | grep -v librdkafka | tail -3 | cut -c1-240 | sed "s|^|  $(basename "$file" .log): |"
-  done
 }
 
 # Waits up to $4 s until GET $2 on the operations port of process $1 answers HTTP $3 — with a

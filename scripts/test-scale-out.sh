@@ -30,51 +30,14 @@ export HERALD_API_RATE_LIMIT_BURST=100
 export HERALD_LOG_LEVEL=${HERALD_LOG_LEVEL:-info}
 
 failures=()
-log() { echo "[scale $(date +%H:%M:%S)] $*"; }
-fail() { log "✘ $*"; failures+=("$current: $*"); }
+log_prefix=scale
+source scripts/e2e-support.sh
 
 "$herald" dev down >/dev/null 2>&1 || true
 log "starting two herald-api behind HAProxy, two centers, four senders"
 "$herald" dev up --apis 2 --centers 2 --senders 4 --api-port 0 --bin-dir "$bin" || { echo "the stack did not start"; exit 1; }
-cleanup() {
-  local status=$?
-  if [ ${#failures[@]} -gt 0 ] || [ "${E2E_KEEP_LOGS:-0}" = 1 ]; then
-    log "logs: kept in $HERALD_DEV_DIR/logs"
-    "$herald" dev down --keep >/dev/null
-  else
-    "$herald" dev down >/dev/null
-  fi
-  exit $status
-}
-trap cleanup EXIT
 eval "$("$herald" dev env)"
 sim_admin=$HERALD_DEV_APNS_SIM_ADMIN
-
-psql_stack() {
-  local pg; pg=$(python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['postgres']; print(p['binDirectory'], p['port'], p['user'], p['password'], p['database'])" "$HERALD_DEV_DIR/stack.json")
-  read -r pgbin pgport pguser pgpassword pgdatabase <<< "$pg"
-  PGPASSWORD=$pgpassword "$pgbin/psql" -h 127.0.0.1 -p "$pgport" -U "$pguser" -d "$pgdatabase" -At -c "$1"
-}
-
-field() {
-  local push=$1; shift
-  "$herald" push status "$push" --json 2>/dev/null | python3 -c "
-import json, sys
-status = json.load(sys.stdin); counters = status['counters']
-done = counters['accepted'] + counters['rejected'] + counters['expired'] + counters['canceled']
-values = {'state': status['state'], 'done': done, 'targeted': counters['targeted']}
-print(' '.join(str(values[name]) for name in sys.argv[1:]))" "$@"
-}
-
-wait_completed() {
-  local push=$1 limit=$2 start=$SECONDS
-  while [ $((SECONDS - start)) -lt "$limit" ]; do
-    [ "$(field "$push" state)" = completed ] && return 0
-    sleep 0.5
-  done
-  fail "push $push not completed within ${limit}s: $("$herald" push status "$push" | head -2 | tail -1)"
-  return 1
-}
 
 log "an app with the stack's signing key and $devices simulated devices"
 "$herald" app create --name "scale-out" --bundle-id com.example.scale --save >/dev/null || exit 1
@@ -91,7 +54,7 @@ test_kill() {
   local broadcast; broadcast=$("$herald" push --all --body "Through a center that dies" --rate 10000 --quiet) || { fail "broadcast refused"; return; }
   local start=$SECONDS threshold=$((devices / 5))
   until [ "$(field "$broadcast" targeted)" -ge "$threshold" ] || [ $((SECONDS - start)) -gt 120 ]; do sleep 0.2; done
-  local claimant; claimant=$(psql_stack "SELECT claimed_by FROM pushes WHERE id = '$broadcast'")
+  local claimant; claimant=$(stack_psql -c "SELECT claimed_by FROM pushes WHERE id = '$broadcast'")
   [ -n "$claimant" ] || { fail "no center holds the broadcast's fan-out"; return; }
 
   # Single-device pushes through the load balancer, each with its own Idempotency-Key, each
@@ -144,7 +107,7 @@ PY
   sleep 3
   "$herald" dev stop herald-api-1 --kill
   log "killed herald-api-1 under the stream of single-device pushes"
-  local center_name=herald-${claimant/center-/center-}
+  local center_name=herald-$claimant
   "$herald" dev stop "$center_name" --kill
   log "killed $center_name, which held the broadcast's fan-out, at $(field "$broadcast" targeted) targets"
   wait "$stream"
@@ -169,7 +132,7 @@ PY
   [ "$total" -ge "$singles" ] || fail "only $total single-device pushes had a deliverable alias"
   [ "$unanswered" = 0 ] || fail "$unanswered single-device pushes never accepted"
   [ "$split" = 0 ] || fail "$split idempotency keys made more than one push"
-  local stored; stored=$(psql_stack "SELECT count(*) FROM pushes WHERE idempotency_key LIKE 'scale-$run-%'")
+  local stored; stored=$(stack_psql -c "SELECT count(*) FROM pushes WHERE idempotency_key LIKE 'scale-$run-%'")
   [ "$stored" = "$total" ] || fail "$stored pushes stored for $total idempotency keys"
 
   wait_completed "$broadcast" 300 && {
