@@ -40,6 +40,8 @@ struct APITest: Sendable {
         var serverKey: String
         var serverKeyID: String
         var clientKey: String
+        /// The app's identity secret, shown once at creation (the key of alias signatures).
+        var identitySecret: String
     }
 
     @discardableResult
@@ -91,7 +93,8 @@ struct APITest: Sendable {
         let client = answer["client_key"] as? [String: Any]
         return CreatedApp(
             id: app?["id"] as? String ?? "", bundleID: bundleID, serverKey: server?["key"] as? String ?? "",
-            serverKeyID: server?["id"] as? String ?? "", clientKey: client?["key"] as? String ?? "")
+            serverKeyID: server?["id"] as? String ?? "", clientKey: client?["key"] as? String ?? "",
+            identitySecret: answer["identity_secret"] as? String ?? "")
     }
 
     /// Registers a device; returns its registration id.

@@ -14,7 +14,7 @@ struct DevicesAPITests {
             let app = try await api.createApp()
             let token = APITest.randomToken()
             let first = try await api.call(
-                .post, "/v1/devices", key: app.clientKey,
+                .post, "/v1/devices", key: app.serverKey,
                 json:
                     #"{"token":"\#(token)","environment":"production","alias":"alice","tags":["news"],"locale":"de_DE","time_zone":"Europe/Berlin"}"#
             )
@@ -72,12 +72,12 @@ struct DevicesAPITests {
             // The API used to let them through and answer 500 when the database refused.
             let accented = String(repeating: "e\u{301}", count: 100)
             let long = try await api.call(
-                .post, "/v1/devices", key: app.clientKey,
+                .post, "/v1/devices", key: app.serverKey,
                 json: #"{"token":"\#(APITest.randomToken())","environment":"production","alias":"\#(accented)"}"#)
             #expect(long.status == .unprocessableContent && long.errorField == "alias")
             let fits = String(repeating: "e\u{301}", count: 64)
             let ok = try await api.call(
-                .post, "/v1/devices", key: app.clientKey,
+                .post, "/v1/devices", key: app.serverKey,
                 json: #"{"token":"\#(APITest.randomToken())","environment":"production","alias":"\#(fits)"}"#)
             #expect(ok.status == .created)
         }
@@ -112,7 +112,7 @@ struct DevicesAPITests {
                 ((nextPage["devices"] as? [[String: Any]])?.first?["registration_id"] as? NSNumber)?.int64Value == c)
 
             let changed = try await api.call(
-                .patch, "/v1/devices/\(a)", key: app.clientKey,
+                .patch, "/v1/devices/\(a)", key: app.serverKey,
                 json: #"{"alias":"","add_tags":["gold"],"remove_tags":["vip"]}"#)
             #expect(changed.status == .ok && changed["alias"] == nil && changed["tags"] as? [String] == ["gold"])
             let tooMany = try await api.call(

@@ -84,7 +84,9 @@ struct CredentialSealingTests {
             await #expect {
                 try await repository.checkSealingKeys(typo)
             } throws: { error in
-                "\(error)".contains("1 APNs credential(s) are sealed with master key id \(old.sealingKeyID)")
+                "\(error)".contains(
+                    "1 secret(s) (APNs credentials, identity secrets) are sealed with master key id \(old.sealingKeyID)"
+                )
             }
             let before = try await repository.credentials(appID: app.id)[0]
 

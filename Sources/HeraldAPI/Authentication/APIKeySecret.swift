@@ -2,23 +2,37 @@ import Crypto
 import Foundation
 import HeraldStore
 
-/// API keys: `hs_` (server) or `hc_` (client) and 32 random bytes in URL-safe base64 without
-/// padding (43 characters).
+/// API keys: `hs_` (server), `hc_` (client) or `ha_` (an app's admin key) and 32 random bytes in
+/// URL-safe base64 without padding (43 characters).
 enum APIKeySecret {
     static func generate(kind: APIKeyKind) -> String {
+        prefix(kind) + randomText()
+    }
+
+    /// 32 random bytes in URL-safe base64 without padding.
+    static func randomText() -> String {
         let bytes = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
-        let text = bytes.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
+        return bytes.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
             of: "/", with: "_"
         )
         .replacingOccurrences(of: "=", with: "")
-        return (kind == .server ? "hs_" : "hc_") + text
+    }
+
+    static func prefix(_ kind: APIKeyKind) -> String {
+        switch kind {
+        case .server: "hs_"
+        case .client: "hc_"
+        case .admin: "ha_"
+        }
     }
 
     /// Whether `token` has the shape of a key ``generate(kind:)`` makes: anything else is refused
     /// without asking the database.
     static func isWellFormed(_ token: Substring) -> Bool {
         let utf8 = token.utf8
-        guard utf8.count == 46, token.hasPrefix("hs_") || token.hasPrefix("hc_") else { return false }
+        guard utf8.count == 46, token.hasPrefix("hs_") || token.hasPrefix("hc_") || token.hasPrefix("ha_") else {
+            return false
+        }
         return utf8.dropFirst(3).allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),

@@ -78,7 +78,9 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
                     .unauthorized, code: "unknown_key", message: "This key is not known to Herald, or it was revoked."),
                 to: request)
         }
-        return try await Principal.$presented.withValue(principal) { try await next(request, context) }
+        return try await Principal.$presented.withValue(principal) {
+            try await RequestIdentity.$sourceAddress.withValue(source) { try await next(request, context) }
+        }
     }
 
     /// The admin or the app key `token` names, or nil for neither. A key is looked up within the
@@ -86,7 +88,7 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
     private func resolve(_ token: Substring) async throws -> Principal? {
         if let adminToken, !adminToken.isEmpty, Self.constantTimeEqual(token, adminToken) { return .admin }
         let key = try await deadlines.guarding { [authenticator] in try await authenticator.authenticate(token) }
-        return key.map { .app(appID: $0.appID, key: $0.kind, keyID: $0.id) }
+        return key.map { .app(AppKey($0)) }
     }
 
     /// The token of an `Authorization: Bearer` header, if there is one.

@@ -40,10 +40,15 @@ enum DeviceInput {
         }
     }
 
-    static func tags(_ tags: [String]?, field: String = "tags") throws(APIError) {
+    static func tags(
+        _ tags: [String]?, field: String = "tags", maximum: Int = DeviceLimits.maximumTagsPerDevice
+    ) throws(APIError) {
         guard let tags else { return }
-        guard tags.count <= DeviceLimits.maximumTagsPerDevice else {
-            throw .invalid(field, "a device carries at most \(DeviceLimits.maximumTagsPerDevice) tags")
+        guard tags.count <= maximum else {
+            throw .invalid(
+                field,
+                maximum == DeviceLimits.maximumTagsPerDevice
+                    ? "a device carries at most \(maximum) tags" : "at most \(maximum) tags")
         }
         if let bad = tags.firstIndex(where: {
             !(1...64).contains($0.storedLength) || $0.contains(where: { $0.isNewline || $0 == "\t" })

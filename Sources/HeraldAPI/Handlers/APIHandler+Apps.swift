@@ -10,18 +10,34 @@ extension APIHandler {
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the app as JSON") }
         try Self.checkName(body.name, field: "name")
         try Self.checkBundleID(body.bundleId)
-        let app = try await apps.create(name: body.name, bundleID: body.bundleId)
+        try DeviceInput.tags(body.clientTags, field: "client_tags", maximum: 1000)
+        var app = try await apps.create(name: body.name, bundleID: body.bundleId)
+        if body.identityVerification != nil || body.clientTags != nil {
+            app =
+                try await apps.update(
+                    id: app.id,
+                    .init(
+                        identityVerification: body.identityVerification, allowedClientTags: body.clientTags.map { $0 })
+                ) ?? app
+        }
         let serverSecret = APIKeySecret.generate(kind: .server)
         let clientSecret = APIKeySecret.generate(kind: .client)
         let serverKey = try await keys.create(appID: app.id, kind: .server, key: serverSecret, name: "first server key")
         let clientKey = try await keys.create(appID: app.id, kind: .client, key: clientSecret, name: "first client key")
+        var identitySecret: String?
+        if let cipher {
+            let secret = AliasSignature.newSecret()
+            try await identitySecrets.replace(appID: app.id, secret: secret, graceSeconds: 0, cipher: cipher)
+            identitySecret = secret
+        }
+        await recordAudit("app.created", appID: app.id, details: ["name": app.name, "bundle_id": app.bundleID])
         logger.info("app created", metadata: ["app": "\(app.id)"])
         return .created(
             .init(
                 body: .json(
                     .init(
                         app: .init(app), serverKey: .init(serverKey, secret: serverSecret),
-                        clientKey: .init(clientKey, secret: clientSecret)))))
+                        clientKey: .init(clientKey, secret: clientSecret), identitySecret: identitySecret))))
     }
 
     func listApps(_ input: Operations.ListApps.Input) async throws -> Operations.ListApps.Output {
@@ -46,9 +62,26 @@ extension APIHandler {
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the changes as JSON") }
         if let name = body.name { try Self.checkName(name, field: "name") }
         if let bundleID = body.bundleId { try Self.checkBundleID(bundleID) }
-        guard let app = try await apps.update(id: id, name: body.name, bundleID: body.bundleId) else {
-            throw APIError.notFound("app")
+        try DeviceInput.tags(body.clientTags, field: "client_tags", maximum: 1000)
+        var allowedTags: [String]?? = body.clientTags.map { $0 }
+        if body.clientTagsUnrestricted == true {
+            guard body.clientTags == nil else {
+                throw APIError.invalid(
+                    "client_tags_unrestricted", "send client_tags or client_tags_unrestricted, not both")
+            }
+            allowedTags = .some(nil)
         }
+        let changes = AppRepository.Changes(
+            name: body.name, bundleID: body.bundleId, identityVerification: body.identityVerification,
+            legacyClientAccess: body.legacyClientAccess, allowedClientTags: allowedTags)
+        guard let app = try await apps.update(id: id, changes) else { throw APIError.notFound("app") }
+        var details: [String: String] = [:]
+        if let name = body.name { details["name"] = name }
+        if let bundleID = body.bundleId { details["bundle_id"] = bundleID }
+        if let verification = body.identityVerification { details["identity_verification"] = "\(verification)" }
+        if let legacy = body.legacyClientAccess { details["legacy_client_access"] = "\(legacy)" }
+        if let tags = allowedTags { details["client_tags"] = tags?.joined(separator: ",") ?? "(any)" }
+        await recordAudit("app.updated", appID: id, details: details)
         return .ok(.init(body: .json(.init(app))))
     }
 
@@ -56,6 +89,7 @@ extension APIHandler {
         let id = try Self.uuid(input.path.appId, "appId")
         guard try await apps.delete(id: id) else { throw APIError.notFound("app") }
         authenticator.forget(appID: id)
+        await recordAudit("app.deleted", appID: id)
         logger.info("app deleted", metadata: ["app": "\(id)"])
         return .noContent(.init())
     }
@@ -74,8 +108,18 @@ extension APIHandler {
             throw APIError.invalid("name", "a key name is at most 200 characters")
         }
         let kind = APIKeyKind(rawValue: body.kind.rawValue)!
+        let scopes = body.scopes.map { $0.map { APIKeyScope(rawValue: $0.rawValue)! } }
+        if let scopes {
+            guard kind == .server else { throw APIError.invalid("scopes", "only server keys have scopes") }
+            guard Set(scopes).count == scopes.count else {
+                throw APIError.invalid("scopes", "name each scope once")
+            }
+        }
         let secret = APIKeySecret.generate(kind: kind)
-        let key = try await keys.create(appID: app.id, kind: kind, key: secret, name: body.name ?? "")
+        let key = try await keys.create(appID: app.id, kind: kind, key: secret, name: body.name ?? "", scopes: scopes)
+        var details = ["kind": kind.rawValue]
+        if let scopes { details["scopes"] = scopes.map(\.rawValue).joined(separator: ",") }
+        await recordAudit("key.created", appID: app.id, target: key.id.lowercased, details: details)
         return .created(.init(body: .json(.init(key, secret: secret))))
     }
 
@@ -84,6 +128,7 @@ extension APIHandler {
         let keyID = try Self.uuid(input.path.keyId, "keyId")
         guard try await keys.revoke(id: keyID, appID: appID) else { throw APIError.notFound("a live key with this id") }
         authenticator.forget(appID: appID)
+        await recordAudit("key.revoked", appID: appID, target: keyID.lowercased)
         return .noContent(.init())
     }
 
@@ -102,6 +147,9 @@ extension APIHandler {
                 id: keyID, appID: appID, graceSeconds: grace, makeKey: APIKeySecret.generate)
         else { throw APIError.notFound("a live key with this id") }
         authenticator.forget(appID: appID)
+        await recordAudit(
+            "key.rotated", appID: appID, target: keyID.lowercased,
+            details: ["new_key": key.id.lowercased, "grace_seconds": "\(grace)"])
         return .created(.init(body: .json(.init(key, secret: secret))))
     }
 
@@ -116,19 +164,16 @@ extension APIHandler {
     func putCredential(_ input: Operations.PutCredential.Input) async throws -> Operations.PutCredential.Output {
         let app = try await existingApp(input.path.appId)
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the credential as JSON") }
-        guard let cipher else {
-            throw APIError(
-                .serviceUnavailable, code: "no_master_key",
-                message:
-                    "herald-api has no master key to encrypt credentials with: set HERALD_MASTER_KEY (docs/configuration.md)"
-            )
-        }
+        let cipher = try requireCipher(for: "credentials")
         let checked = try CredentialValidator.check(body)
         let record = try APNsCredentialRecord.sealing(
             checked.secret, appID: app.id, environment: input.path.environment.store, kind: checked.kind,
             keyID: checked.keyID,
             teamID: checked.teamID, certificateExpiresAt: checked.certificateExpiresAt, cipher: cipher)
         try await credentials.upsert(record)
+        await recordAudit(
+            "credential.stored", appID: app.id, target: record.environment.rawValue,
+            details: ["kind": record.kind.rawValue])
         logger.info(
             "APNs credential stored",
             metadata: [
@@ -151,10 +196,79 @@ extension APIHandler {
         guard try await credentials.delete(appID: appID, environment: input.path.environment.store) else {
             throw APIError.notFound("a credential for this app and environment")
         }
+        await recordAudit("credential.deleted", appID: appID, target: input.path.environment.rawValue)
         return .noContent(.init())
     }
 
+    // MARK: Identity secret and audit log
+
+    func rotateIdentitySecret(_ input: Operations.RotateIdentitySecret.Input) async throws
+        -> Operations.RotateIdentitySecret.Output
+    {
+        let app = try await existingApp(input.path.appId)
+        var grace = 0
+        if case .json(let body)? = input.body, let seconds = body.graceSeconds {
+            guard (0...2_592_000).contains(seconds) else {
+                throw APIError.invalid("grace_seconds", "the grace period is 0 to 2592000 seconds (30 days)")
+            }
+            grace = seconds
+        }
+        let cipher = try requireCipher(for: "identity secrets")
+        let secret = AliasSignature.newSecret()
+        try await identitySecrets.replace(appID: app.id, secret: secret, graceSeconds: grace, cipher: cipher)
+        await recordAudit("identity_secret.rotated", appID: app.id, details: ["grace_seconds": "\(grace)"])
+        return .created(.init(body: .json(.init(identitySecret: secret))))
+    }
+
+    func listAuditEvents(_ input: Operations.ListAuditEvents.Input) async throws -> Operations.ListAuditEvents.Output {
+        let appID = try Self.uuid(input.path.appId, "appId")
+        let limit = try Self.pageSize(input.query.limit)
+        let cursor = input.query.cursor ?? 0
+        guard cursor >= 0 else { throw APIError.badRequest("cursor is an entry id from next_cursor", field: "cursor") }
+        let page = try await audit.events(appID: appID, after: cursor, limit: limit)
+        if page.isEmpty, cursor == 0, try await apps.app(id: appID) == nil {
+            // An app deleted keeps its entries; one that never existed has none.
+            throw APIError.notFound("app")
+        }
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        events: page.map(Components.Schemas.AuditEvent.init),
+                        nextCursor: page.count == limit ? page.last?.id : nil))))
+    }
+
     // MARK: Helpers
+
+    /// Appends an entry to the audit log, as the calling principal through this request. The
+    /// action already happened: an entry that cannot be written is logged as an error (the
+    /// answer still says what happened), never silently dropped.
+    func recordAudit(_ action: String, appID: UUID?, target: String? = nil, details: [String: String] = [:]) async {
+        let origin = Principal.auditOrigin
+        do {
+            try await audit.record(action, appID: appID, target: target, origin: origin, details: details)
+        } catch {
+            metrics.auditWriteFailures.add(1, ordering: .relaxed)
+            logger.error(
+                "audit entry not written",
+                metadata: [
+                    "action": "\(action)", "app": "\(appID.map { "\($0)" } ?? "-")", "target": "\(target ?? "-")",
+                    "request": "\(origin.requestID ?? "-")", "error": "\(String(reflecting: type(of: error)))",
+                ])
+        }
+    }
+
+    /// The cipher that seals secrets, or a 503 naming the missing master key.
+    func requireCipher(for what: String) throws -> CredentialCipher {
+        guard let cipher else {
+            throw APIError(
+                .serviceUnavailable, code: "no_master_key",
+                message:
+                    "herald-api has no master key to encrypt \(what) with: set HERALD_MASTER_KEY (docs/configuration.md)"
+            )
+        }
+        return cipher
+    }
 
     func existingApp(_ text: String) async throws -> App {
         let id = try Self.uuid(text, "appId")

@@ -12,11 +12,13 @@ extension APIHandler {
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the device as JSON") }
         let app = try await callingApp(appID)
         let registration = try DeviceInput.registration(body, appID: appID, bundleID: app.bundleID)
+        try await checkClientRules(app: app, alias: body.alias, signature: body.aliasSignature, tags: body.tags ?? [])
         let registered = try await withDeviceLimits { try await devices.register(registration) }
         guard let device = try await devices.device(id: registered.id, appID: appID) else {
             throw APIError.notFound("device")
         }
-        return registered.isNew ? .created(.init(body: .json(.init(device)))) : .ok(.init(body: .json(.init(device))))
+        let shown = shown(device, app: app)
+        return registered.isNew ? .created(.init(body: .json(shown))) : .ok(.init(body: .json(shown)))
     }
 
     func listDevices(_ input: Operations.ListDevices.Input) async throws -> Operations.ListDevices.Output {
@@ -58,23 +60,42 @@ extension APIHandler {
         let appID = try Principal.requireApp()
         let id = input.path.registrationId
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the changes as JSON") }
-        if let alias = body.alias, !alias.isEmpty { try DeviceInput.alias(alias) }
-        try DeviceInput.tags(body.addTags, field: "add_tags")
-        try DeviceInput.tags(body.removeTags, field: "remove_tags")
-        guard try await devices.device(id: id, appID: appID) != nil else { throw APIError.notFound("device \(id)") }
-        try await withDeviceLimits {
-            if let alias = body.alias {
-                try await devices.setAlias(alias.isEmpty ? nil : alias, deviceID: id, appID: appID)
-            }
-            if body.addTags != nil || body.removeTags != nil {
-                try await devices.updateTags(
-                    adding: body.addTags ?? [], removing: body.removeTags ?? [], deviceID: id, appID: appID)
-            }
+        let app = try await callingApp(appID)
+        if Principal.isClient, !app.clientRules.legacyAccess {
+            throw APIError(
+                .forbidden, code: "address_by_token",
+                message:
+                    "A client key changes only the device whose token it presents: PATCH /v1/devices/by-token/{token}.")
         }
-        guard let device = try await devices.device(id: id, appID: appID) else {
-            throw APIError.notFound("device \(id)")
+        return .ok(.init(body: .json(try await update(deviceID: id, with: body, app: app))))
+    }
+
+    func getDeviceByToken(_ input: Operations.GetDeviceByToken.Input) async throws
+        -> Operations.GetDeviceByToken.Output
+    {
+        let app = try await callingApp(try Principal.requireApp())
+        let device = try await device(token: input.path.token, app: app)
+        return .ok(.init(body: .json(shown(device, app: app))))
+    }
+
+    func updateDeviceByToken(_ input: Operations.UpdateDeviceByToken.Input) async throws
+        -> Operations.UpdateDeviceByToken.Output
+    {
+        guard case .json(let body) = input.body else { throw APIError.badRequest("send the changes as JSON") }
+        let app = try await callingApp(try Principal.requireApp())
+        let device = try await device(token: input.path.token, app: app)
+        return .ok(.init(body: .json(try await update(deviceID: device.id, with: body, app: app))))
+    }
+
+    func deleteDeviceByToken(_ input: Operations.DeleteDeviceByToken.Input) async throws
+        -> Operations.DeleteDeviceByToken.Output
+    {
+        let app = try await callingApp(try Principal.requireApp())
+        let device = try await device(token: input.path.token, app: app)
+        guard try await devices.delete(id: device.id, appID: app.id) else {
+            throw APIError.notFound("a device with this token")
         }
-        return .ok(.init(body: .json(.init(device))))
+        return .noContent(.init())
     }
 
     func deleteDevice(_ input: Operations.DeleteDevice.Input) async throws -> Operations.DeleteDevice.Output {
@@ -139,6 +160,84 @@ extension APIHandler {
     }
 
     // MARK: Helpers
+
+    /// The device of `app` with the token `text`, or a 404.
+    private func device(token text: String, app: App) async throws -> Device {
+        let token = try DeviceInput.token(text)
+        guard let device = try await devices.device(token: token, appID: app.id) else {
+            throw APIError.notFound("a device with this token")
+        }
+        return device
+    }
+
+    /// Applies a `DeviceUpdate` to the device `deviceID` of `app` (a client key's under the
+    /// client rules) and answers the device as changed.
+    private func update(deviceID id: Int64, with body: Components.Schemas.DeviceUpdate, app: App) async throws
+        -> Components.Schemas.Device
+    {
+        if let alias = body.alias, !alias.isEmpty { try DeviceInput.alias(alias) }
+        try DeviceInput.tags(body.addTags, field: "add_tags")
+        try DeviceInput.tags(body.removeTags, field: "remove_tags")
+        try await checkClientRules(
+            app: app, alias: body.alias, signature: body.aliasSignature,
+            tags: (body.addTags ?? []) + (body.removeTags ?? []))
+        guard try await devices.device(id: id, appID: app.id) != nil else { throw APIError.notFound("device \(id)") }
+        try await withDeviceLimits {
+            if let alias = body.alias {
+                try await devices.setAlias(alias.isEmpty ? nil : alias, deviceID: id, appID: app.id)
+            }
+            if body.addTags != nil || body.removeTags != nil {
+                try await devices.updateTags(
+                    adding: body.addTags ?? [], removing: body.removeTags ?? [], deviceID: id, appID: app.id)
+            }
+        }
+        guard let device = try await devices.device(id: id, appID: app.id) else {
+            throw APIError.notFound("device \(id)")
+        }
+        return shown(device, app: app)
+    }
+
+    /// A device as the caller may see it: a client key gets no registration id (clients address
+    /// their device by its token), unless the app keeps legacy client access.
+    func shown(_ device: Device, app: App) -> Components.Schemas.Device {
+        var shown = Components.Schemas.Device(device)
+        if Principal.isClient, !app.clientRules.legacyAccess { shown.registrationId = nil }
+        return shown
+    }
+
+    /// The rules a client key's device write is held to (nothing for a server key): an alias is
+    /// bound only with the back-end's signature when the app verifies identities (clearing one
+    /// needs none), and only the app's client tags may be added or removed.
+    /// - Throws: ``APIError`` 403 naming the rule.
+    func checkClientRules(app: App, alias: String?, signature: String?, tags: [String]) async throws {
+        guard Principal.isClient else { return }
+        if let alias, !alias.isEmpty, app.clientRules.identityVerification {
+            guard let signature else {
+                throw APIError(
+                    .forbidden, code: "alias_signature_required",
+                    message:
+                        "This app verifies identities: a client key binds an alias only with alias_signature, the HMAC-SHA256 of the alias under the app's identity secret, computed by your back-end (docs/security.md).",
+                    field: "alias_signature")
+            }
+            let secrets = try await identitySecrets.secrets(
+                appID: app.id, cipher: try requireCipher(for: "identity secrets"))
+            guard AliasSignature.verify(signature, alias: alias, secrets: secrets) else {
+                throw APIError(
+                    .forbidden, code: "alias_signature_invalid",
+                    message:
+                        secrets.isEmpty
+                        ? "This app has no identity secret yet: its admin makes one (POST /v1/apps/{appId}/identity-secret)."
+                        : "alias_signature is not the HMAC-SHA256 of this alias under the app's identity secret.",
+                    field: "alias_signature")
+            }
+        }
+        if let allowed = app.clientRules.allowedTags, let refused = tags.first(where: { !allowed.contains($0) }) {
+            throw APIError(
+                .forbidden, code: "tag_not_allowed",
+                message: "A client key may set only this app's client tags; \"\(refused)\" is not one of them.",
+                field: "tags")
+        }
+    }
 
     /// A bad query parameter is a malformed request (400), not an unacceptable value.
     static func queryParameter(_ check: () throws(APIError) -> Void) throws(APIError) {

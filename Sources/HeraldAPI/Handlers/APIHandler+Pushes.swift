@@ -23,7 +23,8 @@ extension APIHandler {
             payload: composed.payload, pushType: composed.pushType.rawValue, priority: composed.priority.rawValue,
             expiresAt: composed.expiresAt, collapseID: collapseID, idempotencyKey: input.headers.idempotencyKey,
             scheduledAt: composed.scheduledAt, throttlePerSecond: composed.throttlePerSecond,
-            finishWithinSeconds: composed.finishWithinSeconds, traceparent: RequestIdentity.trace?.child().traceparent)
+            finishWithinSeconds: composed.finishWithinSeconds, traceparent: RequestIdentity.trace?.child().traceparent,
+            origin: Principal.auditOrigin)
         let (push, created) = try await pushWriter.create(
             definition,
             announcement: try announcement(.created, pushID: id, appID: appID, traceparent: definition.traceparent))
@@ -39,12 +40,11 @@ extension APIHandler {
             }
         } else {
             metrics.pushesAccepted.add(1, ordering: .relaxed)
-            var keyID = "-"
-            if case .app(_, _, let id)? = Principal.current { keyID = id.lowercased }
             logger.info(
                 "push accepted",
                 metadata: [
-                    "push": "\(push.id.lowercased)", "app": "\(appID.lowercased)", "key": "\(keyID)",
+                    "push": "\(push.id.lowercased)", "app": "\(appID.lowercased)",
+                    "key": "\(Principal.currentKey?.keyID.lowercased ?? "-")",
                     "request": "\(RequestIdentity.requestID ?? "-")",
                     "trace": "\(RequestIdentity.trace?.traceID ?? "-")",
                 ])
@@ -114,6 +114,7 @@ extension APIHandler {
                 "the push is \(current.state.rawValue) already; only scheduled and running pushes can be canceled",
                 code: "push_finished")
         }
+        await recordAudit("push.canceled", appID: appID, target: id.lowercased)
         logger.info("push canceled", metadata: ["push": "\(id)"])
         return .ok(.init(body: .json(try await progress(input.path.pushId))))
     }
@@ -138,7 +139,11 @@ extension APIHandler {
         if let existing = try await pushes.recall(of: id, appID: appID) {
             return .accepted(.init(body: .json(.init(existing))))
         }
-        try await pushes.cancel(id: id, appID: appID, outbox: [try announcement(.canceled, pushID: id, appID: appID)])
+        if try await pushes.cancel(
+            id: id, appID: appID, outbox: [try announcement(.canceled, pushID: id, appID: appID)])
+        {
+            await recordAudit("push.canceled", appID: appID, target: id.lowercased, details: ["by": "recall"])
+        }
         var payload = APNsPayload()
         payload.contentAvailable = true
         payload.custom["herald"] = .object(["revoke": .string(id.lowercased)])
@@ -148,7 +153,7 @@ extension APIHandler {
             notificationJSON: #"{"recall_of":"\#(id.lowercased)"}"#, payload: try payload.validated(for: .background),
             pushType: APNsPushType.background.rawValue, priority: APNsPriority.conserve.rawValue,
             collapseID: original.definition.collapseID, recallOf: id,
-            traceparent: RequestIdentity.trace?.child().traceparent)
+            traceparent: RequestIdentity.trace?.child().traceparent, origin: Principal.auditOrigin)
         let (push, _) = try await pushes.createRecall(
             recall,
             announcement: try announcement(.created, pushID: recallID, appID: appID, traceparent: recall.traceparent))
@@ -222,6 +227,7 @@ extension APIHandler {
                 "the push is \(current.state.rawValue); only scheduled pushes and fan-outs in progress can be paused or resumed",
                 code: "push_not_running")
         }
+        await recordAudit(paused ? "push.paused" : "push.resumed", appID: appID, target: id.lowercased)
         return try await progress(text)
     }
 

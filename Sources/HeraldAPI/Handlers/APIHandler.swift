@@ -15,6 +15,10 @@ struct APIHandler: APIProtocol {
     let apps: AppRepository
     let keys: APIKeyRepository
     let credentials: CredentialRepository
+    /// Apps' identity secrets (the keys of alias signatures).
+    let identitySecrets: IdentitySecretRepository
+    /// The append-only audit log.
+    let audit: AuditRepository
     let devices: DeviceRepository
     /// Device imports: their own connections and slots.
     let imports: DeviceImports

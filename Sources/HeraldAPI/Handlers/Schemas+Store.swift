@@ -9,7 +9,8 @@ extension Components.Schemas.App {
     init(_ app: App) {
         self.init(
             id: app.id.lowercased, name: app.name, bundleId: app.bundleID, createdAt: app.createdAt,
-            updatedAt: app.updatedAt)
+            updatedAt: app.updatedAt, identityVerification: app.clientRules.identityVerification,
+            legacyClientAccess: app.clientRules.legacyAccess, clientTags: app.clientRules.allowedTags)
     }
 }
 
@@ -18,11 +19,35 @@ extension Components.Schemas.Key {
         self.init(
             id: key.id.lowercased, kind: .init(key.kind), prefix: key.keyPrefix, name: key.name,
             createdAt: key.createdAt,
-            lastUsedAt: key.lastUsedAt, revokedAt: key.revokedAt)
+            lastUsedAt: key.lastUsedAt, revokedAt: key.revokedAt,
+            scopes: key.scopes?.map(Components.Schemas.KeyScope.init))
     }
 }
 
 // The contract's enums and the store's share their raw values.
+
+extension Components.Schemas.KeyScope {
+    init(_ scope: APIKeyScope) {
+        self.init(rawValue: scope.rawValue)!
+    }
+}
+
+extension Components.Schemas.AuditEvent {
+    init(_ event: HeraldStore.AuditEvent) {
+        let details =
+            (try? JSONDecoder().decode([String: String].self, from: Data(event.detailsJSON.utf8))) ?? [:]
+        let actor: Components.Schemas.AuditEvent.ActorPayload =
+            switch event.origin.actor {
+            case .admin: .admin
+            case .key: .key
+            }
+        self.init(
+            id: event.id, occurredAt: event.occurredAt, appId: event.appID?.lowercased, actor: actor,
+            keyId: event.origin.actor.keyID?.lowercased, action: event.action, target: event.target,
+            requestId: event.origin.requestID, sourceAddress: event.origin.sourceAddress,
+            details: .init(additionalProperties: details))
+    }
+}
 
 extension Components.Schemas.KeyKind {
     init(_ kind: APIKeyKind) {
@@ -33,7 +58,8 @@ extension Components.Schemas.KeyKind {
 extension Components.Schemas.KeyCreated {
     init(_ key: APIKeyRecord, secret: String) {
         self.init(
-            id: key.id.lowercased, kind: .init(key.kind), key: secret, prefix: key.keyPrefix, createdAt: key.createdAt)
+            id: key.id.lowercased, kind: .init(key.kind), key: secret, prefix: key.keyPrefix, createdAt: key.createdAt,
+            scopes: key.scopes?.map(Components.Schemas.KeyScope.init))
     }
 }
 
@@ -91,7 +117,8 @@ extension Components.Schemas.PushStatus {
             id: push.id.lowercased, state: .init(push.state), pushType: definition.pushType,
             priority: definition.priority,
             collapseId: definition.collapseID, paused: progress.paused, audienceSize: progress.audienceSize,
-            counters: .init(progress.counters), recallOf: definition.recallOf?.lowercased, createdAt: push.createdAt,
+            counters: .init(progress.counters), recallOf: definition.recallOf?.lowercased,
+            createdByKeyId: push.createdByKey?.lowercased, createdAt: push.createdAt,
             scheduledAt: definition.scheduledAt, expiresAt: definition.expiresAt,
             fanoutStartedAt: progress.fanoutStartedAt,
             fanoutFinishedAt: progress.fanoutFinishedAt, completedAt: push.completedAt, canceledAt: push.canceledAt,

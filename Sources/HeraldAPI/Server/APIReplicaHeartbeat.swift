@@ -4,12 +4,13 @@ import Logging
 import ServiceLifecycle
 
 /// Counts the herald-api processes alive (`api_replicas`) every `interval` and gives the rate
-/// limiter its share: each process allows an app 1/N of its limit. A process that stops
+/// limiters their share: each process allows an app 1/N of its limits. A process that stops
 /// gracefully removes its row, so the others take its share at once; one that dies is counted
 /// until `3 × interval` passes. While PostgreSQL does not answer, the last count holds.
 struct APIReplicaHeartbeat: Service {
     let replicas: APIReplicaRepository
-    let rateLimiter: RateLimiter
+    /// The server keys' and the client keys' limiters.
+    let rateLimiters: [RateLimiter]
     let interval: Duration
     let name: String
     let logger: Logger
@@ -20,7 +21,8 @@ struct APIReplicaHeartbeat: Service {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
                 let count = try await replicas.heartbeat(id: id, name: name, aliveWithin: interval * 3)
-                let previous = rateLimiter.replicas.exchange(count, ordering: .relaxed)
+                var previous = count
+                for limiter in rateLimiters { previous = limiter.replicas.exchange(count, ordering: .relaxed) }
                 if previous != count {
                     logger.info(
                         "rate limits shared among the herald-api processes alive",

@@ -45,6 +45,8 @@ public struct APIServer: Service {
         let handler = APIHandler(
             database: database, apps: AppRepository(client: database, logger: logger), keys: keys,
             credentials: CredentialRepository(client: database, logger: logger),
+            identitySecrets: IdentitySecretRepository(client: database, logger: logger),
+            audit: AuditRepository(client: database, logger: logger),
             devices: DeviceRepository(client: database, logger: logger),
             imports: DeviceImports(
                 devices: DeviceRepository(client: importDatabase, logger: logger),
@@ -60,6 +62,8 @@ public struct APIServer: Service {
             settings: settings, metrics: metrics, deadlines: deadlines, logger: logger)
 
         let rateLimiter = RateLimiter(ratePerSecond: settings.rateLimitPerSecond, burst: settings.rateLimitBurst)
+        let clientRateLimiter = RateLimiter(
+            ratePerSecond: settings.clientRateLimitPerSecond, burst: settings.clientRateLimitBurst)
         let router = Router(context: APIRequestContext.self)
         router.add(middleware: RequestIDMiddleware())
         router.add(
@@ -73,13 +77,14 @@ public struct APIServer: Service {
             middlewares: [
                 MetricsMiddleware(metrics: metrics),
                 ErrorResponseMiddleware(logger: logger, deadlines: deadlines),
-                AuthenticationMiddleware(rateLimiter: rateLimiter),
+                AuthenticationMiddleware(rateLimiter: rateLimiter, clientRateLimiter: clientRateLimiter),
             ])
         var services: [any Service] = [deadlines, importDatabase, progressHub]
         if settings.replicaHeartbeat > .zero {
             services.append(
                 APIReplicaHeartbeat(
-                    replicas: APIReplicaRepository(client: database, logger: logger), rateLimiter: rateLimiter,
+                    replicas: APIReplicaRepository(client: database, logger: logger),
+                    rateLimiters: [rateLimiter, clientRateLimiter],
                     interval: settings.replicaHeartbeat, name: "\(ProcessInfo.processInfo.hostName):\(getpid())",
                     logger: logger))
         }

@@ -8,6 +8,8 @@ import Hummingbird
 enum RequestIdentity {
     /// The request id of the request this task serves.
     @TaskLocal static var requestID: String?
+    /// The address the request came from (a load balancer's, behind one), for the audit log.
+    @TaskLocal static var sourceAddress: String?
     /// The W3C trace context of the request: the caller's `traceparent` when it is well formed,
     /// else a new trace. A push created by the request is stored with it.
     @TaskLocal static var trace: TraceContext?

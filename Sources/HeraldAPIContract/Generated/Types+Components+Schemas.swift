@@ -122,6 +122,10 @@ extension Components {
         public typealias Alias = Swift.String
         /// - Remark: Generated from `#/components/schemas/Tag`.
         public typealias Tag = Swift.String
+        /// The only tags a client key may add or remove.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ClientTags`.
+        public typealias ClientTags = [Components.Schemas.Tag]
         /// - Remark: Generated from `#/components/schemas/AppCreate`.
         public struct AppCreate: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/AppCreate/name`.
@@ -130,21 +134,35 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/AppCreate/bundle_id`.
             public var bundleId: Swift.String
+            /// A client key binds an alias only with `alias_signature` (default true).
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppCreate/identity_verification`.
+            public var identityVerification: Swift.Bool?
+            /// - Remark: Generated from `#/components/schemas/AppCreate/client_tags`.
+            public var clientTags: Components.Schemas.ClientTags?
             /// Creates a new `AppCreate`.
             ///
             /// - Parameters:
             ///   - name:
             ///   - bundleId: The app's bundle id, the APNs topic of its alert pushes.
+            ///   - identityVerification: A client key binds an alias only with `alias_signature` (default true).
+            ///   - clientTags:
             public init(
                 name: Swift.String,
-                bundleId: Swift.String
+                bundleId: Swift.String,
+                identityVerification: Swift.Bool? = nil,
+                clientTags: Components.Schemas.ClientTags? = nil
             ) {
                 self.name = name
                 self.bundleId = bundleId
+                self.identityVerification = identityVerification
+                self.clientTags = clientTags
             }
             public enum CodingKeys: String, CodingKey {
                 case name
                 case bundleId = "bundle_id"
+                case identityVerification = "identity_verification"
+                case clientTags = "client_tags"
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -156,9 +174,19 @@ extension Components {
                     Swift.String.self,
                     forKey: .bundleId
                 )
+                self.identityVerification = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .identityVerification
+                )
+                self.clientTags = try container.decodeIfPresent(
+                    Components.Schemas.ClientTags.self,
+                    forKey: .clientTags
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "name",
-                    "bundle_id"
+                    "bundle_id",
+                    "identity_verification",
+                    "client_tags"
                 ])
             }
         }
@@ -168,21 +196,49 @@ extension Components {
             public var name: Swift.String?
             /// - Remark: Generated from `#/components/schemas/AppUpdate/bundle_id`.
             public var bundleId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/AppUpdate/identity_verification`.
+            public var identityVerification: Swift.Bool?
+            /// Set false to hold an app that existed before these rules to them (docs/security.md).
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppUpdate/legacy_client_access`.
+            public var legacyClientAccess: Swift.Bool?
+            /// - Remark: Generated from `#/components/schemas/AppUpdate/client_tags`.
+            public var clientTags: Components.Schemas.ClientTags?
+            /// true lets client keys set any tag again (clears `client_tags`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppUpdate/client_tags_unrestricted`.
+            public var clientTagsUnrestricted: Swift.Bool?
             /// Creates a new `AppUpdate`.
             ///
             /// - Parameters:
             ///   - name:
             ///   - bundleId:
+            ///   - identityVerification:
+            ///   - legacyClientAccess: Set false to hold an app that existed before these rules to them (docs/security.md).
+            ///   - clientTags:
+            ///   - clientTagsUnrestricted: true lets client keys set any tag again (clears `client_tags`).
             public init(
                 name: Swift.String? = nil,
-                bundleId: Swift.String? = nil
+                bundleId: Swift.String? = nil,
+                identityVerification: Swift.Bool? = nil,
+                legacyClientAccess: Swift.Bool? = nil,
+                clientTags: Components.Schemas.ClientTags? = nil,
+                clientTagsUnrestricted: Swift.Bool? = nil
             ) {
                 self.name = name
                 self.bundleId = bundleId
+                self.identityVerification = identityVerification
+                self.legacyClientAccess = legacyClientAccess
+                self.clientTags = clientTags
+                self.clientTagsUnrestricted = clientTagsUnrestricted
             }
             public enum CodingKeys: String, CodingKey {
                 case name
                 case bundleId = "bundle_id"
+                case identityVerification = "identity_verification"
+                case legacyClientAccess = "legacy_client_access"
+                case clientTags = "client_tags"
+                case clientTagsUnrestricted = "client_tags_unrestricted"
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -194,9 +250,29 @@ extension Components {
                     Swift.String.self,
                     forKey: .bundleId
                 )
+                self.identityVerification = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .identityVerification
+                )
+                self.legacyClientAccess = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .legacyClientAccess
+                )
+                self.clientTags = try container.decodeIfPresent(
+                    Components.Schemas.ClientTags.self,
+                    forKey: .clientTags
+                )
+                self.clientTagsUnrestricted = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .clientTagsUnrestricted
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "name",
-                    "bundle_id"
+                    "bundle_id",
+                    "identity_verification",
+                    "legacy_client_access",
+                    "client_tags",
+                    "client_tags_unrestricted"
                 ])
             }
         }
@@ -212,6 +288,18 @@ extension Components {
             public var createdAt: Foundation.Date
             /// - Remark: Generated from `#/components/schemas/App/updated_at`.
             public var updatedAt: Foundation.Date
+            /// A client key binds an alias only with the back-end's `alias_signature` of it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/App/identity_verification`.
+            public var identityVerification: Swift.Bool
+            /// Client keys also see registration ids and change or delete devices by them, as before Herald had client key rules (true only for apps created before; docs/security.md).
+            ///
+            /// - Remark: Generated from `#/components/schemas/App/legacy_client_access`.
+            public var legacyClientAccess: Swift.Bool
+            /// The only tags client keys may add or remove (absent - any tag).
+            ///
+            /// - Remark: Generated from `#/components/schemas/App/client_tags`.
+            public var clientTags: [Swift.String]?
             /// Creates a new `App`.
             ///
             /// - Parameters:
@@ -220,18 +308,27 @@ extension Components {
             ///   - bundleId:
             ///   - createdAt:
             ///   - updatedAt:
+            ///   - identityVerification: A client key binds an alias only with the back-end's `alias_signature` of it.
+            ///   - legacyClientAccess: Client keys also see registration ids and change or delete devices by them, as before Herald had client key rules (true only for apps created before; docs/security.md).
+            ///   - clientTags: The only tags client keys may add or remove (absent - any tag).
             public init(
                 id: Swift.String,
                 name: Swift.String,
                 bundleId: Swift.String,
                 createdAt: Foundation.Date,
-                updatedAt: Foundation.Date
+                updatedAt: Foundation.Date,
+                identityVerification: Swift.Bool,
+                legacyClientAccess: Swift.Bool,
+                clientTags: [Swift.String]? = nil
             ) {
                 self.id = id
                 self.name = name
                 self.bundleId = bundleId
                 self.createdAt = createdAt
                 self.updatedAt = updatedAt
+                self.identityVerification = identityVerification
+                self.legacyClientAccess = legacyClientAccess
+                self.clientTags = clientTags
             }
             public enum CodingKeys: String, CodingKey {
                 case id
@@ -239,6 +336,9 @@ extension Components {
                 case bundleId = "bundle_id"
                 case createdAt = "created_at"
                 case updatedAt = "updated_at"
+                case identityVerification = "identity_verification"
+                case legacyClientAccess = "legacy_client_access"
+                case clientTags = "client_tags"
             }
         }
         /// - Remark: Generated from `#/components/schemas/AppCreated`.
@@ -249,25 +349,202 @@ extension Components {
             public var serverKey: Components.Schemas.KeyCreated
             /// - Remark: Generated from `#/components/schemas/AppCreated/client_key`.
             public var clientKey: Components.Schemas.KeyCreated
+            /// The app's identity secret, shown once (absent when herald-api has no master key to seal it with; make one later with rotateIdentitySecret).
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppCreated/identity_secret`.
+            public var identitySecret: Swift.String?
             /// Creates a new `AppCreated`.
             ///
             /// - Parameters:
             ///   - app:
             ///   - serverKey:
             ///   - clientKey:
+            ///   - identitySecret: The app's identity secret, shown once (absent when herald-api has no master key to seal it with; make one later with rotateIdentitySecret).
             public init(
                 app: Components.Schemas.App,
                 serverKey: Components.Schemas.KeyCreated,
-                clientKey: Components.Schemas.KeyCreated
+                clientKey: Components.Schemas.KeyCreated,
+                identitySecret: Swift.String? = nil
             ) {
                 self.app = app
                 self.serverKey = serverKey
                 self.clientKey = clientKey
+                self.identitySecret = identitySecret
             }
             public enum CodingKeys: String, CodingKey {
                 case app
                 case serverKey = "server_key"
                 case clientKey = "client_key"
+                case identitySecret = "identity_secret"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/SecretRotate`.
+        public struct SecretRotate: Codable, Hashable, Sendable {
+            /// How long the old secret keeps verifying (default 0 - it stops at once; at most 30 days).
+            ///
+            /// - Remark: Generated from `#/components/schemas/SecretRotate/grace_seconds`.
+            public var graceSeconds: Swift.Int?
+            /// Creates a new `SecretRotate`.
+            ///
+            /// - Parameters:
+            ///   - graceSeconds: How long the old secret keeps verifying (default 0 - it stops at once; at most 30 days).
+            public init(graceSeconds: Swift.Int? = nil) {
+                self.graceSeconds = graceSeconds
+            }
+            public enum CodingKeys: String, CodingKey {
+                case graceSeconds = "grace_seconds"
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.graceSeconds = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .graceSeconds
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "grace_seconds"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/IdentitySecret`.
+        public struct IdentitySecret: Codable, Hashable, Sendable {
+            /// Shown once; Herald keeps it sealed.
+            ///
+            /// - Remark: Generated from `#/components/schemas/IdentitySecret/identity_secret`.
+            public var identitySecret: Swift.String
+            /// Creates a new `IdentitySecret`.
+            ///
+            /// - Parameters:
+            ///   - identitySecret: Shown once; Herald keeps it sealed.
+            public init(identitySecret: Swift.String) {
+                self.identitySecret = identitySecret
+            }
+            public enum CodingKeys: String, CodingKey {
+                case identitySecret = "identity_secret"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/AuditEvent`.
+        public struct AuditEvent: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/AuditEvent/id`.
+            public var id: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/AuditEvent/occurred_at`.
+            public var occurredAt: Foundation.Date
+            /// - Remark: Generated from `#/components/schemas/AuditEvent/app_id`.
+            public var appId: Swift.String?
+            /// The global admin token, or the key `key_id`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AuditEvent/actor`.
+            @frozen public enum ActorPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case admin = "admin"
+                case key = "key"
+            }
+            /// The global admin token, or the key `key_id`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AuditEvent/actor`.
+            public var actor: Components.Schemas.AuditEvent.ActorPayload
+            /// - Remark: Generated from `#/components/schemas/AuditEvent/key_id`.
+            public var keyId: Swift.String?
+            /// What happened - `app.created`, `app.updated`, `app.deleted`, `key.created`, `key.revoked`, `key.rotated`, `credential.stored`, `credential.deleted`, `identity_secret.rotated`, `push.created`, `push.canceled`, `push.paused`, `push.resumed`, `push.recalled`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AuditEvent/action`.
+            public var action: Swift.String
+            /// What it touched (a push id
+            ///
+            /// - Remark: Generated from `#/components/schemas/AuditEvent/target`.
+            public var target: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/AuditEvent/request_id`.
+            public var requestId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/AuditEvent/source_address`.
+            public var sourceAddress: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/AuditEvent/details`.
+            public struct DetailsPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: [String: Swift.String]
+                /// Creates a new `DetailsPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: [String: Swift.String] = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/AuditEvent/details`.
+            public var details: Components.Schemas.AuditEvent.DetailsPayload
+            /// Creates a new `AuditEvent`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - occurredAt:
+            ///   - appId:
+            ///   - actor: The global admin token, or the key `key_id`.
+            ///   - keyId:
+            ///   - action: What happened - `app.created`, `app.updated`, `app.deleted`, `key.created`, `key.revoked`, `key.rotated`, `credential.stored`, `credential.deleted`, `identity_secret.rotated`, `push.created`, `push.canceled`, `push.paused`, `push.resumed`, `push.recalled`.
+            ///   - target: What it touched (a push id
+            ///   - requestId:
+            ///   - sourceAddress:
+            ///   - details:
+            public init(
+                id: Swift.Int64,
+                occurredAt: Foundation.Date,
+                appId: Swift.String? = nil,
+                actor: Components.Schemas.AuditEvent.ActorPayload,
+                keyId: Swift.String? = nil,
+                action: Swift.String,
+                target: Swift.String? = nil,
+                requestId: Swift.String? = nil,
+                sourceAddress: Swift.String? = nil,
+                details: Components.Schemas.AuditEvent.DetailsPayload
+            ) {
+                self.id = id
+                self.occurredAt = occurredAt
+                self.appId = appId
+                self.actor = actor
+                self.keyId = keyId
+                self.action = action
+                self.target = target
+                self.requestId = requestId
+                self.sourceAddress = sourceAddress
+                self.details = details
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case occurredAt = "occurred_at"
+                case appId = "app_id"
+                case actor
+                case keyId = "key_id"
+                case action
+                case target
+                case requestId = "request_id"
+                case sourceAddress = "source_address"
+                case details
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/AuditEventList`.
+        public struct AuditEventList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/AuditEventList/events`.
+            public var events: [Components.Schemas.AuditEvent]
+            /// - Remark: Generated from `#/components/schemas/AuditEventList/next_cursor`.
+            public var nextCursor: Swift.Int64?
+            /// Creates a new `AuditEventList`.
+            ///
+            /// - Parameters:
+            ///   - events:
+            ///   - nextCursor:
+            public init(
+                events: [Components.Schemas.AuditEvent],
+                nextCursor: Swift.Int64? = nil
+            ) {
+                self.events = events
+                self.nextCursor = nextCursor
+            }
+            public enum CodingKeys: String, CodingKey {
+                case events
+                case nextCursor = "next_cursor"
             }
         }
         /// - Remark: Generated from `#/components/schemas/AppList`.
@@ -293,10 +570,21 @@ extension Components {
                 case nextCursor = "next_cursor"
             }
         }
+        /// `server` - pushes, devices, statistics (within its scopes); `client` - the SDK's key; `admin` - manages this app only.
+        ///
         /// - Remark: Generated from `#/components/schemas/KeyKind`.
         @frozen public enum KeyKind: String, Codable, Hashable, Sendable, CaseIterable {
             case server = "server"
             case client = "client"
+            case admin = "admin"
+        }
+        /// - Remark: Generated from `#/components/schemas/KeyScope`.
+        @frozen public enum KeyScope: String, Codable, Hashable, Sendable, CaseIterable {
+            case pushes_colon_write = "pushes:write"
+            case pushes_colon_read = "pushes:read"
+            case devices_colon_write = "devices:write"
+            case devices_colon_read = "devices:read"
+            case stats_colon_read = "stats:read"
         }
         /// - Remark: Generated from `#/components/schemas/KeyCreate`.
         public struct KeyCreate: Codable, Hashable, Sendable {
@@ -304,21 +592,29 @@ extension Components {
             public var kind: Components.Schemas.KeyKind
             /// - Remark: Generated from `#/components/schemas/KeyCreate/name`.
             public var name: Swift.String?
+            /// A server key's scopes (absent - all of them); only server keys have scopes.
+            ///
+            /// - Remark: Generated from `#/components/schemas/KeyCreate/scopes`.
+            public var scopes: [Components.Schemas.KeyScope]?
             /// Creates a new `KeyCreate`.
             ///
             /// - Parameters:
             ///   - kind:
             ///   - name:
+            ///   - scopes: A server key's scopes (absent - all of them); only server keys have scopes.
             public init(
                 kind: Components.Schemas.KeyKind,
-                name: Swift.String? = nil
+                name: Swift.String? = nil,
+                scopes: [Components.Schemas.KeyScope]? = nil
             ) {
                 self.kind = kind
                 self.name = name
+                self.scopes = scopes
             }
             public enum CodingKeys: String, CodingKey {
                 case kind
                 case name
+                case scopes
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -330,9 +626,14 @@ extension Components {
                     Swift.String.self,
                     forKey: .name
                 )
+                self.scopes = try container.decodeIfPresent(
+                    [Components.Schemas.KeyScope].self,
+                    forKey: .scopes
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "kind",
-                    "name"
+                    "name",
+                    "scopes"
                 ])
             }
         }
@@ -383,6 +684,10 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Key/revoked_at`.
             public var revokedAt: Foundation.Date?
+            /// A server key's scopes (absent - all of them).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Key/scopes`.
+            public var scopes: [Components.Schemas.KeyScope]?
             /// Creates a new `Key`.
             ///
             /// - Parameters:
@@ -393,6 +698,7 @@ extension Components {
             ///   - createdAt:
             ///   - lastUsedAt:
             ///   - revokedAt: When the key stopped (or, after a rotation, will stop) working.
+            ///   - scopes: A server key's scopes (absent - all of them).
             public init(
                 id: Swift.String,
                 kind: Components.Schemas.KeyKind,
@@ -400,7 +706,8 @@ extension Components {
                 name: Swift.String,
                 createdAt: Foundation.Date,
                 lastUsedAt: Foundation.Date? = nil,
-                revokedAt: Foundation.Date? = nil
+                revokedAt: Foundation.Date? = nil,
+                scopes: [Components.Schemas.KeyScope]? = nil
             ) {
                 self.id = id
                 self.kind = kind
@@ -409,6 +716,7 @@ extension Components {
                 self.createdAt = createdAt
                 self.lastUsedAt = lastUsedAt
                 self.revokedAt = revokedAt
+                self.scopes = scopes
             }
             public enum CodingKeys: String, CodingKey {
                 case id
@@ -418,6 +726,7 @@ extension Components {
                 case createdAt = "created_at"
                 case lastUsedAt = "last_used_at"
                 case revokedAt = "revoked_at"
+                case scopes
             }
         }
         /// - Remark: Generated from `#/components/schemas/KeyCreated`.
@@ -434,6 +743,8 @@ extension Components {
             public var prefix: Swift.String
             /// - Remark: Generated from `#/components/schemas/KeyCreated/created_at`.
             public var createdAt: Foundation.Date
+            /// - Remark: Generated from `#/components/schemas/KeyCreated/scopes`.
+            public var scopes: [Components.Schemas.KeyScope]?
             /// Creates a new `KeyCreated`.
             ///
             /// - Parameters:
@@ -442,18 +753,21 @@ extension Components {
             ///   - key: The key itself. Shown once; Herald keeps only its hash.
             ///   - prefix:
             ///   - createdAt:
+            ///   - scopes:
             public init(
                 id: Swift.String,
                 kind: Components.Schemas.KeyKind,
                 key: Swift.String,
                 prefix: Swift.String,
-                createdAt: Foundation.Date
+                createdAt: Foundation.Date,
+                scopes: [Components.Schemas.KeyScope]? = nil
             ) {
                 self.id = id
                 self.kind = kind
                 self.key = key
                 self.prefix = prefix
                 self.createdAt = createdAt
+                self.scopes = scopes
             }
             public enum CodingKeys: String, CodingKey {
                 case id
@@ -461,6 +775,7 @@ extension Components {
                 case key
                 case prefix
                 case createdAt = "created_at"
+                case scopes
             }
         }
         /// - Remark: Generated from `#/components/schemas/KeyList`.
@@ -662,6 +977,8 @@ extension Components {
             public var topic: Swift.String?
             /// - Remark: Generated from `#/components/schemas/DeviceRegistration/alias`.
             public var alias: Components.Schemas.Alias?
+            /// - Remark: Generated from `#/components/schemas/DeviceRegistration/alias_signature`.
+            public var aliasSignature: Components.Schemas.AliasSignature?
             /// - Remark: Generated from `#/components/schemas/DeviceRegistration/tags`.
             public var tags: [Components.Schemas.Tag]?
             /// - Remark: Generated from `#/components/schemas/DeviceRegistration/locale`.
@@ -677,6 +994,7 @@ extension Components {
             ///   - environment:
             ///   - topic: The APNs topic the token belongs to (default - the app's bundle id).
             ///   - alias:
+            ///   - aliasSignature:
             ///   - tags:
             ///   - locale:
             ///   - timeZone: An IANA time zone, for example `Europe/Berlin`.
@@ -685,6 +1003,7 @@ extension Components {
                 environment: Components.Schemas.Environment,
                 topic: Swift.String? = nil,
                 alias: Components.Schemas.Alias? = nil,
+                aliasSignature: Components.Schemas.AliasSignature? = nil,
                 tags: [Components.Schemas.Tag]? = nil,
                 locale: Swift.String? = nil,
                 timeZone: Swift.String? = nil
@@ -693,6 +1012,7 @@ extension Components {
                 self.environment = environment
                 self.topic = topic
                 self.alias = alias
+                self.aliasSignature = aliasSignature
                 self.tags = tags
                 self.locale = locale
                 self.timeZone = timeZone
@@ -702,6 +1022,7 @@ extension Components {
                 case environment
                 case topic
                 case alias
+                case aliasSignature = "alias_signature"
                 case tags
                 case locale
                 case timeZone = "time_zone"
@@ -724,6 +1045,10 @@ extension Components {
                     Components.Schemas.Alias.self,
                     forKey: .alias
                 )
+                self.aliasSignature = try container.decodeIfPresent(
+                    Components.Schemas.AliasSignature.self,
+                    forKey: .aliasSignature
+                )
                 self.tags = try container.decodeIfPresent(
                     [Components.Schemas.Tag].self,
                     forKey: .tags
@@ -741,18 +1066,25 @@ extension Components {
                     "environment",
                     "topic",
                     "alias",
+                    "alias_signature",
                     "tags",
                     "locale",
                     "time_zone"
                 ])
             }
         }
+        /// The app back-end's proof that the alias is this user's - HMAC-SHA256 of the alias under the app's identity secret, in hexadecimal. A client key needs it to bind an alias when the app has identity verification on; a server key never does.
+        ///
+        /// - Remark: Generated from `#/components/schemas/AliasSignature`.
+        public typealias AliasSignature = Swift.String
         /// - Remark: Generated from `#/components/schemas/DeviceUpdate`.
         public struct DeviceUpdate: Codable, Hashable, Sendable {
             /// The new alias; an empty string removes it.
             ///
             /// - Remark: Generated from `#/components/schemas/DeviceUpdate/alias`.
             public var alias: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/DeviceUpdate/alias_signature`.
+            public var aliasSignature: Components.Schemas.AliasSignature?
             /// - Remark: Generated from `#/components/schemas/DeviceUpdate/add_tags`.
             public var addTags: [Components.Schemas.Tag]?
             /// - Remark: Generated from `#/components/schemas/DeviceUpdate/remove_tags`.
@@ -761,19 +1093,23 @@ extension Components {
             ///
             /// - Parameters:
             ///   - alias: The new alias; an empty string removes it.
+            ///   - aliasSignature:
             ///   - addTags:
             ///   - removeTags:
             public init(
                 alias: Swift.String? = nil,
+                aliasSignature: Components.Schemas.AliasSignature? = nil,
                 addTags: [Components.Schemas.Tag]? = nil,
                 removeTags: [Components.Schemas.Tag]? = nil
             ) {
                 self.alias = alias
+                self.aliasSignature = aliasSignature
                 self.addTags = addTags
                 self.removeTags = removeTags
             }
             public enum CodingKeys: String, CodingKey {
                 case alias
+                case aliasSignature = "alias_signature"
                 case addTags = "add_tags"
                 case removeTags = "remove_tags"
             }
@@ -782,6 +1118,10 @@ extension Components {
                 self.alias = try container.decodeIfPresent(
                     Swift.String.self,
                     forKey: .alias
+                )
+                self.aliasSignature = try container.decodeIfPresent(
+                    Components.Schemas.AliasSignature.self,
+                    forKey: .aliasSignature
                 )
                 self.addTags = try container.decodeIfPresent(
                     [Components.Schemas.Tag].self,
@@ -793,6 +1133,7 @@ extension Components {
                 )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "alias",
+                    "alias_signature",
                     "add_tags",
                     "remove_tags"
                 ])
@@ -800,8 +1141,10 @@ extension Components {
         }
         /// - Remark: Generated from `#/components/schemas/Device`.
         public struct Device: Codable, Hashable, Sendable {
+            /// Absent in answers to a client key (clients address their device by its token), unless the app has `legacy_client_access`.
+            ///
             /// - Remark: Generated from `#/components/schemas/Device/registration_id`.
-            public var registrationId: Swift.Int64
+            public var registrationId: Swift.Int64?
             /// - Remark: Generated from `#/components/schemas/Device/environment`.
             public var environment: Components.Schemas.Environment
             /// - Remark: Generated from `#/components/schemas/Device/topic`.
@@ -836,7 +1179,7 @@ extension Components {
             /// Creates a new `Device`.
             ///
             /// - Parameters:
-            ///   - registrationId:
+            ///   - registrationId: Absent in answers to a client key (clients address their device by its token), unless the app has `legacy_client_access`.
             ///   - environment:
             ///   - topic:
             ///   - tokenPrefix: The first 8 hex digits of the token (the whole token is never returned).
@@ -850,7 +1193,7 @@ extension Components {
             ///   - updatedAt:
             ///   - invalidatedAt:
             public init(
-                registrationId: Swift.Int64,
+                registrationId: Swift.Int64? = nil,
                 environment: Components.Schemas.Environment,
                 topic: Swift.String,
                 tokenPrefix: Swift.String? = nil,
@@ -1845,6 +2188,10 @@ extension Components {
             public var counters: Components.Schemas.Counters
             /// - Remark: Generated from `#/components/schemas/PushStatus/recall_of`.
             public var recallOf: Swift.String?
+            /// The key that created the push (absent for pushes made before Herald recorded it).
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushStatus/created_by_key_id`.
+            public var createdByKeyId: Swift.String?
             /// - Remark: Generated from `#/components/schemas/PushStatus/created_at`.
             public var createdAt: Foundation.Date
             /// - Remark: Generated from `#/components/schemas/PushStatus/scheduled_at`.
@@ -1875,6 +2222,7 @@ extension Components {
             ///   - audienceSize: Known once the fan-out has counted it.
             ///   - counters:
             ///   - recallOf:
+            ///   - createdByKeyId: The key that created the push (absent for pushes made before Herald recorded it).
             ///   - createdAt:
             ///   - scheduledAt:
             ///   - expiresAt:
@@ -1893,6 +2241,7 @@ extension Components {
                 audienceSize: Swift.Int64? = nil,
                 counters: Components.Schemas.Counters,
                 recallOf: Swift.String? = nil,
+                createdByKeyId: Swift.String? = nil,
                 createdAt: Foundation.Date,
                 scheduledAt: Foundation.Date? = nil,
                 expiresAt: Foundation.Date? = nil,
@@ -1911,6 +2260,7 @@ extension Components {
                 self.audienceSize = audienceSize
                 self.counters = counters
                 self.recallOf = recallOf
+                self.createdByKeyId = createdByKeyId
                 self.createdAt = createdAt
                 self.scheduledAt = scheduledAt
                 self.expiresAt = expiresAt
@@ -1930,6 +2280,7 @@ extension Components {
                 case audienceSize = "audience_size"
                 case counters
                 case recallOf = "recall_of"
+                case createdByKeyId = "created_by_key_id"
                 case createdAt = "created_at"
                 case scheduledAt = "scheduled_at"
                 case expiresAt = "expires_at"

@@ -99,6 +99,28 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `DELETE /v1/apps/{appId}/credentials/{environment}`.
     /// - Remark: Generated from `#/paths//v1/apps/{appId}/credentials/{environment}/delete(deleteCredential)`.
     func deleteCredential(_ input: Operations.DeleteCredential.Input) async throws -> Operations.DeleteCredential.Output
+    /// Make a new identity secret for the app (the admin token or the app's admin key).
+    ///
+    /// The identity secret is the key under which the app's back-end signs an alias
+    /// (`alias_signature`: HMAC-SHA256 of the alias's UTF-8 bytes, keyed with the secret's text,
+    /// in lower-case hexadecimal), so that a client key may bind that alias to a device. It is
+    /// shown in this answer only; Herald keeps it sealed under the master key. The secret it
+    /// replaces keeps verifying signatures for `grace_seconds`.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/apps/{appId}/identity-secret`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/identity-secret/post(rotateIdentitySecret)`.
+    func rotateIdentitySecret(_ input: Operations.RotateIdentitySecret.Input) async throws -> Operations.RotateIdentitySecret.Output
+    /// The app's audit log, oldest first (the admin token or the app's admin key).
+    ///
+    /// Append-only: app, key, credential and identity-secret changes, and every push created,
+    /// canceled, paused, resumed or recalled, each with the key that did it, the request id and
+    /// the source address. Nothing secret is recorded. Entries are kept at least 30 days.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/apps/{appId}/audit-events`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/audit-events/get(listAuditEvents)`.
+    func listAuditEvents(_ input: Operations.ListAuditEvents.Input) async throws -> Operations.ListAuditEvents.Output
     /// Look devices up by alias or by tag, or page through all of them (registration-id order).
     ///
     /// - Remark: HTTP `GET /v1/devices`.
@@ -109,7 +131,10 @@ public protocol APIProtocol: Sendable {
     /// The same token of the same app always gets the same registration id. Registering a token
     /// again refreshes it: it takes the environment, topic, alias, locale and time zone given
     /// (absent ones are kept), gains the tags given, and becomes active again if APNs had
-    /// invalidated it.
+    /// invalidated it. With a client key: the alias needs `alias_signature` when the app has
+    /// identity verification on (403 `alias_signature_required` / `alias_signature_invalid`),
+    /// tags must be among the app's `client_tags` when it has them (403 `tag_not_allowed`), and
+    /// the answer carries no registration id unless the app has `legacy_client_access`.
     ///
     ///
     /// - Remark: HTTP `POST /v1/devices`.
@@ -130,12 +155,29 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/devices/import`.
     /// - Remark: Generated from `#/paths//v1/devices/import/post(importDevices)`.
     func importDevices(_ input: Operations.ImportDevices.Input) async throws -> Operations.ImportDevices.Output
+    /// The device with this token (server or client key).
+    ///
+    /// - Remark: HTTP `GET /v1/devices/by-token/{token}`.
+    /// - Remark: Generated from `#/paths//v1/devices/by-token/{token}/get(getDeviceByToken)`.
+    func getDeviceByToken(_ input: Operations.GetDeviceByToken.Input) async throws -> Operations.GetDeviceByToken.Output
+    /// Set or clear the alias, add and remove tags of the device with this token (server or client key).
+    ///
+    /// With a client key, the rules of `registerDevice` apply to the alias and the tags.
+    ///
+    /// - Remark: HTTP `PATCH /v1/devices/by-token/{token}`.
+    /// - Remark: Generated from `#/paths//v1/devices/by-token/{token}/patch(updateDeviceByToken)`.
+    func updateDeviceByToken(_ input: Operations.UpdateDeviceByToken.Input) async throws -> Operations.UpdateDeviceByToken.Output
+    /// Forget the device with this token and its tags (server or client key; an app's uninstall or sign-out).
+    ///
+    /// - Remark: HTTP `DELETE /v1/devices/by-token/{token}`.
+    /// - Remark: Generated from `#/paths//v1/devices/by-token/{token}/delete(deleteDeviceByToken)`.
+    func deleteDeviceByToken(_ input: Operations.DeleteDeviceByToken.Input) async throws -> Operations.DeleteDeviceByToken.Output
     /// One device.
     ///
     /// - Remark: HTTP `GET /v1/devices/{registrationId}`.
     /// - Remark: Generated from `#/paths//v1/devices/{registrationId}/get(getDevice)`.
     func getDevice(_ input: Operations.GetDevice.Input) async throws -> Operations.GetDevice.Output
-    /// Set or clear the alias, add and remove tags (server or client key).
+    /// Set or clear the alias, add and remove tags (server key; a client key only for apps with legacy_client_access).
     ///
     /// - Remark: HTTP `PATCH /v1/devices/{registrationId}`.
     /// - Remark: Generated from `#/paths//v1/devices/{registrationId}/patch(updateDevice)`.
@@ -416,6 +458,48 @@ extension APIProtocol {
             headers: headers
         ))
     }
+    /// Make a new identity secret for the app (the admin token or the app's admin key).
+    ///
+    /// The identity secret is the key under which the app's back-end signs an alias
+    /// (`alias_signature`: HMAC-SHA256 of the alias's UTF-8 bytes, keyed with the secret's text,
+    /// in lower-case hexadecimal), so that a client key may bind that alias to a device. It is
+    /// shown in this answer only; Herald keeps it sealed under the master key. The secret it
+    /// replaces keeps verifying signatures for `grace_seconds`.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/apps/{appId}/identity-secret`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/identity-secret/post(rotateIdentitySecret)`.
+    public func rotateIdentitySecret(
+        path: Operations.RotateIdentitySecret.Input.Path,
+        headers: Operations.RotateIdentitySecret.Input.Headers = .init(),
+        body: Operations.RotateIdentitySecret.Input.Body? = nil
+    ) async throws -> Operations.RotateIdentitySecret.Output {
+        try await rotateIdentitySecret(Operations.RotateIdentitySecret.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// The app's audit log, oldest first (the admin token or the app's admin key).
+    ///
+    /// Append-only: app, key, credential and identity-secret changes, and every push created,
+    /// canceled, paused, resumed or recalled, each with the key that did it, the request id and
+    /// the source address. Nothing secret is recorded. Entries are kept at least 30 days.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/apps/{appId}/audit-events`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/audit-events/get(listAuditEvents)`.
+    public func listAuditEvents(
+        path: Operations.ListAuditEvents.Input.Path,
+        query: Operations.ListAuditEvents.Input.Query = .init(),
+        headers: Operations.ListAuditEvents.Input.Headers = .init()
+    ) async throws -> Operations.ListAuditEvents.Output {
+        try await listAuditEvents(Operations.ListAuditEvents.Input(
+            path: path,
+            query: query,
+            headers: headers
+        ))
+    }
     /// Look devices up by alias or by tag, or page through all of them (registration-id order).
     ///
     /// - Remark: HTTP `GET /v1/devices`.
@@ -434,7 +518,10 @@ extension APIProtocol {
     /// The same token of the same app always gets the same registration id. Registering a token
     /// again refreshes it: it takes the environment, topic, alias, locale and time zone given
     /// (absent ones are kept), gains the tags given, and becomes active again if APNs had
-    /// invalidated it.
+    /// invalidated it. With a client key: the alias needs `alias_signature` when the app has
+    /// identity verification on (403 `alias_signature_required` / `alias_signature_invalid`),
+    /// tags must be among the app's `client_tags` when it has them (403 `tag_not_allowed`), and
+    /// the answer carries no registration id unless the app has `legacy_client_access`.
     ///
     ///
     /// - Remark: HTTP `POST /v1/devices`.
@@ -471,6 +558,49 @@ extension APIProtocol {
             body: body
         ))
     }
+    /// The device with this token (server or client key).
+    ///
+    /// - Remark: HTTP `GET /v1/devices/by-token/{token}`.
+    /// - Remark: Generated from `#/paths//v1/devices/by-token/{token}/get(getDeviceByToken)`.
+    public func getDeviceByToken(
+        path: Operations.GetDeviceByToken.Input.Path,
+        headers: Operations.GetDeviceByToken.Input.Headers = .init()
+    ) async throws -> Operations.GetDeviceByToken.Output {
+        try await getDeviceByToken(Operations.GetDeviceByToken.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Set or clear the alias, add and remove tags of the device with this token (server or client key).
+    ///
+    /// With a client key, the rules of `registerDevice` apply to the alias and the tags.
+    ///
+    /// - Remark: HTTP `PATCH /v1/devices/by-token/{token}`.
+    /// - Remark: Generated from `#/paths//v1/devices/by-token/{token}/patch(updateDeviceByToken)`.
+    public func updateDeviceByToken(
+        path: Operations.UpdateDeviceByToken.Input.Path,
+        headers: Operations.UpdateDeviceByToken.Input.Headers = .init(),
+        body: Operations.UpdateDeviceByToken.Input.Body
+    ) async throws -> Operations.UpdateDeviceByToken.Output {
+        try await updateDeviceByToken(Operations.UpdateDeviceByToken.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Forget the device with this token and its tags (server or client key; an app's uninstall or sign-out).
+    ///
+    /// - Remark: HTTP `DELETE /v1/devices/by-token/{token}`.
+    /// - Remark: Generated from `#/paths//v1/devices/by-token/{token}/delete(deleteDeviceByToken)`.
+    public func deleteDeviceByToken(
+        path: Operations.DeleteDeviceByToken.Input.Path,
+        headers: Operations.DeleteDeviceByToken.Input.Headers = .init()
+    ) async throws -> Operations.DeleteDeviceByToken.Output {
+        try await deleteDeviceByToken(Operations.DeleteDeviceByToken.Input(
+            path: path,
+            headers: headers
+        ))
+    }
     /// One device.
     ///
     /// - Remark: HTTP `GET /v1/devices/{registrationId}`.
@@ -484,7 +614,7 @@ extension APIProtocol {
             headers: headers
         ))
     }
-    /// Set or clear the alias, add and remove tags (server or client key).
+    /// Set or clear the alias, add and remove tags (server key; a client key only for apps with legacy_client_access).
     ///
     /// - Remark: HTTP `PATCH /v1/devices/{registrationId}`.
     /// - Remark: Generated from `#/paths//v1/devices/{registrationId}/patch(updateDevice)`.

@@ -42,8 +42,10 @@ struct DevVerifyCommand: AsyncParsableCommand {
             let page = try await client.listDevices(query: .init(cursor: cursor, limit: 1000)).ok.body.json
             return (page.devices, page.nextCursor)
         }
+        // A server key's listing carries every registration id.
         for device in listed {
-            let id = Int(device.registrationId)
+            guard let registrationID = device.registrationId else { continue }
+            let id = Int(registrationID)
             devices[id] = Device(id: id, prefix: device.tokenPrefix ?? "", status: device.status.rawValue)
         }
 

@@ -11,6 +11,11 @@ public struct APISettings: Sendable {
     /// (`HERALD_API_RATE_LIMIT_PER_SECOND`, `HERALD_API_RATE_LIMIT_BURST`).
     public var rateLimitPerSecond: Int
     public var rateLimitBurst: Int
+    /// The same for the app's client keys, which draw on buckets of their own
+    /// (`HERALD_API_CLIENT_RATE_LIMIT_PER_SECOND`, `HERALD_API_CLIENT_RATE_LIMIT_BURST`): a storm of
+    /// registrations from the app's installations cannot starve its back-end.
+    public var clientRateLimitPerSecond: Int
+    public var clientRateLimitBurst: Int
     /// How often each herald-api renews its row in `api_replicas` and recounts the processes
     /// sharing the rate limits (`HERALD_API_REPLICA_HEARTBEAT_MS`); a process not renewed for 3
     /// of these no longer counts. Zero turns the sharing off: this process allows every app the
@@ -72,6 +77,8 @@ public struct APISettings: Sendable {
         pushesTopic = config.string(forKey: "api.pushesTopic", default: "herald.pushes")
         rateLimitPerSecond = max(1, config.int(forKey: "api.rateLimit.perSecond", default: 1_000))
         rateLimitBurst = max(1, config.int(forKey: "api.rateLimit.burst", default: 2_000))
+        clientRateLimitPerSecond = max(1, config.int(forKey: "api.clientRateLimit.perSecond", default: 1_000))
+        clientRateLimitBurst = max(1, config.int(forKey: "api.clientRateLimit.burst", default: 2_000))
         let heartbeat = config.int(forKey: "api.replicaHeartbeatMs", default: 1_000)
         replicaHeartbeat = heartbeat <= 0 ? .zero : .milliseconds(max(100, heartbeat))
         maximumBodyBytes = max(1024, config.int(forKey: "api.maxBodyBytes", default: 1 << 20))

@@ -8,14 +8,49 @@ public struct App: Sendable, Equatable {
     public var bundleID: String
     public var createdAt: Date
     public var updatedAt: Date
+    /// The rules for the app's client keys.
+    public var clientRules: ClientKeyRules
+}
+
+/// What an app's client keys (the keys its SDK embeds, so anyone may extract them) may do
+/// beyond registering a token and changing the device whose token they present.
+public struct ClientKeyRules: Sendable, Equatable {
+    /// A client key binds an alias only with the app back-end's HMAC of it under the app's
+    /// identity secret. On for new apps.
+    public var identityVerification: Bool
+    /// Client keys may also see registration ids and change or delete devices by them, as
+    /// before Herald had these rules. Off for new apps; on for apps that existed before, until an
+    /// operator switches it off (docs/security.md).
+    public var legacyAccess: Bool
+    /// The tags a client key may add or remove; `nil`: any tag.
+    public var allowedTags: [String]?
+
+    public init(identityVerification: Bool = true, legacyAccess: Bool = false, allowedTags: [String]? = nil) {
+        self.identityVerification = identityVerification
+        self.legacyAccess = legacyAccess
+        self.allowedTags = allowedTags
+    }
 }
 
 /// What an API key may do.
 public enum APIKeyKind: String, Sendable, Codable {
     /// Pushes, devices, statistics: for app back-ends and the marketing tool.
     case server
-    /// Register or update a device only: the key an app's SDK embeds.
+    /// Register a device, and change the device whose token it presents: the key an app's SDK
+    /// embeds.
     case client
+    /// Manages one app: its settings, keys, credentials and identity secret, and reads its audit
+    /// log (what the global admin token does, for that app only).
+    case admin
+}
+
+/// What a server key may do; a server key without scopes may do all of it.
+public enum APIKeyScope: String, Sendable, CaseIterable, Codable {
+    case pushesWrite = "pushes:write"
+    case pushesRead = "pushes:read"
+    case devicesWrite = "devices:write"
+    case devicesRead = "devices:read"
+    case statsRead = "stats:read"
 }
 
 /// An API key as stored: its hash, never the key.
@@ -28,6 +63,8 @@ public struct APIKeyRecord: Sendable, Equatable {
     public var createdAt: Date
     public var lastUsedAt: Date?
     public var revokedAt: Date?
+    /// A server key's scopes; `nil`: every scope.
+    public var scopes: [APIKeyScope]? = nil
 }
 
 /// How Herald authenticates to APNs for an app.
@@ -174,15 +211,20 @@ public struct NewPush: Sendable {
     /// The W3C `traceparent` the push was accepted under; its trace id is in every log line of
     /// the push, in every process.
     public var traceparent: String?
+    /// Who asked for the push, when a request did: its key is stored with the push, and the
+    /// push's creation (or, for a recall, the recall) goes into the audit log in the same
+    /// statement.
+    public var origin: AuditOrigin?
 
     public init(
         id: UUID, appID: UUID, state: PushState = .accepted, audienceJSON: String, notificationJSON: String,
         optionsJSON: String = "{}", payload: [UInt8], pushType: String = "alert", priority: Int = 10,
         expiresAt: Date? = nil, collapseID: String? = nil, idempotencyKey: String? = nil,
         scheduledAt: Date? = nil, throttlePerSecond: Int? = nil, finishWithinSeconds: Int? = nil,
-        recallOf: UUID? = nil, traceparent: String? = nil
+        recallOf: UUID? = nil, traceparent: String? = nil, origin: AuditOrigin? = nil
     ) {
         self.traceparent = traceparent
+        self.origin = origin
         self.id = id
         self.appID = appID
         self.state = state
@@ -216,6 +258,8 @@ public struct Push: Sendable {
     public var createdAt: Date
     public var completedAt: Date?
     public var canceledAt: Date?
+    /// The key that created it (`nil` for pushes from before keys were recorded).
+    public var createdByKey: UUID? = nil
 
     public var id: UUID { definition.id }
     public var state: PushState { definition.state }

@@ -14,16 +14,18 @@ public struct APIKeyRepository: Sendable {
     }
 
     /// Stores the hash of `key` (the caller shows `key` once and forgets it).
-    public func create(appID: UUID, kind: APIKeyKind, key: String, name: String = "", id: UUID = UUID()) async throws
-        -> APIKeyRecord
-    {
+    /// - Parameter scopes: a server key's scopes (`nil`: every scope).
+    public func create(
+        appID: UUID, kind: APIKeyKind, key: String, name: String = "", scopes: [APIKeyScope]? = nil, id: UUID = UUID()
+    ) async throws -> APIKeyRecord {
+        let scopeNames = scopes.map { $0.map(\.rawValue) }
         let hash = SecretHasher.hash(key)
         let prefix = String(key.prefix(8))
         let rows = try await client.boundedQuery(
             """
-            INSERT INTO api_keys (id, app_id, kind, key_hash, key_prefix, name)
-            VALUES (\(id), \(appID), \(kind.rawValue), \(hash.bytea), \(prefix), \(name))
-            RETURNING id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
+            INSERT INTO api_keys (id, app_id, kind, key_hash, key_prefix, name, scopes)
+            VALUES (\(id), \(appID), \(kind.rawValue), \(hash.bytea), \(prefix), \(name), \(scopeNames)::text[])
+            RETURNING \(unescaped: Self.columns)
             """, logger: logger)
         return try await Self.first(rows)!
     }
@@ -35,7 +37,7 @@ public struct APIKeyRepository: Sendable {
         // A read first: a key nobody has costs an index look-up, never a write.
         let rows = try await client.boundedQuery(
             """
-            SELECT id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at FROM api_keys
+            SELECT \(unescaped: Self.columns) FROM api_keys
             WHERE key_hash = \(hash.bytea) AND (revoked_at IS NULL OR revoked_at > now())
             """, logger: logger)
         guard var record = try await Self.first(rows) else { return nil }
@@ -49,7 +51,7 @@ public struct APIKeyRepository: Sendable {
     public func keys(appID: UUID) async throws -> [APIKeyRecord] {
         let rows = try await client.boundedQuery(
             """
-            SELECT id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
+            SELECT \(unescaped: Self.columns)
             FROM api_keys WHERE app_id = \(appID) ORDER BY created_at, id
             """, logger: logger)
         return try await Self.all(rows)
@@ -80,23 +82,25 @@ public struct APIKeyRepository: Sendable {
                 """
                 UPDATE api_keys SET revoked_at = now() + make_interval(secs => \(Double(graceSeconds)))
                 WHERE id = \(id) AND app_id = \(appID) AND (revoked_at IS NULL OR revoked_at > now())
-                RETURNING kind, name
+                RETURNING kind, name, scopes
                 """, logger: logger)
-            var kindAndName: (String, String)?
-            for try await row in old.decode((String, String).self) { kindAndName = row }
-            guard let (kind, name) = kindAndName else { return nil }
+            var replaced: (String, String, [String]?)?
+            for try await row in old.decode((String, String, [String]?).self) { replaced = row }
+            guard let (kind, name, scopes) = replaced else { return nil }
             let newKey = makeKey(APIKeyKind(rawValue: kind) ?? .server)
             let hash = SecretHasher.hash(newKey)
             let prefix = String(newKey.prefix(8))
             let rows = try await connection.query(
                 """
-                INSERT INTO api_keys (id, app_id, kind, key_hash, key_prefix, name)
-                VALUES (\(newID), \(appID), \(kind), \(hash.bytea), \(prefix), \(name))
-                RETURNING id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at
+                INSERT INTO api_keys (id, app_id, kind, key_hash, key_prefix, name, scopes)
+                VALUES (\(newID), \(appID), \(kind), \(hash.bytea), \(prefix), \(name), \(scopes)::text[])
+                RETURNING \(unescaped: Self.columns)
                 """, logger: logger)
             return try await Self.first(rows).map { ($0, newKey) }
         }
     }
+
+    static let columns = "id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at, scopes"
 
     private static func first(_ rows: PostgresRowSequence) async throws -> APIKeyRecord? {
         try await all(rows).first
@@ -104,13 +108,16 @@ public struct APIKeyRepository: Sendable {
 
     private static func all(_ rows: PostgresRowSequence) async throws -> [APIKeyRecord] {
         var keys: [APIKeyRecord] = []
-        for try await (id, appID, kind, prefix, name, createdAt, lastUsedAt, revokedAt)
-            in rows.decode((UUID, UUID, String, String, String, Date, Date?, Date?).self)
+        for try await (id, appID, kind, prefix, name, createdAt, lastUsedAt, revokedAt, scopes)
+            in rows.decode((UUID, UUID, String, String, String, Date, Date?, Date?, [String]?).self)
         {
+            // A kind or scope this version does not know grants nothing.
+            guard let kind = APIKeyKind(rawValue: kind) else { continue }
             keys.append(
                 APIKeyRecord(
-                    id: id, appID: appID, kind: APIKeyKind(rawValue: kind) ?? .server, keyPrefix: prefix,
-                    name: name, createdAt: createdAt, lastUsedAt: lastUsedAt, revokedAt: revokedAt))
+                    id: id, appID: appID, kind: kind, keyPrefix: prefix, name: name, createdAt: createdAt,
+                    lastUsedAt: lastUsedAt, revokedAt: revokedAt,
+                    scopes: scopes.map { $0.compactMap(APIKeyScope.init(rawValue:)) }))
         }
         return keys
     }

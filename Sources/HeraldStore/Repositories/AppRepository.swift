@@ -12,18 +12,19 @@ public struct AppRepository: Sendable {
         self.logger = logger
     }
 
+    /// A new app, with the client key rules of new apps (``ClientKeyRules/init()``).
     public func create(name: String, bundleID: String, id: UUID = UUID()) async throws -> App {
         let rows = try await client.boundedQuery(
             """
             INSERT INTO apps (id, name, bundle_id) VALUES (\(id), \(name), \(bundleID))
-            RETURNING id, name, bundle_id, created_at, updated_at
+            RETURNING \(unescaped: Self.columns)
             """, logger: logger)
         return try await Self.first(rows)!
     }
 
     public func app(id: UUID) async throws -> App? {
         let rows = try await client.boundedQuery(
-            "SELECT id, name, bundle_id, created_at, updated_at FROM apps WHERE id = \(id)", logger: logger)
+            "SELECT \(unescaped: Self.columns) FROM apps WHERE id = \(id)", logger: logger)
         return try await Self.first(rows)
     }
 
@@ -33,31 +34,52 @@ public struct AppRepository: Sendable {
         if let cursor {
             rows = try await client.boundedQuery(
                 """
-                SELECT id, name, bundle_id, created_at, updated_at FROM apps
+                SELECT \(unescaped: Self.columns) FROM apps
                 WHERE (created_at, id) > (SELECT created_at, id FROM apps WHERE id = \(cursor))
                 ORDER BY created_at, id LIMIT \(limit)
                 """, logger: logger)
         } else {
             rows = try await client.boundedQuery(
-                "SELECT id, name, bundle_id, created_at, updated_at FROM apps ORDER BY created_at, id LIMIT \(limit)",
+                "SELECT \(unescaped: Self.columns) FROM apps ORDER BY created_at, id LIMIT \(limit)",
                 logger: logger)
         }
-        var apps: [App] = []
-        for try await (id, name, bundleID, createdAt, updatedAt) in rows.decode((UUID, String, String, Date, Date).self)
-        {
-            apps.append(App(id: id, name: name, bundleID: bundleID, createdAt: createdAt, updatedAt: updatedAt))
-        }
-        return apps
+        return try await Self.all(rows)
     }
 
-    /// Changes the name and/or bundle id. Returns `nil` for an unknown app.
-    public func update(id: UUID, name: String?, bundleID: String?) async throws -> App? {
+    /// What ``update(id:_:)`` changes; `nil` leaves a field as it is.
+    public struct Changes: Sendable {
+        public var name: String?
+        public var bundleID: String?
+        public var identityVerification: Bool?
+        public var legacyClientAccess: Bool?
+        /// `.some(nil)` lets client keys set any tag again.
+        public var allowedClientTags: [String]??
+
+        public init(
+            name: String? = nil, bundleID: String? = nil, identityVerification: Bool? = nil,
+            legacyClientAccess: Bool? = nil, allowedClientTags: [String]?? = nil
+        ) {
+            self.name = name
+            self.bundleID = bundleID
+            self.identityVerification = identityVerification
+            self.legacyClientAccess = legacyClientAccess
+            self.allowedClientTags = allowedClientTags
+        }
+    }
+
+    /// Applies `changes`. Returns `nil` for an unknown app.
+    public func update(id: UUID, _ changes: Changes) async throws -> App? {
+        let changesTags = changes.allowedClientTags != nil
+        let tags: [String]? = changes.allowedClientTags ?? nil
         let rows = try await client.boundedQuery(
             """
-            UPDATE apps SET name = COALESCE(\(name), name), bundle_id = COALESCE(\(bundleID), bundle_id),
+            UPDATE apps SET name = COALESCE(\(changes.name), name), bundle_id = COALESCE(\(changes.bundleID), bundle_id),
+                            identity_verification = COALESCE(\(changes.identityVerification), identity_verification),
+                            legacy_client_access = COALESCE(\(changes.legacyClientAccess), legacy_client_access),
+                            client_tags = CASE WHEN \(changesTags) THEN \(tags)::text[] ELSE client_tags END,
                             updated_at = now()
             WHERE id = \(id)
-            RETURNING id, name, bundle_id, created_at, updated_at
+            RETURNING \(unescaped: Self.columns)
             """, logger: logger)
         return try await Self.first(rows)
     }
@@ -70,11 +92,24 @@ public struct AppRepository: Sendable {
         return false
     }
 
+    static let columns =
+        "id, name, bundle_id, created_at, updated_at, identity_verification, legacy_client_access, client_tags"
+
     private static func first(_ rows: PostgresRowSequence) async throws -> App? {
-        for try await (id, name, bundleID, createdAt, updatedAt) in rows.decode((UUID, String, String, Date, Date).self)
+        try await all(rows).first
+    }
+
+    private static func all(_ rows: PostgresRowSequence) async throws -> [App] {
+        var apps: [App] = []
+        for try await (id, name, bundleID, createdAt, updatedAt, verification, legacy, tags) in rows.decode(
+            (UUID, String, String, Date, Date, Bool, Bool, [String]?).self)
         {
-            return App(id: id, name: name, bundleID: bundleID, createdAt: createdAt, updatedAt: updatedAt)
+            apps.append(
+                App(
+                    id: id, name: name, bundleID: bundleID, createdAt: createdAt, updatedAt: updatedAt,
+                    clientRules: ClientKeyRules(
+                        identityVerification: verification, legacyAccess: legacy, allowedTags: tags)))
         }
-        return nil
+        return apps
     }
 }

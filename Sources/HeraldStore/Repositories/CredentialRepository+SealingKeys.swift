@@ -14,7 +14,13 @@ extension CredentialRepository {
     /// - Throws: ``SettingError`` with one line that says which key is missing; database errors.
     public func checkSealingKeys(_ cipher: CredentialCipher) async throws {
         let usage = try await client.boundedQuery(
-            "SELECT sealing_key_id, count(*) FROM apns_credentials GROUP BY sealing_key_id", logger: logger)
+            """
+            SELECT sealing_key_id, count(*) FROM (
+                SELECT sealing_key_id FROM apns_credentials
+                UNION ALL SELECT sealing_key_id FROM app_identity_secrets
+                UNION ALL SELECT previous_sealing_key_id FROM app_identity_secrets WHERE previous_valid_until > now()
+            ) sealed GROUP BY sealing_key_id
+            """, logger: logger)
         var sealedBy: [String?: Int] = [:]
         for try await (keyID, count) in usage.decode((String?, Int).self) { sealedBy[keyID] = count }
         let configured =
@@ -24,7 +30,7 @@ extension CredentialRepository {
         for case (let keyID?, let count) in sealedBy.sorted(by: { ($0.key ?? "") < ($1.key ?? "") })
         where !cipher.keyIDs.contains(keyID) {
             throw SettingError(
-                "\(count) APNs credential(s) are sealed with master key id \(keyID), which neither \(configured) is: "
+                "\(count) secret(s) (APNs credentials, identity secrets) are sealed with master key id \(keyID), which neither \(configured) is: "
                     + "set the key they were sealed with (as HERALD_MASTER_KEY_DECRYPT_ONLY while rotating)")
         }
         if sealedBy[nil] != nil {
@@ -53,10 +59,10 @@ extension CredentialRepository {
             logger: logger)
     }
 
-    /// Seals again, with the cipher's sealing key, every credential sealed with another key (or
-    /// before key ids): the second step of a master key rotation (docs/operations.md). A row's
+    /// Seals again, with the cipher's sealing key, every credential (and every app's identity
+    /// secret) sealed with another key (or before key ids): the second step of a master key rotation (docs/operations.md). A row's
     /// `updated_at` stays: its secret did not change, so senders keep their clients.
-    /// - Returns: how many credentials were sealed again.
+    /// - Returns: how many credentials and identity secrets were sealed again.
     /// - Throws: `CredentialCipher.CannotOpen` for a credential none of the keys opens (run
     ///   ``checkSealingKeys(_:)`` first); database errors.
     @discardableResult
@@ -77,7 +83,9 @@ extension CredentialRepository {
                         sealing_key_id = \(record.sealingKeyID) WHERE id = \(record.id)
                     """, logger: logger)
             }
-            return stale.count
+            let identitySecrets = try await IdentitySecretRepository(client: client, logger: logger)
+                .resealWithSealingKey(cipher, connection: connection)
+            return stale.count + identitySecrets
         }
     }
 }

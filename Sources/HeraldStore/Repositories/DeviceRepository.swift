@@ -69,6 +69,17 @@ public struct DeviceRepository: Sendable {
         return try await Self.devices(from: rows).first
     }
 
+    /// The device of `appID` with `token`: how a client key, which proves it holds the device by
+    /// its token, addresses it.
+    public func device(token: [UInt8], appID: UUID) async throws -> Device? {
+        let rows = try await client.boundedQuery(
+            """
+            SELECT \(unescaped: Self.deviceColumns) FROM devices d
+            WHERE d.app_id = \(appID) AND d.token = \(token.bytea)
+            """, logger: logger)
+        return try await Self.devices(from: rows).first
+    }
+
     /// The devices of `appID` with `alias`, in registration order.
     public func devices(alias: String, appID: UUID, limit: Int = 100) async throws -> [Device] {
         let rows = try await client.boundedQuery(

@@ -99,7 +99,7 @@ extension PushRepository {
     }
 
     private func progress(where condition: PostgresQuery, limit: Int) async throws -> [PushProgress] {
-        // The push's columns first (decoded as everywhere else), then its progress from column 22.
+        // The push's columns first (decoded as everywhere else), then its progress from column 23.
         var query = PostgresQuery(
             unsafeSQL: """
                 SELECT \(Self.pushColumns),
@@ -116,11 +116,11 @@ extension PushRepository {
             let cells = row.makeRandomAccess()
             result.append(
                 PushProgress(
-                    push: try Self.push(from: row), counters: try PushCounters(cells, from: 27),
-                    paused: try cells[22].decode(Bool.self),
-                    audienceSize: try cells[23].decode(Int64?.self), etaAt: try cells[24].decode(Date?.self),
-                    fanoutStartedAt: try cells[25].decode(Date?.self),
-                    fanoutFinishedAt: try cells[26].decode(Date?.self)))
+                    push: try Self.push(from: row), counters: try PushCounters(cells, from: 28),
+                    paused: try cells[23].decode(Bool.self),
+                    audienceSize: try cells[24].decode(Int64?.self), etaAt: try cells[25].decode(Date?.self),
+                    fanoutStartedAt: try cells[26].decode(Date?.self),
+                    fanoutFinishedAt: try cells[27].decode(Date?.self)))
         }
         return result
     }

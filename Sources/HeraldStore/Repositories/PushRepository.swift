@@ -75,7 +75,7 @@ public struct PushRepository: Sendable {
             return (
                 Push(
                     definition: push, fanoutCursor: 0, batchesEmitted: 0, createdAt: createdAt, completedAt: nil,
-                    canceledAt: nil), true
+                    canceledAt: nil, createdByKey: push.origin?.actor.keyID), true
             )
         }
         guard let key = push.idempotencyKey, let first = try await self.push(idempotencyKey: key, appID: push.appID)
@@ -233,7 +233,7 @@ public struct PushRepository: Sendable {
     static let pushColumns = """
         id, app_id, state, audience::text, notification::text, options::text, payload, push_type, priority, \
         expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second, finish_within_s, recall_of, \
-        fanout_cursor, batches_emitted, created_at, completed_at, canceled_at, traceparent
+        fanout_cursor, batches_emitted, created_at, completed_at, canceled_at, traceparent, created_by_key
         """
 
     static func pushes(from rows: PostgresRowSequence) async throws -> [Push] {
@@ -247,11 +247,11 @@ public struct PushRepository: Sendable {
         let (
             id, appID, state, audience, notification, options, payload, pushType, priority, expiresAt,
             collapseID, idempotencyKey, scheduledAt, throttle, finishWithin, recallOf, cursor, batches,
-            createdAt, completedAt, canceledAt, traceparent
+            createdAt, completedAt, canceledAt, traceparent, createdByKey
         ) = try row.decode(
             (
                 UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?, String,
-                String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?, String?
+                String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?, String?, UUID?
             ).self)
         let definition = NewPush(
             id: id, appID: appID, state: PushState(rawValue: state) ?? .accepted, audienceJSON: audience,
@@ -261,7 +261,7 @@ public struct PushRepository: Sendable {
             finishWithinSeconds: finishWithin.map(Int.init), recallOf: recallOf, traceparent: traceparent)
         return Push(
             definition: definition, fanoutCursor: cursor, batchesEmitted: Int(batches),
-            createdAt: createdAt, completedAt: completedAt, canceledAt: canceledAt)
+            createdAt: createdAt, completedAt: completedAt, canceledAt: canceledAt, createdByKey: createdByKey)
     }
 }
 
@@ -273,14 +273,21 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
         WITH inserted AS (
             INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
                                 expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
-                                finish_within_s, recall_of, traceparent)
-            VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $20)
+                                finish_within_s, recall_of, traceparent, created_by_key)
+            VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $20,
+                    $21)
             ON CONFLICT (app_id, idempotency_key) DO NOTHING
             RETURNING id, created_at
         ), counters AS (
             INSERT INTO push_counters (push_id) SELECT id FROM inserted
         ), announced AS (
             INSERT INTO outbox (topic, record_key, record_value, traceparent) SELECT $17, $18, $19, $20 FROM inserted
+        ), audited AS (
+            INSERT INTO audit_events (app_id, actor, key_id, action, target, request_id, source_address, details)
+            SELECT $2, $22, $21,
+                   CASE WHEN $16::uuid IS NULL THEN 'push.created' ELSE 'push.recalled' END,
+                   COALESCE($16::uuid, $1)::text, $23, $24, jsonb_build_object('push', $1::text)
+            FROM inserted WHERE $22::text IS NOT NULL
         )
         SELECT created_at FROM inserted
         """
@@ -289,7 +296,7 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
     let record: PushRepository.OutboxDraft
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 20)
+        var bindings = PostgresBindings(capacity: 24)
         bindings.append(push.id)
         bindings.append(push.appID)
         bindings.append(push.state.rawValue)
@@ -310,6 +317,10 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
         bindings.append(record.key.map { ByteBuffer(bytes: $0) })
         bindings.append(ByteBuffer(bytes: record.value))
         bindings.append(push.traceparent)
+        bindings.append(push.origin?.actor.keyID)
+        bindings.append(push.origin.map { AuditRepository.actorName($0.actor) })
+        bindings.append(push.origin?.requestID)
+        bindings.append(push.origin?.sourceAddress)
         return bindings
     }
 
@@ -329,18 +340,18 @@ struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
             SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[],
                                  $8::text[], $9::int2[], $10::timestamptz[], $11::text[], $12::text[], $13::timestamptz[],
                                  $14::int4[], $15::int4[], $16::text[], $17::text[], $18::bytea[], $19::bytea[],
-                                 $20::text[])
+                                 $20::text[], $21::text[], $22::text[], $23::text[], $24::text[])
                 AS r(id, app_id, state, audience, notification, options, payload, push_type, priority, expires_at,
                      collapse_id, idempotency_key, scheduled_at, throttle_per_second, finish_within_s, recall_of,
-                     topic, record_key, record_value, traceparent)
+                     topic, record_key, record_value, traceparent, created_by_key, actor, request_id, source_address)
         ), inserted AS (
             INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
                                 expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
-                                finish_within_s, recall_of, traceparent)
+                                finish_within_s, recall_of, traceparent, created_by_key)
             SELECT id, app_id, state, audience::jsonb, notification::jsonb, options::jsonb, payload, push_type, priority,
                    NULLIF(expires_at, 'epoch'), NULLIF(collapse_id, ''), NULLIF(idempotency_key, ''),
                    NULLIF(scheduled_at, 'epoch'), NULLIF(throttle_per_second, 0), NULLIF(finish_within_s, 0),
-                   NULLIF(recall_of, '')::uuid, NULLIF(traceparent, '')
+                   NULLIF(recall_of, '')::uuid, NULLIF(traceparent, ''), NULLIF(created_by_key, '')::uuid
             FROM rows
             ON CONFLICT (app_id, idempotency_key) DO NOTHING
             RETURNING id, created_at
@@ -350,6 +361,13 @@ struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
             INSERT INTO outbox (topic, record_key, record_value, traceparent)
             SELECT r.topic, NULLIF(r.record_key, ''::bytea), r.record_value, NULLIF(r.traceparent, '')
             FROM rows r JOIN inserted i ON i.id = r.id
+        ), audited AS (
+            INSERT INTO audit_events (app_id, actor, key_id, action, target, request_id, source_address, details)
+            SELECT r.app_id, r.actor, NULLIF(r.created_by_key, '')::uuid,
+                   CASE WHEN r.recall_of = '' THEN 'push.created' ELSE 'push.recalled' END,
+                   CASE WHEN r.recall_of = '' THEN r.id::text ELSE r.recall_of END,
+                   NULLIF(r.request_id, ''), NULLIF(r.source_address, ''), jsonb_build_object('push', r.id::text)
+            FROM rows r JOIN inserted i ON i.id = r.id WHERE r.actor <> ''
         )
         SELECT id, created_at FROM inserted
         """
@@ -381,6 +399,10 @@ struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
         bindings.append(records.map { ByteBuffer(bytes: $0.key ?? []) })
         bindings.append(records.map { ByteBuffer(bytes: $0.value) })
         bindings.append(pushes.map { $0.traceparent ?? "" })
+        bindings.append(pushes.map { $0.origin?.actor.keyID?.uuidString ?? "" })
+        bindings.append(pushes.map { $0.origin.map { AuditRepository.actorName($0.actor) } ?? "" })
+        bindings.append(pushes.map { $0.origin?.requestID ?? "" })
+        bindings.append(pushes.map { $0.origin?.sourceAddress ?? "" })
         return bindings
     }
 
