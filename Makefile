@@ -44,6 +44,7 @@ test: deps
 	$(SWIFT) build --build-tests
 	scripts/with-infrastructure.sh .build/debug $(SWIFT) test --skip-build
 	scripts/with-infrastructure.sh .build/debug scripts/test-api-contract.sh .build/debug
+	scripts/with-infrastructure.sh .build/debug scripts/test-abuse.sh .build/debug
 	scripts/test-external-clients.sh .build/debug
 	scripts/test-end-to-end.sh .build/debug
 	scripts/test-scale-out.sh .build/debug

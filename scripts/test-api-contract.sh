@@ -9,28 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:?usage: $0 BUILD_DIR}
-venv=.local/venv-contract
-requirements=Tests/Contract/requirements.txt
 examples=${HERALD_CONTRACT_EXAMPLES:-30}
-
-if [ ! -x "$venv/bin/schemathesis" ] || ! cmp -s "$requirements" "$venv/requirements.txt"; then
-  echo "api contract: preparing $venv (schemathesis from PyPI)"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
-  cp "$requirements" "$venv/requirements.txt"
-fi
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-admin="contract-admin-$(head -c 32 /dev/urandom | base64 | tr -d "/+=")"
-log=$(mktemp)
-HERALD_ADMIN_TOKEN=$admin HERALD_MASTER_KEY=${HERALD_MASTER_KEY:?run it through scripts/with-infrastructure.sh} HERALD_API_PORT=$port \
-  HERALD_API_RATE_LIMIT_PER_SECOND=100000 HERALD_API_RATE_LIMIT_BURST=100000 HERALD_LOG_LEVEL=warning \
-  "$build_dir/herald-api" >"$log" 2>&1 &
-api=$!
-trap 'kill $api 2>/dev/null; wait $api 2>/dev/null; rm -f "$log"' EXIT
-base=http://127.0.0.1:$port
-for _ in $(seq 1 100); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.1; done
-curl -sf "$base/healthz" >/dev/null || { echo "herald-api did not start:" >&2; cat "$log" >&2; exit 1; }
+source scripts/api-test-server.sh
+prepare_venv
+start_api "$build_dir"
 
 app=$(curl -sf -X POST "$base/v1/apps" -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
   -d '{"name":"contract","bundle_id":"com.herald.contract"}')
@@ -44,7 +26,7 @@ for token in "$admin" "$key"; do
     --exclude-operation-id streamPushEvents --request-timeout 10 --output-truncate true --warnings off \
     --seed 1 || status=1
 done
-if grep -q "operation failed" "$log"; then
-  echo "herald-api logged failures:" >&2; grep "failed" "$log" >&2; status=1
+if grep -q "operation failed" "$api_log"; then
+  echo "herald-api logged failures:" >&2; grep "failed" "$api_log" >&2; status=1
 fi
 exit $status

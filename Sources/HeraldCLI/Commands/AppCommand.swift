@@ -2,14 +2,17 @@ import ArgumentParser
 import Foundation
 import HeraldAPIContract
 
-/// `herald app`: apps, their keys and their APNs credentials (the admin token).
+/// `herald app`: apps, their keys, APNs credentials, identity secret and audit log (the admin
+/// token, or for one app its admin key, in `HERALD_ADMIN_TOKEN`).
 struct AppCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "app",
-        abstract: "Apps, their API keys and their APNs credentials (needs the admin token).",
+        abstract:
+            "Apps, their API keys, APNs credentials, identity secret and audit log (needs the admin token, or the app's admin key as HERALD_ADMIN_TOKEN).",
         subcommands: [
             AppCreateCommand.self, AppListCommand.self, AppGetCommand.self, AppUpdateCommand.self,
-            AppDeleteCommand.self, AppKeysCommand.self, AppCredentialsCommand.self,
+            AppDeleteCommand.self, AppKeysCommand.self, AppCredentialsCommand.self, AppIdentitySecretCommand.self,
+            AppAuditCommand.self,
         ]
     )
 }
@@ -29,6 +32,22 @@ struct AppOption: ParsableArguments {
 
 extension Components.Schemas.App {
     var line: String { "\(id)  \(bundleId)  \(name)" }
+
+    /// What the app's client keys may do.
+    var clientRules: String {
+        var rules = [
+            "identity verification \(identityVerification ? "on" : "off")",
+            "client tags \(clientTags.map { $0.isEmpty ? "none" : $0.joined(separator: ",") } ?? "any")",
+        ]
+        if legacyClientAccess { rules.append("legacy client access on (client keys may use registration ids)") }
+        return "  client keys: " + rules.joined(separator: "; ")
+    }
+}
+
+/// `on` or `off`.
+enum Switch: String, ExpressibleByArgument, CaseIterable {
+    case on, off
+    var isOn: Bool { self == .on }
 }
 
 struct AppCreateCommand: AsyncParsableCommand {
@@ -57,6 +76,9 @@ struct AppCreateCommand: AsyncParsableCommand {
                 "  server key  \(created.serverKey.key)   ← your back-end's; shown this once",
                 "  client key  \(created.clientKey.key)   ← for your app's SDK (registers devices only)",
             ]
+            if let secret = created.identitySecret {
+                lines.append("  identity secret  \(secret)   ← your back-end signs aliases with it; shown this once")
+            }
             lines.append(
                 save
                     ? "  saved the app id and server key in \(configuration.file.path)"
@@ -92,30 +114,58 @@ struct AppGetCommand: AsyncParsableCommand {
         let found = try await APIConnection.admin(configuration).client
             .getApp(path: .init(appId: try app.resolve(configuration))).ok.body.json
         try output.print(found) {
-            "\($0.line)\n  created \(Output.time($0.createdAt)), updated \(Output.time($0.updatedAt))"
+            "\($0.line)\n  created \(Output.time($0.createdAt)), updated \(Output.time($0.updatedAt))\n\($0.clientRules)"
         }
     }
 }
 
 struct AppUpdateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "update", abstract: "Rename an app or change its bundle id.")
+        commandName: "update", abstract: "Rename an app, change its bundle id or the rules of its client keys.")
 
     @OptionGroup var app: AppOption
     @Option(help: "The new name.") var name: String?
     @Option(name: .customLong("bundle-id"), help: "The new bundle id.") var bundleID: String?
+    @Option(
+        name: .customLong("identity-verification"),
+        help: "on: a client key binds an alias only with the back-end's signature of it.")
+    var identityVerification: Switch?
+    @Option(
+        name: .customLong("legacy-client-access"),
+        help: "off: hold an app created before the client key rules to them (docs/security.md).")
+    var legacyClientAccess: Switch?
+    @Option(
+        name: .customLong("client-tags"), help: "The only tags client keys may set, comma-separated (\"\" for none).")
+    var clientTags: String?
+    @Flag(name: .customLong("any-client-tags"), help: "Let client keys set any tag again.")
+    var anyClientTags = false
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
-        if name == nil, bundleID == nil { throw ValidationError("give --name, --bundle-id or both") }
+        if name == nil, bundleID == nil, identityVerification == nil, legacyClientAccess == nil, clientTags == nil,
+            !anyClientTags
+        {
+            throw ValidationError(
+                "give what to change: --name, --bundle-id, --identity-verification, --legacy-client-access, --client-tags or --any-client-tags"
+            )
+        }
+        if clientTags != nil, anyClientTags {
+            throw ValidationError("give --client-tags or --any-client-tags, not both")
+        }
     }
 
     func run() async throws {
         let configuration = try ClientConfiguration.load()
+        let tags = clientTags.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         let updated = try await APIConnection.admin(configuration).client.updateApp(
-            path: .init(appId: try app.resolve(configuration)), body: .json(.init(name: name, bundleId: bundleID))
+            path: .init(appId: try app.resolve(configuration)),
+            body: .json(
+                .init(
+                    name: name, bundleId: bundleID, identityVerification: identityVerification?.isOn,
+                    legacyClientAccess: legacyClientAccess?.isOn, clientTags: tags,
+                    clientTagsUnrestricted: anyClientTags ? true : nil))
         ).ok.body.json
-        try output.print(updated) { "updated \($0.line)" }
+        try output.print(updated) { "updated \($0.line)\n\($0.clientRules)" }
     }
 }
 
@@ -154,6 +204,7 @@ extension Components.Schemas.Key {
     var line: String {
         var text =
             "\(id)  \(kind.rawValue)  \(prefix)…  \(name.isEmpty ? "-" : name)  created \(Output.time(createdAt))"
+        if let scopes { text += "  scopes \(scopes.map(\.rawValue).joined(separator: ","))" }
         if let lastUsedAt { text += "  last used \(Output.time(lastUsedAt))" }
         if let revokedAt { text += "  revoked \(Output.time(revokedAt))" }
         return text
@@ -183,15 +234,35 @@ struct AppKeysCreateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "create", abstract: "Create a key (shown once).")
 
     @OptionGroup var app: AppOption
-    @Option(help: "server (pushes, devices, statistics) or client (registers devices only).")
+    @Option(
+        help:
+            "server (pushes, devices, statistics), client (the SDK's: its own device only) or admin (manages this app only)."
+    )
     var kind: Components.Schemas.KeyKind = .server
     @Option(help: "A name to tell keys apart.") var name: String?
+    @Option(
+        help:
+            "A server key's scopes, comma-separated, out of pushes:write, pushes:read, devices:write, devices:read, stats:read (default: all)."
+    )
+    var scopes: String?
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
         let configuration = try ClientConfiguration.load()
+        let scopeList = try scopes.map { text in
+            try text.split(separator: ",").map { name in
+                guard let scope = Components.Schemas.KeyScope(rawValue: name.trimmingCharacters(in: .whitespaces))
+                else {
+                    throw CLIError(
+                        "\(name) is not a scope: pushes:write, pushes:read, devices:write, devices:read, stats:read",
+                        status: .usage)
+                }
+                return scope
+            }
+        }
         let created = try await APIConnection.admin(configuration).client.createKey(
-            path: .init(appId: try app.resolve(configuration)), body: .json(.init(kind: kind, name: name))
+            path: .init(appId: try app.resolve(configuration)),
+            body: .json(.init(kind: kind, name: name, scopes: scopeList))
         ).created.body.json
         try output.print(created) { $0.lines }
     }
@@ -228,6 +299,69 @@ struct AppKeysRevokeCommand: AsyncParsableCommand {
         _ = try await APIConnection.admin(configuration).client
             .revokeKey(path: .init(appId: try app.resolve(configuration), keyId: keyID)).noContent
         print("revoked key \(keyID)")
+    }
+}
+
+// MARK: Identity secret and audit log
+
+struct AppIdentitySecretCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "identity-secret",
+        abstract:
+            "Make a new identity secret (shown once): the key your back-end signs aliases with (HMAC-SHA256, docs/security.md)."
+    )
+
+    @OptionGroup var app: AppOption
+    @Option(name: .customLong("grace"), help: "Seconds the old secret keeps verifying (default 0).")
+    var graceSeconds: Int?
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let configuration = try ClientConfiguration.load()
+        let secret = try await APIConnection.admin(configuration).client.rotateIdentitySecret(
+            path: .init(appId: try app.resolve(configuration)), body: .json(.init(graceSeconds: graceSeconds))
+        ).created.body.json
+        try output.print(secret) { "identity secret  \($0.identitySecret)   ← shown this once" }
+    }
+}
+
+extension Components.Schemas.AuditEvent {
+    var line: String {
+        var text = "\(id)  \(Output.time(occurredAt))  \(action)"
+        if let target { text += " \(target)" }
+        text += "  by \(keyId.map { "key \($0)" } ?? actor.rawValue)"
+        if let sourceAddress { text += " from \(sourceAddress)" }
+        if let requestId { text += "  request \(requestId)" }
+        let details = self.details.additionalProperties.sorted { $0.key < $1.key }
+        if !details.isEmpty { text += "  " + details.map { "\($0.key)=\($0.value)" }.joined(separator: " ") }
+        return text
+    }
+}
+
+struct AppAuditCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "audit", abstract: "The app's audit log, oldest first: who changed what, and every push action.")
+
+    @OptionGroup var app: AppOption
+    @Option(help: "Show entries after this entry id.") var after: Int64?
+    @Option(help: "At most this many entries (default: all).") var limit: Int?
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let configuration = try ClientConfiguration.load()
+        let client = try APIConnection.admin(configuration).client
+        let appID = try app.resolve(configuration)
+        var events: [Components.Schemas.AuditEvent] = []
+        var cursor = after
+        repeat {
+            let page = try await client.listAuditEvents(
+                path: .init(appId: appID), query: .init(cursor: cursor, limit: min(1000, limit ?? 1000))
+            ).ok.body.json
+            events += page.events
+            cursor = page.nextCursor
+        } while cursor != nil && events.count < (limit ?? .max)
+        if let limit { events = Array(events.prefix(limit)) }
+        try output.print(events) { $0.map(\.line).joined(separator: "\n") }
     }
 }
 

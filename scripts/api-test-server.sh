@@ -1,0 +1,33 @@
+# Sourced by the scripts that test a live herald-api (the contract fuzzing, the abuse suite): makes
+# the Python virtualenv they share and starts herald-api on a free port, on the PostgreSQL that
+# scripts/with-infrastructure.sh runs.
+#   prepare_venv                      .local/venv-contract from Tests/Contract/requirements.txt
+#   start_api BUILD_DIR [VAR=VALUE…]  sets $base, $admin, $api_log; herald-api stops at exit
+venv=.local/venv-contract
+requirements=Tests/Contract/requirements.txt
+
+prepare_venv() {
+  if [ ! -x "$venv/bin/schemathesis" ] || ! cmp -s "$requirements" "$venv/requirements.txt"; then
+    echo "preparing $venv (schemathesis, requests, PyYAML from PyPI)"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+    cp "$requirements" "$venv/requirements.txt"
+  fi
+}
+
+start_api() {
+  local build_dir=$1; shift
+  local port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  admin="test-admin-$(head -c 32 /dev/urandom | base64 | tr -d "/+=")"
+  api_log=$(mktemp)
+  env HERALD_ADMIN_TOKEN="$admin" HERALD_MASTER_KEY="${HERALD_MASTER_KEY:?run it through scripts/with-infrastructure.sh}" \
+    HERALD_API_PORT="$port" HERALD_API_RATE_LIMIT_PER_SECOND=100000 HERALD_API_RATE_LIMIT_BURST=100000 \
+    HERALD_API_CLIENT_RATE_LIMIT_PER_SECOND=100000 HERALD_API_CLIENT_RATE_LIMIT_BURST=100000 \
+    HERALD_LOG_LEVEL="${HERALD_LOG_LEVEL:-warning}" "$@" "$build_dir/herald-api" >"$api_log" 2>&1 &
+  api_pid=$!
+  trap 'kill $api_pid 2>/dev/null; wait $api_pid 2>/dev/null; rm -f "$api_log"' EXIT
+  base=http://127.0.0.1:$port
+  for _ in $(seq 1 100); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.1; done
+  curl -sf "$base/healthz" >/dev/null || { echo "herald-api did not start:" >&2; cat "$api_log" >&2; exit 1; }
+}
