@@ -1,0 +1,51 @@
+import Foundation
+import HeraldCore
+import PostgresNIO
+import Testing
+
+@testable import HeraldStore
+
+@Suite("migration 0011 carries existing apps, keys and devices over")
+struct TrustMigrationTests {
+    @Test(
+        "apps from before keep the old client rules until an operator switches them; keys keep working with every scope; new apps get the strict rules"
+    )
+    func existingDataCarriesOver() async throws {
+        try await withEmptyDatabase { client, logger in
+            let migrations = try MigrationRunner.bundledMigrations()
+            try await MigrationRunner(client: client, logger: logger, migrations: migrations.filter { $0.version <= 10 })
+                .migrate()
+            let appID = UUID()
+            let key = "hs_" + String(repeating: "k", count: 43)
+            try await client.query(
+                "INSERT INTO apps (id, name, bundle_id) VALUES (\(appID), 'before', 'com.herald.before')",
+                logger: logger)
+            try await client.query(
+                """
+                INSERT INTO api_keys (id, app_id, kind, key_hash, key_prefix)
+                VALUES (\(UUID()), \(appID), 'server', \(SecretHasher.hash(key).bytea), 'hs_kkkkk')
+                """, logger: logger)
+            try await client.query(
+                """
+                INSERT INTO devices (app_id, token, environment, topic, alias)
+                VALUES (\(appID), \(randomToken().bytea), 'production', 'com.herald.before', 'user-1')
+                """, logger: logger)
+
+            try await MigrationRunner(client: client, logger: logger, migrations: migrations).migrate()
+
+            let apps = AppRepository(client: client, logger: logger)
+            let before = try #require(try await apps.app(id: appID))
+            #expect(before.clientRules == ClientKeyRules(identityVerification: false, legacyAccess: true))
+            let record = try #require(try await APIKeyRepository(client: client, logger: logger).authenticate(key: key))
+            #expect(record.kind == .server && record.scopes == nil, "a server key from before keeps every scope")
+            let devices = try await DeviceRepository(client: client, logger: logger).devices(
+                alias: "user-1", appID: appID)
+            #expect(devices.count == 1)
+
+            let switched = try await apps.update(id: appID, .init(identityVerification: true, legacyClientAccess: false))
+            #expect(switched?.clientRules == ClientKeyRules())
+            let new = try await apps.create(name: "after", bundleID: "com.herald.after")
+            #expect(new.clientRules == ClientKeyRules(identityVerification: true, legacyAccess: false, allowedTags: nil))
+        }
+    }
+}
