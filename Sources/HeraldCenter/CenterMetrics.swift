@@ -20,6 +20,8 @@ public final class CenterMetrics: Sendable {
     let pushesCompleted = Atomic<Int>(0)
     let outboxPublished = Atomic<Int>(0)
     let outboxDeleted = Atomic<Int>(0)
+    let pushesPurged = Atomic<Int>(0)
+    let auditEventsDeleted = Atomic<Int>(0)
     /// The whole system's gauges, refreshed by the sweeper while this center holds the reporter
     /// lease; nil while another center reports them (or the database did not answer).
     let systemGauges = Mutex<SystemGauges?>(nil)
@@ -63,6 +65,13 @@ public final class CenterMetrics: Sendable {
         counter(
             "herald_center_outbox_deleted_total",
             "Outbox records deleted after HERALD_CENTER_OUTBOX_RETENTION_MS since their publication.", outboxDeleted)
+        counter(
+            "herald_center_pushes_purged_total",
+            "Finished pushes deleted after HERALD_CENTER_PUSH_RETENTION_DAYS, their numbers kept per day.", pushesPurged
+        )
+        counter(
+            "herald_center_audit_events_deleted_total",
+            "Audit log entries deleted after HERALD_CENTER_AUDIT_RETENTION_DAYS.", auditEventsDeleted)
         text.single(
             "herald_center_fanouts_running", .gauge, help: "Fan-outs running in this center.",
             value: fanoutsRunning.load(ordering: .relaxed))

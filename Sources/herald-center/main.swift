@@ -51,6 +51,13 @@ do {
                     interval: settings.outboxInterval, retention: settings.outboxRetention, metrics: metrics,
                     logger: logger))
         }
+        services.append(
+            RetentionSweeper(
+                retention: RetentionRepository(client: database, logger: logger),
+                audit: AuditRepository(client: database, logger: logger),
+                pushRetention: .seconds(settings.pushRetentionDays * 86_400),
+                auditRetention: .seconds(settings.auditRetentionDays * 86_400), interval: settings.retentionInterval,
+                metrics: metrics, logger: logger))
         if settings.metricsPort > 0 {
             services.append(
                 OperationsServer(

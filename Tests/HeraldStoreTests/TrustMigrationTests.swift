@@ -13,8 +13,10 @@ struct TrustMigrationTests {
     func existingDataCarriesOver() async throws {
         try await withEmptyDatabase { client, logger in
             let migrations = try MigrationRunner.bundledMigrations()
-            try await MigrationRunner(client: client, logger: logger, migrations: migrations.filter { $0.version <= 10 })
-                .migrate()
+            try await MigrationRunner(
+                client: client, logger: logger, migrations: migrations.filter { $0.version <= 10 }
+            )
+            .migrate()
             let appID = UUID()
             let key = "hs_" + String(repeating: "k", count: 43)
             try await client.query(
@@ -42,10 +44,12 @@ struct TrustMigrationTests {
                 alias: "user-1", appID: appID)
             #expect(devices.count == 1)
 
-            let switched = try await apps.update(id: appID, .init(identityVerification: true, legacyClientAccess: false))
+            let switched = try await apps.update(
+                id: appID, .init(identityVerification: true, legacyClientAccess: false))
             #expect(switched?.clientRules == ClientKeyRules())
             let new = try await apps.create(name: "after", bundleID: "com.herald.after")
-            #expect(new.clientRules == ClientKeyRules(identityVerification: true, legacyAccess: false, allowedTags: nil))
+            #expect(
+                new.clientRules == ClientKeyRules(identityVerification: true, legacyAccess: false, allowedTags: nil))
         }
     }
 }

@@ -37,6 +37,15 @@ public struct CenterSettings: Sendable {
     /// Published outbox records older than this are deleted, checked once a minute
     /// (`HERALD_CENTER_OUTBOX_RETENTION_MS`, one hour; 0 keeps them for ever).
     public var outboxRetention: Duration
+    /// Finished pushes older than this many days are deleted with their counters, batches and
+    /// failed deliveries, their numbers kept per app and day for the statistics
+    /// (`HERALD_CENTER_PUSH_RETENTION_DAYS`, 90; 0 keeps them for ever).
+    public var pushRetentionDays: Int
+    /// Audit log entries older than this many days are deleted (`HERALD_CENTER_AUDIT_RETENTION_DAYS`,
+    /// 400; at least 30, which the database enforces; 0 keeps them for ever).
+    public var auditRetentionDays: Int
+    /// How often the retention runs (`HERALD_CENTER_RETENTION_INTERVAL_MS`, ten minutes).
+    public var retentionInterval: Duration
     /// The Prometheus endpoint (`HERALD_CENTER_METRICS_HOST`, `HERALD_CENTER_METRICS_PORT`; 0 turns it off).
     public var metricsHost: String
     public var metricsPort: Int
@@ -60,6 +69,10 @@ public struct CenterSettings: Sendable {
         purgeInvalidAfterDays = max(0, config.int(forKey: "center.purgeInvalidAfterDays", default: 30))
         outboxInterval = config.milliseconds(forKey: "center.outboxIntervalMs", default: 100)
         outboxRetention = config.milliseconds(forKey: "center.outboxRetentionMs", default: 3_600_000)
+        pushRetentionDays = max(0, config.int(forKey: "center.pushRetentionDays", default: 90))
+        let audit = max(0, config.int(forKey: "center.auditRetentionDays", default: 400))
+        auditRetentionDays = audit == 0 ? 0 : max(30, audit)
+        retentionInterval = config.milliseconds(forKey: "center.retentionIntervalMs", default: 600_000, minimum: 1000)
         metricsHost = config.string(forKey: "center.metrics.host", default: "0.0.0.0")
         metricsPort = config.int(forKey: "center.metrics.port", default: 9466)
     }

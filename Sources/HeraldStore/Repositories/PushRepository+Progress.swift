@@ -95,6 +95,20 @@ extension PushRepository {
             WHERE p.app_id = \(appID) AND p.created_at >= \(since)
             """, logger: logger)
         for try await row in totals { statistics.delivery = try PushCounters(row.makeRandomAccess(), from: 0) }
+        // Pushes past the retention window live on as per-day numbers (RetentionRepository): the
+        // days from `since`'s on count whole.
+        let purged = try await client.boundedQuery(
+            """
+            SELECT state, pushes, targeted, accepted, rejected, expired, canceled, tokens_invalidated,
+                   rejected_by_reason::text
+            FROM push_statistics_daily WHERE app_id = \(appID) AND day >= (\(since)::timestamptz AT TIME ZONE 'UTC')::date
+            """, logger: logger)
+        for try await row in purged {
+            let cells = row.makeRandomAccess()
+            let state = try cells[0].decode(String.self)
+            statistics.pushesByState[state, default: 0] += try cells[1].decode(Int64.self)
+            statistics.delivery.add(try PushCounters(cells, from: 2))
+        }
         return statistics
     }
 
@@ -165,5 +179,16 @@ extension PushCounters {
         tokensInvalidated = try cells[first + 5].decode(Int64.self)
         let reasons = try cells[first + 6].decode(String.self)
         rejectedByReason = (try? JSONDecoder().decode([String: Int64].self, from: Data(reasons.utf8))) ?? [:]
+    }
+
+    /// Adds `other`'s counts to these.
+    mutating func add(_ other: PushCounters) {
+        targeted += other.targeted
+        accepted += other.accepted
+        rejected += other.rejected
+        expired += other.expired
+        canceled += other.canceled
+        tokensInvalidated += other.tokensInvalidated
+        rejectedByReason.merge(other.rejectedByReason, uniquingKeysWith: +)
     }
 }
