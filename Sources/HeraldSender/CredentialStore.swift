@@ -75,7 +75,10 @@ public struct CredentialSealedOtherwise: Error, CustomStringConvertible, Sendabl
 /// One running ``APNsClient`` per app and environment, made from the credential stored in
 /// PostgreSQL (its secret opened with the master key), cached, and replaced when the stored
 /// credential changes (checked at most every `refreshInterval`). While the database cannot be
-/// read, the client loaded before goes on.
+/// read, the client loaded before goes on. A client no batch used for `idleTimeout` is closed
+/// (the next batch of its app makes a new one), and at most `maximumClients` run at once (the
+/// least recently used closes first), so a sender's memory does not grow with every app it has
+/// ever served.
 ///
 /// The secret's format is `APNsCredentialRecord`'s (HeraldStore, `+Sealing`).
 ///
@@ -90,6 +93,7 @@ public final class CredentialStore: Service, Sendable {
         let client: APNsClient
         let updatedAt: Date
         var checkedAt: ContinuousClock.Instant
+        var lastUsed: ContinuousClock.Instant
     }
 
     private let repository: CredentialRepository
@@ -112,13 +116,26 @@ public final class CredentialStore: Service, Sendable {
     private let startsContinuation: AsyncStream<Job>.Continuation
     /// How long a replaced client keeps running for the batches already using it.
     private let retirementDelay: Duration
+    /// A client unused this long is closed (zero: never).
+    private let idleTimeout: Duration
+    /// Clients running at once, at most.
+    private let maximumClients: Int
+    private let evictions = Atomic<Int>(0)
+
+    /// Clients running now.
+    public var clientCount: Int { cache.withLock { $0.count } }
+    /// Clients closed so far for being idle or the least recently used over the bound.
+    public var clientsEvicted: Int { evictions.load(ordering: .relaxed) }
 
     public init(
         repository: CredentialRepository, cipher: CredentialCipher, endpoints: SenderEndpoints,
         clientConfiguration: APNsClientConfiguration, refreshInterval: Duration = .seconds(30),
-        retirementDelay: Duration = .seconds(120), lookupWithin: Duration = .seconds(5), logger: Logger
+        retirementDelay: Duration = .seconds(120), lookupWithin: Duration = .seconds(5),
+        idleTimeout: Duration = .seconds(1800), maximumClients: Int = 1000, logger: Logger
     ) {
         self.retirementDelay = retirementDelay
+        self.idleTimeout = idleTimeout
+        self.maximumClients = max(1, maximumClients)
         self.lookupWithin = lookupWithin
         self.repository = repository
         self.cipher = cipher
@@ -132,6 +149,17 @@ public final class CredentialStore: Service, Sendable {
     /// Runs every client made, until graceful shutdown.
     public func run() async throws {
         await withDiscardingTaskGroup { group in
+            if idleTimeout > .zero {
+                group.addTask {
+                    await cancelWhenGracefulShutdown {
+                        let every = max(.milliseconds(100), self.idleTimeout / 4)
+                        while !Task.isCancelled {
+                            try? await Task.sleep(for: every)
+                            self.closeIdleClients()
+                        }
+                    }
+                }
+            }
             group.addTask {
                 try? await gracefulShutdown()
                 self.startsContinuation.finish()
@@ -164,7 +192,13 @@ public final class CredentialStore: Service, Sendable {
     public func client(appID: UUID, environment: APNsEnvironment) async throws -> APNsClient {
         let key = Key(appID: appID, environment: environment)
         let now = ContinuousClock.now
-        if let entry = cache.withLock({ $0[key] }), now - entry.checkedAt < refreshInterval { return entry.client }
+        let fresh: APNsClient? = cache.withLock { cache in
+            guard var entry = cache[key], now - entry.checkedAt < refreshInterval else { return nil }
+            entry.lastUsed = now
+            cache[key] = entry
+            return entry.client
+        }
+        if let fresh { return fresh }
 
         let records: [APNsCredentialRecord]
         do {
@@ -175,6 +209,7 @@ public final class CredentialStore: Service, Sendable {
             let inUse: APNsClient? = cache.withLock { cache in
                 guard var entry = cache[key] else { return nil }
                 entry.checkedAt = now
+                entry.lastUsed = now
                 cache[key] = entry
                 return entry.client
             }
@@ -194,6 +229,7 @@ public final class CredentialStore: Service, Sendable {
         let cached: APNsClient? = cache.withLock { cache in
             guard var entry = cache[key], entry.updatedAt == record.updatedAt else { return nil }
             entry.checkedAt = now
+            entry.lastUsed = now
             cache[key] = entry
             return entry.client
         }
@@ -205,15 +241,21 @@ public final class CredentialStore: Service, Sendable {
             logger: logger)
         // Another batch may have loaded the same credential meanwhile: keep the first client (this
         // one never started, so dropping it costs nothing).
-        let (winner, replaced): (APNsClient, APNsClient?) = cache.withLock { cache in
-            if let existing = cache[key], existing.updatedAt == record.updatedAt { return (existing.client, nil) }
-            let replaced = cache[key]?.client
-            cache[key] = Entry(client: client, updatedAt: record.updatedAt, checkedAt: now)
+        let (winner, replaced): (APNsClient, [APNsClient]) = cache.withLock { cache in
+            if let existing = cache[key], existing.updatedAt == record.updatedAt { return (existing.client, []) }
+            var replaced = cache[key].map { [$0.client] } ?? []
+            cache[key] = Entry(client: client, updatedAt: record.updatedAt, checkedAt: now, lastUsed: now)
+            // Over the bound: the least recently used clients close.
+            while cache.count > maximumClients, let oldest = cache.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
+                cache[oldest.key] = nil
+                replaced.append(oldest.value.client)
+                evictions.add(1, ordering: .relaxed)
+            }
             return (client, replaced)
         }
         guard winner === client else { return winner }
         startsContinuation.yield(.run(client))
-        if let replaced { startsContinuation.yield(.retire(replaced)) }
+        for client in replaced { startsContinuation.yield(.retire(client)) }
         logger.info(
             "APNs credential loaded",
             metadata: [
@@ -221,6 +263,23 @@ public final class CredentialStore: Service, Sendable {
                 "key-id": "\(record.keyID ?? "-")",
             ])
         return client
+    }
+
+    /// Closes the clients no batch used for `idleTimeout` (after the retirement delay, so that a
+    /// batch that took one just now still finishes on it).
+    func closeIdleClients(now: ContinuousClock.Instant = .now) {
+        let idle: [(Key, APNsClient)] = cache.withLock { cache in
+            let idle = cache.filter { now - $0.value.lastUsed >= idleTimeout }
+            for key in idle.keys { cache[key] = nil }
+            return idle.map { ($0.key, $0.value.client) }
+        }
+        for (key, client) in idle {
+            evictions.add(1, ordering: .relaxed)
+            startsContinuation.yield(.retire(client))
+            logger.info(
+                "APNs client idle; closing it",
+                metadata: ["app": "\(key.appID)", "environment": "\(key.environment.rawValue)"])
+        }
     }
 
     /// Connection gauges per app and environment, in Prometheus text format.
@@ -242,6 +301,13 @@ public final class CredentialStore: Service, Sendable {
             $0.streamLimits.reduce(0, +)
         }
         family("herald_sender_apns_in_flight", help: "Notifications in flight.") { $0.inFlight }
+        text.single(
+            "herald_sender_apns_clients", .gauge, help: "APNs clients running (one per app and environment in use).",
+            value: clients.count)
+        text.single(
+            "herald_sender_apns_clients_evicted_total", .counter,
+            help: "APNs clients closed for being idle, or the least recently used over HERALD_SENDER_APNS_MAX_CLIENTS.",
+            value: clientsEvicted)
         return text.text
     }
 

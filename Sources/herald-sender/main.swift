@@ -54,7 +54,8 @@ do {
         try await CredentialRepository(client: database, logger: logger).checkSealingKeys(cipher)
         let credentials = CredentialStore(
             repository: CredentialRepository(client: database, logger: logger), cipher: cipher, endpoints: endpoints,
-            clientConfiguration: clientConfiguration, logger: logger)
+            clientConfiguration: clientConfiguration, idleTimeout: settings.apnsClientIdle,
+            maximumClients: settings.maximumAPNsClients, logger: logger)
         let consumer = try KafkaConsumer(
             configuration: configuration.kafka.consumerConfiguration(
                 groupID: settings.groupID, topics: [settings.jobsTopic], clientID: "sender"),

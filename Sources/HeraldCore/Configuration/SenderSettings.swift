@@ -43,6 +43,11 @@ public struct SenderSettings: Sendable {
     var retiredTrustCertificateFile: String?
     /// The Prometheus endpoint (`HERALD_SENDER_METRICS_HOST`, `HERALD_SENDER_METRICS_PORT`; port 0
     /// turns it off).
+    /// An app's APNs client that no batch used for this long is closed
+    /// (`HERALD_SENDER_APNS_CLIENT_IDLE_MS`, 30 minutes; 0 keeps them), and at most this many run
+    /// at once, the least recently used closing first (`HERALD_SENDER_APNS_MAX_CLIENTS`, 1000).
+    public var apnsClientIdle: Duration
+    public var maximumAPNsClients: Int
     public var metricsHost: String
     public var metricsPort: Int
 
@@ -66,6 +71,9 @@ public struct SenderSettings: Sendable {
         productionTrustCertificateFile = config.string(forKey: "sender.apns.production.trustCertificateFile")
         sandboxTrustCertificateFile = config.string(forKey: "sender.apns.sandbox.trustCertificateFile")
         retiredTrustCertificateFile = config.string(forKey: "sender.apns.trustCertificateFile")
+        let idle = config.int(forKey: "sender.apns.clientIdleMs", default: 1_800_000)
+        apnsClientIdle = idle <= 0 ? .zero : .milliseconds(max(1000, idle))
+        maximumAPNsClients = max(1, config.int(forKey: "sender.apns.maxClients", default: 1000))
         metricsHost = config.string(forKey: "sender.metrics.host", default: "0.0.0.0")
         metricsPort = config.int(forKey: "sender.metrics.port", default: 9465)
     }
