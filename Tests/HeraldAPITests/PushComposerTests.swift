@@ -93,6 +93,20 @@ struct PushComposerTests {
         #expect(refill.allowed && refill.remaining == 1, "never more than the burst")
     }
 
+    @Test("the buckets stay bounded: past the bound, buckets that have refilled are dropped, busy ones kept")
+    func rateLimiterBucketsAreBounded() {
+        let limiter = RateLimiter(ratePerSecond: 10, burst: 10, maximumBuckets: 100)
+        let busy = UUID()
+        #expect((0..<10).allSatisfy { _ in limiter.take(appID: busy, now: 100).allowed })
+        for index in 0..<99 { _ = limiter.take(appID: UUID(), now: Double(index) / 100) }
+        #expect(limiter.bucketCount == 100)
+        // A new app past the bound: every bucket full again (idle over a second) goes; the busy one stays.
+        _ = limiter.take(appID: UUID(), now: 100.5)
+        #expect(limiter.bucketCount == 2)
+        // Kept: half refilled (5) and one taken, where a new bucket would have had 9 left.
+        #expect(limiter.take(appID: busy, now: 100.5).remaining == 4, "the busy app's bucket was kept")
+    }
+
     @Test("N processes each allow 1/N of an app's rate and burst")
     func rateLimiterSharesTheLimitAmongProcesses() {
         let limiter = RateLimiter(ratePerSecond: 100, burst: 10)

@@ -26,11 +26,18 @@ final class RateLimiter: Sendable {
     /// herald-api processes sharing the limit (this one included), at least 1.
     let replicas = Atomic<Int>(1)
     private let buckets = Mutex<[UUID: Bucket]>([:])
+    /// Buckets kept before the full ones are dropped (a full bucket is what a new one is, so
+    /// dropping it changes no decision): the map stays bounded whatever the number of apps.
+    let maximumBuckets: Int
 
-    init(ratePerSecond: Int, burst: Int) {
+    init(ratePerSecond: Int, burst: Int, maximumBuckets: Int = 100_000) {
         self.ratePerSecond = max(1, ratePerSecond)
         self.burst = max(1, burst)
+        self.maximumBuckets = max(1, maximumBuckets)
     }
+
+    /// Buckets held now.
+    var bucketCount: Int { buckets.withLock { $0.count } }
 
     /// Takes one token for `appID` at time `now` (seconds, monotonic).
     func take(appID: UUID, now: Double = RateLimiter.now()) -> Decision {
@@ -38,6 +45,11 @@ final class RateLimiter: Sendable {
         let rate = Double(ratePerSecond) / share
         let burst = max(1, Double(self.burst) / share)
         return buckets.withLock { buckets in
+            if buckets.count >= maximumBuckets, buckets[appID] == nil {
+                // Full again once `burst / rate` seconds have passed since the last request.
+                let fullAfter = burst / rate
+                buckets = buckets.filter { now - $0.value.updated < fullAfter }
+            }
             var bucket = buckets[appID] ?? Bucket(tokens: burst, updated: now)
             let decision = Self.take(&bucket, now: now, rate: rate, burst: burst)
             buckets[appID] = bucket
