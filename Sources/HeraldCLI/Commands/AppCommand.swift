@@ -74,7 +74,7 @@ struct AppCreateCommand: AsyncParsableCommand {
             var lines = [
                 "app \(created.app.id) (\(created.app.name), \(created.app.bundleId))",
                 "  server key  \(created.serverKey.key)   ← your back-end's; shown this once",
-                "  client key  \(created.clientKey.key)   ← for your app's SDK (registers devices only)",
+                "  client key  \(created.clientKey.key)   ← for your app's SDK (its own device only)",
             ]
             if let secret = created.identitySecret {
                 lines.append("  identity secret  \(secret)   ← your back-end signs aliases with it; shown this once")
