@@ -265,8 +265,9 @@ PY
 }
 
 # After the run: no secret of the stack (admin token, master key, database password, the app's
-# keys from the CLI's configuration, the APNs signing key) in any process's log, on any
-# operations port, or in an error body that answers a request made with it.
+# keys from the CLI's configuration, the APNs signing key, and a fresh app's client key,
+# identity secret and an alias signature it made) in any process's log, on any operations port,
+# in its audit log, or in an error body that answers a request made with it.
 test_secrets() {
   local report
   report=$(python3 - "$HERALD_DEV_DIR" "$HERALD_API_URL" <<'PY'
@@ -289,6 +290,26 @@ try:
 except FileNotFoundError:
     pass
 texts = {}
+import hashlib, hmac, secrets as randomness
+def call(method, path, key, body=None):
+    request = urllib.request.Request(api + path, method=method, headers={"Authorization": "Bearer " + key,
+        "Content-Type": "application/json"}, data=json.dumps(body).encode() if body is not None else None)
+    try: return urllib.request.urlopen(request, timeout=10).read().decode()
+    except urllib.error.HTTPError as error: return error.read().decode()
+# A fresh app whose client key binds an alias: with the back-end's signature, with a wrong one,
+# without one. Its identity secret, client key and the signature must show nowhere.
+app = json.loads(call("POST", "/v1/apps", stack["adminToken"], {"name": "secrets", "bundle_id": "com.herald.secrets"}))
+identity = app["identity_secret"]
+secrets["identity secret"], secrets["client key"] = identity, app["client_key"]["key"]
+signature = hmac.new(identity.encode(), b"user-7", hashlib.sha256).hexdigest()
+secrets["alias signature"] = signature
+token = randomness.token_hex(32)
+texts["signed registration"] = call("POST", "/v1/devices", app["client_key"]["key"],
+    {"token": token, "environment": "sandbox", "alias": "user-7", "alias_signature": signature})
+texts["forged registration"] = call("POST", "/v1/devices", app["client_key"]["key"],
+    {"token": token, "environment": "sandbox", "alias": "user-8", "alias_signature": signature})
+texts["unsigned registration"] = call("PATCH", f"/v1/devices/by-token/{token}", app["client_key"]["key"], {"alias": "user-9"})
+texts["audit log"] = call("GET", f"/v1/apps/{app['app']['id']}/audit-events", stack["adminToken"])
 for file in glob.glob(os.path.join(directory, "logs", "*.log")):
     texts[os.path.basename(file)] = open(file, errors="replace").read()
 for name, url in stack.get("metricsURLs", {}).items():
