@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes a live herald-api against its contract, Schemas/openapi.yaml, with schemathesis (from
 # PyPI, in a virtualenv under .local/venv-contract): no answer may be a server error or break the
-# contract (status codes, content types, headers, bodies).
+# contract (status codes, content types, headers, bodies). Besides single requests, the stateful
+# phase follows the contract's links: what one operation creates, the next one reads, changes or
+# deletes.
 #   scripts/test-api-contract.sh BUILD_DIR     (BUILD_DIR holds herald-api; PostgreSQL must be up,
 #                                               as scripts/with-infrastructure.sh leaves it)
 # Two runs: one with the admin token (apps, keys, credentials are reached), one with a server key
@@ -22,7 +24,7 @@ checks=not_a_server_error,status_code_conformance,content_type_conformance,respo
 status=0
 for token in "$admin" "$key"; do
   "$venv/bin/schemathesis" run Schemas/openapi.yaml --url "$base" -H "Authorization: Bearer $token" \
-    --checks "$checks" --phases examples,coverage,fuzzing --max-examples "$examples" --workers 2 \
+    --checks "$checks" --phases examples,coverage,fuzzing,stateful --max-examples "$examples" --workers 2 \
     --exclude-operation-id streamPushEvents --request-timeout 10 --output-truncate true --warnings off \
     --seed 1 || status=1
 done
