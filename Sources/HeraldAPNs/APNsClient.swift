@@ -33,6 +33,9 @@ public final class APNsClient: Service, Sendable {
     /// `:authority`, made once.
     private let authority: String
     /// Finished by `stop()`; `run()` waits on it.
+    /// Seconds (since ``epoch``) of the last unanswered-requests warning.
+    private let lastUnansweredWarning = Atomic<Int64>(Int64.min / 2)
+    private static let epoch = ContinuousClock.now
     private let stopped: AsyncStream<Void>
     private let stoppedContinuation: AsyncStream<Void>.Continuation
 
@@ -129,7 +132,9 @@ public final class APNsClient: Service, Sendable {
             let unprocessed = failure?.requestWasNotProcessed == true
             let outcome: APNsOutcome
             switch failure?.kind {
-            case .deadlineExceeded?: outcome = .failed(.timeout)
+            case .deadlineExceeded?:
+                outcome = .failed(.timeout)
+                warnUnanswered()
             case .streamReset(let code)?: outcome = .failed(code == .refusedStream ? .notProcessed : .streamReset(code))
             case .goAway?: outcome = .failed(.notProcessed)
             case .cancelled?: outcome = .failed(.clientStopped)
@@ -137,6 +142,21 @@ public final class APNsClient: Service, Sendable {
             }
             return Answer(outcome: outcome, sendAgain: unprocessed ? .unprocessed : nil)
         }
+    }
+
+    /// Says, at most every ten seconds, that APNs leaves requests unanswered (a server that stalls
+    /// its streams or never ends a header block): each such notification ends `timeout`.
+    private func warnUnanswered() {
+        let now = (ContinuousClock.now - Self.epoch).components.seconds
+        let last = lastUnansweredWarning.load(ordering: .relaxed)
+        guard now - last >= 10,
+            lastUnansweredWarning.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
+        else { return }
+        logger.warning(
+            "APNs did not answer requests within the request timeout",
+            metadata: [
+                "endpoint": "\(endpoint.host):\(endpoint.port)", "timeout": "\(configuration.requestTimeout)",
+            ])
     }
 
     /// Sends many notifications at once and returns what became of each, in order; never
@@ -271,6 +291,10 @@ public final class APNsClient: Service, Sendable {
 
     // MARK: Connections
 
+    /// A connection that closes sooner than this after opening is reconnected after the
+    /// reconnection back-off (which only a connection living this long resets).
+    static let healthyConnectionLifetime: Duration = .seconds(10)
+
     /// Opens the connections and keeps them open until graceful shutdown (or cancellation).
     public func run() async throws {
         await withGracefulShutdownHandler {
@@ -318,7 +342,7 @@ public final class APNsClient: Service, Sendable {
                 }
                 for (waiter, lease) in woken { waiter(lease) }
                 if isStopped { await connection.close() }
-                reconnects.reset()
+                let opened = ContinuousClock.now
                 logger.debug(
                     "APNs connection open",
                     metadata: ["slot": "\(slot)", "endpoint": "\(endpoint.host):\(endpoint.port)"])
@@ -326,9 +350,23 @@ public final class APNsClient: Service, Sendable {
                 state.withLock { state in
                     if state.slots[slot].connection === connection { state.slots[slot] = APNsPoolState.Slot() }
                 }
-                logger.debug(
-                    "APNs connection closed",
-                    metadata: ["slot": "\(slot)", "goaway": "\(connection.goAway.map { "\($0.errorCode)" } ?? "none")"])
+                let goAway = connection.goAway.map { "\($0.errorCode)" } ?? "none"
+                let lived = ContinuousClock.now - opened
+                if lived >= Self.healthyConnectionLifetime || isStopped {
+                    reconnects.reset()
+                    logger.debug("APNs connection closed", metadata: ["slot": "\(slot)", "goaway": "\(goAway)"])
+                } else {
+                    // A server that ends every connection at once (a broken or hostile one, or a
+                    // protocol error) is not reconnected to in a tight loop.
+                    let delay = reconnects.next()
+                    logger.warning(
+                        "APNs connection closed soon after it opened; reconnecting after a back-off",
+                        metadata: [
+                            "slot": "\(slot)", "endpoint": "\(endpoint.host):\(endpoint.port)", "goaway": "\(goAway)",
+                            "lived": "\(lived)", "retry-in": "\(delay)",
+                        ])
+                    try? await Task.sleep(for: delay)
+                }
             } catch {
                 let delay = reconnects.next()
                 logger.warning(
