@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The abuse suite's API part (docs/security.md): the authorization matrix, every operation of
+# The abuse suite (docs/security.md): the authorization matrix — every operation of
 # Schemas/openapi.yaml called by every kind of caller against a live herald-api and compared with
-# Tests/Security/authorization-matrix.tsv.
+# Tests/Security/authorization-matrix.tsv — and the hostile APNs server against the sender's APNs
+# client (HostileServerTests, run here alone: its floods would slow the timing of other tests).
 #   scripts/test-abuse.sh BUILD_DIR    (PostgreSQL must be up, as scripts/with-infrastructure.sh leaves it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,4 +16,5 @@ status=0
 if grep -q "operation failed" "$api_log"; then
   echo "herald-api logged failures:" >&2; grep "failed" "$api_log" >&2; status=1
 fi
+swift test --skip-build --filter HostileServerTests || status=1
 exit $status

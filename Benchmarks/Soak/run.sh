@@ -67,9 +67,10 @@ PY
 
 start=$(snapshot)
 echo "start: $start"
-python3 - "$HERALD_API_URL" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["api_key"])' "$HERALD_CLI_CONFIG")" "$minutes" <<'PY'
+python3 - "$HERALD_API_URL" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["api_key"])' "$HERALD_CLI_CONFIG")" "$minutes" "$devices" <<'PY'
 import http.client, json, random, sys, time, urllib.parse
 url, key, minutes = urllib.parse.urlparse(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+aliases = max(1, int(sys.argv[4]) // 10)  # `herald dev devices` gives every tenth device the alias user-<index>
 connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
 headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 def push(audience, body):
@@ -84,7 +85,7 @@ while time.time() < end:
     if now - last_broadcast >= 60:
         status = push({"all": True}, "everyone"); last_broadcast = now
     else:
-        status = push({"aliases": [f"user-{random.randint(0, 999)}"]} if random.random() < 0.8
+        status = push({"aliases": [f"user-{random.randrange(aliases) * 10}"]} if random.random() < 0.8
                       else {"tags": {"any": ["news"]}}, "one")
     sent += 1; refused += status != 202
     time.sleep(0.05)
