@@ -54,7 +54,7 @@ postgres = stack["postgres"]
 tables = ["pushes", "push_counters", "push_batches", "failed_deliveries", "outbox", "audit_events",
           "push_statistics_daily", "devices", "device_tags"]
 query = " UNION ALL ".join(f"SELECT '{t}', count(*), pg_total_relation_size('{t}') FROM {t}" for t in tables)
-rows = subprocess.run(["psql", "-h", postgres["host"], "-p", str(postgres["port"]), "-U", postgres["user"],
+rows = subprocess.run([os.path.join(postgres["binDirectory"], "psql"), "-h", "127.0.0.1", "-p", str(postgres["port"]), "-U", postgres["user"],
                        "-d", postgres["database"], "-Atc", query], capture_output=True, text=True,
                       env={**os.environ, "PGPASSWORD": postgres["password"]}, check=True).stdout.split()
 out["tables"] = {}
