@@ -291,8 +291,9 @@ public final class APNsClient: Service, Sendable {
 
     // MARK: Connections
 
-    /// A connection that closes sooner than this after opening is reconnected after the
-    /// reconnection back-off (which only a connection living this long resets).
+    /// A connection that closes sooner than this after opening, without a GOAWAY from the server,
+    /// is reconnected after the reconnection back-off (which only a connection living this long,
+    /// or ended by a GOAWAY, resets).
     static let healthyConnectionLifetime: Duration = .seconds(10)
 
     /// Opens the connections and keeps them open until graceful shutdown (or cancellation).
@@ -352,7 +353,8 @@ public final class APNsClient: Service, Sendable {
                 }
                 let goAway = connection.goAway.map { "\($0.errorCode)" } ?? "none"
                 let lived = ContinuousClock.now - opened
-                if lived >= Self.healthyConnectionLifetime || isStopped {
+                // A GOAWAY is the server closing in order (APNs does so routinely): reconnect at once.
+                if lived >= Self.healthyConnectionLifetime || connection.goAway != nil || isStopped {
                     reconnects.reset()
                     logger.debug("APNs connection closed", metadata: ["slot": "\(slot)", "goaway": "\(goAway)"])
                 } else {
