@@ -167,7 +167,8 @@ let package = Package(
         .target(
             name: "HeraldCenter",
             dependencies: [
-                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore", "HeraldCore", "HeraldMetrics",
+                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore", "HeraldCore",
+                "HeraldMetrics",
                 "HeraldTiming",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -203,7 +204,8 @@ let package = Package(
         .target(
             name: "HeraldSender",
             dependencies: [
-                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore", "HeraldCore", "HeraldMetrics",
+                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore", "HeraldCore",
+                "HeraldMetrics",
                 "HeraldTiming",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -234,7 +236,8 @@ let package = Package(
         .target(
             name: "HeraldCLI",
             dependencies: [
-                "HeraldAPIContract", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldTiming", "HeraldRecords", "HeraldStore", "HeraldAPNs",
+                "HeraldAPIContract", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldTiming", "HeraldRecords",
+                "HeraldStore", "HeraldAPNs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
@@ -275,7 +278,8 @@ let package = Package(
         .executableTarget(
             name: "herald-sender",
             dependencies: [
-                "HeraldSender", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldRecords", "HeraldStore",
+                "HeraldSender", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldRecords",
+                "HeraldStore",
                 "HeraldMetrics", "HeraldTiming",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -335,7 +339,8 @@ let package = Package(
         .executableTarget(
             name: "sender-throughput",
             dependencies: [
-                "APNsSimulator", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldRecords", "HeraldStore",
+                "APNsSimulator", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldRecords",
+                "HeraldStore",
                 "BenchmarkSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -432,7 +437,8 @@ let package = Package(
         .testTarget(
             name: "HeraldSenderTests",
             dependencies: [
-                "HeraldSender", "HeraldAPNs", "HeraldRecords", "APNsSimulator", "HeraldStore", "HeraldCore", "HeraldKafka",
+                "HeraldSender", "HeraldAPNs", "HeraldRecords", "APNsSimulator", "HeraldStore", "HeraldCore",
+                "HeraldKafka",
                 "HeraldMessaging", "HeraldTiming", "HeraldHTTP2", "APNsTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -444,7 +450,8 @@ let package = Package(
         .testTarget(
             name: "HeraldCenterTests",
             dependencies: [
-                "HeraldCenter", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore", "HeraldKafka", "HeraldMessaging",
+                "HeraldCenter", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore", "HeraldKafka",
+                "HeraldMessaging",
                 "StoreTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -454,7 +461,8 @@ let package = Package(
         .testTarget(
             name: "HeraldAPITests",
             dependencies: [
-                "HeraldAPI", "HeraldAPIContract", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore", "StoreTestSupport",
+                "HeraldAPI", "HeraldAPIContract", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore",
+                "StoreTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
