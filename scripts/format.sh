@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(find Sources Tests Benchmarks -name '*.swift' \
-    -not -path '*/Generated/*' -not -path '*/.build/*' | sort)
+    -not -path '*/Generated/*' -not -path '*/.build/*' | sort; echo Package.swift)
 if [[ "${1:-}" == "--check" ]]; then
     if ! output=$(swift format lint --strict --configuration .swift-format --parallel "${files[@]}" 2>&1); then
         echo "$output" | head -40 >&2
