@@ -32,10 +32,9 @@ public final class APNsClient: Service, Sendable {
     private let state: Mutex<APNsPoolState>
     /// `:authority`, made once.
     private let authority: String
+    /// When the last unanswered-requests warning was logged.
+    private let lastUnansweredWarning = Mutex<ContinuousClock.Instant?>(nil)
     /// Finished by `stop()`; `run()` waits on it.
-    /// Seconds (since ``epoch``) of the last unanswered-requests warning.
-    private let lastUnansweredWarning = Atomic<Int64>(Int64.min / 2)
-    private static let epoch = ContinuousClock.now
     private let stopped: AsyncStream<Void>
     private let stoppedContinuation: AsyncStream<Void>.Continuation
 
@@ -147,11 +146,13 @@ public final class APNsClient: Service, Sendable {
     /// Says, at most every ten seconds, that APNs leaves requests unanswered (a server that stalls
     /// its streams or never ends a header block): each such notification ends `timeout`.
     private func warnUnanswered() {
-        let now = (ContinuousClock.now - Self.epoch).components.seconds
-        let last = lastUnansweredWarning.load(ordering: .relaxed)
-        guard now - last >= 10,
-            lastUnansweredWarning.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
-        else { return }
+        let now = ContinuousClock.now
+        let due = lastUnansweredWarning.withLock { last in
+            if let last, now - last < .seconds(10) { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
         logger.warning(
             "APNs did not answer requests within the request timeout",
             metadata: [

@@ -1,6 +1,6 @@
-import Crypto
 import Foundation
 import HTTPTypes
+import HeraldCore
 import HeraldStore
 import Hummingbird
 import Logging
@@ -86,7 +86,7 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
     /// The admin or the app key `token` names, or nil for neither. A key is looked up within the
     /// request timeout, like any operation: a database that does not answer is a 503, not a wait.
     private func resolve(_ token: Substring) async throws -> Principal? {
-        if let adminToken, !adminToken.isEmpty, Self.constantTimeEqual(token, adminToken) { return .admin }
+        if let adminToken, !adminToken.isEmpty, SecretHasher.matches(token, adminToken) { return .admin }
         let key = try await deadlines.guarding { [authenticator] in try await authenticator.authenticate(token) }
         return key.map { .app(AppKey($0)) }
     }
@@ -113,14 +113,6 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
             || (request.headers[.contentLength].flatMap { Int($0) } ?? 0) > 0
         if hasBody { response.headers[.connection] = "close" }
         return response
-    }
-
-    static func constantTimeEqual(_ left: Substring, _ right: String) -> Bool {
-        let a = Array(SHA256.hash(data: Array(left.utf8)))
-        let b = Array(SHA256.hash(data: Array(right.utf8)))
-        var difference: UInt8 = 0
-        for index in 0..<a.count { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 }
 

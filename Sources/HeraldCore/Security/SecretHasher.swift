@@ -9,4 +9,15 @@ public enum SecretHasher {
     public static func hash(_ secret: String) -> [UInt8] {
         Array(SHA256.hash(data: Array(secret.utf8)))
     }
+
+    /// Whether `presented` equals `expected`, in time that does not depend on where they first
+    /// differ (their SHA-256 digests are compared in full), so a caller cannot guess a secret
+    /// byte by byte from answer times.
+    public static func matches(_ presented: some StringProtocol, _ expected: String) -> Bool {
+        let a = Array(SHA256.hash(data: Array(presented.utf8)))
+        let b = hash(expected)
+        var difference: UInt8 = 0
+        for index in 0..<a.count { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
 }

@@ -61,7 +61,7 @@ public struct AuditRepository: Sendable {
     public func record(
         _ action: String, appID: UUID?, target: String? = nil, origin: AuditOrigin, details: [String: String] = [:]
     ) async throws {
-        let detailsJSON = String(decoding: try JSONEncoder.sorted.encode(details), as: UTF8.self)
+        let detailsJSON = String(decoding: try JSONEncoder().encode(details), as: UTF8.self)
         try await client.boundedQuery(
             """
             INSERT INTO audit_events (app_id, actor, key_id, action, target, request_id, source_address, details)
@@ -117,14 +117,5 @@ public struct AuditRepository: Sendable {
         case .admin: "admin"
         case .key: "key"
         }
-    }
-}
-
-extension JSONEncoder {
-    /// Keys sorted, so equal details are equal text.
-    static var sorted: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return encoder
     }
 }
