@@ -48,6 +48,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
         .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird", from: "2.1.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
@@ -182,10 +183,24 @@ let package = Package(
             dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
             exclude: ["Generated/openapi-generator-config.yaml"]
         ),
+        // The operations console: server-rendered pages over the Open API's operations.
+        .target(
+            name: "HeraldConsole",
+            dependencies: [
+                "HeraldAPIContract", "HeraldCore", "HeraldStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldAPIContract", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore", "HeraldMetrics",
+                "HeraldAPIContract", "HeraldConsole", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore",
+                "HeraldMetrics",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
@@ -382,6 +397,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "HeraldTimingTests", dependencies: ["HeraldTiming"]),
+        .testTarget(
+            name: "HeraldConsoleTests",
+            dependencies: ["HeraldConsole", "HeraldAPIContract"]),
         .testTarget(
             name: "HeraldCLITests",
             dependencies: [

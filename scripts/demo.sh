@@ -28,6 +28,7 @@ stop_stack() {
     echo "  eval \"\$($herald dev env)\"      # HERALD_CLI_CONFIG, HERALD_API_URL, HERALD_ADMIN_TOKEN"
     echo "  $herald push --tag news --body 'Hello' --wait"
     echo "  $herald dev status                # processes, ports, logs"
+    echo "The console: $HERALD_API_URL/console (sign in with the server key \"api_key\" in $HERALD_CLI_CONFIG)"
     echo "  $herald dev down                  # stop it"
   else
     "$herald" dev down

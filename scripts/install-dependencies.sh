@@ -20,6 +20,8 @@ packages=(
   haproxy             # the load balancer in front of several herald-api (herald dev up --apis N)
   kubectl             # kubectl kustomize renders Deploy/kubernetes for scripts/check-kubernetes.py
   debootstrap         # make check-image: the container's runtime packages in a minimal bookworm root
+  chromium            # the console's browser tests (Selenium drives it headless)
+  chromium-driver
   pkg-config
 )
 

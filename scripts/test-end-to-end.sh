@@ -7,7 +7,7 @@
 #
 #   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast sender-kill center-kill
 #                                                   #        postgres-outage broker-restart apns-outage
-#                                                   #        metrics prometheus dashboard
+#                                                   #        metrics prometheus dashboard console
 #                                                   #        secrets (last: reads every log)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,7 @@ herald=$bin/herald
 export HERALD_DEV_DIR=$(pwd)/.local/e2e
 devices=${E2E_DEVICES:-100000}
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage metrics prometheus dashboard secrets)
+[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage metrics prometheus dashboard console secrets)
 
 # The stack's settings for these tests: a notification is tried up to 20 times with back-off
 # capped at 5 s (a 30 s APNs outage outlasts the default 8 attempts' back-off). `herald dev up`
@@ -326,6 +326,27 @@ print(f"{len(secrets)} secrets, {len(texts)} logs and answers: " + ("; ".join(le
 sys.exit(1 if leaks else 0)
 PY
   ) && log "✔ $report" || fail "secrets leaked: $report"
+}
+
+# The operations console in headless Chromium (Selenium): sign-in, a tag push watched to 100 %,
+# a throttled broadcast paused, resumed and canceled, a recall, CSRF refusals, narrow pages.
+# Screenshots: $HERALD_DEV_DIR/console-screenshots.
+test_console() {
+  reset_sim
+  local venv=.local/venv-console requirements=Tests/Console/requirements.txt
+  if [ ! -x "$venv/bin/python" ] || ! cmp -s "$requirements" "$venv/requirements.txt"; then
+    log "preparing $venv (Selenium from PyPI)"
+    python3 -m venv "$venv" && "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" \
+      && cp "$requirements" "$venv/requirements.txt" || { fail "could not install Selenium"; return; }
+  fi
+  local key; key=$(python3 -c 'import json, os; print(json.load(open(os.environ["HERALD_CLI_CONFIG"]))["api_key"])')
+  local shots=$HERALD_DEV_DIR/console-screenshots
+  rm -rf "$shots"
+  if "$venv/bin/python" Tests/Console/test_console.py "$HERALD_API_URL" "$key" "$herald" "$shots"; then
+    log "✔ the console in a browser (screenshots in $shots)"
+  else
+    fail "the console in a browser (screenshots in $shots)"
+  fi
 }
 
 for current in "${tests[@]}"; do

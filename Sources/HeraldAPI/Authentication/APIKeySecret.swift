@@ -1,21 +1,12 @@
-import Crypto
 import Foundation
+import HeraldCore
 import HeraldStore
 
 /// API keys: `hs_` (server), `hc_` (client) or `ha_` (an app's admin key) and 32 random bytes in
 /// URL-safe base64 without padding (43 characters).
 enum APIKeySecret {
     static func generate(kind: APIKeyKind) -> String {
-        prefix(kind) + randomText()
-    }
-
-    /// 32 random bytes in URL-safe base64 without padding.
-    static func randomText() -> String {
-        let bytes = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
-        return bytes.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
-            of: "/", with: "_"
-        )
-        .replacingOccurrences(of: "=", with: "")
+        prefix(kind) + RandomSecret.text()
     }
 
     static func prefix(_ kind: APIKeyKind) -> String {

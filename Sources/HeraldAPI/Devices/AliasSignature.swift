@@ -24,6 +24,6 @@ enum AliasSignature {
 
     /// A new identity secret: `hid_` and 32 random bytes in URL-safe base64.
     static func newSecret() -> String {
-        "hid_" + APIKeySecret.randomText()
+        "hid_" + RandomSecret.text()
     }
 }

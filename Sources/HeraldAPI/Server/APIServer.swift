@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldConsole
 import HeraldCore
 import HeraldMetrics
 import HeraldStore
@@ -66,10 +67,23 @@ public struct APIServer: Service {
             ratePerSecond: settings.clientRateLimitPerSecond, burst: settings.clientRateLimitBurst)
         let router = Router(context: APIRequestContext.self)
         router.add(middleware: RequestIDMiddleware())
+        let failedAuthentications = FailedAuthenticationThrottle(limit: settings.authenticationFailuresPerMinute)
+        if settings.consoleEnabled {
+            // Registered before the API's authentication gate: the console authenticates by its
+            // session cookie, then runs the same operations through ConsoleBridge.
+            ConsoleRoutes<APIRequestContext>(
+                gateway: ConsoleBridge(
+                    handler: handler, adminToken: security.adminToken, authenticator: authenticator, keys: keys,
+                    apps: AppRepository(client: database, logger: logger), throttle: failedAuthentications,
+                    rateLimiter: rateLimiter, metrics: metrics, deadlines: deadlines, logger: logger),
+                sessions: ConsoleSessionRepository(client: database, logger: logger),
+                idleTimeout: settings.consoleIdleTimeout, sessionLifetime: settings.consoleSessionLifetime,
+                secureCookies: settings.consoleSecureCookies, logger: logger
+            ).register(on: router)
+        }
         router.add(
             middleware: AuthenticationGate(
-                adminToken: security.adminToken, authenticator: authenticator,
-                throttle: FailedAuthenticationThrottle(limit: settings.authenticationFailuresPerMinute),
+                adminToken: security.adminToken, authenticator: authenticator, throttle: failedAuthentications,
                 metrics: metrics, deadlines: deadlines, logger: logger))
         router.add(middleware: RouteErrorMiddleware(maximumBodyBytes: settings.maximumBodyBytes))
         try handler.registerHandlers(

@@ -127,6 +127,8 @@ struct DevStackLauncher {
                 environment: services.merging([
                     "HERALD_API_PORT": "\(listen)", "HERALD_ADMIN_TOKEN": stack.adminToken,
                     "HERALD_API_METRICS_PORT": "\(operations)",
+                    // The dev stack serves plain HTTP on loopback: cookies without `Secure`.
+                    "HERALD_API_CONSOLE_SECURE_COOKIES": "false",
                 ]) { $1 },
                 readiness: "http:http://127.0.0.1:\(operations)/readyz")
             apiAddresses.append((name, listen))

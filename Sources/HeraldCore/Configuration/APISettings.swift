@@ -70,6 +70,16 @@ public struct APISettings: Sendable {
     /// Also serve `/metrics` on the public API port (`HERALD_API_METRICS_ON_API_PORT`, off by
     /// default: the counters describe every app, and the public port is not the place for them).
     public var metricsOnAPIPort: Bool
+    /// The operations console under `/console` (`HERALD_API_CONSOLE_ENABLED`, on by default).
+    public var consoleEnabled: Bool
+    /// A console session unused for this long ends (`HERALD_API_CONSOLE_IDLE_TIMEOUT_MS`, 30 min),
+    /// and any ends this long after sign-in (`HERALD_API_CONSOLE_SESSION_LIFETIME_MS`, 12 h).
+    public var consoleIdleTimeout: Duration
+    public var consoleSessionLifetime: Duration
+    /// Console cookies carry `Secure`, so browsers send them over HTTPS only
+    /// (`HERALD_API_CONSOLE_SECURE_COOKIES`; on by default, off in the `herald dev` stack, which
+    /// serves plain HTTP on loopback).
+    public var consoleSecureCookies: Bool
 
     init(reader config: ConfigReader) {
         host = config.string(forKey: "api.host", default: "0.0.0.0")
@@ -99,5 +109,10 @@ public struct APISettings: Sendable {
         metricsHost = config.string(forKey: "api.metrics.host", default: "0.0.0.0")
         metricsPort = config.int(forKey: "api.metrics.port", default: 9467)
         metricsOnAPIPort = config.bool(forKey: "api.metricsOnApiPort", default: false)
+        consoleEnabled = config.bool(forKey: "api.console.enabled", default: true)
+        consoleIdleTimeout = config.milliseconds(forKey: "api.console.idleTimeoutMs", default: 1_800_000, minimum: 1000)
+        consoleSessionLifetime = config.milliseconds(
+            forKey: "api.console.sessionLifetimeMs", default: 43_200_000, minimum: 1000)
+        consoleSecureCookies = config.bool(forKey: "api.console.secureCookies", default: true)
     }
 }

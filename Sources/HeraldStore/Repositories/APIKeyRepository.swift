@@ -48,6 +48,16 @@ public struct APIKeyRepository: Sendable {
         return record
     }
 
+    /// The key `id` if it is live (not revoked, or rotated but still in its grace period).
+    public func liveKey(id: UUID) async throws -> APIKeyRecord? {
+        let rows = try await client.boundedQuery(
+            """
+            SELECT \(unescaped: Self.columns) FROM api_keys
+            WHERE id = \(id) AND (revoked_at IS NULL OR revoked_at > now())
+            """, logger: logger)
+        return try await Self.first(rows)
+    }
+
     public func keys(appID: UUID) async throws -> [APIKeyRecord] {
         let rows = try await client.boundedQuery(
             """

@@ -1,0 +1,151 @@
+import Foundation
+import HTTPTypes
+import HeraldAPIContract
+import HeraldAPNs
+import HeraldConsole
+import HeraldCore
+import HeraldStore
+import Logging
+
+/// The console's way into herald-api: sign-in through the same key look-up, failed-attempt
+/// throttle and admin token as the API's authentication gate, and the Open API's operations run
+/// through the same permission check (``AuthenticationMiddleware/check(_:against:path:)``), rate
+/// limit, request timeout and error translation as a request to `/v1` would be.
+struct ConsoleBridge: ConsoleGateway {
+    let handler: APIHandler
+    let adminToken: String?
+    let authenticator: KeyAuthenticator
+    let keys: APIKeyRepository
+    let apps: AppRepository
+    let throttle: FailedAuthenticationThrottle
+    let rateLimiter: RateLimiter
+    let metrics: APIMetrics
+    let deadlines: RequestDeadlines
+    let logger: Logger
+
+    func signIn(secret: String, source: String) async throws(ConsoleError) -> ConsoleIdentity {
+        if let wait = throttle.retryAfter(source: source), !authenticator.isCachedKey(Substring(secret)) {
+            metrics.authenticationThrottled.add(1, ordering: .relaxed)
+            let seconds = max(1, Int(wait.fractionalSeconds.rounded(.up)))
+            throw ConsoleError(
+                .tooManyRequests, code: "too_many_failed_authentications",
+                message: "Too many unknown keys were tried from your address; try again in \(seconds) s.")
+        }
+        if let adminToken, !adminToken.isEmpty, SecretHasher.matches(secret, adminToken) {
+            return ConsoleIdentity(role: .admin, appName: nil, owner: .admin(digest: Self.digest(adminToken)))
+        }
+        let record: APIKeyRecord?
+        do {
+            record = try await deadlines.guarding { [authenticator] in
+                try await authenticator.authenticate(Substring(secret))
+            }
+        } catch {
+            throw Self.consoleError(
+                ErrorResponseMiddleware.apiError(for: error, operationID: "console", logger: logger))
+        }
+        guard let record else {
+            throttle.recordFailure(source: source)
+            metrics.authenticationFailures.add(1, ordering: .relaxed)
+            throw ConsoleError(
+                .unauthorized, code: "unknown_key",
+                message: "Herald does not know this key, or it was revoked. Check it and try again.")
+        }
+        guard record.kind != .client else {
+            throw ConsoleError(
+                .forbidden, code: "client_key_not_allowed",
+                message:
+                    "This is a client key (it ships inside your app). Sign in with a server key of the app, or its admin key."
+            )
+        }
+        return try await identity(record)
+    }
+
+    func identity(of owner: ConsoleSessionRepository.Owner) async throws(ConsoleError) -> ConsoleIdentity? {
+        switch owner {
+        case .admin(let digest):
+            // The admin token changed or was turned off: its sessions end.
+            guard let adminToken, !adminToken.isEmpty, Self.digest(adminToken) == digest else { return nil }
+            return ConsoleIdentity(role: .admin, appName: nil, owner: owner)
+        case .key(let id):
+            let record: APIKeyRecord?
+            do {
+                record = try await deadlines.guarding { [keys] in try await keys.liveKey(id: id) }
+            } catch {
+                throw Self.consoleError(
+                    ErrorResponseMiddleware.apiError(for: error, operationID: "console", logger: logger))
+            }
+            guard let record else { return nil }
+            return try await identity(record)
+        }
+    }
+
+    func perform<Output: Sendable>(
+        _ operationID: String, path: String, as identity: ConsoleIdentity, request: ConsoleRequestOrigin,
+        _ call: @Sendable (any APIProtocol) async throws -> Output
+    ) async throws(ConsoleError) -> Output {
+        let principal: Principal
+        do {
+            switch identity.role {
+            case .admin:
+                let permission = Permission.of(operationID: operationID)
+                guard permission == .globalAdmin || permission == .appAdmin else {
+                    throw APIError(
+                        .forbidden, code: "app_key_required",
+                        message: "The admin token manages apps; pushes are sent with a server key of the app.")
+                }
+                principal = .admin
+            case .appKey(let record):
+                let key = AppKey(record)
+                try AuthenticationMiddleware.check(
+                    key, against: Permission.of(operationID: operationID), path: Substring(path))
+                let decision = rateLimiter.take(appID: key.appID)
+                guard decision.allowed else {
+                    throw APIError.tooManyRequests(
+                        "This app may make \(rateLimiter.ratePerSecond) requests a second; retry after \(decision.retryAfterSeconds) s.",
+                        code: "rate_limited", retryAfterSeconds: decision.retryAfterSeconds)
+                }
+                principal = .app(key)
+            }
+            let handler = handler
+            return try await Principal.$current.withValue(principal) {
+                try await RequestIdentity.$requestID.withValue(request.requestID) {
+                    try await RequestIdentity.$sourceAddress.withValue(request.sourceAddress) {
+                        try await RequestIdentity.$trace.withValue(.start()) {
+                            if operationID == "streamPushEvents" { return try await call(handler) }
+                            return try await withoutActuallyEscaping(call) { call in
+                                try await deadlines.guarding { try await call(handler) }
+                            }
+                        }
+                    }
+                }
+            }
+        } catch {
+            throw Self.consoleError(
+                ErrorResponseMiddleware.apiError(for: error, operationID: operationID, logger: logger))
+        }
+    }
+
+    private func identity(_ record: APIKeyRecord) async throws(ConsoleError) -> ConsoleIdentity {
+        let app: App?
+        do {
+            app = try await deadlines.guarding { [apps] in try await apps.app(id: record.appID) }
+        } catch {
+            throw Self.consoleError(
+                ErrorResponseMiddleware.apiError(for: error, operationID: "console", logger: logger))
+        }
+        return ConsoleIdentity(role: .appKey(record), appName: app?.name, owner: .key(record.id))
+    }
+
+    /// What a session remembers of the admin token: SHA-256 of its SHA-256.
+    static func digest(_ adminToken: String) -> [UInt8] {
+        SecretHasher.hash(Hexadecimal.encode(SecretHasher.hash(adminToken)))
+    }
+
+    static func consoleError(_ error: APIError) -> ConsoleError {
+        ConsoleError(error.status, code: error.code, message: error.message, field: error.field)
+    }
+}
+
+extension APIRequestContext: ConsoleRequestContext {
+    public var sourceAddress: String { remoteAddress?.ipAddress ?? "unknown" }
+}

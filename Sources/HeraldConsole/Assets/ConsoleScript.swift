@@ -1,0 +1,150 @@
+/// The console's one script, served as `/console/assets/console.js`: the live parts (the dry run
+/// while composing, progress over Server-Sent Events) and confirmations. Every page works
+/// without it; it only makes them live.
+enum ConsoleScript {
+    static let javaScript = #"""
+        "use strict";
+        (function () {
+          function $(selector, root) { return (root || document).querySelector(selector); }
+          function $all(selector, root) { return Array.prototype.slice.call((root || document).querySelectorAll(selector)); }
+          function number(n) { return Number(n || 0).toLocaleString("en-US"); }
+
+          // Confirmation before an action that cannot be undone (cancel, recall, send).
+          $all("form[data-confirm]").forEach(function (form) {
+            form.addEventListener("submit", function (event) {
+              if (!window.confirm(form.getAttribute("data-confirm"))) { event.preventDefault(); return; }
+              var confirmed = $("input[name=confirmed]", form);
+              if (confirmed) { confirmed.value = "1"; }
+            });
+          });
+
+          // Compose: a dry run of what the form says, each time it changes; Send waits for it.
+          var compose = $("form#compose");
+          if (compose) {
+            var send = $("#send", compose), status = $("#dryrun-status"), timer = null, sequence = 0;
+            var preview = { title: $("#preview-title"), subtitle: $("#preview-subtitle"), body: $("#preview-body") };
+            function showAudienceFields() {
+              var chosen = $("input[name=audience]:checked", compose);
+              $all("[data-audience]", compose).forEach(function (group) {
+                group.hidden = !chosen || group.getAttribute("data-audience") !== chosen.value;
+              });
+              var throttle = $("select[name=throttle]", compose);
+              $all("[data-throttle]", compose).forEach(function (group) {
+                group.hidden = !throttle || group.getAttribute("data-throttle") !== throttle.value;
+              });
+            }
+            function updatePreview() {
+              ["title", "subtitle", "body"].forEach(function (name) {
+                var field = compose.elements[name];
+                if (field && preview[name]) { preview[name].textContent = field.value; }
+              });
+              var data = compose.elements["data"], error = $("#data-error");
+              if (data && error) {
+                var message = "";
+                if (data.value.trim() !== "") {
+                  try {
+                    var parsed = JSON.parse(data.value);
+                    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) { message = "Custom data is a JSON object: { \"key\": value }."; }
+                  } catch (e) { message = "Not JSON yet: " + e.message; }
+                }
+                error.textContent = message;
+                error.hidden = message === "";
+                data.closest(".field").classList.toggle("invalid", message !== "");
+              }
+            }
+            function render(result) {
+              $("#dryrun-size").textContent = result.audience_size === undefined ? "–" :
+                (result.audience_size_estimated ? "about " : "") + number(result.audience_size);
+              $("#dryrun-bytes").textContent = result.payload_bytes === undefined ? "–" :
+                number(result.payload_bytes) + " of " + number(result.payload_limit);
+              var warnings = $("#dryrun-warnings");
+              warnings.textContent = "";
+              (result.warnings || []).forEach(function (text) {
+                var item = document.createElement("li"); item.textContent = text; warnings.appendChild(item);
+              });
+              status.className = "status " + (result.ok ? "ok" : "bad");
+              status.textContent = result.ok ? "Ready to send." : result.error;
+              send.disabled = !result.ok;
+            }
+            function check() {
+              var mine = ++sequence;
+              status.className = "status"; status.textContent = "Checking…";
+              var body = new URLSearchParams(new FormData(compose));
+              fetch("/console/compose/check", { method: "POST", body: body, credentials: "same-origin",
+                headers: { "Accept": "application/json" } })
+                .then(function (response) { return response.json(); })
+                .then(function (result) { if (mine === sequence) { render(result); } })
+                .catch(function () { if (mine === sequence) { render({ ok: false, error: "The dry run could not reach Herald; try again." }); } });
+            }
+            function changed() {
+              send.disabled = true;
+              showAudienceFields();
+              updatePreview();
+              clearTimeout(timer);
+              timer = setTimeout(check, 350);
+            }
+            compose.addEventListener("input", changed);
+            compose.addEventListener("change", changed);
+            compose.addEventListener("submit", function (event) {
+              var submitter = event.submitter;
+              if (submitter && submitter.id === "send") {
+                if (send.getAttribute("data-sent") === "1") { event.preventDefault(); return; }
+                send.setAttribute("data-sent", "1");
+              }
+            });
+            showAudienceFields();
+            updatePreview();
+            check();
+          }
+
+          // Push detail: live progress over Server-Sent Events until the push ends.
+          var live = $("#live[data-events]");
+          if (live && window.EventSource) {
+            var source = new EventSource(live.getAttribute("data-events"));
+            var samples = [];
+            source.addEventListener("progress", function (event) {
+              var push = JSON.parse(event.data), c = push.counters;
+              var target = push.audience_size || c.targeted || 0;
+              var failed = c.rejected + c.expired;
+              var done = c.accepted + failed + c.canceled;
+              var percent = target > 0 ? Math.min(100, (100 * done) / target) : (push.state === "completed" ? 100 : 0);
+              $("#progress-fill").setAttribute("width", percent.toFixed(2) + "%");
+              $("#progress-text").textContent = number(done) + " of " + number(target) + " (" + Math.floor(percent) + "%)";
+              [["accepted", c.accepted], ["failed", failed], ["canceled", c.canceled], ["targeted", target]].forEach(function (pair) {
+                var cell = $("#count-" + pair[0]); if (cell) { cell.textContent = number(pair[1]); }
+              });
+              var state = $("#push-state");
+              state.textContent = push.paused ? "paused" : push.state.replace("_", " ");
+              state.className = "state " + (push.paused ? "paused" : push.state);
+              var now = Date.now();
+              samples.push([now, done]);
+              while (samples.length > 1 && now - samples[0][0] > 10000) { samples.shift(); }
+              var rate = 0;
+              if (samples.length > 1) {
+                var span = (samples[samples.length - 1][0] - samples[0][0]) / 1000;
+                if (span > 0) { rate = (samples[samples.length - 1][1] - samples[0][1]) / span; }
+              }
+              $("#rate").textContent = rate > 0 ? number(Math.round(rate)) + "/s" : "–";
+              var eta = "–";
+              if (push.eta) { eta = new Date(push.eta).toISOString().replace("T", " ").slice(0, 19) + " UTC"; }
+              else if (rate > 0 && target > done) { eta = "about " + Math.ceil((target - done) / rate) + " s"; }
+              $("#eta").textContent = eta;
+              var total = Math.max(target, 1);
+              var x = 0;
+              [["accepted", c.accepted], ["rejected", c.rejected], ["expired", c.expired], ["canceled", c.canceled]].forEach(function (pair) {
+                var rect = $("#seg-" + pair[0]); if (!rect) { return; }
+                var width = (100 * pair[1]) / total;
+                rect.setAttribute("x", x.toFixed(3) + "%"); rect.setAttribute("width", width.toFixed(3) + "%");
+                x += width;
+              });
+              if (push.state === "completed" || push.state === "canceled") {
+                $("#progress-bar").classList.add("done");
+                source.close();
+                // The page again, for the final figures and the actions that remain.
+                setTimeout(function () { window.location.reload(); }, 600);
+              }
+            });
+          }
+        })();
+        """#
+}

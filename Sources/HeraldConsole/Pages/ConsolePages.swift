@@ -1,0 +1,60 @@
+import Foundation
+import HeraldStore
+
+/// What the layout shows around every signed-in page.
+struct Chrome {
+    enum Section { case pushes, compose }
+
+    var title: String
+    var appName: String?
+    /// `server key hs_abc…` or `admin`.
+    var signedInAs: String
+    var csrf: String
+    var sendsPushes: Bool
+    var onPushes: Bool
+    var onCompose: Bool
+    var notice: String?
+    var error: String?
+
+    init(title: String, identity: ConsoleIdentity, csrf: String, section: Section?) {
+        self.title = title
+        appName = identity.appName
+        if let key = identity.key {
+            let name = key.name.isEmpty ? "" : " “\(key.name)”"
+            signedInAs = "\(key.kind.rawValue) key\(name) \(key.keyPrefix)…"
+        } else {
+            signedInAs = "admin"
+        }
+        self.csrf = csrf
+        sendsPushes = identity.sendsPushes
+        onPushes = section == .pushes
+        onCompose = section == .compose
+    }
+}
+
+struct SignInPage {
+    var csrf: String
+    var error: String?
+    var notice: String?
+}
+
+struct MessagePage {
+    struct Link {
+        var href: String
+        var label: String
+    }
+
+    var chrome: Chrome
+    var heading: String
+    var text: String
+    var link: Link?
+}
+
+struct ConfirmPage {
+    var chrome: Chrome
+    var heading: String
+    var text: String
+    var action: String
+    var button: String
+    var back: String
+}

@@ -1,0 +1,159 @@
+import Foundation
+import HeraldAPIContract
+
+/// A push as the pushes list and the push page show it: counters as text, progress as a
+/// percentage, outcomes as chart segments.
+struct PushView {
+    var id: String
+    var shortID: String
+    var stateLabel: String
+    var stateClass: String
+    var recall: Bool
+    var recallOf: String?
+    var pushType: String
+    var priority: Int
+    var collapseID: String?
+    var createdAt: String
+    var eta: String?
+    var target: String
+    var targeted: String
+    var done: String
+    var accepted: String
+    var failed: String
+    var canceled: String
+    /// Done of targeted, 0 to 100, for an SVG width.
+    var percent: String
+    var percentWhole: Int
+    /// Whether the push has ended (completed or canceled).
+    var finished: Bool
+    /// Whether the page follows it live.
+    var live: Bool
+    var segments: [Segment]
+    var outcomeSummary: String
+    var reasons: [Reason]
+    var hasReasons: Bool { !reasons.isEmpty }
+    var reasonsHeight: Int { reasons.count * 24 + 4 }
+    var times: [Fact]
+
+    struct Segment {
+        var name: String
+        var label: String
+        var count: String
+        var x: String
+        var width: String
+    }
+
+    struct Reason {
+        var reason: String
+        var count: String
+        var barY: Int
+        var textY: Int
+        var barWidth: String
+        var countX: String
+    }
+
+    struct Fact {
+        var label: String
+        var value: String
+    }
+
+    init(_ push: Components.Schemas.PushStatus) {
+        let counters = push.counters
+        id = push.id
+        shortID = String(push.id.prefix(8))
+        stateLabel = push.paused ? "paused" : push.state.rawValue.replacingOccurrences(of: "_", with: " ")
+        stateClass = push.paused ? "paused" : push.state.rawValue
+        recallOf = push.recallOf
+        recall = push.recallOf != nil
+        pushType = push.pushType
+        priority = push.priority
+        collapseID = push.collapseId
+        createdAt = Self.time(push.createdAt)
+        eta = push.eta.map(Self.time)
+        let failedCount = counters.rejected + counters.expired
+        let doneCount = counters.accepted + failedCount + counters.canceled
+        let targetCount = max(push.audienceSize ?? counters.targeted, counters.targeted)
+        finished = push.state == .completed || push.state == .canceled
+        live = !finished
+        let fraction: Double =
+            targetCount > 0 ? min(1, Double(doneCount) / Double(targetCount)) : (push.state == .completed ? 1 : 0)
+        percent = String(format: "%.2f", fraction * 100)
+        percentWhole = Int((fraction * 100).rounded(.down))
+        target = Self.number(targetCount)
+        targeted = Self.number(counters.targeted)
+        done = Self.number(doneCount)
+        accepted = Self.number(counters.accepted)
+        failed = Self.number(failedCount)
+        canceled = Self.number(counters.canceled)
+        let total = Double(max(targetCount, 1))
+        var x = 0.0
+        var segments: [Segment] = []
+        for (name, label, count) in [
+            ("accepted", "Accepted", counters.accepted), ("rejected", "Rejected", counters.rejected),
+            ("expired", "Expired", counters.expired), ("canceled", "Canceled", counters.canceled),
+        ] {
+            let width = Double(count) / total * 100
+            segments.append(
+                Segment(
+                    name: name, label: label, count: Self.number(count), x: String(format: "%.3f", x),
+                    width: String(format: "%.3f", width)))
+            x += width
+        }
+        self.segments = segments
+        outcomeSummary =
+            "Accepted \(accepted), rejected \(Self.number(counters.rejected)), expired \(Self.number(counters.expired)), canceled \(canceled) of \(target)"
+        let byReason = counters.rejectedByReason.additionalProperties.sorted {
+            $0.value == $1.value ? $0.key < $1.key : $0.value > $1.value
+        }
+        let largest = Double(byReason.first?.value ?? 1)
+        reasons = byReason.enumerated().map { index, entry in
+            let width = max(2, Double(entry.value) / largest * 320)
+            return Reason(
+                reason: entry.key, count: Self.number(entry.value), barY: index * 24 + 4, textY: index * 24 + 16,
+                barWidth: String(format: "%.1f", width), countX: String(format: "%.1f", 208 + width))
+        }
+        var times = [Fact(label: "Created", value: createdAt)]
+        for (label, date) in [
+            ("Scheduled for", push.scheduledAt), ("Fan-out started", push.fanoutStartedAt),
+            ("Fan-out finished", push.fanoutFinishedAt), ("Completed", push.completedAt),
+            ("Canceled", push.canceledAt), ("Expires", push.expiresAt),
+        ] {
+            if let date { times.append(Fact(label: label, value: Self.time(date))) }
+        }
+        self.times = times
+    }
+
+    static func number(_ value: Int64) -> String {
+        let formatter = NumberFormatter()
+        formatter.numberStyle = .decimal
+        formatter.locale = Locale(identifier: "en_US")
+        return formatter.string(from: NSNumber(value: value)) ?? String(value)
+    }
+
+    /// `2026-11-24 20:31:05 UTC`.
+    static func time(_ date: Date) -> String {
+        let text = ISO8601DateFormatter().string(from: date)
+        return text.replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: " UTC")
+    }
+}
+
+/// Which buttons a push's page offers, by its state (the operations still decide: an action
+/// that became impossible meanwhile answers 409, shown on the page).
+struct PushActions {
+    var pause: Bool
+    var resume: Bool
+    var cancel: Bool
+    var recall: Bool
+    var correct: Bool
+    var any: Bool { pause || resume || cancel || recall || correct }
+
+    init(_ push: Components.Schemas.PushStatus) {
+        let ended = push.state == .completed || push.state == .canceled
+        let isRecall = push.recallOf != nil
+        pause = !ended && !push.paused && push.state != .sending && !isRecall
+        resume = !ended && push.paused
+        cancel = !ended
+        recall = !isRecall && push.state != .scheduled
+        correct = !isRecall
+    }
+}

@@ -1,0 +1,125 @@
+/// The pushes list and a push's page.
+extension ConsoleTemplates {
+    static let pushes = #"""
+        {{<layout}}{{$content}}
+        <div class="actions">
+          <div><h1>Pushes</h1><p class="lede">Newest first. Open one to watch it, pause, cancel or recall it.</p></div>
+        </div>
+        <div class="card">
+          <div class="filters" role="navigation" aria-label="Filter by state">
+            {{#filters}}<a href="{{href}}"{{#selected}} aria-current="true"{{/selected}}>{{label}}</a>{{/filters}}
+            <form class="search" method="get" action="/console/pushes" role="search">
+              <label for="push-id" class="skip">Push id</label>
+              <input id="push-id" name="id" type="text" placeholder="Find a push by its id" spellcheck="false">
+              <button class="secondary" type="submit">Find</button>
+            </form>
+          </div>
+          {{#hasPushes}}
+          <table>
+            <thead><tr><th>Push</th><th>State</th><th class="hide-narrow">Created (UTC)</th><th class="num">Targeted</th>
+              <th class="num hide-narrow">Accepted</th><th class="num hide-narrow">Failed</th><th class="hide-narrow">Progress</th></tr></thead>
+            <tbody>
+            {{#pushes}}
+            <tr>
+              <td><a class="mono" href="/console/pushes/{{id}}">{{shortID}}</a>{{#recall}} <span class="muted">recall</span>{{/recall}}</td>
+              <td><span class="state {{stateClass}}">{{stateLabel}}</span></td>
+              <td class="hide-narrow">{{createdAt}}</td>
+              <td class="num">{{targeted}}</td>
+              <td class="num hide-narrow">{{accepted}}</td>
+              <td class="num hide-narrow">{{failed}}</td>
+              <td class="hide-narrow"><svg class="mini bar{{#finished}} done{{/finished}}" role="img" aria-label="{{percent}}% done">
+                <rect class="track" width="100%" height="100%" rx="4"/><rect class="fill" width="{{percent}}%" height="100%" rx="4"/></svg></td>
+            </tr>
+            {{/pushes}}
+            </tbody>
+          </table>
+          {{/hasPushes}}
+          {{^hasPushes}}<p class="muted">No pushes{{#stateLabel}} {{stateLabel}}{{/stateLabel}} yet. <a href="/console/compose">Compose one.</a></p>{{/hasPushes}}
+          {{#next}}<div class="pager"><a class="button secondary" href="{{next}}">Older pushes →</a></div>{{/next}}
+        </div>
+        {{/content}}{{/layout}}
+        """#
+
+    static let push = #"""
+        {{<layout}}{{$content}}
+        <p><a href="/console/pushes">← Pushes</a></p>
+        <h1>Push <span class="mono">{{push.shortID}}</span> <span id="push-state" class="state {{push.stateClass}}">{{push.stateLabel}}</span></h1>
+        <p class="lede mono">{{push.id}}</p>
+        <div class="grid">
+          <div>
+            <div class="card" id="live"{{#push.live}} data-events="/console/pushes/{{push.id}}/events"{{/push.live}}>
+              <h2>Progress</h2>
+              <svg id="progress-bar" class="bar{{#push.finished}} done{{/push.finished}}" role="img" aria-label="Progress">
+                <rect class="track" width="100%" height="100%" rx="7"/><rect id="progress-fill" class="fill" width="{{push.percent}}%" height="100%" rx="7"/></svg>
+              <p id="progress-text" aria-live="polite">{{push.done}} of {{push.target}} ({{push.percentWhole}}%)</p>
+              <div class="stats">
+                <div class="stat"><div class="label">Targeted</div><div class="value" id="count-targeted">{{push.target}}</div></div>
+                <div class="stat"><div class="label">Accepted</div><div class="value" id="count-accepted">{{push.accepted}}</div></div>
+                <div class="stat"><div class="label">Failed</div><div class="value" id="count-failed">{{push.failed}}</div></div>
+                <div class="stat"><div class="label">Canceled</div><div class="value" id="count-canceled">{{push.canceled}}</div></div>
+              </div>
+              <dl class="facts">
+                <dt>Rate</dt><dd id="rate">–</dd>
+                <dt>Expected end</dt><dd id="eta">{{#push.eta}}{{push.eta}}{{/push.eta}}{{^push.eta}}–{{/push.eta}}</dd>
+              </dl>
+            </div>
+            <div class="card">
+              <h2>Outcomes</h2>
+              <svg class="chart" role="img" aria-label="{{push.outcomeSummary}}">
+                <rect class="seg-pending" width="100%" height="100%" rx="6"/>
+                {{#push.segments}}<rect id="seg-{{name}}" class="seg-{{name}}" x="{{x}}%" width="{{width}}%" height="100%"/>{{/push.segments}}
+              </svg>
+              <div class="legend">
+                {{#push.segments}}<span><svg aria-hidden="true"><rect class="seg-{{name}}" width="10" height="10" rx="2"/></svg>{{label}} {{count}}</span>{{/push.segments}}
+              </div>
+              {{#push.hasReasons}}
+              <h2 class="reasons-title">Failed, by reason</h2>
+              <svg class="reasons" viewBox="0 0 600 {{push.reasonsHeight}}" role="img" aria-label="Rejections by reason">
+                {{#push.reasons}}
+                <text x="0" y="{{textY}}">{{reason}}</text>
+                <rect class="reason-bar" x="200" y="{{barY}}" width="{{barWidth}}" height="14" rx="3"/>
+                <text x="{{countX}}" y="{{textY}}">{{count}}</text>
+                {{/push.reasons}}
+              </svg>
+              {{/push.hasReasons}}
+            </div>
+            {{#failures.show}}
+            <div class="card">
+              <h2>Devices not reached</h2>
+              {{#failures.hasRows}}
+              <table>
+                <thead><tr><th>Registration id</th><th>Reason</th><th class="hide-narrow">When (UTC)</th></tr></thead>
+                <tbody>{{#failures.rows}}<tr><td class="mono">{{registrationID}}</td><td>{{reason}}</td><td class="hide-narrow">{{at}}</td></tr>{{/failures.rows}}</tbody>
+              </table>
+              {{/failures.hasRows}}
+              {{^failures.hasRows}}<p class="muted">None so far.</p>{{/failures.hasRows}}
+              {{#failures.next}}<div class="pager"><a class="button secondary" href="{{failures.next}}">More →</a></div>{{/failures.next}}
+            </div>
+            {{/failures.show}}
+          </div>
+          <div>
+            <div class="card">
+              <h2>Actions</h2>
+              <div class="actions">
+                {{#actions.pause}}<form method="post" action="/console/pushes/{{push.id}}/pause"><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="confirmed" value="1"><button class="secondary" type="submit">Pause</button></form>{{/actions.pause}}
+                {{#actions.resume}}<form method="post" action="/console/pushes/{{push.id}}/resume"><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="confirmed" value="1"><button class="secondary" type="submit">Resume</button></form>{{/actions.resume}}
+                {{#actions.cancel}}<form method="post" action="/console/pushes/{{push.id}}/cancel" data-confirm="Cancel this push? Devices not reached yet will not get it."><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="confirmed" value=""><button class="danger" type="submit">Cancel</button></form>{{/actions.cancel}}
+                {{#actions.recall}}<form method="post" action="/console/pushes/{{push.id}}/recall" data-confirm="Recall this push? It is canceled, and every device that got it is told to remove it."><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="confirmed" value=""><button class="danger" type="submit">Recall</button></form>{{/actions.recall}}
+                {{#actions.correct}}<a class="button secondary" href="/console/compose?replaces={{push.id}}">Send a correction</a>{{/actions.correct}}
+              </div>
+              {{^actions.any}}<p class="muted">Nothing left to do: this push has ended.</p>{{/actions.any}}
+            </div>
+            <div class="card">
+              <h2>Details</h2>
+              <dl class="facts">
+                <dt>Type</dt><dd>{{push.pushType}}, priority {{push.priority}}</dd>
+                {{#push.collapseID}}<dt>Collapse id</dt><dd class="mono">{{push.collapseID}}</dd>{{/push.collapseID}}
+                {{#push.recallOf}}<dt>Recall of</dt><dd><a class="mono" href="/console/pushes/{{push.recallOf}}">{{push.recallOf}}</a></dd>{{/push.recallOf}}
+                {{#push.times}}<dt>{{label}}</dt><dd>{{value}}</dd>{{/push.times}}
+              </dl>
+            </div>
+          </div>
+        </div>
+        {{/content}}{{/layout}}
+        """#
+}

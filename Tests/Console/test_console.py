@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""The operations console in a real browser (Debian's chromium, headless, driven by Selenium)
+against a running `herald dev` stack with simulated devices, as an operator would use it:
+
+  sign-in      a wrong key is refused; a server key signs in
+  tag-push     compose a tag push, see the dry run's audience size, send, watch the bar reach
+               100 %, the page's counts equal `herald push status`
+  throttled    a throttled broadcast: pause, resume, cancel; the final counts add up
+  recall       recall the tag push; the recall completes
+  csrf         a form posted without the session's CSRF token is refused, nothing changes
+  narrow       the pages at 390 px wide
+
+Each step saves a PNG of its final page in the output folder.
+
+  test_console.py API_URL SERVER_KEY HERALD_BIN OUTPUT_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
+
+api, server_key, herald, output = sys.argv[1:5]
+os.makedirs(output, exist_ok=True)
+failures = []
+
+
+def log(text):
+    print(f"[console {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def check(condition, what):
+    if condition:
+        log(f"✔ {what}")
+    else:
+        log(f"✘ {what}")
+        failures.append(what)
+    return condition
+
+
+def browser(width):
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     f"--window-size={width},1000", "--hide-scrollbars"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.implicitly_wait(0)
+    return driver
+
+
+def screenshot(driver, name):
+    """The whole page, not only the window: the window is grown to the page's height first."""
+    width = driver.get_window_size()["width"]
+    height = driver.execute_script("return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)")
+    driver.set_window_size(width, min(max(height + 40, 700), 4000))
+    path = os.path.join(output, f"{name}.png")
+    driver.save_screenshot(path)
+    driver.set_window_size(width, 1000)
+    log(f"  screenshot {path}")
+
+
+def wait(driver, seconds, condition, what):
+    try:
+        return WebDriverWait(driver, seconds, poll_frequency=0.2).until(condition)
+    except Exception:
+        check(False, f"{what} (within {seconds} s; page: {driver.current_url})")
+        return None
+
+
+def status(push):
+    text = subprocess.run([herald, "push", "status", push, "--json"], check=True, capture_output=True, text=True).stdout
+    return json.loads(text)
+
+
+def text(driver, element_id):
+    return driver.find_element(By.ID, element_id).text.strip()
+
+
+def number(value):
+    return int(value.replace(",", "").replace("about ", "")) if value not in ("", "–") else None
+
+
+def sign_in(driver, key):
+    driver.get(api + "/console/sign-in")
+    field = driver.find_element(By.ID, "key")
+    field.clear()
+    field.send_keys(key)
+    driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+
+
+def push_id(driver):
+    return driver.current_url.split("/console/pushes/")[1].split("?")[0]
+
+
+def compose(driver, audience, tags=None, body="", throttle_per_second=None):
+    driver.get(api + "/console/compose")
+    driver.find_element(By.CSS_SELECTOR, f"input[name=audience][value={audience}]").click()
+    if tags:
+        driver.find_element(By.ID, "tags_any").send_keys(tags)
+    driver.find_element(By.ID, "title").send_keys("Herald console")
+    driver.find_element(By.ID, "body").send_keys(body)
+    if throttle_per_second:
+        driver.find_element(By.CSS_SELECTOR, "#throttle option[value=rate]").click()
+        driver.find_element(By.ID, "throttle_per_second").send_keys(str(throttle_per_second))
+    send = wait(driver, 30, expected_conditions.element_to_be_clickable((By.ID, "send")), "the dry run enables Send")
+    return send
+
+
+def wait_final(driver, seconds):
+    """Waits until the push page shows an ended push (the script reloads it at the end)."""
+    return wait(driver, seconds, lambda d: text(d, "push-state") in ("completed", "canceled")
+                and d.find_elements(By.CSS_SELECTOR, "#live:not([data-events])"), "the push page shows the push ended")
+
+
+driver = browser(1280)
+try:
+    # ── sign-in
+    sign_in(driver, "hs_" + "x" * 43)
+    error = driver.find_elements(By.CSS_SELECTOR, ".alert")
+    check(error and "does not know this key" in error[0].text, "a wrong key is refused with a message saying so")
+    check("/console/sign-in" in driver.current_url, "a wrong key stays on the sign-in page")
+    screenshot(driver, "01-sign-in-refused")
+    sign_in(driver, server_key)
+    check(wait(driver, 15, expected_conditions.url_contains("/console/pushes"), "signed in") is not None,
+          "a server key signs in and lands on the pushes")
+    cookie = driver.get_cookie("herald_console")
+    check(cookie is not None and cookie.get("httpOnly") and cookie.get("sameSite") == "Strict",
+          "the session cookie is HttpOnly and SameSite=Strict")
+    check(server_key not in driver.page_source, "the key is not rendered back")
+
+    # ── tag-push
+    send = compose(driver, "tags", tags="vip", body="Early access starts now")
+    size = number(text(driver, "dryrun-size"))
+    check(size is not None and size > 0, f"the dry run shows the audience size ({size})")
+    check(number(text(driver, "dryrun-bytes").split(" of ")[0]) > 0, "the dry run shows the payload bytes")
+    screenshot(driver, "02-compose-dry-run")
+    send.click()
+    wait(driver, 15, expected_conditions.url_contains("/console/pushes/"), "sending opens the push page")
+    tag_push = push_id(driver)
+    wait(driver, 180, lambda d: "(100%)" in text(d, "progress-text"), "the progress bar reaches 100 %")
+    wait_final(driver, 60)
+    final = status(tag_push)
+    counters = final["counters"]
+    check(final["state"] == "completed", f"the tag push completed ({final['state']})")
+    check(number(text(driver, "count-accepted")) == counters["accepted"],
+          f"the page's accepted count equals herald push status ({counters['accepted']})")
+    check(counters["targeted"] == size, f"it targeted the dry run's audience size ({counters['targeted']} = {size})")
+    screenshot(driver, "03-push-completed")
+
+    # ── throttled
+    send = compose(driver, "all", body="A throttled broadcast", throttle_per_second=2000)
+    send.click()
+    wait(driver, 15, expected_conditions.url_contains("/console/pushes/"), "sending opens the push page")
+    throttled = push_id(driver)
+    wait(driver, 60, lambda d: (number(text(d, "count-accepted")) or 0) > 0, "the throttled push makes progress")
+    driver.find_element(By.CSS_SELECTOR, f"form[action='/console/pushes/{throttled}/pause'] button").click()
+    wait(driver, 15, lambda d: text(d, "push-state") == "paused", "the page shows the push paused")
+    check(status(throttled)["paused"], "herald push status says paused")
+    screenshot(driver, "04-push-paused")
+    driver.find_element(By.CSS_SELECTOR, f"form[action='/console/pushes/{throttled}/resume'] button").click()
+    wait(driver, 15, lambda d: text(d, "push-state") != "paused", "the page shows the push resumed")
+    check(not status(throttled)["paused"], "herald push status says resumed")
+    driver.find_element(By.CSS_SELECTOR, f"form[action='/console/pushes/{throttled}/cancel'] button").click()
+    wait(driver, 5, expected_conditions.alert_is_present(), "cancel asks for confirmation")
+    driver.switch_to.alert.accept()
+    wait(driver, 15, lambda d: "done=cancel" in d.current_url or text(d, "push-state") == "canceled",
+         "the push page shows the cancel")
+    deadline = time.time() + 120
+    while True:
+        final = status(throttled)
+        c = final["counters"]
+        total = c["accepted"] + c["rejected"] + c["expired"] + c["canceled"]
+        if final["state"] == "canceled" and total == (final.get("audience_size") or c["targeted"]) or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    check(final["state"] == "canceled", "the throttled push is canceled")
+    check(total == (final.get("audience_size") or c["targeted"]) and c["canceled"] > 0,
+          f"its counts add up: {c['accepted']} accepted + {c['rejected']} rejected + {c['expired']} expired + "
+          f"{c['canceled']} canceled = {final.get('audience_size')}")
+    driver.get(f"{api}/console/pushes/{throttled}")
+    check(number(text(driver, "count-canceled")) == c["canceled"], "the page shows the final canceled count")
+    screenshot(driver, "05-push-canceled")
+
+    # ── recall
+    driver.get(f"{api}/console/pushes/{tag_push}")
+    driver.find_element(By.CSS_SELECTOR, f"form[action='/console/pushes/{tag_push}/recall'] button").click()
+    wait(driver, 5, expected_conditions.alert_is_present(), "recall asks for confirmation")
+    driver.switch_to.alert.accept()
+    wait(driver, 15, expected_conditions.url_contains("done=recall"), "recalling opens the recall push")
+    recall = push_id(driver)
+    check(recall != tag_push, "the recall is a push of its own")
+    wait_final(driver, 180)
+    final = status(recall)
+    check(final["state"] == "completed" and final.get("recall_of") == tag_push,
+          f"the recall completed ({final['state']}) for the original")
+    check(final["counters"]["targeted"] == status(tag_push)["counters"]["accepted"],
+          "the recall went to exactly the devices that accepted the original")
+    screenshot(driver, "06-recall-completed")
+
+    # ── csrf
+    session = driver.get_cookie("herald_console")["value"]
+    before = status(tag_push)
+    request = urllib.request.Request(
+        f"{api}/console/pushes/{tag_push}/cancel", data=b"confirmed=1", method="POST",
+        headers={"Cookie": f"herald_console={session}", "Content-Type": "application/x-www-form-urlencoded"})
+    try:
+        urllib.request.urlopen(request, timeout=10)
+        refused = None
+    except urllib.error.HTTPError as error:
+        refused = error.code
+    check(refused == 403, f"a form posted without the CSRF token is refused ({refused})")
+    request = urllib.request.Request(
+        f"{api}/console/sign-in", data=urllib.parse.urlencode({"key": server_key}).encode(), method="POST",
+        headers={"Content-Type": "application/x-www-form-urlencoded"})
+    try:
+        urllib.request.urlopen(request, timeout=10)
+        refused = None
+    except urllib.error.HTTPError as error:
+        refused = error.code
+    check(refused == 403, f"a sign-in posted without the form's CSRF token is refused ({refused})")
+    check(status(tag_push)["state"] == before["state"], "nothing changed")
+    headers = urllib.request.urlopen(api + "/console/sign-in", timeout=10).headers
+    policy = headers.get("Content-Security-Policy", "")
+    check("script-src 'self'" in policy and "default-src 'none'" in policy and "unsafe-inline" not in policy,
+          "pages carry a strict Content-Security-Policy")
+
+    # ── sign out
+    driver.get(api + "/console/pushes")
+    driver.find_element(By.CSS_SELECTOR, ".who button").click()
+    wait(driver, 10, expected_conditions.url_contains("signed_out"), "signing out")
+    driver.get(api + "/console/pushes")
+    check("/console/sign-in" in driver.current_url, "after signing out, pages ask to sign in again")
+finally:
+    driver.quit()
+
+# ── narrow: the pages at a phone's width
+driver = browser(390)
+try:
+    sign_in(driver, server_key)
+    wait(driver, 15, expected_conditions.url_contains("/console/pushes"), "signed in at 390 px")
+    wide = driver.execute_script("return document.documentElement.scrollWidth")
+    check(wide <= 390, f"the pushes page fits 390 px ({wide})")
+    screenshot(driver, "07-pushes-390")
+    driver.get(api + "/console/compose")
+    wide = driver.execute_script("return document.documentElement.scrollWidth")
+    check(wide <= 390, f"the compose page fits 390 px ({wide})")
+    screenshot(driver, "08-compose-390")
+    driver.get(f"{api}/console/pushes/{tag_push}")
+    wide = driver.execute_script("return document.documentElement.scrollWidth")
+    check(wide <= 390, f"the push page fits 390 px ({wide})")
+    screenshot(driver, "09-push-390")
+finally:
+    driver.quit()
+
+if failures:
+    log("FAILED: " + "; ".join(failures))
+    sys.exit(1)
+log("all console steps passed")

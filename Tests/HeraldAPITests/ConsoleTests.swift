@@ -1,0 +1,196 @@
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import HeraldAPI
+
+/// The operations console's sessions and forms against a live herald-api: sign-in, cookies,
+/// CSRF, the security headers, sessions that end (sign-out, idle, a revoked key), and sending
+/// through the same operations as the Open API.
+@Suite("console: sessions and forms")
+struct ConsoleTests {
+    /// A browser's state: its cookies.
+    struct Browser {
+        let api: APITest
+        var cookies: [String: String] = [:]
+
+        mutating func request(
+            _ method: HTTPRequest.Method, _ path: String, form: [String: String]? = nil
+        ) async throws -> APITest.Answer {
+            var headers = HTTPFields()
+            if !cookies.isEmpty {
+                headers[.cookie] = cookies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
+                    separator: "; ")
+            }
+            let body = form.map { fields in
+                fields.map {
+                    "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
+                }
+                .joined(separator: "&")
+            }
+            let answer = try await api.call(
+                method, path, key: nil, body: body, contentType: "application/x-www-form-urlencoded", headers: headers)
+            for header in answer.headers[values: .setCookie] {
+                let pair = header.split(separator: ";")[0].split(separator: "=", maxSplits: 1)
+                let name = String(pair[0])
+                let value = pair.count > 1 ? String(pair[1]) : ""
+                if value.isEmpty || header.contains("Max-Age=0") { cookies[name] = nil } else { cookies[name] = value }
+            }
+            return answer
+        }
+
+        /// The CSRF token a page's forms carry.
+        static func csrf(in page: String) -> String? {
+            guard let range = page.range(of: #"name="csrf" value=""#) else { return nil }
+            return String(page[range.upperBound...].prefix { $0 != "\"" })
+        }
+
+        mutating func signIn(_ key: String) async throws -> APITest.Answer {
+            let page = try await request(.get, "/console/sign-in")
+            return try await request(
+                .post, "/console/sign-in", form: ["csrf": Self.csrf(in: page.text) ?? "", "key": key])
+        }
+    }
+
+    @Test("sign-in: wrong keys and client keys are refused; a server key gets a strict session cookie")
+    func signIn() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            var browser = Browser(api: api)
+            let page = try await browser.request(.get, "/console/sign-in")
+            #expect(page.status == .ok)
+            let policy = page.headers[.contentSecurityPolicy] ?? ""
+            #expect(policy.contains("default-src 'none'") && policy.contains("script-src 'self'"))
+            #expect(!policy.contains("unsafe-inline"))
+            #expect(page.headers[HTTPField.Name("X-Frame-Options")!] == "DENY")
+            #expect(page.headers[.cacheControl] == "no-store")
+
+            let wrong = try await browser.signIn("hs_" + String(repeating: "x", count: 43))
+            #expect(wrong.status == .unauthorized && wrong.text.contains("does not know this key"))
+            let client = try await browser.signIn(app.clientKey)
+            #expect(client.status == .forbidden && client.text.contains("client key"))
+            #expect(browser.cookies["herald_console"] == nil)
+
+            let signedIn = try await browser.signIn(app.serverKey)
+            #expect(signedIn.status == .seeOther && signedIn.headers[.location] == "/console/pushes")
+            let cookie = try #require(
+                signedIn.headers[values: .setCookie].first { $0.hasPrefix("herald_console=") })
+            for attribute in ["HttpOnly", "SameSite=Strict", "Secure", "Path=/console"] {
+                #expect(cookie.contains(attribute), "\(cookie)")
+            }
+            let pushes = try await browser.request(.get, "/console/pushes")
+            #expect(pushes.status == .ok && pushes.text.contains("Pushes"))
+            #expect(!pushes.text.contains(app.serverKey), "the key is never rendered back")
+
+            // A sign-in form without its CSRF token (another site posting it) is refused.
+            var stranger = Browser(api: api)
+            let forged = try await stranger.request(.post, "/console/sign-in", form: ["key": app.serverKey])
+            #expect(forged.status == .forbidden && stranger.cookies["herald_console"] == nil)
+        }
+    }
+
+    @Test("compose: the dry run, one push per Idempotency-Key, and forms without the CSRF token refused")
+    func compose() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            var browser = Browser(api: api)
+            _ = try await browser.signIn(app.serverKey)
+            let page = try await browser.request(.get, "/console/compose")
+            let csrf = try #require(Browser.csrf(in: page.text))
+            let fields = ["csrf": csrf, "audience": "tags", "tags_any": "vip", "title": "Sale", "body": "Today"]
+
+            let empty = try await browser.request(.post, "/console/compose/check", form: fields)
+            #expect(empty.status == .ok && empty["ok"] as? Bool == false, "\(empty.text)")
+            #expect((empty["error"] as? String)?.contains("No active device") == true)
+            _ = try await api.register(app, tags: ["vip"])
+            _ = try await api.register(app, tags: ["vip"])
+            _ = try await api.register(app, tags: ["news"])
+            let checked = try await browser.request(.post, "/console/compose/check", form: fields)
+            #expect(checked["ok"] as? Bool == true && checked["audience_size"] as? Int == 2, "\(checked.text)")
+            #expect((checked["payload_bytes"] as? Int ?? 0) > 0)
+
+            let invalid = try await browser.request(
+                .post, "/console/compose/check", form: fields.merging(["data": "[1]"]) { $1 })
+            #expect(invalid["ok"] as? Bool == false && invalid["field"] as? String == "data")
+
+            let noCSRF = try await browser.request(
+                .post, "/console/compose/check", form: fields.merging(["csrf": "x"]) { $1 })
+            #expect(noCSRF.status == .forbidden)
+
+            let key = UUID().uuidString.lowercased()
+            var send = fields
+            send["action"] = "send"
+            send["idempotency_key"] = key
+            let first = try await browser.request(.post, "/console/compose", form: send)
+            let again = try await browser.request(.post, "/console/compose", form: send)
+            #expect(first.status == .seeOther && first.headers[.location] == again.headers[.location])
+            let location = try #require(first.headers[.location])
+            let pushID = String(location.dropFirst("/console/pushes/".count).prefix(36))
+            let status = try await api.call(.get, "/v1/pushes/\(pushID)", key: app.serverKey)
+            #expect(status.status == .ok)
+            let list = try await api.call(.get, "/v1/pushes", key: app.serverKey)
+            #expect((list["pushes"] as? [[String: Any]])?.count == 1, "a double click sends once")
+            let audit = try await api.call(.get, "/v1/apps/\(app.id)/audit-events", key: APITest.adminToken)
+            #expect(audit.text.contains("push.created") && audit.text.contains(app.serverKeyID))
+
+            let detail = try await browser.request(.get, location)
+            #expect(detail.status == .ok && detail.text.contains(pushID))
+            let cancelWithoutToken = try await browser.request(
+                .post, "/console/pushes/\(pushID)/cancel", form: ["confirmed": "1"])
+            #expect(cancelWithoutToken.status == .forbidden)
+            let unconfirmed = try await browser.request(
+                .post, "/console/pushes/\(pushID)/cancel", form: ["csrf": csrf])
+            #expect(unconfirmed.status == .ok && unconfirmed.text.contains("Yes, cancel it"))
+            let stillThere = try await api.call(.get, "/v1/pushes/\(pushID)", key: app.serverKey)
+            #expect(stillThere["state"] as? String != "canceled")
+            let canceled = try await browser.request(
+                .post, "/console/pushes/\(pushID)/cancel", form: ["csrf": csrf, "confirmed": "1"])
+            #expect(canceled.status == .seeOther)
+            let after = try await api.call(.get, "/v1/pushes/\(pushID)", key: app.serverKey)
+            #expect(after["state"] as? String == "canceled")
+        }
+    }
+
+    @Test("sessions end: sign-out and the key's revocation")
+    func sessionsEnd() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            var browser = Browser(api: api)
+            _ = try await browser.signIn(app.serverKey)
+            let page = try await browser.request(.get, "/console/pushes")
+            let csrf = try #require(Browser.csrf(in: page.text))
+            let out = try await browser.request(.post, "/console/sign-out", form: ["csrf": csrf])
+            #expect(out.status == .seeOther && browser.cookies["herald_console"] == nil)
+
+            // The old cookie, replayed after sign-out, opens nothing.
+            var replay = Browser(api: api)
+            _ = try await replay.signIn(app.serverKey)
+            let stolen = replay.cookies
+            let signOutPage = try await replay.request(.get, "/console/pushes")
+            _ = try await replay.request(
+                .post, "/console/sign-out", form: ["csrf": Browser.csrf(in: signOutPage.text) ?? ""])
+            replay.cookies = stolen
+            #expect(try await replay.request(.get, "/console/pushes").status == .seeOther)
+
+            var revoked = Browser(api: api)
+            _ = try await revoked.signIn(app.serverKey)
+            #expect(try await revoked.request(.get, "/console/pushes").status == .ok)
+            let revocation = try await api.call(
+                .delete, "/v1/apps/\(app.id)/keys/\(app.serverKeyID)", key: APITest.adminToken)
+            #expect(revocation.status == .noContent || revocation.status == .ok, "\(revocation.text)")
+            #expect(try await revoked.request(.get, "/console/pushes").status == .seeOther)
+        }
+    }
+
+    @Test("a session unused for the idle time ends")
+    func idleSessionsEnd() async throws {
+        try await withAPI(configure: { $0.consoleIdleTimeout = .seconds(2) }) { api in
+            let app = try await api.createApp()
+            var idle = Browser(api: api)
+            _ = try await idle.signIn(app.serverKey)
+            try await Task.sleep(for: .seconds(3))
+            let expired = try await idle.request(.get, "/console/pushes")
+            #expect(expired.status == .seeOther && expired.headers[.location]?.contains("sign-in") == true)
+        }
+    }
+}

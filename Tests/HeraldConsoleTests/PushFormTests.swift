@@ -1,0 +1,126 @@
+import Foundation
+import HeraldAPIContract
+import Testing
+
+@testable import HeraldConsole
+
+/// The compose form as the browser posts it, turned into the Open API's push request.
+@Suite("console: the compose form")
+struct PushFormTests {
+    @Test("a tag push with options becomes the request the API takes")
+    func tagPush() throws {
+        let form = PushForm(fields: [
+            "audience": "tags", "tags_any": "vip, beta", "tags_none": "opted-out\n", "environment": "sandbox",
+            "title": " Sale ", "body": "Half price today", "badge": "3", "silent": "on",
+            "data": #"{"screen": "sale", "id": 42}"#, "collapse_id": "sale-1", "ttl_seconds": "3600",
+            "scheduled_at": "2030-01-02T03:04", "throttle": "deadline", "finish_within_minutes": "90",
+            "csrf": "ignored",
+        ])
+        let request = try form.request()
+        #expect(request.audience.tags?.any == ["vip", "beta"])
+        #expect(request.audience.tags?.none == ["opted-out"])
+        #expect(request.audience.tags?.all == nil)
+        #expect(request.audience.environment == .sandbox)
+        #expect(request.audience.all == nil)
+        #expect(request.notification?.alert?.title == "Sale")
+        #expect(request.notification?.alert?.body == "Half price today")
+        #expect(request.notification?.badge == 3)
+        #expect(request.notification?.silent == true)
+        #expect(request.notification?.data?.value["screen"] as? String == "sale")
+        #expect(request.options?.collapseId == "sale-1")
+        #expect(request.options?.timeToLiveSeconds == 3600)
+        #expect(request.options?.throttle?.finishWithinSeconds == 5400)
+        let scheduled = try #require(request.options?.scheduledAt)
+        #expect(ISO8601DateFormatter().string(from: scheduled) == "2030-01-02T03:04:00Z")
+    }
+
+    @Test("everyone, aliases, registration ids, and a rate")
+    func audiences() throws {
+        #expect(try PushForm(fields: ["audience": "all", "body": "x"]).request().audience.all == true)
+        let aliases = try PushForm(fields: ["audience": "aliases", "aliases": "user-1\nuser-2, user-3", "body": "x"])
+            .request()
+        #expect(aliases.audience.aliases == ["user-1", "user-2", "user-3"])
+        let ids = try PushForm(fields: [
+            "audience": "ids", "registration_ids": "7\n9", "body": "x", "throttle": "rate",
+            "throttle_per_second": "500",
+        ]).request()
+        #expect(ids.audience.registrationIds == [7, 9])
+        #expect(ids.options?.throttle?.perSecond == 500)
+        let correction = try PushForm(fields: [
+            "audience": "all", "body": "x", "replaces": "3f1c1a43-7f0c-4a59-9a43-5d1e5a0d2b11",
+        ]).request()
+        #expect(correction.options?.replaces == "3f1c1a43-7f0c-4a59-9a43-5d1e5a0d2b11")
+    }
+
+    @Test("what a form can get wrong is named by its field")
+    func problems() {
+        let cases: [([String: String], String)] = [
+            (["audience": "tags", "tags_none": "x"], "tags_any"),
+            (["audience": "aliases", "aliases": " \n "], "aliases"),
+            (["audience": "ids", "registration_ids": "7, seven"], "registration_ids"),
+            (["audience": "all", "badge": "three"], "badge"),
+            (["audience": "all", "data": "[1, 2]"], "data"),
+            (["audience": "all", "data": "{not json"], "data"),
+            (["audience": "all", "scheduled_at": "tomorrow"], "scheduled_at"),
+            (["audience": "all", "throttle": "rate"], "throttle_per_second"),
+            (["audience": "everyone-ish"], "audience"),
+        ]
+        for (fields, field) in cases {
+            #expect(throws: PushForm.Problem.self, "\(fields)") { try PushForm(fields: fields).request() }
+            do {
+                _ = try PushForm(fields: fields).request()
+            } catch {
+                #expect(error.field == field, "\(fields): \(error.message)")
+            }
+        }
+    }
+
+    @Test("the API's field names map to the form's")
+    func fieldNames() {
+        #expect(PushForm.formField(forRequestField: "notification.alert.title") == "title")
+        #expect(PushForm.formField(forRequestField: "audience.tags.any") == "tags_any")
+        #expect(PushForm.formField(forRequestField: "options.throttle.per_second") == "throttle_per_second")
+        #expect(PushForm.formField(forRequestField: "something.else") == "audience")
+    }
+
+    @Test("form fields decode percent-escapes and plus signs")
+    func formFields() {
+        let fields = FormFields.parse("title=50%25+off&body=a%26b%3Dc&empty=&csrf=x%2By")
+        #expect(fields == ["title": "50% off", "body": "a&b=c", "empty": "", "csrf": "x+y"])
+    }
+}
+
+/// Pages render, with everything a user typed escaped.
+@Suite("console: templates")
+struct ConsoleTemplateTests {
+    @Test("the sign-in page escapes what it shows")
+    func escaping() {
+        let html = ConsoleTemplates.render(
+            "signIn", SignInPage(csrf: "token", error: "<script>alert(1)</script>", notice: nil))
+        #expect(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
+        #expect(!html.contains("<script>alert"))
+        #expect(html.contains(#"name="csrf" value="token""#))
+    }
+
+    @Test("a push's page shows its outcome segments and reasons")
+    func pushView() throws {
+        let json = #"""
+            {"id":"3f1c1a43-7f0c-4a59-9a43-5d1e5a0d2b11","state":"completed","push_type":"alert","priority":10,
+             "paused":false,"audience_size":1000,"created_at":"2026-11-24T10:00:00Z",
+             "counters":{"targeted":1000,"accepted":900,"rejected":80,"expired":20,"canceled":0,"tokens_invalidated":80,
+                         "rejected_by_reason":{"Unregistered":50,"BadDeviceToken":30}}}
+            """#
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let push = try decoder.decode(Components.Schemas.PushStatus.self, from: Data(json.utf8))
+        let view = PushView(push)
+        #expect(view.percent == "100.00")
+        #expect(view.done == "1,000" && view.failed == "100")
+        #expect(view.segments.map(\.width) == ["90.000", "8.000", "2.000", "0.000"])
+        #expect(view.segments.map(\.x) == ["0.000", "90.000", "98.000", "100.000"])
+        #expect(view.reasons.map(\.reason) == ["Unregistered", "BadDeviceToken"])
+        #expect(!view.live && view.finished)
+        let actions = PushActions(push)
+        #expect(!actions.pause && !actions.cancel && actions.recall && actions.correct)
+    }
+}
