@@ -11,8 +11,16 @@ extension ConsoleRoutes {
         struct Choice {
             var value: String
             var label: String
+            /// For radio buttons and options alike (stored: Mustache sees stored properties).
             var checked: Bool
-            var selected: Bool { checked }
+            var selected: Bool
+
+            init(value: String, label: String, checked: Bool) {
+                self.value = value
+                self.label = label
+                self.checked = checked
+                selected = checked
+            }
         }
 
         struct Check {

@@ -17,9 +17,19 @@ extension ConsoleRoutes {
         var chrome: Chrome
         var filters: [Filter]
         var pushes: [PushView]
-        var hasPushes: Bool { !pushes.isEmpty }
+        /// Stored, not computed: Mustache reads values through reflection (stored properties).
+        var hasPushes: Bool
         var stateLabel: String?
         var next: String?
+
+        init(chrome: Chrome, filters: [Filter], pushes: [PushView], stateLabel: String?, next: String?) {
+            self.chrome = chrome
+            self.filters = filters
+            self.pushes = pushes
+            hasPushes = !pushes.isEmpty
+            self.stateLabel = stateLabel
+            self.next = next
+        }
     }
 
     struct PushPage {
@@ -32,8 +42,15 @@ extension ConsoleRoutes {
 
             var show: Bool
             var rows: [Row]
-            var hasRows: Bool { !rows.isEmpty }
+            var hasRows: Bool
             var next: String?
+
+            init(show: Bool, rows: [Row], next: String?) {
+                self.show = show
+                self.rows = rows
+                hasRows = !rows.isEmpty
+                self.next = next
+            }
         }
 
         var chrome: Chrome

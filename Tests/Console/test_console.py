@@ -14,6 +14,7 @@ Each step saves a PNG of its final page in the output folder.
 
   test_console.py API_URL SERVER_KEY HERALD_BIN OUTPUT_DIR
 """
+import base64
 import json
 import os
 import subprocess
@@ -51,21 +52,25 @@ def browser(width):
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     f"--window-size={width},1000", "--hide-scrollbars"):
+                     f"--window-size={max(width, 500)},1000", "--hide-scrollbars"):
         options.add_argument(argument)
+    if width < 500:
+        # A headless window is at least 500 px wide: a phone's width is emulated instead.
+        options.add_experimental_option("mobileEmulation", {"deviceMetrics": {"width": width, "height": 844, "pixelRatio": 1}})
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
     driver.implicitly_wait(0)
     return driver
 
 
 def screenshot(driver, name):
-    """The whole page, not only the window: the window is grown to the page's height first."""
-    width = driver.get_window_size()["width"]
-    height = driver.execute_script("return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)")
-    driver.set_window_size(width, min(max(height + 40, 700), 4000))
     path = os.path.join(output, f"{name}.png")
-    driver.save_screenshot(path)
-    driver.set_window_size(width, 1000)
+    width = driver.execute_script("return window.innerWidth")
+    height = driver.execute_script("return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)")
+    # The whole page at the layout's width, through the DevTools protocol.
+    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
+        "captureBeyondViewport": True, "clip": {"x": 0, "y": 0, "width": width, "height": min(height, 4000), "scale": 1}})
+    with open(path, "wb") as file:
+        file.write(base64.b64decode(shot["data"]))
     log(f"  screenshot {path}")
 
 

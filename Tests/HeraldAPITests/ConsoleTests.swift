@@ -135,6 +135,10 @@ struct ConsoleTests {
 
             let detail = try await browser.request(.get, location)
             #expect(detail.status == .ok && detail.text.contains(pushID))
+            #expect(detail.text.contains("/console/pushes/\(pushID)/cancel"), "a running push offers Cancel")
+            #expect(!detail.text.contains("Nothing left to do"))
+            let listed = try await browser.request(.get, "/console/pushes")
+            #expect(listed.text.contains("/console/pushes/\(pushID)") && !listed.text.contains("No pushes"))
             let cancelWithoutToken = try await browser.request(
                 .post, "/console/pushes/\(pushID)/cancel", form: ["confirmed": "1"])
             #expect(cancelWithoutToken.status == .forbidden)

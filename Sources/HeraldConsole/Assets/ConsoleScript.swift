@@ -21,7 +21,9 @@ enum ConsoleScript {
           // Compose: a dry run of what the form says, each time it changes; Send waits for it.
           var compose = $("form#compose");
           if (compose) {
-            var send = $("#send", compose), status = $("#dryrun-status"), timer = null, sequence = 0;
+            var send = $("#send", compose), status = $("#dryrun-status"), timer = null, sequence = 0, checked = null;
+            // What the form says, as it would be posted: the dry run is valid for exactly this.
+            function snapshot() { return new URLSearchParams(new FormData(compose)).toString(); }
             var preview = { title: $("#preview-title"), subtitle: $("#preview-subtitle"), body: $("#preview-body") };
             function showAudienceFields() {
               var chosen = $("input[name=audience]:checked", compose);
@@ -67,19 +69,25 @@ enum ConsoleScript {
               send.disabled = !result.ok;
             }
             function check() {
-              var mine = ++sequence;
+              var mine = ++sequence, body = snapshot();
               status.className = "status"; status.textContent = "Checking…";
-              var body = new URLSearchParams(new FormData(compose));
-              fetch("/console/compose/check", { method: "POST", body: body, credentials: "same-origin",
+              fetch("/console/compose/check", { method: "POST", body: new URLSearchParams(body), credentials: "same-origin",
                 headers: { "Accept": "application/json" } })
                 .then(function (response) { return response.json(); })
-                .then(function (result) { if (mine === sequence) { render(result); } })
+                .then(function (result) {
+                  if (mine !== sequence) { return; }
+                  checked = result.ok ? body : null;
+                  render(result);
+                })
                 .catch(function () { if (mine === sequence) { render({ ok: false, error: "The dry run could not reach Herald; try again." }); } });
             }
             function changed() {
-              send.disabled = true;
               showAudienceFields();
               updatePreview();
+              // A field that loses focus fires "change" without changing anything (as the
+              // pointer goes to Send): the dry run still holds then.
+              if (snapshot() === checked) { return; }
+              send.disabled = true;
               clearTimeout(timer);
               timer = setTimeout(check, 350);
             }
@@ -141,7 +149,7 @@ enum ConsoleScript {
                 $("#progress-bar").classList.add("done");
                 source.close();
                 // The page again, for the final figures and the actions that remain.
-                setTimeout(function () { window.location.reload(); }, 600);
+                setTimeout(function () { window.location.replace(window.location.pathname); }, 600);
               }
             });
           }

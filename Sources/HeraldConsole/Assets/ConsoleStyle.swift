@@ -109,7 +109,7 @@ enum ConsoleStyle {
         .reasons svg { width: 100%; }
         .reasons text { font-size: 12px; fill: var(--ink); }
         .reasons .reason-bar { fill: var(--bad); }
-        dl.facts { display: grid; grid-template-columns: 160px 1fr; gap: 6px 12px; margin: 0; font-size: 14px; }
+        dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 6px 12px; margin: 0; font-size: 14px; }
         dl.facts dt { color: var(--muted); }
         dl.facts dd { margin: 0; }
         .phone { background: linear-gradient(160deg, #2b3a67, #6b4c8a 60%, #c06c84); border-radius: 28px;

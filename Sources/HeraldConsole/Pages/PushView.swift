@@ -31,8 +31,10 @@ struct PushView {
     var segments: [Segment]
     var outcomeSummary: String
     var reasons: [Reason]
-    var hasReasons: Bool { !reasons.isEmpty }
-    var reasonsHeight: Int { reasons.count * 24 + 4 }
+    // Stored, not computed: Mustache reads values through reflection, which sees stored
+    // properties only.
+    var hasReasons: Bool
+    var reasonsHeight: Int
     var times: [Fact]
 
     struct Segment {
@@ -112,6 +114,8 @@ struct PushView {
                 reason: entry.key, count: Self.number(entry.value), barY: index * 24 + 4, textY: index * 24 + 16,
                 barWidth: String(format: "%.1f", width), countX: String(format: "%.1f", 208 + width))
         }
+        hasReasons = !reasons.isEmpty
+        reasonsHeight = reasons.count * 24 + 4
         var times = [Fact(label: "Created", value: createdAt)]
         for (label, date) in [
             ("Scheduled for", push.scheduledAt), ("Fan-out started", push.fanoutStartedAt),
@@ -145,7 +149,8 @@ struct PushActions {
     var cancel: Bool
     var recall: Bool
     var correct: Bool
-    var any: Bool { pause || resume || cancel || recall || correct }
+    /// Whether any button is offered (stored: Mustache sees stored properties only).
+    var any: Bool
 
     init(_ push: Components.Schemas.PushStatus) {
         let ended = push.state == .completed || push.state == .canceled
@@ -155,5 +160,6 @@ struct PushActions {
         cancel = !ended
         recall = !isRecall && push.state != .scheduled
         correct = !isRecall
+        any = pause || resume || cancel || recall || correct
     }
 }

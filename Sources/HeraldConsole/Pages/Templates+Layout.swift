@@ -12,6 +12,7 @@ extension ConsoleTemplates {
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>{{chrome.title}} · Herald</title>
+        <link rel="icon" href="data:,">
         <link rel="stylesheet" href="/console/assets/console.css">
         <script src="/console/assets/console.js" defer></script>
         </head>
@@ -49,6 +50,7 @@ extension ConsoleTemplates {
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>Sign in · Herald</title>
+        <link rel="icon" href="data:,">
         <link rel="stylesheet" href="/console/assets/console.css">
         </head>
         <body>
