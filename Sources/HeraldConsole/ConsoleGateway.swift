@@ -59,6 +59,10 @@ public struct ConsoleIdentity: Sendable, Equatable {
 
     /// Whether the identity works on pushes (an app's server key).
     public var sendsPushes: Bool { key?.kind == .server }
+
+    /// Whether the identity manages apps: the admin token (all of them) or an app's admin key (its
+    /// own).
+    public var managesApps: Bool { role == .admin || key?.kind == .admin }
 }
 
 /// The request the console serves, for the operations' logs and audit log.

@@ -236,13 +236,9 @@ extension ConsoleRoutes {
         return Self.redirect("/console/pushes/\(id)?done=\(action)")
     }
 
-    /// What the signed-in admin sees: the pages for apps, keys and credentials are not built yet.
+    /// Where an identity that does not send pushes goes instead: the apps it manages.
     static func adminHome(_ signedIn: SignedIn) -> Response {
-        message(
-            signedIn, status: .ok, heading: "Signed in as the admin",
-            text:
-                "The admin token manages apps, keys and credentials; the console's pages for them are not built yet, so use `herald app` (docs/cli.md). Campaigns are run by signing in with a server key of the app."
-        )
+        redirect("/console/apps")
     }
 }
 

@@ -68,6 +68,16 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
         console.get("compose") { request, context in try await self.composePage(request, context: context) }
         console.post("compose") { request, context in try await self.compose(request, context: context) }
         console.post("compose/check") { request, context in try await self.composeCheck(request, context: context) }
+        console.get("apps") { request, context in try await self.appsPage(request, context: context) }
+        console.post("apps") { request, context in try await self.createApp(request, context: context) }
+        console.get("apps/:appId") { request, context in try await self.appPage(request, context: context) }
+        console.post("apps/:appId/keys") { request, context in try await self.createKey(request, context: context) }
+        console.post("apps/:appId/keys/:keyId/:action") { request, context in
+            try await self.keyAction(request, context: context)
+        }
+        console.post("apps/:appId/credentials") { request, context in
+            try await self.putCredential(request, context: context)
+        }
     }
 }
 
@@ -153,7 +163,7 @@ extension ConsoleRoutes {
             metadata: [
                 "key": "\(identity.key?.id.uuidString.lowercased() ?? "admin")", "source": "\(context.sourceAddress)",
             ])
-        var response = Self.redirect(identity.sendsPushes ? "/console/pushes" : "/console/pushes")
+        var response = Self.redirect(identity.sendsPushes ? "/console/pushes" : "/console/apps")
         response.headers.append(HTTPField(name: .setCookie, value: cookies.setCookie(ConsoleCookies.session, token)))
         response.headers.append(HTTPField(name: .setCookie, value: cookies.setCookie(ConsoleCookies.signInCSRF, nil)))
         return response

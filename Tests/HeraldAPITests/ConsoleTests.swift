@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPTypes
 import Testing
@@ -195,6 +196,75 @@ struct ConsoleTests {
             try await Task.sleep(for: .seconds(3))
             let expired = try await idle.request(.get, "/console/pushes")
             #expect(expired.status == .seeOther && expired.headers[.location]?.contains("sign-in") == true)
+        }
+    }
+
+    @Test("the admin creates an app, sees its keys once, makes and revokes a key, uploads a .p8")
+    func apps() async throws {
+        try await withAPI { api in
+            var admin = Browser(api: api)
+            let signedIn = try await admin.signIn(APITest.adminToken)
+            #expect(signedIn.status == .seeOther && signedIn.headers[.location] == "/console/apps")
+            let apps = try await admin.request(.get, "/console/apps")
+            let csrf = try #require(Browser.csrf(in: apps.text))
+            let bundleID = "com.herald.console.\(UUID().uuidString.prefix(8).lowercased())"
+            let created = try await admin.request(
+                .post, "/console/apps", form: ["csrf": csrf, "name": "Console app", "bundle_id": bundleID])
+            #expect(created.status == .created && created.text.contains("never show them again"))
+            let serverKey = try #require(created.text.firstMatch(of: /value="(hs_[A-Za-z0-9_-]{43})"/)?.1)
+            #expect(created.text.contains("value=\"hc_") && created.text.contains("value=\"hid_"))
+            let appID = try #require(created.text.firstMatch(of: /href="\/console\/apps\/([0-9a-f-]{36})"/)?.1)
+
+            let page = try await admin.request(.get, "/console/apps/\(appID)")
+            #expect(page.status == .ok && page.text.contains(bundleID))
+            #expect(!page.text.contains(String(serverKey)), "a key is shown once, never again")
+            #expect(page.text.contains(String(serverKey.prefix(8))))
+
+            let newKey = try await admin.request(
+                .post, "/console/apps/\(appID)/keys", form: ["csrf": csrf, "kind": "server", "name": "marketing"])
+            #expect(newKey.status == .created && newKey.text.contains("value=\"hs_"))
+            let keys = try await api.call(.get, "/v1/apps/\(appID)/keys", key: APITest.adminToken)
+            let marketing = try #require(
+                (keys["keys"] as? [[String: Any]])?.first { $0["name"] as? String == "marketing" })
+            let keyID = try #require(marketing["id"] as? String)
+            let confirm = try await admin.request(
+                .post, "/console/apps/\(appID)/keys/\(keyID)/revoke", form: ["csrf": csrf])
+            #expect(confirm.text.contains("Yes, revoke it"))
+            let revoked = try await admin.request(
+                .post, "/console/apps/\(appID)/keys/\(keyID)/revoke", form: ["csrf": csrf, "confirmed": "1"])
+            #expect(revoked.status == .seeOther)
+            let after = try await api.call(.get, "/v1/apps/\(appID)/keys", key: APITest.adminToken)
+            let revokedKey = (after["keys"] as? [[String: Any]])?.first { $0["id"] as? String == keyID }
+            #expect(revokedKey?["revoked_at"] != nil)
+
+            // A .p8 upload, as a browser sends a file: multipart/form-data.
+            let p8 = P256.Signing.PrivateKey().pemRepresentation
+            let boundary = "----herald\(UUID().uuidString)"
+            var body = ""
+            for (name, value) in [
+                ("csrf", csrf), ("environment", "sandbox"), ("kind", "token"), ("key_id", "ABCDE12345"),
+                ("team_id", "TEAM123456"),
+            ] {
+                body += "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n"
+            }
+            body +=
+                "--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"AuthKey_ABCDE12345.p8\"\r\n"
+            body += "Content-Type: application/octet-stream\r\n\r\n\(p8)\r\n--\(boundary)--\r\n"
+            var headers = HTTPFields()
+            headers[.cookie] = admin.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+            let upload = try await api.call(
+                .post, "/console/apps/\(appID)/credentials", key: nil, body: body,
+                contentType: "multipart/form-data; boundary=\(boundary)", headers: headers)
+            #expect(upload.status == .seeOther, "\(upload.text)")
+            let credentials = try await api.call(.get, "/v1/apps/\(appID)/credentials", key: APITest.adminToken)
+            #expect(credentials.text.contains("ABCDE12345") && credentials.text.contains("sandbox"))
+            let shown = try await admin.request(.get, "/console/apps/\(appID)")
+            #expect(shown.text.contains("ABCDE12345 / TEAM123456") && !shown.text.contains("PRIVATE KEY"))
+
+            // A server key of the app has no app pages; another app's admin key cannot open this one.
+            var server = Browser(api: api)
+            _ = try await server.signIn(String(serverKey))
+            #expect(try await server.request(.get, "/console/apps/\(appID)").headers[.location] == "/console/pushes")
         }
     }
 }

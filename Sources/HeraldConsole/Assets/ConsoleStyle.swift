@@ -131,6 +131,8 @@ enum ConsoleStyle {
           margin-bottom: 16px; }
         .signin .brand-large svg { width: 34px; height: 34px; }
         .muted { color: var(--muted); }
+        .section-gap { margin-top: 24px; }
+        input.secret { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; background: #f7f8fb; }
         [hidden] { display: none !important; }
         @media (max-width: 900px) {
           .grid { grid-template-columns: minmax(0, 1fr); }

@@ -3,7 +3,7 @@ import HeraldStore
 
 /// What the layout shows around every signed-in page.
 struct Chrome {
-    enum Section { case pushes, compose }
+    enum Section { case pushes, compose, apps }
 
     var title: String
     var appName: String?
@@ -11,7 +11,11 @@ struct Chrome {
     var signedInAs: String
     var csrf: String
     var sendsPushes: Bool
+    var managesApps: Bool
+    /// The admin token (all apps), not an app's admin key.
+    var globalAdmin: Bool
     var onPushes: Bool
+    var onApps: Bool
     var onCompose: Bool
     var notice: String?
     var error: String?
@@ -27,7 +31,10 @@ struct Chrome {
         }
         self.csrf = csrf
         sendsPushes = identity.sendsPushes
+        managesApps = identity.managesApps
+        globalAdmin = identity.role == .admin
         onPushes = section == .pushes
+        onApps = section == .apps
         onCompose = section == .compose
     }
 }

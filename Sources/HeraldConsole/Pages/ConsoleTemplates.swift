@@ -8,7 +8,8 @@ enum ConsoleTemplates {
         var library = MustacheLibrary()
         let templates: [(String, String)] = [
             ("logo", logo), ("layout", layout), ("signIn", signIn), ("message", message), ("confirm", confirm),
-            ("pushes", pushes), ("push", push), ("compose", compose),
+            ("pushes", pushes), ("push", push), ("compose", compose), ("apps", apps), ("app", app),
+            ("secrets", secrets),
         ]
         for (name, text) in templates {
             // The templates are part of the program: one that does not parse is a bug found by

@@ -25,6 +25,9 @@ extension ConsoleTemplates {
             <a href="/console/pushes"{{#chrome.onPushes}} aria-current="page"{{/chrome.onPushes}}>Pushes</a>
             <a href="/console/compose"{{#chrome.onCompose}} aria-current="page"{{/chrome.onCompose}}>Compose</a>
             {{/chrome.sendsPushes}}
+            {{#chrome.managesApps}}
+            <a href="/console/apps"{{#chrome.onApps}} aria-current="page"{{/chrome.onApps}}>{{#chrome.globalAdmin}}Apps{{/chrome.globalAdmin}}{{^chrome.globalAdmin}}App settings{{/chrome.globalAdmin}}</a>
+            {{/chrome.managesApps}}
           </nav>
           <div class="who">
             <span>{{#chrome.appName}}<strong>{{chrome.appName}}</strong> · {{/chrome.appName}}{{chrome.signedInAs}}</span>
