@@ -2,7 +2,8 @@
 """The operations console in a real browser (Debian's chromium, headless, driven by Selenium)
 against a running `herald dev` stack with simulated devices, as an operator would use it:
 
-  sign-in      a wrong key is refused; a server key signs in
+  sign-in      a wrong key is refused; the admin creates an app and uploads the dev stack's
+               signing key; a server key signs in
   tag-push     compose a tag push, see the dry run's audience size, send, watch the bar reach
                100 %, the page's counts equal `herald push status`
   throttled    a throttled broadcast: pause, resume, cancel; the final counts add up
@@ -135,6 +136,31 @@ try:
     check(error and "does not know this key" in error[0].text, "a wrong key is refused with a message saying so")
     check("/console/sign-in" in driver.current_url, "a wrong key stays on the sign-in page")
     screenshot(driver, "01-sign-in-refused")
+    # ── admin: create an app, see its keys once, upload the dev stack's signing key
+    stack = json.load(open(os.path.join(os.environ["HERALD_DEV_DIR"], "stack.json")))
+    sign_in(driver, os.environ["HERALD_ADMIN_TOKEN"])
+    wait(driver, 15, expected_conditions.url_contains("/console/apps"), "the admin lands on the apps")
+    driver.find_element(By.ID, "name").send_keys("Console campaign app")
+    driver.find_element(By.ID, "bundle_id").send_keys("com.example.console" + str(int(time.time())))
+    driver.find_element(By.CSS_SELECTOR, "form[action='/console/apps'] button").click()
+    secrets = [field.get_attribute("value") for field in driver.find_elements(By.CSS_SELECTOR, "input.secret")]
+    check(len(secrets) == 3 and secrets[0].startswith("hs_") and secrets[1].startswith("hc_"),
+          "a new app's server key, client key and identity secret are shown once")
+    screenshot(driver, "01b-app-created")
+    driver.find_element(By.LINK_TEXT, "I have copied them").click()
+    check(secrets and secrets[0] not in driver.page_source, "the app's page does not show the key again")
+    signing = stack["signingKey"]
+    driver.find_element(By.CSS_SELECTOR, "#environment option[value=sandbox]").click()
+    driver.find_element(By.ID, "file").send_keys(os.path.abspath(signing["privateKeyFile"]))
+    driver.find_element(By.ID, "key_id").send_keys(signing["keyID"])
+    driver.find_element(By.ID, "team_id").send_keys(signing["teamID"])
+    driver.find_element(By.CSS_SELECTOR, "form[enctype='multipart/form-data'] button").click()
+    wait(driver, 15, expected_conditions.url_contains("done=credential"), "the credential upload")
+    check(f"{signing['keyID']} / {signing['teamID']}" in driver.page_source, "the uploaded .p8 is listed")
+    screenshot(driver, "01c-app-credentials")
+    driver.find_element(By.CSS_SELECTOR, ".who button").click()
+    wait(driver, 10, expected_conditions.url_contains("signed_out"), "the admin signs out")
+
     sign_in(driver, server_key)
     check(wait(driver, 15, expected_conditions.url_contains("/console/pushes"), "signed in") is not None,
           "a server key signs in and lands on the pushes")
