@@ -267,4 +267,36 @@ struct ConsoleTests {
             #expect(try await server.request(.get, "/console/apps/\(appID)").headers[.location] == "/console/pushes")
         }
     }
+
+    @Test("devices: looked up by alias, registration id, token prefix and tag")
+    func devices() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let token = APITest.randomToken()
+            let id = try await api.register(app, token: token, alias: "user-7", tags: ["vip"])
+            _ = try await api.register(app, tags: ["news"])
+            var browser = Browser(api: api)
+            _ = try await browser.signIn(app.serverKey)
+            for (by, query) in [
+                ("alias", "user-7"), ("id", "\(id)"), ("token", String(token.prefix(9))), ("tag", "vip"),
+            ] {
+                let page = try await browser.request(.get, "/console/devices?by=\(by)&q=\(query)")
+                #expect(page.status == .ok, "\(by)")
+                #expect(page.text.contains(">\(id)</td>") && page.text.contains("user-7"), "\(by)")
+                #expect(!page.text.contains("No device matches"), "\(by)")
+            }
+            let none = try await browser.request(
+                .get, "/console/devices?by=token&q=\(token.hasPrefix("0000") ? "ffff" : "0000")")
+            #expect(none.text.contains("No device matches"))
+            let wrong = try await browser.request(.get, "/console/devices?by=token&q=xyz1")
+            #expect(wrong.status == .badRequest && wrong.text.contains("hexadecimal"))
+
+            // The same look-up through the Open API.
+            let listed = try await api.call(
+                .get, "/v1/devices?token_prefix=\(token.prefix(6).uppercased())", key: app.serverKey)
+            #expect((listed["devices"] as? [[String: Any]])?.map { $0["registration_id"] as? Int } == [Int(id)])
+            let both = try await api.call(.get, "/v1/devices?token_prefix=abcd&tag=vip", key: app.serverKey)
+            #expect(both.status == .badRequest && both.errorField == "token_prefix")
+        }
+    }
 }

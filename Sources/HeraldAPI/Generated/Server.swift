@@ -3624,7 +3624,7 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
             }
         )
     }
-    /// Look devices up by alias or by tag, or page through all of them (registration-id order).
+    /// Look devices up by alias, by tag or by the start of their token, or page through all of them (registration-id order).
     ///
     /// - Remark: HTTP `GET /v1/devices`.
     /// - Remark: Generated from `#/paths//v1/devices/get(listDevices)`.
@@ -3656,6 +3656,13 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                         explode: true,
                         name: "tag",
                         as: Components.Schemas.Tag.self
+                    ),
+                    tokenPrefix: try converter.getOptionalQueryItemAsURI(
+                        in: request.soar_query,
+                        style: .form,
+                        explode: true,
+                        name: "token_prefix",
+                        as: Swift.String.self
                     ),
                     cursor: try converter.getOptionalQueryItemAsURI(
                         in: request.soar_query,

@@ -29,6 +29,19 @@ extension APIHandler {
             throw APIError.badRequest("cursor is a registration id from next_cursor", field: "cursor")
         }
         let page: [Device]
+        if let prefix = input.query.tokenPrefix {
+            guard input.query.alias == nil, input.query.tag == nil else {
+                throw APIError.badRequest(
+                    "look devices up by token_prefix, alias or tag, one at a time", field: "token_prefix")
+            }
+            guard let range = TokenPrefix(hexadecimal: prefix) else {
+                throw APIError.badRequest(
+                    "token_prefix is 4 to 200 hexadecimal digits (the start of a device token)", field: "token_prefix")
+            }
+            let found = try await devices.devices(
+                tokensFrom: range.lower, below: range.upper, appID: appID, limit: limit)
+            return .ok(.init(body: .json(.init(devices: found.map(Components.Schemas.Device.init)))))
+        }
         switch (input.query.alias, input.query.tag) {
         case (let alias?, nil):
             try Self.queryParameter { () throws(APIError) in try DeviceInput.alias(alias) }

@@ -4566,7 +4566,7 @@ public enum Operations {
             }
         }
     }
-    /// Look devices up by alias or by tag, or page through all of them (registration-id order).
+    /// Look devices up by alias, by tag or by the start of their token, or page through all of them (registration-id order).
     ///
     /// - Remark: HTTP `GET /v1/devices`.
     /// - Remark: Generated from `#/paths//v1/devices/get(listDevices)`.
@@ -4579,6 +4579,10 @@ public enum Operations {
                 public var alias: Components.Schemas.Alias?
                 /// - Remark: Generated from `#/paths/v1/devices/GET/query/tag`.
                 public var tag: Components.Schemas.Tag?
+                /// Devices whose token, in hexadecimal, starts with these 4 to 200 digits, in token order, at most `limit` (one page; no cursor). Not combined with `alias` or `tag`.
+                ///
+                /// - Remark: Generated from `#/paths/v1/devices/GET/query/token_prefix`.
+                public var tokenPrefix: Swift.String?
                 /// The `next_cursor` of the previous page.
                 ///
                 /// - Remark: Generated from `#/paths/v1/devices/GET/query/cursor`.
@@ -4592,16 +4596,19 @@ public enum Operations {
                 /// - Parameters:
                 ///   - alias:
                 ///   - tag:
+                ///   - tokenPrefix: Devices whose token, in hexadecimal, starts with these 4 to 200 digits, in token order, at most `limit` (one page; no cursor). Not combined with `alias` or `tag`.
                 ///   - cursor: The `next_cursor` of the previous page.
                 ///   - limit: Items per page (default 100).
                 public init(
                     alias: Components.Schemas.Alias? = nil,
                     tag: Components.Schemas.Tag? = nil,
+                    tokenPrefix: Swift.String? = nil,
                     cursor: Swift.Int64? = nil,
                     limit: Components.Parameters.Limit? = nil
                 ) {
                     self.alias = alias
                     self.tag = tag
+                    self.tokenPrefix = tokenPrefix
                     self.cursor = cursor
                     self.limit = limit
                 }

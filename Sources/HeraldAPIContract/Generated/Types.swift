@@ -121,7 +121,7 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /v1/apps/{appId}/audit-events`.
     /// - Remark: Generated from `#/paths//v1/apps/{appId}/audit-events/get(listAuditEvents)`.
     func listAuditEvents(_ input: Operations.ListAuditEvents.Input) async throws -> Operations.ListAuditEvents.Output
-    /// Look devices up by alias or by tag, or page through all of them (registration-id order).
+    /// Look devices up by alias, by tag or by the start of their token, or page through all of them (registration-id order).
     ///
     /// - Remark: HTTP `GET /v1/devices`.
     /// - Remark: Generated from `#/paths//v1/devices/get(listDevices)`.
@@ -500,7 +500,7 @@ extension APIProtocol {
             headers: headers
         ))
     }
-    /// Look devices up by alias or by tag, or page through all of them (registration-id order).
+    /// Look devices up by alias, by tag or by the start of their token, or page through all of them (registration-id order).
     ///
     /// - Remark: HTTP `GET /v1/devices`.
     /// - Remark: Generated from `#/paths//v1/devices/get(listDevices)`.

@@ -3794,7 +3794,7 @@ internal struct Client: APIProtocol {
             }
         )
     }
-    /// Look devices up by alias or by tag, or page through all of them (registration-id order).
+    /// Look devices up by alias, by tag or by the start of their token, or page through all of them (registration-id order).
     ///
     /// - Remark: HTTP `GET /v1/devices`.
     /// - Remark: Generated from `#/paths//v1/devices/get(listDevices)`.
@@ -3825,6 +3825,13 @@ internal struct Client: APIProtocol {
                     explode: true,
                     name: "tag",
                     value: input.query.tag
+                )
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "token_prefix",
+                    value: input.query.tokenPrefix
                 )
                 try converter.setQueryItemAsURI(
                     in: &request,

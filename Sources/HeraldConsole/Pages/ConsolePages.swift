@@ -3,7 +3,7 @@ import HeraldStore
 
 /// What the layout shows around every signed-in page.
 struct Chrome {
-    enum Section { case pushes, compose, apps }
+    enum Section { case pushes, compose, devices, apps }
 
     var title: String
     var appName: String?
@@ -15,6 +15,7 @@ struct Chrome {
     /// The admin token (all apps), not an app's admin key.
     var globalAdmin: Bool
     var onPushes: Bool
+    var onDevices: Bool
     var onApps: Bool
     var onCompose: Bool
     var notice: String?
@@ -34,6 +35,7 @@ struct Chrome {
         managesApps = identity.managesApps
         globalAdmin = identity.role == .admin
         onPushes = section == .pushes
+        onDevices = section == .devices
         onApps = section == .apps
         onCompose = section == .compose
     }

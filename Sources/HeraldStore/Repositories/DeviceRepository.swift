@@ -90,6 +90,32 @@ public struct DeviceRepository: Sendable {
         return try await Self.devices(from: rows)
     }
 
+    /// Devices of `appID` whose token is at least `lower` and below `upper` (no bound when nil), in
+    /// token order: a range of the (app_id, token) index, so a token prefix costs a few pages
+    /// however many devices the app has.
+    public func devices(tokensFrom lower: [UInt8], below upper: [UInt8]?, appID: UUID, limit: Int) async throws
+        -> [Device]
+    {
+        // Both bounds as index conditions (an `upper IS NULL OR` would leave the upper one a
+        // filter, and a prefix nobody has would scan the rest of the app's tokens).
+        let rows =
+            if let upper {
+                try await client.boundedQuery(
+                    """
+                    SELECT \(unescaped: Self.deviceColumns) FROM devices d
+                    WHERE d.app_id = \(appID) AND d.token >= \(lower.bytea) AND d.token < \(upper.bytea)
+                    ORDER BY d.token LIMIT \(limit)
+                    """, logger: logger)
+            } else {
+                try await client.boundedQuery(
+                    """
+                    SELECT \(unescaped: Self.deviceColumns) FROM devices d
+                    WHERE d.app_id = \(appID) AND d.token >= \(lower.bytea) ORDER BY d.token LIMIT \(limit)
+                    """, logger: logger)
+            }
+        return try await Self.devices(from: rows)
+    }
+
     /// Devices of `appID` carrying `tag`, `limit` at a time after registration id `cursor`.
     public func devices(tag: String, appID: UUID, after cursor: Int64 = 0, limit: Int = 100) async throws -> [Device] {
         let rows = try await client.boundedQuery(
