@@ -124,3 +124,16 @@ struct ConsoleTemplateTests {
         #expect(!actions.pause && !actions.cancel && actions.recall && actions.correct)
     }
 }
+
+@Suite("console: figures")
+struct ConsoleFigureTests {
+    @Test("numbers are grouped by threes, times are UTC")
+    func formatting() {
+        #expect(PushView.number(0) == "0")
+        #expect(PushView.number(999) == "999")
+        #expect(PushView.number(1000) == "1,000")
+        #expect(PushView.number(1_234_567) == "1,234,567")
+        #expect(PushView.number(-12345) == "-12,345")
+        #expect(PushView.time(Date(timeIntervalSince1970: 1_795_552_297)) == "2026-11-24 20:31:37 UTC")
+    }
+}

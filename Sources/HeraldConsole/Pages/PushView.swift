@@ -127,16 +127,21 @@ struct PushView {
         self.times = times
     }
 
+    /// `1,234,567`: digits grouped by threes (no formatter object: a page formats hundreds).
     static func number(_ value: Int64) -> String {
-        let formatter = NumberFormatter()
-        formatter.numberStyle = .decimal
-        formatter.locale = Locale(identifier: "en_US")
-        return formatter.string(from: NSNumber(value: value)) ?? String(value)
+        let digits = String(value.magnitude)
+        var grouped = ""
+        grouped.reserveCapacity(digits.count + digits.count / 3 + 1)
+        for (index, digit) in digits.enumerated() {
+            if index > 0 && (digits.count - index) % 3 == 0 { grouped.append(",") }
+            grouped.append(digit)
+        }
+        return value < 0 ? "-" + grouped : grouped
     }
 
     /// `2026-11-24 20:31:05 UTC`.
     static func time(_ date: Date) -> String {
-        let text = ISO8601DateFormatter().string(from: date)
+        let text = date.formatted(.iso8601)
         return text.replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: " UTC")
     }
 }
