@@ -69,6 +69,7 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
         console.post("compose") { request, context in try await self.compose(request, context: context) }
         console.post("compose/check") { request, context in try await self.composeCheck(request, context: context) }
         console.get("devices") { request, context in try await self.devicesPage(request, context: context) }
+        console.get("stats") { request, context in try await self.statsPage(request, context: context) }
         console.get("apps") { request, context in try await self.appsPage(request, context: context) }
         console.post("apps") { request, context in try await self.createApp(request, context: context) }
         console.get("apps/:appId") { request, context in try await self.appPage(request, context: context) }

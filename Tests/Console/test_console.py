@@ -238,6 +238,16 @@ try:
           "the recall went to exactly the devices that accepted the original")
     screenshot(driver, "06-recall-completed")
 
+    # ── devices and statistics
+    driver.get(api + "/console/devices?by=tag&q=vip")
+    rows = driver.find_elements(By.CSS_SELECTOR, "main table tbody tr")
+    check(len(rows) > 0, f"the devices page finds the vip devices ({len(rows)} on the first page)")
+    screenshot(driver, "06b-devices")
+    driver.get(api + "/console/stats?range=24h")
+    bars = [float(bar.get_attribute("height")) for bar in driver.find_elements(By.CSS_SELECTOR, ".timeline rect.seg-accepted")]
+    check(any(height > 0 for height in bars), "the statistics chart draws this hour's accepted devices")
+    screenshot(driver, "06c-statistics")
+
     # ── csrf
     session = driver.get_cookie("herald_console")["value"]
     before = status(tag_push)

@@ -299,4 +299,36 @@ struct ConsoleTests {
             #expect(both.status == .badRequest && both.errorField == "token_prefix")
         }
     }
+
+    @Test("statistics: the timeline per hour and per day, and the page that draws it")
+    func statistics() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            _ = try await api.register(app, tags: ["vip"])
+            for _ in 0..<3 {
+                let push = try await api.call(
+                    .post, "/v1/pushes", key: app.serverKey,
+                    json: #"{"audience":{"all":true},"notification":{"alert":{"body":"x"}}}"#)
+                #expect(push.status == .accepted)
+            }
+            for granularity in ["hour", "day"] {
+                let stats = try await api.call(.get, "/v1/stats?granularity=\(granularity)", key: app.serverKey)
+                let timeline = stats["timeline"] as? [[String: Any]]
+                #expect(
+                    timeline?.count == 1 && timeline?.first?["pushes"] as? Int == 3, "\(granularity): \(stats.text)")
+                let start = (timeline?.first?["start"] as? String) ?? ""
+                #expect(start.hasSuffix(granularity == "hour" ? ":00:00Z" : "T00:00:00Z"), "\(start)")
+            }
+            let plain = try await api.call(.get, "/v1/stats", key: app.serverKey)
+            #expect(plain["timeline"] == nil)
+
+            var browser = Browser(api: api)
+            _ = try await browser.signIn(app.serverKey)
+            for range in ["24h", "7d", "30d", "90d"] {
+                let page = try await browser.request(.get, "/console/stats?range=\(range)")
+                #expect(
+                    page.status == .ok && page.text.contains("<title>") && page.text.contains("3 pushes"), "\(range)")
+            }
+        }
+    }
 }

@@ -7908,13 +7908,22 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                 APIHandler.getStatistics($0)
             },
             deserializer: { request, requestBody, metadata in
-                let query: Operations.GetStatistics.Input.Query = .init(since: try converter.getOptionalQueryItemAsURI(
-                    in: request.soar_query,
-                    style: .form,
-                    explode: true,
-                    name: "since",
-                    as: Foundation.Date.self
-                ))
+                let query: Operations.GetStatistics.Input.Query = .init(
+                    since: try converter.getOptionalQueryItemAsURI(
+                        in: request.soar_query,
+                        style: .form,
+                        explode: true,
+                        name: "since",
+                        as: Foundation.Date.self
+                    ),
+                    granularity: try converter.getOptionalQueryItemAsURI(
+                        in: request.soar_query,
+                        style: .form,
+                        explode: true,
+                        name: "granularity",
+                        as: Operations.GetStatistics.Input.Query.GranularityPayload.self
+                    )
+                )
                 let headers: Operations.GetStatistics.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
                 return Operations.GetStatistics.Input(
                     query: query,

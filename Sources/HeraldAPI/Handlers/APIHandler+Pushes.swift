@@ -196,6 +196,17 @@ extension APIHandler {
         let appID = try Principal.requireApp()
         let since = input.query.since ?? Date().addingTimeInterval(-30 * 86_400)
         let statistics = try await pushes.statistics(appID: appID, since: since)
+        var timeline: [Components.Schemas.StatisticsBucket]?
+        if let granularity = input.query.granularity {
+            let hourly = granularity == .hour
+            // An hourly timeline covers at most the last 7 days; a daily one the whole window.
+            let from = hourly ? max(since, Date().addingTimeInterval(-7 * 86_400)) : since
+            timeline = try await pushes.timeline(appID: appID, since: from, hourly: hourly).map {
+                .init(
+                    start: $0.start, pushes: $0.pushes, targeted: $0.targeted, accepted: $0.accepted,
+                    rejected: $0.rejected, expired: $0.expired, canceled: $0.canceled)
+            }
+        }
         return .ok(
             .init(
                 body: .json(
@@ -204,7 +215,7 @@ extension APIHandler {
                             active: statistics.activeDevices, invalid: statistics.invalidDevices,
                             byEnvironment: .init(additionalProperties: statistics.activeDevicesByEnvironment)),
                         pushes: .init(additionalProperties: statistics.pushesByState),
-                        delivery: .init(statistics.delivery), since: since))))
+                        delivery: .init(statistics.delivery), since: since, timeline: timeline))))
     }
 
     // MARK: Helpers

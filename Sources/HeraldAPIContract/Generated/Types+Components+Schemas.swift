@@ -2526,6 +2526,10 @@ extension Components {
             public var delivery: Components.Schemas.Counters
             /// - Remark: Generated from `#/components/schemas/Statistics/since`.
             public var since: Foundation.Date?
+            /// With `granularity`, the buckets that had pushes, oldest first.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Statistics/timeline`.
+            public var timeline: [Components.Schemas.StatisticsBucket]?
             /// Creates a new `Statistics`.
             ///
             /// - Parameters:
@@ -2533,22 +2537,81 @@ extension Components {
             ///   - pushes: Pushes created since `since`, by state.
             ///   - delivery:
             ///   - since:
+            ///   - timeline: With `granularity`, the buckets that had pushes, oldest first.
             public init(
                 devices: Components.Schemas.Statistics.DevicesPayload,
                 pushes: Components.Schemas.Statistics.PushesPayload,
                 delivery: Components.Schemas.Counters,
-                since: Foundation.Date? = nil
+                since: Foundation.Date? = nil,
+                timeline: [Components.Schemas.StatisticsBucket]? = nil
             ) {
                 self.devices = devices
                 self.pushes = pushes
                 self.delivery = delivery
                 self.since = since
+                self.timeline = timeline
             }
             public enum CodingKeys: String, CodingKey {
                 case devices
                 case pushes
                 case delivery
                 case since
+                case timeline
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/StatisticsBucket`.
+        public struct StatisticsBucket: Codable, Hashable, Sendable {
+            /// The bucket's first instant (UTC).
+            ///
+            /// - Remark: Generated from `#/components/schemas/StatisticsBucket/start`.
+            public var start: Foundation.Date
+            /// - Remark: Generated from `#/components/schemas/StatisticsBucket/pushes`.
+            public var pushes: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/StatisticsBucket/targeted`.
+            public var targeted: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/StatisticsBucket/accepted`.
+            public var accepted: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/StatisticsBucket/rejected`.
+            public var rejected: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/StatisticsBucket/expired`.
+            public var expired: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/StatisticsBucket/canceled`.
+            public var canceled: Swift.Int64
+            /// Creates a new `StatisticsBucket`.
+            ///
+            /// - Parameters:
+            ///   - start: The bucket's first instant (UTC).
+            ///   - pushes:
+            ///   - targeted:
+            ///   - accepted:
+            ///   - rejected:
+            ///   - expired:
+            ///   - canceled:
+            public init(
+                start: Foundation.Date,
+                pushes: Swift.Int64,
+                targeted: Swift.Int64,
+                accepted: Swift.Int64,
+                rejected: Swift.Int64,
+                expired: Swift.Int64,
+                canceled: Swift.Int64
+            ) {
+                self.start = start
+                self.pushes = pushes
+                self.targeted = targeted
+                self.accepted = accepted
+                self.rejected = rejected
+                self.expired = expired
+                self.canceled = canceled
+            }
+            public enum CodingKeys: String, CodingKey {
+                case start
+                case pushes
+                case targeted
+                case accepted
+                case rejected
+                case expired
+                case canceled
             }
         }
     }

@@ -10800,12 +10800,26 @@ public enum Operations {
                 ///
                 /// - Remark: Generated from `#/paths/v1/stats/GET/query/since`.
                 public var since: Foundation.Date?
+                /// - Remark: Generated from `#/paths/v1/stats/GET/query/granularity`.
+                @frozen public enum GranularityPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                    case day = "day"
+                    case hour = "hour"
+                }
+                /// Also answer `timeline`: the pushes and their outcomes per UTC day, or per hour (an hourly timeline covers at most the last 7 days of the window).
+                ///
+                /// - Remark: Generated from `#/paths/v1/stats/GET/query/granularity`.
+                public var granularity: Operations.GetStatistics.Input.Query.GranularityPayload?
                 /// Creates a new `Query`.
                 ///
                 /// - Parameters:
                 ///   - since: Count only pushes created at or after this time (default - the last 30 days).
-                public init(since: Foundation.Date? = nil) {
+                ///   - granularity: Also answer `timeline`: the pushes and their outcomes per UTC day, or per hour (an hourly timeline covers at most the last 7 days of the window).
+                public init(
+                    since: Foundation.Date? = nil,
+                    granularity: Operations.GetStatistics.Input.Query.GranularityPayload? = nil
+                ) {
                     self.since = since
+                    self.granularity = granularity
                 }
             }
             public var query: Operations.GetStatistics.Input.Query

@@ -8927,6 +8927,13 @@ internal struct Client: APIProtocol {
                     name: "since",
                     value: input.query.since
                 )
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "granularity",
+                    value: input.query.granularity
+                )
                 converter.setAcceptHeader(
                     in: &request.headerFields,
                     contentTypes: input.headers.accept

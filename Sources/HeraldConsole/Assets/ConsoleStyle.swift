@@ -132,6 +132,9 @@ enum ConsoleStyle {
         .signin .brand-large svg { width: 34px; height: 34px; }
         .muted { color: var(--muted); }
         .section-gap { margin-top: 24px; }
+        .timeline { width: 100%; height: auto; display: block; }
+        .timeline .axis { stroke: var(--line); stroke-width: 1; }
+        .timeline .tick { font-size: 11px; fill: var(--muted); }
         input.secret { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; background: #f7f8fb; }
         [hidden] { display: none !important; }
         @media (max-width: 900px) {

@@ -3,7 +3,7 @@ import HeraldStore
 
 /// What the layout shows around every signed-in page.
 struct Chrome {
-    enum Section { case pushes, compose, devices, apps }
+    enum Section { case pushes, compose, devices, stats, apps }
 
     var title: String
     var appName: String?
@@ -16,6 +16,7 @@ struct Chrome {
     var globalAdmin: Bool
     var onPushes: Bool
     var onDevices: Bool
+    var onStats: Bool
     var onApps: Bool
     var onCompose: Bool
     var notice: String?
@@ -36,6 +37,7 @@ struct Chrome {
         globalAdmin = identity.role == .admin
         onPushes = section == .pushes
         onDevices = section == .devices
+        onStats = section == .stats
         onApps = section == .apps
         onCompose = section == .compose
     }

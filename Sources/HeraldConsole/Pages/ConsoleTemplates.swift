@@ -9,7 +9,7 @@ enum ConsoleTemplates {
         let templates: [(String, String)] = [
             ("logo", logo), ("layout", layout), ("signIn", signIn), ("message", message), ("confirm", confirm),
             ("pushes", pushes), ("push", push), ("compose", compose), ("apps", apps), ("app", app),
-            ("secrets", secrets), ("devices", devices),
+            ("secrets", secrets), ("devices", devices), ("stats", stats),
         ]
         for (name, text) in templates {
             // The templates are part of the program: one that does not parse is a bug found by

@@ -25,6 +25,7 @@ extension ConsoleTemplates {
             <a href="/console/pushes"{{#chrome.onPushes}} aria-current="page"{{/chrome.onPushes}}>Pushes</a>
             <a href="/console/compose"{{#chrome.onCompose}} aria-current="page"{{/chrome.onCompose}}>Compose</a>
             <a href="/console/devices"{{#chrome.onDevices}} aria-current="page"{{/chrome.onDevices}}>Devices</a>
+            <a href="/console/stats"{{#chrome.onStats}} aria-current="page"{{/chrome.onStats}}>Statistics</a>
             {{/chrome.sendsPushes}}
             {{#chrome.managesApps}}
             <a href="/console/apps"{{#chrome.onApps}} aria-current="page"{{/chrome.onApps}}>{{#chrome.globalAdmin}}Apps{{/chrome.globalAdmin}}{{^chrome.globalAdmin}}App settings{{/chrome.globalAdmin}}</a>

@@ -21,7 +21,53 @@ public struct AppStatistics: Sendable {
     public var delivery = PushCounters()
 }
 
+/// An app's pushes and their outcomes in one UTC day or hour.
+public struct StatisticsBucket: Sendable, Equatable {
+    public var start: Date
+    public var pushes: Int64
+    public var targeted: Int64
+    public var accepted: Int64
+    public var rejected: Int64
+    public var expired: Int64
+    public var canceled: Int64
+}
+
 extension PushRepository {
+    /// The pushes of `appID` created since `since`, and their outcomes, per UTC day (`hourly`
+    /// false: pushes past the retention window count from `push_statistics_daily`) or per hour,
+    /// oldest first; buckets without pushes are left out. A range of `pushes_by_app`.
+    public func timeline(appID: UUID, since: Date, hourly: Bool) async throws -> [StatisticsBucket] {
+        let unit = hourly ? "hour" : "day"
+        let rows = try await client.boundedQuery(
+            """
+            SELECT bucket, sum(pushes)::bigint, sum(targeted)::bigint, sum(accepted)::bigint, sum(rejected)::bigint,
+                   sum(expired)::bigint, sum(canceled)::bigint
+            FROM (
+                SELECT date_trunc(\(unit), p.created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS bucket, 1 AS pushes,
+                       COALESCE(c.targeted, 0) AS targeted, COALESCE(c.accepted, 0) AS accepted,
+                       COALESCE(c.rejected, 0) AS rejected, COALESCE(c.expired, 0) AS expired,
+                       COALESCE(c.canceled, 0) AS canceled
+                FROM pushes p LEFT JOIN push_counters c ON c.push_id = p.id
+                WHERE p.app_id = \(appID) AND p.created_at >= \(since)
+                UNION ALL
+                SELECT day::timestamp AT TIME ZONE 'UTC', pushes, targeted, accepted, rejected, expired, canceled
+                FROM push_statistics_daily
+                WHERE NOT \(hourly) AND app_id = \(appID) AND day >= (\(since)::timestamptz AT TIME ZONE 'UTC')::date
+            ) AS buckets
+            GROUP BY bucket ORDER BY bucket
+            """, logger: logger)
+        var buckets: [StatisticsBucket] = []
+        for try await (start, pushes, targeted, accepted, rejected, expired, canceled) in rows.decode(
+            (Date, Int64, Int64, Int64, Int64, Int64, Int64).self)
+        {
+            buckets.append(
+                StatisticsBucket(
+                    start: start, pushes: pushes, targeted: targeted, accepted: accepted, rejected: rejected,
+                    expired: expired, canceled: canceled))
+        }
+        return buckets
+    }
+
     /// The push `id` of `appID` with its counters and progress.
     public func progress(id: UUID, appID: UUID) async throws -> PushProgress? {
         try await progress(where: "p.id = \(id) AND p.app_id = \(appID)", limit: 1).first
