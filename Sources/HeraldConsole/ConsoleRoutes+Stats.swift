@@ -85,14 +85,14 @@ extension ConsoleRoutes {
             uniquingKeysWith: { a, _ in a })
         let count = Int((range.2 / step).rounded())
         let width = 760
-        let slot = Double(width - 48) / Double(count)
+        let slot = Double(width - 72) / Double(count)
         let largest = max(1, buckets.values.map(\.targeted).max() ?? 1)
         let scale = 166.0 / Double(largest)
         var bars: [StatsPage.Bar] = []
         var labels: [StatsPage.Label] = []
         for index in 0..<count {
             let start = since.addingTimeInterval(Double(index) * step)
-            let x = 44 + Double(index) * slot
+            let x = 68 + Double(index) * slot
             if index % max(1, count / 6) == 0 {
                 let text = range.3 ? PushView.time(start).dropFirst(5).prefix(11) : PushView.time(start).prefix(10)
                 labels.append(.init(x: String(format: "%.1f", x + slot / 2), text: String(text)))

@@ -16,9 +16,9 @@ extension ConsoleTemplates {
         <div class="card">
           <h2>Devices reached per {{unit}}</h2>
           <svg class="timeline" viewBox="0 0 {{width}} 220" role="img" aria-label="{{summary}}">
-            <line class="axis" x1="40" y1="190" x2="{{width}}" y2="190"/>
-            <text class="tick" x="36" y="24" text-anchor="end">{{top}}</text>
-            <text class="tick" x="36" y="190" text-anchor="end">0</text>
+            <line class="axis" x1="64" y1="190" x2="{{width}}" y2="190"/>
+            <text class="tick" x="60" y="24" text-anchor="end">{{top}}</text>
+            <text class="tick" x="60" y="190" text-anchor="end">0</text>
             {{#bars}}<g><title>{{title}}</title>
               <rect class="seg-accepted" x="{{x}}" y="{{acceptedY}}" width="{{barWidth}}" height="{{acceptedHeight}}"/>
               <rect class="seg-rejected" x="{{x}}" y="{{failedY}}" width="{{barWidth}}" height="{{failedHeight}}"/>
