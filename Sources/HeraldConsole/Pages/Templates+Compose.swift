@@ -3,7 +3,7 @@ extension ConsoleTemplates {
     static let compose = #"""
         {{<layout}}{{$content}}
         <h1>{{#form.replaces}}Send a correction{{/form.replaces}}{{^form.replaces}}Compose a push{{/form.replaces}}</h1>
-        <p class="lede">{{#form.replaces}}The correction takes the collapse id of push <a class="mono" href="/console/pushes/{{form.replaces}}">{{form.replaces}}</a>, so phones that got it show this one instead.{{/form.replaces}}{{^form.replaces}}Choose who gets it and what they see. The dry run on the right checks it before Send is enabled.{{/form.replaces}}</p>
+        <p class="lede">{{#form.replaces}}The correction takes the collapse id of push <a class="mono" href="/console/pushes/{{form.replaces}}">{{form.replaces}}</a>, so phones that got it show this one instead.{{/form.replaces}}{{^form.replaces}}Choose who gets it and what they see. The dry run checks it before Send is enabled.{{/form.replaces}}</p>
         <form id="compose" method="post" action="/console/compose" novalidate>
         <input type="hidden" name="csrf" value="{{chrome.csrf}}">
         <input type="hidden" name="idempotency_key" value="{{idempotencyKey}}">
