@@ -40,16 +40,25 @@ extension ConsoleRoutes {
                 var at: String
             }
 
+            struct Filter {
+                var href: String
+                var label: String
+                var selected: Bool
+            }
+
             var show: Bool
             var rows: [Row]
             var hasRows: Bool
             var next: String?
+            /// All, and each reason the push's counters name.
+            var filters: [Filter]
 
-            init(show: Bool, rows: [Row], next: String?) {
+            init(show: Bool, rows: [Row], next: String?, filters: [Filter]) {
                 self.show = show
                 self.rows = rows
                 hasRows = !rows.isEmpty
                 self.next = next
+                self.filters = filters
             }
         }
 
@@ -131,6 +140,7 @@ extension ConsoleRoutes {
         guard signedIn.identity.sendsPushes else { return Self.adminHome(signedIn) }
         let id = context.parameters.get("id") ?? ""
         let failuresCursor = request.uri.queryParameters.get("failures", as: Int64.self)
+        let reason = request.uri.queryParameters.get("reason").flatMap { PushForm.text($0) }
         let push: Components.Schemas.PushStatus
         let failures: Components.Schemas.FailureList
         do {
@@ -141,7 +151,7 @@ extension ConsoleRoutes {
                 "listPushFailures", path: "/v1/pushes/\(id)/failures", as: signedIn.identity, request: signedIn.origin
             ) { api in
                 try await api.listPushFailures(
-                    .init(path: .init(pushId: id), query: .init(cursor: failuresCursor, limit: 20))
+                    .init(path: .init(pushId: id), query: .init(reason: reason, cursor: failuresCursor, limit: 20))
                 ).ok.body.json
             }
         } catch {
@@ -156,11 +166,27 @@ extension ConsoleRoutes {
                 registrationID: failure.registrationId,
                 reason: failure.reason ?? failure.status.rawValue, at: PushView.time(failure.failedAt))
         }
+        let reasonQuery =
+            reason.map { "&reason=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" } ?? ""
+        var reasons = push.counters.rejectedByReason.additionalProperties.keys.sorted()
+        if push.counters.expired > 0 { reasons.append("expired") }
+        let filters =
+            [
+                PushPage.Failures.Filter(
+                    href: "/console/pushes/\(view.id)#failures", label: "All", selected: reason == nil)
+            ]
+            + reasons.map { name in
+                PushPage.Failures.Filter(
+                    href:
+                        "/console/pushes/\(view.id)?reason=\(name.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")#failures",
+                    label: name, selected: name == reason)
+            }
         let page = PushPage(
             chrome: chrome, push: view, actions: PushActions(push),
             failures: .init(
                 show: push.counters.rejected + push.counters.expired > 0 || failuresCursor != nil, rows: rows,
-                next: failures.nextCursor.map { "/console/pushes/\(view.id)?failures=\($0)" }))
+                next: failures.nextCursor.map { "/console/pushes/\(view.id)?failures=\($0)\(reasonQuery)#failures" },
+                filters: filters))
         return Self.html(ConsoleTemplates.render("push", page), status: status)
     }
 

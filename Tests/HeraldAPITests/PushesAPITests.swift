@@ -242,6 +242,12 @@ struct PushesAPITests {
             #expect(
                 (failure?["registration_id"] as? NSNumber)?.int64Value == devices[2]
                     && failure?["reason"] as? String == "BadDeviceToken")
+            let byReason = try await api.call(
+                .get, "/v1/pushes/\(id.uuidString)/failures?reason=BadDeviceToken", key: app.serverKey)
+            #expect((byReason["failures"] as? [[String: Any]])?.count == 1)
+            let otherReason = try await api.call(
+                .get, "/v1/pushes/\(id.uuidString)/failures?reason=Unregistered", key: app.serverKey)
+            #expect((otherReason["failures"] as? [[String: Any]])?.isEmpty == true)
 
             let statistics = try await api.call(.get, "/v1/stats", key: app.serverKey)
             #expect((statistics["devices"] as? [String: Any])?["active"] as? Int == 2)

@@ -7704,6 +7704,13 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                     as: Components.Parameters.PushID.self
                 ))
                 let query: Operations.ListPushFailures.Input.Query = .init(
+                    reason: try converter.getOptionalQueryItemAsURI(
+                        in: request.soar_query,
+                        style: .form,
+                        explode: true,
+                        name: "reason",
+                        as: Swift.String.self
+                    ),
                     cursor: try converter.getOptionalQueryItemAsURI(
                         in: request.soar_query,
                         style: .form,

@@ -167,7 +167,7 @@ extension APIHandler {
         let limit = try Self.pageSize(input.query.limit)
         let cursor = input.query.cursor ?? 0
         guard let id = UUID(uuidString: push.id) else { throw APIError.notFound("push") }
-        let page = try await pushes.failurePage(pushID: id, after: cursor, limit: limit)
+        let page = try await pushes.failurePage(pushID: id, reason: input.query.reason, after: cursor, limit: limit)
         let failures = page.map { entry in
             Components.Schemas.Failure(
                 registrationId: entry.failure.deviceID,

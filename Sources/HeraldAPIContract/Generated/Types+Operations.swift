@@ -10486,6 +10486,10 @@ public enum Operations {
             public var path: Operations.ListPushFailures.Input.Path
             /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/failures/GET/query`.
             public struct Query: Sendable, Hashable {
+                /// Only the failures with this APNs reason (`BadDeviceToken`, `Unregistered`, ...), or of this status for those without one (`expired`, `canceled`).
+                ///
+                /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/failures/GET/query/reason`.
+                public var reason: Swift.String?
                 /// The `next_cursor` of the previous page.
                 ///
                 /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/failures/GET/query/cursor`.
@@ -10497,12 +10501,15 @@ public enum Operations {
                 /// Creates a new `Query`.
                 ///
                 /// - Parameters:
+                ///   - reason: Only the failures with this APNs reason (`BadDeviceToken`, `Unregistered`, ...), or of this status for those without one (`expired`, `canceled`).
                 ///   - cursor: The `next_cursor` of the previous page.
                 ///   - limit: Items per page (default 100).
                 public init(
+                    reason: Swift.String? = nil,
                     cursor: Swift.Int64? = nil,
                     limit: Components.Parameters.Limit? = nil
                 ) {
+                    self.reason = reason
                     self.cursor = cursor
                     self.limit = limit
                 }

@@ -84,8 +84,11 @@ extension ConsoleTemplates {
               {{/push.hasReasons}}
             </div>
             {{#failures.show}}
-            <div class="card">
+            <div class="card" id="failures">
               <h2>Devices not reached</h2>
+              <div class="filters" role="navigation" aria-label="Filter by reason">
+                {{#failures.filters}}<a href="{{href}}"{{#selected}} aria-current="true"{{/selected}}>{{label}}</a>{{/failures.filters}}
+              </div>
               {{#failures.hasRows}}
               <table>
                 <thead><tr><th>Registration id</th><th>Reason</th><th class="hide-narrow">When (UTC)</th></tr></thead>

@@ -188,13 +188,15 @@ extension PushRepository {
 
 extension PushRepository {
     /// A page of the devices push `pushID` did not reach, with when each was recorded.
-    public func failurePage(pushID: UUID, after cursor: Int64, limit: Int) async throws -> [(
+    public func failurePage(pushID: UUID, reason: String? = nil, after cursor: Int64, limit: Int) async throws -> [(
         failure: FailedDelivery, failedAt: Date
     )] {
         let rows = try await client.boundedQuery(
             """
             SELECT device_id, status, NULLIF(reason, ''), NULLIF(http_status, 0), attempts, failed_at FROM failed_deliveries
-            WHERE push_id = \(pushID) AND device_id > \(cursor) ORDER BY device_id LIMIT \(limit)
+            WHERE push_id = \(pushID) AND device_id > \(cursor)
+              AND (\(reason)::text IS NULL OR COALESCE(NULLIF(reason, ''), status) = \(reason))
+            ORDER BY device_id LIMIT \(limit)
             """, logger: logger)
         var page: [(FailedDelivery, Date)] = []
         for try await (deviceID, status, reason, httpStatus, attempts, failedAt)
