@@ -101,8 +101,8 @@ extension ConsoleRoutes {
     }
 
     func createApp(_ request: Request, context: Context) async throws -> Response {
-        let form = try await Self.form(request)
         guard let signedIn = try await signedIn(request, context: context) else { return Self.signInAgain }
+        let form = try await Self.form(request)
         guard ConsoleCookies.csrfMatches(form["csrf"], signedIn.csrf) else { return Self.csrfRefusal(signedIn) }
         let body = Components.Schemas.AppCreate(
             name: (form["name"] ?? "").trimmingCharacters(in: .whitespaces),
@@ -188,8 +188,8 @@ extension ConsoleRoutes {
     }
 
     func createKey(_ request: Request, context: Context) async throws -> Response {
-        let form = try await Self.form(request)
         guard let signedIn = try await signedIn(request, context: context) else { return Self.signInAgain }
+        let form = try await Self.form(request)
         guard ConsoleCookies.csrfMatches(form["csrf"], signedIn.csrf) else { return Self.csrfRefusal(signedIn) }
         let appID = context.parameters.get("appId") ?? ""
         let kind = form["kind"].flatMap(Components.Schemas.KeyKind.init(rawValue:)) ?? .server
@@ -210,8 +210,8 @@ extension ConsoleRoutes {
     }
 
     func keyAction(_ request: Request, context: Context) async throws -> Response {
-        let form = try await Self.form(request)
         guard let signedIn = try await signedIn(request, context: context) else { return Self.signInAgain }
+        let form = try await Self.form(request)
         guard ConsoleCookies.csrfMatches(form["csrf"], signedIn.csrf) else { return Self.csrfRefusal(signedIn) }
         let appID = context.parameters.get("appId") ?? ""
         let keyID = context.parameters.get("keyId") ?? ""
@@ -268,6 +268,7 @@ extension ConsoleRoutes {
 
     /// The credential upload: a multipart form with the file.
     func putCredential(_ request: Request, context: Context) async throws -> Response {
+        guard let signedIn = try await signedIn(request, context: context) else { return Self.signInAgain }
         var request = request
         let buffer: ByteBuffer
         do {
@@ -276,7 +277,6 @@ extension ConsoleRoutes {
             throw HTTPError(
                 .contentTooLarge, message: "A credential file is at most \(Self.maximumFormBytes / 1024) KiB.")
         }
-        guard let signedIn = try await signedIn(request, context: context) else { return Self.signInAgain }
         let appID = context.parameters.get("appId") ?? ""
         let back = "/console/apps/\(appID)"
         guard let boundary = request.headers[.contentType].flatMap(MultipartForm.boundary(contentType:)),

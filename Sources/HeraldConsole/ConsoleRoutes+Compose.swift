@@ -88,8 +88,8 @@ extension ConsoleRoutes {
 
     /// Check (the dry run, no JavaScript) or send.
     func compose(_ request: Request, context: Context) async throws -> Response {
-        let fields = try await Self.form(request)
         guard let signedIn = try await signedIn(request, context: context) else { return Self.signInAgain }
+        let fields = try await Self.form(request)
         guard ConsoleCookies.csrfMatches(fields["csrf"], signedIn.csrf) else { return Self.csrfRefusal(signedIn) }
         let form = PushForm(fields: fields)
         let idempotencyKey = fields["idempotency_key"].flatMap(UUID.init(uuidString:))?.uuidString.lowercased()
@@ -133,10 +133,10 @@ extension ConsoleRoutes {
 
     /// The dry run as JSON, for the compose page's script.
     func composeCheck(_ request: Request, context: Context) async throws -> Response {
-        let fields = try await Self.form(request)
         guard let signedIn = try await signedIn(request, context: context) else {
             return Self.json(["ok": false, "error": "Your session ended: sign in again."], status: .unauthorized)
         }
+        let fields = try await Self.form(request)
         guard ConsoleCookies.csrfMatches(fields["csrf"], signedIn.csrf) else {
             return Self.json(["ok": false, "error": "This page is out of date: reload it."], status: .forbidden)
         }

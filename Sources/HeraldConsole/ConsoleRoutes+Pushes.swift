@@ -218,8 +218,8 @@ extension ConsoleRoutes {
     }
 
     func pushAction(_ request: Request, context: Context) async throws -> Response {
-        let form = try await Self.form(request)
         guard let signedIn = try await signedIn(request, context: context) else { return Self.signInAgain }
+        let form = try await Self.form(request)
         guard ConsoleCookies.csrfMatches(form["csrf"], signedIn.csrf) else { return Self.csrfRefusal(signedIn) }
         let id = context.parameters.get("id") ?? ""
         let action = context.parameters.get("action") ?? ""

@@ -29,8 +29,11 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
     let cookies: ConsoleCookies
     let logger: Logger
 
-    /// The largest form the console reads (the compose form with its custom data).
+    /// The largest form the console reads from a signed-in browser (the compose form with its
+    /// custom data, a credential file); forms are read after the session is checked.
     static var maximumFormBytes: Int { 256 * 1024 }
+    /// The largest sign-in form.
+    static var maximumSignInBytes: Int { 4096 }
 
     /// - Parameters:
     ///   - idleTimeout: a session unused this long ends.
@@ -132,7 +135,8 @@ extension ConsoleRoutes {
     }
 
     func signIn(_ request: Request, context: Context) async throws -> Response {
-        let form = try await Self.form(request)
+        // Before anyone is signed in, a few KiB at most are read (as the API reads before a key).
+        let form = try await Self.form(request, upTo: Self.maximumSignInBytes)
         guard let expected = ConsoleCookies.value(ConsoleCookies.signInCSRF, in: request.headers),
             ConsoleCookies.csrfMatches(form["csrf"], expected)
         else {
@@ -172,10 +176,10 @@ extension ConsoleRoutes {
     }
 
     func signOut(_ request: Request, context: Context) async throws -> Response {
-        let form = try await Self.form(request)
         guard let signedIn = try await signedIn(request, context: context) else {
             return Self.redirect("/console/sign-in")
         }
+        let form = try await Self.form(request)
         guard ConsoleCookies.csrfMatches(form["csrf"], signedIn.csrf) else { return Self.csrfRefusal(signedIn) }
         if let token = ConsoleCookies.value(ConsoleCookies.session, in: request.headers) {
             try await sessions.close(token: token)
@@ -237,13 +241,13 @@ extension ConsoleRoutes {
     }
 
     /// The fields of a form post (`application/x-www-form-urlencoded`), last value of each name.
-    static func form(_ request: Request) async throws -> [String: String] {
+    static func form(_ request: Request, upTo limit: Int = maximumFormBytes) async throws -> [String: String] {
         var request = request
         let buffer: ByteBuffer
         do {
-            buffer = try await request.collectBody(upTo: maximumFormBytes)
+            buffer = try await request.collectBody(upTo: limit)
         } catch {
-            throw HTTPError(.contentTooLarge, message: "A console form is at most \(maximumFormBytes / 1024) KiB.")
+            throw HTTPError(.contentTooLarge, message: "A console form is at most \(limit / 1024) KiB.")
         }
         return FormFields.parse(String(buffer: buffer))
     }

@@ -87,6 +87,10 @@ struct ConsoleTests {
             var stranger = Browser(api: api)
             let forged = try await stranger.request(.post, "/console/sign-in", form: ["key": app.serverKey])
             #expect(forged.status == .forbidden && stranger.cookies["herald_console"] == nil)
+            // Before a session, at most 4 KiB of a form are read.
+            let huge = try await stranger.request(
+                .post, "/console/sign-in", form: ["key": String(repeating: "x", count: 5000)])
+            #expect(huge.status == .contentTooLarge)
         }
     }
 
