@@ -44,12 +44,21 @@ def rss(pid):
         return next(int(l.split()[1]) for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS")) / 1024
     except (OSError, StopIteration):
         return 0.0
-out = {"rss_mib": {p["name"]: round(rss(p["pid"]), 1) for p in stack["processes"]}}
+# Proportional set size: memory shared by several processes (PostgreSQL's shared buffers, which
+# every backend maps) counts once in the sum, where RSS counts it in every backend.
+def pss(pid):
+    try:
+        return next(int(l.split()[1]) for l in open(f"/proc/{pid}/smaps_rollup") if l.startswith("Pss:")) / 1024
+    except (OSError, StopIteration):
+        return 0.0
+out = {"rss_mib": {p["name"]: round(rss(p["pid"]), 1) for p in stack["processes"]},
+       "pss_mib": {p["name"]: round(pss(p["pid"]), 1) for p in stack["processes"]}}
 data = stack["postgres"]["dataDirectory"]
 postmaster = int(open(os.path.join(data, "postmaster.pid")).readline())
 pids = [postmaster] + [int(d) for d in os.listdir("/proc") if d.isdigit()
         and open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1] == str(postmaster)]
 out["rss_mib"]["postgres"] = round(sum(rss(pid) for pid in pids), 1)
+out["pss_mib"]["postgres"] = round(sum(pss(pid) for pid in pids), 1)
 postgres = stack["postgres"]
 tables = ["pushes", "push_counters", "push_batches", "failed_deliveries", "outbox", "audit_events",
           "push_statistics_daily", "devices", "device_tags"]
@@ -67,7 +76,7 @@ PY
 
 start=$(snapshot)
 echo "start: $start"
-python3 - "$HERALD_API_URL" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["api_key"])' "$HERALD_CLI_CONFIG")" "$minutes" "$devices" <<'PY'
+python3 - "$HERALD_API_URL" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["api_key"])' "$HERALD_CLI_CONFIG")" "$minutes" "$devices" <<'PY' &
 import http.client, json, random, sys, time, urllib.parse
 url, key, minutes = urllib.parse.urlparse(sys.argv[1]), sys.argv[2], float(sys.argv[3])
 aliases = max(1, int(sys.argv[4]) // 10)  # `herald dev devices` gives every tenth device the alias user-<index>
@@ -94,15 +103,26 @@ while time.time() < end:
         last_report = now
 print(f"  {sent} pushes sent, {refused} refused")
 PY
+pusher=$!
+# Every 5 minutes, each process's PSS: the slope, not only the two ends.
+elapsed=0
+while kill -0 "$pusher" 2>/dev/null; do
+  sleep 10; elapsed=$((elapsed + 10))
+  if [ $((elapsed % 300)) -eq 0 ] && kill -0 "$pusher" 2>/dev/null; then
+    snapshot | python3 -c 'import json, sys; print("  at '"$((elapsed / 60))"' min, PSS MiB: " + ", ".join(f"{k} {v}" for k, v in json.load(sys.stdin)["pss_mib"].items()))'
+  fi
+done
+wait "$pusher"
 sleep 30  # the last pushes finish
 end=$(snapshot)
 echo "end: $end"
 python3 - "$start" "$end" <<'PY'
 import json, sys
 start, end = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-print(f"{'process':<16}{'RSS start MiB':>15}{'RSS end MiB':>13}")
+print(f"{'process':<16}{'RSS start MiB':>15}{'RSS end MiB':>13}{'PSS start MiB':>15}{'PSS end MiB':>13}")
 for name in start["rss_mib"]:
-    print(f"{name:<16}{start['rss_mib'][name]:>15}{end['rss_mib'].get(name, 0):>13}")
+    print(f"{name:<16}{start['rss_mib'][name]:>15}{end['rss_mib'].get(name, 0):>13}"
+          f"{start['pss_mib'].get(name, 0):>15}{end['pss_mib'].get(name, 0):>13}")
 print(f"{'table':<24}{'rows start':>12}{'rows end':>12}{'MiB start':>11}{'MiB end':>9}")
 for name in start["tables"]:
     a, b = start["tables"][name], end["tables"][name]
