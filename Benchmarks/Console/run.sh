@@ -72,6 +72,8 @@ pages=(
   "devices by alias|$HERALD_API_URL/console/devices?by=alias&q=$alias"
   "devices by token prefix|$HERALD_API_URL/console/devices?by=token&q=$token"
   "devices by tag|$HERALD_API_URL/console/devices?by=tag&q=vip"
+  "statistics, 24 hours|$HERALD_API_URL/console/stats?range=24h"
+  "statistics, 30 days|$HERALD_API_URL/console/stats?range=30d"
 )
 printf "%-26s %9s %9s %9s %9s %10s\n" page "p50 ms" "p99 ms" "req/s" "p99/ref" "errors"
 json="{\"devices\": $devices"
