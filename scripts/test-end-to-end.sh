@@ -330,7 +330,7 @@ PY
 
 # The operations console in headless Chromium (Selenium): sign-in, a tag push watched to 100 %,
 # a throttled broadcast paused, resumed and canceled, a recall, CSRF refusals, narrow pages.
-# Screenshots: $HERALD_DEV_DIR/console-screenshots.
+# Screenshots: .local/console-screenshots (kept: the stack's folder goes when the tests pass).
 test_console() {
   reset_sim
   local venv=.local/venv-console requirements=Tests/Console/requirements.txt
@@ -340,7 +340,7 @@ test_console() {
       && cp "$requirements" "$venv/requirements.txt" || { fail "could not install Selenium"; return; }
   fi
   local key; key=$(python3 -c 'import json, os; print(json.load(open(os.environ["HERALD_CLI_CONFIG"]))["api_key"])')
-  local shots=$HERALD_DEV_DIR/console-screenshots
+  local shots=$(pwd)/.local/console-screenshots
   rm -rf "$shots"
   if "$venv/bin/python" Tests/Console/test_console.py "$HERALD_API_URL" "$key" "$herald" "$shots"; then
     log "✔ the console in a browser (screenshots in $shots)"

@@ -26,6 +26,7 @@ import urllib.parse
 import urllib.request
 
 from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
@@ -76,10 +77,12 @@ def screenshot(driver, name):
 
 
 def wait(driver, seconds, condition, what):
+    """Waits for `condition`; an element read while the page is being replaced (a form's answer
+    arriving) is read again, not a failure."""
     try:
-        return WebDriverWait(driver, seconds, poll_frequency=0.2).until(condition)
-    except Exception:
-        check(False, f"{what} (within {seconds} s; page: {driver.current_url})")
+        return WebDriverWait(driver, seconds, poll_frequency=0.2, ignored_exceptions=(WebDriverException,)).until(condition)
+    except Exception as error:
+        check(False, f"{what} (within {seconds} s; page: {driver.current_url}; {type(error).__name__}: {str(error)[:200]})")
         return None
 
 
@@ -132,7 +135,7 @@ driver = browser(1280)
 try:
     # ── sign-in
     sign_in(driver, "hs_" + "x" * 43)
-    error = driver.find_elements(By.CSS_SELECTOR, ".alert")
+    error = wait(driver, 10, lambda d: d.find_elements(By.CSS_SELECTOR, ".alert"), "the sign-in page answers") or []
     check(error and "does not know this key" in error[0].text, "a wrong key is refused with a message saying so")
     check("/console/sign-in" in driver.current_url, "a wrong key stays on the sign-in page")
     screenshot(driver, "01-sign-in-refused")
@@ -143,11 +146,13 @@ try:
     driver.find_element(By.ID, "name").send_keys("Console campaign app")
     driver.find_element(By.ID, "bundle_id").send_keys("com.example.console" + str(int(time.time())))
     driver.find_element(By.CSS_SELECTOR, "form[action='/console/apps'] button").click()
-    secrets = [field.get_attribute("value") for field in driver.find_elements(By.CSS_SELECTOR, "input.secret")]
+    fields = wait(driver, 10, lambda d: d.find_elements(By.CSS_SELECTOR, "input.secret"), "the new app's page") or []
+    secrets = [field.get_attribute("value") for field in fields]
     check(len(secrets) == 3 and secrets[0].startswith("hs_") and secrets[1].startswith("hc_"),
           "a new app's server key, client key and identity secret are shown once")
     screenshot(driver, "01b-app-created")
     driver.find_element(By.LINK_TEXT, "I have copied them").click()
+    wait(driver, 10, lambda d: d.find_elements(By.ID, "file"), "the app's page")
     check(secrets and secrets[0] not in driver.page_source, "the app's page does not show the key again")
     signing = stack["signingKey"]
     driver.find_element(By.CSS_SELECTOR, "#environment option[value=sandbox]").click()
@@ -195,10 +200,12 @@ try:
     throttled = push_id(driver)
     wait(driver, 60, lambda d: (number(text(d, "count-accepted")) or 0) > 0, "the throttled push makes progress")
     driver.find_element(By.CSS_SELECTOR, f"form[action='/console/pushes/{throttled}/pause'] button").click()
+    wait(driver, 15, expected_conditions.url_contains("done=pause"), "pausing answers with the push's page")
     wait(driver, 15, lambda d: text(d, "push-state") == "paused", "the page shows the push paused")
     check(status(throttled)["paused"], "herald push status says paused")
     screenshot(driver, "04-push-paused")
     driver.find_element(By.CSS_SELECTOR, f"form[action='/console/pushes/{throttled}/resume'] button").click()
+    wait(driver, 15, expected_conditions.url_contains("done=resume"), "resuming answers with the push's page")
     wait(driver, 15, lambda d: text(d, "push-state") != "paused", "the page shows the push resumed")
     check(not status(throttled)["paused"], "herald push status says resumed")
     driver.find_element(By.CSS_SELECTOR, f"form[action='/console/pushes/{throttled}/cancel'] button").click()

@@ -132,6 +132,7 @@ enum ConsoleStyle {
         .signin .brand-large svg { width: 34px; height: 34px; }
         .muted { color: var(--muted); }
         .section-gap { margin-top: 24px; }
+        .reasons-title { margin-top: 18px; }
         .timeline { width: 100%; height: auto; display: block; }
         .timeline .axis { stroke: var(--line); stroke-width: 1; }
         .timeline .tick { font-size: 11px; fill: var(--muted); }
