@@ -7,12 +7,6 @@ import Hummingbird
 /// prefix; getDevice by registration id).
 extension ConsoleRoutes {
     struct DevicesPage {
-        struct Lookup {
-            var value: String
-            var label: String
-            var selected: Bool
-        }
-
         struct Row {
             var registrationID: String
             var token: String
@@ -25,7 +19,7 @@ extension ConsoleRoutes {
         }
 
         var chrome: Chrome
-        var lookups: [Lookup]
+        var lookups: [Choice]
         var query: String
         var searched: Bool
         var devices: [Row]
@@ -41,7 +35,7 @@ extension ConsoleRoutes {
         let query = (parameters.get("q") ?? "").trimmingCharacters(in: .whitespaces)
         let cursor = parameters.get("cursor", as: Int64.self)
         let lookups = [("alias", "Alias"), ("id", "Registration id"), ("token", "Token prefix"), ("tag", "Tag")].map {
-            DevicesPage.Lookup(value: $0.0, label: $0.1, selected: $0.0 == by)
+            Choice(value: $0.0, label: $0.1, selected: $0.0 == by)
         }
         var chrome = signedIn.chrome("Devices", section: .devices)
         var found: [Components.Schemas.Device] = []

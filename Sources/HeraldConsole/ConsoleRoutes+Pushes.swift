@@ -8,21 +8,15 @@ import OpenAPIRuntime
 /// The pushes list, a push's page with its live progress, and the push actions.
 extension ConsoleRoutes {
     struct PushesPage {
-        struct Filter {
-            var href: String
-            var label: String
-            var selected: Bool
-        }
-
         var chrome: Chrome
-        var filters: [Filter]
+        var filters: [Choice]
         var pushes: [PushView]
         /// Stored, not computed: Mustache reads values through reflection (stored properties).
         var hasPushes: Bool
         var stateLabel: String?
         var next: String?
 
-        init(chrome: Chrome, filters: [Filter], pushes: [PushView], stateLabel: String?, next: String?) {
+        init(chrome: Chrome, filters: [Choice], pushes: [PushView], stateLabel: String?, next: String?) {
             self.chrome = chrome
             self.filters = filters
             self.pushes = pushes
@@ -40,20 +34,14 @@ extension ConsoleRoutes {
                 var at: String
             }
 
-            struct Filter {
-                var href: String
-                var label: String
-                var selected: Bool
-            }
-
             var show: Bool
             var rows: [Row]
             var hasRows: Bool
             var next: String?
             /// All, and each reason the push's counters name.
-            var filters: [Filter]
+            var filters: [Choice]
 
-            init(show: Bool, rows: [Row], next: String?, filters: [Filter]) {
+            init(show: Bool, rows: [Row], next: String?, filters: [Choice]) {
                 self.show = show
                 self.rows = rows
                 hasRows = !rows.isEmpty
@@ -104,8 +92,8 @@ extension ConsoleRoutes {
             return Self.refusal(signedIn, error)
         }
         let filters = Self.stateFilters.map { filter, label in
-            PushesPage.Filter(
-                href: filter.map { "/console/pushes?state=\($0.rawValue)" } ?? "/console/pushes", label: label,
+            Choice(
+                value: filter.map { "/console/pushes?state=\($0.rawValue)" } ?? "/console/pushes", label: label,
                 selected: filter == state)
         }
         let next = list.nextCursor.map { cursor in
@@ -172,12 +160,12 @@ extension ConsoleRoutes {
         if push.counters.expired > 0 { reasons.append("expired") }
         let filters =
             [
-                PushPage.Failures.Filter(
-                    href: "/console/pushes/\(view.id)#failures", label: "All", selected: reason == nil)
+                Choice(
+                    value: "/console/pushes/\(view.id)#failures", label: "All", selected: reason == nil)
             ]
             + reasons.map { name in
-                PushPage.Failures.Filter(
-                    href:
+                Choice(
+                    value:
                         "/console/pushes/\(view.id)?reason=\(name.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")#failures",
                     label: name, selected: name == reason)
             }

@@ -6,12 +6,6 @@ import Hummingbird
 /// The statistics page: the Open API's getStatistics with a timeline, drawn as a bar chart.
 extension ConsoleRoutes {
     struct StatsPage {
-        struct Range {
-            var value: String
-            var label: String
-            var selected: Bool
-        }
-
         struct Bar {
             var x: String
             var barWidth: String
@@ -35,7 +29,7 @@ extension ConsoleRoutes {
         }
 
         var chrome: Chrome
-        var ranges: [Range]
+        var ranges: [Choice]
         var unit: String
         var pushes: String
         var targeted: String

@@ -34,15 +34,7 @@ struct ConsoleBridge: ConsoleGateway {
         if let adminToken, !adminToken.isEmpty, SecretHasher.matches(secret, adminToken) {
             return ConsoleIdentity(role: .admin, appName: nil, owner: .admin(digest: Self.digest(adminToken)))
         }
-        let record: APIKeyRecord?
-        do {
-            record = try await deadlines.guarding { [authenticator] in
-                try await authenticator.authenticate(Substring(secret))
-            }
-        } catch {
-            throw Self.consoleError(
-                ErrorResponseMiddleware.apiError(for: error, operationID: "console", logger: logger))
-        }
+        let record = try await lookUp { [authenticator] in try await authenticator.authenticate(Substring(secret)) }
         guard let record else {
             throttle.recordFailure(source: source)
             metrics.authenticationFailures.add(1, ordering: .relaxed)
@@ -67,13 +59,7 @@ struct ConsoleBridge: ConsoleGateway {
             guard let adminToken, !adminToken.isEmpty, Self.digest(adminToken) == digest else { return nil }
             return ConsoleIdentity(role: .admin, appName: nil, owner: owner)
         case .key(let id):
-            let record: APIKeyRecord?
-            do {
-                record = try await deadlines.guarding { [keys] in try await keys.liveKey(id: id) }
-            } catch {
-                throw Self.consoleError(
-                    ErrorResponseMiddleware.apiError(for: error, operationID: "console", logger: logger))
-            }
+            let record = try await lookUp { [keys] in try await keys.liveKey(id: id) }
             guard let record else { return nil }
             return try await identity(record)
         }
@@ -126,14 +112,19 @@ struct ConsoleBridge: ConsoleGateway {
     }
 
     private func identity(_ record: APIKeyRecord) async throws(ConsoleError) -> ConsoleIdentity {
-        let app: App?
+        let app = try await lookUp { [apps] in try await apps.app(id: record.appID) }
+        return ConsoleIdentity(role: .appKey(record), appName: app?.name, owner: .key(record.id))
+    }
+
+    /// A look-up of sign-in's own (a key, an app) within the request timeout, its failure in the
+    /// API's words (a database that does not answer is a 503).
+    private func lookUp<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(ConsoleError) -> T {
         do {
-            app = try await deadlines.guarding { [apps] in try await apps.app(id: record.appID) }
+            return try await deadlines.guarding(body)
         } catch {
             throw Self.consoleError(
                 ErrorResponseMiddleware.apiError(for: error, operationID: "console", logger: logger))
         }
-        return ConsoleIdentity(role: .appKey(record), appName: app?.name, owner: .key(record.id))
     }
 
     /// What a session remembers of the admin token: SHA-256 of its SHA-256.

@@ -43,6 +43,13 @@ struct Chrome {
     }
 }
 
+/// A choice a page offers: a filter link (`value` is its address) or a select's option.
+struct Choice {
+    var value: String
+    var label: String
+    var selected: Bool
+}
+
 struct SignInPage {
     var csrf: String
     var error: String?

@@ -7,7 +7,7 @@ extension ConsoleTemplates {
         </div>
         <div class="card">
           <div class="filters" role="navigation" aria-label="Filter by state">
-            {{#filters}}<a href="{{href}}"{{#selected}} aria-current="true"{{/selected}}>{{label}}</a>{{/filters}}
+            {{#filters}}<a href="{{value}}"{{#selected}} aria-current="true"{{/selected}}>{{label}}</a>{{/filters}}
             <form class="search" method="get" action="/console/pushes" role="search">
               <label for="push-id" class="skip">Push id</label>
               <input id="push-id" name="id" type="text" placeholder="Find a push by its id" spellcheck="false">
@@ -87,7 +87,7 @@ extension ConsoleTemplates {
             <div class="card" id="failures">
               <h2>Devices not reached</h2>
               <div class="filters" role="navigation" aria-label="Filter by reason">
-                {{#failures.filters}}<a href="{{href}}"{{#selected}} aria-current="true"{{/selected}}>{{label}}</a>{{/failures.filters}}
+                {{#failures.filters}}<a href="{{value}}"{{#selected}} aria-current="true"{{/selected}}>{{label}}</a>{{/failures.filters}}
               </div>
               {{#failures.hasRows}}
               <table>
