@@ -173,7 +173,7 @@ public final class MsgCenter: Service, Sendable {
                 lastPurge = .now
                 await purge()
             }
-            try? await Task.sleep(for: settings.sweepInterval)
+            await sleepUntilGracefulShutdown(for: settings.sweepInterval)
         }
     }
 

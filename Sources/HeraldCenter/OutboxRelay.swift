@@ -1,3 +1,4 @@
+import HeraldCore
 import HeraldKafka
 import HeraldMessaging
 import HeraldStore
@@ -60,7 +61,7 @@ public final class OutboxRelay: Service, Sendable {
                 }
                 failing = true
             }
-            try? await Task.sleep(for: interval)
+            await sleepUntilGracefulShutdown(for: interval)
         }
     }
 

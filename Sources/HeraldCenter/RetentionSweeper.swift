@@ -1,3 +1,4 @@
+import HeraldCore
 import HeraldStore
 import Logging
 import ServiceLifecycle
@@ -37,7 +38,7 @@ public struct RetentionSweeper: Service {
         guard pushRetention > .zero || auditRetention > .zero else { return }
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             await sweep()
-            try? await Task.sleep(for: interval)
+            await sleepUntilGracefulShutdown(for: interval)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldStore
 import Logging
 import ServiceLifecycle
@@ -37,7 +38,7 @@ struct APIReplicaHeartbeat: Service {
                 }
                 failing = true
             }
-            try? await Task.sleep(for: interval)
+            await sleepUntilGracefulShutdown(for: interval)
         }
         try? await replicas.leave(id: id)
     }
