@@ -7,7 +7,7 @@
 #
 #   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast sender-kill center-kill
 #                                                   #        postgres-outage broker-restart apns-outage
-#                                                   #        metrics prometheus dashboard console
+#                                                   #        device-counts metrics prometheus dashboard console
 #                                                   #        secrets (last: reads every log)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,7 @@ herald=$bin/herald
 export HERALD_DEV_DIR=$(pwd)/.local/e2e
 devices=${E2E_DEVICES:-100000}
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage metrics prometheus dashboard console secrets)
+[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage device-counts metrics prometheus dashboard console secrets)
 
 # The stack's settings for these tests: a notification is tried up to 20 times with back-off
 # capped at 5 s (a 30 s APNs outage outlasts the default 8 attempts' back-off). `herald dev up`
@@ -180,6 +180,54 @@ test_apns-outage() {
   local targeted accepted
   read -r targeted accepted <<< "$(field "$push" targeted accepted)"
   if [ "$targeted" = "$accepted" ]; then log "✔ all $accepted accepted after the outage"; else fail "$accepted of $targeted accepted after the outage"; fi
+}
+
+# The kept device counts: the app's devices and every tag's add up to what the stack imported
+# (active or invalidated by APNs since), a device registered counts at once and leaves with its
+# deletion, and the centers fold the counts' changes.
+test_device-counts() {
+  local report
+  if report=$(python3 - "$herald" "$HERALD_DEV_DIR/devices.ndjson" <<'PY'
+import collections, json, subprocess, sys
+herald, path = sys.argv[1], sys.argv[2]
+def run(*args):
+    return json.loads(subprocess.run([herald, *args, "--json"], check=True, capture_output=True, text=True).stdout)
+imported, tags = 0, collections.Counter()
+for line in open(path):
+    imported += 1
+    tags.update(set(json.loads(line).get("tags", [])))
+devices = run("stats")["devices"]
+if devices["active"] + devices["invalid"] != imported:
+    sys.exit(f"the statistics count {devices}, the stack imported {imported}")
+kept = {entry["tag"]: entry["devices"]["active"] + entry["devices"]["invalid"] for entry in run("stats", "--tags")}
+if kept != dict(tags):
+    sys.exit(f"tags kept {kept}, imported {dict(tags)}")
+registered = run("devices", "register", "ab" * 32, "--environment", "production", "--tag", "e2e-counted")
+counted = run("stats", "--tags", "--prefix", "e2e-count")
+if [(entry["tag"], entry["devices"]["active"]) for entry in counted] != [("e2e-counted", 1)]:
+    sys.exit(f"a device registered with tag e2e-counted: {counted}")
+subprocess.run([herald, "devices", "delete", str(registered["registration_id"])], check=True, capture_output=True)
+if run("stats", "--tags", "--prefix", "e2e-count") != []:
+    sys.exit("the deleted device's tag is still counted")
+print(f"{imported} devices, {len(kept)} tags: {', '.join(f'{tag} {count}' for tag, count in sorted(kept.items()))}")
+PY
+  ); then
+    log "✔ device counts add up: $report; a device registered counted at once, gone with its deletion"
+  else
+    fail "device counts: $report"
+  fi
+  local start=$SECONDS folded=0 name url value
+  while [ $((SECONDS - start)) -lt 30 ]; do
+    folded=0
+    for name in $(python3 -c "import json,sys; print(' '.join(n for n in json.load(open(sys.argv[1]))['metricsURLs'] if 'center' in n))" "$HERALD_DEV_DIR/stack.json"); do
+      url=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['metricsURLs'][sys.argv[2]])" "$HERALD_DEV_DIR/stack.json" "$name")
+      value=$(curl -sf --max-time 5 "$url" | sed -n 's/^herald_center_device_count_changes_folded_total \([0-9]*\)$/\1/p')
+      folded=$((folded + ${value:-0}))
+    done
+    [ "$folded" -gt 0 ] && break
+    sleep 1
+  done
+  if [ "$folded" -gt 0 ]; then log "✔ the centers folded $folded changes of the device counts"; else fail "no center folded the device counts' changes within 30 s"; fi
 }
 
 # Every process's /metrics passes promtool's lint (names, units, types, help), and the whole

@@ -72,6 +72,7 @@ pages=(
   "devices by alias|$HERALD_API_URL/console/devices?by=alias&q=$alias"
   "devices by token prefix|$HERALD_API_URL/console/devices?by=token&q=$token"
   "devices by tag|$HERALD_API_URL/console/devices?by=tag&q=vip"
+  "devices, counts by tag|$HERALD_API_URL/console/devices"
   "statistics, 24 hours|$HERALD_API_URL/console/stats?range=24h"
   "statistics, 30 days|$HERALD_API_URL/console/stats?range=30d"
 )

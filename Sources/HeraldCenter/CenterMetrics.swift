@@ -22,6 +22,7 @@ public final class CenterMetrics: Sendable {
     let outboxDeleted = Atomic<Int>(0)
     let pushesPurged = Atomic<Int>(0)
     let auditEventsDeleted = Atomic<Int>(0)
+    let deviceCountChangesFolded = Atomic<Int>(0)
     /// The whole system's gauges, refreshed by the sweeper while this center holds the reporter
     /// lease; nil while another center reports them (or the database did not answer).
     let systemGauges = Mutex<SystemGauges?>(nil)
@@ -72,6 +73,10 @@ public final class CenterMetrics: Sendable {
         counter(
             "herald_center_audit_events_deleted_total",
             "Audit log entries deleted after HERALD_CENTER_AUDIT_RETENTION_DAYS.", auditEventsDeleted)
+        counter(
+            "herald_center_device_count_changes_folded_total",
+            "Changes of the device counts (registrations, imports, invalidations, deletions) folded into the counts.",
+            deviceCountChangesFolded)
         text.single(
             "herald_center_fanouts_running", .gauge, help: "Fan-outs running in this center.",
             value: fanoutsRunning.load(ordering: .relaxed))

@@ -18,7 +18,33 @@ extension ConsoleRoutes {
             var updatedAt: String
         }
 
+        /// A line of the counts table: all devices, or one tag's.
+        struct Counts {
+            var label: String
+            /// The look-up of the tag's devices (nil for all devices).
+            var link: String?
+            var active: String
+            var production: String
+            var sandbox: String
+            var invalid: String
+
+            init(label: String, link: String?, _ devices: Components.Schemas.DeviceCounts) {
+                let environments = devices.byEnvironment.additionalProperties
+                self.label = label
+                self.link = link
+                active = PushView.number(devices.active)
+                production = PushView.number(environments["production"] ?? 0)
+                sandbox = PushView.number(environments["sandbox"] ?? 0)
+                invalid = PushView.number(devices.invalid)
+            }
+        }
+
         var chrome: Chrome
+        var counts: [Counts]
+        var hasCounts: Bool
+        var tagPrefix: String
+        var noTags: Bool
+        var moreTags: String?
         var lookups: [Choice]
         var query: String
         var searched: Bool
@@ -64,7 +90,7 @@ extension ConsoleRoutes {
                     }
                     found = list.devices
                     next = list.nextCursor.map {
-                        "/console/devices?by=\(by)&q=\(query.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")&cursor=\($0)"
+                        "/console/devices?by=\(by)&q=\(Self.queryValue(query))&cursor=\($0)"
                     }
                 }
             } catch {
@@ -75,6 +101,7 @@ extension ConsoleRoutes {
                 }
             }
         }
+        let counts = await tagCounts(request, signedIn: signedIn, chrome: &chrome)
         let rows = found.map { device in
             DevicesPage.Row(
                 registrationID: device.registrationId.map(String.init) ?? "–", token: device.tokenPrefix ?? "",
@@ -83,8 +110,46 @@ extension ConsoleRoutes {
                 reason: device.invalidReason, updatedAt: PushView.time(device.updatedAt))
         }
         let page = DevicesPage(
-            chrome: chrome, lookups: lookups, query: query, searched: !query.isEmpty, devices: rows,
+            chrome: chrome, counts: counts.lines, hasCounts: !counts.lines.isEmpty, tagPrefix: counts.prefix,
+            noTags: counts.lines.count == 1,
+            moreTags: counts.more, lookups: lookups, query: query, searched: !query.isEmpty, devices: rows,
             hasDevices: !rows.isEmpty, next: next)
         return Self.html(ConsoleTemplates.render("devices", page), status: chrome.error == nil ? .ok : .badRequest)
+    }
+
+    /// The counts table: all the app's devices (getStatistics), then a page of its tags
+    /// (listTagStatistics, `tag_prefix` and the `tags_after` cursor) — kept counts, not counted
+    /// per request.
+    private func tagCounts(
+        _ request: Request, signedIn: SignedIn, chrome: inout Chrome
+    ) async -> (lines: [DevicesPage.Counts], prefix: String, more: String?) {
+        let parameters = request.uri.queryParameters
+        let prefix = (parameters.get("tag_prefix") ?? "").trimmingCharacters(in: .whitespaces)
+        let after = parameters.get("tags_after").flatMap { $0.isEmpty ? nil : $0 }
+        do throws(ConsoleError) {
+            let statistics = try await gateway.perform(
+                "getStatistics", path: "/v1/stats", as: signedIn.identity, request: signedIn.origin
+            ) { api in try await api.getStatistics(.init(query: .init(since: Date()))).ok.body.json }
+            let tags = try await gateway.perform(
+                "listTagStatistics", path: "/v1/stats/tags", as: signedIn.identity, request: signedIn.origin
+            ) { api in
+                try await api.listTagStatistics(
+                    .init(query: .init(prefix: prefix.isEmpty ? nil : prefix, cursor: after, limit: 50))
+                ).ok.body.json
+            }
+            let lines =
+                [DevicesPage.Counts(label: "All devices", link: nil, statistics.devices)]
+                + tags.tags.map {
+                    DevicesPage.Counts(
+                        label: $0.tag, link: "/console/devices?by=tag&q=\(Self.queryValue($0.tag))", $0.devices)
+                }
+            let more = tags.nextCursor.map {
+                "/console/devices?tag_prefix=\(Self.queryValue(prefix))&tags_after=\(Self.queryValue($0))"
+            }
+            return (lines, prefix, more)
+        } catch {
+            chrome.error = error.message
+            return ([], prefix, nil)
+        }
     }
 }

@@ -155,7 +155,7 @@ extension ConsoleRoutes {
                 reason: failure.reason ?? failure.status.rawValue, at: PushView.time(failure.failedAt))
         }
         let reasonQuery =
-            reason.map { "&reason=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" } ?? ""
+            reason.map { "&reason=\(Self.queryValue($0))" } ?? ""
         var reasons = push.counters.rejectedByReason.additionalProperties.keys.sorted()
         if push.counters.expired > 0 { reasons.append("expired") }
         let filters =
@@ -166,7 +166,7 @@ extension ConsoleRoutes {
             + reasons.map { name in
                 Choice(
                     value:
-                        "/console/pushes/\(view.id)?reason=\(name.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")#failures",
+                        "/console/pushes/\(view.id)?reason=\(Self.queryValue(name))#failures",
                     label: name, selected: name == reason)
             }
         let page = PushPage(

@@ -189,6 +189,11 @@ extension ConsoleRoutes {
         return response
     }
 
+    /// `text` for a URL's query.
+    static func queryValue(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+    }
+
     static func csrfRefusal(_ signedIn: SignedIn) -> Response {
         message(
             signedIn, status: .forbidden, heading: "This form was not accepted",

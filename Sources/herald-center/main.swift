@@ -58,6 +58,10 @@ do {
                 pushRetention: .seconds(settings.pushRetentionDays * 86_400),
                 auditRetention: .seconds(settings.auditRetentionDays * 86_400), interval: settings.retentionInterval,
                 metrics: metrics, logger: logger))
+        services.append(
+            DeviceCountFolder(
+                counts: DeviceCountRepository(client: database, logger: logger), interval: settings.deviceCountInterval,
+                metrics: metrics, logger: logger))
         if settings.metricsPort > 0 {
             services.append(
                 OperationsServer(

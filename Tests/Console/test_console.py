@@ -247,8 +247,18 @@ try:
 
     # ── devices and statistics
     driver.get(api + "/console/devices?by=tag&q=vip")
-    rows = driver.find_elements(By.CSS_SELECTOR, "main table tbody tr")
+    rows = driver.find_elements(By.CSS_SELECTOR, "#found tbody tr")
     check(len(rows) > 0, f"the devices page finds the vip devices ({len(rows)} on the first page)")
+    imported = [json.loads(line) for line in open(os.path.join(os.environ["HERALD_DEV_DIR"], "devices.ndjson"))]
+    vip = sum(1 for device in imported if "vip" in device.get("tags", []))
+    counts = {}
+    for row in driver.find_elements(By.CSS_SELECTOR, "#tag-counts tbody tr"):
+        cells = [cell.get_attribute("textContent").strip() for cell in row.find_elements(By.TAG_NAME, "td")]
+        counts[cells[0]] = [int(cell.replace(",", "")) for cell in cells[1:]]
+    shown = counts.get("vip", [0, 0, 0, 0])
+    check(shown[0] + shown[3] == vip and shown[1] + shown[2] == shown[0],
+          f"the devices page counts the vip devices: {shown[0]} active, {shown[3]} invalid, of {vip} imported")
+    check(counts.get("All devices", [0])[0] >= shown[0], "and all devices above them")
     screenshot(driver, "06b-devices")
     driver.get(api + "/console/stats?range=24h")
     bars = [float(bar.get_attribute("height")) for bar in driver.find_elements(By.CSS_SELECTOR, ".timeline rect.seg-accepted")]

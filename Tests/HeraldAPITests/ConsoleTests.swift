@@ -301,6 +301,25 @@ struct ConsoleTests {
             #expect((listed["devices"] as? [[String: Any]])?.map { $0["registration_id"] as? Int } == [Int(id)])
             let both = try await api.call(.get, "/v1/devices?token_prefix=abcd&tag=vip", key: app.serverKey)
             #expect(both.status == .badRequest && both.errorField == "token_prefix")
+
+            // The kept counts: all devices, then each tag, linked to its look-up; a prefix narrows.
+            let counts = try await browser.request(.get, "/console/devices")
+            #expect(counts.text.contains("<strong>All devices</strong>"))
+            #expect(counts.text.contains(#"<a href="/console/devices?by=tag&amp;q=news">news</a>"#))
+            #expect(counts.text.contains(#"<a href="/console/devices?by=tag&amp;q=vip">vip</a>"#))
+            let narrowed = try await browser.request(.get, "/console/devices?tag_prefix=v")
+            #expect(narrowed.text.contains(">vip</a>") && !narrowed.text.contains(">news</a>"))
+            let nothing = try await browser.request(.get, "/console/devices?tag_prefix=zzz")
+            #expect(nothing.text.contains("No device carries a tag starting with"))
+
+            // The same counts through the Open API, a page of one tag at a time.
+            let first = try await api.call(.get, "/v1/stats/tags?limit=1", key: app.serverKey)
+            let firstTags = first["tags"] as? [[String: Any]]
+            #expect(firstTags?.map { $0["tag"] as? String } == ["news"] && first["next_cursor"] as? String == "news")
+            #expect((firstTags?.first?["devices"] as? [String: Any])?["active"] as? Int == 1)
+            let second = try await api.call(.get, "/v1/stats/tags?limit=1&cursor=news", key: app.serverKey)
+            #expect((second["tags"] as? [[String: Any]])?.map { $0["tag"] as? String } == ["vip"])
+            #expect(second["next_cursor"] == nil)
         }
     }
 

@@ -162,6 +162,7 @@ def request_for(operation, world):
         "streamPushEvents": ("GET", f"/v1/pushes/{push}/events", None),
         "listPushFailures": ("GET", f"/v1/pushes/{push}/failures", None),
         "getStatistics": ("GET", "/v1/stats", None),
+        "listTagStatistics": ("GET", "/v1/stats/tags", None),
     }[operation]
 
 

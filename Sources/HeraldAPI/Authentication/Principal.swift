@@ -68,7 +68,7 @@ enum Permission: Equatable {
         case "listDevices", "getDevice": .server(.devicesRead)
         case "createPush", "validatePush", "cancelPush", "pausePush", "resumePush", "recallPush": .server(.pushesWrite)
         case "listPushes", "getPush", "streamPushEvents", "listPushFailures": .server(.pushesRead)
-        case "getStatistics": .server(.statsRead)
+        case "getStatistics", "listTagStatistics": .server(.statsRead)
         default: .globalAdmin
         }
     }

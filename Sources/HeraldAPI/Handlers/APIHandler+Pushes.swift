@@ -211,11 +211,24 @@ extension APIHandler {
             .init(
                 body: .json(
                     .init(
-                        devices: .init(
-                            active: statistics.activeDevices, invalid: statistics.invalidDevices,
-                            byEnvironment: .init(additionalProperties: statistics.activeDevicesByEnvironment)),
+                        devices: .init(statistics.devices),
                         pushes: .init(additionalProperties: statistics.pushesByState),
                         delivery: .init(statistics.delivery), since: since, timeline: timeline))))
+    }
+
+    func listTagStatistics(_ input: Operations.ListTagStatistics.Input) async throws
+        -> Operations.ListTagStatistics.Output
+    {
+        let appID = try Principal.requireApp()
+        let limit = input.query.limit ?? 100
+        let page = try await deviceCounts.tags(
+            appID: appID, prefix: input.query.prefix, after: input.query.cursor, limit: limit)
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        tags: page.tags.map { .init(tag: $0.tag, devices: .init($0.devices)) },
+                        nextCursor: page.more ? page.tags.last?.tag : nil))))
     }
 
     // MARK: Helpers

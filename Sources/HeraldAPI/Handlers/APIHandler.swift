@@ -20,6 +20,8 @@ struct APIHandler: APIProtocol {
     /// The append-only audit log.
     let audit: AuditRepository
     let devices: DeviceRepository
+    /// Devices counted by environment, status and tag, kept as they change.
+    let deviceCounts: DeviceCountRepository
     /// Device imports: their own connections and slots.
     let imports: DeviceImports
     let pushes: PushRepository

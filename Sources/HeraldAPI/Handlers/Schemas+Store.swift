@@ -108,6 +108,14 @@ extension Components.Schemas.Counters {
     }
 }
 
+extension Components.Schemas.DeviceCounts {
+    init(_ counts: DeviceGroupCounts) {
+        self.init(
+            active: counts.active, invalid: counts.invalid,
+            byEnvironment: .init(additionalProperties: counts.activeByEnvironment))
+    }
+}
+
 extension Components.Schemas.PushStatus {
     init(_ progress: PushProgress) {
         let push = progress.push

@@ -49,6 +49,7 @@ public struct APIServer: Service {
             identitySecrets: IdentitySecretRepository(client: database, logger: logger),
             audit: AuditRepository(client: database, logger: logger),
             devices: DeviceRepository(client: database, logger: logger),
+            deviceCounts: DeviceCountRepository(client: database, logger: logger),
             imports: DeviceImports(
                 devices: DeviceRepository(client: importDatabase, logger: logger),
                 slots: ImportSlots(limit: settings.importConnections)),

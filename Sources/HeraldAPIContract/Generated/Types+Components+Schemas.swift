@@ -2450,54 +2450,7 @@ extension Components {
         /// - Remark: Generated from `#/components/schemas/Statistics`.
         public struct Statistics: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/Statistics/devices`.
-            public struct DevicesPayload: Codable, Hashable, Sendable {
-                /// - Remark: Generated from `#/components/schemas/Statistics/devices/active`.
-                public var active: Swift.Int64
-                /// - Remark: Generated from `#/components/schemas/Statistics/devices/invalid`.
-                public var invalid: Swift.Int64
-                /// - Remark: Generated from `#/components/schemas/Statistics/devices/by_environment`.
-                public struct ByEnvironmentPayload: Codable, Hashable, Sendable {
-                    /// A container of undocumented properties.
-                    public var additionalProperties: [String: Swift.Int64]
-                    /// Creates a new `ByEnvironmentPayload`.
-                    ///
-                    /// - Parameters:
-                    ///   - additionalProperties: A container of undocumented properties.
-                    public init(additionalProperties: [String: Swift.Int64] = .init()) {
-                        self.additionalProperties = additionalProperties
-                    }
-                    public init(from decoder: any Swift.Decoder) throws {
-                        additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
-                    }
-                    public func encode(to encoder: any Swift.Encoder) throws {
-                        try encoder.encodeAdditionalProperties(additionalProperties)
-                    }
-                }
-                /// - Remark: Generated from `#/components/schemas/Statistics/devices/by_environment`.
-                public var byEnvironment: Components.Schemas.Statistics.DevicesPayload.ByEnvironmentPayload
-                /// Creates a new `DevicesPayload`.
-                ///
-                /// - Parameters:
-                ///   - active:
-                ///   - invalid:
-                ///   - byEnvironment:
-                public init(
-                    active: Swift.Int64,
-                    invalid: Swift.Int64,
-                    byEnvironment: Components.Schemas.Statistics.DevicesPayload.ByEnvironmentPayload
-                ) {
-                    self.active = active
-                    self.invalid = invalid
-                    self.byEnvironment = byEnvironment
-                }
-                public enum CodingKeys: String, CodingKey {
-                    case active
-                    case invalid
-                    case byEnvironment = "by_environment"
-                }
-            }
-            /// - Remark: Generated from `#/components/schemas/Statistics/devices`.
-            public var devices: Components.Schemas.Statistics.DevicesPayload
+            public var devices: Components.Schemas.DeviceCounts
             /// Pushes created since `since`, by state.
             ///
             /// - Remark: Generated from `#/components/schemas/Statistics/pushes`.
@@ -2539,7 +2492,7 @@ extension Components {
             ///   - since:
             ///   - timeline: With `granularity`, the buckets that had pushes, oldest first.
             public init(
-                devices: Components.Schemas.Statistics.DevicesPayload,
+                devices: Components.Schemas.DeviceCounts,
                 pushes: Components.Schemas.Statistics.PushesPayload,
                 delivery: Components.Schemas.Counters,
                 since: Foundation.Date? = nil,
@@ -2557,6 +2510,105 @@ extension Components {
                 case delivery
                 case since
                 case timeline
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/DeviceCounts`.
+        public struct DeviceCounts: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/DeviceCounts/active`.
+            public var active: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/DeviceCounts/invalid`.
+            public var invalid: Swift.Int64
+            /// Active devices per environment (production, sandbox).
+            ///
+            /// - Remark: Generated from `#/components/schemas/DeviceCounts/by_environment`.
+            public struct ByEnvironmentPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: [String: Swift.Int64]
+                /// Creates a new `ByEnvironmentPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: [String: Swift.Int64] = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// Active devices per environment (production, sandbox).
+            ///
+            /// - Remark: Generated from `#/components/schemas/DeviceCounts/by_environment`.
+            public var byEnvironment: Components.Schemas.DeviceCounts.ByEnvironmentPayload
+            /// Creates a new `DeviceCounts`.
+            ///
+            /// - Parameters:
+            ///   - active:
+            ///   - invalid:
+            ///   - byEnvironment: Active devices per environment (production, sandbox).
+            public init(
+                active: Swift.Int64,
+                invalid: Swift.Int64,
+                byEnvironment: Components.Schemas.DeviceCounts.ByEnvironmentPayload
+            ) {
+                self.active = active
+                self.invalid = invalid
+                self.byEnvironment = byEnvironment
+            }
+            public enum CodingKeys: String, CodingKey {
+                case active
+                case invalid
+                case byEnvironment = "by_environment"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/TagStatistics`.
+        public struct TagStatistics: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/TagStatistics/tag`.
+            public var tag: Components.Schemas.Tag
+            /// - Remark: Generated from `#/components/schemas/TagStatistics/devices`.
+            public var devices: Components.Schemas.DeviceCounts
+            /// Creates a new `TagStatistics`.
+            ///
+            /// - Parameters:
+            ///   - tag:
+            ///   - devices:
+            public init(
+                tag: Components.Schemas.Tag,
+                devices: Components.Schemas.DeviceCounts
+            ) {
+                self.tag = tag
+                self.devices = devices
+            }
+            public enum CodingKeys: String, CodingKey {
+                case tag
+                case devices
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/TagStatisticsList`.
+        public struct TagStatisticsList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/TagStatisticsList/tags`.
+            public var tags: [Components.Schemas.TagStatistics]
+            /// Present when more tags follow.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TagStatisticsList/next_cursor`.
+            public var nextCursor: Swift.String?
+            /// Creates a new `TagStatisticsList`.
+            ///
+            /// - Parameters:
+            ///   - tags:
+            ///   - nextCursor: Present when more tags follow.
+            public init(
+                tags: [Components.Schemas.TagStatistics],
+                nextCursor: Swift.String? = nil
+            ) {
+                self.tags = tags
+                self.nextCursor = nextCursor
+            }
+            public enum CodingKeys: String, CodingKey {
+                case tags
+                case nextCursor = "next_cursor"
             }
         }
         /// - Remark: Generated from `#/components/schemas/StatisticsBucket`.

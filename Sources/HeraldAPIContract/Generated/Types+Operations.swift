@@ -11083,4 +11083,297 @@ public enum Operations {
             }
         }
     }
+    /// The app's tags with their devices counted, in tag order, paged by cursor.
+    ///
+    /// Each tag that at least one device carries, with its active devices by environment and its invalid ones. The numbers are kept as devices change (registration, import, tag updates, APNs invalidations, deletion), not counted on each request, and are exact when answered.
+    ///
+    /// - Remark: HTTP `GET /v1/stats/tags`.
+    /// - Remark: Generated from `#/paths//v1/stats/tags/get(listTagStatistics)`.
+    public enum ListTagStatistics {
+        public static let id: Swift.String = "listTagStatistics"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/stats/tags/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// Only tags that start with this.
+                ///
+                /// - Remark: Generated from `#/paths/v1/stats/tags/GET/query/prefix`.
+                public var prefix: Swift.String?
+                /// The `next_cursor` of the previous page (the last tag it had).
+                ///
+                /// - Remark: Generated from `#/paths/v1/stats/tags/GET/query/cursor`.
+                public var cursor: Swift.String?
+                /// Items per page (default 100).
+                ///
+                /// - Remark: Generated from `#/paths/v1/stats/tags/GET/query/limit`.
+                public var limit: Components.Parameters.Limit?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - prefix: Only tags that start with this.
+                ///   - cursor: The `next_cursor` of the previous page (the last tag it had).
+                ///   - limit: Items per page (default 100).
+                public init(
+                    prefix: Swift.String? = nil,
+                    cursor: Swift.String? = nil,
+                    limit: Components.Parameters.Limit? = nil
+                ) {
+                    self.prefix = prefix
+                    self.cursor = cursor
+                    self.limit = limit
+                }
+            }
+            public var query: Operations.ListTagStatistics.Input.Query
+            /// - Remark: Generated from `#/paths/v1/stats/tags/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListTagStatistics.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListTagStatistics.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ListTagStatistics.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            public init(
+                query: Operations.ListTagStatistics.Input.Query = .init(),
+                headers: Operations.ListTagStatistics.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/stats/tags/GET/responses/200/headers`.
+                public struct Headers: Sendable, Hashable {
+                    /// Requests per second this app may make.
+                    ///
+                    /// - Remark: Generated from `#/paths/v1/stats/tags/GET/responses/200/headers/RateLimit-Limit`.
+                    public var rateLimitLimit: Components.Headers.RateLimitLimit?
+                    /// Requests left in the current burst.
+                    ///
+                    /// - Remark: Generated from `#/paths/v1/stats/tags/GET/responses/200/headers/RateLimit-Remaining`.
+                    public var rateLimitRemaining: Components.Headers.RateLimitRemaining?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - rateLimitLimit: Requests per second this app may make.
+                    ///   - rateLimitRemaining: Requests left in the current burst.
+                    public init(
+                        rateLimitLimit: Components.Headers.RateLimitLimit? = nil,
+                        rateLimitRemaining: Components.Headers.RateLimitRemaining? = nil
+                    ) {
+                        self.rateLimitLimit = rateLimitLimit
+                        self.rateLimitRemaining = rateLimitRemaining
+                    }
+                }
+                /// Received HTTP response headers
+                public var headers: Operations.ListTagStatistics.Output.Ok.Headers
+                /// - Remark: Generated from `#/paths/v1/stats/tags/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/stats/tags/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.TagStatisticsList)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.TagStatisticsList {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListTagStatistics.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                public init(
+                    headers: Operations.ListTagStatistics.Output.Ok.Headers = .init(),
+                    body: Operations.ListTagStatistics.Output.Ok.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// A page of tags.
+            ///
+            /// - Remark: Generated from `#/paths//v1/stats/tags/get(listTagStatistics)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.ListTagStatistics.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.ListTagStatistics.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request is malformed (JSON, types, unknown fields, parameters).
+            ///
+            /// - Remark: Generated from `#/paths//v1/stats/tags/get(listTagStatistics)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
+            ///
+            /// - Remark: Generated from `#/paths//v1/stats/tags/get(listTagStatistics)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The key may not do this: a client key on a server operation, a server key without the operation's scope, an app key on the admin's operations, another app's admin key, or a client key's alias without a valid signature or a tag outside the app's client tags.
+            ///
+            /// - Remark: Generated from `#/paths//v1/stats/tags/get(listTagStatistics)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Components.Responses.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            ///
+            /// - Remark: Generated from `#/paths//v1/stats/tags/get(listTagStatistics)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// A dependency (PostgreSQL) is down; retry later.
+            ///
+            /// - Remark: Generated from `#/paths//v1/stats/tags/get(listTagStatistics)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.Unavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Components.Responses.Unavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
 }

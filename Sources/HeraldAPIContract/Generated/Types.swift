@@ -262,6 +262,13 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /v1/stats`.
     /// - Remark: Generated from `#/paths//v1/stats/get(getStatistics)`.
     func getStatistics(_ input: Operations.GetStatistics.Input) async throws -> Operations.GetStatistics.Output
+    /// The app's tags with their devices counted, in tag order, paged by cursor.
+    ///
+    /// Each tag that at least one device carries, with its active devices by environment and its invalid ones. The numbers are kept as devices change (registration, import, tag updates, APNs invalidations, deletion), not counted on each request, and are exact when answered.
+    ///
+    /// - Remark: HTTP `GET /v1/stats/tags`.
+    /// - Remark: Generated from `#/paths//v1/stats/tags/get(listTagStatistics)`.
+    func listTagStatistics(_ input: Operations.ListTagStatistics.Input) async throws -> Operations.ListTagStatistics.Output
 }
 
 /// Convenience overloads for operation inputs.
@@ -803,6 +810,21 @@ extension APIProtocol {
         headers: Operations.GetStatistics.Input.Headers = .init()
     ) async throws -> Operations.GetStatistics.Output {
         try await getStatistics(Operations.GetStatistics.Input(
+            query: query,
+            headers: headers
+        ))
+    }
+    /// The app's tags with their devices counted, in tag order, paged by cursor.
+    ///
+    /// Each tag that at least one device carries, with its active devices by environment and its invalid ones. The numbers are kept as devices change (registration, import, tag updates, APNs invalidations, deletion), not counted on each request, and are exact when answered.
+    ///
+    /// - Remark: HTTP `GET /v1/stats/tags`.
+    /// - Remark: Generated from `#/paths//v1/stats/tags/get(listTagStatistics)`.
+    public func listTagStatistics(
+        query: Operations.ListTagStatistics.Input.Query = .init(),
+        headers: Operations.ListTagStatistics.Input.Headers = .init()
+    ) async throws -> Operations.ListTagStatistics.Output {
+        try await listTagStatistics(Operations.ListTagStatistics.Input(
             query: query,
             headers: headers
         ))

@@ -76,6 +76,7 @@ enum ConsoleStyle {
         th, td { text-align: left; padding: 10px 8px; border-bottom: 1px solid var(--line); vertical-align: middle; }
         th { font-size: 12px; text-transform: uppercase; letter-spacing: .4px; color: var(--muted); }
         td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+        caption { caption-side: bottom; text-align: left; padding-top: 8px; font-size: 13px; }
         .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; }
         .state { display: inline-block; border-radius: 999px; padding: 2px 10px; font-size: 12px; font-weight: 600;
           background: #eef1f6; color: #394255; }

@@ -1,4 +1,5 @@
-/// The devices page: look a device up by alias, registration id, token prefix or tag.
+/// The devices page: look a device up by alias, registration id, token prefix or tag; the app's
+/// devices counted by tag and environment.
 extension ConsoleTemplates {
     static let devices = #"""
         {{<layout}}{{$content}}
@@ -13,7 +14,7 @@ extension ConsoleTemplates {
           </form>
           {{#searched}}
           {{#hasDevices}}
-          <table>
+          <table id="found">
             <thead><tr><th>Registration id</th><th>Token</th><th class="hide-narrow">Environment</th><th>Alias</th><th class="hide-narrow">Tags</th><th>Status</th><th class="hide-narrow">Updated (UTC)</th></tr></thead>
             <tbody>{{#devices}}<tr><td class="mono">{{registrationID}}</td><td class="mono">{{token}}…</td><td class="hide-narrow">{{environment}}</td><td>{{alias}}</td><td class="hide-narrow">{{tags}}</td>
               <td>{{#invalid}}<span class="state canceled">invalid{{#reason}}: {{reason}}{{/reason}}</span>{{/invalid}}{{^invalid}}<span class="state completed">active</span>{{/invalid}}</td><td class="hide-narrow">{{updatedAt}}</td></tr>{{/devices}}</tbody>
@@ -22,6 +23,22 @@ extension ConsoleTemplates {
           {{^hasDevices}}<p class="muted">No device matches.</p>{{/hasDevices}}
           {{#next}}<div class="pager"><a class="button secondary" href="{{next}}">More →</a></div>{{/next}}
           {{/searched}}
+        </div>
+        <div class="card">
+          <h2 id="tags">Devices by tag</h2>
+          <form class="row" method="get" action="/console/devices#tags" role="search">
+            <div class="field"><label for="tag_prefix">Tags starting with</label><input id="tag_prefix" name="tag_prefix" type="text" value="{{tagPrefix}}" spellcheck="false" placeholder="any"></div>
+            <div class="field"><label>&nbsp;</label><button class="secondary" type="submit">Show</button></div>
+          </form>
+          {{#hasCounts}}
+          <table id="tag-counts">
+            <caption class="muted">Counted as devices register, change and go — not recounted on each visit.</caption>
+            <thead><tr><th>Tag</th><th class="num">Active</th><th class="num hide-narrow">Production</th><th class="num hide-narrow">Sandbox</th><th class="num">Invalid</th></tr></thead>
+            <tbody>{{#counts}}<tr><td>{{#link}}<a href="{{link}}">{{label}}</a>{{/link}}{{^link}}<strong>{{label}}</strong>{{/link}}</td><td class="num">{{active}}</td><td class="num hide-narrow">{{production}}</td><td class="num hide-narrow">{{sandbox}}</td><td class="num">{{invalid}}</td></tr>{{/counts}}</tbody>
+          </table>
+          {{/hasCounts}}
+          {{#noTags}}<p class="muted">No device carries a tag{{#tagPrefix}} starting with “{{tagPrefix}}”{{/tagPrefix}}.</p>{{/noTags}}
+          {{#moreTags}}<div class="pager"><a class="button secondary" href="{{moreTags}}#tags">More tags →</a></div>{{/moreTags}}
         </div>
         {{/content}}{{/layout}}
         """#

@@ -46,6 +46,10 @@ public struct CenterSettings: Sendable {
     public var auditRetentionDays: Int
     /// How often the retention runs (`HERALD_CENTER_RETENTION_INTERVAL_MS`, ten minutes).
     public var retentionInterval: Duration
+    /// How often the device counts' changes are folded into the counts
+    /// (`HERALD_CENTER_DEVICE_COUNT_INTERVAL_MS`, two seconds; 0 turns folding off, and reads
+    /// then add up every change since the last fold).
+    public var deviceCountInterval: Duration
     /// The Prometheus endpoint (`HERALD_CENTER_METRICS_HOST`, `HERALD_CENTER_METRICS_PORT`; 0 turns it off).
     public var metricsHost: String
     public var metricsPort: Int
@@ -73,6 +77,7 @@ public struct CenterSettings: Sendable {
         let audit = max(0, config.int(forKey: "center.auditRetentionDays", default: 400))
         auditRetentionDays = audit == 0 ? 0 : max(30, audit)
         retentionInterval = config.milliseconds(forKey: "center.retentionIntervalMs", default: 600_000, minimum: 1000)
+        deviceCountInterval = config.milliseconds(forKey: "center.deviceCountIntervalMs", default: 2000)
         metricsHost = config.string(forKey: "center.metrics.host", default: "0.0.0.0")
         metricsPort = config.int(forKey: "center.metrics.port", default: 9466)
     }

@@ -14,9 +14,7 @@ public struct PushProgress: Sendable {
 
 /// An app's numbers: devices by status and environment, pushes by state, delivery totals.
 public struct AppStatistics: Sendable {
-    public var activeDevices: Int64 = 0
-    public var invalidDevices: Int64 = 0
-    public var activeDevicesByEnvironment: [String: Int64] = [:]
+    public var devices = DeviceGroupCounts()
     public var pushesByState: [String: Int64] = [:]
     public var delivery = PushCounters()
 }
@@ -111,18 +109,8 @@ extension PushRepository {
     /// The app's devices, pushes created since `since`, and their delivery totals.
     public func statistics(appID: UUID, since: Date) async throws -> AppStatistics {
         var statistics = AppStatistics()
-        let devices = try await client.boundedQuery(
-            """
-            SELECT status, environment, count(*) FROM devices WHERE app_id = \(appID) GROUP BY status, environment
-            """, logger: logger)
-        for try await (status, environment, count) in devices.decode((String, String, Int64).self) {
-            if status == "active" {
-                statistics.activeDevices += count
-                statistics.activeDevicesByEnvironment[environment, default: 0] += count
-            } else {
-                statistics.invalidDevices += count
-            }
-        }
+        // Kept counts (migration 0014), not count(*) over the app's devices.
+        statistics.devices = try await DeviceCountRepository(client: client, logger: logger).devices(appID: appID)
         let pushes = try await client.boundedQuery(
             """
             SELECT state, count(*) FROM pushes WHERE app_id = \(appID) AND created_at >= \(since) GROUP BY state
