@@ -234,14 +234,23 @@ final class APNsBatchRun: Sendable {
             finishUnsent(with: client.isStopped ? .clientStopped : .noConnection)
             return
         }
-        let pumpNow = state.withLock { state -> Bool in
+        enum Use { case keep, pump, giveBack }
+        let use = state.withLock { state -> Use in
             state.streamHandedOver()
+            // Stopped (the caller was cancelled) with nothing left to send: the stream goes back
+            // now, not on a later pump — the caller may already have every outcome and count
+            // the client's streams in flight.
+            if state.phase == .stopped || state.unsent == 0 { return .giveBack }
             state.handedOver.append(lease)
-            guard !state.pumpScheduled else { return false }
+            guard !state.pumpScheduled else { return .keep }
             state.pumpScheduled = true
-            return true
+            return .pump
         }
-        if pumpNow { schedulePump(on: lease.connection.eventLoop) }
+        switch use {
+        case .giveBack: client.release(lease, authenticated: false)
+        case .pump: schedulePump(on: lease.connection.eventLoop)
+        case .keep: break
+        }
     }
 
     /// Ends every notification not sent yet with `failure`.
