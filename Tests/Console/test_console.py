@@ -259,6 +259,9 @@ try:
     check(shown[0] + shown[3] == vip and shown[1] + shown[2] == shown[0],
           f"the devices page counts the vip devices: {shown[0]} active, {shown[3]} invalid, of {vip} imported")
     check(counts.get("All devices", [0])[0] >= shown[0], "and all devices above them")
+    alias = next(device["alias"] for device in imported if device.get("alias"))
+    driver.get(api + "/console/devices?by=alias&q=" + urllib.parse.quote(alias))
+    check(len(driver.find_elements(By.CSS_SELECTOR, "#found tbody tr")) > 0, f"a look-up by alias finds {alias}")
     screenshot(driver, "06b-devices")
     driver.get(api + "/console/stats?range=24h")
     bars = [float(bar.get_attribute("height")) for bar in driver.find_elements(By.CSS_SELECTOR, ".timeline rect.seg-accepted")]
