@@ -117,7 +117,7 @@ public struct DeviceCountRepository: Sendable {
         for try await (moved, _) in rows.decode((Int64, Int64).self) { folded = Int(moved) }
         if folded > 0 {
             // Tags no device carries any more: their rows would only be skipped by every read.
-            try await client.boundedQuery("DELETE FROM device_counts WHERE devices = 0", logger: logger)
+            _ = try await client.boundedQuery("DELETE FROM device_counts WHERE devices = 0", logger: logger)
         }
         return folded
     }
