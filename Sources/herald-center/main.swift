@@ -59,6 +59,10 @@ do {
                 auditRetention: .seconds(settings.auditRetentionDays * 86_400), interval: settings.retentionInterval,
                 metrics: metrics, logger: logger))
         services.append(
+            WebhookDispatcher(
+                center: settings.name, webhooks: WebhookRepository(client: database, logger: logger),
+                cipher: try configuration.security.cipher(), logger: logger))
+        services.append(
             DeviceCountFolder(
                 counts: DeviceCountRepository(client: database, logger: logger), interval: settings.deviceCountInterval,
                 metrics: metrics, logger: logger))

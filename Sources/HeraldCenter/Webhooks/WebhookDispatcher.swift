@@ -1,0 +1,165 @@
+import AsyncHTTPClient
+import Foundation
+import HeraldCore
+import HeraldStore
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// Delivers webhook events (docs/webhooks.md): claims due deliveries from PostgreSQL, POSTs each
+/// event signed with its endpoint's secret, and records what came of it — delivered, tried again
+/// later with back-off, or dead once the retry window is over. Each delivery has its own schedule,
+/// so an endpoint that hangs or fails holds back only its own deliveries (at most its
+/// `max_concurrency` at a time); several centers deliver side by side.
+public final class WebhookDispatcher: Service, Sendable {
+    public struct Settings: Sendable {
+        /// How often due deliveries are looked for when none were found.
+        public var pollInterval: Duration = .milliseconds(500)
+        /// Requests in flight in this center at most.
+        public var maxInFlight = 64
+        /// A request without an answer in this time failed.
+        public var requestTimeout: Duration = .seconds(10)
+        /// How long after its event a delivery is tried before it is dead.
+        public var retryWindow: Duration = .seconds(24 * 3600)
+        /// The first retry's delay; each next one doubles, up to `maximumRetryDelay`.
+        public var firstRetryDelay: Duration = .seconds(30)
+        public var maximumRetryDelay: Duration = .seconds(3600)
+
+        public init() {}
+    }
+
+    private let settings: Settings
+    private let center: String
+    private let webhooks: WebhookRepository
+    private let cipher: CredentialCipher?
+    private let http: HTTPClient
+    private let logger: Logger
+    private let inFlight = Atomic<Int>(0)
+
+    public init(
+        settings: Settings = Settings(), center: String, webhooks: WebhookRepository, cipher: CredentialCipher?,
+        logger: Logger
+    ) {
+        self.settings = settings
+        self.center = center
+        self.webhooks = webhooks
+        self.cipher = cipher
+        self.logger = logger
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        configuration.timeout = .init(
+            connect: .seconds(5), read: .seconds(Int64(settings.requestTimeout.wholeMilliseconds / 1000)))
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    public func run() async throws {
+        await withDiscardingTaskGroup { group in
+            while !Task.isShuttingDownGracefully && !Task.isCancelled {
+                let free = settings.maxInFlight - inFlight.load(ordering: .relaxed)
+                var claimed: [WebhookDelivery] = []
+                if free > 0 {
+                    do {
+                        claimed = try await webhooks.claimDue(
+                            limit: free, by: center, lease: settings.requestTimeout * 3)
+                    } catch {
+                        logger.warning(
+                            "cannot claim webhook deliveries; trying again",
+                            metadata: ["error": "\(HeraldDatabase.describe(error))"])
+                    }
+                }
+                for delivery in claimed {
+                    inFlight.add(1, ordering: .relaxed)
+                    group.addTask {
+                        defer { self.inFlight.subtract(1, ordering: .relaxed) }
+                        await self.deliver(delivery)
+                    }
+                }
+                if claimed.isEmpty { await sleepUntilGracefulShutdown(for: settings.pollInterval) }
+            }
+        }
+        try? await http.shutdown()
+    }
+
+    /// One attempt of one delivery, and its record.
+    func deliver(_ delivery: WebhookDelivery) async {
+        let body = Self.body(delivery)
+        let started = ContinuousClock.now
+        var status: Int?
+        var failure: String?
+        do {
+            let secrets = try delivery.secrets.map { secret -> [UInt8] in
+                guard let cipher else {
+                    throw WebhookError("no HERALD_MASTER_KEY: the endpoint's secret cannot be opened")
+                }
+                return try cipher.open(
+                    secret.sealed, keyID: secret.sealingKeyID,
+                    associatedData: WebhookSecret.associatedData(
+                        endpointID: delivery.endpointID, sealingKeyID: secret.sealingKeyID))
+            }
+            var request = HTTPClientRequest(url: delivery.url)
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.headers.add(name: "User-Agent", value: "Herald-Webhooks/1")
+            request.headers.add(name: "Herald-Event-Id", value: delivery.eventID.uuidString.lowercased())
+            request.headers.add(
+                name: WebhookSignature.headerName,
+                value: WebhookSignature.header(
+                    body: body, timestamp: Int64(Date().timeIntervalSince1970), secrets: secrets))
+            request.body = .bytes(ByteBuffer(bytes: body))
+            let response = try await http.execute(
+                request, timeout: .milliseconds(Int64(settings.requestTimeout.wholeMilliseconds)))
+            status = Int(response.status.code)
+            _ = try? await response.body.collect(upTo: 64 * 1024)
+        } catch {
+            failure = "\(error)"
+        }
+        let delivered = status.map { (200..<300).contains($0) } ?? false
+        let retryAt = delivered ? nil : retryTime(delivery)
+        if !delivered {
+            logger.info(
+                retryAt == nil
+                    ? "webhook delivery dead: retry window over" : "webhook delivery failed; tried again later",
+                metadata: [
+                    "endpoint": "\(delivery.endpointID)", "event": "\(delivery.eventID)",
+                    "status": "\(status.map(String.init) ?? "-")", "error": "\(failure ?? "-")",
+                ])
+        }
+        do {
+            try await webhooks.recordAttempt(
+                endpointID: delivery.endpointID, eventID: delivery.eventID, status: status, error: failure,
+                duration: ContinuousClock.now - started, delivered: delivered, retryAt: retryAt)
+        } catch {
+            // The lease runs out and the delivery is tried again: at least once.
+            logger.warning(
+                "cannot record a webhook attempt; the delivery will be tried again",
+                metadata: ["error": "\(HeraldDatabase.describe(error))"])
+        }
+    }
+
+    /// When to try again after `delivery.attempts + 1` attempts, or nil once past the window.
+    func retryTime(_ delivery: WebhookDelivery) -> Date? {
+        let doubling = min(Double(delivery.attempts), 20)
+        let delay =
+            min(
+                Double(settings.firstRetryDelay.wholeMilliseconds) * pow(2, doubling),
+                Double(settings.maximumRetryDelay.wholeMilliseconds)) / 1000 * Double.random(in: 0.8...1.2)
+        let at = Date().addingTimeInterval(delay)
+        let deadline = delivery.createdAt.addingTimeInterval(Double(settings.retryWindow.wholeMilliseconds) / 1000)
+        return at > deadline ? nil : at
+    }
+
+    /// The request body: the event with its id, type, app and time, and its data as stored.
+    static func body(_ delivery: WebhookDelivery) -> [UInt8] {
+        let created = ISO8601DateFormatter().string(from: delivery.createdAt)
+        return Array(
+            """
+            {"id":"\(delivery.eventID.uuidString.lowercased())","type":"\(delivery.type)",\
+            "app_id":"\(delivery.appID.uuidString.lowercased())","created_at":"\(created)","data":\(delivery.data)}
+            """.utf8)
+    }
+}
+
+struct WebhookError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

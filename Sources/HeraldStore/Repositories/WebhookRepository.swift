@@ -1,0 +1,169 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// An app's webhook endpoint; its secrets stay sealed here (``WebhookSecret``).
+public struct WebhookEndpointRecord: Sendable, Equatable {
+    public var id: UUID
+    public var appID: UUID
+    public var url: String
+    public var description: String?
+    public var eventTypes: [String]
+    public var maxConcurrency: Int
+    public var enabled: Bool
+    public var createdAt: Date
+}
+
+/// A signing secret as stored: sealed under the master key whose id it names.
+public struct WebhookSecret: Sendable, Equatable {
+    public var sealed: [UInt8]
+    public var sealingKeyID: String
+
+    public init(sealed: [UInt8], sealingKeyID: String) {
+        self.sealed = sealed
+        self.sealingKeyID = sealingKeyID
+    }
+
+    /// What the sealing authenticates: the endpoint, and which of its secrets.
+    public static func associatedData(endpointID: UUID, sealingKeyID: String) -> [UInt8] {
+        Array("webhook/\(endpointID.uuidString.lowercased())/\(sealingKeyID)".utf8)
+    }
+}
+
+/// A delivery claimed for sending: the event, the endpoint, its secrets and the attempts so far.
+public struct WebhookDelivery: Sendable {
+    public var endpointID: UUID
+    public var url: String
+    public var maxConcurrency: Int
+    public var secrets: [WebhookSecret]
+    public var eventID: UUID
+    public var appID: UUID
+    public var type: String
+    /// The event's data, as JSON text.
+    public var data: String
+    public var createdAt: Date
+    /// Attempts before this one.
+    public var attempts: Int
+}
+
+/// Webhook endpoints, events and their deliveries (migration 0015; docs/webhooks.md).
+public struct WebhookRepository: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    static let endpointColumns = "id, app_id, url, description, event_types, max_concurrency, enabled, created_at"
+
+    /// Registers an endpoint with its sealed secret.
+    public func createEndpoint(
+        id: UUID, appID: UUID, url: String, description: String?, eventTypes: [String], maxConcurrency: Int,
+        secret: WebhookSecret
+    ) async throws -> WebhookEndpointRecord {
+        let rows = try await client.boundedQuery(
+            """
+            INSERT INTO webhook_endpoints (id, app_id, url, description, event_types, max_concurrency, secret_sealed, sealing_key_id)
+            VALUES (\(id), \(appID), \(url), \(description), \(eventTypes), \(Int32(maxConcurrency)), \(secret.sealed.bytea), \(secret.sealingKeyID))
+            RETURNING \(unescaped: Self.endpointColumns)
+            """, logger: logger)
+        guard let endpoint = try await Self.endpoints(from: rows).first else {
+            throw StoreError(message: "creating a webhook endpoint returned no row")
+        }
+        return endpoint
+    }
+
+    /// The app's endpoints, oldest first.
+    public func endpoints(appID: UUID) async throws -> [WebhookEndpointRecord] {
+        let rows = try await client.boundedQuery(
+            """
+            SELECT \(unescaped: Self.endpointColumns) FROM webhook_endpoints WHERE app_id = \(appID) ORDER BY created_at, id
+            """, logger: logger)
+        return try await Self.endpoints(from: rows)
+    }
+
+    /// Claims up to `limit` deliveries that are due, for `lease`, leaving out endpoints that
+    /// already have `max_concurrency` deliveries leased (by any center).
+    public func claimDue(limit: Int, by center: String, lease: Duration) async throws -> [WebhookDelivery] {
+        let rows = try await client.boundedQuery(
+            """
+            WITH due AS (
+                SELECT d.endpoint_id, d.event_id FROM webhook_deliveries d
+                JOIN webhook_endpoints w ON w.id = d.endpoint_id
+                WHERE d.state = 'pending' AND d.next_attempt_at <= now()
+                  AND (d.leased_until IS NULL OR d.leased_until < now()) AND w.enabled
+                  AND (SELECT count(*) FROM webhook_deliveries l
+                       WHERE l.endpoint_id = d.endpoint_id AND l.state = 'pending' AND l.leased_until >= now())
+                      < w.max_concurrency
+                ORDER BY d.next_attempt_at LIMIT \(limit)
+                FOR UPDATE OF d SKIP LOCKED
+            )
+            UPDATE webhook_deliveries d
+            SET leased_until = now() + \(lease.wholeMilliseconds) * interval '1 millisecond', leased_by = \(center)
+            FROM due, webhook_endpoints w, webhook_events e
+            WHERE d.endpoint_id = due.endpoint_id AND d.event_id = due.event_id
+              AND w.id = d.endpoint_id AND e.id = d.event_id
+            RETURNING d.endpoint_id, w.url, w.max_concurrency, w.secret_sealed, w.sealing_key_id,
+                      CASE WHEN w.previous_secret_until > now() THEN w.previous_secret_sealed END,
+                      CASE WHEN w.previous_secret_until > now() THEN w.previous_sealing_key_id END,
+                      e.id, e.app_id, e.type, e.data::text, e.created_at, d.attempts
+            """, logger: logger)
+        var deliveries: [WebhookDelivery] = []
+        for try await row in rows {
+            let cells = row.makeRandomAccess()
+            var secrets = [
+                WebhookSecret(
+                    sealed: try cells[3].decode(ByteBuffer.self).bytes, sealingKeyID: try cells[4].decode(String.self))
+            ]
+            if let previous = try cells[5].decode(ByteBuffer?.self), let key = try cells[6].decode(String?.self) {
+                secrets.append(WebhookSecret(sealed: previous.bytes, sealingKeyID: key))
+            }
+            deliveries.append(
+                WebhookDelivery(
+                    endpointID: try cells[0].decode(UUID.self), url: try cells[1].decode(String.self),
+                    maxConcurrency: Int(try cells[2].decode(Int32.self)), secrets: secrets,
+                    eventID: try cells[7].decode(UUID.self), appID: try cells[8].decode(UUID.self),
+                    type: try cells[9].decode(String.self), data: try cells[10].decode(String.self),
+                    createdAt: try cells[11].decode(Date.self), attempts: Int(try cells[12].decode(Int32.self))))
+        }
+        return deliveries
+    }
+
+    /// What became of one attempt: recorded, and the delivery delivered, scheduled again at
+    /// `retryAt`, or dead (`retryAt` nil and not delivered).
+    public func recordAttempt(
+        endpointID: UUID, eventID: UUID, status: Int?, error: String?, duration: Duration, delivered: Bool,
+        retryAt: Date?
+    ) async throws {
+        let state = delivered ? "delivered" : (retryAt == nil ? "dead" : "pending")
+        try await client.boundedQuery(
+            """
+            WITH attempt AS (
+                INSERT INTO webhook_attempts (endpoint_id, event_id, status, error, duration_ms)
+                VALUES (\(endpointID), \(eventID), \(status.map { Int16(clamping: $0) }), \(error),
+                        \(Int32(clamping: duration.wholeMilliseconds)))
+            )
+            UPDATE webhook_deliveries SET attempts = attempts + 1, state = \(state), leased_until = NULL, leased_by = NULL,
+                next_attempt_at = COALESCE(\(retryAt), next_attempt_at),
+                finished_at = CASE WHEN \(state) = 'pending' THEN NULL ELSE now() END
+            WHERE endpoint_id = \(endpointID) AND event_id = \(eventID)
+            """, logger: logger)
+    }
+
+    static func endpoints(from rows: PostgresRowSequence) async throws -> [WebhookEndpointRecord] {
+        var endpoints: [WebhookEndpointRecord] = []
+        for try await row in rows {
+            let cells = row.makeRandomAccess()
+            endpoints.append(
+                WebhookEndpointRecord(
+                    id: try cells[0].decode(UUID.self), appID: try cells[1].decode(UUID.self),
+                    url: try cells[2].decode(String.self), description: try cells[3].decode(String?.self),
+                    eventTypes: try cells[4].decode([String].self),
+                    maxConcurrency: Int(try cells[5].decode(Int32.self)), enabled: try cells[6].decode(Bool.self),
+                    createdAt: try cells[7].decode(Date.self)))
+        }
+        return endpoints
+    }
+}
