@@ -7,7 +7,8 @@
 #
 #   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast sender-kill center-kill
 #                                                   #        postgres-outage broker-restart apns-outage
-#                                                   #        device-counts metrics prometheus dashboard console
+#                                                   #        device-counts webhooks metrics prometheus
+#                                                   #        dashboard console
 #                                                   #        secrets (last: reads every log)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,7 @@ herald=$bin/herald
 export HERALD_DEV_DIR=$(pwd)/.local/e2e
 devices=${E2E_DEVICES:-100000}
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage device-counts metrics prometheus dashboard console secrets)
+[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage device-counts webhooks metrics prometheus dashboard console secrets)
 
 # The stack's settings for these tests: a notification is tried up to 20 times with back-off
 # capped at 5 s (a 30 s APNs outage outlasts the default 8 attempts' back-off). `herald dev up`
@@ -228,6 +229,88 @@ PY
     sleep 1
   done
   if [ "$folded" -gt 0 ]; then log "✔ the centers folded $folded changes of the device counts"; else fail "no center folded the device counts' changes within 30 s"; fi
+}
+
+# Outcome webhooks through the real herald-center: a receiver on loopback that refuses the first
+# request gets the push.completed event of a tag push (after a retry) and a test event, each
+# signed with the endpoint's secret; the attempts list shows the refusal.
+test_webhooks() {
+  reset_sim
+  local dir=$HERALD_DEV_DIR/webhooks report
+  mkdir -p "$dir"
+  python3 - "$dir" <<'PY' &
+import http.server, json, os, sys
+directory = sys.argv[1]
+class Receiver(http.server.BaseHTTPRequestHandler):
+    count = 0
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        Receiver.count += 1
+        status = 500 if Receiver.count == 1 else 200
+        with open(os.path.join(directory, "received.ndjson"), "a") as out:
+            out.write(json.dumps({"status": status, "signature": self.headers.get("Herald-Signature", ""),
+                                  "body": body.decode()}) + "\n")
+        self.send_response(status); self.end_headers()
+    def log_message(self, *args): pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Receiver)
+open(os.path.join(directory, "port"), "w").write(str(server.server_port))
+server.serve_forever()
+PY
+  local receiver=$!
+  local start=$SECONDS
+  while [ ! -s "$dir/port" ] && [ $((SECONDS - start)) -lt 10 ]; do sleep 0.1; done
+  if report=$(python3 - "$herald" "$dir" "$(cat "$dir/port")" <<'PY'
+import hashlib, hmac, json, os, subprocess, sys, time, urllib.request
+herald, directory, port = sys.argv[1], sys.argv[2], sys.argv[3]
+config = json.load(open(os.environ["HERALD_CLI_CONFIG"]))
+api, app, admin = os.environ["HERALD_API_URL"], config["app_id"], os.environ["HERALD_ADMIN_TOKEN"]
+def call(method, path, body=None):
+    request = urllib.request.Request(api + path, method=method, data=json.dumps(body).encode() if body else None,
+                                     headers={"Authorization": f"Bearer {admin}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        text = answer.read()
+        return json.loads(text) if text else None
+created = call("POST", f"/v1/apps/{app}/webhooks",
+               {"url": f"http://127.0.0.1:{port}/herald", "event_types": ["push.completed"], "description": "e2e"})
+secret, webhook = created["secret"], created["webhook"]["id"]
+if any("secret" in entry for entry in call("GET", f"/v1/apps/{app}/webhooks")["webhooks"]):
+    sys.exit("the list shows a secret")
+push = subprocess.run([herald, "push", "--tag", "vip", "--body", "webhooks", "--quiet"], check=True,
+                      capture_output=True, text=True).stdout.strip()
+test = call("POST", f"/v1/apps/{app}/webhooks/{webhook}/test")["event_id"]
+def received():
+    path = os.path.join(directory, "received.ndjson")
+    return [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+deadline = time.time() + 180
+while time.time() < deadline:
+    delivered = [entry for entry in received() if entry["status"] == 200]
+    events = [json.loads(entry["body"]) for entry in delivered]
+    if any(event["type"] == "push.completed" and event["data"]["push_id"] == push for event in events) \
+            and any(event["id"] == test for event in events):
+        break
+    time.sleep(1)
+else:
+    sys.exit(f"not delivered within 180 s: {received()}")
+for entry in delivered:
+    fields = dict(part.split("=", 1) for part in entry["signature"].split(","))
+    expected = hmac.new(secret.encode(), f"{fields['t']}.{entry['body']}".encode(), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected, fields["v1"]):
+        sys.exit(f"a bad signature: {entry['signature']}")
+completed = next(event for event in events if event["type"] == "push.completed")
+attempts = call("GET", f"/v1/apps/{app}/webhooks/{webhook}/attempts")["attempts"]
+if not any(attempt.get("status") == 500 for attempt in attempts):
+    sys.exit(f"the refused attempt is not listed: {attempts}")
+call("DELETE", f"/v1/apps/{app}/webhooks/{webhook}")
+counters = completed["data"]["counters"]
+print(f"push.completed ({counters['accepted']} accepted of {counters['targeted']}) and webhook.test delivered, "
+      f"{len(attempts)} attempts listed (one refused), signatures verified")
+PY
+  ); then
+    log "✔ webhooks: $report"
+  else
+    fail "webhooks: $report"
+  fi
+  kill "$receiver" 2>/dev/null; wait "$receiver" 2>/dev/null
 }
 
 # Every process's /metrics passes promtool's lint (names, units, types, help), and the whole

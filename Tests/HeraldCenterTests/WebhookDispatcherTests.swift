@@ -5,6 +5,7 @@ import HeraldCore
 import HeraldStore
 import Hummingbird
 import Logging
+import PostgresNIO
 import ServiceLifecycle
 import StoreTestSupport
 import Synchronization
@@ -103,7 +104,7 @@ struct WebhookDispatcherTests {
             let secret = Array("whsec-test-secret-0123456789".utf8)
             _ = try await endpoint(env, path: "ok", port: port, secret: secret, cipher: cipher)
             _ = try await endpoint(env, path: "flaky", port: port, secret: secret, cipher: cipher)
-            _ = try await endpoint(env, path: "hang", port: port, secret: secret, cipher: cipher)
+            let hang = try await endpoint(env, path: "hang", port: port, secret: secret, cipher: cipher)
             _ = try await endpoint(
                 env, path: "ok", port: port, secret: secret, cipher: cipher, types: ["device.invalidated"])
 
@@ -152,6 +153,31 @@ struct WebhookDispatcherTests {
                 #expect(pushes.map { $0.uuidString.lowercased() }.contains(data["push_id"] as? String ?? ""))
                 #expect((data["counters"] as? [String: Any])?["accepted"] as? Int == 2)
             }
+
+            // Retention: old attempts go; an old event stays while a delivery of it is pending
+            // (/hang's), and goes once none is.
+            secondRun.cancel()
+            _ = try? await secondRun.value
+            let webhooks = WebhookRepository(client: env.database, logger: env.logger)
+            try await env.database.query(
+                "UPDATE webhook_attempts SET attempted_at = now() - interval '8 days'", logger: env.logger)
+            try await env.database.query(
+                "UPDATE webhook_events SET created_at = now() - interval '31 days'", logger: env.logger)
+            func count(_ table: String) async throws -> Int64 {
+                let rows = try await env.database.query(
+                    PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table)"), logger: env.logger)
+                for try await count in rows.decode(Int64.self) { return count }
+                return -1
+            }
+            let week = Duration.seconds(7 * 86_400)
+            let month = Duration.seconds(30 * 86_400)
+            try await webhooks.purge(attemptsOlderThan: week, eventsOlderThan: month, limit: 1000)
+            #expect(try await count("webhook_attempts") == 0)
+            #expect(try await count("webhook_events") == 2, "pending at /hang")
+            #expect(try await webhooks.deleteEndpoint(id: hang, appID: env.app.id))
+            try await webhooks.purge(attemptsOlderThan: week, eventsOlderThan: month, limit: 1000)
+            #expect(try await count("webhook_events") == 0)
+            #expect(try await count("webhook_deliveries") == 0)
         }
     }
 }

@@ -94,6 +94,8 @@ class World:
         self.spare_key = api.ok("POST", f"/v1/apps/{self.app}/keys", admin, {"kind": "server"})["id"]
         api.ok("PUT", f"/v1/apps/{self.app}/credentials/sandbox", admin,
                {"kind": "token", "key_id": "MATRIX0001", "team_id": "TEAM000001", "private_key": p8})
+        self.webhook = api.ok("POST", f"/v1/apps/{self.app}/webhooks", admin,
+                              {"url": "https://hooks.example.com/herald", "event_types": ["push.completed"]})["webhook"]["id"]
         self.token = random_token()
         device = api.ok("POST", "/v1/devices", self.keys["server"],
                         {"token": self.token, "environment": "sandbox", "tags": ["news"]})
@@ -140,6 +142,12 @@ def request_for(operation, world):
         "deleteCredential": ("DELETE", f"/v1/apps/{app}/credentials/sandbox", None),
         "rotateIdentitySecret": ("POST", f"/v1/apps/{app}/identity-secret", {}),
         "listAuditEvents": ("GET", f"/v1/apps/{app}/audit-events", None),
+        "createWebhook": ("POST", f"/v1/apps/{app}/webhooks",
+                          {"url": "https://hooks.example.com/other", "event_types": ["push.canceled"]}),
+        "listWebhooks": ("GET", f"/v1/apps/{app}/webhooks", None),
+        "deleteWebhook": ("DELETE", f"/v1/apps/{app}/webhooks/{world.webhook}", None),
+        "sendTestWebhook": ("POST", f"/v1/apps/{app}/webhooks/{world.webhook}/test", None),
+        "listWebhookAttempts": ("GET", f"/v1/apps/{app}/webhooks/{world.webhook}/attempts", None),
         "registerDevice": ("POST", "/v1/devices", {"token": random_token(), "environment": "sandbox"}),
         "listDevices": ("GET", "/v1/devices", None),
         "importDevices": ("POST", "/v1/devices/import",

@@ -59,7 +59,8 @@ enum Permission: Equatable {
         case "getHealth", "getReadiness", "getMetrics": .open
         case "createApp", "listApps": .globalAdmin
         case "getApp", "updateApp", "deleteApp", "listKeys", "createKey", "revokeKey", "rotateKey", "listCredentials",
-            "putCredential", "deleteCredential", "rotateIdentitySecret", "listAuditEvents":
+            "putCredential", "deleteCredential", "rotateIdentitySecret", "listAuditEvents", "createWebhook",
+            "listWebhooks", "deleteWebhook", "sendTestWebhook", "listWebhookAttempts":
             .appAdmin
         case "registerDevice", "updateDeviceByToken", "deleteDeviceByToken", "updateDevice":
             .serverOrClient(.devicesWrite)

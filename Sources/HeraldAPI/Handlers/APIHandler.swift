@@ -19,6 +19,8 @@ struct APIHandler: APIProtocol {
     let identitySecrets: IdentitySecretRepository
     /// The append-only audit log.
     let audit: AuditRepository
+    /// Webhook endpoints, their events and deliveries.
+    let webhooks: WebhookRepository
     let devices: DeviceRepository
     /// Devices counted by environment, status and tag, kept as they change.
     let deviceCounts: DeviceCountRepository

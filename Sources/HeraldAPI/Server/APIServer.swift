@@ -48,6 +48,7 @@ public struct APIServer: Service {
             credentials: CredentialRepository(client: database, logger: logger),
             identitySecrets: IdentitySecretRepository(client: database, logger: logger),
             audit: AuditRepository(client: database, logger: logger),
+            webhooks: WebhookRepository(client: database, logger: logger),
             devices: DeviceRepository(client: database, logger: logger),
             deviceCounts: DeviceCountRepository(client: database, logger: logger),
             imports: DeviceImports(

@@ -2512,6 +2512,255 @@ extension Components {
                 case timeline
             }
         }
+        /// - Remark: Generated from `#/components/schemas/WebhookEventType`.
+        @frozen public enum WebhookEventType: String, Codable, Hashable, Sendable, CaseIterable {
+            case push_completed = "push.completed"
+            case push_canceled = "push.canceled"
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookCreate`.
+        public struct WebhookCreate: Codable, Hashable, Sendable {
+            /// https://…, or http:// on a loopback address.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookCreate/url`.
+            public var url: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookCreate/event_types`.
+            public var eventTypes: [Components.Schemas.WebhookEventType]
+            /// - Remark: Generated from `#/components/schemas/WebhookCreate/description`.
+            public var description: Swift.String?
+            /// Requests in flight to it at most (default 4).
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookCreate/max_concurrency`.
+            public var maxConcurrency: Swift.Int?
+            /// Creates a new `WebhookCreate`.
+            ///
+            /// - Parameters:
+            ///   - url: https://…, or http:// on a loopback address.
+            ///   - eventTypes:
+            ///   - description:
+            ///   - maxConcurrency: Requests in flight to it at most (default 4).
+            public init(
+                url: Swift.String,
+                eventTypes: [Components.Schemas.WebhookEventType],
+                description: Swift.String? = nil,
+                maxConcurrency: Swift.Int? = nil
+            ) {
+                self.url = url
+                self.eventTypes = eventTypes
+                self.description = description
+                self.maxConcurrency = maxConcurrency
+            }
+            public enum CodingKeys: String, CodingKey {
+                case url
+                case eventTypes = "event_types"
+                case description
+                case maxConcurrency = "max_concurrency"
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.url = try container.decode(
+                    Swift.String.self,
+                    forKey: .url
+                )
+                self.eventTypes = try container.decode(
+                    [Components.Schemas.WebhookEventType].self,
+                    forKey: .eventTypes
+                )
+                self.description = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .description
+                )
+                self.maxConcurrency = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .maxConcurrency
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "url",
+                    "event_types",
+                    "description",
+                    "max_concurrency"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Webhook`.
+        public struct Webhook: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Webhook/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Webhook/url`.
+            public var url: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Webhook/event_types`.
+            public var eventTypes: [Components.Schemas.WebhookEventType]
+            /// - Remark: Generated from `#/components/schemas/Webhook/description`.
+            public var description: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Webhook/max_concurrency`.
+            public var maxConcurrency: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Webhook/enabled`.
+            public var enabled: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/Webhook/created_at`.
+            public var createdAt: Foundation.Date
+            /// Creates a new `Webhook`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - url:
+            ///   - eventTypes:
+            ///   - description:
+            ///   - maxConcurrency:
+            ///   - enabled:
+            ///   - createdAt:
+            public init(
+                id: Swift.String,
+                url: Swift.String,
+                eventTypes: [Components.Schemas.WebhookEventType],
+                description: Swift.String? = nil,
+                maxConcurrency: Swift.Int,
+                enabled: Swift.Bool,
+                createdAt: Foundation.Date
+            ) {
+                self.id = id
+                self.url = url
+                self.eventTypes = eventTypes
+                self.description = description
+                self.maxConcurrency = maxConcurrency
+                self.enabled = enabled
+                self.createdAt = createdAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case url
+                case eventTypes = "event_types"
+                case description
+                case maxConcurrency = "max_concurrency"
+                case enabled
+                case createdAt = "created_at"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookCreated`.
+        public struct WebhookCreated: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookCreated/webhook`.
+            public var webhook: Components.Schemas.Webhook
+            /// The signing secret. Shown here only.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookCreated/secret`.
+            public var secret: Swift.String
+            /// Creates a new `WebhookCreated`.
+            ///
+            /// - Parameters:
+            ///   - webhook:
+            ///   - secret: The signing secret. Shown here only.
+            public init(
+                webhook: Components.Schemas.Webhook,
+                secret: Swift.String
+            ) {
+                self.webhook = webhook
+                self.secret = secret
+            }
+            public enum CodingKeys: String, CodingKey {
+                case webhook
+                case secret
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookList`.
+        public struct WebhookList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookList/webhooks`.
+            public var webhooks: [Components.Schemas.Webhook]
+            /// Creates a new `WebhookList`.
+            ///
+            /// - Parameters:
+            ///   - webhooks:
+            public init(webhooks: [Components.Schemas.Webhook]) {
+                self.webhooks = webhooks
+            }
+            public enum CodingKeys: String, CodingKey {
+                case webhooks
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookTestQueued`.
+        public struct WebhookTestQueued: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookTestQueued/event_id`.
+            public var eventId: Swift.String
+            /// Creates a new `WebhookTestQueued`.
+            ///
+            /// - Parameters:
+            ///   - eventId:
+            public init(eventId: Swift.String) {
+                self.eventId = eventId
+            }
+            public enum CodingKeys: String, CodingKey {
+                case eventId = "event_id"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookAttempt`.
+        public struct WebhookAttempt: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookAttempt/id`.
+            public var id: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/WebhookAttempt/event_id`.
+            public var eventId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookAttempt/attempted_at`.
+            public var attemptedAt: Foundation.Date
+            /// The HTTP status; absent when none came (see error).
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookAttempt/status`.
+            public var status: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/WebhookAttempt/error`.
+            public var error: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/WebhookAttempt/duration_ms`.
+            public var durationMs: Swift.Int
+            /// Creates a new `WebhookAttempt`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - eventId:
+            ///   - attemptedAt:
+            ///   - status: The HTTP status; absent when none came (see error).
+            ///   - error:
+            ///   - durationMs:
+            public init(
+                id: Swift.Int64,
+                eventId: Swift.String,
+                attemptedAt: Foundation.Date,
+                status: Swift.Int? = nil,
+                error: Swift.String? = nil,
+                durationMs: Swift.Int
+            ) {
+                self.id = id
+                self.eventId = eventId
+                self.attemptedAt = attemptedAt
+                self.status = status
+                self.error = error
+                self.durationMs = durationMs
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case eventId = "event_id"
+                case attemptedAt = "attempted_at"
+                case status
+                case error
+                case durationMs = "duration_ms"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookAttemptList`.
+        public struct WebhookAttemptList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookAttemptList/attempts`.
+            public var attempts: [Components.Schemas.WebhookAttempt]
+            /// - Remark: Generated from `#/components/schemas/WebhookAttemptList/next_cursor`.
+            public var nextCursor: Swift.Int64?
+            /// Creates a new `WebhookAttemptList`.
+            ///
+            /// - Parameters:
+            ///   - attempts:
+            ///   - nextCursor:
+            public init(
+                attempts: [Components.Schemas.WebhookAttempt],
+                nextCursor: Swift.Int64? = nil
+            ) {
+                self.attempts = attempts
+                self.nextCursor = nextCursor
+            }
+            public enum CodingKeys: String, CodingKey {
+                case attempts
+                case nextCursor = "next_cursor"
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/DeviceCounts`.
         public struct DeviceCounts: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/DeviceCounts/active`.

@@ -111,6 +111,38 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/apps/{appId}/identity-secret`.
     /// - Remark: Generated from `#/paths//v1/apps/{appId}/identity-secret/post(rotateIdentitySecret)`.
     func rotateIdentitySecret(_ input: Operations.RotateIdentitySecret.Input) async throws -> Operations.RotateIdentitySecret.Output
+    /// The app's webhook endpoints (the admin token or the app's admin key).
+    ///
+    /// - Remark: HTTP `GET /v1/apps/{appId}/webhooks`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/get(listWebhooks)`.
+    func listWebhooks(_ input: Operations.ListWebhooks.Input) async throws -> Operations.ListWebhooks.Output
+    /// Register an endpoint for the app's events (the admin token or the app's admin key).
+    ///
+    /// Herald POSTs each event of the types given to `url`, signed in the `Herald-Signature`
+    /// header (`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the secret>`), and
+    /// tries again with back-off for 24 hours while the endpoint does not answer 2xx
+    /// (docs/webhooks.md). The secret is in this answer only; Herald keeps it sealed under the
+    /// master key. `url` is https, or http on a loopback address.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/apps/{appId}/webhooks`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/post(createWebhook)`.
+    func createWebhook(_ input: Operations.CreateWebhook.Input) async throws -> Operations.CreateWebhook.Output
+    /// Remove an endpoint; its pending deliveries go with it.
+    ///
+    /// - Remark: HTTP `DELETE /v1/apps/{appId}/webhooks/{webhookId}`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/delete(deleteWebhook)`.
+    func deleteWebhook(_ input: Operations.DeleteWebhook.Input) async throws -> Operations.DeleteWebhook.Output
+    /// Queue a `webhook.test` event for this endpoint alone, delivered like any other.
+    ///
+    /// - Remark: HTTP `POST /v1/apps/{appId}/webhooks/{webhookId}/test`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/test/post(sendTestWebhook)`.
+    func sendTestWebhook(_ input: Operations.SendTestWebhook.Input) async throws -> Operations.SendTestWebhook.Output
+    /// The endpoint's delivery attempts, newest first.
+    ///
+    /// - Remark: HTTP `GET /v1/apps/{appId}/webhooks/{webhookId}/attempts`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/attempts/get(listWebhookAttempts)`.
+    func listWebhookAttempts(_ input: Operations.ListWebhookAttempts.Input) async throws -> Operations.ListWebhookAttempts.Output
     /// The app's audit log, oldest first (the admin token or the app's admin key).
     ///
     /// Append-only: app, key, credential and identity-secret changes, and every push created,
@@ -485,6 +517,82 @@ extension APIProtocol {
             path: path,
             headers: headers,
             body: body
+        ))
+    }
+    /// The app's webhook endpoints (the admin token or the app's admin key).
+    ///
+    /// - Remark: HTTP `GET /v1/apps/{appId}/webhooks`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/get(listWebhooks)`.
+    public func listWebhooks(
+        path: Operations.ListWebhooks.Input.Path,
+        headers: Operations.ListWebhooks.Input.Headers = .init()
+    ) async throws -> Operations.ListWebhooks.Output {
+        try await listWebhooks(Operations.ListWebhooks.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Register an endpoint for the app's events (the admin token or the app's admin key).
+    ///
+    /// Herald POSTs each event of the types given to `url`, signed in the `Herald-Signature`
+    /// header (`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the secret>`), and
+    /// tries again with back-off for 24 hours while the endpoint does not answer 2xx
+    /// (docs/webhooks.md). The secret is in this answer only; Herald keeps it sealed under the
+    /// master key. `url` is https, or http on a loopback address.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/apps/{appId}/webhooks`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/post(createWebhook)`.
+    public func createWebhook(
+        path: Operations.CreateWebhook.Input.Path,
+        headers: Operations.CreateWebhook.Input.Headers = .init(),
+        body: Operations.CreateWebhook.Input.Body
+    ) async throws -> Operations.CreateWebhook.Output {
+        try await createWebhook(Operations.CreateWebhook.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Remove an endpoint; its pending deliveries go with it.
+    ///
+    /// - Remark: HTTP `DELETE /v1/apps/{appId}/webhooks/{webhookId}`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/delete(deleteWebhook)`.
+    public func deleteWebhook(
+        path: Operations.DeleteWebhook.Input.Path,
+        headers: Operations.DeleteWebhook.Input.Headers = .init()
+    ) async throws -> Operations.DeleteWebhook.Output {
+        try await deleteWebhook(Operations.DeleteWebhook.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Queue a `webhook.test` event for this endpoint alone, delivered like any other.
+    ///
+    /// - Remark: HTTP `POST /v1/apps/{appId}/webhooks/{webhookId}/test`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/test/post(sendTestWebhook)`.
+    public func sendTestWebhook(
+        path: Operations.SendTestWebhook.Input.Path,
+        headers: Operations.SendTestWebhook.Input.Headers = .init()
+    ) async throws -> Operations.SendTestWebhook.Output {
+        try await sendTestWebhook(Operations.SendTestWebhook.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// The endpoint's delivery attempts, newest first.
+    ///
+    /// - Remark: HTTP `GET /v1/apps/{appId}/webhooks/{webhookId}/attempts`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/attempts/get(listWebhookAttempts)`.
+    public func listWebhookAttempts(
+        path: Operations.ListWebhookAttempts.Input.Path,
+        query: Operations.ListWebhookAttempts.Input.Query = .init(),
+        headers: Operations.ListWebhookAttempts.Input.Headers = .init()
+    ) async throws -> Operations.ListWebhookAttempts.Output {
+        try await listWebhookAttempts(Operations.ListWebhookAttempts.Input(
+            path: path,
+            query: query,
+            headers: headers
         ))
     }
     /// The app's audit log, oldest first (the admin token or the app's admin key).

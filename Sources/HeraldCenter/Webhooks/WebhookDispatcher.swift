@@ -25,6 +25,9 @@ public final class WebhookDispatcher: Service, Sendable {
         /// The first retry's delay; each next one doubles, up to `maximumRetryDelay`.
         public var firstRetryDelay: Duration = .seconds(30)
         public var maximumRetryDelay: Duration = .seconds(3600)
+        /// Attempts are kept this long; events (with their deliveries) once none is pending.
+        public var attemptRetention: Duration = .seconds(7 * 86_400)
+        public var eventRetention: Duration = .seconds(30 * 86_400)
 
         public init() {}
     }
@@ -54,7 +57,12 @@ public final class WebhookDispatcher: Service, Sendable {
 
     public func run() async throws {
         await withDiscardingTaskGroup { group in
+            var lastPurge = ContinuousClock.now - .seconds(3600)
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
+                if ContinuousClock.now - lastPurge >= .seconds(3600) {
+                    lastPurge = .now
+                    await purge()
+                }
                 let free = settings.maxInFlight - inFlight.load(ordering: .relaxed)
                 var claimed: [WebhookDelivery] = []
                 if free > 0 {
@@ -78,6 +86,22 @@ public final class WebhookDispatcher: Service, Sendable {
             }
         }
         try? await http.shutdown()
+    }
+
+    /// Old attempts and finished events go (10,000 rows a statement, up to 100 statements an hour).
+    func purge() async {
+        do {
+            for _ in 0..<100 {
+                let purged = try await webhooks.purge(
+                    attemptsOlderThan: settings.attemptRetention, eventsOlderThan: settings.eventRetention,
+                    limit: 10_000)
+                if purged < 10_000 || Task.isShuttingDownGracefully { break }
+            }
+        } catch {
+            logger.warning(
+                "cannot delete old webhook attempts and events; trying again in an hour",
+                metadata: ["error": "\(HeraldDatabase.describe(error))"])
+        }
     }
 
     /// One attempt of one delivery, and its record.

@@ -84,6 +84,79 @@ public struct WebhookRepository: Sendable {
         return try await Self.endpoints(from: rows)
     }
 
+    /// How many endpoints the app has.
+    public func endpointCount(appID: UUID) async throws -> Int {
+        let rows = try await client.boundedQuery(
+            "SELECT count(*) FROM webhook_endpoints WHERE app_id = \(appID)", logger: logger)
+        for try await count in rows.decode(Int64.self) { return Int(count) }
+        return 0
+    }
+
+    /// Deletes the app's endpoint `id` with its deliveries and attempts. Returns whether it existed.
+    public func deleteEndpoint(id: UUID, appID: UUID) async throws -> Bool {
+        let rows = try await client.boundedQuery(
+            "DELETE FROM webhook_endpoints WHERE id = \(id) AND app_id = \(appID) RETURNING id", logger: logger)
+        for try await _ in rows.decode(UUID.self) { return true }
+        return false
+    }
+
+    /// Queues a `webhook.test` event for the app's endpoint `id` alone. Returns the event's id,
+    /// or nil when the app has no such endpoint.
+    public func queueTest(endpointID: UUID, appID: UUID) async throws -> UUID? {
+        let event = UUID()
+        let rows = try await client.boundedQuery(
+            """
+            WITH endpoint AS (
+                SELECT id FROM webhook_endpoints WHERE id = \(endpointID) AND app_id = \(appID)
+            ), event AS (
+                INSERT INTO webhook_events (id, app_id, type, data)
+                SELECT \(event), \(appID), 'webhook.test', jsonb_build_object('webhook_id', id) FROM endpoint
+                RETURNING id
+            )
+            INSERT INTO webhook_deliveries (endpoint_id, event_id) SELECT \(endpointID), id FROM event
+            RETURNING event_id
+            """, logger: logger)
+        for try await id in rows.decode(UUID.self) { return id }
+        return nil
+    }
+
+    /// One attempt to deliver an event.
+    public struct Attempt: Sendable {
+        public var id: Int64
+        public var eventID: UUID
+        public var attemptedAt: Date
+        public var status: Int?
+        public var error: String?
+        public var durationMilliseconds: Int
+    }
+
+    /// The attempts of the app's endpoint `id`, newest first, before the attempt `before`; nil
+    /// when the app has no such endpoint.
+    public func attempts(endpointID: UUID, appID: UUID, before: Int64?, limit: Int) async throws -> [Attempt]? {
+        let rows = try await client.boundedQuery(
+            """
+            SELECT a.id, a.event_id, a.attempted_at, a.status, a.error, a.duration_ms
+            FROM webhook_endpoints w LEFT JOIN LATERAL (
+                SELECT * FROM webhook_attempts a WHERE a.endpoint_id = w.id AND (\(before)::bigint IS NULL OR a.id < \(before))
+                ORDER BY a.id DESC LIMIT \(limit)
+            ) a ON true
+            WHERE w.id = \(endpointID) AND w.app_id = \(appID)
+            """, logger: logger)
+        var found = false
+        var attempts: [Attempt] = []
+        for try await (id, event, at, status, error, duration) in rows.decode(
+            (Int64?, UUID?, Date?, Int16?, String?, Int32?).self)
+        {
+            found = true
+            guard let id, let event, let at, let duration else { continue }
+            attempts.append(
+                Attempt(
+                    id: id, eventID: event, attemptedAt: at, status: status.map(Int.init), error: error,
+                    durationMilliseconds: Int(duration)))
+        }
+        return found ? attempts : nil
+    }
+
     /// Claims up to `limit` deliveries that are due, for `lease`, leaving out endpoints that
     /// already have `max_concurrency` deliveries leased (by any center).
     public func claimDue(limit: Int, by center: String, lease: Duration) async throws -> [WebhookDelivery] {
@@ -129,6 +202,35 @@ public struct WebhookRepository: Sendable {
                     createdAt: try cells[11].decode(Date.self), attempts: Int(try cells[12].decode(Int32.self))))
         }
         return deliveries
+    }
+
+    /// Deletes up to `limit` attempts older than `attempts`, and up to `limit` events older than
+    /// `events` that no delivery is still pending for (their deliveries go with them).
+    /// - Returns: how many rows went.
+    @discardableResult
+    public func purge(attemptsOlderThan attempts: Duration, eventsOlderThan events: Duration, limit: Int)
+        async throws -> Int
+    {
+        let rows = try await client.boundedQuery(
+            """
+            WITH old_attempts AS (
+                DELETE FROM webhook_attempts WHERE id IN (
+                    SELECT id FROM webhook_attempts
+                    WHERE attempted_at < now() - \(attempts.wholeMilliseconds) * interval '1 millisecond'
+                    ORDER BY id LIMIT \(limit))
+                RETURNING 1
+            ), old_events AS (
+                DELETE FROM webhook_events WHERE id IN (
+                    SELECT e.id FROM webhook_events e
+                    WHERE e.created_at < now() - \(events.wholeMilliseconds) * interval '1 millisecond'
+                      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending')
+                    ORDER BY e.created_at LIMIT \(limit))
+                RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM old_attempts) + (SELECT count(*) FROM old_events)
+            """, logger: logger)
+        for try await count in rows.decode(Int64.self) { return Int(count) }
+        return 0
     }
 
     /// What became of one attempt: recorded, and the delivery delivered, scheduled again at
