@@ -134,7 +134,9 @@ struct WebhookDispatcherTests {
                         && Set(receiver.events("flaky").delivered).count == 2
                 })
             let ok = receiver.events("ok").delivered
-            #expect(ok.count == 2 && Set(ok).count == 2, "each event once at /ok, none of another type: \(ok)")
+            // At least once: a request the first dispatcher sent before it stopped, answered but not
+            // recorded, comes again from the second — the same event id, for the receiver to drop.
+            #expect(Set(ok).count == 2, "each event at /ok, after de-duplication: \(ok)")
             #expect(Set(receiver.events("flaky").delivered) == Set(ok), "the same events at /flaky, after retries")
             #expect(receiver.events("flaky").seen.count > 2, "/flaky failed first")
             // While /hang never answers, the others were served: it holds back only itself.

@@ -65,7 +65,9 @@ struct CredentialStoreTests {
             let store = CredentialStore(
                 repository: CredentialRepository(client: environment.database, logger: environment.logger),
                 cipher: environment.cipher, endpoints: endpoints, clientConfiguration: APNsClientConfiguration(),
-                retirementDelay: .zero, idleTimeout: .milliseconds(400), maximumClients: 2, logger: environment.logger)
+                // Long enough that making the three clients under a loaded machine's `make test` (a
+                // database read and a client each) never outlasts it: 400 ms once did.
+                retirementDelay: .zero, idleTimeout: .seconds(3), maximumClients: 2, logger: environment.logger)
             let services = ServiceGroup(
                 configuration: .init(services: [store], gracefulShutdownSignals: [], logger: environment.logger))
             let running = Task { try await services.run() }
@@ -73,7 +75,7 @@ struct CredentialStoreTests {
             for app in apps { _ = try await store.client(appID: app, environment: .sandbox) }
             #expect(store.clientCount == 2, "the third app's client pushed out the least recently used")
             #expect(store.clientsEvicted == 1)
-            for _ in 0..<100 where store.clientCount > 0 { try await Task.sleep(for: .milliseconds(50)) }
+            for _ in 0..<300 where store.clientCount > 0 { try await Task.sleep(for: .milliseconds(50)) }
             #expect(store.clientCount == 0, "idle clients are closed")
             #expect(store.clientsEvicted == 3)
             _ = try await store.client(appID: apps[0], environment: .sandbox)

@@ -220,7 +220,7 @@ extension APIHandler {
         -> Operations.ListTagStatistics.Output
     {
         let appID = try Principal.requireApp()
-        let limit = input.query.limit ?? 100
+        let limit = try Self.pageSize(input.query.limit)
         let page = try await deviceCounts.tags(
             appID: appID, prefix: input.query.prefix, after: input.query.cursor, limit: limit)
         return .ok(
