@@ -1,5 +1,6 @@
 import Crypto
 import HeraldAPNs
+import HeraldCore
 
 /// The `Herald-Signature` header of a webhook request: `t=<unix seconds>,v1=<hex>` where the hex
 /// is HMAC-SHA256 of `"<t>.<body>"` under the endpoint's secret; during a secret rotation's grace
@@ -32,12 +33,8 @@ public enum WebhookSignature {
             }
         }
         guard let timestamp, abs(now - timestamp) <= tolerance else { return false }
-        let expected = Array(Hexadecimal.encode(code(body: body, timestamp: timestamp, secret: secret)).utf8)
-        return signatures.contains { signature in
-            let given = Array(signature.utf8)
-            guard given.count == expected.count else { return false }
-            return zip(given, expected).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
-        }
+        let expected = Hexadecimal.encode(code(body: body, timestamp: timestamp, secret: secret))
+        return signatures.contains { SecretHasher.matches($0, expected) }
     }
 
     static func code(body: [UInt8], timestamp: Int64, secret: [UInt8]) -> [UInt8] {

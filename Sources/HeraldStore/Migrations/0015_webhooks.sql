@@ -77,34 +77,28 @@ BEGIN
 END
 $$;
 
--- push.completed / push.canceled: written by the statement that changes the push's state.
+-- push.completed / push.canceled: written by the statement that changes the push's state. A row
+-- trigger with a WHEN clause: the fan-out updates pushes page after page, and the condition is
+-- checked there without calling a function (a statement trigger over transition tables would copy
+-- every updated row of every such statement).
 CREATE FUNCTION herald_webhook_push_finished() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    finished record;
+    c push_counters%ROWTYPE;  -- all NULL when the push has no counters row
 BEGIN
-    FOR finished IN
-        SELECT n.id, n.app_id, n.state, c.targeted, c.accepted, c.rejected, c.expired, c.canceled,
-               c.tokens_invalidated, c.rejected_by_reason
-        FROM new_rows n JOIN old_rows o ON o.id = n.id
-        LEFT JOIN push_counters c ON c.push_id = n.id
-        WHERE n.state IN ('completed', 'canceled') AND o.state IS DISTINCT FROM n.state
-          AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.app_id = n.app_id AND w.enabled)
-    LOOP
-        PERFORM herald_webhook_event(
-            finished.app_id, 'push.' || finished.state,
-            jsonb_build_object(
-                'push_id', finished.id,
-                'counters', jsonb_build_object(
-                    'targeted', COALESCE(finished.targeted, 0), 'accepted', COALESCE(finished.accepted, 0),
-                    'rejected', COALESCE(finished.rejected, 0), 'expired', COALESCE(finished.expired, 0),
-                    'canceled', COALESCE(finished.canceled, 0),
-                    'tokens_invalidated', COALESCE(finished.tokens_invalidated, 0),
-                    'rejected_by_reason', COALESCE(finished.rejected_by_reason, '{}'::jsonb))));
-    END LOOP;
+    SELECT * INTO c FROM push_counters WHERE push_id = NEW.id;
+    PERFORM herald_webhook_event(
+        NEW.app_id, 'push.' || NEW.state,
+        jsonb_build_object(
+            'push_id', NEW.id,
+            'counters', jsonb_build_object(
+                'targeted', COALESCE(c.targeted, 0), 'accepted', COALESCE(c.accepted, 0),
+                'rejected', COALESCE(c.rejected, 0), 'expired', COALESCE(c.expired, 0),
+                'canceled', COALESCE(c.canceled, 0), 'tokens_invalidated', COALESCE(c.tokens_invalidated, 0),
+                'rejected_by_reason', COALESCE(c.rejected_by_reason, '{}'::jsonb))));
     RETURN NULL;
 END
 $$;
 
-CREATE TRIGGER pushes_finished_webhooks AFTER UPDATE ON pushes
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION herald_webhook_push_finished();
+CREATE TRIGGER pushes_finished_webhooks AFTER UPDATE OF state ON pushes
+    FOR EACH ROW WHEN (NEW.state IN ('completed', 'canceled') AND OLD.state IS DISTINCT FROM NEW.state)
+    EXECUTE FUNCTION herald_webhook_push_finished();
