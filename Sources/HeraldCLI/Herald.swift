@@ -15,7 +15,7 @@ struct Herald: AsyncParsableCommand {
             """,
         subcommands: [
             AppCommand.self, DevicesCommand.self, PushCommand.self, StatsCommand.self, APICommand.self,
-            DevCommand.self, MigrateCommand.self, KafkaCommand.self, CredentialsCommand.self,
+            WebhooksCommand.self, DevCommand.self, MigrateCommand.self, KafkaCommand.self, CredentialsCommand.self,
         ]
     )
 }

@@ -23,6 +23,11 @@ public final class CenterMetrics: Sendable {
     let pushesPurged = Atomic<Int>(0)
     let auditEventsDeleted = Atomic<Int>(0)
     let deviceCountChangesFolded = Atomic<Int>(0)
+    /// Webhook attempts by what came of them.
+    let webhookDelivered = Atomic<Int>(0)
+    let webhookRetried = Atomic<Int>(0)
+    let webhookDead = Atomic<Int>(0)
+    let webhookInFlight = Atomic<Int>(0)
     /// The whole system's gauges, refreshed by the sweeper while this center holds the reporter
     /// lease; nil while another center reports them (or the database did not answer).
     let systemGauges = Mutex<SystemGauges?>(nil)
@@ -77,6 +82,21 @@ public final class CenterMetrics: Sendable {
             "herald_center_device_count_changes_folded_total",
             "Changes of the device counts (registrations, imports, invalidations, deletions) folded into the counts.",
             deviceCountChangesFolded)
+        text.family(
+            "herald_center_webhook_attempts_total", .counter,
+            help:
+                "Webhook requests this center sent, by result: delivered (2xx), retry (tried again later), dead (retry window over)."
+        )
+        text.sample(
+            "herald_center_webhook_attempts_total", ["result": "delivered"],
+            value: webhookDelivered.load(ordering: .relaxed))
+        text.sample(
+            "herald_center_webhook_attempts_total", ["result": "retry"], value: webhookRetried.load(ordering: .relaxed))
+        text.sample(
+            "herald_center_webhook_attempts_total", ["result": "dead"], value: webhookDead.load(ordering: .relaxed))
+        text.single(
+            "herald_center_webhook_requests_in_flight", .gauge, help: "Webhook requests this center is waiting on.",
+            value: webhookInFlight.load(ordering: .relaxed))
         text.single(
             "herald_center_fanouts_running", .gauge, help: "Fan-outs running in this center.",
             value: fanoutsRunning.load(ordering: .relaxed))

@@ -61,7 +61,7 @@ do {
         services.append(
             WebhookDispatcher(
                 center: settings.name, webhooks: WebhookRepository(client: database, logger: logger),
-                cipher: try configuration.security.cipher(), logger: logger))
+                cipher: try configuration.security.cipher(), metrics: metrics, logger: logger))
         services.append(
             DeviceCountFolder(
                 counts: DeviceCountRepository(client: database, logger: logger), interval: settings.deviceCountInterval,

@@ -79,15 +79,35 @@ struct WebhookDispatcherTests {
         return id
     }
 
-    func dispatcher(_ env: CenterEnvironment, cipher: CredentialCipher, name: String) -> WebhookDispatcher {
+    func dispatcher(
+        _ env: CenterEnvironment, cipher: CredentialCipher, name: String, retryWindow: Duration = .seconds(3600),
+        metrics: CenterMetrics = CenterMetrics()
+    ) -> WebhookDispatcher {
         var settings = WebhookDispatcher.Settings()
         settings.pollInterval = .milliseconds(50)
         settings.requestTimeout = .seconds(1)
         settings.firstRetryDelay = .milliseconds(200)
         settings.maximumRetryDelay = .milliseconds(400)
+        settings.retryWindow = retryWindow
         return WebhookDispatcher(
             settings: settings, center: name, webhooks: WebhookRepository(client: env.database, logger: env.logger),
-            cipher: cipher, logger: env.logger)
+            cipher: cipher, metrics: metrics, logger: env.logger)
+    }
+
+    /// The events written so far, oldest first: type, data (as JSON) and the endpoints they are for.
+    func events(_ env: CenterEnvironment) async throws -> [(type: String, data: [String: Any], endpoints: Set<UUID>)] {
+        let rows = try await env.database.query(
+            """
+            SELECT e.type, e.data::text, COALESCE(array_agg(d.endpoint_id) FILTER (WHERE d.endpoint_id IS NOT NULL), '{}')
+            FROM webhook_events e LEFT JOIN webhook_deliveries d ON d.event_id = e.id
+            GROUP BY e.id, e.type, e.data, e.created_at ORDER BY e.created_at, e.type
+            """, logger: env.logger)
+        var events: [(type: String, data: [String: Any], endpoints: Set<UUID>)] = []
+        for try await (type, data, endpoints) in rows.decode((String, String, [UUID]).self) {
+            let object = try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any] ?? [:]
+            events.append((type, object, Set(endpoints)))
+        }
+        return events
     }
 
     @Test(
@@ -180,6 +200,164 @@ struct WebhookDispatcherTests {
             try await webhooks.purge(attemptsOlderThan: week, eventsOlderThan: month, limit: 1000)
             #expect(try await count("webhook_events") == 0)
             #expect(try await count("webhook_deliveries") == 0)
+        }
+    }
+
+    @Test(
+        "device.invalidated (with APNs' timestamp), push.failed once per push and delivery.batch are written with the outcomes that report them, for subscribed endpoints only"
+    )
+    func outcomeEvents() async throws {
+        try await withCenterEnvironment { env in
+            let cipher = try CredentialCipher(masterKeyBase64: Self.masterKey)
+            let secret = Array("whsec-events".utf8)
+            let all = try await endpoint(
+                env, path: "all", port: 9, secret: secret, cipher: cipher,
+                types: ["device.invalidated", "push.failed", "delivery.batch"])
+            let completedOnly = try await endpoint(env, path: "completed", port: 9, secret: secret, cipher: cipher)
+            let devices = try await env.register(4)
+
+            // A push whose batch APNs answered: two accepted, one 410 with its timestamp, one BadDeviceToken.
+            let push = try await env.createPush(audience: .everyone)
+            let unregisteredAt = Date().addingTimeInterval(5)
+            try await accountAsCenter(
+                pushID: push.id, deviceIDs: devices,
+                failures: [
+                    .init(
+                        deviceID: devices[0], status: .rejected, reason: "Unregistered", httpStatus: 410,
+                        unregisteredAt: unregisteredAt, attempts: 1),
+                    .init(
+                        deviceID: devices[1], status: .rejected, reason: "BadDeviceToken", httpStatus: 400,
+                        unregisteredAt: nil, attempts: 1),
+                ], client: env.database, logger: env.logger)
+            var events = try await events(env)
+            let invalidated = events.filter { $0.type == "device.invalidated" }
+            #expect(invalidated.count == 2)
+            #expect(invalidated.allSatisfy { $0.endpoints == [all] })
+            let byDevice = Dictionary(
+                uniqueKeysWithValues: invalidated.map { (Int64($0.data["registration_id"] as? Int ?? 0), $0.data) })
+            let dated = try #require(byDevice[devices[0]])
+            #expect(dated["reason"] as? String == "Unregistered")
+            #expect(
+                dated["token"] as? String
+                    == CenterEnvironment.token(seed: 1, number: 0).map { String(format: "%02x", $0) }.joined())
+            #expect(dated["environment"] as? String == "production")
+            let timestamp = try #require(dated["apns_timestamp"] as? String)
+            let parser = ISO8601DateFormatter()
+            parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let parsed = try #require(parser.date(from: timestamp), "an ISO 8601 time: \(timestamp)")
+            #expect(
+                abs(parsed.timeIntervalSince(unregisteredAt)) < 0.01, "APNs' own timestamp, not the time of the update")
+            let undated = try #require(byDevice[devices[1]])
+            #expect(undated["reason"] as? String == "BadDeviceToken")
+            #expect(undated["apns_timestamp"] == nil, "BadDeviceToken comes without a timestamp")
+
+            let batch = try #require(events.first { $0.type == "delivery.batch" })
+            #expect(batch.endpoints == [all])
+            #expect(batch.data["push_id"] as? String == push.id.uuidString.lowercased())
+            #expect(Set((batch.data["accepted"] as? [Int] ?? []).map(Int64.init)) == Set(devices[2...]))
+            let failed = batch.data["failed"] as? [[String: Any]] ?? []
+            #expect(failed.map { Int64($0["registration_id"] as? Int ?? 0) } == Array(devices[0...1]))
+            #expect(failed.map { $0["reason"] as? String ?? "" } == ["Unregistered", "BadDeviceToken"])
+            #expect(!events.contains { $0.type == "push.failed" }, "no credential was refused")
+            // push.completed went to the endpoint subscribed to it alone.
+            #expect(events.filter { $0.type == "push.completed" }.map(\.endpoints) == [[completedOnly]])
+
+            // A push whose two batches APNs refused for the app's credential: push.failed once.
+            let refused = try await env.createPush(audience: .everyone)
+            let center = "events-test"
+            _ = try await env.fanouts.claim([refused.id], by: center, lease: .seconds(60))
+            let live = Array(devices[2...])
+            let batches = live.enumerated().map { index, device in
+                RecordedBatch(
+                    pushID: refused.id, sequence: index, firstDevice: device, lastDevice: device, targetCount: 1,
+                    environment: .production, topic: env.app.bundleID)
+            }
+            _ = try await env.fanouts.recordPage(pushID: refused.id, by: center, cursor: live.last!, batches: batches)
+            _ = try await env.fanouts.finishFanout(pushID: refused.id, by: center)
+            for (index, device) in live.enumerated() {
+                _ = try await env.fanouts.applyOutcomes([
+                    BatchOutcome(
+                        pushID: refused.id, sequence: index, acceptedDeviceIDs: [],
+                        failures: [
+                            .init(
+                                deviceID: device, status: .rejected, reason: "InvalidProviderToken", httpStatus: 403,
+                                unregisteredAt: nil, attempts: 1)
+                        ])
+                ])
+            }
+            events = try await self.events(env)
+            let failures = events.filter { $0.type == "push.failed" }
+            #expect(failures.count == 1, "once per push, however many batches say so")
+            #expect(failures.first?.data["push_id"] as? String == refused.id.uuidString.lowercased())
+            #expect(failures.first?.data["reason"] as? String == "InvalidProviderToken")
+            #expect(failures.first?.endpoints == [all])
+            #expect(events.filter { $0.type == "delivery.batch" }.count == 3, "one per batch counted")
+            #expect(
+                events.filter { $0.type == "device.invalidated" }.count == 2,
+                "a credential refusal invalidates no token")
+        }
+    }
+
+    @Test(
+        "a rotated secret signs beside the new one during its grace period; a disabled endpoint's deliveries wait; a dead delivery replayed is delivered"
+    )
+    func endpointLifecycle() async throws {
+        try await withCenterEnvironment { env in
+            let cipher = try CredentialCipher(masterKeyBase64: Self.masterKey)
+            let receiver = WebhookReceiver(failures: 1)
+            let serving = Task { try await receiver.run() }
+            defer { serving.cancel() }
+            #expect(try await env.eventually(timeout: .seconds(10)) { receiver.port.withLock { $0 } > 0 })
+            let port = receiver.port.withLock { $0 }
+            let webhooks = WebhookRepository(client: env.database, logger: env.logger)
+            let old = Array("whsec-old".utf8)
+            let new = Array("whsec-new".utf8)
+            let ok = try await endpoint(env, path: "ok", port: port, secret: old, cipher: cipher)
+            let sealed = try cipher.seal(new) { WebhookSecret.associatedData(endpointID: ok, sealingKeyID: $0) }
+            _ = try await webhooks.replaceSecret(
+                id: ok, appID: env.app.id, secret: WebhookSecret(sealed: sealed.sealed, sealingKeyID: sealed.keyID),
+                previousUntil: Date().addingTimeInterval(3600))
+            // Disabled: its test event waits.
+            let disabled = try await webhooks.updateEndpoint(
+                id: ok, appID: env.app.id, .init(eventTypes: ["push.completed", "push.failed"], enabled: false))
+            #expect(disabled?.enabled == false)
+            #expect(disabled?.eventTypes == ["push.completed", "push.failed"])
+            let waiting = try #require(try await webhooks.queueTest(endpointID: ok, appID: env.app.id))
+
+            // A retry window this short makes /flaky's first failure its last: the delivery is dead.
+            let flaky = try await endpoint(env, path: "flaky", port: port, secret: new, cipher: cipher)
+            let dying = try #require(try await webhooks.queueTest(endpointID: flaky, appID: env.app.id))
+            let metrics = CenterMetrics()
+            let running = dispatcher(
+                env, cipher: cipher, name: "lifecycle", retryWindow: .milliseconds(1), metrics: metrics)
+            let run = Task { try await running.run() }
+            defer { run.cancel() }
+            #expect(
+                try await env.eventually(timeout: .seconds(20)) {
+                    try await webhooks.deliveries(
+                        endpointID: flaky, appID: env.app.id, state: "dead", after: nil, limit: 10)?.map(\.eventID)
+                        == [dying]
+                })
+            #expect(receiver.events("ok").seen.isEmpty, "a disabled endpoint gets nothing")
+            #expect(metrics.prometheusText().contains(#"herald_center_webhook_attempts_total{result="dead"} 1"#))
+
+            // Replayed, it gets a window of its own and goes out; enabled, /ok gets its event.
+            #expect(try await webhooks.replayDead(endpointID: flaky, appID: env.app.id, eventIDs: nil, limit: 100) == 1)
+            #expect(try await webhooks.replayDead(endpointID: flaky, appID: env.app.id, eventIDs: nil, limit: 100) == 0)
+            _ = try await webhooks.updateEndpoint(id: ok, appID: env.app.id, .init(enabled: true))
+            #expect(
+                try await env.eventually(timeout: .seconds(20)) {
+                    receiver.events("flaky").delivered == [dying.uuidString.lowercased()]
+                        && receiver.events("ok").delivered == [waiting.uuidString.lowercased()]
+                })
+            let now = Int64(Date().timeIntervalSince1970)
+            let signed = try #require(receiver.received.withLock { $0 }.first { $0.path == "ok" })
+            #expect(WebhookSignature.verify(header: signed.signature, body: signed.body, secret: new, now: now))
+            #expect(
+                WebhookSignature.verify(header: signed.signature, body: signed.body, secret: old, now: now),
+                "the old secret signs too during the grace period")
+            #expect(
+                try await webhooks.replayDead(endpointID: ok, appID: env.otherApp.id, eventIDs: nil, limit: 1) == nil)
         }
     }
 }

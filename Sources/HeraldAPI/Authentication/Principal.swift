@@ -60,7 +60,8 @@ enum Permission: Equatable {
         case "createApp", "listApps": .globalAdmin
         case "getApp", "updateApp", "deleteApp", "listKeys", "createKey", "revokeKey", "rotateKey", "listCredentials",
             "putCredential", "deleteCredential", "rotateIdentitySecret", "listAuditEvents", "createWebhook",
-            "listWebhooks", "deleteWebhook", "sendTestWebhook", "listWebhookAttempts":
+            "listWebhooks", "deleteWebhook", "sendTestWebhook", "listWebhookAttempts", "updateWebhook",
+            "rotateWebhookSecret", "listWebhookDeliveries", "replayWebhookDeliveries":
             .appAdmin
         case "registerDevice", "updateDeviceByToken", "deleteDeviceByToken", "updateDevice":
             .serverOrClient(.devicesWrite)

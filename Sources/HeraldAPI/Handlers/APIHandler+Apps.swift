@@ -135,12 +135,10 @@ extension APIHandler {
     func rotateKey(_ input: Operations.RotateKey.Input) async throws -> Operations.RotateKey.Output {
         let appID = try Self.uuid(input.path.appId, "appId")
         let keyID = try Self.uuid(input.path.keyId, "keyId")
-        var grace = 0
-        if case .json(let body)? = input.body, let seconds = body.graceSeconds {
-            guard (0...2_592_000).contains(seconds) else {
-                throw APIError.invalid("grace_seconds", "the grace period is 0 to 2592000 seconds (30 days)")
-            }
-            grace = seconds
+        let grace: Int
+        switch input.body {
+        case .json(let body)?: grace = try Self.gracePeriod(seconds: body.graceSeconds)
+        case nil: grace = 0
         }
         guard
             let (key, secret) = try await keys.rotate(
@@ -218,6 +216,15 @@ extension APIHandler {
         try await identitySecrets.replace(appID: app.id, secret: secret, graceSeconds: grace, cipher: cipher)
         await recordAudit("identity_secret.rotated", appID: app.id, details: ["grace_seconds": "\(grace)"])
         return .created(.init(body: .json(.init(identitySecret: secret))))
+    }
+
+    /// A secret rotation's grace period in seconds: 0 to 30 days, 0 when not given.
+    static func gracePeriod(seconds: Int?) throws(APIError) -> Int {
+        guard let seconds else { return 0 }
+        guard (0...2_592_000).contains(seconds) else {
+            throw .invalid("grace_seconds", "the grace period is 0 to 2592000 seconds (30 days)")
+        }
+        return seconds
     }
 
     func listAuditEvents(_ input: Operations.ListAuditEvents.Input) async throws -> Operations.ListAuditEvents.Output {

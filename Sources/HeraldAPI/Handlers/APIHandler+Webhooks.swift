@@ -11,15 +11,9 @@ extension APIHandler {
     func createWebhook(_ input: Operations.CreateWebhook.Input) async throws -> Operations.CreateWebhook.Output {
         let app = try await existingApp(input.path.appId)
         guard case .json(let body) = input.body else { throw APIError.badRequest("a JSON body is required") }
-        try Self.checkWebhookURL(body.url)
-        let concurrency = body.maxConcurrency ?? 4
-        guard (1...32).contains(concurrency) else {
-            throw APIError.invalid("max_concurrency", "max_concurrency is 1 to 32")
-        }
-        guard !body.eventTypes.isEmpty else {
-            throw APIError.invalid("event_types", "name at least one event type")
-        }
-        if let description = body.description { try Self.checkName(description, field: "description") }
+        let changes = try Self.webhookChanges(
+            url: body.url, eventTypes: body.eventTypes, description: body.description,
+            maxConcurrency: body.maxConcurrency)
         let cipher = try requireCipher(for: "webhook secrets")
         guard try await webhooks.endpointCount(appID: app.id) < Self.webhooksPerApp else {
             throw APIError.conflict(
@@ -27,17 +21,141 @@ extension APIHandler {
                 code: "webhook_limit")
         }
         let id = UUID()
-        let secret = "whsec_" + RandomSecret.text()
-        let sealed = try cipher.seal(Array(secret.utf8)) {
-            WebhookSecret.associatedData(endpointID: id, sealingKeyID: $0)
-        }
+        let (secret, sealed) = try Self.newWebhookSecret(endpointID: id, cipher: cipher)
         let endpoint = try await webhooks.createEndpoint(
             id: id, appID: app.id, url: body.url, description: body.description,
-            eventTypes: Array(Set(body.eventTypes.map(\.rawValue))).sorted(), maxConcurrency: concurrency,
-            secret: WebhookSecret(sealed: sealed.sealed, sealingKeyID: sealed.keyID))
+            eventTypes: changes.eventTypes ?? [], maxConcurrency: changes.maxConcurrency ?? 4, secret: sealed)
         await recordAudit(
             "webhook.created", appID: app.id, details: ["webhook": id.uuidString.lowercased(), "url": body.url])
         return .created(.init(body: .json(.init(webhook: .init(endpoint), secret: secret))))
+    }
+
+    func updateWebhook(_ input: Operations.UpdateWebhook.Input) async throws -> Operations.UpdateWebhook.Output {
+        let appID = try Self.uuid(input.path.appId, "appId")
+        let id = try Self.uuid(input.path.webhookId, "webhookId")
+        guard case .json(let body) = input.body else { throw APIError.badRequest("a JSON body is required") }
+        var changes = try Self.webhookChanges(
+            url: body.url, eventTypes: body.eventTypes, description: body.description,
+            maxConcurrency: body.maxConcurrency)
+        changes.enabled = body.enabled
+        guard
+            changes.url != nil || changes.eventTypes != nil || changes.description != nil
+                || changes.maxConcurrency != nil || changes.enabled != nil
+        else {
+            throw APIError.badRequest(
+                "name what to change: url, event_types, description, max_concurrency or enabled")
+        }
+        guard let endpoint = try await webhooks.updateEndpoint(id: id, appID: appID, changes) else {
+            throw APIError.notFound("webhook")
+        }
+        var details = ["webhook": id.uuidString.lowercased()]
+        if let url = changes.url { details["url"] = url }
+        if let enabled = changes.enabled { details["enabled"] = "\(enabled)" }
+        await recordAudit("webhook.updated", appID: appID, details: details)
+        return .ok(.init(body: .json(.init(endpoint))))
+    }
+
+    func rotateWebhookSecret(_ input: Operations.RotateWebhookSecret.Input) async throws
+        -> Operations.RotateWebhookSecret.Output
+    {
+        let appID = try Self.uuid(input.path.appId, "appId")
+        let id = try Self.uuid(input.path.webhookId, "webhookId")
+        let grace: Int
+        switch input.body {
+        case .json(let body)?: grace = try Self.gracePeriod(seconds: body.graceSeconds)
+        case nil: grace = 0
+        }
+        let cipher = try requireCipher(for: "webhook secrets")
+        let (secret, sealed) = try Self.newWebhookSecret(endpointID: id, cipher: cipher)
+        let previousUntil = grace > 0 ? Date().addingTimeInterval(Double(grace)) : nil
+        guard
+            let endpoint = try await webhooks.replaceSecret(
+                id: id, appID: appID, secret: sealed, previousUntil: previousUntil)
+        else { throw APIError.notFound("webhook") }
+        await recordAudit(
+            "webhook.secret_rotated", appID: appID,
+            details: ["webhook": id.uuidString.lowercased(), "grace_seconds": "\(grace)"])
+        return .ok(
+            .init(
+                body: .json(
+                    .init(webhook: .init(endpoint), secret: secret, previousSecretExpiresAt: previousUntil))))
+    }
+
+    func listWebhookDeliveries(_ input: Operations.ListWebhookDeliveries.Input) async throws
+        -> Operations.ListWebhookDeliveries.Output
+    {
+        let appID = try Self.uuid(input.path.appId, "appId")
+        let id = try Self.uuid(input.path.webhookId, "webhookId")
+        let limit = try Self.pageSize(input.query.limit)
+        let after = try input.query.cursor.map { cursor throws(APIError) in try Self.uuid(cursor, "cursor") }
+        guard
+            let deliveries = try await webhooks.deliveries(
+                endpointID: id, appID: appID, state: input.query.state?.rawValue, after: after, limit: limit)
+        else { throw APIError.notFound("webhook") }
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        deliveries: deliveries.map {
+                            .init(
+                                eventId: $0.eventID.uuidString.lowercased(), _type: $0.type, createdAt: $0.createdAt,
+                                state: .init(rawValue: $0.state) ?? .pending, attempts: $0.attempts,
+                                nextAttemptAt: $0.nextAttemptAt, finishedAt: $0.finishedAt)
+                        },
+                        nextCursor: deliveries.count == limit
+                            ? deliveries.last?.eventID.uuidString.lowercased() : nil))))
+    }
+
+    /// Dead deliveries replayed a call at most, when no event ids are named.
+    static let replayBatch = 10_000
+
+    func replayWebhookDeliveries(_ input: Operations.ReplayWebhookDeliveries.Input) async throws
+        -> Operations.ReplayWebhookDeliveries.Output
+    {
+        let appID = try Self.uuid(input.path.appId, "appId")
+        let id = try Self.uuid(input.path.webhookId, "webhookId")
+        var events: [UUID]?
+        if case .json(let body)? = input.body, let ids = body.eventIds {
+            guard (1...1000).contains(ids.count) else {
+                throw APIError.invalid("event_ids", "name 1 to 1000 event ids, or none to replay every dead delivery")
+            }
+            events = try ids.map { text throws(APIError) in try Self.uuid(text, "event_ids") }
+        }
+        guard
+            let replayed = try await webhooks.replayDead(
+                endpointID: id, appID: appID, eventIDs: events, limit: events?.count ?? Self.replayBatch)
+        else { throw APIError.notFound("webhook") }
+        await recordAudit(
+            "webhook.replayed", appID: appID,
+            details: ["webhook": id.uuidString.lowercased(), "deliveries": "\(replayed)"])
+        return .ok(.init(body: .json(.init(replayed: replayed))))
+    }
+
+    /// A new signing secret for the endpoint `endpointID`: its text (shown once) and as stored.
+    static func newWebhookSecret(endpointID: UUID, cipher: CredentialCipher) throws -> (String, WebhookSecret) {
+        let secret = "whsec_" + RandomSecret.text()
+        let sealed = try cipher.seal(Array(secret.utf8)) {
+            WebhookSecret.associatedData(endpointID: endpointID, sealingKeyID: $0)
+        }
+        return (secret, WebhookSecret(sealed: sealed.sealed, sealingKeyID: sealed.keyID))
+    }
+
+    /// Checks what a creation or an update sets, and returns it as stored (event types sorted,
+    /// without repeats).
+    static func webhookChanges(
+        url: String?, eventTypes: [Components.Schemas.WebhookEventType]?, description: String?, maxConcurrency: Int?
+    ) throws(APIError) -> WebhookRepository.EndpointChanges {
+        if let url { try checkWebhookURL(url) }
+        if let maxConcurrency, !(1...32).contains(maxConcurrency) {
+            throw APIError.invalid("max_concurrency", "max_concurrency is 1 to 32")
+        }
+        if let eventTypes, eventTypes.isEmpty {
+            throw APIError.invalid("event_types", "name at least one event type")
+        }
+        if let description { try checkName(description, field: "description") }
+        return WebhookRepository.EndpointChanges(
+            url: url, description: description, eventTypes: eventTypes.map { Set($0.map(\.rawValue)).sorted() },
+            maxConcurrency: maxConcurrency)
     }
 
     func listWebhooks(_ input: Operations.ListWebhooks.Input) async throws -> Operations.ListWebhooks.Output {

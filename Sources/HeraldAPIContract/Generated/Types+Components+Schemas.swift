@@ -2516,6 +2516,9 @@ extension Components {
         @frozen public enum WebhookEventType: String, Codable, Hashable, Sendable, CaseIterable {
             case push_completed = "push.completed"
             case push_canceled = "push.canceled"
+            case push_failed = "push.failed"
+            case device_invalidated = "device.invalidated"
+            case delivery_batch = "delivery.batch"
         }
         /// - Remark: Generated from `#/components/schemas/WebhookCreate`.
         public struct WebhookCreate: Codable, Hashable, Sendable {
@@ -2632,6 +2635,240 @@ extension Components {
                 case maxConcurrency = "max_concurrency"
                 case enabled
                 case createdAt = "created_at"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookUpdate`.
+        public struct WebhookUpdate: Codable, Hashable, Sendable {
+            /// https://…, or http:// on a loopback address.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookUpdate/url`.
+            public var url: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/WebhookUpdate/event_types`.
+            public var eventTypes: [Components.Schemas.WebhookEventType]?
+            /// - Remark: Generated from `#/components/schemas/WebhookUpdate/description`.
+            public var description: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/WebhookUpdate/max_concurrency`.
+            public var maxConcurrency: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/WebhookUpdate/enabled`.
+            public var enabled: Swift.Bool?
+            /// Creates a new `WebhookUpdate`.
+            ///
+            /// - Parameters:
+            ///   - url: https://…, or http:// on a loopback address.
+            ///   - eventTypes:
+            ///   - description:
+            ///   - maxConcurrency:
+            ///   - enabled:
+            public init(
+                url: Swift.String? = nil,
+                eventTypes: [Components.Schemas.WebhookEventType]? = nil,
+                description: Swift.String? = nil,
+                maxConcurrency: Swift.Int? = nil,
+                enabled: Swift.Bool? = nil
+            ) {
+                self.url = url
+                self.eventTypes = eventTypes
+                self.description = description
+                self.maxConcurrency = maxConcurrency
+                self.enabled = enabled
+            }
+            public enum CodingKeys: String, CodingKey {
+                case url
+                case eventTypes = "event_types"
+                case description
+                case maxConcurrency = "max_concurrency"
+                case enabled
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.url = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .url
+                )
+                self.eventTypes = try container.decodeIfPresent(
+                    [Components.Schemas.WebhookEventType].self,
+                    forKey: .eventTypes
+                )
+                self.description = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .description
+                )
+                self.maxConcurrency = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .maxConcurrency
+                )
+                self.enabled = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .enabled
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "url",
+                    "event_types",
+                    "description",
+                    "max_concurrency",
+                    "enabled"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookSecretRotated`.
+        public struct WebhookSecretRotated: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookSecretRotated/webhook`.
+            public var webhook: Components.Schemas.Webhook
+            /// The new signing secret. Shown here only.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookSecretRotated/secret`.
+            public var secret: Swift.String
+            /// Until when requests carry a second signature under the old secret (absent with no grace period).
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookSecretRotated/previous_secret_expires_at`.
+            public var previousSecretExpiresAt: Foundation.Date?
+            /// Creates a new `WebhookSecretRotated`.
+            ///
+            /// - Parameters:
+            ///   - webhook:
+            ///   - secret: The new signing secret. Shown here only.
+            ///   - previousSecretExpiresAt: Until when requests carry a second signature under the old secret (absent with no grace period).
+            public init(
+                webhook: Components.Schemas.Webhook,
+                secret: Swift.String,
+                previousSecretExpiresAt: Foundation.Date? = nil
+            ) {
+                self.webhook = webhook
+                self.secret = secret
+                self.previousSecretExpiresAt = previousSecretExpiresAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case webhook
+                case secret
+                case previousSecretExpiresAt = "previous_secret_expires_at"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookDeliveryState`.
+        @frozen public enum WebhookDeliveryState: String, Codable, Hashable, Sendable, CaseIterable {
+            case pending = "pending"
+            case delivered = "delivered"
+            case dead = "dead"
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookDelivery`.
+        public struct WebhookDelivery: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/event_id`.
+            public var eventId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/type`.
+            public var _type: Swift.String
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/created_at`.
+            public var createdAt: Foundation.Date
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/state`.
+            public var state: Components.Schemas.WebhookDeliveryState
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/attempts`.
+            public var attempts: Swift.Int
+            /// When a pending delivery is tried next.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/next_attempt_at`.
+            public var nextAttemptAt: Foundation.Date?
+            /// When it was delivered or died.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookDelivery/finished_at`.
+            public var finishedAt: Foundation.Date?
+            /// Creates a new `WebhookDelivery`.
+            ///
+            /// - Parameters:
+            ///   - eventId:
+            ///   - _type:
+            ///   - createdAt:
+            ///   - state:
+            ///   - attempts:
+            ///   - nextAttemptAt: When a pending delivery is tried next.
+            ///   - finishedAt: When it was delivered or died.
+            public init(
+                eventId: Swift.String,
+                _type: Swift.String,
+                createdAt: Foundation.Date,
+                state: Components.Schemas.WebhookDeliveryState,
+                attempts: Swift.Int,
+                nextAttemptAt: Foundation.Date? = nil,
+                finishedAt: Foundation.Date? = nil
+            ) {
+                self.eventId = eventId
+                self._type = _type
+                self.createdAt = createdAt
+                self.state = state
+                self.attempts = attempts
+                self.nextAttemptAt = nextAttemptAt
+                self.finishedAt = finishedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case eventId = "event_id"
+                case _type = "type"
+                case createdAt = "created_at"
+                case state
+                case attempts
+                case nextAttemptAt = "next_attempt_at"
+                case finishedAt = "finished_at"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookDeliveryList`.
+        public struct WebhookDeliveryList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookDeliveryList/deliveries`.
+            public var deliveries: [Components.Schemas.WebhookDelivery]
+            /// - Remark: Generated from `#/components/schemas/WebhookDeliveryList/next_cursor`.
+            public var nextCursor: Swift.String?
+            /// Creates a new `WebhookDeliveryList`.
+            ///
+            /// - Parameters:
+            ///   - deliveries:
+            ///   - nextCursor:
+            public init(
+                deliveries: [Components.Schemas.WebhookDelivery],
+                nextCursor: Swift.String? = nil
+            ) {
+                self.deliveries = deliveries
+                self.nextCursor = nextCursor
+            }
+            public enum CodingKeys: String, CodingKey {
+                case deliveries
+                case nextCursor = "next_cursor"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookReplay`.
+        public struct WebhookReplay: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WebhookReplay/event_ids`.
+            public var eventIds: [Swift.String]?
+            /// Creates a new `WebhookReplay`.
+            ///
+            /// - Parameters:
+            ///   - eventIds:
+            public init(eventIds: [Swift.String]? = nil) {
+                self.eventIds = eventIds
+            }
+            public enum CodingKeys: String, CodingKey {
+                case eventIds = "event_ids"
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.eventIds = try container.decodeIfPresent(
+                    [Swift.String].self,
+                    forKey: .eventIds
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "event_ids"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WebhookReplayed`.
+        public struct WebhookReplayed: Codable, Hashable, Sendable {
+            /// Dead deliveries made pending again (those not dead, or not found, are left as they are).
+            ///
+            /// - Remark: Generated from `#/components/schemas/WebhookReplayed/replayed`.
+            public var replayed: Swift.Int
+            /// Creates a new `WebhookReplayed`.
+            ///
+            /// - Parameters:
+            ///   - replayed: Dead deliveries made pending again (those not dead, or not found, are left as they are).
+            public init(replayed: Swift.Int) {
+                self.replayed = replayed
+            }
+            public enum CodingKeys: String, CodingKey {
+                case replayed
             }
         }
         /// - Remark: Generated from `#/components/schemas/WebhookCreated`.

@@ -128,6 +128,15 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/apps/{appId}/webhooks`.
     /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/post(createWebhook)`.
     func createWebhook(_ input: Operations.CreateWebhook.Input) async throws -> Operations.CreateWebhook.Output
+    /// Change an endpoint's URL, event types, description or concurrency, or disable and enable it.
+    ///
+    /// A disabled endpoint gets no new events and its pending deliveries wait; enabled again,
+    /// they go out (each within its 24-hour retry window, counted from the event or its replay).
+    ///
+    ///
+    /// - Remark: HTTP `PATCH /v1/apps/{appId}/webhooks/{webhookId}`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/patch(updateWebhook)`.
+    func updateWebhook(_ input: Operations.UpdateWebhook.Input) async throws -> Operations.UpdateWebhook.Output
     /// Remove an endpoint; its pending deliveries go with it.
     ///
     /// - Remark: HTTP `DELETE /v1/apps/{appId}/webhooks/{webhookId}`.
@@ -143,6 +152,31 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /v1/apps/{appId}/webhooks/{webhookId}/attempts`.
     /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/attempts/get(listWebhookAttempts)`.
     func listWebhookAttempts(_ input: Operations.ListWebhookAttempts.Input) async throws -> Operations.ListWebhookAttempts.Output
+    /// Give the endpoint a new signing secret; the old one keeps signing for a grace period.
+    ///
+    /// During `grace_seconds` each request carries two `v1=` signatures, under the new secret and
+    /// the old, so the receiver can switch to the new secret whenever it likes within the period.
+    /// The new secret is in this answer only.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/apps/{appId}/webhooks/{webhookId}/rotate-secret`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/rotate-secret/post(rotateWebhookSecret)`.
+    func rotateWebhookSecret(_ input: Operations.RotateWebhookSecret.Input) async throws -> Operations.RotateWebhookSecret.Output
+    /// The endpoint's deliveries, newest event first - the dead ones with `state=dead`.
+    ///
+    /// - Remark: HTTP `GET /v1/apps/{appId}/webhooks/{webhookId}/deliveries`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/deliveries/get(listWebhookDeliveries)`.
+    func listWebhookDeliveries(_ input: Operations.ListWebhookDeliveries.Input) async throws -> Operations.ListWebhookDeliveries.Output
+    /// Send dead deliveries again, each with a new 24-hour retry window.
+    ///
+    /// With `event_ids`, those of the endpoint's dead deliveries; without, its dead deliveries,
+    /// oldest first, up to 10,000 a call (call again while `replayed` is 10,000). The events keep
+    /// their ids, so a receiver that had one already can tell.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/apps/{appId}/webhooks/{webhookId}/deliveries/replay`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/deliveries/replay/post(replayWebhookDeliveries)`.
+    func replayWebhookDeliveries(_ input: Operations.ReplayWebhookDeliveries.Input) async throws -> Operations.ReplayWebhookDeliveries.Output
     /// The app's audit log, oldest first (the admin token or the app's admin key).
     ///
     /// Append-only: app, key, credential and identity-secret changes, and every push created,
@@ -554,6 +588,25 @@ extension APIProtocol {
             body: body
         ))
     }
+    /// Change an endpoint's URL, event types, description or concurrency, or disable and enable it.
+    ///
+    /// A disabled endpoint gets no new events and its pending deliveries wait; enabled again,
+    /// they go out (each within its 24-hour retry window, counted from the event or its replay).
+    ///
+    ///
+    /// - Remark: HTTP `PATCH /v1/apps/{appId}/webhooks/{webhookId}`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/patch(updateWebhook)`.
+    public func updateWebhook(
+        path: Operations.UpdateWebhook.Input.Path,
+        headers: Operations.UpdateWebhook.Input.Headers = .init(),
+        body: Operations.UpdateWebhook.Input.Body
+    ) async throws -> Operations.UpdateWebhook.Output {
+        try await updateWebhook(Operations.UpdateWebhook.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
     /// Remove an endpoint; its pending deliveries go with it.
     ///
     /// - Remark: HTTP `DELETE /v1/apps/{appId}/webhooks/{webhookId}`.
@@ -593,6 +646,61 @@ extension APIProtocol {
             path: path,
             query: query,
             headers: headers
+        ))
+    }
+    /// Give the endpoint a new signing secret; the old one keeps signing for a grace period.
+    ///
+    /// During `grace_seconds` each request carries two `v1=` signatures, under the new secret and
+    /// the old, so the receiver can switch to the new secret whenever it likes within the period.
+    /// The new secret is in this answer only.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/apps/{appId}/webhooks/{webhookId}/rotate-secret`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/rotate-secret/post(rotateWebhookSecret)`.
+    public func rotateWebhookSecret(
+        path: Operations.RotateWebhookSecret.Input.Path,
+        headers: Operations.RotateWebhookSecret.Input.Headers = .init(),
+        body: Operations.RotateWebhookSecret.Input.Body? = nil
+    ) async throws -> Operations.RotateWebhookSecret.Output {
+        try await rotateWebhookSecret(Operations.RotateWebhookSecret.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// The endpoint's deliveries, newest event first - the dead ones with `state=dead`.
+    ///
+    /// - Remark: HTTP `GET /v1/apps/{appId}/webhooks/{webhookId}/deliveries`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/deliveries/get(listWebhookDeliveries)`.
+    public func listWebhookDeliveries(
+        path: Operations.ListWebhookDeliveries.Input.Path,
+        query: Operations.ListWebhookDeliveries.Input.Query = .init(),
+        headers: Operations.ListWebhookDeliveries.Input.Headers = .init()
+    ) async throws -> Operations.ListWebhookDeliveries.Output {
+        try await listWebhookDeliveries(Operations.ListWebhookDeliveries.Input(
+            path: path,
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Send dead deliveries again, each with a new 24-hour retry window.
+    ///
+    /// With `event_ids`, those of the endpoint's dead deliveries; without, its dead deliveries,
+    /// oldest first, up to 10,000 a call (call again while `replayed` is 10,000). The events keep
+    /// their ids, so a receiver that had one already can tell.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/apps/{appId}/webhooks/{webhookId}/deliveries/replay`.
+    /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/deliveries/replay/post(replayWebhookDeliveries)`.
+    public func replayWebhookDeliveries(
+        path: Operations.ReplayWebhookDeliveries.Input.Path,
+        headers: Operations.ReplayWebhookDeliveries.Input.Headers = .init(),
+        body: Operations.ReplayWebhookDeliveries.Input.Body? = nil
+    ) async throws -> Operations.ReplayWebhookDeliveries.Output {
+        try await replayWebhookDeliveries(Operations.ReplayWebhookDeliveries.Input(
+            path: path,
+            headers: headers,
+            body: body
         ))
     }
     /// The app's audit log, oldest first (the admin token or the app's admin key).

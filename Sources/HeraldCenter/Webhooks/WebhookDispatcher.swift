@@ -38,13 +38,14 @@ public final class WebhookDispatcher: Service, Sendable {
     private let cipher: CredentialCipher?
     private let http: HTTPClient
     private let logger: Logger
-    private let inFlight = Atomic<Int>(0)
+    private let metrics: CenterMetrics
 
     public init(
         settings: Settings = Settings(), center: String, webhooks: WebhookRepository, cipher: CredentialCipher?,
-        logger: Logger
+        metrics: CenterMetrics = CenterMetrics(), logger: Logger
     ) {
         self.settings = settings
+        self.metrics = metrics
         self.center = center
         self.webhooks = webhooks
         self.cipher = cipher
@@ -63,7 +64,7 @@ public final class WebhookDispatcher: Service, Sendable {
                     lastPurge = .now
                     await purge()
                 }
-                let free = settings.maxInFlight - inFlight.load(ordering: .relaxed)
+                let free = settings.maxInFlight - metrics.webhookInFlight.load(ordering: .relaxed)
                 var claimed: [WebhookDelivery] = []
                 if free > 0 {
                     do {
@@ -76,9 +77,9 @@ public final class WebhookDispatcher: Service, Sendable {
                     }
                 }
                 for delivery in claimed {
-                    inFlight.add(1, ordering: .relaxed)
+                    metrics.webhookInFlight.add(1, ordering: .relaxed)
                     group.addTask {
-                        defer { self.inFlight.subtract(1, ordering: .relaxed) }
+                        defer { self.metrics.webhookInFlight.subtract(1, ordering: .relaxed) }
                         await self.deliver(delivery)
                     }
                 }
@@ -139,6 +140,13 @@ public final class WebhookDispatcher: Service, Sendable {
         }
         let delivered = status.map { (200..<300).contains($0) } ?? false
         let retryAt = delivered ? nil : retryTime(delivery)
+        if delivered {
+            metrics.webhookDelivered.add(1, ordering: .relaxed)
+        } else if retryAt == nil {
+            metrics.webhookDead.add(1, ordering: .relaxed)
+        } else {
+            metrics.webhookRetried.add(1, ordering: .relaxed)
+        }
         if !delivered {
             logger.info(
                 retryAt == nil
@@ -168,7 +176,8 @@ public final class WebhookDispatcher: Service, Sendable {
                 Double(settings.firstRetryDelay.wholeMilliseconds) * pow(2, doubling),
                 Double(settings.maximumRetryDelay.wholeMilliseconds)) / 1000 * Double.random(in: 0.8...1.2)
         let at = Date().addingTimeInterval(delay)
-        let deadline = delivery.createdAt.addingTimeInterval(Double(settings.retryWindow.wholeMilliseconds) / 1000)
+        let deadline = delivery.retryWindowStart.addingTimeInterval(
+            Double(settings.retryWindow.wholeMilliseconds) / 1000)
         return at > deadline ? nil : at
     }
 

@@ -70,6 +70,10 @@ public struct BatchOutcome: Sendable {
         /// a rejection whose reason ``APNsReason/invalidatesToken`` (the one rule, in HeraldAPNs).
         public var invalidatesToken: Bool { status == .rejected && APNsReason(reason).invalidatesToken }
 
+        /// Whether APNs refused the app's credential rather than the device: a rejection whose
+        /// reason has the ``APNsReason/Disposition/credential`` disposition.
+        public var refusesCredential: Bool { status == .rejected && APNsReason(reason).disposition == .credential }
+
         public init(
             deviceID: Int64, status: FailedDelivery.Status, reason: String, httpStatus: Int,
             unregisteredAt: Date?, attempts: Int

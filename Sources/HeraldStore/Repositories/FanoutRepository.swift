@@ -306,6 +306,7 @@ public struct FanoutRepository: Sendable {
             var applied = AppliedOutcomes()
             var deltas: [UUID: PushCounters] = [:]
             var failed: [FailedTarget] = []
+            var counted: [(pushID: UUID, sequence: Int32)] = []
             for outcome in outcomes {
                 // No batch has a sequence past Int32 (the column's type): such an outcome is no batch's.
                 guard let sequence = Int32(exactly: outcome.sequence) else {
@@ -328,6 +329,7 @@ public struct FanoutRepository: Sendable {
                 }
                 let targetCount = batch.targetCount
                 applied.batchesCounted += 1
+                counted.append((outcome.pushID, sequence))
                 var delta = deltas[outcome.pushID] ?? PushCounters()
                 let reported = outcome.acceptedDeviceIDs.count + outcome.failures.count
                 // A batch rebuilt after devices changed may hold fewer or more than first recorded:
@@ -365,7 +367,9 @@ public struct FanoutRepository: Sendable {
                     deltas[pushID, default: PushCounters()].tokensInvalidated += count
                     applied.tokensInvalidated += Int(count)
                 }
+                try await Self.reportCredentialRefusals(failed, on: connection, logger: logger)
             }
+            try await Self.reportDeliveryBatches(counted, on: connection, logger: logger)
             for (pushID, delta) in deltas {
                 try await PushRepository.addToCounters(pushID: pushID, delta, on: connection, logger: logger)
             }
@@ -386,7 +390,9 @@ public struct FanoutRepository: Sendable {
 
     /// Invalidates the tokens the failures prove dead — only of devices of the push's own app that
     /// lie in the batch they were reported for (an outcome record cannot invalidate another app's
-    /// devices). Returns the number invalidated per push.
+    /// devices) — and writes a `device.invalidated` webhook event for each, in the same statement.
+    /// A 410 with APNs' timestamp spares a device that registered again after it. Returns the
+    /// number invalidated per push.
     static func invalidateTokens(_ failed: [FailedTarget], on connection: PostgresConnection, logger: Logger)
         async throws -> [UUID: Int64]
     {
@@ -394,38 +400,81 @@ public struct FanoutRepository: Sendable {
         guard !dead.isEmpty else { return [:] }
         var pushOfDevice: [Int64: UUID] = [:]
         for entry in dead { pushOfDevice[entry.failure.deviceID] = entry.pushID }
-        let dated = dead.filter { $0.failure.unregisteredAt != nil }
-        let undated = dead.filter { $0.failure.unregisteredAt == nil }
-        var invalidated: [UUID: Int64] = [:]
-        if !dated.isEmpty {
-            // 410 with APNs' timestamp: a device that registered again after it keeps its token.
-            let rows = try await connection.query(
-                """
+        let rows = try await connection.query(
+            """
+            WITH invalidated AS (
                 UPDATE devices d SET status = 'invalid', invalidated_at = now(), invalid_reason = u.reason, updated_at = now()
-                FROM unnest(\(dated.map(\.failure.deviceID))::bigint[], \(dated.map(\.failure.reason))::text[],
-                            \(dated.map { $0.failure.unregisteredAt ?? Date() })::timestamptz[],
-                            \(dated.map(\.appID))::uuid[]) AS u(id, reason, unregistered_at, app_id)
-                WHERE d.id = u.id AND d.app_id = u.app_id AND d.status = 'active' AND d.registered_at <= u.unregistered_at
-                RETURNING d.id
-                """, logger: logger)
-            for try await id in rows.decode(Int64.self) {
-                if let push = pushOfDevice[id] { invalidated[push, default: 0] += 1 }
-            }
-        }
-        if !undated.isEmpty {
-            let rows = try await connection.query(
-                """
-                UPDATE devices d SET status = 'invalid', invalidated_at = now(), invalid_reason = u.reason, updated_at = now()
-                FROM unnest(\(undated.map(\.failure.deviceID))::bigint[], \(undated.map(\.failure.reason))::text[],
-                            \(undated.map(\.appID))::uuid[]) AS u(id, reason, app_id)
+                FROM unnest(\(dead.map(\.failure.deviceID))::bigint[], \(dead.map(\.failure.reason))::text[],
+                            \(dead.map { $0.failure.unregisteredAt != nil })::boolean[],
+                            \(dead.map { $0.failure.unregisteredAt ?? Date(timeIntervalSince1970: 0) })::timestamptz[],
+                            \(dead.map(\.appID))::uuid[]) AS u(id, reason, dated, unregistered_at, app_id)
                 WHERE d.id = u.id AND d.app_id = u.app_id AND d.status = 'active'
-                RETURNING d.id
-                """, logger: logger)
-            for try await id in rows.decode(Int64.self) {
-                if let push = pushOfDevice[id] { invalidated[push, default: 0] += 1 }
-            }
+                  AND (NOT u.dated OR d.registered_at <= u.unregistered_at)
+                RETURNING d.id, d.app_id, d.token, d.alias, d.environment, d.topic, d.invalidated_at, u.reason,
+                          CASE WHEN u.dated THEN u.unregistered_at END AS apns_timestamp
+            ), events AS (
+                SELECT herald_webhook_event(i.app_id, 'device.invalidated', jsonb_strip_nulls(jsonb_build_object(
+                    'registration_id', i.id, 'token', encode(i.token, 'hex'), 'alias', i.alias,
+                    'environment', i.environment, 'topic', i.topic, 'reason', i.reason,
+                    'apns_timestamp', i.apns_timestamp, 'invalidated_at', i.invalidated_at)))
+                FROM invalidated i
+                WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.app_id = i.app_id AND w.enabled
+                              AND 'device.invalidated' = ANY(w.event_types))
+            )
+            SELECT id FROM invalidated WHERE (SELECT count(*) FROM events) >= 0
+            """, logger: logger)
+        var invalidated: [UUID: Int64] = [:]
+        for try await id in rows.decode(Int64.self) {
+            if let push = pushOfDevice[id] { invalidated[push, default: 0] += 1 }
         }
         return invalidated
+    }
+
+    /// Writes `push.failed` for each push whose outcomes report that APNs refused the app's
+    /// credential (``BatchOutcome/Failure/refusesCredential``): once per push, at the first such
+    /// batch, with the reason and how many of the batch it refused.
+    static func reportCredentialRefusals(
+        _ failed: [FailedTarget], on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        var refused: [UUID: (appID: UUID, reason: String, status: Int, count: Int)] = [:]
+        for entry in failed where entry.failure.refusesCredential {
+            refused[entry.pushID, default: (entry.appID, entry.failure.reason, entry.failure.httpStatus, 0)].count += 1
+        }
+        guard !refused.isEmpty else { return }
+        let pushes = Array(refused.keys)
+        try await connection.query(
+            """
+            SELECT herald_webhook_push_failed(u.app_id, jsonb_build_object(
+                'push_id', u.push_id, 'reason', u.reason, 'http_status', u.status, 'refused', u.refused,
+                'message', 'APNs refused the app''s credential (' || u.reason || '): upload a valid key or certificate, then send again'))
+            FROM unnest(\(pushes)::uuid[], \(pushes.map { refused[$0]!.appID })::uuid[],
+                        \(pushes.map { refused[$0]!.reason })::text[], \(pushes.map { Int32(clamping: refused[$0]!.status) })::integer[],
+                        \(pushes.map { Int64(refused[$0]!.count) })::bigint[]) AS u(push_id, app_id, reason, status, refused)
+            """, logger: logger)
+    }
+
+    /// Writes a `delivery.batch` event for each batch counted now whose app has an endpoint
+    /// subscribed: the registration ids APNs accepted and those it did not, with status and reason.
+    static func reportDeliveryBatches(
+        _ batches: [(pushID: UUID, sequence: Int32)], on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        guard !batches.isEmpty else { return }
+        try await connection.query(
+            """
+            SELECT herald_webhook_event(p.app_id, 'delivery.batch', jsonb_build_object(
+                'push_id', b.push_id, 'batch', b.sequence,
+                'accepted', to_jsonb(COALESCE(b.accepted_device_ids, '{}'::bigint[])),
+                'failed', COALESCE((
+                    SELECT jsonb_agg(jsonb_build_object('registration_id', f.device_id, 'status', f.status, 'reason', f.reason)
+                                     ORDER BY f.device_id)
+                    FROM failed_deliveries f
+                    WHERE f.push_id = b.push_id AND f.device_id BETWEEN b.first_device AND b.last_device), '[]'::jsonb)))
+            FROM unnest(\(batches.map(\.pushID))::uuid[], \(batches.map(\.sequence))::integer[]) AS u(push_id, sequence)
+            JOIN push_batches b ON b.push_id = u.push_id AND b.sequence = u.sequence
+            JOIN pushes p ON p.id = b.push_id
+            WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.app_id = p.app_id AND w.enabled
+                          AND 'delivery.batch' = ANY(w.event_types))
+            """, logger: logger)
     }
 
     /// Marks completed those of `pushIDs` whose fan-out finished and whose every batch has its

@@ -42,7 +42,9 @@ public struct WebhookDelivery: Sendable {
     /// The event's data, as JSON text.
     public var data: String
     public var createdAt: Date
-    /// Attempts before this one.
+    /// Where its 24-hour retry window starts: the event's creation, or the delivery's replay.
+    public var retryWindowStart: Date
+    /// Attempts before this one (since its replay, for a replayed one).
     public var attempts: Int
 }
 
@@ -98,6 +100,133 @@ public struct WebhookRepository: Sendable {
             "DELETE FROM webhook_endpoints WHERE id = \(id) AND app_id = \(appID) RETURNING id", logger: logger)
         for try await _ in rows.decode(UUID.self) { return true }
         return false
+    }
+
+    /// What an update changes; nil fields stay as they are.
+    public struct EndpointChanges: Sendable {
+        public var url: String?
+        public var description: String?
+        public var eventTypes: [String]?
+        public var maxConcurrency: Int?
+        public var enabled: Bool?
+
+        public init(
+            url: String? = nil, description: String? = nil, eventTypes: [String]? = nil, maxConcurrency: Int? = nil,
+            enabled: Bool? = nil
+        ) {
+            self.url = url
+            self.description = description
+            self.eventTypes = eventTypes
+            self.maxConcurrency = maxConcurrency
+            self.enabled = enabled
+        }
+    }
+
+    /// Changes the app's endpoint `id`; nil when the app has no such endpoint.
+    public func updateEndpoint(id: UUID, appID: UUID, _ changes: EndpointChanges) async throws
+        -> WebhookEndpointRecord?
+    {
+        let rows = try await client.boundedQuery(
+            """
+            UPDATE webhook_endpoints SET url = COALESCE(\(changes.url), url),
+                description = COALESCE(\(changes.description), description),
+                event_types = COALESCE(\(changes.eventTypes)::text[], event_types),
+                max_concurrency = COALESCE(\(changes.maxConcurrency.map(Int32.init)), max_concurrency),
+                enabled = COALESCE(\(changes.enabled), enabled), updated_at = now()
+            WHERE id = \(id) AND app_id = \(appID)
+            RETURNING \(unescaped: Self.endpointColumns)
+            """, logger: logger)
+        return try await Self.endpoints(from: rows).first
+    }
+
+    /// Gives the app's endpoint `id` a new secret; the one it had signs too until `previousUntil`
+    /// (nil: at once no more). Returns the endpoint, or nil when the app has no such endpoint.
+    public func replaceSecret(id: UUID, appID: UUID, secret: WebhookSecret, previousUntil: Date?) async throws
+        -> WebhookEndpointRecord?
+    {
+        let rows = try await client.boundedQuery(
+            """
+            UPDATE webhook_endpoints SET
+                previous_secret_sealed = CASE WHEN \(previousUntil)::timestamptz IS NULL THEN NULL ELSE secret_sealed END,
+                previous_sealing_key_id = CASE WHEN \(previousUntil)::timestamptz IS NULL THEN NULL ELSE sealing_key_id END,
+                previous_secret_until = \(previousUntil),
+                secret_sealed = \(secret.sealed.bytea), sealing_key_id = \(secret.sealingKeyID), updated_at = now()
+            WHERE id = \(id) AND app_id = \(appID)
+            RETURNING \(unescaped: Self.endpointColumns)
+            """, logger: logger)
+        return try await Self.endpoints(from: rows).first
+    }
+
+    /// A delivery as listed: its event, state and attempts.
+    public struct DeliveryRecord: Sendable {
+        public var eventID: UUID
+        public var type: String
+        public var createdAt: Date
+        public var state: String
+        public var attempts: Int
+        public var nextAttemptAt: Date?
+        public var finishedAt: Date?
+    }
+
+    /// The deliveries of the app's endpoint `id` (of `state`, or all), newest event first, after
+    /// the event `after`; nil when the app has no such endpoint.
+    public func deliveries(endpointID: UUID, appID: UUID, state: String?, after: UUID?, limit: Int) async throws
+        -> [DeliveryRecord]?
+    {
+        let rows = try await client.boundedQuery(
+            """
+            SELECT d.event_id, d.type, d.created_at, d.state, d.attempts, d.next_attempt_at, d.finished_at
+            FROM webhook_endpoints w LEFT JOIN LATERAL (
+                SELECT d.event_id, e.type, e.created_at, d.state, d.attempts,
+                       CASE WHEN d.state = 'pending' THEN d.next_attempt_at END AS next_attempt_at, d.finished_at
+                FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+                WHERE d.endpoint_id = w.id AND (\(state)::text IS NULL OR d.state = \(state))
+                  AND (\(after)::uuid IS NULL OR (e.created_at, e.id) < (
+                      SELECT created_at, id FROM webhook_events WHERE id = \(after)))
+                ORDER BY e.created_at DESC, e.id DESC LIMIT \(limit)
+            ) d ON true
+            WHERE w.id = \(endpointID) AND w.app_id = \(appID)
+            """, logger: logger)
+        var found = false
+        var deliveries: [DeliveryRecord] = []
+        for try await (event, type, created, state, attempts, next, finished) in rows.decode(
+            (UUID?, String?, Date?, String?, Int32?, Date?, Date?).self)
+        {
+            found = true
+            guard let event, let type, let created, let state, let attempts else { continue }
+            deliveries.append(
+                DeliveryRecord(
+                    eventID: event, type: type, createdAt: created, state: state, attempts: Int(attempts),
+                    nextAttemptAt: next, finishedAt: finished))
+        }
+        return found ? deliveries : nil
+    }
+
+    /// Makes dead deliveries of the app's endpoint `id` pending again, due now, with a new retry
+    /// window: those of `eventIDs`, or (nil) the oldest `limit`. Returns how many, or nil when
+    /// the app has no such endpoint.
+    public func replayDead(endpointID: UUID, appID: UUID, eventIDs: [UUID]?, limit: Int) async throws -> Int? {
+        let rows = try await client.boundedQuery(
+            """
+            WITH endpoint AS (
+                SELECT id FROM webhook_endpoints WHERE id = \(endpointID) AND app_id = \(appID)
+            ), replayed AS (
+                UPDATE webhook_deliveries d SET state = 'pending', attempts = 0, next_attempt_at = now(),
+                    retry_from = now(), finished_at = NULL, leased_until = NULL, leased_by = NULL
+                WHERE d.endpoint_id IN (SELECT id FROM endpoint) AND d.state = 'dead'
+                  AND d.event_id IN (
+                      SELECT event_id FROM webhook_deliveries
+                      WHERE endpoint_id = \(endpointID) AND state = 'dead'
+                        AND (\(eventIDs)::uuid[] IS NULL OR event_id = ANY(\(eventIDs)::uuid[]))
+                      ORDER BY finished_at LIMIT \(limit))
+                RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM endpoint), (SELECT count(*) FROM replayed)
+            """, logger: logger)
+        for try await (endpoints, replayed) in rows.decode((Int64, Int64).self) {
+            return endpoints == 0 ? nil : Int(replayed)
+        }
+        return nil
     }
 
     /// Queues a `webhook.test` event for the app's endpoint `id` alone. Returns the event's id,
@@ -181,7 +310,8 @@ public struct WebhookRepository: Sendable {
             RETURNING d.endpoint_id, w.url, w.max_concurrency, w.secret_sealed, w.sealing_key_id,
                       CASE WHEN w.previous_secret_until > now() THEN w.previous_secret_sealed END,
                       CASE WHEN w.previous_secret_until > now() THEN w.previous_sealing_key_id END,
-                      e.id, e.app_id, e.type, e.data::text, e.created_at, d.attempts
+                      e.id, e.app_id, e.type, e.data::text, e.created_at, d.attempts,
+                      COALESCE(d.retry_from, e.created_at)
             """, logger: logger)
         var deliveries: [WebhookDelivery] = []
         for try await row in rows {
@@ -199,7 +329,8 @@ public struct WebhookRepository: Sendable {
                     maxConcurrency: Int(try cells[2].decode(Int32.self)), secrets: secrets,
                     eventID: try cells[7].decode(UUID.self), appID: try cells[8].decode(UUID.self),
                     type: try cells[9].decode(String.self), data: try cells[10].decode(String.self),
-                    createdAt: try cells[11].decode(Date.self), attempts: Int(try cells[12].decode(Int32.self))))
+                    createdAt: try cells[11].decode(Date.self), retryWindowStart: try cells[13].decode(Date.self),
+                    attempts: Int(try cells[12].decode(Int32.self))))
         }
         return deliveries
     }
