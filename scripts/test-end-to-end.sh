@@ -27,6 +27,9 @@ tests=("$@")
 # re-drive time shorter than the longest legitimate retrying (here ~35 s) sends batches twice.
 export HERALD_SENDER_MAX_ATTEMPTS=20
 export HERALD_SENDER_RETRY_MAX_MS=5000
+# Webhook retries in seconds, not minutes: the webhooks test sees a delivery die and replays it.
+export HERALD_CENTER_WEBHOOK_FIRST_RETRY_MS=1000
+export HERALD_CENTER_WEBHOOK_RETRY_WINDOW_MS=8000
 export HERALD_LOG_LEVEL=${HERALD_LOG_LEVEL:-info}
 
 failures=()
@@ -231,13 +234,17 @@ PY
   if [ "$folded" -gt 0 ]; then log "✔ the centers folded $folded changes of the device counts"; else fail "no center folded the device counts' changes within 30 s"; fi
 }
 
-# Outcome webhooks through the real herald-center: a receiver on loopback that refuses the first
-# request gets the push.completed event of a tag push (after a retry) and a test event, each
-# signed with the endpoint's secret; the attempts list shows the refusal.
+# Outcome webhooks through the real herald-center, driven with `herald webhooks`: a receiver on
+# loopback that refuses its first request gets a tag push's push.completed, device.invalidated for
+# its four dead tokens (Unregistered with apns-sim's timestamp, BadDeviceToken without) and
+# delivery.batch events (which add up to the push's counters) and a test event, each signed with
+# the endpoint's secret; after a rotation with a grace period a request verifies under both secrets;
+# an endpoint that keeps failing has its delivery die (the stack's retry window is 8 s), listed as
+# dead and, once the receiver answers again, replayed and delivered.
 test_webhooks() {
   reset_sim
   local dir=$HERALD_DEV_DIR/webhooks report
-  mkdir -p "$dir"
+  rm -rf "$dir"; mkdir -p "$dir"
   python3 - "$dir" <<'PY' &
 import http.server, json, os, sys
 directory = sys.argv[1]
@@ -245,65 +252,134 @@ class Receiver(http.server.BaseHTTPRequestHandler):
     count = 0
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        Receiver.count += 1
-        status = 500 if Receiver.count == 1 else 200
+        if self.path == "/dead":
+            status = 200 if os.path.exists(os.path.join(directory, "dead-answers")) else 500
+        else:
+            Receiver.count += 1
+            status = 500 if Receiver.count == 1 else 200
         with open(os.path.join(directory, "received.ndjson"), "a") as out:
-            out.write(json.dumps({"status": status, "signature": self.headers.get("Herald-Signature", ""),
-                                  "body": body.decode()}) + "\n")
+            out.write(json.dumps({"path": self.path, "status": status,
+                                  "signature": self.headers.get("Herald-Signature", ""), "body": body.decode()}) + "\n")
         self.send_response(status); self.end_headers()
     def log_message(self, *args): pass
-server = http.server.HTTPServer(("127.0.0.1", 0), Receiver)
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
 open(os.path.join(directory, "port"), "w").write(str(server.server_port))
 server.serve_forever()
 PY
   local receiver=$!
   local start=$SECONDS
   while [ ! -s "$dir/port" ] && [ $((SECONDS - start)) -lt 10 ]; do sleep 0.1; done
-  if report=$(python3 - "$herald" "$dir" "$(cat "$dir/port")" <<'PY'
-import hashlib, hmac, json, os, subprocess, sys, time, urllib.request
+  if report=$(python3 - "$herald" "$dir" "$(cat "$dir/port")" 2>&1 <<'PY'
+import hashlib, hmac, json, os, secrets, subprocess, sys, time, urllib.request
 herald, directory, port = sys.argv[1], sys.argv[2], sys.argv[3]
-config = json.load(open(os.environ["HERALD_CLI_CONFIG"]))
-api, app, admin = os.environ["HERALD_API_URL"], config["app_id"], os.environ["HERALD_ADMIN_TOKEN"]
-def call(method, path, body=None):
-    request = urllib.request.Request(api + path, method=method, data=json.dumps(body).encode() if body else None,
-                                     headers={"Authorization": f"Bearer {admin}", "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        text = answer.read()
-        return json.loads(text) if text else None
-created = call("POST", f"/v1/apps/{app}/webhooks",
-               {"url": f"http://127.0.0.1:{port}/herald", "event_types": ["push.completed"], "description": "e2e"})
+def cli(*arguments):
+    answer = subprocess.run([herald, "webhooks", *arguments], capture_output=True, text=True)
+    if answer.returncode != 0:
+        sys.exit(f"herald webhooks {' '.join(arguments)}: {answer.stderr.strip()}")
+    return json.loads(answer.stdout) if "--json" in arguments else answer.stdout
+def received(path):
+    log = os.path.join(directory, "received.ndjson")
+    entries = [json.loads(line) for line in open(log)] if os.path.exists(log) else []
+    return [entry for entry in entries if entry["path"] == path]
+def delivered(path):
+    return [(json.loads(entry["body"]), entry["signature"], entry["body"]) for entry in received(path) if entry["status"] == 200]
+def verifies(signature, body, secret):
+    fields = signature.split(",")
+    t = next(field[2:] for field in fields if field.startswith("t="))
+    expected = hmac.new(secret.encode(), f"{t}.{body}".encode(), hashlib.sha256).hexdigest()
+    return any(hmac.compare_digest(expected, field[3:]) for field in fields if field.startswith("v1="))
+def wait(what, check, seconds=180):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if check():
+            return
+        time.sleep(0.5)
+    sys.exit(f"{what}: not within {seconds} s; received {open(os.path.join(directory, 'received.ndjson')).read()[-3000:]}")
+
+created = cli("create", "--url", f"http://127.0.0.1:{port}/herald", "--description", "e2e",
+              "--events", "push.completed,device.invalidated,delivery.batch", "--json")
 secret, webhook = created["secret"], created["webhook"]["id"]
-if any("secret" in entry for entry in call("GET", f"/v1/apps/{app}/webhooks")["webhooks"]):
+if "secret" in cli("list", "--json")["webhooks"][0]:
     sys.exit("the list shows a secret")
-push = subprocess.run([herald, "push", "--tag", "vip", "--body", "webhooks", "--quiet"], check=True,
+# Six new devices under their own tag: two apns-sim delivers to, two it says were unregistered (410
+# with a timestamp after their registration), two it does not know (BadDeviceToken).
+config = json.load(open(os.environ["HERALD_CLI_CONFIG"]))
+tokens = [secrets.token_hex(32) for _ in range(6)]
+for token in tokens:
+    request = urllib.request.Request(os.environ["HERALD_API_URL"] + "/v1/devices", method="POST",
+        data=json.dumps({"token": token, "environment": "sandbox", "tags": ["webhooks-e2e"]}).encode(),
+        headers={"Authorization": f"Bearer {config['api_key']}", "Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=10).read()
+time.sleep(0.01)
+now = int(time.time() * 1000)
+sim = [{"token": t, "topic": "com.example.e2e"} for t in tokens[:2]] + \
+      [{"token": t, "topic": "com.example.e2e", "unregisteredAt": now} for t in tokens[2:4]]
+urllib.request.urlopen(urllib.request.Request(os.environ["HERALD_DEV_APNS_SIM_ADMIN"] + "/devices", method="POST",
+    data=json.dumps({"devices": sim}).encode(), headers={"Content-Type": "application/json"}), timeout=10).read()
+push = subprocess.run([herald, "push", "--tag", "webhooks-e2e", "--body", "webhooks", "--quiet"], check=True,
                       capture_output=True, text=True).stdout.strip()
-test = call("POST", f"/v1/apps/{app}/webhooks/{webhook}/test")["event_id"]
-def received():
-    path = os.path.join(directory, "received.ndjson")
-    return [json.loads(line) for line in open(path)] if os.path.exists(path) else []
-deadline = time.time() + 180
-while time.time() < deadline:
-    delivered = [entry for entry in received() if entry["status"] == 200]
-    events = [json.loads(entry["body"]) for entry in delivered]
-    if any(event["type"] == "push.completed" and event["data"]["push_id"] == push for event in events) \
-            and any(event["id"] == test for event in events):
-        break
-    time.sleep(1)
-else:
-    sys.exit(f"not delivered within 180 s: {received()}")
-for entry in delivered:
-    fields = dict(part.split("=", 1) for part in entry["signature"].split(","))
-    expected = hmac.new(secret.encode(), f"{fields['t']}.{entry['body']}".encode(), hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(expected, fields["v1"]):
-        sys.exit(f"a bad signature: {entry['signature']}")
-completed = next(event for event in events if event["type"] == "push.completed")
-attempts = call("GET", f"/v1/apps/{app}/webhooks/{webhook}/attempts")["attempts"]
+test = cli("test", webhook, "--json")["event_id"]
+
+def mine():
+    events = [event for event, _, _ in delivered("/herald")]
+    unique = {event["id"]: event for event in events}.values()
+    completed = [e for e in unique if e["type"] == "push.completed" and e["data"]["push_id"] == push]
+    invalidated = [e for e in unique if e["type"] == "device.invalidated"]
+    batches = [e for e in unique if e["type"] == "delivery.batch" and e["data"]["push_id"] == push]
+    return completed, invalidated, batches, any(e["id"] == test for e in unique)
+def complete():
+    completed, invalidated, batches, tested = mine()
+    if not completed or not tested:
+        return False
+    counters = completed[0]["data"]["counters"]
+    return (len(invalidated) == counters["tokens_invalidated"]
+            and sum(len(b["data"]["accepted"]) for b in batches) == counters["accepted"]
+            and sum(len(b["data"]["failed"]) for b in batches) == counters["rejected"] + counters["expired"])
+wait("push.completed, device.invalidated and delivery.batch adding up to the counters, and webhook.test", complete)
+completed, invalidated, batches, _ = mine()
+counters = completed[0]["data"]["counters"]
+if (counters["targeted"], counters["accepted"], counters["tokens_invalidated"]) != (6, 2, 4):
+    sys.exit(f"the push's counters are not 6 targeted, 2 accepted, 4 invalidated: {counters}")
+seen = {e["data"]["token"]: e["data"] for e in invalidated}
+if set(seen) != set(tokens[2:]):
+    sys.exit(f"device.invalidated for {sorted(seen)}, not for the four dead tokens")
+for token in tokens[2:4]:
+    if seen[token]["reason"] != "Unregistered" or not seen[token].get("apns_timestamp", "").startswith(
+            time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now / 1000))):
+        sys.exit(f"an Unregistered device without APNs' timestamp ({now} ms): {seen[token]}")
+for token in tokens[4:]:
+    if seen[token]["reason"] != "BadDeviceToken" or "apns_timestamp" in seen[token]:
+        sys.exit(f"a BadDeviceToken device.invalidated: {seen[token]}")
+for _, signature, body in delivered("/herald"):
+    if not verifies(signature, body, secret):
+        sys.exit(f"a bad signature: {signature}")
+attempts = cli("attempts", webhook, "--json")["attempts"]
 if not any(attempt.get("status") == 500 for attempt in attempts):
     sys.exit(f"the refused attempt is not listed: {attempts}")
-call("DELETE", f"/v1/apps/{app}/webhooks/{webhook}")
-counters = completed["data"]["counters"]
-print(f"push.completed ({counters['accepted']} accepted of {counters['targeted']}) and webhook.test delivered, "
-      f"{len(attempts)} attempts listed (one refused), signatures verified")
+
+# Rotation with a grace period: the next request is signed under both secrets.
+rotated = cli("rotate-secret", webhook, "--grace", "3600", "--json")
+after_rotation = cli("test", webhook, "--json")["event_id"]
+wait("the test event after the rotation", lambda: any(e["id"] == after_rotation for e, _, _ in delivered("/herald")), 60)
+_, signature, body = next(entry for entry in delivered("/herald") if entry[0]["id"] == after_rotation)
+if not (verifies(signature, body, rotated["secret"]) and verifies(signature, body, secret)):
+    sys.exit(f"after the rotation, not signed under both secrets: {signature}")
+
+# An endpoint that keeps failing: its delivery dies, is listed, and is replayed once it answers.
+dead = cli("create", "--url", f"http://127.0.0.1:{port}/dead", "--events", "push.canceled", "--json")["webhook"]["id"]
+dying = cli("test", dead, "--json")["event_id"]
+wait("the failing delivery dead", lambda: [d["event_id"] for d in cli("deliveries", dead, "--state", "dead", "--json")["deliveries"]] == [dying], 120)
+open(os.path.join(directory, "dead-answers"), "w").close()
+replayed = cli("replay", dead, "--json")["replayed"]
+if replayed != 1:
+    sys.exit(f"replay made {replayed} deliveries pending, not 1")
+wait("the replayed delivery", lambda: any(e["id"] == dying for e, _, _ in delivered("/dead")), 60)
+failed_before = sum(1 for entry in received("/dead") if entry["status"] == 500)
+for hook in (webhook, dead):
+    cli("delete", hook)
+print(f"push.completed ({counters['accepted']} accepted of {counters['targeted']}), {len(invalidated)} device.invalidated, "
+      f"{len(batches)} delivery.batch adding up, webhook.test delivered after a refusal and signed under both secrets "
+      f"after a rotation; a delivery dead after {failed_before} failures replayed and delivered")
 PY
   ); then
     log "✔ webhooks: $report"

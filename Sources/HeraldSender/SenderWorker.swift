@@ -238,10 +238,12 @@ public final class SenderWorker: Service, Sendable {
             throw CancellationError()
         } catch let error as MissingCredential {
             logger.warning("no APNs credential", metadata: ["error": "\(error)"])
-            return counted(Self.everyTarget(of: batch, status: .rejected, reason: "MissingCredential"))
+            return counted(
+                Self.everyTarget(of: batch, status: .rejected, reason: BatchOutcome.Failure.missingCredentialReason))
         } catch {
             logger.error("APNs credential unusable", metadata: ["error": "\(error)"])
-            return counted(Self.everyTarget(of: batch, status: .rejected, reason: "InvalidCredential"))
+            return counted(
+                Self.everyTarget(of: batch, status: .rejected, reason: BatchOutcome.Failure.invalidCredentialReason))
         }
     }
 

@@ -58,10 +58,18 @@ do {
                 pushRetention: .seconds(settings.pushRetentionDays * 86_400),
                 auditRetention: .seconds(settings.auditRetentionDays * 86_400), interval: settings.retentionInterval,
                 metrics: metrics, logger: logger))
-        services.append(
-            WebhookDispatcher(
-                center: settings.name, webhooks: WebhookRepository(client: database, logger: logger),
-                cipher: try configuration.security.cipher(), metrics: metrics, logger: logger))
+        if settings.webhookMaxInFlight > 0 {
+            var webhookSettings = WebhookDispatcher.Settings()
+            webhookSettings.maxInFlight = settings.webhookMaxInFlight
+            webhookSettings.requestTimeout = settings.webhookTimeout
+            webhookSettings.firstRetryDelay = settings.webhookFirstRetry
+            webhookSettings.retryWindow = settings.webhookRetryWindow
+            services.append(
+                WebhookDispatcher(
+                    settings: webhookSettings, center: settings.name,
+                    webhooks: WebhookRepository(client: database, logger: logger),
+                    cipher: try configuration.security.cipher(), metrics: metrics, logger: logger))
+        }
         services.append(
             DeviceCountFolder(
                 counts: DeviceCountRepository(client: database, logger: logger), interval: settings.deviceCountInterval,

@@ -50,6 +50,17 @@ public struct CenterSettings: Sendable {
     /// (`HERALD_CENTER_DEVICE_COUNT_INTERVAL_MS`, two seconds; 0 turns folding off, and reads
     /// then add up every change since the last fold).
     public var deviceCountInterval: Duration
+    /// Webhook requests in flight in this center at most (`HERALD_CENTER_WEBHOOK_MAX_IN_FLIGHT`,
+    /// 64; 0: this center delivers no webhooks).
+    public var webhookMaxInFlight: Int
+    /// A webhook request without an answer in this time failed (`HERALD_CENTER_WEBHOOK_TIMEOUT_MS`, 10 s).
+    public var webhookTimeout: Duration
+    /// The first retry of a failed webhook delivery; each next one doubles, up to an hour
+    /// (`HERALD_CENTER_WEBHOOK_FIRST_RETRY_MS`, 30 s).
+    public var webhookFirstRetry: Duration
+    /// How long after its event (or its replay) a delivery is tried before it is dead
+    /// (`HERALD_CENTER_WEBHOOK_RETRY_WINDOW_MS`, 24 hours).
+    public var webhookRetryWindow: Duration
     /// The Prometheus endpoint (`HERALD_CENTER_METRICS_HOST`, `HERALD_CENTER_METRICS_PORT`; 0 turns it off).
     public var metricsHost: String
     public var metricsPort: Int
@@ -78,6 +89,11 @@ public struct CenterSettings: Sendable {
         auditRetentionDays = audit == 0 ? 0 : max(30, audit)
         retentionInterval = config.milliseconds(forKey: "center.retentionIntervalMs", default: 600_000, minimum: 1000)
         deviceCountInterval = config.milliseconds(forKey: "center.deviceCountIntervalMs", default: 2000)
+        webhookMaxInFlight = max(0, config.int(forKey: "center.webhook.maxInFlight", default: 64))
+        webhookTimeout = config.milliseconds(forKey: "center.webhook.timeoutMs", default: 10_000, minimum: 100)
+        webhookFirstRetry = config.milliseconds(forKey: "center.webhook.firstRetryMs", default: 30_000, minimum: 100)
+        webhookRetryWindow = config.milliseconds(
+            forKey: "center.webhook.retryWindowMs", default: 86_400_000, minimum: 1000)
         metricsHost = config.string(forKey: "center.metrics.host", default: "0.0.0.0")
         metricsPort = config.int(forKey: "center.metrics.port", default: 9466)
     }

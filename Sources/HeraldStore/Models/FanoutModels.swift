@@ -70,9 +70,19 @@ public struct BatchOutcome: Sendable {
         /// a rejection whose reason ``APNsReason/invalidatesToken`` (the one rule, in HeraldAPNs).
         public var invalidatesToken: Bool { status == .rejected && APNsReason(reason).invalidatesToken }
 
-        /// Whether APNs refused the app's credential rather than the device: a rejection whose
-        /// reason has the ``APNsReason/Disposition/credential`` disposition.
-        public var refusesCredential: Bool { status == .rejected && APNsReason(reason).disposition == .credential }
+        /// Herald's own reasons for a batch the sender could not send: the app has no credential
+        /// for the environment, or the one stored cannot be used (not a valid key or certificate).
+        public static let missingCredentialReason = "MissingCredential"
+        public static let invalidCredentialReason = "InvalidCredential"
+
+        /// Whether the app's credential, not the device, is at fault: APNs refused it (a reason
+        /// with the ``APNsReason/Disposition/credential`` disposition), or the sender had none it
+        /// could use.
+        public var refusesCredential: Bool {
+            status == .rejected
+                && (APNsReason(reason).disposition == .credential || reason == Self.missingCredentialReason
+                    || reason == Self.invalidCredentialReason)
+        }
 
         public init(
             deviceID: Int64, status: FailedDelivery.Status, reason: String, httpStatus: Int,

@@ -416,7 +416,8 @@ public struct FanoutRepository: Sendable {
                 SELECT herald_webhook_event(i.app_id, 'device.invalidated', jsonb_strip_nulls(jsonb_build_object(
                     'registration_id', i.id, 'token', encode(i.token, 'hex'), 'alias', i.alias,
                     'environment', i.environment, 'topic', i.topic, 'reason', i.reason,
-                    'apns_timestamp', i.apns_timestamp, 'invalidated_at', i.invalidated_at)))
+                    'apns_timestamp', to_char(i.apns_timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                    'invalidated_at', to_char(i.invalidated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))))
                 FROM invalidated i
                 WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.app_id = i.app_id AND w.enabled
                               AND 'device.invalidated' = ANY(w.event_types))
