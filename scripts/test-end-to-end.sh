@@ -541,11 +541,7 @@ PY
 test_console() {
   reset_sim
   local venv=.local/venv-console requirements=Tests/Console/requirements.txt
-  if [ ! -x "$venv/bin/python" ] || ! cmp -s "$requirements" "$venv/requirements.txt"; then
-    log "preparing $venv (Selenium from PyPI)"
-    python3 -m venv "$venv" && "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" \
-      && cp "$requirements" "$venv/requirements.txt" || { fail "could not install Selenium"; return; }
-  fi
+  scripts/python-venv.sh "$venv" "$requirements" "Selenium" || { fail "could not install Selenium"; return; }
   local key; key=$(python3 -c 'import json, os; print(json.load(open(os.environ["HERALD_CLI_CONFIG"]))["api_key"])')
   local shots=$(pwd)/.local/console-screenshots
   rm -rf "$shots"

@@ -8,12 +8,7 @@ build_dir=${1:?usage: $0 BUILD_DIR}
 venv=.local/venv
 requirements=Tests/ExternalClients/requirements.txt
 
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$requirements" "$venv/requirements.txt"; then
-  echo "external clients: preparing $venv (h2, httpx, cryptography from PyPI)"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
-  cp "$requirements" "$venv/requirements.txt"
-fi
+scripts/python-venv.sh "$venv" "$requirements" "h2, httpx, cryptography"
 command -v curl >/dev/null || { echo "curl is missing: run scripts/install-dependencies.sh" >&2; exit 1; }
 
 HERALD_BIN_DIR="$build_dir" "$venv/bin/python" -m unittest -v Tests/ExternalClients/test_apns_sim.py
