@@ -96,6 +96,8 @@ class World:
                {"kind": "token", "key_id": "MATRIX0001", "team_id": "TEAM000001", "private_key": p8})
         self.webhook = api.ok("POST", f"/v1/apps/{self.app}/webhooks", admin,
                               {"url": "https://hooks.example.com/herald", "event_types": ["push.completed"]})["webhook"]["id"]
+        self.segment = api.ok("POST", "/v1/segments", self.keys["server"],
+                              {"name": "matrix", "filter": SEGMENT_FILTER})["id"]
         self.token = random_token()
         device = api.ok("POST", "/v1/devices", self.keys["server"],
                         {"token": self.token, "environment": "sandbox", "tags": ["news"]})
@@ -116,6 +118,7 @@ class World:
         return self.keys[principal]
 
 
+SEGMENT_FILTER = {"attribute": "app_version", "op": "gte", "value": "5.0"}
 PUSH = {"audience": {"all": True}, "notification": {"alert": {"body": "hello"}}}
 
 
@@ -164,6 +167,11 @@ def request_for(operation, world):
         "updateDevice": ("PATCH", f"/v1/devices/{world.device}", {"add_tags": ["sport"]}),
         "deleteDevice": ("DELETE", f"/v1/devices/{world.device}", None),
         "createPush": ("POST", "/v1/pushes", PUSH),
+        "createSegment": ("POST", "/v1/segments", {"name": "matrix-2", "filter": SEGMENT_FILTER}),
+        "listSegments": ("GET", "/v1/segments", None),
+        "getSegment": ("GET", f"/v1/segments/{world.segment}", None),
+        "updateSegment": ("PATCH", f"/v1/segments/{world.segment}", {"description": "changed"}),
+        "deleteSegment": ("DELETE", f"/v1/segments/{world.segment}", None),
         "listPushes": ("GET", "/v1/pushes", None),
         "validatePush": ("POST", "/v1/pushes/validate", PUSH),
         "getPush": ("GET", f"/v1/pushes/{push}", None),

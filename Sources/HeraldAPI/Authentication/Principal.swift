@@ -68,7 +68,10 @@ enum Permission: Equatable {
         case "getDeviceByToken": .serverOrClient(.devicesRead)
         case "importDevices", "deleteDevice": .server(.devicesWrite)
         case "listDevices", "getDevice": .server(.devicesRead)
-        case "createPush", "validatePush", "cancelPush", "pausePush", "resumePush", "recallPush": .server(.pushesWrite)
+        case "createPush", "validatePush", "cancelPush", "pausePush", "resumePush", "recallPush", "createSegment",
+            "updateSegment", "deleteSegment":
+            .server(.pushesWrite)
+        case "listSegments", "getSegment": .server(.pushesRead)
         case "listPushes", "getPush", "streamPushEvents", "listPushFailures": .server(.pushesRead)
         case "getStatistics", "listTagStatistics": .server(.statsRead)
         default: .globalAdmin

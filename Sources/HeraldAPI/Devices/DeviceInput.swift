@@ -87,9 +87,56 @@ enum DeviceInput {
         }
         try text(body.locale, field: "locale", maximum: 35)
         try timeZone(body.timeZone)
+        let described = try described(
+            country: body.country, appVersion: body.appVersion, osVersion: body.osVersion, attributes: body.attributes)
         return DeviceRegistration(
             appID: appID, token: token, environment: body.environment.store, topic: body.topic ?? bundleID,
-            alias: body.alias, tags: body.tags ?? [], locale: body.locale, timeZone: body.timeZone)
+            alias: body.alias, tags: body.tags ?? [], locale: body.locale, timeZone: body.timeZone,
+            country: described.country, appVersion: body.appVersion, osVersion: body.osVersion,
+            attributes: described.attributes)
+    }
+
+    /// What a device says about itself beyond its token, checked: the country (upper-cased), the
+    /// versions, and the custom attributes as stored (``DeviceAttributes/normalized(_:)``).
+    static func described(
+        country: String?, appVersion: String?, osVersion: String?, attributes: Components.Schemas.DeviceAttributes?
+    ) throws(APIError) -> (country: String?, attributes: (set: [String: JSONValue], removed: [String])) {
+        if let country,
+            country.unicodeScalars.count != 2
+                || !country.unicodeScalars.allSatisfy({ ("A"..."Z").contains($0) || ("a"..."z").contains($0) })
+        {
+            throw .invalid("country", "country is an ISO 3166-1 alpha-2 code such as DE")
+        }
+        for (field, version) in [("app_version", appVersion), ("os_version", osVersion)] {
+            if let version, !AudienceFilter.isVersion(version) {
+                throw .invalid(
+                    field, "\(field) is a version such as 5.2.0: numbers and dots, optionally a suffix (5.2.0-beta1)")
+            }
+        }
+        var normalized: (set: [String: JSONValue], removed: [String]) = ([:], [])
+        if let attributes {
+            guard let json = try? JSONValue(encoding: attributes), case .object(let fields) = json else {
+                throw .invalid("attributes", "attributes is a JSON object")
+            }
+            do {
+                normalized = try DeviceAttributes.normalized(fields)
+            } catch {
+                throw .invalid(error.name.map { "attributes.\($0)" } ?? "attributes", error.message)
+            }
+        }
+        return (country?.uppercased(), normalized)
+    }
+}
+
+extension JSONValue {
+    /// A contract type as JSON (its free-form objects keep their values' types).
+    init(encoding value: some Encodable) throws {
+        self = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))
+    }
+
+    /// This JSON as a contract type.
+    func decoded<Value: Decodable>(as type: Value.Type) throws -> Value {
+        try JSONDecoder().decode(type, from: JSONEncoder().encode(self))
     }
 }
 

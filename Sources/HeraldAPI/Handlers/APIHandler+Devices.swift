@@ -191,6 +191,8 @@ extension APIHandler {
         if let alias = body.alias, !alias.isEmpty { try DeviceInput.alias(alias) }
         try DeviceInput.tags(body.addTags, field: "add_tags")
         try DeviceInput.tags(body.removeTags, field: "remove_tags")
+        let described = try DeviceInput.described(
+            country: body.country, appVersion: body.appVersion, osVersion: body.osVersion, attributes: body.attributes)
         try await checkClientRules(
             app: app, alias: body.alias, signature: body.aliasSignature,
             tags: (body.addTags ?? []) + (body.removeTags ?? []))
@@ -202,6 +204,11 @@ extension APIHandler {
             if body.addTags != nil || body.removeTags != nil {
                 try await devices.updateTags(
                     adding: body.addTags ?? [], removing: body.removeTags ?? [], deviceID: id, appID: app.id)
+            }
+            if described.country != nil || body.appVersion != nil || body.osVersion != nil || body.attributes != nil {
+                try await devices.describe(
+                    deviceID: id, appID: app.id, country: described.country, appVersion: body.appVersion,
+                    osVersion: body.osVersion, attributes: described.attributes)
             }
         }
         guard let device = try await devices.device(id: id, appID: app.id) else {

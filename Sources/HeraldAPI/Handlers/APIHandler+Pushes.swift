@@ -13,7 +13,8 @@ extension APIHandler {
         if let key = input.headers.idempotencyKey, !(1...255).contains(key.count) {
             throw APIError.badRequest("an Idempotency-Key is 1 to 255 characters", field: "Idempotency-Key")
         }
-        let composed = try PushComposer().compose(body)
+        var composed = try PushComposer().compose(body)
+        try await withSegment(&composed.audience, appID: appID)
         let collapseID = try await collapseID(for: composed, appID: appID)
         let id = UUID()
         let definition = NewPush(
@@ -55,7 +56,8 @@ extension APIHandler {
     func validatePush(_ input: Operations.ValidatePush.Input) async throws -> Operations.ValidatePush.Output {
         let appID = try Principal.requireApp()
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the push as JSON") }
-        let composed = try PushComposer().compose(body)
+        var composed = try PushComposer().compose(body)
+        try await withSegment(&composed.audience, appID: appID)
         _ = try await collapseID(for: composed, appID: appID)
         var warnings = composed.warnings
         let (size, estimated) = try await audiences.boundedCount(

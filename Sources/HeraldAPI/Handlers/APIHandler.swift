@@ -21,6 +21,8 @@ struct APIHandler: APIProtocol {
     let audit: AuditRepository
     /// Webhook endpoints, their events and deliveries.
     let webhooks: WebhookRepository
+    /// Saved segments: named filters over devices.
+    let segments: SegmentRepository
     let devices: DeviceRepository
     /// Devices counted by environment, status and tag, kept as they change.
     let deviceCounts: DeviceCountRepository

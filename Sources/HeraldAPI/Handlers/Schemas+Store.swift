@@ -88,6 +88,13 @@ extension Components.Schemas.Device {
             alias: device.alias, tags: device.tags, locale: device.locale, timeZone: device.timeZone,
             status: .init(rawValue: device.status.rawValue)!, invalidReason: device.invalidReason,
             registeredAt: device.registeredAt, updatedAt: device.updatedAt, invalidatedAt: device.invalidatedAt)
+        country = device.country
+        appVersion = device.appVersion
+        osVersion = device.osVersion
+        firstRegisteredAt = device.firstRegisteredAt
+        if !device.attributes.isEmpty {
+            attributes = try? JSONValue.object(device.attributes).decoded(as: AttributesPayload.self)
+        }
     }
 }
 

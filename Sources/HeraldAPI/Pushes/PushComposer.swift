@@ -192,15 +192,36 @@ struct PushComposer {
         }
         let everyone = audience.all == true
         let hasTagSelector = !(tags?.any ?? []).isEmpty || !(tags?.all ?? []).isEmpty || !(tags?.none ?? []).isEmpty
-        guard everyone || !ids.isEmpty || !aliases.isEmpty || hasTagSelector else {
+        let filter = try audience.filter.map { filter throws(APIError) in
+            try Self.filter(filter, field: "audience.filter")
+        }
+        let segment = try audience.segmentId.map { text throws(APIError) in
+            guard let id = UUID(uuidString: text) else {
+                throw APIError.invalid("audience.segment_id", "segment_id is a segment's id (a UUID)")
+            }
+            return id
+        }
+        guard everyone || !ids.isEmpty || !aliases.isEmpty || hasTagSelector || filter != nil || segment != nil else {
             throw .invalid(
-                "audience", "the audience selects nobody: set all to true, or name registration_ids, aliases or tags")
+                "audience",
+                "the audience selects nobody: set all to true, or name registration_ids, aliases, tags, a filter or a segment_id"
+            )
         }
         return PushAudience(
             all: everyone ? true : nil, registrationIDs: ids.isEmpty ? nil : ids,
             aliases: aliases.isEmpty ? nil : aliases,
             tags: hasTagSelector ? tags : nil,
-            environment: audience.environment?.store)
+            environment: audience.environment?.store, filter: filter, segment: segment)
+    }
+
+    /// A filter of the contract checked and read (``AudienceFilter``); `field` names it in errors.
+    static func filter(_ filter: Components.Schemas.DeviceFilter, field: String) throws(APIError) -> AudienceFilter {
+        guard let json = try? JSONValue(encoding: filter) else { throw .invalid(field, "a filter is a JSON object") }
+        do {
+            return try AudienceFilter(json: json, path: field)
+        } catch {
+            throw .invalid(error.path, error.message)
+        }
     }
 
     private func checkStrings(_ values: [String], field: String, maximumLength: Int) throws(APIError) {

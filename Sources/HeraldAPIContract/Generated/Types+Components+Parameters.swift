@@ -20,6 +20,8 @@ extension Components {
     public enum Parameters {
         /// - Remark: Generated from `#/components/parameters/AppID`.
         public typealias AppID = Swift.String
+        /// - Remark: Generated from `#/components/parameters/SegmentID`.
+        public typealias SegmentID = Swift.String
         /// - Remark: Generated from `#/components/parameters/WebhookID`.
         public typealias WebhookID = Swift.String
         /// - Remark: Generated from `#/components/parameters/KeyID`.

@@ -987,6 +987,20 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/DeviceRegistration/time_zone`.
             public var timeZone: Swift.String?
+            /// ISO 3166-1 alpha-2 country code, for example DE.
+            ///
+            /// - Remark: Generated from `#/components/schemas/DeviceRegistration/country`.
+            public var country: Swift.String?
+            /// The app's version, for example 5.2.0 (segments compare it as a version).
+            ///
+            /// - Remark: Generated from `#/components/schemas/DeviceRegistration/app_version`.
+            public var appVersion: Swift.String?
+            /// The OS version, for example 17.1.
+            ///
+            /// - Remark: Generated from `#/components/schemas/DeviceRegistration/os_version`.
+            public var osVersion: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/DeviceRegistration/attributes`.
+            public var attributes: Components.Schemas.DeviceAttributes?
             /// Creates a new `DeviceRegistration`.
             ///
             /// - Parameters:
@@ -998,6 +1012,10 @@ extension Components {
             ///   - tags:
             ///   - locale:
             ///   - timeZone: An IANA time zone, for example `Europe/Berlin`.
+            ///   - country: ISO 3166-1 alpha-2 country code, for example DE.
+            ///   - appVersion: The app's version, for example 5.2.0 (segments compare it as a version).
+            ///   - osVersion: The OS version, for example 17.1.
+            ///   - attributes:
             public init(
                 token: Swift.String,
                 environment: Components.Schemas.Environment,
@@ -1006,7 +1024,11 @@ extension Components {
                 aliasSignature: Components.Schemas.AliasSignature? = nil,
                 tags: [Components.Schemas.Tag]? = nil,
                 locale: Swift.String? = nil,
-                timeZone: Swift.String? = nil
+                timeZone: Swift.String? = nil,
+                country: Swift.String? = nil,
+                appVersion: Swift.String? = nil,
+                osVersion: Swift.String? = nil,
+                attributes: Components.Schemas.DeviceAttributes? = nil
             ) {
                 self.token = token
                 self.environment = environment
@@ -1016,6 +1038,10 @@ extension Components {
                 self.tags = tags
                 self.locale = locale
                 self.timeZone = timeZone
+                self.country = country
+                self.appVersion = appVersion
+                self.osVersion = osVersion
+                self.attributes = attributes
             }
             public enum CodingKeys: String, CodingKey {
                 case token
@@ -1026,6 +1052,10 @@ extension Components {
                 case tags
                 case locale
                 case timeZone = "time_zone"
+                case country
+                case appVersion = "app_version"
+                case osVersion = "os_version"
+                case attributes
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -1061,6 +1091,22 @@ extension Components {
                     Swift.String.self,
                     forKey: .timeZone
                 )
+                self.country = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .country
+                )
+                self.appVersion = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .appVersion
+                )
+                self.osVersion = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .osVersion
+                )
+                self.attributes = try container.decodeIfPresent(
+                    Components.Schemas.DeviceAttributes.self,
+                    forKey: .attributes
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "token",
                     "environment",
@@ -1069,8 +1115,36 @@ extension Components {
                     "alias_signature",
                     "tags",
                     "locale",
-                    "time_zone"
+                    "time_zone",
+                    "country",
+                    "app_version",
+                    "os_version",
+                    "attributes"
                 ])
+            }
+        }
+        /// Custom attributes for segments (docs/segments.md): names of 1 to 64 lower-case letters,
+        /// digits and `_` starting with a letter; values a string (at most 256 bytes), a number, a
+        /// boolean, or a time as an ISO 8601 string. Merged into the device's: `null` removes one. At
+        /// most 50 a device, 2,048 bytes as JSON.
+        ///
+        ///
+        /// - Remark: Generated from `#/components/schemas/DeviceAttributes`.
+        public struct DeviceAttributes: Codable, Hashable, Sendable {
+            /// A container of undocumented properties.
+            public var additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer
+            /// Creates a new `DeviceAttributes`.
+            ///
+            /// - Parameters:
+            ///   - additionalProperties: A container of undocumented properties.
+            public init(additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer = .init()) {
+                self.additionalProperties = additionalProperties
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+            }
+            public func encode(to encoder: any Swift.Encoder) throws {
+                try encoder.encodeAdditionalProperties(additionalProperties)
             }
         }
         /// The app back-end's proof that the alias is this user's - HMAC-SHA256 of the alias under the app's identity secret, in hexadecimal. A client key needs it to bind an alias when the app has identity verification on; a server key never does.
@@ -1089,6 +1163,20 @@ extension Components {
             public var addTags: [Components.Schemas.Tag]?
             /// - Remark: Generated from `#/components/schemas/DeviceUpdate/remove_tags`.
             public var removeTags: [Components.Schemas.Tag]?
+            /// ISO 3166-1 alpha-2 country code, for example DE.
+            ///
+            /// - Remark: Generated from `#/components/schemas/DeviceUpdate/country`.
+            public var country: Swift.String?
+            /// The app's version, for example 5.2.0 (segments compare it as a version).
+            ///
+            /// - Remark: Generated from `#/components/schemas/DeviceUpdate/app_version`.
+            public var appVersion: Swift.String?
+            /// The OS version, for example 17.1.
+            ///
+            /// - Remark: Generated from `#/components/schemas/DeviceUpdate/os_version`.
+            public var osVersion: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/DeviceUpdate/attributes`.
+            public var attributes: Components.Schemas.DeviceAttributes?
             /// Creates a new `DeviceUpdate`.
             ///
             /// - Parameters:
@@ -1096,22 +1184,38 @@ extension Components {
             ///   - aliasSignature:
             ///   - addTags:
             ///   - removeTags:
+            ///   - country: ISO 3166-1 alpha-2 country code, for example DE.
+            ///   - appVersion: The app's version, for example 5.2.0 (segments compare it as a version).
+            ///   - osVersion: The OS version, for example 17.1.
+            ///   - attributes:
             public init(
                 alias: Swift.String? = nil,
                 aliasSignature: Components.Schemas.AliasSignature? = nil,
                 addTags: [Components.Schemas.Tag]? = nil,
-                removeTags: [Components.Schemas.Tag]? = nil
+                removeTags: [Components.Schemas.Tag]? = nil,
+                country: Swift.String? = nil,
+                appVersion: Swift.String? = nil,
+                osVersion: Swift.String? = nil,
+                attributes: Components.Schemas.DeviceAttributes? = nil
             ) {
                 self.alias = alias
                 self.aliasSignature = aliasSignature
                 self.addTags = addTags
                 self.removeTags = removeTags
+                self.country = country
+                self.appVersion = appVersion
+                self.osVersion = osVersion
+                self.attributes = attributes
             }
             public enum CodingKeys: String, CodingKey {
                 case alias
                 case aliasSignature = "alias_signature"
                 case addTags = "add_tags"
                 case removeTags = "remove_tags"
+                case country
+                case appVersion = "app_version"
+                case osVersion = "os_version"
+                case attributes
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -1131,11 +1235,31 @@ extension Components {
                     [Components.Schemas.Tag].self,
                     forKey: .removeTags
                 )
+                self.country = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .country
+                )
+                self.appVersion = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .appVersion
+                )
+                self.osVersion = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .osVersion
+                )
+                self.attributes = try container.decodeIfPresent(
+                    Components.Schemas.DeviceAttributes.self,
+                    forKey: .attributes
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "alias",
                     "alias_signature",
                     "add_tags",
-                    "remove_tags"
+                    "remove_tags",
+                    "country",
+                    "app_version",
+                    "os_version",
+                    "attributes"
                 ])
             }
         }
@@ -1161,6 +1285,34 @@ extension Components {
             public var locale: Swift.String?
             /// - Remark: Generated from `#/components/schemas/Device/time_zone`.
             public var timeZone: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Device/country`.
+            public var country: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Device/app_version`.
+            public var appVersion: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Device/os_version`.
+            public var osVersion: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Device/attributes`.
+            public struct AttributesPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer
+                /// Creates a new `AttributesPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Device/attributes`.
+            public var attributes: Components.Schemas.Device.AttributesPayload?
+            /// - Remark: Generated from `#/components/schemas/Device/first_registered_at`.
+            public var firstRegisteredAt: Foundation.Date?
             /// - Remark: Generated from `#/components/schemas/Device/status`.
             @frozen public enum StatusPayload: String, Codable, Hashable, Sendable, CaseIterable {
                 case active = "active"
@@ -1187,6 +1339,11 @@ extension Components {
             ///   - tags:
             ///   - locale:
             ///   - timeZone:
+            ///   - country:
+            ///   - appVersion:
+            ///   - osVersion:
+            ///   - attributes:
+            ///   - firstRegisteredAt:
             ///   - status:
             ///   - invalidReason:
             ///   - registeredAt:
@@ -1201,6 +1358,11 @@ extension Components {
                 tags: [Swift.String],
                 locale: Swift.String? = nil,
                 timeZone: Swift.String? = nil,
+                country: Swift.String? = nil,
+                appVersion: Swift.String? = nil,
+                osVersion: Swift.String? = nil,
+                attributes: Components.Schemas.Device.AttributesPayload? = nil,
+                firstRegisteredAt: Foundation.Date? = nil,
                 status: Components.Schemas.Device.StatusPayload,
                 invalidReason: Swift.String? = nil,
                 registeredAt: Foundation.Date,
@@ -1215,6 +1377,11 @@ extension Components {
                 self.tags = tags
                 self.locale = locale
                 self.timeZone = timeZone
+                self.country = country
+                self.appVersion = appVersion
+                self.osVersion = osVersion
+                self.attributes = attributes
+                self.firstRegisteredAt = firstRegisteredAt
                 self.status = status
                 self.invalidReason = invalidReason
                 self.registeredAt = registeredAt
@@ -1230,6 +1397,11 @@ extension Components {
                 case tags
                 case locale
                 case timeZone = "time_zone"
+                case country
+                case appVersion = "app_version"
+                case osVersion = "os_version"
+                case attributes
+                case firstRegisteredAt = "first_registered_at"
                 case status
                 case invalidReason = "invalid_reason"
                 case registeredAt = "registered_at"
@@ -1411,6 +1583,12 @@ extension Components {
             public var tags: Components.Schemas.TagFilter?
             /// - Remark: Generated from `#/components/schemas/Audience/environment`.
             public var environment: Components.Schemas.Environment?
+            /// - Remark: Generated from `#/components/schemas/Audience/filter`.
+            public var filter: Components.Schemas.DeviceFilter?
+            /// A saved segment of the app; its filter is copied into the push when it is accepted (ANDed with `filter`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Audience/segment_id`.
+            public var segmentId: Swift.String?
             /// Creates a new `Audience`.
             ///
             /// - Parameters:
@@ -1419,18 +1597,24 @@ extension Components {
             ///   - aliases:
             ///   - tags:
             ///   - environment:
+            ///   - filter:
+            ///   - segmentId: A saved segment of the app; its filter is copied into the push when it is accepted (ANDed with `filter`).
             public init(
                 all: Swift.Bool? = nil,
                 registrationIds: [Swift.Int64]? = nil,
                 aliases: [Components.Schemas.Alias]? = nil,
                 tags: Components.Schemas.TagFilter? = nil,
-                environment: Components.Schemas.Environment? = nil
+                environment: Components.Schemas.Environment? = nil,
+                filter: Components.Schemas.DeviceFilter? = nil,
+                segmentId: Swift.String? = nil
             ) {
                 self.all = all
                 self.registrationIds = registrationIds
                 self.aliases = aliases
                 self.tags = tags
                 self.environment = environment
+                self.filter = filter
+                self.segmentId = segmentId
             }
             public enum CodingKeys: String, CodingKey {
                 case all
@@ -1438,6 +1622,8 @@ extension Components {
                 case aliases
                 case tags
                 case environment
+                case filter
+                case segmentId = "segment_id"
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -1461,13 +1647,210 @@ extension Components {
                     Components.Schemas.Environment.self,
                     forKey: .environment
                 )
+                self.filter = try container.decodeIfPresent(
+                    Components.Schemas.DeviceFilter.self,
+                    forKey: .filter
+                )
+                self.segmentId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .segmentId
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "all",
                     "registration_ids",
                     "aliases",
                     "tags",
-                    "environment"
+                    "environment",
+                    "filter",
+                    "segment_id"
                 ])
+            }
+        }
+        /// A condition over device attributes (docs/segments.md): `{"and": [F, …]}`,
+        /// `{"or": [F, …]}`, `{"not": F}`, or `{"attribute": A, "op": O, "value": V}` where A is
+        /// `locale`, `language`, `country`, `time_zone`, `alias`, `environment`, `app_version`,
+        /// `os_version` (compared as versions), `last_seen`, `first_registered`, `tag` or
+        /// `attributes.<name>`; O is `eq`, `ne`, `in`, `not_in`, `lt`, `lte`, `gt`, `gte`, `exists`,
+        /// `not_exists`, or for times `within` / `not_within` with a duration such as `30d`. At most 50
+        /// conditions, 5 levels deep, 500 values in a list.
+        ///
+        ///
+        /// - Remark: Generated from `#/components/schemas/DeviceFilter`.
+        public struct DeviceFilter: Codable, Hashable, Sendable {
+            /// A container of undocumented properties.
+            public var additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer
+            /// Creates a new `DeviceFilter`.
+            ///
+            /// - Parameters:
+            ///   - additionalProperties: A container of undocumented properties.
+            public init(additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer = .init()) {
+                self.additionalProperties = additionalProperties
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+            }
+            public func encode(to encoder: any Swift.Encoder) throws {
+                try encoder.encodeAdditionalProperties(additionalProperties)
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Segment`.
+        public struct Segment: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Segment/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Segment/name`.
+            public var name: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Segment/description`.
+            public var description: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Segment/filter`.
+            public var filter: Components.Schemas.DeviceFilter
+            /// - Remark: Generated from `#/components/schemas/Segment/created_at`.
+            public var createdAt: Foundation.Date
+            /// - Remark: Generated from `#/components/schemas/Segment/updated_at`.
+            public var updatedAt: Foundation.Date
+            /// Creates a new `Segment`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - name:
+            ///   - description:
+            ///   - filter:
+            ///   - createdAt:
+            ///   - updatedAt:
+            public init(
+                id: Swift.String,
+                name: Swift.String,
+                description: Swift.String? = nil,
+                filter: Components.Schemas.DeviceFilter,
+                createdAt: Foundation.Date,
+                updatedAt: Foundation.Date
+            ) {
+                self.id = id
+                self.name = name
+                self.description = description
+                self.filter = filter
+                self.createdAt = createdAt
+                self.updatedAt = updatedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case name
+                case description
+                case filter
+                case createdAt = "created_at"
+                case updatedAt = "updated_at"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/SegmentCreate`.
+        public struct SegmentCreate: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/SegmentCreate/name`.
+            public var name: Swift.String
+            /// - Remark: Generated from `#/components/schemas/SegmentCreate/description`.
+            public var description: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SegmentCreate/filter`.
+            public var filter: Components.Schemas.DeviceFilter
+            /// Creates a new `SegmentCreate`.
+            ///
+            /// - Parameters:
+            ///   - name:
+            ///   - description:
+            ///   - filter:
+            public init(
+                name: Swift.String,
+                description: Swift.String? = nil,
+                filter: Components.Schemas.DeviceFilter
+            ) {
+                self.name = name
+                self.description = description
+                self.filter = filter
+            }
+            public enum CodingKeys: String, CodingKey {
+                case name
+                case description
+                case filter
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.name = try container.decode(
+                    Swift.String.self,
+                    forKey: .name
+                )
+                self.description = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .description
+                )
+                self.filter = try container.decode(
+                    Components.Schemas.DeviceFilter.self,
+                    forKey: .filter
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "name",
+                    "description",
+                    "filter"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/SegmentUpdate`.
+        public struct SegmentUpdate: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/SegmentUpdate/name`.
+            public var name: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SegmentUpdate/description`.
+            public var description: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/SegmentUpdate/filter`.
+            public var filter: Components.Schemas.DeviceFilter?
+            /// Creates a new `SegmentUpdate`.
+            ///
+            /// - Parameters:
+            ///   - name:
+            ///   - description:
+            ///   - filter:
+            public init(
+                name: Swift.String? = nil,
+                description: Swift.String? = nil,
+                filter: Components.Schemas.DeviceFilter? = nil
+            ) {
+                self.name = name
+                self.description = description
+                self.filter = filter
+            }
+            public enum CodingKeys: String, CodingKey {
+                case name
+                case description
+                case filter
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.name = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .name
+                )
+                self.description = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .description
+                )
+                self.filter = try container.decodeIfPresent(
+                    Components.Schemas.DeviceFilter.self,
+                    forKey: .filter
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "name",
+                    "description",
+                    "filter"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/SegmentList`.
+        public struct SegmentList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/SegmentList/segments`.
+            public var segments: [Components.Schemas.Segment]
+            /// Creates a new `SegmentList`.
+            ///
+            /// - Parameters:
+            ///   - segments:
+            public init(segments: [Components.Schemas.Segment]) {
+                self.segments = segments
+            }
+            public enum CodingKeys: String, CodingKey {
+                case segments
             }
         }
         /// - Remark: Generated from `#/components/schemas/Alert`.

@@ -111,6 +111,31 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/apps/{appId}/identity-secret`.
     /// - Remark: Generated from `#/paths//v1/apps/{appId}/identity-secret/post(rotateIdentitySecret)`.
     func rotateIdentitySecret(_ input: Operations.RotateIdentitySecret.Input) async throws -> Operations.RotateIdentitySecret.Output
+    /// The app's segments, by name.
+    ///
+    /// - Remark: HTTP `GET /v1/segments`.
+    /// - Remark: Generated from `#/paths//v1/segments/get(listSegments)`.
+    func listSegments(_ input: Operations.ListSegments.Input) async throws -> Operations.ListSegments.Output
+    /// Save a named filter over the app's devices, for pushes to name by `audience.segment_id`.
+    ///
+    /// - Remark: HTTP `POST /v1/segments`.
+    /// - Remark: Generated from `#/paths//v1/segments/post(createSegment)`.
+    func createSegment(_ input: Operations.CreateSegment.Input) async throws -> Operations.CreateSegment.Output
+    /// One segment. Its size is what `POST /v1/pushes/validate` answers for `{"audience":{"segment_id":…}}`.
+    ///
+    /// - Remark: HTTP `GET /v1/segments/{segmentId}`.
+    /// - Remark: Generated from `#/paths//v1/segments/{segmentId}/get(getSegment)`.
+    func getSegment(_ input: Operations.GetSegment.Input) async throws -> Operations.GetSegment.Output
+    /// Rename a segment or change its filter (pushes accepted before keep the filter they had).
+    ///
+    /// - Remark: HTTP `PATCH /v1/segments/{segmentId}`.
+    /// - Remark: Generated from `#/paths//v1/segments/{segmentId}/patch(updateSegment)`.
+    func updateSegment(_ input: Operations.UpdateSegment.Input) async throws -> Operations.UpdateSegment.Output
+    /// Delete a segment (pushes accepted before keep its filter).
+    ///
+    /// - Remark: HTTP `DELETE /v1/segments/{segmentId}`.
+    /// - Remark: Generated from `#/paths//v1/segments/{segmentId}/delete(deleteSegment)`.
+    func deleteSegment(_ input: Operations.DeleteSegment.Input) async throws -> Operations.DeleteSegment.Output
     /// The app's webhook endpoints (the admin token or the app's admin key).
     ///
     /// - Remark: HTTP `GET /v1/apps/{appId}/webhooks`.
@@ -551,6 +576,67 @@ extension APIProtocol {
             path: path,
             headers: headers,
             body: body
+        ))
+    }
+    /// The app's segments, by name.
+    ///
+    /// - Remark: HTTP `GET /v1/segments`.
+    /// - Remark: Generated from `#/paths//v1/segments/get(listSegments)`.
+    public func listSegments(headers: Operations.ListSegments.Input.Headers = .init()) async throws -> Operations.ListSegments.Output {
+        try await listSegments(Operations.ListSegments.Input(headers: headers))
+    }
+    /// Save a named filter over the app's devices, for pushes to name by `audience.segment_id`.
+    ///
+    /// - Remark: HTTP `POST /v1/segments`.
+    /// - Remark: Generated from `#/paths//v1/segments/post(createSegment)`.
+    public func createSegment(
+        headers: Operations.CreateSegment.Input.Headers = .init(),
+        body: Operations.CreateSegment.Input.Body
+    ) async throws -> Operations.CreateSegment.Output {
+        try await createSegment(Operations.CreateSegment.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// One segment. Its size is what `POST /v1/pushes/validate` answers for `{"audience":{"segment_id":…}}`.
+    ///
+    /// - Remark: HTTP `GET /v1/segments/{segmentId}`.
+    /// - Remark: Generated from `#/paths//v1/segments/{segmentId}/get(getSegment)`.
+    public func getSegment(
+        path: Operations.GetSegment.Input.Path,
+        headers: Operations.GetSegment.Input.Headers = .init()
+    ) async throws -> Operations.GetSegment.Output {
+        try await getSegment(Operations.GetSegment.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Rename a segment or change its filter (pushes accepted before keep the filter they had).
+    ///
+    /// - Remark: HTTP `PATCH /v1/segments/{segmentId}`.
+    /// - Remark: Generated from `#/paths//v1/segments/{segmentId}/patch(updateSegment)`.
+    public func updateSegment(
+        path: Operations.UpdateSegment.Input.Path,
+        headers: Operations.UpdateSegment.Input.Headers = .init(),
+        body: Operations.UpdateSegment.Input.Body
+    ) async throws -> Operations.UpdateSegment.Output {
+        try await updateSegment(Operations.UpdateSegment.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Delete a segment (pushes accepted before keep its filter).
+    ///
+    /// - Remark: HTTP `DELETE /v1/segments/{segmentId}`.
+    /// - Remark: Generated from `#/paths//v1/segments/{segmentId}/delete(deleteSegment)`.
+    public func deleteSegment(
+        path: Operations.DeleteSegment.Input.Path,
+        headers: Operations.DeleteSegment.Input.Headers = .init()
+    ) async throws -> Operations.DeleteSegment.Output {
+        try await deleteSegment(Operations.DeleteSegment.Input(
+            path: path,
+            headers: headers
         ))
     }
     /// The app's webhook endpoints (the admin token or the app's admin key).

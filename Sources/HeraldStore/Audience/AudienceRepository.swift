@@ -129,7 +129,7 @@ public struct AudienceRepository: Sendable {
         case (true, true):
             // No list: everyone if the audience says so or filters by tags; an audience that
             // selects nothing reaches nobody (the API refuses it before).
-            if audience.all != true && audience.tags == nil && audience.environment == nil
+            if audience.all != true && audience.tags == nil && audience.environment == nil && audience.filter == nil
                 && selection.acceptedByPush == nil
             {
                 sql += " AND false"
@@ -147,6 +147,7 @@ public struct AudienceRepository: Sendable {
             sql +=
                 " AND NOT EXISTS (SELECT 1 FROM device_tags t WHERE t.app_id = \(app) AND t.device_id = d.id AND t.tag = ANY(\(values.value(none))))"
         }
+        if let filter = audience.filter { sql += " AND " + Self.condition(filter, app: app, values: &values) }
         if let original = selection.acceptedByPush {
             sql +=
                 " AND d.id IN (SELECT unnest(b.accepted_device_ids) FROM push_batches b WHERE b.push_id = \(values.value(original)))"

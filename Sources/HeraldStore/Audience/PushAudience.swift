@@ -14,6 +14,11 @@ public struct PushAudience: Sendable, Equatable, Codable {
     public var aliases: [String]?
     public var tags: TagFilter?
     public var environment: APNsEnvironment?
+    /// A condition over device attributes (an inline filter, a saved segment's, or both ANDed).
+    public var filter: AudienceFilter?
+    /// The saved segment the push named, for those who read the push later (its filter is in
+    /// `filter`, copied when the push was accepted).
+    public var segment: UUID?
 
     /// A boolean over tags: a device must carry at least one of `any`, every one of `all`, and
     /// none of `none` (absent or empty lists do not filter).
@@ -32,18 +37,20 @@ public struct PushAudience: Sendable, Equatable, Codable {
     enum CodingKeys: String, CodingKey {
         case all
         case registrationIDs = "registration_ids"
-        case aliases, tags, environment
+        case aliases, tags, environment, filter, segment
     }
 
     public init(
         all: Bool? = nil, registrationIDs: [Int64]? = nil, aliases: [String]? = nil, tags: TagFilter? = nil,
-        environment: APNsEnvironment? = nil
+        environment: APNsEnvironment? = nil, filter: AudienceFilter? = nil, segment: UUID? = nil
     ) {
         self.all = all
         self.registrationIDs = registrationIDs
         self.aliases = aliases
         self.tags = tags
         self.environment = environment
+        self.filter = filter
+        self.segment = segment
     }
 
     /// Every active device of the app.

@@ -125,10 +125,19 @@ public struct DeviceRegistration: Sendable {
     public var tags: [String]
     public var locale: String?
     public var timeZone: String?
+    /// ISO 3166-1 alpha-2, upper case.
+    public var country: String?
+    public var appVersion: String?
+    public var osVersion: String?
+    /// Custom attributes to set (merged into the device's) and to remove, as
+    /// ``DeviceAttributes/normalized(_:)`` returns them.
+    public var attributes: (set: [String: JSONValue], removed: [String])
 
     public init(
         appID: UUID, token: [UInt8], environment: APNsEnvironment, topic: String, alias: String? = nil,
-        tags: [String] = [], locale: String? = nil, timeZone: String? = nil
+        tags: [String] = [], locale: String? = nil, timeZone: String? = nil, country: String? = nil,
+        appVersion: String? = nil, osVersion: String? = nil,
+        attributes: (set: [String: JSONValue], removed: [String]) = ([:], [])
     ) {
         self.appID = appID
         self.token = token
@@ -138,6 +147,10 @@ public struct DeviceRegistration: Sendable {
         self.tags = tags
         self.locale = locale
         self.timeZone = timeZone
+        self.country = country
+        self.appVersion = appVersion
+        self.osVersion = osVersion
+        self.attributes = attributes
     }
 }
 
@@ -158,6 +171,12 @@ public struct Device: Sendable, Equatable {
     public var updatedAt: Date
     public var invalidatedAt: Date?
     public var invalidReason: String?
+    public var country: String? = nil
+    public var appVersion: String? = nil
+    public var osVersion: String? = nil
+    /// The first registration (`registeredAt` is the last: the device's "last seen").
+    public var firstRegisteredAt: Date? = nil
+    public var attributes: [String: JSONValue] = [:]
 }
 
 /// One device of an audience page: what the fan-out puts in a job.

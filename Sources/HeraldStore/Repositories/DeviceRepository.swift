@@ -32,15 +32,23 @@ public struct DeviceRepository: Sendable {
             try await client.transaction(logger: logger) { connection in
                 let rows = try await connection.query(
                     """
-                    INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone)
+                    INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone, country, app_version,
+                                         os_version, attributes)
                     VALUES (\(registration.appID), \(registration.token.bytea), \(registration.environment.rawValue),
-                            \(registration.topic), \(registration.alias), \(registration.locale), \(registration.timeZone))
+                            \(registration.topic), \(registration.alias), \(registration.locale), \(registration.timeZone),
+                            \(registration.country), \(registration.appVersion), \(registration.osVersion),
+                            \(registration.attributes.set.isEmpty ? nil : JSONValue.object(registration.attributes.set).jsonText)::jsonb)
                     ON CONFLICT (app_id, token) DO UPDATE SET
                         environment = EXCLUDED.environment,
                         topic = EXCLUDED.topic,
                         alias = COALESCE(EXCLUDED.alias, devices.alias),
                         locale = COALESCE(EXCLUDED.locale, devices.locale),
                         time_zone = COALESCE(EXCLUDED.time_zone, devices.time_zone),
+                        country = COALESCE(EXCLUDED.country, devices.country),
+                        app_version = COALESCE(EXCLUDED.app_version, devices.app_version),
+                        os_version = COALESCE(EXCLUDED.os_version, devices.os_version),
+                        attributes = NULLIF((COALESCE(devices.attributes, '{}') || COALESCE(EXCLUDED.attributes, '{}'))
+                                            - \(registration.attributes.removed)::text[], '{}'),
                         status = 'active', invalidated_at = NULL, invalid_reason = NULL,
                         registered_at = now(), updated_at = now()
                     RETURNING id, (xmax = 0) AS inserted
@@ -169,6 +177,29 @@ public struct DeviceRepository: Sendable {
         }
     }
 
+    /// Sets what the device says about itself: the values given (nil ones stay), custom
+    /// attributes merged (`attributes.removed` ones go). Returns whether the device exists.
+    @discardableResult
+    public func describe(
+        deviceID: Int64, appID: UUID, country: String?, appVersion: String?, osVersion: String?,
+        attributes: (set: [String: JSONValue], removed: [String])
+    ) async throws -> Bool {
+        try await DeviceLimits.enforced {
+            let rows = try await client.boundedQuery(
+                """
+                UPDATE devices SET country = COALESCE(\(country), country),
+                    app_version = COALESCE(\(appVersion), app_version), os_version = COALESCE(\(osVersion), os_version),
+                    attributes = NULLIF((COALESCE(attributes, '{}') || \(JSONValue.object(attributes.set).jsonText)::jsonb)
+                                        - \(attributes.removed)::text[], '{}'),
+                    updated_at = now()
+                WHERE id = \(deviceID) AND app_id = \(appID)
+                RETURNING id
+                """, logger: logger)
+            for try await _ in rows.decode(Int64.self) { return true }
+            return false
+        }
+    }
+
     /// Deletes a device and its tags. Returns whether it existed.
     @discardableResult
     public func delete(id: Int64, appID: UUID) async throws -> Bool {
@@ -196,28 +227,32 @@ public struct DeviceRepository: Sendable {
     static let deviceColumns = """
         d.id, d.app_id, d.token, d.environment, d.topic, d.alias, \
         ARRAY(SELECT t.tag FROM device_tags t WHERE t.device_id = d.id ORDER BY t.tag), \
-        d.locale, d.time_zone, d.status, d.registered_at, d.updated_at, d.invalidated_at, d.invalid_reason
+        d.locale, d.time_zone, d.status, d.registered_at, d.updated_at, d.invalidated_at, d.invalid_reason, \
+        d.country, d.app_version, d.os_version, COALESCE(d.first_registered_at, d.registered_at), d.attributes::text
         """
 
     static func devices(from rows: PostgresRowSequence) async throws -> [Device] {
         var devices: [Device] = []
-        for try await (
-            id, appID, token, environment, topic, alias, tags, locale, timeZone, status, registeredAt,
-            updatedAt, invalidatedAt, invalidReason
-        )
-            in rows.decode(
-                (
-                    Int64, UUID, ByteBuffer, String, String, String?, [String], String?, String?, String, Date,
-                    Date, Date?, String?
-                ).self)
-        {
+        for try await row in rows {
+            let cells = row.makeRandomAccess()
+            let attributes = try cells[18].decode(String?.self).flatMap { text -> [String: JSONValue]? in
+                guard case .object(let fields) = try? JSONValue(jsonText: text) else { return nil }
+                return fields
+            }
             devices.append(
                 Device(
-                    id: id, appID: appID, token: token.bytes,
-                    environment: APNsEnvironment(rawValue: environment) ?? .production, topic: topic, alias: alias,
-                    tags: tags, locale: locale, timeZone: timeZone, status: DeviceStatus(rawValue: status) ?? .active,
-                    registeredAt: registeredAt, updatedAt: updatedAt, invalidatedAt: invalidatedAt,
-                    invalidReason: invalidReason))
+                    id: try cells[0].decode(Int64.self), appID: try cells[1].decode(UUID.self),
+                    token: try cells[2].decode(ByteBuffer.self).bytes,
+                    environment: APNsEnvironment(rawValue: try cells[3].decode(String.self)) ?? .production,
+                    topic: try cells[4].decode(String.self), alias: try cells[5].decode(String?.self),
+                    tags: try cells[6].decode([String].self), locale: try cells[7].decode(String?.self),
+                    timeZone: try cells[8].decode(String?.self),
+                    status: DeviceStatus(rawValue: try cells[9].decode(String.self)) ?? .active,
+                    registeredAt: try cells[10].decode(Date.self), updatedAt: try cells[11].decode(Date.self),
+                    invalidatedAt: try cells[12].decode(Date?.self), invalidReason: try cells[13].decode(String?.self),
+                    country: try cells[14].decode(String?.self), appVersion: try cells[15].decode(String?.self),
+                    osVersion: try cells[16].decode(String?.self), firstRegisteredAt: try cells[17].decode(Date.self),
+                    attributes: attributes ?? [:]))
         }
         return devices
     }
@@ -264,6 +299,12 @@ public enum DeviceLimits {
                 throw Exceeded(
                     field: "alias",
                     message: "an alias names at most \(maximumDevicesPerAlias) devices; this one has that many already")
+            case "23514" where error.serverInfo?[.constraintName] == "devices_attributes_bounds":
+                throw Exceeded(
+                    field: "attributes",
+                    message:
+                        "a device has at most \(DeviceAttributes.maximumCount) custom attributes, \(DeviceAttributes.maximumBytes) bytes as JSON; remove some (set them to null) first"
+                )
             default:
                 throw error
             }
