@@ -142,7 +142,8 @@ struct DeviceImportParser {
         let registration = Components.Schemas.DeviceRegistration(
             token: values["token"] ?? "", environment: environment, topic: values["topic"], alias: values["alias"],
             tags: tags,
-            locale: values["locale"], timeZone: values["time_zone"])
+            locale: values["locale"], timeZone: values["time_zone"], country: values["country"],
+            appVersion: values["app_version"], osVersion: values["os_version"])
         return try DeviceInput.registration(registration, appID: appID, bundleID: bundleID)
     }
 }

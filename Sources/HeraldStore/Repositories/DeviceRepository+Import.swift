@@ -32,12 +32,16 @@ extension DeviceRepository {
             try await connection.query(
                 """
                 CREATE TEMPORARY TABLE device_import (
-                    line bigint, token bytea, environment text, topic text, alias text, tags text[], locale text, time_zone text
+                    line bigint, token bytea, environment text, topic text, alias text, tags text[], locale text, time_zone text,
+                    country text, app_version text, os_version text, attributes jsonb, attributes_removed text[]
                 ) ON COMMIT DROP
                 """, logger: logger)
             try await connection.copyFrom(
                 table: "device_import",
-                columns: ["line", "token", "environment", "topic", "alias", "tags", "locale", "time_zone"],
+                columns: [
+                    "line", "token", "environment", "topic", "alias", "tags", "locale", "time_zone", "country",
+                    "app_version", "os_version", "attributes", "attributes_removed",
+                ],
                 logger: logger
             ) { writer in
                 var buffer = ByteBuffer()
@@ -53,16 +57,26 @@ extension DeviceRepository {
             let merged = try await connection.query(
                 """
                 WITH latest AS (
-                    SELECT DISTINCT ON (token) token, environment, topic, alias, locale, time_zone
+                    SELECT DISTINCT ON (token) token, environment, topic, alias, locale, time_zone, country, app_version,
+                           os_version, attributes, attributes_removed
                     FROM device_import ORDER BY token, line DESC
                 ), upserted AS (
-                    INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone)
-                    SELECT \(appID), token, environment, topic, alias, locale, time_zone FROM latest
+                    INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone, country, app_version,
+                                         os_version, attributes)
+                    SELECT \(appID), token, environment, topic, alias, locale, time_zone, country, app_version, os_version,
+                           attributes
+                    FROM latest
                     ON CONFLICT (app_id, token) DO UPDATE SET
                         environment = EXCLUDED.environment, topic = EXCLUDED.topic,
                         alias = COALESCE(EXCLUDED.alias, devices.alias),
                         locale = COALESCE(EXCLUDED.locale, devices.locale),
                         time_zone = COALESCE(EXCLUDED.time_zone, devices.time_zone),
+                        country = COALESCE(EXCLUDED.country, devices.country),
+                        app_version = COALESCE(EXCLUDED.app_version, devices.app_version),
+                        os_version = COALESCE(EXCLUDED.os_version, devices.os_version),
+                        attributes = NULLIF((COALESCE(devices.attributes, '{}') || COALESCE(EXCLUDED.attributes, '{}'))
+                            - COALESCE((SELECT l.attributes_removed FROM latest l WHERE l.token = EXCLUDED.token), '{}'),
+                            '{}'),
                         status = 'active', invalidated_at = NULL, invalid_reason = NULL,
                         registered_at = now(), updated_at = now()
                     RETURNING id
@@ -201,6 +215,14 @@ enum CopyText {
         appendField(row.locale, to: &buffer)
         buffer.writeInteger(UInt8(ascii: "\t"))
         appendField(row.timeZone, to: &buffer)
+        for field in [row.country, row.appVersion, row.osVersion] {
+            buffer.writeInteger(UInt8(ascii: "\t"))
+            appendField(field, to: &buffer)
+        }
+        buffer.writeInteger(UInt8(ascii: "\t"))
+        appendField(row.attributes.set.isEmpty ? nil : JSONValue.object(row.attributes.set).jsonText, to: &buffer)
+        buffer.writeInteger(UInt8(ascii: "\t"))
+        appendField(arrayLiteral(row.attributes.removed), to: &buffer)
         buffer.writeInteger(UInt8(ascii: "\n"))
     }
 
