@@ -7,7 +7,7 @@
 #
 #   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast sender-kill center-kill
 #                                                   #        postgres-outage broker-restart apns-outage
-#                                                   #        device-counts webhooks metrics prometheus
+#                                                   #        device-counts segments webhooks metrics prometheus
 #                                                   #        dashboard console
 #                                                   #        secrets (last: reads every log)
 set -uo pipefail
@@ -19,7 +19,7 @@ herald=$bin/herald
 export HERALD_DEV_DIR=$(pwd)/.local/e2e
 devices=${E2E_DEVICES:-100000}
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage device-counts webhooks metrics prometheus dashboard console secrets)
+[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage device-counts segments webhooks metrics prometheus dashboard console secrets)
 
 # The stack's settings for these tests: a notification is tried up to 20 times with back-off
 # capped at 5 s (a 30 s APNs outage outlasts the default 8 attempts' back-off). `herald dev up`
@@ -232,6 +232,76 @@ PY
     sleep 1
   done
   if [ "$folded" -gt 0 ]; then log "✔ the centers folded $folded changes of the device counts"; else fail "no center folded the device counts' changes within 30 s"; fi
+}
+
+# Segments through the whole pipeline: 400 deliverable devices of the stack get app versions,
+# countries and a custom plan by a re-import; a segment (plan gold AND app_version >= 5.2, or DE)
+# is saved with `herald segments`, validated to the size the test computes itself, and pushed:
+# apns-sim receives it on exactly the devices the test expects, and on no other.
+test_segments() {
+  reset_sim
+  local report
+  if report=$(python3 - "$herald" "$HERALD_DEV_DIR" "$sim_admin" 2>&1 <<'PY'
+import json, os, subprocess, sys, time, urllib.request
+herald, directory, sim = sys.argv[1], sys.argv[2], sys.argv[3]
+def run(*arguments):
+    answer = subprocess.run([herald, *arguments], capture_output=True, text=True)
+    if answer.returncode != 0:
+        sys.exit(f"herald {' '.join(arguments)}: {answer.stderr.strip()}")
+    return answer.stdout
+deliverable = []
+for line in open(os.path.join(directory, "devices.ndjson")):
+    device = json.loads(line)
+    if not device["token"].startswith(("dead", "badd")):
+        deliverable.append(device)
+    if len(deliverable) == 400:
+        break
+versions = ["5.1.9", "5.2", "5.2.0", "5.10.1"]
+countries = ["DE", "FR", "US", "JP", "BR"]
+expected = set()
+with open(os.path.join(directory, "segment-devices.ndjson"), "w") as out:
+    for index, device in enumerate(deliverable):
+        line = {"token": device["token"], "environment": device["environment"], "app_version": versions[index % 4],
+                "country": countries[index % 5], "attributes": {"plan": "gold" if index % 3 == 0 else "free"}}
+        out.write(json.dumps(line) + "\n")
+        gold_and_recent = index % 3 == 0 and versions[index % 4] != "5.1.9"
+        if gold_and_recent or countries[index % 5] == "DE":
+            expected.add(device["token"])
+run("devices", "import", os.path.join(directory, "segment-devices.ndjson"))
+segment_filter = {"or": [{"and": [{"attribute": "attributes.plan", "op": "eq", "value": "gold"},
+                                  {"attribute": "app_version", "op": "gte", "value": "5.2"}]},
+                         {"attribute": "country", "op": "eq", "value": "DE"}]}
+segment = json.loads(run("segments", "create", "--name", f"e2e-{time.time_ns()}", "--filter", json.dumps(segment_filter),
+                         "--json"))["id"]
+validation = json.loads(run("push", "validate", "--segment", segment, "--body", "segment", "--json"))
+if validation["audience_size"] != len(expected):
+    sys.exit(f"validate says {validation['audience_size']} devices, the test expects {len(expected)}")
+push = run("push", "--segment", segment, "--body", "Only for this segment", "--quiet").strip()
+deadline = time.time() + 180
+while time.time() < deadline:
+    status = json.loads(run("push", "status", push, "--json"))
+    if status["state"] == "completed":
+        break
+    time.sleep(0.5)
+else:
+    sys.exit(f"the segment push did not complete: {status}")
+received = set()
+with urllib.request.urlopen(f"{sim}/notifications", timeout=30) as answer:
+    for line in answer:
+        if line.strip():
+            received.add(json.loads(line)["token"])
+if received != expected:
+    sys.exit(f"apns-sim received {len(received)} devices, {len(received - expected)} unexpected and "
+             f"{len(expected - received)} missing, of {len(expected)} expected")
+counters = status["counters"]
+print(f"segment of {len(expected)} of {len(deliverable)} devices: validate agreed, apns-sim received exactly them "
+      f"({counters['accepted']} accepted of {counters['targeted']} targeted)")
+PY
+  ); then
+    log "✔ segments: $report"
+  else
+    fail "segments: $report"
+  fi
 }
 
 # Outcome webhooks through the real herald-center, driven with `herald webhooks`: a receiver on

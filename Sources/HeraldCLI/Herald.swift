@@ -15,7 +15,8 @@ struct Herald: AsyncParsableCommand {
             """,
         subcommands: [
             AppCommand.self, DevicesCommand.self, PushCommand.self, StatsCommand.self, APICommand.self,
-            WebhooksCommand.self, DevCommand.self, MigrateCommand.self, KafkaCommand.self, CredentialsCommand.self,
+            SegmentsCommand.self, WebhooksCommand.self, DevCommand.self, MigrateCommand.self, KafkaCommand.self,
+            CredentialsCommand.self,
         ]
     )
 }

@@ -27,6 +27,12 @@ struct PushRequestOptions: ParsableArguments {
         []
     @Option(name: .customLong("not-tag"), help: "Not devices with this tag (repeatable).") var notTag: [String] = []
     @Option(help: "Only sandbox or only production devices.") var environment: Components.Schemas.Environment?
+    @Option(
+        help:
+            #"Devices whose attributes match this filter (JSON, docs/segments.md), e.g. '{"attribute":"app_version","op":"gte","value":"5.2"}'."#
+    )
+    var filter: String?
+    @Option(help: "A saved segment's id (see `herald segments`).") var segment: String?
 
     @Option(help: "The alert's title.") var title: String?
     @Option(help: "The alert's subtitle.") var subtitle: String?
@@ -51,8 +57,15 @@ struct PushRequestOptions: ParsableArguments {
 
     func validate() throws {
         if request != nil { return }
-        if !all, registrationIDs.isEmpty, alias.isEmpty, tag.isEmpty, allTags.isEmpty, notTag.isEmpty {
-            throw ValidationError("who gets it? give --all, --id, --alias or --tag/--all-tags/--not-tag")
+        if !all, registrationIDs.isEmpty, alias.isEmpty, tag.isEmpty, allTags.isEmpty, notTag.isEmpty, filter == nil,
+            segment == nil
+        {
+            throw ValidationError(
+                "who gets it? give --all, --id, --alias, --tag/--all-tags/--not-tag, --filter or --segment")
+        }
+        if let filter, Self.object(filter) == nil {
+            throw ValidationError(
+                #"--filter must be a JSON object, e.g. '{"attribute":"country","op":"eq","value":"DE"}'"#)
         }
         if title == nil, subtitle == nil, body == nil, badge == nil, !silent, data == nil {
             throw ValidationError("what does it say? give --title/--body, --badge, --silent or --data")
@@ -85,7 +98,9 @@ struct PushRequestOptions: ParsableArguments {
         }
         let audience = Components.Schemas.Audience(
             all: all ? true : nil, registrationIds: registrationIDs.isEmpty ? nil : registrationIDs,
-            aliases: alias.isEmpty ? nil : alias, tags: tags, environment: environment)
+            aliases: alias.isEmpty ? nil : alias, tags: tags, environment: environment,
+            filter: filter.flatMap(Self.object).map { Components.Schemas.DeviceFilter(additionalProperties: $0) },
+            segmentId: segment)
         var alert: Components.Schemas.Alert?
         if title != nil || subtitle != nil || body != nil {
             alert = .init(title: title, subtitle: subtitle, body: body)
