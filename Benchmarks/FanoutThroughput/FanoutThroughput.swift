@@ -1,6 +1,8 @@
-// fanout-throughput: one broadcast to 1,000,000 devices resolved from PostgreSQL and enqueued
-// into the broker by a herald-center process; prints devices/s and the center's peak RSS, and
-// as the reference psql's COPY of the same rows to /dev/null, in the same run.
+// fanout-throughput: pushes to 1,000,000 devices resolved from PostgreSQL and enqueued into the
+// broker by a herald-center process — a broadcast, a tag audience and a segment on device
+// attributes that hold every device — each against psql's COPY of the same rows to /dev/null in
+// the same run; prints devices/s and the center's peak RSS, and the segment's rate against the
+// tag audience's (docs/segments.md: at least 0.5).
 //
 // Run it with `make bench-fanout` (release build, PostgreSQL and the development broker up).
 import ArgumentParser
@@ -36,91 +38,122 @@ struct FanoutThroughput: AsyncParsableCommand {
             let insertStart = ContinuousClock.now
             try await client.query(
                 """
-                INSERT INTO devices (app_id, token, environment, topic)
-                SELECT \(app.id), decode(lpad(to_hex(n), 64, '0'), 'hex'), 'production', 'com.herald.bench'
+                INSERT INTO devices (app_id, token, environment, topic, country, app_version, os_version, attributes)
+                SELECT \(app.id), decode(lpad(to_hex(n), 64, '0'), 'hex'), 'production', 'com.herald.bench',
+                       (ARRAY['DE', 'FR', 'US', 'JP'])[n % 4 + 1], '5.' || (n % 20) || '.0', '17.' || (n % 5),
+                       jsonb_build_object('plan', CASE WHEN n % 3 = 0 THEN 'gold' ELSE 'free' END, 'score', n % 100)
                 FROM generate_series(1, \(Int32(devices))) AS n
                 """, logger: logger)
-            try await client.query("VACUUM ANALYZE devices", logger: logger)
-            print("devices: \(devices) inserted in \(ContinuousClock.now - insertStart)")
+            try await client.query(
+                "INSERT INTO device_tags (app_id, tag, device_id) SELECT \(app.id), 'bench', id FROM devices",
+                logger: logger)
+            try await client.query("VACUUM ANALYZE devices, device_tags", logger: logger)
+            print(
+                "devices: \(devices) inserted, each tagged and with attributes, in \(ContinuousClock.now - insertStart)"
+            )
 
-            var copySeconds: [Double] = []
-            var fanoutSeconds: [Double] = []
-            var peakRSS: [Int] = []
-            for round in 1...rounds {
-                // Reference: the same rows, the same index, streamed by PostgreSQL's COPY to /dev/null.
-                let copy = try BenchmarkProcesses.launch(
-                    "/usr/bin/psql",
-                    [
-                        "-h", postgres.host, "-p", "\(postgres.port)", "-U", postgres.user, "-d", database, "-c",
-                        "\\copy (SELECT id, token, environment, topic FROM devices WHERE app_id = '\(app.id)' AND status = 'active' ORDER BY id) TO '/dev/null'",
-                    ],
-                    environment: ProcessInfo.processInfo.environment.merging(["PGPASSWORD": postgres.password]) { $1 })
-                let copyStart = ContinuousClock.now
-                copy.waitUntilExit()
-                copySeconds.append(Self.seconds(ContinuousClock.now - copyStart))
+            // Every device is in each audience: the cases differ in how PostgreSQL finds them.
+            let filter = try AudienceFilter(
+                json: JSONValue(
+                    jsonText:
+                        #"{"and":[{"attribute":"app_version","op":"gte","value":"5.0"},{"attribute":"attributes.plan","op":"in","value":["gold","free"]},{"not":{"attribute":"country","op":"eq","value":"XX"}}]}"#
+                ))
+            let cases: [(name: String, audience: PushAudience)] = [
+                ("broadcast", .everyone), ("tag", PushAudience(tags: .init(any: ["bench"]))),
+                ("segment", PushAudience(filter: filter)),
+            ]
+            var medians: [String: Double] = [:]
+            for (name, audience) in cases {
+                print("== \(name): \(audience.json)")
+                var copySeconds: [Double] = []
+                var fanoutSeconds: [Double] = []
+                var peakRSS: [Int] = []
+                for round in 1...rounds {
+                    // Reference: the same rows, the same index, streamed by PostgreSQL's COPY to /dev/null.
+                    let copy = try BenchmarkProcesses.launch(
+                        "/usr/bin/psql",
+                        [
+                            "-h", postgres.host, "-p", "\(postgres.port)", "-U", postgres.user, "-d", database, "-c",
+                            "\\copy (\(AudienceRepository.copyStatement(AudienceSelection(appID: app.id, audience: audience)))) TO '/dev/null'",
+                        ],
+                        environment: ProcessInfo.processInfo.environment.merging(["PGPASSWORD": postgres.password]) {
+                            $1
+                        })
+                    let copyStart = ContinuousClock.now
+                    copy.waitUntilExit()
+                    copySeconds.append(Self.seconds(ContinuousClock.now - copyStart))
 
-                let center = try BenchmarkProcesses.launch(
-                    binaries + "/herald-center", [], log: "/tmp/fanout-bench-center.log",
-                    environment: ProcessInfo.processInfo.environment.merging([
-                        "HERALD_POSTGRES_DATABASE": database, "HERALD_CENTER_PAGE_SIZE": "\(pageSize)",
-                        "HERALD_CENTER_METRICS_PORT": "0",
-                        "HERALD_CENTER_NAME": "bench-center", "HERALD_LOG_LEVEL": "warning",
-                    ]) { $1 })
-                try await Task.sleep(for: .seconds(2))
-                let pushID = UUID()
-                _ = try await PushRepository(client: client, logger: logger).create(
-                    NewPush(
-                        id: pushID, appID: app.id, audienceJSON: PushAudience.everyone.json, notificationJSON: "{}",
-                        payload: Array(#"{"aps":{"alert":"benchmark"}}"#.utf8)),
-                    announcement: try .pushEvent(
-                        .created, pushID: pushID, appID: app.id, topic: HeraldTopic.pushes.name))
-                var peak = 0
-                var elapsed: Double?
-                let deadline = ContinuousClock.now + .seconds(600)
-                while elapsed == nil, ContinuousClock.now < deadline, center.isRunning {
-                    peak = max(peak, Self.peakRSS(of: center.processIdentifier))
-                    let rows = try await client.query(
-                        """
-                        SELECT EXTRACT(EPOCH FROM fanout_finished_at - fanout_started_at)::float8 FROM pushes
-                        WHERE id = \(pushID) AND fanout_finished_at IS NOT NULL
-                        """, logger: logger)
-                    for try await seconds in rows.decode(Double.self) { elapsed = seconds }
-                    try await Task.sleep(for: .milliseconds(100))
-                }
-                peak = max(peak, Self.peakRSS(of: center.processIdentifier))
-                BenchmarkProcesses.stop(center)
-                guard let elapsed else {
-                    throw ValidationError("the fan-out did not finish; see /tmp/fanout-bench-center.log")
-                }
-                // Every device targeted once, in batches of at most 500 (as recorded by the center).
-                let counted = try await client.query(
-                    """
-                    SELECT c.targeted, p.batches_emitted, (SELECT count(*) FROM push_batches b WHERE b.push_id = p.id AND b.produced_at IS NOT NULL)
-                    FROM pushes p JOIN push_counters c ON c.push_id = p.id WHERE p.id = \(pushID)
-                    """, logger: logger)
-                for try await (targeted, batches, produced) in counted.decode((Int64, Int32, Int64).self) {
-                    guard targeted == devices, Int64(batches) == produced, produced >= Int64(devices / 500) else {
-                        throw ValidationError(
-                            "the fan-out targeted \(targeted) of \(devices) devices in \(produced) produced batches of \(batches)"
-                        )
+                    let center = try BenchmarkProcesses.launch(
+                        binaries + "/herald-center", [], log: "/tmp/fanout-bench-center.log",
+                        environment: ProcessInfo.processInfo.environment.merging([
+                            "HERALD_POSTGRES_DATABASE": database, "HERALD_CENTER_PAGE_SIZE": "\(pageSize)",
+                            "HERALD_CENTER_METRICS_PORT": "0",
+                            "HERALD_CENTER_NAME": "bench-center", "HERALD_LOG_LEVEL": "warning",
+                        ]) { $1 })
+                    try await Task.sleep(for: .seconds(2))
+                    let pushID = UUID()
+                    _ = try await PushRepository(client: client, logger: logger).create(
+                        NewPush(
+                            id: pushID, appID: app.id, audienceJSON: audience.json, notificationJSON: "{}",
+                            payload: Array(#"{"aps":{"alert":"benchmark"}}"#.utf8)),
+                        announcement: try .pushEvent(
+                            .created, pushID: pushID, appID: app.id, topic: HeraldTopic.pushes.name))
+                    var peak = 0
+                    var elapsed: Double?
+                    let deadline = ContinuousClock.now + .seconds(600)
+                    while elapsed == nil, ContinuousClock.now < deadline, center.isRunning {
+                        peak = max(peak, Self.peakRSS(of: center.processIdentifier))
+                        let rows = try await client.query(
+                            """
+                            SELECT EXTRACT(EPOCH FROM fanout_finished_at - fanout_started_at)::float8 FROM pushes
+                            WHERE id = \(pushID) AND fanout_finished_at IS NOT NULL
+                            """, logger: logger)
+                        for try await seconds in rows.decode(Double.self) { elapsed = seconds }
+                        try await Task.sleep(for: .milliseconds(100))
                     }
+                    peak = max(peak, Self.peakRSS(of: center.processIdentifier))
+                    BenchmarkProcesses.stop(center)
+                    guard let elapsed else {
+                        throw ValidationError("the fan-out did not finish; see /tmp/fanout-bench-center.log")
+                    }
+                    // Every device targeted once, in batches of at most 500 (as recorded by the center).
+                    let counted = try await client.query(
+                        """
+                        SELECT c.targeted, p.batches_emitted, (SELECT count(*) FROM push_batches b WHERE b.push_id = p.id AND b.produced_at IS NOT NULL)
+                        FROM pushes p JOIN push_counters c ON c.push_id = p.id WHERE p.id = \(pushID)
+                        """, logger: logger)
+                    for try await (targeted, batches, produced) in counted.decode((Int64, Int32, Int64).self) {
+                        guard targeted == devices, Int64(batches) == produced, produced >= Int64(devices / 500) else {
+                            throw ValidationError(
+                                "the fan-out targeted \(targeted) of \(devices) devices in \(produced) produced batches of \(batches)"
+                            )
+                        }
+                    }
+                    fanoutSeconds.append(elapsed)
+                    peakRSS.append(peak)
+                    print(
+                        String(
+                            format:
+                                "round %d: center %.2f s (%.0f devices/s), peak RSS %d MB; psql COPY %.2f s (%.0f rows/s)",
+                            round, elapsed, Double(devices) / elapsed, peak / 1024, copySeconds.last!,
+                            Double(devices) / copySeconds.last!))
                 }
-                fanoutSeconds.append(elapsed)
-                peakRSS.append(peak)
+                let center = BenchmarkProcesses.median(fanoutSeconds)
+                let copy = BenchmarkProcesses.median(copySeconds)
+                medians[name] = center
                 print(
                     String(
                         format:
-                            "round %d: center %.2f s (%.0f devices/s), peak RSS %d MB; psql COPY %.2f s (%.0f rows/s)",
-                        round, elapsed, Double(devices) / elapsed, peak / 1024, copySeconds.last!,
-                        Double(devices) / copySeconds.last!))
+                            "median %@: herald-center %.0f devices/s, psql COPY %.0f rows/s, ratio %.2f (target ≥ 0.50); peak RSS %d MB (target ≤ 150)",
+                        name, Double(devices) / center, Double(devices) / copy, copy / center,
+                        (peakRSS.max() ?? 0) / 1024))
             }
-            let center = BenchmarkProcesses.median(fanoutSeconds)
-            let copy = BenchmarkProcesses.median(copySeconds)
-            print(
-                String(
-                    format:
-                        "median: herald-center %.0f devices/s, psql COPY %.0f rows/s, ratio %.2f (target ≥ 0.50); peak RSS %d MB (target ≤ 150)",
-                    Double(devices) / center, Double(devices) / copy, copy / center, (peakRSS.max() ?? 0) / 1024))
+            if let tag = medians["tag"], let segment = medians["segment"] {
+                print(
+                    String(
+                        format: "segment against tag audience: %.0f vs %.0f devices/s, ratio %.2f (target ≥ 0.50)",
+                        Double(devices) / segment, Double(devices) / tag, tag / segment))
+            }
         }
         try await HeraldDatabase.withClient(settings: try await HeraldConfiguration.load().postgres, logger: logger) {
             admin in

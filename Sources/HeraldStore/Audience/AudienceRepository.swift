@@ -106,6 +106,13 @@ public struct AudienceRepository: Sendable {
         return AudienceStream(settings: copySettings, query: sql, pageSize: max(1, pageSize))
     }
 
+    /// The statement the fan-out's COPY runs for `selection` (its values written in), for
+    /// references that read the same rows with another client (the fan-out benchmark's psql).
+    public static func copyStatement(_ selection: AudienceSelection) -> String {
+        var values = LiteralValues()
+        return sql(selection, columns: columns, after: 0, tail: "ORDER BY d.id", values: &values)
+    }
+
     /// The statement for `selection`; `values` writes each value in (a bind parameter or a literal).
     static func sql(
         _ selection: AudienceSelection, columns: String, after cursor: Int64, tail: String? = nil,
