@@ -40,20 +40,19 @@ extension AudienceRepository {
             return textComparison(column: column, op: op, value: value, values: &values)
         case .version(let attribute):
             let column = attribute == .appVersion ? "d.app_version" : "d.os_version"
-            let key = "herald_version_key(\(column))"
+            let key = "d.\(attribute.rawValue)_key"
             switch (op, condition.value) {
             case (.exists, _): return "\(column) IS NOT NULL"
             case (.notExists, _): return "\(column) IS NULL"
-            case (.in, .strings(let list)?):
-                return
-                    "EXISTS (SELECT 1 FROM unnest(\(values.value(list))) AS v WHERE herald_version_key(v) = \(key))"
-            case (.notIn, .strings(let list)?):
-                return
-                    "NOT EXISTS (SELECT 1 FROM unnest(\(values.value(list))) AS v WHERE herald_version_key(v) = \(key))"
+            case (.in, .strings(let list)?), (.notIn, .strings(let list)?):
+                let keys = values.once(
+                    "ARRAY(SELECT herald_version_key(v)::text FROM unnest(\(values.value(list))) AS v)")
+                let test = "COALESCE(\(key)::text = ANY(\(keys)::text[]), false)"
+                return op == .in ? test : "NOT \(test)"
             case (.ne, .string(let version)?):
-                return "\(key) IS DISTINCT FROM herald_version_key(\(values.value(version)))"
+                return "\(key) IS DISTINCT FROM \(values.once("herald_version_key(\(values.value(version)))"))"
             case (_, .string(let version)?):
-                return "\(key) \(Self.symbol(op)) herald_version_key(\(values.value(version)))"
+                return "\(key) \(Self.symbol(op)) \(values.once("herald_version_key(\(values.value(version)))"))"
             default: return "false"
             }
         case .time(let attribute):
@@ -68,7 +67,7 @@ extension AudienceRepository {
                 return op == .within ? "\(column) >= \(since)" : "\(column) < \(since)"
             case (_, .string(let text)?):
                 let time = AudienceFilter.timestamp(text).map(DeviceAttributes.timeText) ?? text
-                return "\(column) \(Self.symbol(op)) \(values.value(time))::timestamptz"
+                return "\(column) \(Self.symbol(op)) \(values.once("\(values.value(time))::timestamptz"))"
             default: return "false"
             }
         case .tag:
@@ -76,14 +75,14 @@ extension AudienceRepository {
                 "EXISTS (SELECT 1 FROM device_tags t WHERE t.app_id = \(app) AND t.device_id = d.id AND \(test))"
             }
             switch (op, condition.value) {
-            case (.eq, .string(let tag)?): return has("t.tag = \(values.value(tag))")
-            case (.ne, .string(let tag)?): return "NOT " + has("t.tag = \(values.value(tag))")
-            case (.in, .strings(let tags)?): return has("t.tag = ANY(\(values.value(tags)))")
-            case (.notIn, .strings(let tags)?): return "NOT " + has("t.tag = ANY(\(values.value(tags)))")
+            case (.eq, .string(let tag)?): return has("t.tag = \(Self.constant(tag, &values))")
+            case (.ne, .string(let tag)?): return "NOT " + has("t.tag = \(Self.constant(tag, &values))")
+            case (.in, .strings(let tags)?): return has("t.tag = ANY(\(Self.constant(tags, &values)))")
+            case (.notIn, .strings(let tags)?): return "NOT " + has("t.tag = ANY(\(Self.constant(tags, &values)))")
             default: return "false"
             }
         case .custom(let name):
-            let key = values.value(name)
+            let key = Self.constant(name, &values)
             let json = "(d.attributes -> \(key))"
             let text = "(d.attributes ->> \(key))"
             let number = "(CASE WHEN jsonb_typeof(\(json)) = 'number' THEN \(text)::numeric END)"
@@ -93,19 +92,20 @@ extension AudienceRepository {
             case (.notExists, _): return "NOT COALESCE(d.attributes ? \(key), false)"
             case (.eq, let value?), (.ne, let value?):
                 let contained = JSONValue.object([name: Self.stored(value)]).jsonText
-                let test = "COALESCE(d.attributes @> \(values.value(contained))::jsonb, false)"
+                let test = "COALESCE(d.attributes @> \(values.once("\(values.value(contained))::jsonb")), false)"
                 return op == .eq ? test : "NOT \(test)"
-            case (.in, .strings(let list)?): return "\(string) = ANY(\(values.value(list.map(Self.storedText))))"
+            case (.in, .strings(let list)?):
+                return "\(string) = ANY(\(Self.constant(list.map(Self.storedText), &values)))"
             case (.notIn, .strings(let list)?):
-                return "NOT COALESCE(\(string) = ANY(\(values.value(list.map(Self.storedText)))), false)"
-            case (.in, .numbers(let list)?):
-                return "\(number) = ANY(\(values.value(list.map(Self.numberText)))::numeric[])"
-            case (.notIn, .numbers(let list)?):
-                return "NOT COALESCE(\(number) = ANY(\(values.value(list.map(Self.numberText)))::numeric[]), false)"
+                return "NOT COALESCE(\(string) = ANY(\(Self.constant(list.map(Self.storedText), &values))), false)"
+            case (.in, .numbers(let list)?), (.notIn, .numbers(let list)?):
+                let numbers = values.once("\(values.value(list.map(Self.numberText)))::numeric[]")
+                let test = "COALESCE(\(number) = ANY(\(numbers)::numeric[]), false)"
+                return op == .in ? test : "NOT \(test)"
             case (_, .number(let bound)?):
-                return "\(number) \(Self.symbol(op)) \(values.value(Self.numberText(bound)))::numeric"
+                return "\(number) \(Self.symbol(op)) \(values.once("\(values.value(Self.numberText(bound)))::numeric"))"
             case (_, .string(let bound)?):
-                return "\(string) \(Self.symbol(op)) \(values.value(Self.storedText(bound)))"
+                return "\(string) \(Self.symbol(op)) \(Self.constant(Self.storedText(bound), &values))"
             default: return "false"
             }
         }
@@ -118,12 +118,23 @@ extension AudienceRepository {
         switch (op, value) {
         case (.exists, _): return "\(column) IS NOT NULL"
         case (.notExists, _): return "\(column) IS NULL"
-        case (.eq, .string(let text)?): return "\(column) = \(values.value(text))"
-        case (.ne, .string(let text)?): return "\(column) IS DISTINCT FROM \(values.value(text))"
-        case (.in, .strings(let list)?): return "\(column) = ANY(\(values.value(list)))"
-        case (.notIn, .strings(let list)?): return "NOT COALESCE(\(column) = ANY(\(values.value(list))), false)"
+        case (.eq, .string(let text)?): return "\(column) = \(Self.constant(text, &values))"
+        case (.ne, .string(let text)?): return "\(column) IS DISTINCT FROM \(Self.constant(text, &values))"
+        case (.in, .strings(let list)?): return "\(column) = ANY(\(Self.constant(list, &values)))"
+        case (.notIn, .strings(let list)?):
+            return "NOT COALESCE(\(column) = ANY(\(Self.constant(list, &values))), false)"
         default: return "false"
         }
+    }
+
+    /// A text value, computed once per statement (not once per row).
+    private static func constant(_ text: String, _ values: inout some AudienceQueryValues) -> String {
+        values.once(values.value(text))
+    }
+
+    /// A text[] value, computed once per statement.
+    private static func constant(_ list: [String], _ values: inout some AudienceQueryValues) -> String {
+        values.once(values.value(list)) + "::text[]"
     }
 
     private static func symbol(_ op: AudienceFilter.Operator) -> String {

@@ -179,6 +179,10 @@ protocol AudienceQueryValues {
     mutating func value(_ value: UUID) -> String
     mutating func value(_ value: [Int64]) -> String
     mutating func value(_ value: [String]) -> String
+    /// `expression` (of values only) computed once per statement: as it is for bound parameters
+    /// (the planner folds it), a scalar subquery (an InitPlan) for literals, whose decoding would
+    /// otherwise run on every row.
+    mutating func once(_ expression: String) -> String
 }
 
 /// Values as `$n` parameters.
@@ -195,6 +199,7 @@ struct BoundValues: AudienceQueryValues {
     mutating func value(_ value: UUID) -> String { bind(value) }
     mutating func value(_ value: [Int64]) -> String { bind(value) }
     mutating func value(_ value: [String]) -> String { bind(value) }
+    mutating func once(_ expression: String) -> String { expression }
 }
 
 /// Values written into the statement. Safe by construction: numbers and UUIDs are printed by
@@ -208,6 +213,7 @@ struct LiteralValues: AudienceQueryValues {
     }
     mutating func value(_ value: [String]) -> String { "ARRAY[\(value.map(Self.text).joined(separator: ","))]::text[]" }
     mutating func value(_ value: String) -> String { Self.text(value) }
+    mutating func once(_ expression: String) -> String { "(SELECT \(expression))" }
 
     static func text(_ value: String) -> String {
         "convert_from(decode('\(Hexadecimal.encode(value.utf8))', 'hex'), 'UTF8')"

@@ -414,7 +414,7 @@ public struct FanoutRepository: Sendable {
                           CASE WHEN u.dated THEN u.unregistered_at END AS apns_timestamp
             ), events AS (
                 SELECT herald_webhook_event(i.app_id, 'device.invalidated', jsonb_strip_nulls(jsonb_build_object(
-                    'registration_id', i.id, 'token', encode(i.token, 'hex'), 'alias', i.alias,
+                    'registration_id', i.id, 'token_prefix', encode(substring(i.token FROM 1 FOR 4), 'hex'), 'alias', i.alias,
                     'environment', i.environment, 'topic', i.topic, 'reason', i.reason,
                     'apns_timestamp', to_char(i.apns_timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                     'invalidated_at', to_char(i.invalidated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))))
