@@ -366,8 +366,12 @@ def wait(what, check, seconds=180):
         time.sleep(0.5)
     sys.exit(f"{what}: not within {seconds} s; received {open(os.path.join(directory, 'received.ndjson')).read()[-3000:]}")
 
+refused = subprocess.run([herald, "webhooks", "create", "--url", "https://169.254.169.254/latest", "--events",
+                          "push.completed"], capture_output=True, text=True)
+if refused.returncode == 0 or "not a public address" not in refused.stderr:
+    sys.exit(f"an endpoint on the metadata address was not refused: {refused.stderr or refused.stdout}")
 created = cli("create", "--url", f"http://127.0.0.1:{port}/herald", "--description", "e2e",
-              "--events", "push.completed,device.invalidated,delivery.batch", "--json")
+              "--events", "push.completed,push.failed,device.invalidated,delivery.batch", "--json")
 secret, webhook = created["secret"], created["webhook"]["id"]
 if "secret" in cli("list", "--json")["webhooks"][0]:
     sys.exit("the list shows a secret")
@@ -427,6 +431,21 @@ attempts = cli("attempts", webhook, "--json")["attempts"]
 if not any(attempt.get("status") == 500 for attempt in attempts):
     sys.exit(f"the refused attempt is not listed: {attempts}")
 
+# A production device: the stack's app has a sandbox credential only, so the sender refuses the
+# batch (MissingCredential) and the push fails on its credential: push.failed, once.
+prod = secrets.token_hex(32)
+request = urllib.request.Request(os.environ["HERALD_API_URL"] + "/v1/devices", method="POST",
+    data=json.dumps({"token": prod, "environment": "production", "tags": ["webhooks-e2e-production"]}).encode(),
+    headers={"Authorization": f"Bearer {config['api_key']}", "Content-Type": "application/json"})
+urllib.request.urlopen(request, timeout=10).read()
+failing = subprocess.run([herald, "push", "--tag", "webhooks-e2e-production", "--body", "no credential", "--quiet"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+def failed_events():
+    return [e for e, _, _ in delivered("/herald") if e["type"] == "push.failed" and e["data"]["push_id"] == failing]
+wait("push.failed for a push without a production credential", lambda: failed_events(), 60)
+if failed_events()[0]["data"]["reason"] != "MissingCredential":
+    sys.exit(f"push.failed says {failed_events()[0]['data']}")
+
 # Rotation with a grace period: the next request is signed under both secrets.
 rotated = cli("rotate-secret", webhook, "--grace", "3600", "--json")
 after_rotation = cli("test", webhook, "--json")["event_id"]
@@ -447,7 +466,8 @@ wait("the replayed delivery", lambda: any(e["id"] == dying for e, _, _ in delive
 failed_before = sum(1 for entry in received("/dead") if entry["status"] == 500)
 for hook in (webhook, dead):
     cli("delete", hook)
-print(f"push.completed ({counters['accepted']} accepted of {counters['targeted']}), {len(invalidated)} device.invalidated, "
+print(f"an endpoint on the metadata address refused; push.failed (MissingCredential) for a push without a credential; "
+      f"push.completed ({counters['accepted']} accepted of {counters['targeted']}), {len(invalidated)} device.invalidated, "
       f"{len(batches)} delivery.batch adding up, webhook.test delivered after a refusal and signed under both secrets "
       f"after a rotation; a delivery dead after {failed_before} failures replayed and delivered")
 PY

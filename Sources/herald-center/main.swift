@@ -64,6 +64,7 @@ do {
             webhookSettings.requestTimeout = settings.webhookTimeout
             webhookSettings.firstRetryDelay = settings.webhookFirstRetry
             webhookSettings.retryWindow = settings.webhookRetryWindow
+            webhookSettings.allowPrivateNetworks = settings.webhookAllowPrivateNetworks
             services.append(
                 WebhookDispatcher(
                     settings: webhookSettings, center: settings.name,

@@ -81,7 +81,7 @@ struct WebhookDispatcherTests {
 
     func dispatcher(
         _ env: CenterEnvironment, cipher: CredentialCipher, name: String, retryWindow: Duration = .seconds(3600),
-        metrics: CenterMetrics = CenterMetrics()
+        metrics: CenterMetrics = CenterMetrics(), allowPrivateNetworks: Bool = true
     ) -> WebhookDispatcher {
         var settings = WebhookDispatcher.Settings()
         settings.pollInterval = .milliseconds(50)
@@ -89,6 +89,8 @@ struct WebhookDispatcherTests {
         settings.firstRetryDelay = .milliseconds(200)
         settings.maximumRetryDelay = .milliseconds(400)
         settings.retryWindow = retryWindow
+        // The receiver listens on loopback: a test of its own checks the refusal.
+        settings.allowPrivateNetworks = allowPrivateNetworks
         return WebhookDispatcher(
             settings: settings, center: name, webhooks: WebhookRepository(client: env.database, logger: env.logger),
             cipher: cipher, metrics: metrics, logger: env.logger)
@@ -362,6 +364,35 @@ struct WebhookDispatcherTests {
                 "the old secret signs too during the grace period")
             #expect(
                 try await webhooks.replayDead(endpointID: ok, appID: env.otherApp.id, eventIDs: nil, limit: 1) == nil)
+        }
+    }
+
+    @Test(
+        "a center that may not reach private networks refuses a receiver on loopback without connecting, and says why")
+    func privateAddressesRefused() async throws {
+        try await withCenterEnvironment { env in
+            let cipher = try CredentialCipher(masterKeyBase64: Self.masterKey)
+            let receiver = WebhookReceiver(failures: 0)
+            let serving = Task { try await receiver.run() }
+            defer { serving.cancel() }
+            #expect(try await env.eventually(timeout: .seconds(10)) { receiver.port.withLock { $0 } > 0 })
+            let port = receiver.port.withLock { $0 }
+            let webhooks = WebhookRepository(client: env.database, logger: env.logger)
+            let ok = try await endpoint(env, path: "ok", port: port, secret: Array("s".utf8), cipher: cipher)
+            _ = try await webhooks.queueTest(endpointID: ok, appID: env.app.id)
+            let running = dispatcher(env, cipher: cipher, name: "guarded", allowPrivateNetworks: false)
+            let run = Task { try await running.run() }
+            defer { run.cancel() }
+            #expect(
+                try await env.eventually(timeout: .seconds(20)) {
+                    !(try await webhooks.attempts(endpointID: ok, appID: env.app.id, before: nil, limit: 10) ?? [])
+                        .isEmpty
+                })
+            let attempt = try #require(
+                try await webhooks.attempts(endpointID: ok, appID: env.app.id, before: nil, limit: 10)?.first)
+            #expect(attempt.status == nil)
+            #expect(attempt.error?.contains("127.0.0.1, not a public address") == true, "\(attempt.error ?? "-")")
+            #expect(receiver.received.withLock { $0 }.isEmpty, "nothing reached the receiver")
         }
     }
 }

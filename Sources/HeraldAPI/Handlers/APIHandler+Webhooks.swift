@@ -211,9 +211,13 @@ extension APIHandler {
         guard url.user == nil, url.password == nil else {
             throw APIError.invalid("url", "url must not carry a user name or password")
         }
-        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        let loopback = NetworkAddress.isLoopback(host)
         guard scheme == "https" || (scheme == "http" && loopback) else {
             throw APIError.invalid("url", "url must be https:// (http:// only on a loopback address)")
+        }
+        if scheme == "https", NetworkAddress.isIPAddress(host), !NetworkAddress.isPublic(host) {
+            throw APIError.invalid(
+                "url", "\(host) is not a public address: herald-center sends webhooks to public addresses only")
         }
     }
 }

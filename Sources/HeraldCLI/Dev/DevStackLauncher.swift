@@ -152,7 +152,11 @@ struct DevStackLauncher {
                         "HERALD_CENTER_METRICS_PORT": "\(centerMetrics)",
                         "HERALD_CENTER_NAME": "center-\(index)",
                     ]) { $1 },
-                    ["HERALD_CENTER_CLAIM_LEASE_MS": "5000", "HERALD_CENTER_REDRIVE_AFTER_MS": "60000"]),
+                    [
+                        "HERALD_CENTER_CLAIM_LEASE_MS": "5000", "HERALD_CENTER_REDRIVE_AFTER_MS": "60000",
+                        // Webhook receivers of the dev stack listen on loopback.
+                        "HERALD_CENTER_WEBHOOK_PRIVATE_NETWORKS": "allow",
+                    ]),
                 readiness: "http:http://127.0.0.1:\(centerMetrics)/readyz")
             say("  ✔ \(name.padding(toLength: 16, withPad: " ", startingAt: 0))metrics \(stack.metricsURLs[name]!)")
         }

@@ -25,6 +25,10 @@ public final class WebhookDispatcher: Service, Sendable {
         /// The first retry's delay; each next one doubles, up to `maximumRetryDelay`.
         public var firstRetryDelay: Duration = .seconds(30)
         public var maximumRetryDelay: Duration = .seconds(3600)
+        /// Whether requests may go to addresses that are not public (loopback, private ranges,
+        /// link-local): off in production, on for the dev stack and tests whose receivers listen on
+        /// loopback.
+        public var allowPrivateNetworks = false
         /// Attempts are kept this long; events (with their deliveries) once none is pending.
         public var attemptRetention: Duration = .seconds(7 * 86_400)
         public var eventRetention: Duration = .seconds(30 * 86_400)
@@ -111,32 +115,10 @@ public final class WebhookDispatcher: Service, Sendable {
         let started = ContinuousClock.now
         var status: Int?
         var failure: String?
-        do {
-            let secrets = try delivery.secrets.map { secret -> [UInt8] in
-                guard let cipher else {
-                    throw WebhookError("no HERALD_MASTER_KEY: the endpoint's secret cannot be opened")
-                }
-                return try cipher.open(
-                    secret.sealed, keyID: secret.sealingKeyID,
-                    associatedData: WebhookSecret.associatedData(
-                        endpointID: delivery.endpointID, sealingKeyID: secret.sealingKeyID))
-            }
-            var request = HTTPClientRequest(url: delivery.url)
-            request.method = .POST
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.headers.add(name: "User-Agent", value: "Herald-Webhooks/1")
-            request.headers.add(name: "Herald-Event-Id", value: delivery.eventID.uuidString.lowercased())
-            request.headers.add(
-                name: WebhookSignature.headerName,
-                value: WebhookSignature.header(
-                    body: body, timestamp: Int64(Date().timeIntervalSince1970), secrets: secrets))
-            request.body = .bytes(ByteBuffer(bytes: body))
-            let response = try await http.execute(
-                request, timeout: .milliseconds(Int64(settings.requestTimeout.wholeMilliseconds)))
-            status = Int(response.status.code)
-            _ = try? await response.body.collect(upTo: 64 * 1024)
-        } catch {
-            failure = "\(error)"
+        if !settings.allowPrivateNetworks, let refusal = await WebhookAddressCheck.refusal(url: delivery.url) {
+            failure = refusal
+        } else {
+            await send(delivery, body: body, status: &status, failure: &failure)
         }
         let delivered = status.map { (200..<300).contains($0) } ?? false
         let retryAt = delivered ? nil : retryTime(delivery)
@@ -165,6 +147,37 @@ public final class WebhookDispatcher: Service, Sendable {
             logger.warning(
                 "cannot record a webhook attempt; the delivery will be tried again",
                 metadata: ["error": "\(HeraldDatabase.describe(error))"])
+        }
+    }
+
+    /// The request itself: signed, sent, its status or what went wrong.
+    private func send(_ delivery: WebhookDelivery, body: [UInt8], status: inout Int?, failure: inout String?) async {
+        do {
+            let secrets = try delivery.secrets.map { secret -> [UInt8] in
+                guard let cipher else {
+                    throw WebhookError("no HERALD_MASTER_KEY: the endpoint's secret cannot be opened")
+                }
+                return try cipher.open(
+                    secret.sealed, keyID: secret.sealingKeyID,
+                    associatedData: WebhookSecret.associatedData(
+                        endpointID: delivery.endpointID, sealingKeyID: secret.sealingKeyID))
+            }
+            var request = HTTPClientRequest(url: delivery.url)
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.headers.add(name: "User-Agent", value: "Herald-Webhooks/1")
+            request.headers.add(name: "Herald-Event-Id", value: delivery.eventID.uuidString.lowercased())
+            request.headers.add(
+                name: WebhookSignature.headerName,
+                value: WebhookSignature.header(
+                    body: body, timestamp: Int64(Date().timeIntervalSince1970), secrets: secrets))
+            request.body = .bytes(ByteBuffer(bytes: body))
+            let response = try await http.execute(
+                request, timeout: .milliseconds(Int64(settings.requestTimeout.wholeMilliseconds)))
+            status = Int(response.status.code)
+            _ = try? await response.body.collect(upTo: 64 * 1024)
+        } catch {
+            failure = "\(error)"
         }
     }
 

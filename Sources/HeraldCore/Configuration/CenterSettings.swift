@@ -61,6 +61,10 @@ public struct CenterSettings: Sendable {
     /// How long after its event (or its replay) a delivery is tried before it is dead
     /// (`HERALD_CENTER_WEBHOOK_RETRY_WINDOW_MS`, 24 hours).
     public var webhookRetryWindow: Duration
+    /// Whether webhook requests may reach addresses that are not public — loopback, private
+    /// ranges, link-local (`HERALD_CENTER_WEBHOOK_PRIVATE_NETWORKS`, `deny`; `allow` for receivers
+    /// inside the network, the dev stack's on loopback).
+    public var webhookAllowPrivateNetworks: Bool
     /// The Prometheus endpoint (`HERALD_CENTER_METRICS_HOST`, `HERALD_CENTER_METRICS_PORT`; 0 turns it off).
     public var metricsHost: String
     public var metricsPort: Int
@@ -94,6 +98,8 @@ public struct CenterSettings: Sendable {
         webhookFirstRetry = config.milliseconds(forKey: "center.webhook.firstRetryMs", default: 30_000, minimum: 100)
         webhookRetryWindow = config.milliseconds(
             forKey: "center.webhook.retryWindowMs", default: 86_400_000, minimum: 1000)
+        webhookAllowPrivateNetworks =
+            config.string(forKey: "center.webhook.privateNetworks", default: "deny").lowercased() == "allow"
         metricsHost = config.string(forKey: "center.metrics.host", default: "0.0.0.0")
         metricsPort = config.int(forKey: "center.metrics.port", default: 9466)
     }
