@@ -187,9 +187,14 @@ struct WebhookDispatcherTests {
                 "UPDATE webhook_attempts SET attempted_at = now() - interval '8 days'", logger: env.logger)
             try await env.database.query(
                 "UPDATE webhook_events SET created_at = now() - interval '31 days'", logger: env.logger)
+            // This app's rows only: the suite's other tests leave events of their own apps.
             func count(_ table: String) async throws -> Int64 {
+                let scope =
+                    table == "webhook_events"
+                    ? "app_id = '\(env.app.id)'"
+                    : "endpoint_id IN (SELECT id FROM webhook_endpoints WHERE app_id = '\(env.app.id)')"
                 let rows = try await env.database.query(
-                    PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table)"), logger: env.logger)
+                    PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table) WHERE \(scope)"), logger: env.logger)
                 for try await count in rows.decode(Int64.self) { return count }
                 return -1
             }
