@@ -27,6 +27,9 @@ struct CenterProcessTests {
         variables["HERALD_CENTER_METRICS_PORT"] = "0"
         // Its retention sleeps an hour after its first sweep: SIGTERM must not wait for that.
         variables["HERALD_CENTER_RETENTION_INTERVAL_MS"] = "3600000"
+        // It shares the test database with the webhook tests, whose receivers their own
+        // dispatchers serve: this center delivers none (it would claim theirs, and refuse them).
+        variables["HERALD_CENTER_WEBHOOK_MAX_IN_FLIGHT"] = "0"
         variables["HERALD_LOG_LEVEL"] = "info"
         process.environment = variables
         FileManager.default.createFile(atPath: log, contents: nil)

@@ -140,7 +140,7 @@ public final class WebhookDispatcher: Service, Sendable {
         }
         do {
             try await webhooks.recordAttempt(
-                endpointID: delivery.endpointID, eventID: delivery.eventID, status: status, error: failure,
+                endpointID: delivery.endpointID, eventID: delivery.eventID, by: center, status: status, error: failure,
                 duration: ContinuousClock.now - started, delivered: delivered, retryAt: retryAt)
         } catch {
             // The lease runs out and the delivery is tried again: at least once.

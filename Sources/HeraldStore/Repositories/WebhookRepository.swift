@@ -365,10 +365,12 @@ public struct WebhookRepository: Sendable {
     }
 
     /// What became of one attempt: recorded, and the delivery delivered, scheduled again at
-    /// `retryAt`, or dead (`retryAt` nil and not delivered).
+    /// `retryAt`, or dead (`retryAt` nil and not delivered) — by `center` only while it still
+    /// holds the delivery's lease (a center whose lease ran out, and another took the delivery,
+    /// records its attempt but changes nothing).
     public func recordAttempt(
-        endpointID: UUID, eventID: UUID, status: Int?, error: String?, duration: Duration, delivered: Bool,
-        retryAt: Date?
+        endpointID: UUID, eventID: UUID, by center: String, status: Int?, error: String?, duration: Duration,
+        delivered: Bool, retryAt: Date?
     ) async throws {
         let state = delivered ? "delivered" : (retryAt == nil ? "dead" : "pending")
         try await client.boundedQuery(
@@ -381,7 +383,7 @@ public struct WebhookRepository: Sendable {
             UPDATE webhook_deliveries SET attempts = attempts + 1, state = \(state), leased_until = NULL, leased_by = NULL,
                 next_attempt_at = COALESCE(\(retryAt), next_attempt_at),
                 finished_at = CASE WHEN \(state) = 'pending' THEN NULL ELSE now() END
-            WHERE endpoint_id = \(endpointID) AND event_id = \(eventID)
+            WHERE endpoint_id = \(endpointID) AND event_id = \(eventID) AND leased_by = \(center)
             """, logger: logger)
     }
 
