@@ -13,6 +13,9 @@ extension ConsoleRoutes {
             var environment: String
             var alias: String
             var tags: String
+            /// What the device says about itself, for segments: country, versions, locale, custom
+            /// attributes ("–" when nothing).
+            var described: String
             var invalid: Bool
             var reason: String?
             var updatedAt: String
@@ -106,7 +109,8 @@ extension ConsoleRoutes {
             DevicesPage.Row(
                 registrationID: device.registrationId.map(String.init) ?? "–", token: device.tokenPrefix ?? "",
                 environment: device.environment.rawValue, alias: device.alias ?? "–",
-                tags: device.tags.joined(separator: ", "), invalid: device.status == .invalid,
+                tags: device.tags.joined(separator: ", "), described: Self.described(device),
+                invalid: device.status == .invalid,
                 reason: device.invalidReason, updatedAt: PushView.time(device.updatedAt))
         }
         let page = DevicesPage(
@@ -151,5 +155,19 @@ extension ConsoleRoutes {
             chrome.error = error.message
             return ([], prefix, nil)
         }
+    }
+
+    /// A device's attributes on one line: `DE · app 5.2.1 · OS 17.1 · de_DE · plan=gold`.
+    static func described(_ device: Components.Schemas.Device) -> String {
+        var parts = [
+            device.country, device.appVersion.map { "app \($0)" }, device.osVersion.map { "OS \($0)" }, device.locale,
+        ]
+        .compactMap { $0 }
+        if let attributes = device.attributes?.additionalProperties.value {
+            for (name, value) in attributes.sorted(by: { $0.key < $1.key }) {
+                parts.append("\(name)=\(value.map { "\($0)" } ?? "null")")
+            }
+        }
+        return parts.isEmpty ? "–" : parts.joined(separator: " · ")
     }
 }

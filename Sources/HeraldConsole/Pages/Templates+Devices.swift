@@ -15,8 +15,8 @@ extension ConsoleTemplates {
           {{#searched}}
           {{#hasDevices}}
           <table id="found">
-            <thead><tr><th>Registration id</th><th>Token</th><th class="hide-narrow">Environment</th><th>Alias</th><th class="hide-narrow">Tags</th><th>Status</th><th class="hide-narrow">Updated (UTC)</th></tr></thead>
-            <tbody>{{#devices}}<tr><td class="mono">{{registrationID}}</td><td class="mono">{{token}}…</td><td class="hide-narrow">{{environment}}</td><td>{{alias}}</td><td class="hide-narrow">{{tags}}</td>
+            <thead><tr><th>Registration id</th><th>Token</th><th class="hide-narrow">Environment</th><th>Alias</th><th class="hide-narrow">Tags</th><th class="hide-narrow">Attributes</th><th>Status</th><th class="hide-narrow">Updated (UTC)</th></tr></thead>
+            <tbody>{{#devices}}<tr><td class="mono">{{registrationID}}</td><td class="mono">{{token}}…</td><td class="hide-narrow">{{environment}}</td><td>{{alias}}</td><td class="hide-narrow">{{tags}}</td><td class="hide-narrow">{{described}}</td>
               <td>{{#invalid}}<span class="state canceled">invalid{{#reason}}: {{reason}}{{/reason}}</span>{{/invalid}}{{^invalid}}<span class="state completed">active</span>{{/invalid}}</td><td class="hide-narrow">{{updatedAt}}</td></tr>{{/devices}}</tbody>
           </table>
           {{/hasDevices}}
