@@ -8,7 +8,9 @@ import Testing
 /// The operations console's sessions and forms against a live herald-api: sign-in, cookies,
 /// CSRF, the security headers, sessions that end (sign-out, idle, a revoked key), and sending
 /// through the same operations as the Open API.
-@Suite("console: sessions and forms")
+// Serialized: every sign-in deletes the sessions idle past its server's timeout, in the database
+// all tests share — the idle-expiry test's 2 s would end a concurrent test's session mid-way.
+@Suite("console: sessions and forms", .serialized)
 struct ConsoleTests {
     /// A browser's state: its cookies.
     struct Browser {

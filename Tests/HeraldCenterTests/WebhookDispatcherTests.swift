@@ -124,8 +124,8 @@ struct WebhookDispatcherTests {
             #expect(try await env.eventually(timeout: .seconds(10)) { receiver.port.withLock { $0 } > 0 })
             let port = receiver.port.withLock { $0 }
             let secret = Array("whsec-test-secret-0123456789".utf8)
-            _ = try await endpoint(env, path: "ok", port: port, secret: secret, cipher: cipher)
-            _ = try await endpoint(env, path: "flaky", port: port, secret: secret, cipher: cipher)
+            let okEndpoint = try await endpoint(env, path: "ok", port: port, secret: secret, cipher: cipher)
+            let flakyEndpoint = try await endpoint(env, path: "flaky", port: port, secret: secret, cipher: cipher)
             let hang = try await endpoint(env, path: "hang", port: port, secret: secret, cipher: cipher)
             _ = try await endpoint(
                 env, path: "ok", port: port, secret: secret, cipher: cipher, types: ["device.invalidated"])
@@ -178,11 +178,25 @@ struct WebhookDispatcherTests {
                 #expect((data["counters"] as? [String: Any])?["accepted"] as? Int == 2)
             }
 
+            // The receiver answered; the dispatcher records it just after — wait for that before
+            // stopping it (a hard cancel would drop the record, and the delivery would stay pending).
+            let webhooks = WebhookRepository(client: env.database, logger: env.logger)
+            #expect(
+                try await env.eventually(timeout: .seconds(30)) {
+                    var recorded = 0
+                    for id in [okEndpoint, flakyEndpoint] {
+                        recorded +=
+                            try await webhooks.deliveries(
+                                endpointID: id, appID: env.app.id, state: "delivered", after: nil, limit: 10)?.count
+                            ?? 0
+                    }
+                    return recorded == 4
+                })
+
             // Retention: old attempts go; an old event stays while a delivery of it is pending
             // (/hang's), and goes once none is.
             secondRun.cancel()
             _ = try? await secondRun.value
-            let webhooks = WebhookRepository(client: env.database, logger: env.logger)
             try await env.database.query(
                 "UPDATE webhook_attempts SET attempted_at = now() - interval '8 days'", logger: env.logger)
             try await env.database.query(
