@@ -101,16 +101,15 @@ public struct AudienceRepository: Sendable {
     ///   the statement fails; ``AudienceStreamUnavailable`` when this repository has no settings
     ///   for a libpq connection.
     public func stream(_ selection: AudienceSelection, after cursor: Int64, pageSize: Int) -> AudienceStream {
-        var values = LiteralValues()
-        let sql = Self.sql(selection, columns: Self.columns, after: cursor, tail: "ORDER BY d.id", values: &values)
-        return AudienceStream(settings: copySettings, query: sql, pageSize: max(1, pageSize))
+        AudienceStream(
+            settings: copySettings, query: Self.copyStatement(selection, after: cursor), pageSize: max(1, pageSize))
     }
 
     /// The statement the fan-out's COPY runs for `selection` (its values written in), for
     /// references that read the same rows with another client (the fan-out benchmark's psql).
-    public static func copyStatement(_ selection: AudienceSelection) -> String {
+    public static func copyStatement(_ selection: AudienceSelection, after cursor: Int64 = 0) -> String {
         var values = LiteralValues()
-        return sql(selection, columns: columns, after: 0, tail: "ORDER BY d.id", values: &values)
+        return sql(selection, columns: columns, after: cursor, tail: "ORDER BY d.id", values: &values)
     }
 
     /// The statement for `selection`; `values` writes each value in (a bind parameter or a literal).

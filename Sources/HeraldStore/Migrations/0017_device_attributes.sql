@@ -14,6 +14,13 @@ ALTER TABLE devices
     ADD COLUMN attributes jsonb;
 ALTER TABLE devices ALTER COLUMN first_registered_at SET DEFAULT now();
 
+-- A device's custom attributes after a write: `added` merged over `current`, the `removed` keys
+-- taken out, NULL when none is left. Registration, import and update all merge through it.
+CREATE FUNCTION herald_merge_attributes(current jsonb, added jsonb, removed text[]) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT NULLIF((COALESCE(current, '{}') || COALESCE(added, '{}')) - COALESCE(removed, '{}'), '{}')
+$$;
+
 CREATE FUNCTION herald_json_key_count(object jsonb) RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE RETURNS NULL ON NULL INPUT AS $$
     SELECT count(*)::integer FROM jsonb_object_keys(object)

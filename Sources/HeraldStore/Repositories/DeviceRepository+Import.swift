@@ -74,9 +74,8 @@ extension DeviceRepository {
                         country = COALESCE(EXCLUDED.country, devices.country),
                         app_version = COALESCE(EXCLUDED.app_version, devices.app_version),
                         os_version = COALESCE(EXCLUDED.os_version, devices.os_version),
-                        attributes = NULLIF((COALESCE(devices.attributes, '{}') || COALESCE(EXCLUDED.attributes, '{}'))
-                            - COALESCE((SELECT l.attributes_removed FROM latest l WHERE l.token = EXCLUDED.token), '{}'),
-                            '{}'),
+                        attributes = herald_merge_attributes(devices.attributes, EXCLUDED.attributes,
+                            (SELECT l.attributes_removed FROM latest l WHERE l.token = EXCLUDED.token)),
                         status = 'active', invalidated_at = NULL, invalid_reason = NULL,
                         registered_at = now(), updated_at = now()
                     RETURNING id

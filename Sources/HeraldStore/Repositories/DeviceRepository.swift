@@ -47,8 +47,8 @@ public struct DeviceRepository: Sendable {
                         country = COALESCE(EXCLUDED.country, devices.country),
                         app_version = COALESCE(EXCLUDED.app_version, devices.app_version),
                         os_version = COALESCE(EXCLUDED.os_version, devices.os_version),
-                        attributes = NULLIF((COALESCE(devices.attributes, '{}') || COALESCE(EXCLUDED.attributes, '{}'))
-                                            - \(registration.attributes.removed)::text[], '{}'),
+                        attributes = herald_merge_attributes(
+                            devices.attributes, EXCLUDED.attributes, \(registration.attributes.removed)::text[]),
                         status = 'active', invalidated_at = NULL, invalid_reason = NULL,
                         registered_at = now(), updated_at = now()
                     RETURNING id, (xmax = 0) AS inserted
@@ -189,8 +189,8 @@ public struct DeviceRepository: Sendable {
                 """
                 UPDATE devices SET country = COALESCE(\(country), country),
                     app_version = COALESCE(\(appVersion), app_version), os_version = COALESCE(\(osVersion), os_version),
-                    attributes = NULLIF((COALESCE(attributes, '{}') || \(JSONValue.object(attributes.set).jsonText)::jsonb)
-                                        - \(attributes.removed)::text[], '{}'),
+                    attributes = herald_merge_attributes(
+                        attributes, \(JSONValue.object(attributes.set).jsonText)::jsonb, \(attributes.removed)::text[]),
                     updated_at = now()
                 WHERE id = \(deviceID) AND app_id = \(appID)
                 RETURNING id
