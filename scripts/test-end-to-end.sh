@@ -7,7 +7,7 @@
 #
 #   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast sender-kill center-kill
 #                                                   #        postgres-outage broker-restart apns-outage
-#                                                   #        device-counts segments webhooks metrics prometheus
+#                                                   #        device-counts segments templates webhooks metrics prometheus
 #                                                   #        dashboard console
 #                                                   #        secrets (last: reads every log)
 set -uo pipefail
@@ -19,7 +19,7 @@ herald=$bin/herald
 export HERALD_DEV_DIR=$(pwd)/.local/e2e
 devices=${E2E_DEVICES:-100000}
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage device-counts segments webhooks metrics prometheus dashboard console secrets)
+[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage device-counts segments templates webhooks metrics prometheus dashboard console secrets)
 
 # The stack's settings for these tests: a notification is tried up to 20 times with back-off
 # capped at 5 s (a 30 s APNs outage outlasts the default 8 attempts' back-off). `herald dev up`
@@ -301,6 +301,117 @@ PY
     log "✔ segments: $report"
   else
     fail "segments: $report"
+  fi
+}
+
+# Templates through the whole pipeline: 300 deliverable devices get locales, first names and
+# (some) a long bio by a re-import; a stored template (a personalized title with a default, texts
+# for de and de-AT) is pushed with `herald push --template`: apns-sim receives on each device the
+# payload the test renders itself — its locale's, else its language's, else the default texts,
+# with its name or the default. A second push with `{{bio}}` 17 times and no default is refused
+# without a filter that guarantees a bio, then sent with one: devices whose render is over 4 KB end
+# rejected (RenderedPayloadTooLarge, never sent), the others receive their bio.
+test_templates() {
+  reset_sim
+  local report
+  if report=$(python3 - "$herald" "$HERALD_DEV_DIR" "$sim_admin" 2>&1 <<'PY'
+import json, os, subprocess, sys, time, urllib.request
+herald, directory, sim = sys.argv[1], sys.argv[2], sys.argv[3]
+def run(*arguments, ok=True):
+    answer = subprocess.run([herald, *arguments], capture_output=True, text=True)
+    if ok and answer.returncode != 0:
+        sys.exit(f"herald {' '.join(arguments)}: {answer.stderr.strip()}")
+    return answer if not ok else answer.stdout
+def wait(push):
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        status = json.loads(run("push", "status", push, "--json"))
+        if status["state"] == "completed":
+            return status
+        time.sleep(0.5)
+    sys.exit(f"push {push} did not complete: {status}")
+def received():
+    payloads = {}
+    with urllib.request.urlopen(f"{sim}/notifications", timeout=30) as answer:
+        for line in answer:
+            if line.strip():
+                entry = json.loads(line)
+                payloads[entry["token"]] = json.loads(entry["payload"])
+    return payloads
+deliverable = []
+for line in open(os.path.join(directory, "devices.ndjson")):
+    device = json.loads(line)
+    if not device["token"].startswith(("dead", "badd")):
+        deliverable.append(device)
+    if len(deliverable) == 300:
+        break
+run_id = f"t{time.time_ns()}"
+locales = ["de_AT", "de-DE", "de", "fr-FR", None, "DE-at"]
+names = ["Zoë \"Z\"", "Jürgen", None, "Ana\\Maria", "李"]
+expected_title, bios = {}, {}
+with open(os.path.join(directory, "template-devices.ndjson"), "w") as out:
+    for index, device in enumerate(deliverable):
+        locale, name = locales[index % 6], names[index % 5]
+        attributes = {"e2e_templates": run_id}
+        if name is not None:
+            attributes["first_name"] = name
+        if index % 4 == 0:
+            attributes["bio"] = ("x" * 250) if index % 8 == 0 else f"bio {index}"
+            bios[device["token"]] = attributes["bio"]
+        line = {"token": device["token"], "environment": device["environment"], "attributes": attributes}
+        if locale is not None:
+            line["locale"] = locale
+        out.write(json.dumps(line) + "\n")
+        normalized = (locale or "").lower().replace("_", "-")
+        if normalized == "de-at":
+            title = f"Servus {name or 'Freund'}"
+        elif normalized.split("-")[0] == "de":
+            title = f"Hallo {name or 'du'}"
+        else:
+            title = f"Hi {name or 'there'}"
+        expected_title[device["token"]] = title
+run("devices", "import", os.path.join(directory, "template-devices.ndjson"))
+mine = json.dumps({"attribute": "attributes.e2e_templates", "op": "eq", "value": run_id})
+template = json.loads(run("templates", "create", "--name", f"e2e-{run_id}", "--title", 'Hi {{first_name | default: "there"}}',
+                          "--body", "Your weekly news", "--localized-title", 'de=Hallo {{first_name | default: "du"}}',
+                          "--localized-title", 'de-AT=Servus {{ first_name | default: "Freund" }}', "--json"))
+if template["placeholders"] != ["first_name"] or template["localizations"] != ["de", "de-at"]:
+    sys.exit(f"the stored template reports {template['placeholders']} and {template['localizations']}")
+push = run("push", "--filter", mine, "--template", template["id"], "--quiet").strip()
+status = wait(push)
+payloads = received()
+if set(payloads) != set(expected_title):
+    sys.exit(f"apns-sim received {len(payloads)} devices of the {len(expected_title)} expected")
+wrong = [(token[:8], payloads[token]["aps"]["alert"], title) for token, title in expected_title.items()
+         if payloads[token]["aps"]["alert"] != {"title": title, "body": "Your weekly news"}]
+if wrong:
+    sys.exit(f"{len(wrong)} devices got another payload than the test rendered, e.g. {wrong[:3]}")
+first = f"{len(payloads)} devices each got their own title in their language ({status['counters']['accepted']} accepted)"
+
+urllib.request.urlopen(urllib.request.Request(f"{sim}/reset", method="POST"), timeout=10)
+body = "{{bio}}" * 17
+refused = run("push", "--filter", mine, "--body", body, "--json", ok=False)
+if refused.returncode == 0 or "no default" not in refused.stderr:
+    sys.exit(f"a placeholder without a default and no filter guaranteeing it was not refused: {refused.stderr.strip()}")
+guaranteed = json.dumps({"and": [json.loads(mine), {"attribute": "attributes.bio", "op": "exists"}]})
+push = run("push", "--filter", guaranteed, "--body", body, "--quiet").strip()
+status = wait(push)
+counters = status["counters"]
+long_bios = {token for token, bio in bios.items() if len(bio) * 17 > 4000}
+payloads = received()
+if set(payloads) != set(bios) - long_bios:
+    sys.exit(f"apns-sim received {len(payloads)} devices; expected the {len(bios) - len(long_bios)} with short bios")
+if any(payloads[token]["aps"]["alert"]["body"] != bios[token] * 17 for token in payloads):
+    sys.exit("a device got another body than its bio 17 times")
+if counters["rejected_by_reason"].get("RenderedPayloadTooLarge") != len(long_bios) or counters["accepted"] != len(payloads):
+    sys.exit(f"counters {counters}: expected {len(long_bios)} RenderedPayloadTooLarge and {len(payloads)} accepted")
+print(f"{first}; {{{{bio}}}} without a default refused until the audience required a bio, then "
+      f"{len(payloads)} received it and {len(long_bios)} renders over 4 KB ended RenderedPayloadTooLarge, unsent")
+PY
+  ); then
+    log "✔ templates: $report"
+  else
+    fail "templates: $report"
   fi
 }
 

@@ -5,7 +5,8 @@ extension Herald_V1_JobBatch {
     /// herald-center's hot path: no `Target` message and no `Data` per device.
     ///
     /// The rest of the record is encoded by SwiftProtobuf; the targets are written by hand as the
-    /// repeated field 13 (`Target { uint64 device_id = 1; bytes token = 2; }`) after it. Protobuf
+    /// repeated field 13 (`Target { uint64 device_id = 1; bytes token = 2; uint32 payload_index = 3; }`)
+    /// after it. Protobuf
     /// readers take fields in any order, so the result decodes to the same message as setting
     /// `targets` and calling ``encodedRecord()``.
     ///
@@ -13,8 +14,14 @@ extension Herald_V1_JobBatch {
     ///   - deviceIDs: each target's device id.
     ///   - tokenBytes: every token's bytes, one after another.
     ///   - tokenEnds: where each token ends in `tokenBytes` (as many as `deviceIDs`).
-    public func encodedRecord(deviceIDs: [Int64], tokenBytes: [UInt8], tokenEnds: [Int32]) throws -> [UInt8] {
-        precondition(targets.isEmpty && deviceIDs.count == tokenEnds.count)
+    ///   - payloadIndexes: a templated push's `payload_index` of each target (as many as
+    ///     `deviceIDs`), or empty.
+    public func encodedRecord(
+        deviceIDs: [Int64], tokenBytes: [UInt8], tokenEnds: [Int32], payloadIndexes: [UInt32] = []
+    ) throws -> [UInt8] {
+        precondition(
+            targets.isEmpty && deviceIDs.count == tokenEnds.count
+                && (payloadIndexes.isEmpty || payloadIndexes.count == deviceIDs.count))
         var bytes = try encodedRecord()
         bytes.reserveCapacity(bytes.count + tokenBytes.count + deviceIDs.count * 10)
         var start = 0
@@ -22,10 +29,12 @@ extension Herald_V1_JobBatch {
             let deviceID = UInt64(bitPattern: deviceIDs[index])
             let end = Int(tokenEnds[index])
             let tokenLength = end - start
+            let payloadIndex = payloadIndexes.isEmpty ? 0 : UInt64(payloadIndexes[index])
             // Proto3 leaves out fields at their default value, as SwiftProtobuf does.
             var length = 0
             if deviceID != 0 { length += 1 + Self.varintSize(deviceID) }
             if tokenLength > 0 { length += 1 + Self.varintSize(UInt64(tokenLength)) + tokenLength }
+            if payloadIndex != 0 { length += 1 + Self.varintSize(payloadIndex) }
             bytes.append(Self.targetsTag)
             Self.appendVarint(UInt64(length), to: &bytes)
             if deviceID != 0 {
@@ -36,6 +45,10 @@ extension Herald_V1_JobBatch {
                 bytes.append(Self.tokenTag)
                 Self.appendVarint(UInt64(tokenLength), to: &bytes)
                 bytes.append(contentsOf: tokenBytes[start..<end])
+            }
+            if payloadIndex != 0 {
+                bytes.append(Self.payloadIndexTag)
+                Self.appendVarint(payloadIndex, to: &bytes)
             }
             start = end
         }
@@ -48,6 +61,8 @@ extension Herald_V1_JobBatch {
     static let deviceIDTag: UInt8 = 1 << 3 | 0
     /// `Target.token`: field 2, length-delimited.
     static let tokenTag: UInt8 = 2 << 3 | 2
+    /// `Target.payload_index`: field 3, varint.
+    static let payloadIndexTag: UInt8 = 3 << 3 | 0
 
     static func varintSize(_ value: UInt64) -> Int {
         var value = value

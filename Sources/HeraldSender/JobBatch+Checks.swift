@@ -6,8 +6,8 @@ extension Herald_V1_JobBatch {
 
     /// Checks what a herald-center always writes and a crafted record may not: 16-byte push and
     /// app ids, a batch id that is the push id and the sequence, a sequence PostgreSQL can hold,
-    /// 1 to ``maximumTargets`` targets with device ids of 1 to `Int64.max` and tokens of a
-    /// device's length.
+    /// 1 to ``maximumTargets`` targets with device ids of 1 to `Int64.max`, tokens of a
+    /// device's length and payload indexes within the record's payloads.
     /// - Returns: the sequence, as the database stores it.
     /// - Throws: `RecordDecodingError` naming the first thing wrong.
     func checkedSequence() throws(RecordDecodingError) -> Int32 {
@@ -35,6 +35,12 @@ extension Herald_V1_JobBatch {
                 throw .unusable(
                     Herald_V1_JobBatch.self,
                     "device \(target.deviceID)'s token is \(target.token.count) bytes (8 to 100)")
+            }
+            guard Int(target.payloadIndex) < max(1, payloads.count) else {
+                throw .unusable(
+                    Herald_V1_JobBatch.self,
+                    "device \(target.deviceID)'s payload index \(target.payloadIndex) is past the \(payloads.count) payloads"
+                )
             }
         }
         return checked

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNs
 import HeraldRecords
+import HeraldStore
 import HeraldTiming
 import Logging
 import NIOCore
@@ -50,7 +51,9 @@ public struct JobBatchSender: Sendable {
         let priority = APNsPriority(rawValue: Int(batch.priority))
         let expiration = batch.expirationS > 0 ? batch.expirationS : nil
         let collapseID = batch.collapseID.isEmpty ? nil : batch.collapseID
-        let payload = ByteBuffer(bytes: batch.payload)
+        // A templated push's payloads are rendered per device (the record carries each distinct one
+        // once); an empty one rendered over the limit and is never sent.
+        let payloads = batch.payloads.isEmpty ? [ByteBuffer(bytes: batch.payload)] : batch.payloads.map(ByteBuffer.init)
         let topic = batch.apnsTopic
         let targets = batch.targets
         let notifications = targets.map { target in
@@ -58,19 +61,30 @@ public struct JobBatchSender: Sendable {
                 deviceToken: Hexadecimal.encode(target.token), topic: topic, pushType: pushType, priority: priority,
                 expiration: expiration, collapseID: collapseID,
                 apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: target.deviceID)),
-                payload: payload)
+                payload: payloads[Int(target.payloadIndex)])
         }
 
         var results = [TargetResult?](repeating: nil, count: targets.count)
+        var unsendable = 0
+        if !batch.payloads.isEmpty {
+            for index in targets.indices where notifications[index].payload.readableBytes == 0 {
+                var failure = Herald_V1_OutcomeBatch.Failure()
+                failure.status = .rejected
+                failure.reason = BatchOutcome.Failure.renderedPayloadTooLargeReason
+                results[index] = .failed(failure)
+                unsendable += 1
+            }
+        }
         var attempts = [Int](repeating: 0, count: targets.count)
         // Milliseconds from the batch's first attempt to each target's final answer.
         var latencies = [Double](repeating: 0, count: targets.count)
         var waiting: [(index: Int, dueMilliseconds: Int64)] = []
         var retries: [String: Int] = [:]
-        var round = Array(targets.indices)
+        var round = unsendable == 0 ? Array(targets.indices) : targets.indices.filter { results[$0] == nil }
         let start = ContinuousClock.now
         var generator = SystemRandomNumberGenerator()
         while true {
+            if round.isEmpty && waiting.isEmpty { break }
             let roundStart = (ContinuousClock.now - start).fractionalMilliseconds
             let sent = await client.send(round.map { notifications[$0] })
             let current = now()

@@ -44,7 +44,7 @@ struct FanoutPlanningTests {
                 id: UUID(), appID: UUID(), audienceJSON: "{}", notificationJSON: "{}",
                 payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8)),
             fanoutCursor: 0, batchesEmitted: 0, createdAt: Date())
-        let factory = JobBatchFactory(push: push)
+        let factory = try JobBatchFactory(push: push)
         var devices = DeviceTokens()
         devices.append(deviceID: 1, token: [0xAB, 0xCD])
         devices.append(deviceID: 300, token: [UInt8](repeating: 7, count: 32))

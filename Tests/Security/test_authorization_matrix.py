@@ -98,6 +98,8 @@ class World:
                               {"url": "https://hooks.example.com/herald", "event_types": ["push.completed"]})["webhook"]["id"]
         self.segment = api.ok("POST", "/v1/segments", self.keys["server"],
                               {"name": "matrix", "filter": SEGMENT_FILTER})["id"]
+        self.template = api.ok("POST", "/v1/templates", self.keys["server"],
+                               {"name": "matrix", "notification": TEMPLATE_NOTIFICATION})["id"]
         self.token = random_token()
         device = api.ok("POST", "/v1/devices", self.keys["server"],
                         {"token": self.token, "environment": "sandbox", "tags": ["news"]})
@@ -120,6 +122,8 @@ class World:
 
 SEGMENT_FILTER = {"attribute": "app_version", "op": "gte", "value": "5.0"}
 PUSH = {"audience": {"all": True}, "notification": {"alert": {"body": "hello"}}}
+TEMPLATE_NOTIFICATION = {"alert": {"title": "Hi {{first_name | default: \"there\"}}", "body": "news"},
+                         "localizations": {"de": {"title": "Hallo {{first_name | default: \"du\"}}"}}}
 
 
 def request_for(operation, world):
@@ -172,6 +176,11 @@ def request_for(operation, world):
         "getSegment": ("GET", f"/v1/segments/{world.segment}", None),
         "updateSegment": ("PATCH", f"/v1/segments/{world.segment}", {"description": "changed"}),
         "deleteSegment": ("DELETE", f"/v1/segments/{world.segment}", None),
+        "createTemplate": ("POST", "/v1/templates", {"name": "matrix-2", "notification": TEMPLATE_NOTIFICATION}),
+        "listTemplates": ("GET", "/v1/templates", None),
+        "getTemplate": ("GET", f"/v1/templates/{world.template}", None),
+        "updateTemplate": ("PATCH", f"/v1/templates/{world.template}", {"description": "changed"}),
+        "deleteTemplate": ("DELETE", f"/v1/templates/{world.template}", None),
         "listPushes": ("GET", "/v1/pushes", None),
         "validatePush": ("POST", "/v1/pushes/validate", PUSH),
         "getPush": ("GET", f"/v1/pushes/{push}", None),

@@ -69,9 +69,9 @@ enum Permission: Equatable {
         case "importDevices", "deleteDevice": .server(.devicesWrite)
         case "listDevices", "getDevice": .server(.devicesRead)
         case "createPush", "validatePush", "cancelPush", "pausePush", "resumePush", "recallPush", "createSegment",
-            "updateSegment", "deleteSegment":
+            "updateSegment", "deleteSegment", "createTemplate", "updateTemplate", "deleteTemplate":
             .server(.pushesWrite)
-        case "listSegments", "getSegment": .server(.pushesRead)
+        case "listSegments", "getSegment", "listTemplates", "getTemplate": .server(.pushesRead)
         case "listPushes", "getPush", "streamPushEvents", "listPushFailures": .server(.pushesRead)
         case "getStatistics", "listTagStatistics": .server(.statsRead)
         default: .globalAdmin

@@ -9,19 +9,22 @@ import OpenAPIRuntime
 extension APIHandler {
     func createPush(_ input: Operations.CreatePush.Input) async throws -> Operations.CreatePush.Output {
         let appID = try Principal.requireApp()
-        guard case .json(let body) = input.body else { throw APIError.badRequest("send the push as JSON") }
+        guard case .json(let request) = input.body else { throw APIError.badRequest("send the push as JSON") }
         if let key = input.headers.idempotencyKey, !(1...255).contains(key.count) {
             throw APIError.badRequest("an Idempotency-Key is 1 to 255 characters", field: "Idempotency-Key")
         }
+        let body = try await withTemplate(request, appID: appID)
         var composed = try PushComposer().compose(body)
         try await withSegment(&composed.audience, appID: appID)
+        try PushComposer.requireValues(of: composed.personalization, in: composed.audience)
         let collapseID = try await collapseID(for: composed, appID: appID)
         let id = UUID()
         let definition = NewPush(
             id: id, appID: appID, state: composed.scheduledAt == nil ? .accepted : .scheduled,
             audienceJSON: composed.audience.json, notificationJSON: composed.notificationJSON,
             optionsJSON: composed.optionsJSON,
-            payload: composed.payload, pushType: composed.pushType.rawValue, priority: composed.priority.rawValue,
+            payload: composed.payload, template: composed.personalization?.stored,
+            pushType: composed.pushType.rawValue, priority: composed.priority.rawValue,
             expiresAt: composed.expiresAt, collapseID: collapseID, idempotencyKey: input.headers.idempotencyKey,
             scheduledAt: composed.scheduledAt, throttlePerSecond: composed.throttlePerSecond,
             finishWithinSeconds: composed.finishWithinSeconds, traceparent: RequestIdentity.trace?.child().traceparent,
@@ -55,9 +58,10 @@ extension APIHandler {
 
     func validatePush(_ input: Operations.ValidatePush.Input) async throws -> Operations.ValidatePush.Output {
         let appID = try Principal.requireApp()
-        guard case .json(let body) = input.body else { throw APIError.badRequest("send the push as JSON") }
-        var composed = try PushComposer().compose(body)
+        guard case .json(let request) = input.body else { throw APIError.badRequest("send the push as JSON") }
+        var composed = try PushComposer().compose(try await withTemplate(request, appID: appID))
         try await withSegment(&composed.audience, appID: appID)
+        try PushComposer.requireValues(of: composed.personalization, in: composed.audience)
         _ = try await collapseID(for: composed, appID: appID)
         var warnings = composed.warnings
         let (size, estimated) = try await audiences.boundedCount(
@@ -81,9 +85,12 @@ extension APIHandler {
             .init(
                 body: .json(
                     .init(
-                        audienceSize: size, audienceSizeEstimated: estimated, payloadBytes: composed.payload.count,
+                        audienceSize: size, audienceSizeEstimated: estimated,
+                        payloadBytes: composed.personalization?.largestPayload ?? composed.payload.count,
                         payloadLimit: composed.pushType.maximumPayloadBytes,
-                        pushType: composed.pushType.rawValue, priority: composed.priority.rawValue, warnings: warnings))
+                        pushType: composed.pushType.rawValue, priority: composed.priority.rawValue,
+                        placeholders: composed.personalization?.names,
+                        localizations: composed.personalization?.localizations, warnings: warnings))
             ))
     }
 

@@ -7,14 +7,14 @@ extension APIHandler {
     func createSegment(_ input: Operations.CreateSegment.Input) async throws -> Operations.CreateSegment.Output {
         let appID = try Principal.requireApp()
         guard case .json(let body) = input.body else { throw APIError.badRequest("a JSON body is required") }
-        try Self.checkSegmentText(name: body.name, description: body.description)
+        try Self.checkNamedText("segment", name: body.name, description: body.description)
         let filter = try PushComposer.filter(body.filter, field: "filter")
         guard try await segments.count(appID: appID) < SegmentRepository.maximumPerApp else {
             throw APIError.conflict(
                 "the app has \(SegmentRepository.maximumPerApp) segments already; delete one first",
                 code: "segment_limit")
         }
-        let segment = try await namingSegment {
+        let segment = try await naming("segment") {
             try await segments.create(
                 id: UUID(), appID: appID, name: body.name, description: body.description, filter: filter)
         }
@@ -42,13 +42,15 @@ extension APIHandler {
         guard body.name != nil || body.description != nil || body.filter != nil else {
             throw APIError.badRequest("name what to change: name, description or filter")
         }
-        try Self.checkSegmentText(name: body.name, description: body.description)
+        try Self.checkNamedText("segment", name: body.name, description: body.description)
         let filter = try body.filter.map { filter throws(APIError) in try PushComposer.filter(filter, field: "filter") }
         guard
-            let segment = try await namingSegment({
-                try await segments.update(
-                    id: id, appID: appID, name: body.name, description: body.description, filter: filter)
-            })
+            let segment = try await naming(
+                "segment",
+                {
+                    try await segments.update(
+                        id: id, appID: appID, name: body.name, description: body.description, filter: filter)
+                })
         else { throw APIError.notFound("segment") }
         await recordAudit("segment.updated", appID: appID, details: ["segment": id.lowercased, "name": segment.name])
         return .ok(.init(body: .json(try .init(segment))))
@@ -79,17 +81,19 @@ extension APIHandler {
         }
     }
 
-    private func namingSegment<Result>(_ write: () async throws -> Result) async throws -> Result {
+    /// Runs `write`, answering 409 `<kind>_name_taken` when the app has a `kind` of that name.
+    func naming<Result>(_ kind: String, _ write: () async throws -> Result) async throws -> Result {
         do {
             return try await write()
-        } catch is SegmentRepository.NameTaken {
-            throw APIError.conflict("the app has a segment of this name already", code: "segment_name_taken")
+        } catch is NameTaken {
+            throw APIError.conflict("the app has a \(kind) of this name already", code: "\(kind)_name_taken")
         }
     }
 
-    static func checkSegmentText(name: String?, description: String?) throws(APIError) {
+    /// A segment's or template's name and description.
+    static func checkNamedText(_ kind: String, name: String?, description: String?) throws(APIError) {
         if let name, !(1...100).contains(name.storedLength) || name.allSatisfy(\.isWhitespace) {
-            throw APIError.invalid("name", "a segment's name is 1 to 100 characters, not only spaces")
+            throw APIError.invalid("name", "a \(kind)'s name is 1 to 100 characters, not only spaces")
         }
         if let description, description.storedLength > 500 {
             throw APIError.invalid("description", "a description is at most 500 characters")

@@ -23,6 +23,8 @@ struct APIHandler: APIProtocol {
     let webhooks: WebhookRepository
     /// Saved segments: named filters over devices.
     let segments: SegmentRepository
+    /// Stored notification templates.
+    let templates: TemplateRepository
     let devices: DeviceRepository
     /// Devices counted by environment, status and tag, kept as they change.
     let deviceCounts: DeviceCountRepository

@@ -18,6 +18,8 @@ struct PushComposer {
         var notificationJSON: String
         var optionsJSON: String
         var payload: [UInt8]
+        /// Placeholders and localized variants, when the notification has them (docs/templates.md).
+        var personalization: Personalization?
         var pushType: APNsPushType
         var priority: APNsPriority
         var expiresAt: Date?
@@ -37,6 +39,10 @@ struct PushComposer {
     }
 
     func compose(_ request: Components.Schemas.PushRequest) throws(APIError) -> Composed {
+        if request.templateId != nil {
+            // The handler puts the stored template's notification in its place.
+            throw .invalid("template_id", "name a template or give a notification (or a raw aps), not both")
+        }
         let audience = try audience(request.audience)
         let options = request.options ?? .init()
         var warnings: [String] = []
@@ -85,8 +91,10 @@ struct PushComposer {
         }
 
         var bytes: [UInt8] = []
-        if let payload {
-            bytes = payload.encoded()
+        var personalization: Personalization?
+        if let payload, let notification = request.notification {
+            personalization = try Self.personalization(notification, payload: payload, pushType: pushType)
+            bytes = personalization?.defaultPayload ?? payload.encoded()
         } else {
             rawPayload?.write(to: &bytes)
         }
@@ -159,7 +167,8 @@ struct PushComposer {
         }
         return Composed(
             audience: audience, notificationJSON: notificationJSON, optionsJSON: Self.json(options), payload: bytes,
-            pushType: pushType, priority: priority, expiresAt: expiresAt, collapseID: options.collapseId,
+            personalization: personalization, pushType: pushType, priority: priority, expiresAt: expiresAt,
+            collapseID: options.collapseId,
             scheduledAt: scheduledAt, throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithin,
             replaces: replaces, warnings: warnings)
     }

@@ -50,6 +50,7 @@ public struct APIServer: Service {
             audit: AuditRepository(client: database, logger: logger),
             webhooks: WebhookRepository(client: database, logger: logger),
             segments: SegmentRepository(client: database, logger: logger),
+            templates: TemplateRepository(client: database, logger: logger),
             devices: DeviceRepository(client: database, logger: logger),
             deviceCounts: DeviceCountRepository(client: database, logger: logger),
             imports: DeviceImports(

@@ -1853,6 +1853,190 @@ extension Components {
                 case segments
             }
         }
+        /// - Remark: Generated from `#/components/schemas/Template`.
+        public struct Template: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Template/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Template/name`.
+            public var name: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Template/description`.
+            public var description: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Template/notification`.
+            public var notification: Components.Schemas.Notification
+            /// The device values its placeholders name.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Template/placeholders`.
+            public var placeholders: [Swift.String]
+            /// The languages and locales with texts of their own (normalized).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Template/localizations`.
+            public var localizations: [Swift.String]
+            /// Its largest variant's size with each placeholder's default (an alert push's limit is 4096).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Template/payload_bytes`.
+            public var payloadBytes: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Template/created_at`.
+            public var createdAt: Foundation.Date
+            /// - Remark: Generated from `#/components/schemas/Template/updated_at`.
+            public var updatedAt: Foundation.Date
+            /// Creates a new `Template`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - name:
+            ///   - description:
+            ///   - notification:
+            ///   - placeholders: The device values its placeholders name.
+            ///   - localizations: The languages and locales with texts of their own (normalized).
+            ///   - payloadBytes: Its largest variant's size with each placeholder's default (an alert push's limit is 4096).
+            ///   - createdAt:
+            ///   - updatedAt:
+            public init(
+                id: Swift.String,
+                name: Swift.String,
+                description: Swift.String? = nil,
+                notification: Components.Schemas.Notification,
+                placeholders: [Swift.String],
+                localizations: [Swift.String],
+                payloadBytes: Swift.Int,
+                createdAt: Foundation.Date,
+                updatedAt: Foundation.Date
+            ) {
+                self.id = id
+                self.name = name
+                self.description = description
+                self.notification = notification
+                self.placeholders = placeholders
+                self.localizations = localizations
+                self.payloadBytes = payloadBytes
+                self.createdAt = createdAt
+                self.updatedAt = updatedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case name
+                case description
+                case notification
+                case placeholders
+                case localizations
+                case payloadBytes = "payload_bytes"
+                case createdAt = "created_at"
+                case updatedAt = "updated_at"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/TemplateCreate`.
+        public struct TemplateCreate: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/TemplateCreate/name`.
+            public var name: Swift.String
+            /// - Remark: Generated from `#/components/schemas/TemplateCreate/description`.
+            public var description: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/TemplateCreate/notification`.
+            public var notification: Components.Schemas.Notification
+            /// Creates a new `TemplateCreate`.
+            ///
+            /// - Parameters:
+            ///   - name:
+            ///   - description:
+            ///   - notification:
+            public init(
+                name: Swift.String,
+                description: Swift.String? = nil,
+                notification: Components.Schemas.Notification
+            ) {
+                self.name = name
+                self.description = description
+                self.notification = notification
+            }
+            public enum CodingKeys: String, CodingKey {
+                case name
+                case description
+                case notification
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.name = try container.decode(
+                    Swift.String.self,
+                    forKey: .name
+                )
+                self.description = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .description
+                )
+                self.notification = try container.decode(
+                    Components.Schemas.Notification.self,
+                    forKey: .notification
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "name",
+                    "description",
+                    "notification"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/TemplateUpdate`.
+        public struct TemplateUpdate: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/TemplateUpdate/name`.
+            public var name: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/TemplateUpdate/description`.
+            public var description: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/TemplateUpdate/notification`.
+            public var notification: Components.Schemas.Notification?
+            /// Creates a new `TemplateUpdate`.
+            ///
+            /// - Parameters:
+            ///   - name:
+            ///   - description:
+            ///   - notification:
+            public init(
+                name: Swift.String? = nil,
+                description: Swift.String? = nil,
+                notification: Components.Schemas.Notification? = nil
+            ) {
+                self.name = name
+                self.description = description
+                self.notification = notification
+            }
+            public enum CodingKeys: String, CodingKey {
+                case name
+                case description
+                case notification
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.name = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .name
+                )
+                self.description = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .description
+                )
+                self.notification = try container.decodeIfPresent(
+                    Components.Schemas.Notification.self,
+                    forKey: .notification
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "name",
+                    "description",
+                    "notification"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/TemplateList`.
+        public struct TemplateList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/TemplateList/templates`.
+            public var templates: [Components.Schemas.Template]
+            /// Creates a new `TemplateList`.
+            ///
+            /// - Parameters:
+            ///   - templates:
+            public init(templates: [Components.Schemas.Template]) {
+                self.templates = templates
+            }
+            public enum CodingKeys: String, CodingKey {
+                case templates
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/Alert`.
         public struct Alert: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/Alert/title`.
@@ -1979,12 +2163,87 @@ extension Components {
                 ])
             }
         }
-        /// What the phone shows. `data` becomes custom top-level keys of the APNs payload.
+        /// A language's or locale's own texts; what it leaves out comes from `alert`.
+        ///
+        /// - Remark: Generated from `#/components/schemas/LocalizedAlert`.
+        public struct LocalizedAlert: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/LocalizedAlert/title`.
+            public var title: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/LocalizedAlert/subtitle`.
+            public var subtitle: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/LocalizedAlert/body`.
+            public var body: Swift.String?
+            /// Creates a new `LocalizedAlert`.
+            ///
+            /// - Parameters:
+            ///   - title:
+            ///   - subtitle:
+            ///   - body:
+            public init(
+                title: Swift.String? = nil,
+                subtitle: Swift.String? = nil,
+                body: Swift.String? = nil
+            ) {
+                self.title = title
+                self.subtitle = subtitle
+                self.body = body
+            }
+            public enum CodingKeys: String, CodingKey {
+                case title
+                case subtitle
+                case body
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.title = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .title
+                )
+                self.subtitle = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .subtitle
+                )
+                self.body = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .body
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "title",
+                    "subtitle",
+                    "body"
+                ])
+            }
+        }
+        /// What the phone shows. `data` becomes custom top-level keys of the APNs payload. The alert's texts (title, subtitle, body and the loc args) may hold placeholders filled per device — `{{first_name | default: "there"}}` (docs/templates.md).
         ///
         /// - Remark: Generated from `#/components/schemas/Notification`.
         public struct Notification: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/Notification/alert`.
             public var alert: Components.Schemas.Alert?
+            /// Texts per language (`de`) or locale (`pt-BR`). Each device gets its locale's, else its language's, else `alert`'s.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Notification/localizations`.
+            public struct LocalizationsPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: [String: Components.Schemas.LocalizedAlert]
+                /// Creates a new `LocalizationsPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: [String: Components.Schemas.LocalizedAlert] = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// Texts per language (`de`) or locale (`pt-BR`). Each device gets its locale's, else its language's, else `alert`'s.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Notification/localizations`.
+            public var localizations: Components.Schemas.Notification.LocalizationsPayload?
             /// - Remark: Generated from `#/components/schemas/Notification/badge`.
             public var badge: Swift.Int?
             /// A sound file name, or `default`.
@@ -2062,6 +2321,7 @@ extension Components {
             ///
             /// - Parameters:
             ///   - alert:
+            ///   - localizations: Texts per language (`de`) or locale (`pt-BR`). Each device gets its locale's, else its language's, else `alert`'s.
             ///   - badge:
             ///   - sound: A sound file name, or `default`.
             ///   - criticalSound:
@@ -2075,6 +2335,7 @@ extension Components {
             ///   - data: Custom keys at the top level of the payload (not `aps`).
             public init(
                 alert: Components.Schemas.Alert? = nil,
+                localizations: Components.Schemas.Notification.LocalizationsPayload? = nil,
                 badge: Swift.Int? = nil,
                 sound: Swift.String? = nil,
                 criticalSound: Components.Schemas.Notification.CriticalSoundPayload? = nil,
@@ -2088,6 +2349,7 @@ extension Components {
                 data: OpenAPIRuntime.OpenAPIObjectContainer? = nil
             ) {
                 self.alert = alert
+                self.localizations = localizations
                 self.badge = badge
                 self.sound = sound
                 self.criticalSound = criticalSound
@@ -2102,6 +2364,7 @@ extension Components {
             }
             public enum CodingKeys: String, CodingKey {
                 case alert
+                case localizations
                 case badge
                 case sound
                 case criticalSound = "critical_sound"
@@ -2119,6 +2382,10 @@ extension Components {
                 self.alert = try container.decodeIfPresent(
                     Components.Schemas.Alert.self,
                     forKey: .alert
+                )
+                self.localizations = try container.decodeIfPresent(
+                    Components.Schemas.Notification.LocalizationsPayload.self,
+                    forKey: .localizations
                 )
                 self.badge = try container.decodeIfPresent(
                     Swift.Int.self,
@@ -2166,6 +2433,7 @@ extension Components {
                 )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "alert",
+                    "localizations",
                     "badge",
                     "sound",
                     "critical_sound",
@@ -2358,7 +2626,7 @@ extension Components {
                 ])
             }
         }
-        /// An `audience` and either a `notification` or a raw `aps` dictionary (experts).
+        /// An `audience` and one of: a `notification`, a stored template's `template_id`, or a raw `aps` dictionary (experts).
         ///
         /// - Remark: Generated from `#/components/schemas/PushRequest`.
         public struct PushRequest: Codable, Hashable, Sendable {
@@ -2366,6 +2634,10 @@ extension Components {
             public var audience: Components.Schemas.Audience
             /// - Remark: Generated from `#/components/schemas/PushRequest/notification`.
             public var notification: Components.Schemas.Notification?
+            /// A stored template of the app; its notification is copied into the push now.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushRequest/template_id`.
+            public var templateId: Swift.String?
             /// The raw `aps` dictionary, sent as given.
             ///
             /// - Remark: Generated from `#/components/schemas/PushRequest/aps`.
@@ -2381,18 +2653,21 @@ extension Components {
             /// - Parameters:
             ///   - audience:
             ///   - notification:
+            ///   - templateId: A stored template of the app; its notification is copied into the push now.
             ///   - aps: The raw `aps` dictionary, sent as given.
             ///   - data: Custom top-level keys to send with a raw `aps`.
             ///   - options:
             public init(
                 audience: Components.Schemas.Audience,
                 notification: Components.Schemas.Notification? = nil,
+                templateId: Swift.String? = nil,
                 aps: OpenAPIRuntime.OpenAPIObjectContainer? = nil,
                 data: OpenAPIRuntime.OpenAPIObjectContainer? = nil,
                 options: Components.Schemas.PushOptions? = nil
             ) {
                 self.audience = audience
                 self.notification = notification
+                self.templateId = templateId
                 self.aps = aps
                 self.data = data
                 self.options = options
@@ -2400,6 +2675,7 @@ extension Components {
             public enum CodingKeys: String, CodingKey {
                 case audience
                 case notification
+                case templateId = "template_id"
                 case aps
                 case data
                 case options
@@ -2413,6 +2689,10 @@ extension Components {
                 self.notification = try container.decodeIfPresent(
                     Components.Schemas.Notification.self,
                     forKey: .notification
+                )
+                self.templateId = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .templateId
                 )
                 self.aps = try container.decodeIfPresent(
                     OpenAPIRuntime.OpenAPIObjectContainer.self,
@@ -2429,6 +2709,7 @@ extension Components {
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "audience",
                     "notification",
+                    "template_id",
                     "aps",
                     "data",
                     "options"
@@ -2707,6 +2988,8 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/PushValidation/audience_size_estimated`.
             public var audienceSizeEstimated: Swift.Bool
+            /// The payload's size; for a personalized or localized push, its largest variant's with each placeholder's default.
+            ///
             /// - Remark: Generated from `#/components/schemas/PushValidation/payload_bytes`.
             public var payloadBytes: Swift.Int
             /// - Remark: Generated from `#/components/schemas/PushValidation/payload_limit`.
@@ -2715,6 +2998,14 @@ extension Components {
             public var pushType: Swift.String
             /// - Remark: Generated from `#/components/schemas/PushValidation/priority`.
             public var priority: Swift.Int
+            /// The device values the notification's placeholders name.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushValidation/placeholders`.
+            public var placeholders: [Swift.String]?
+            /// The languages and locales with texts of their own (normalized).
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushValidation/localizations`.
+            public var localizations: [Swift.String]?
             /// - Remark: Generated from `#/components/schemas/PushValidation/warnings`.
             public var warnings: [Swift.String]
             /// Creates a new `PushValidation`.
@@ -2722,10 +3013,12 @@ extension Components {
             /// - Parameters:
             ///   - audienceSize: Active devices the audience holds now: counted exactly up to a bound (100,000 by default), past it PostgreSQL's estimate.
             ///   - audienceSizeEstimated: True when `audience_size` is an estimate (the audience is past the bound).
-            ///   - payloadBytes:
+            ///   - payloadBytes: The payload's size; for a personalized or localized push, its largest variant's with each placeholder's default.
             ///   - payloadLimit:
             ///   - pushType:
             ///   - priority:
+            ///   - placeholders: The device values the notification's placeholders name.
+            ///   - localizations: The languages and locales with texts of their own (normalized).
             ///   - warnings:
             public init(
                 audienceSize: Swift.Int64,
@@ -2734,6 +3027,8 @@ extension Components {
                 payloadLimit: Swift.Int,
                 pushType: Swift.String,
                 priority: Swift.Int,
+                placeholders: [Swift.String]? = nil,
+                localizations: [Swift.String]? = nil,
                 warnings: [Swift.String]
             ) {
                 self.audienceSize = audienceSize
@@ -2742,6 +3037,8 @@ extension Components {
                 self.payloadLimit = payloadLimit
                 self.pushType = pushType
                 self.priority = priority
+                self.placeholders = placeholders
+                self.localizations = localizations
                 self.warnings = warnings
             }
             public enum CodingKeys: String, CodingKey {
@@ -2751,6 +3048,8 @@ extension Components {
                 case payloadLimit = "payload_limit"
                 case pushType = "push_type"
                 case priority
+                case placeholders
+                case localizations
                 case warnings
             }
         }

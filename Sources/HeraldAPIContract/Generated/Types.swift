@@ -136,6 +136,31 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `DELETE /v1/segments/{segmentId}`.
     /// - Remark: Generated from `#/paths//v1/segments/{segmentId}/delete(deleteSegment)`.
     func deleteSegment(_ input: Operations.DeleteSegment.Input) async throws -> Operations.DeleteSegment.Output
+    /// The app's templates, by name.
+    ///
+    /// - Remark: HTTP `GET /v1/templates`.
+    /// - Remark: Generated from `#/paths//v1/templates/get(listTemplates)`.
+    func listTemplates(_ input: Operations.ListTemplates.Input) async throws -> Operations.ListTemplates.Output
+    /// Store a notification (placeholders and localized variants included) for pushes to name by `template_id`.
+    ///
+    /// - Remark: HTTP `POST /v1/templates`.
+    /// - Remark: Generated from `#/paths//v1/templates/post(createTemplate)`.
+    func createTemplate(_ input: Operations.CreateTemplate.Input) async throws -> Operations.CreateTemplate.Output
+    /// One template, with the placeholders it uses and its largest variant's size.
+    ///
+    /// - Remark: HTTP `GET /v1/templates/{templateId}`.
+    /// - Remark: Generated from `#/paths//v1/templates/{templateId}/get(getTemplate)`.
+    func getTemplate(_ input: Operations.GetTemplate.Input) async throws -> Operations.GetTemplate.Output
+    /// Rename a template or change its notification (pushes accepted before keep the notification they had).
+    ///
+    /// - Remark: HTTP `PATCH /v1/templates/{templateId}`.
+    /// - Remark: Generated from `#/paths//v1/templates/{templateId}/patch(updateTemplate)`.
+    func updateTemplate(_ input: Operations.UpdateTemplate.Input) async throws -> Operations.UpdateTemplate.Output
+    /// Delete a template (pushes accepted before keep its notification).
+    ///
+    /// - Remark: HTTP `DELETE /v1/templates/{templateId}`.
+    /// - Remark: Generated from `#/paths//v1/templates/{templateId}/delete(deleteTemplate)`.
+    func deleteTemplate(_ input: Operations.DeleteTemplate.Input) async throws -> Operations.DeleteTemplate.Output
     /// The app's webhook endpoints (the admin token or the app's admin key).
     ///
     /// - Remark: HTTP `GET /v1/apps/{appId}/webhooks`.
@@ -635,6 +660,67 @@ extension APIProtocol {
         headers: Operations.DeleteSegment.Input.Headers = .init()
     ) async throws -> Operations.DeleteSegment.Output {
         try await deleteSegment(Operations.DeleteSegment.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// The app's templates, by name.
+    ///
+    /// - Remark: HTTP `GET /v1/templates`.
+    /// - Remark: Generated from `#/paths//v1/templates/get(listTemplates)`.
+    public func listTemplates(headers: Operations.ListTemplates.Input.Headers = .init()) async throws -> Operations.ListTemplates.Output {
+        try await listTemplates(Operations.ListTemplates.Input(headers: headers))
+    }
+    /// Store a notification (placeholders and localized variants included) for pushes to name by `template_id`.
+    ///
+    /// - Remark: HTTP `POST /v1/templates`.
+    /// - Remark: Generated from `#/paths//v1/templates/post(createTemplate)`.
+    public func createTemplate(
+        headers: Operations.CreateTemplate.Input.Headers = .init(),
+        body: Operations.CreateTemplate.Input.Body
+    ) async throws -> Operations.CreateTemplate.Output {
+        try await createTemplate(Operations.CreateTemplate.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// One template, with the placeholders it uses and its largest variant's size.
+    ///
+    /// - Remark: HTTP `GET /v1/templates/{templateId}`.
+    /// - Remark: Generated from `#/paths//v1/templates/{templateId}/get(getTemplate)`.
+    public func getTemplate(
+        path: Operations.GetTemplate.Input.Path,
+        headers: Operations.GetTemplate.Input.Headers = .init()
+    ) async throws -> Operations.GetTemplate.Output {
+        try await getTemplate(Operations.GetTemplate.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Rename a template or change its notification (pushes accepted before keep the notification they had).
+    ///
+    /// - Remark: HTTP `PATCH /v1/templates/{templateId}`.
+    /// - Remark: Generated from `#/paths//v1/templates/{templateId}/patch(updateTemplate)`.
+    public func updateTemplate(
+        path: Operations.UpdateTemplate.Input.Path,
+        headers: Operations.UpdateTemplate.Input.Headers = .init(),
+        body: Operations.UpdateTemplate.Input.Body
+    ) async throws -> Operations.UpdateTemplate.Output {
+        try await updateTemplate(Operations.UpdateTemplate.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Delete a template (pushes accepted before keep its notification).
+    ///
+    /// - Remark: HTTP `DELETE /v1/templates/{templateId}`.
+    /// - Remark: Generated from `#/paths//v1/templates/{templateId}/delete(deleteTemplate)`.
+    public func deleteTemplate(
+        path: Operations.DeleteTemplate.Input.Path,
+        headers: Operations.DeleteTemplate.Input.Headers = .init()
+    ) async throws -> Operations.DeleteTemplate.Output {
+        try await deleteTemplate(Operations.DeleteTemplate.Input(
             path: path,
             headers: headers
         ))

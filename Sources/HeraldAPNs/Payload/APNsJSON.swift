@@ -109,7 +109,14 @@ enum JSONWriter {
 
     static func string(_ text: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
+        escaped(text.utf8, to: &output)
+        output.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends `bytes` (UTF-8 text) as the inside of a JSON string: quotes, backslashes and
+    /// control characters escaped, everything else as it is.
+    static func escaped(_ bytes: some Sequence<UInt8>, to output: inout [UInt8]) {
+        for byte in bytes {
             switch byte {
             case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
             case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
@@ -124,6 +131,5 @@ enum JSONWriter {
             default: output.append(byte)
             }
         }
-        output.append(UInt8(ascii: "\""))
     }
 }

@@ -34,15 +34,9 @@ struct PushRequestOptions: ParsableArguments {
     var filter: String?
     @Option(help: "A saved segment's id (see `herald segments`).") var segment: String?
 
-    @Option(help: "The alert's title.") var title: String?
-    @Option(help: "The alert's subtitle.") var subtitle: String?
-    @Option(help: "The alert's body.") var body: String?
-    @Option(help: "The app icon's badge.") var badge: Int?
-    @Option(help: "A sound file name, or `default`.") var sound: String?
-    @Option(help: "The notification category.") var category: String?
-    @Option(name: .customLong("thread-id"), help: "Groups notifications.") var threadID: String?
-    @Flag(help: "A silent background push (content-available).") var silent = false
-    @Option(help: "Custom data: a JSON object.") var data: String?
+    @OptionGroup var notification: NotificationOptions
+    @Option(help: "A stored template's id (see `herald templates`), instead of the notification flags.")
+    var template: String?
 
     @Option(name: .customLong("collapse-id"), help: "Later pushes with the same id replace this one on the phone.")
     var collapseID: String?
@@ -67,15 +61,15 @@ struct PushRequestOptions: ParsableArguments {
             throw ValidationError(
                 #"--filter must be a JSON object, e.g. '{"attribute":"country","op":"eq","value":"DE"}'"#)
         }
-        if title == nil, subtitle == nil, body == nil, badge == nil, !silent, data == nil {
-            throw ValidationError("what does it say? give --title/--body, --badge, --silent or --data")
+        if notification.isEmpty, template == nil {
+            throw ValidationError("what does it say? give --title/--body, --badge, --silent, --data or --template")
+        }
+        if !notification.isEmpty, template != nil {
+            throw ValidationError("give --template or the notification flags, not both")
         }
         if rate != nil, finishWithin != nil { throw ValidationError("give --rate or --finish-within, not both") }
         if let at, Output.date(at) == nil {
             throw ValidationError("--at takes an ISO 8601 time, e.g. 2026-11-22T08:00:00Z")
-        }
-        if let data, Self.object(data) == nil {
-            throw ValidationError(#"--data must be a JSON object, e.g. '{"order":42}'"#)
         }
     }
 
@@ -101,24 +95,15 @@ struct PushRequestOptions: ParsableArguments {
             aliases: alias.isEmpty ? nil : alias, tags: tags, environment: environment,
             filter: filter.flatMap(Self.object).map { Components.Schemas.DeviceFilter(additionalProperties: $0) },
             segmentId: segment)
-        var alert: Components.Schemas.Alert?
-        if title != nil || subtitle != nil || body != nil {
-            alert = .init(title: title, subtitle: subtitle, body: body)
-        }
-        let notification = Components.Schemas.Notification(
-            alert: alert, badge: badge, sound: sound, category: category, threadId: threadID,
-            silent: silent ? true : nil,
-            data: try data.map { text in
-                guard let object = Self.object(text) else { throw ValidationError("--data must be a JSON object") }
-                return object
-            })
         var options = Components.Schemas.PushOptions(
             timeToLiveSeconds: ttl, collapseId: collapseID, scheduledAt: at.flatMap(Output.date), replaces: replaces)
         if rate != nil || finishWithin != nil {
             options.throttle = .init(perSecond: rate, finishWithinSeconds: finishWithin)
         }
         let hasOptions = options != Components.Schemas.PushOptions()
-        return .init(audience: audience, notification: notification, options: hasOptions ? options : nil)
+        return .init(
+            audience: audience, notification: template == nil ? try notification.notification() : nil,
+            templateId: template, options: hasOptions ? options : nil)
     }
 
     static func object(_ text: String) -> OpenAPIObjectContainer? {
@@ -170,6 +155,72 @@ struct PushSendCommand: AsyncParsableCommand {
     }
 }
 
+/// The flags that say what a notification shows: `herald push` and `herald templates`.
+struct NotificationOptions: ParsableArguments {
+    @Option(help: #"The alert's title; may hold placeholders: 'Hi {{first_name | default: "there"}}'."#)
+    var title: String?
+    @Option(help: "The alert's subtitle.") var subtitle: String?
+    @Option(help: "The alert's body.") var body: String?
+    @Option(
+        name: .customLong("localized-title"),
+        help:
+            "A language's or locale's own title, as LOCALE=TEXT (repeatable): --localized-title de='Hallo {{first_name}}'."
+    )
+    var localizedTitles: [String] = []
+    @Option(
+        name: .customLong("localized-body"), help: "A language's or locale's own body, as LOCALE=TEXT (repeatable).")
+    var localizedBodies: [String] = []
+    @Option(help: "The app icon's badge.") var badge: Int?
+    @Option(help: "A sound file name, or `default`.") var sound: String?
+    @Option(help: "The notification category.") var category: String?
+    @Option(name: .customLong("thread-id"), help: "Groups notifications.") var threadID: String?
+    @Flag(help: "A silent background push (content-available).") var silent = false
+    @Option(help: "Custom data: a JSON object.") var data: String?
+
+    var isEmpty: Bool {
+        title == nil && subtitle == nil && body == nil && badge == nil && !silent && data == nil
+            && localizedTitles.isEmpty && localizedBodies.isEmpty
+    }
+
+    func validate() throws {
+        if let data, PushRequestOptions.object(data) == nil {
+            throw ValidationError(#"--data must be a JSON object, e.g. '{"order":42}'"#)
+        }
+        for entry in localizedTitles + localizedBodies where Self.split(entry) == nil {
+            throw ValidationError("--localized-title and --localized-body take LOCALE=TEXT, e.g. de='Hallo'")
+        }
+    }
+
+    private static func split(_ entry: String) -> (locale: String, text: String)? {
+        guard let equals = entry.firstIndex(of: "="), equals != entry.startIndex else { return nil }
+        return (String(entry[..<equals]), String(entry[entry.index(after: equals)...]))
+    }
+
+    /// The notification the flags describe.
+    func notification() throws -> Components.Schemas.Notification {
+        var alert: Components.Schemas.Alert?
+        if title != nil || subtitle != nil || body != nil {
+            alert = .init(title: title, subtitle: subtitle, body: body)
+        }
+        var localizations: [String: Components.Schemas.LocalizedAlert] = [:]
+        for (locale, text) in localizedTitles.compactMap(Self.split) {
+            localizations[locale, default: .init()].title = text
+        }
+        for (locale, text) in localizedBodies.compactMap(Self.split) {
+            localizations[locale, default: .init()].body = text
+        }
+        return Components.Schemas.Notification(
+            alert: alert, localizations: localizations.isEmpty ? nil : .init(additionalProperties: localizations),
+            badge: badge, sound: sound, category: category, threadId: threadID, silent: silent ? true : nil,
+            data: try data.map { text in
+                guard let object = PushRequestOptions.object(text) else {
+                    throw ValidationError("--data must be a JSON object")
+                }
+                return object
+            })
+    }
+}
+
 struct PushValidateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "validate",
@@ -186,6 +237,12 @@ struct PushValidateCommand: AsyncParsableCommand {
                 "audience  \(validation.audienceSizeEstimated ? "about " : "")\(Output.count(validation.audienceSize)) devices",
                 "payload   \(validation.payloadBytes) of \(validation.payloadLimit) bytes (\(validation.pushType), priority \(validation.priority))",
             ]
+            if let names = validation.placeholders, !names.isEmpty {
+                lines.append("personal  \(names.map { "{{\($0)}}" }.joined(separator: " "))")
+            }
+            if let locales = validation.localizations, !locales.isEmpty {
+                lines.append("languages \(locales.joined(separator: " ")) (others get the default texts)")
+            }
             lines += validation.warnings.map { "warning   \($0)" }
             return lines.joined(separator: "\n")
         }

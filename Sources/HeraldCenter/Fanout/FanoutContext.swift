@@ -25,10 +25,22 @@ struct FanoutContext: Sendable {
         } catch {
             throw UnreadableAudience(pushID: push.id, reason: "\(error)")
         }
-        selection = AudienceSelection(
+        do {
+            factory = try JobBatchFactory(push: push)
+        } catch {
+            throw UnreadableAudience(pushID: push.id, reason: "its stored template cannot be compiled: \(error)")
+        }
+        var selection = AudienceSelection(
             appID: push.definition.appID, audience: audience, acceptedByPush: push.definition.recallOf)
-        cutter = BatchCutter(pushID: push.id, batchSize: batchSize)
-        factory = JobBatchFactory(push: push)
+        if let template = factory.template {
+            do {
+                selection.personalization = try template.personalization()
+            } catch {
+                throw UnreadableAudience(pushID: push.id, reason: "\(error)")
+            }
+        }
+        self.selection = selection
+        cutter = BatchCutter(pushID: push.id, batchSize: factory.maximumTargets(batchSize: batchSize))
         self.jobsTopic = jobsTopic
         trace = push.definition.traceparent.flatMap { TraceContext(traceparent: $0) }
     }
@@ -84,7 +96,8 @@ struct FanoutContext: Sendable {
     }
 }
 
-/// A push's stored audience cannot be read (written by something other than the Open API).
+/// A push's stored audience or template cannot be read (written by something other than the
+/// Open API).
 public struct UnreadableAudience: Error, CustomStringConvertible {
     public var pushID: UUID
     public var reason: String

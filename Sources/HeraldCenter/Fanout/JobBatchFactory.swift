@@ -5,6 +5,11 @@ import HeraldStore
 
 /// Turns a push and the targets of one cut batch into the `herald.jobs` record senders read.
 /// Everything but the targets is worked out once per push.
+///
+/// A templated push's payloads are rendered here, per device, from the values its audience
+/// stream read with each device (docs/templates.md): the record carries each distinct payload
+/// once and every target the index of its own. A render over APNs' limit is never sent: its
+/// targets point at an empty payload, which the sender ends rejected (`RenderedPayloadTooLarge`).
 struct JobBatchFactory: Sendable {
     let pushID: Data
     let appID: Data
@@ -13,8 +18,16 @@ struct JobBatchFactory: Sendable {
     let expiration: Int64
     let collapseID: String
     let payload: Data
+    /// A templated push's compiled template.
+    let template: PayloadTemplate?
 
-    init(push: Push) {
+    /// A record's rendered payloads stay under this many bytes in all (Kafka's default largest
+    /// message is 1 MB): a templated push's batches hold at most ``maximumTargets(templated:)``.
+    static let renderedBytesPerRecord = 800_000
+
+    /// - Throws: when the push's stored template cannot be compiled (the Open API compiled it
+    ///   before storing it, so only a row written by something else).
+    init(push: Push) throws {
         let definition = push.definition
         pushID = push.id.recordBytes
         appID = definition.appID.recordBytes
@@ -23,11 +36,19 @@ struct JobBatchFactory: Sendable {
         expiration = definition.expiresAt.map { Int64($0.timeIntervalSince1970.rounded(.up)) } ?? 0
         collapseID = definition.collapseID
         payload = Data(definition.payload)
+        template = try definition.template.map { try PayloadTemplate(stored: $0) }
+    }
+
+    /// The most targets a batch of this push holds: `batchSize`, or fewer for a templated push so
+    /// that its record stays under ``renderedBytesPerRecord`` even if every device's render differs.
+    func maximumTargets(batchSize: Int) -> Int {
+        guard template != nil else { return batchSize }
+        return max(1, min(batchSize, Self.renderedBytesPerRecord / pushType.maximumPayloadBytes))
     }
 
     /// The encoded `herald.jobs` record of `cut`, stamped `now`, and its key (the batch id).
     func record(_ cut: BatchCutter.Cut, now: Date = Date()) throws -> (key: Data, value: [UInt8]) {
-        let batch = Herald_V1_JobBatch(
+        var batch = Herald_V1_JobBatch(
             pushID: pushID, appID: appID, sequence: UInt32(cut.record.sequence),
             environment: cut.record.environment == .sandbox ? .sandbox : .production,
             apnsTopic: pushType.topic(forBundleID: cut.record.topic), pushType: Self.recordPushType(pushType),
@@ -35,12 +56,43 @@ struct JobBatchFactory: Sendable {
             expirationS: expiration, collapseID: collapseID, payload: payload, targets: [],
             createdAtMs: Int64(now.timeIntervalSince1970 * 1000))
         let targets = cut.targets
+        var payloadIndexes: [UInt32] = []
+        if let template {
+            (batch.payloads, payloadIndexes) = rendered(targets, with: template)
+            batch.payload = Data()
+        }
         return (
             batch.batchID,
             try batch.encodedRecord(
                 deviceIDs: targets.deviceIDs, tokenBytes: targets.tokenBytes,
-                tokenEnds: targets.tokenEnds)
+                tokenEnds: targets.tokenEnds, payloadIndexes: payloadIndexes)
         )
+    }
+
+    /// Each target's payload rendered from its values (``PayloadTemplate/personalization()``'s
+    /// order: the locale first when the template has variants): the distinct payloads, and each
+    /// target's index among them. A render over the limit becomes the empty payload.
+    func rendered(_ targets: DeviceTokens, with template: PayloadTemplate) -> (payloads: [Data], indexes: [UInt32]) {
+        let limit = pushType.maximumPayloadBytes
+        let firstName = template.isLocalized ? 1 : 0
+        var payloads: [Data] = []
+        var known: [[UInt8]: UInt32] = [:]
+        var indexes: [UInt32] = []
+        indexes.reserveCapacity(targets.count)
+        for device in 0..<targets.count {
+            let variant = template.isLocalized ? template.variant(forLocale: targets.value(0, at: device)) : 0
+            var bytes = template.render(variant: variant) { targets.value(firstName + $0, at: device) }
+            if bytes.count > limit { bytes = [] }
+            if let index = known[bytes] {
+                indexes.append(index)
+            } else {
+                let index = UInt32(payloads.count)
+                known[bytes] = index
+                payloads.append(Data(bytes))
+                indexes.append(index)
+            }
+        }
+        return (payloads, indexes)
     }
 
     static func recordPushType(_ type: APNsPushType) -> Herald_V1_JobBatch.PushType {

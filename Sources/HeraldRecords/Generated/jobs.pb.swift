@@ -60,8 +60,9 @@ public nonisolated struct Herald_V1_JobBatch: Sendable {
   /// apns-expiration in seconds since 1970; 0 means deliver once or drop.
   public var expirationS: Int64 = 0
 
-  /// apns-collapse-id; set by the center to the push id when the caller gave none, so a batch
-  /// delivered twice replaces rather than stacks on the phone.
+  /// apns-collapse-id: the push's, decided when it was accepted (the caller's, or the push id in
+  /// lower case) and copied here by the center, so a batch delivered twice replaces rather than
+  /// stacks on the phone. Senders send it as it is; empty means none.
   public var collapseID: String = String()
 
   /// The APNs JSON payload, already rendered and size-checked (at most 4096 bytes, 5120 for voip).
@@ -71,6 +72,13 @@ public nonisolated struct Herald_V1_JobBatch: Sendable {
 
   /// When the center produced this batch, in milliseconds since 1970.
   public var createdAtMs: Int64 = 0
+
+  /// A templated push (docs/templates.md): the distinct payloads the center rendered for this
+  /// batch's devices, each target naming its own by `payload_index`; `payload` is then unused.
+  /// An empty entry is a render over APNs' size limit: the sender sends nothing to its targets and
+  /// ends them rejected with Herald's reason `RenderedPayloadTooLarge`. Empty for every other
+  /// push: every target gets `payload`.
+  public var payloads: [Data] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -159,6 +167,9 @@ public nonisolated struct Herald_V1_JobBatch: Sendable {
     /// The device token as raw bytes (hex on the wire to APNs).
     public var token: Data = Data()
 
+    /// A templated push: which of `payloads` this device gets.
+    public var payloadIndex: UInt32 = 0
+
     public var unknownFields = SwiftProtobuf.UnknownStorage()
 
     public init() {}
@@ -173,7 +184,7 @@ fileprivate nonisolated let _protobuf_package = "herald.v1"
 
 nonisolated extension Herald_V1_JobBatch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".JobBatch"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}schema_version\0\u{3}batch_id\0\u{3}push_id\0\u{3}app_id\0\u{1}sequence\0\u{1}environment\0\u{3}apns_topic\0\u{3}push_type\0\u{1}priority\0\u{3}expiration_s\0\u{3}collapse_id\0\u{1}payload\0\u{1}targets\0\u{3}created_at_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}schema_version\0\u{3}batch_id\0\u{3}push_id\0\u{3}app_id\0\u{1}sequence\0\u{1}environment\0\u{3}apns_topic\0\u{3}push_type\0\u{1}priority\0\u{3}expiration_s\0\u{3}collapse_id\0\u{1}payload\0\u{1}targets\0\u{3}created_at_ms\0\u{1}payloads\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -195,6 +206,7 @@ nonisolated extension Herald_V1_JobBatch: SwiftProtobuf.Message, SwiftProtobuf._
       case 12: try { try decoder.decodeSingularBytesField(value: &self.payload) }()
       case 13: try { try decoder.decodeRepeatedMessageField(value: &self.targets) }()
       case 14: try { try decoder.decodeSingularInt64Field(value: &self.createdAtMs) }()
+      case 15: try { try decoder.decodeRepeatedBytesField(value: &self.payloads) }()
       default: break
       }
     }
@@ -243,6 +255,9 @@ nonisolated extension Herald_V1_JobBatch: SwiftProtobuf.Message, SwiftProtobuf._
     if self.createdAtMs != 0 {
       try visitor.visitSingularInt64Field(value: self.createdAtMs, fieldNumber: 14)
     }
+    if !self.payloads.isEmpty {
+      try visitor.visitRepeatedBytesField(value: self.payloads, fieldNumber: 15)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -261,6 +276,7 @@ nonisolated extension Herald_V1_JobBatch: SwiftProtobuf.Message, SwiftProtobuf._
     if lhs.payload != rhs.payload {return false}
     if lhs.targets != rhs.targets {return false}
     if lhs.createdAtMs != rhs.createdAtMs {return false}
+    if lhs.payloads != rhs.payloads {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -272,7 +288,7 @@ nonisolated extension Herald_V1_JobBatch.PushType: SwiftProtobuf._ProtoNameProvi
 
 nonisolated extension Herald_V1_JobBatch.Target: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = Herald_V1_JobBatch.protoMessageName + ".Target"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}token\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}token\0\u{3}payload_index\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -282,6 +298,7 @@ nonisolated extension Herald_V1_JobBatch.Target: SwiftProtobuf.Message, SwiftPro
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.deviceID) }()
       case 2: try { try decoder.decodeSingularBytesField(value: &self.token) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.payloadIndex) }()
       default: break
       }
     }
@@ -294,12 +311,16 @@ nonisolated extension Herald_V1_JobBatch.Target: SwiftProtobuf.Message, SwiftPro
     if !self.token.isEmpty {
       try visitor.visitSingularBytesField(value: self.token, fieldNumber: 2)
     }
+    if self.payloadIndex != 0 {
+      try visitor.visitSingularUInt32Field(value: self.payloadIndex, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Herald_V1_JobBatch.Target, rhs: Herald_V1_JobBatch.Target) -> Bool {
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs.token != rhs.token {return false}
+    if lhs.payloadIndex != rhs.payloadIndex {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

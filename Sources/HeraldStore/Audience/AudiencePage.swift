@@ -10,10 +10,18 @@ public struct DeviceTokens: Sendable, Equatable {
     public private(set) var tokenBytes: [UInt8] = []
     /// Where each token ends in `tokenBytes`.
     public private(set) var tokenEnds: [Int32] = []
+    /// A templated push's personalization values (``AudienceSelection/personalization``, in its
+    /// order), `valuesPerDevice` a device, one after another; a missing value is empty.
+    public private(set) var valueBytes: [UInt8] = []
+    /// Where each value ends in `valueBytes`.
+    public private(set) var valueEnds: [Int32] = []
+    public private(set) var valuesPerDevice = 0
 
     public init() {}
 
-    public init(reservingCapacity capacity: Int, tokenLength: Int = 32) {
+    public init(reservingCapacity capacity: Int, tokenLength: Int = 32, valuesPerDevice: Int = 0) {
+        self.valuesPerDevice = valuesPerDevice
+        if valuesPerDevice > 0 { valueEnds.reserveCapacity(capacity * valuesPerDevice) }
         deviceIDs.reserveCapacity(capacity)
         tokenEnds.reserveCapacity(capacity)
         tokenBytes.reserveCapacity(capacity * tokenLength)
@@ -27,15 +35,31 @@ public struct DeviceTokens: Sendable, Equatable {
         tokenBytes[(index == 0 ? 0 : Int(tokenEnds[index - 1]))..<Int(tokenEnds[index])]
     }
 
+    /// Value `field` of the device at `index` (empty when it has none).
+    public func value(_ field: Int, at index: Int) -> ArraySlice<UInt8> {
+        let position = index * valuesPerDevice + field
+        return valueBytes[(position == 0 ? 0 : Int(valueEnds[position - 1]))..<Int(valueEnds[position])]
+    }
+
     public mutating func append(deviceID: Int64, token: some Collection<UInt8>) {
         deviceIDs.append(deviceID)
         tokenBytes.append(contentsOf: token)
         tokenEnds.append(Int32(tokenBytes.count))
     }
 
-    /// Copies device `index` of `other` to the end.
+    /// Appends one personalization value of the device appended last (nil: it has none); each
+    /// device gets ``valuesPerDevice`` of them, in order.
+    public mutating func appendValue(_ value: (some Collection<UInt8>)?) {
+        if let value { valueBytes.append(contentsOf: value) }
+        valueEnds.append(Int32(valueBytes.count))
+    }
+
+    /// Copies device `index` of `other` (with its values) to the end.
     public mutating func append(_ index: Int, of other: DeviceTokens) {
         append(deviceID: other.deviceIDs[index], token: other.token(at: index))
+        guard other.valuesPerDevice > 0 else { return }
+        valuesPerDevice = other.valuesPerDevice
+        for field in 0..<other.valuesPerDevice { appendValue(other.value(field, at: index)) }
     }
 }
 

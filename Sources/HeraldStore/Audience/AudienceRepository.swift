@@ -33,18 +33,31 @@ public struct AudienceRepository: Sendable {
 
     static let columns = "d.id, d.token, d.environment, d.topic"
 
+    /// The device columns and the selection's personalization values.
+    static func columns(_ selection: AudienceSelection, values: inout some AudienceQueryValues) -> String {
+        guard !selection.personalization.isEmpty else { return columns }
+        return ([columns] + selection.personalization.map { $0.sql(values: &values) }).joined(separator: ", ")
+    }
+
     /// One page: the devices of `selection` with ids above `cursor`, at most `limit`, in id order.
     /// An empty page is the end; otherwise the last id is the next cursor.
     public func page(_ selection: AudienceSelection, after cursor: Int64, limit: Int) async throws -> AudiencePage {
         var values = BoundValues()
+        let columns = Self.columns(selection, values: &values)
         let sql = Self.sql(
-            selection, columns: Self.columns, after: cursor, tail: "ORDER BY d.id", limit: limit, values: &values)
+            selection, columns: columns, after: cursor, tail: "ORDER BY d.id", limit: limit, values: &values)
         let rows = try await client.boundedQuery(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger)
-        var page = AudiencePage(devices: DeviceTokens(reservingCapacity: limit))
-        for try await (id, token, environment, topic) in rows.decode((Int64, ByteBuffer, String, String).self) {
+        let fields = selection.personalization.count
+        var page = AudiencePage(devices: DeviceTokens(reservingCapacity: limit, valuesPerDevice: fields))
+        for try await row in rows {
+            let cells = row.makeRandomAccess()
+            let (id, token, environment, topic) = try row.decode((Int64, ByteBuffer, String, String).self)
             let group = page.group(
                 AudienceGroup(environment: APNsEnvironment(rawValue: environment) ?? .production, topic: topic))
             page.append(deviceID: id, token: token.readableBytesView, group: group)
+            for field in 0..<fields {
+                page.devices.appendValue(cells[4 + field].bytes?.readableBytesView)
+            }
         }
         return page
     }
@@ -102,13 +115,15 @@ public struct AudienceRepository: Sendable {
     ///   for a libpq connection.
     public func stream(_ selection: AudienceSelection, after cursor: Int64, pageSize: Int) -> AudienceStream {
         AudienceStream(
-            settings: copySettings, query: Self.copyStatement(selection, after: cursor), pageSize: max(1, pageSize))
+            settings: copySettings, query: Self.copyStatement(selection, after: cursor), pageSize: max(1, pageSize),
+            valuesPerDevice: selection.personalization.count)
     }
 
     /// The statement the fan-out's COPY runs for `selection` (its values written in), for
     /// references that read the same rows with another client (the fan-out benchmark's psql).
     public static func copyStatement(_ selection: AudienceSelection, after cursor: Int64 = 0) -> String {
         var values = LiteralValues()
+        let columns = Self.columns(selection, values: &values)
         return sql(selection, columns: columns, after: cursor, tail: "ORDER BY d.id", values: &values)
     }
 

@@ -40,7 +40,7 @@ public struct AudienceStream: AsyncSequence, Sendable {
         }
     }
 
-    init(settings: PostgresCopyConnection.Settings?, query: String, pageSize: Int) {
+    init(settings: PostgresCopyConnection.Settings?, query: String, pageSize: Int, valuesPerDevice: Int = 0) {
         let control = Control()
         let (pages, continuation) = AsyncThrowingStream.makeStream(of: AudiencePage.self)
         self.pages = pages
@@ -53,7 +53,7 @@ public struct AudienceStream: AsyncSequence, Sendable {
             do {
                 let connection = try PostgresCopyConnection(settings)
                 control.connection.withLock { $0 = connection }
-                var reader = PageAssembler(pageSize: pageSize)
+                var reader = PageAssembler(pageSize: pageSize, valuesPerDevice: valuesPerDevice)
                 let copied = Result {
                     try connection.copyOut(query: query) { row in
                         guard !control.stopped.load(ordering: .acquiring) else { return .stop }
@@ -94,9 +94,11 @@ public struct AudienceStream: AsyncSequence, Sendable {
     }
 }
 
-/// Packs COPY rows (id bigint, token bytea, environment text, topic text) into pages.
+/// Packs COPY rows (id bigint, token bytea, environment text, topic text, then a templated push's
+/// personalization values as text) into pages.
 struct PageAssembler {
     let pageSize: Int
+    let valuesPerDevice: Int
     /// The page being filled; it starts with the groups of the page before, so a group keeps
     /// its index from page to page.
     private var page: AudiencePage
@@ -106,23 +108,26 @@ struct PageAssembler {
     private var lastTopic: [UInt8] = []
     private var lastGroup: UInt16?
 
-    init(pageSize: Int) {
+    init(pageSize: Int, valuesPerDevice: Int = 0) {
         self.pageSize = pageSize
-        page = Self.emptyPage(pageSize, groups: [])
+        self.valuesPerDevice = valuesPerDevice
+        page = Self.emptyPage(pageSize, groups: [], valuesPerDevice: valuesPerDevice)
     }
 
-    private static func emptyPage(_ size: Int, groups: [AudienceGroup]) -> AudiencePage {
-        var page = AudiencePage(devices: DeviceTokens(reservingCapacity: size), groups: groups)
+    private static func emptyPage(_ size: Int, groups: [AudienceGroup], valuesPerDevice: Int) -> AudiencePage {
+        var page = AudiencePage(
+            devices: DeviceTokens(reservingCapacity: size, valuesPerDevice: valuesPerDevice), groups: groups)
         page.groupIndexes.reserveCapacity(size)
         return page
     }
 
     /// Adds `row`; returns a page when one is full.
     mutating func add(_ row: BinaryCopyRow) throws -> AudiencePage? {
-        guard row.count == 4, let id = row.int64(0), let token = row.field(1),
+        guard row.count == 4 + valuesPerDevice, let id = row.int64(0), let token = row.field(1),
             let environment = row.field(2), let topic = row.field(3)
         else {
-            throw PostgresCopyError("an audience row is not (id, token, environment, topic)")
+            throw PostgresCopyError(
+                "an audience row is not (id, token, environment, topic) and \(valuesPerDevice) personalization values")
         }
         let group: UInt16
         if let lastGroup, environment.elementsEqual(lastEnvironment), topic.elementsEqual(lastTopic) {
@@ -137,6 +142,7 @@ struct PageAssembler {
             lastGroup = group
         }
         page.append(deviceID: id, token: token, group: group)
+        for field in 0..<valuesPerDevice { page.devices.appendValue(row.field(4 + field)) }
         guard page.count >= pageSize else { return nil }
         return finish()
     }
@@ -145,7 +151,7 @@ struct PageAssembler {
     mutating func finish() -> AudiencePage? {
         guard !page.isEmpty else { return nil }
         let full = page
-        page = Self.emptyPage(pageSize, groups: full.groups)
+        page = Self.emptyPage(pageSize, groups: full.groups, valuesPerDevice: valuesPerDevice)
         return full
     }
 }

@@ -82,6 +82,8 @@ public struct AudienceSelection: Sendable, Equatable {
     public var throughDevice: Int64?
     /// Only devices registered with this topic.
     public var topic: String?
+    /// Values read with each device for a templated push (its pages' ``DeviceTokens`` carry them).
+    public var personalization: [PersonalizationField] = []
 
     public init(
         appID: UUID, audience: PushAudience, acceptedByPush: UUID? = nil, throughDevice: Int64? = nil,

@@ -74,6 +74,9 @@ public struct BatchOutcome: Sendable {
         /// for the environment, or the one stored cannot be used (not a valid key or certificate).
         public static let missingCredentialReason = "MissingCredential"
         public static let invalidCredentialReason = "InvalidCredential"
+        /// Herald's reason for a device whose personalized notification rendered over APNs'
+        /// size limit: never sent (docs/templates.md).
+        public static let renderedPayloadTooLargeReason = "RenderedPayloadTooLarge"
 
         /// Whether the app's credential, not the device, is at fault: APNs refused it (a reason
         /// with the ``APNsReason/Disposition/credential`` disposition), or the sender had none it

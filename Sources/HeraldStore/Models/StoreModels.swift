@@ -213,8 +213,12 @@ public struct NewPush: Sendable {
     public var audienceJSON: String
     public var notificationJSON: String
     public var optionsJSON: String
-    /// The rendered APNs payload.
+    /// The rendered APNs payload (a templated push's default variant with each placeholder's
+    /// default: what a push without personalization would send).
     public var payload: [UInt8]
+    /// A templated push's ``PayloadTemplate`` in its stored form, rendered per device at fan-out;
+    /// nil for every other push.
+    public var template: [UInt8]?
     public var pushType: String
     public var priority: Int
     public var expiresAt: Date?
@@ -237,7 +241,8 @@ public struct NewPush: Sendable {
 
     public init(
         id: UUID, appID: UUID, state: PushState = .accepted, audienceJSON: String, notificationJSON: String,
-        optionsJSON: String = "{}", payload: [UInt8], pushType: String = "alert", priority: Int = 10,
+        optionsJSON: String = "{}", payload: [UInt8], template: [UInt8]? = nil, pushType: String = "alert",
+        priority: Int = 10,
         expiresAt: Date? = nil, collapseID: String? = nil, idempotencyKey: String? = nil,
         scheduledAt: Date? = nil, throttlePerSecond: Int? = nil, finishWithinSeconds: Int? = nil,
         recallOf: UUID? = nil, traceparent: String? = nil, origin: AuditOrigin? = nil
@@ -251,6 +256,7 @@ public struct NewPush: Sendable {
         self.notificationJSON = notificationJSON
         self.optionsJSON = optionsJSON
         self.payload = payload
+        self.template = template
         self.pushType = pushType
         self.priority = priority
         self.expiresAt = expiresAt

@@ -147,7 +147,8 @@ extension PushRepository {
     }
 
     private func progress(where condition: PostgresQuery, limit: Int) async throws -> [PushProgress] {
-        // The push's columns first (decoded as everywhere else), then its progress from column 23.
+        // The push's columns first (decoded as everywhere else), then its progress.
+        let first = Self.pushColumnCount
         var query = PostgresQuery(
             unsafeSQL: """
                 SELECT \(Self.pushColumns),
@@ -164,11 +165,12 @@ extension PushRepository {
             let cells = row.makeRandomAccess()
             result.append(
                 PushProgress(
-                    push: try Self.push(from: row), counters: try PushCounters(cells, from: 28),
-                    paused: try cells[23].decode(Bool.self),
-                    audienceSize: try cells[24].decode(Int64?.self), etaAt: try cells[25].decode(Date?.self),
-                    fanoutStartedAt: try cells[26].decode(Date?.self),
-                    fanoutFinishedAt: try cells[27].decode(Date?.self)))
+                    push: try Self.push(from: row), counters: try PushCounters(cells, from: first + 5),
+                    paused: try cells[first].decode(Bool.self),
+                    audienceSize: try cells[first + 1].decode(Int64?.self),
+                    etaAt: try cells[first + 2].decode(Date?.self),
+                    fanoutStartedAt: try cells[first + 3].decode(Date?.self),
+                    fanoutFinishedAt: try cells[first + 4].decode(Date?.self)))
         }
         return result
     }

@@ -1,0 +1,92 @@
+import Foundation
+import HeraldAPNs
+import Testing
+
+/// Placeholders and localized variants: how a text is read, which variant a device gets, and
+/// that a rendered payload is valid JSON with the device's values escaped.
+@Suite struct PayloadTemplateTests {
+    @Test func placeholdersAreReadWithTheirDefaults() throws {
+        let text = try TemplateText(parsing: #"Hi {{ first_name | default: "dear \"friend\"" }}, from {{country}}!"#)
+        #expect(
+            text.parts == [
+                .literal("Hi "), .placeholder(.init(name: "first_name", defaultValue: #"dear "friend""#)),
+                .literal(", from "), .placeholder(.init(name: "country")), .literal("!"),
+            ])
+        #expect(try TemplateText(parsing: "no placeholder { here }").parts == [.literal("no placeholder { here }")])
+        #expect(try TemplateText(parsing: "{{attributes.plan}}").placeholders == [.init(name: "attributes.plan")])
+    }
+
+    @Test func brokenPlaceholdersAreRefusedWithWhere() {
+        for (text, offset) in [
+            ("Hi {{first_name", 3), ("{{ }}", 0), ("x {{First}}", 2), ("{{name | upper}}", 0),
+            (#"{{name | default: "open}}"#, 0), ("{{a.b.c}}", 0), ("{{name | default: there}}", 0),
+        ] {
+            #expect(throws: TemplateSyntaxError.self, "\(text)") { try TemplateText(parsing: text) }
+            do {
+                _ = try TemplateText(parsing: text)
+            } catch {
+                #expect(error.offset == offset, "\(text): \(error)")
+                #expect(error.description.contains("{{name}}"))
+            }
+        }
+    }
+
+    func template() throws -> PayloadTemplate {
+        var base = APNsPayload(
+            alert: .details(.init(title: "Hi {{first_name | default: \"there\"}}", body: "Your plan: {{plan}}")))
+        base.custom["link"] = "https://example.com/{{first_name}}"  // not in the alert: sent as written
+        var german = base
+        german.alert = .details(.init(title: "Hallo {{first_name | default: \"du\"}}", body: "Dein Tarif: {{plan}}"))
+        var austrian = base
+        austrian.alert = .details(.init(title: "Servus {{first_name}}", body: "{{plan}}"))
+        let stored = PayloadTemplate.storedJSON(
+            default: base.encoded(), localized: [("de", german.encoded()), ("de-at", austrian.encoded())])
+        return try PayloadTemplate(stored: stored)
+    }
+
+    @Test func eachDeviceGetsItsLocaleThenItsLanguageThenTheDefault() throws {
+        let template = try template()
+        #expect(template.locales == ["de", "de-at"])
+        #expect(template.names.sorted() == ["first_name", "plan"])
+        for (locale, variant) in [
+            ("de_AT", 2), ("DE-at", 2), ("de", 1), ("de-CH", 1), ("de_DE", 1), ("fr-FR", 0), ("", 0), ("d", 0),
+        ] {
+            #expect(template.variant(forLocale: Array(locale.utf8)) == variant, "\(locale)")
+        }
+    }
+
+    @Test func rendersAreValidJSONWithValuesEscapedAndDefaultsForMissingValues() throws {
+        let template = try template()
+        let values = ["first_name": "Zoë \"Z\" \\ \n", "plan": "gold"]
+        let rendered = template.render(variant: 0) { values[template.names[$0]].map { Array($0.utf8)[...] } }
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(rendered)) as? [String: Any])
+        let alert = try #require((object["aps"] as? [String: Any])?["alert"] as? [String: String])
+        #expect(alert["title"] == "Hi Zoë \"Z\" \\ \n")
+        #expect(alert["body"] == "Your plan: gold")
+        #expect(object["link"] as? String == "https://example.com/{{first_name}}")
+
+        let german = template.render(variant: 1) { template.names[$0] == "first_name" ? ArraySlice() : nil }
+        let germanAlert = try #require(
+            ((try JSONSerialization.jsonObject(with: Data(german)) as? [String: Any])?["aps"] as? [String: Any])?[
+                "alert"] as? [String: String])
+        // An empty value counts as none; a placeholder without a default then renders as nothing.
+        #expect(germanAlert == ["title": "Hallo du", "body": "Dein Tarif: "])
+        #expect(template.renderedWithDefaults().count == 3)
+    }
+
+    @Test func onlyAlertTextsAreTemplates() throws {
+        var payload = APNsPayload(alert: .text("{{alias | default: \"you\"}}"))
+        payload.sound = .named("{{not_a_placeholder")
+        payload.custom["data"] = ["{{broken": "{{"]
+        let template = try PayloadTemplate(
+            stored: PayloadTemplate.storedJSON(default: payload.encoded(), localized: []))
+        #expect(template.names == ["alias"])
+        let rendered = String(decoding: template.render(variant: 0) { _ in Array("ann".utf8)[...] }, as: UTF8.self)
+        #expect(rendered.contains(#""alert":"ann""#) && rendered.contains(#""sound":"{{not_a_placeholder""#))
+        // A broken placeholder in the alert is an error, never sent as written.
+        let broken = APNsPayload(alert: .details(.init(body: "Hi {{name")))
+        #expect(throws: TemplateSyntaxError.self) {
+            try PayloadTemplate(stored: PayloadTemplate.storedJSON(default: broken.encoded(), localized: []))
+        }
+    }
+}
