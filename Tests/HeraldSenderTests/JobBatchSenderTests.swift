@@ -115,6 +115,31 @@ struct JobBatchSenderTests {
         }
     }
 
+    @Test("a templated batch: each target gets its own payload; one rendered over the limit is never sent")
+    func perTargetPayloads() async throws {
+        try await withSenderClient(SenderFixture.simulator()) { simulator, client in
+            var batch = SenderFixture.batch()
+            batch.targets = Array(batch.targets.prefix(3))
+            batch.payload = Data()
+            batch.payloads = [
+                Data(#"{"aps":{"alert":"Hi Ann"}}"#.utf8), Data(), Data(#"{"aps":{"alert":"Hi Bo"}}"#.utf8),
+            ]
+            for (index, payload) in [0, 1, 2].enumerated() { batch.targets[index].payloadIndex = UInt32(payload) }
+            let outcomes = try await JobBatchSender().send(batch, with: client)
+            #expect(outcomes.acceptedDeviceIds == [1, 3])
+            #expect(
+                outcomes.failures.map { [$0.deviceID, UInt64($0.attempts)] } == [[2, 0]]
+                    && outcomes.failures.first?.reason == "RenderedPayloadTooLarge"
+                    && outcomes.failures.first?.status == .rejected)
+            let recorded = simulator.ledger.notifications()
+            #expect(
+                Set(recorded.map { "\($0.token.prefix(4)) \($0.payload)" }) == [
+                    "\(SenderFixture.hex(SenderFixture.token(1)).prefix(4)) {\"aps\":{\"alert\":\"Hi Ann\"}}",
+                    "\(SenderFixture.hex(SenderFixture.token(3)).prefix(4)) {\"aps\":{\"alert\":\"Hi Bo\"}}",
+                ])
+        }
+    }
+
     @Test("a 503/429 storm is retried until every deliverable target is accepted, once each")
     func storm() async throws {
         var faults = APNsFaults()
