@@ -373,7 +373,8 @@ let package = Package(
         .executableTarget(
             name: "fanout-throughput",
             dependencies: [
-                "HeraldCenter", "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldStore", "BenchmarkSupport",
+                "HeraldAPNs", "HeraldCenter", "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldStore",
+                "BenchmarkSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

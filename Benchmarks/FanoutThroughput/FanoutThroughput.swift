@@ -1,13 +1,16 @@
 // fanout-throughput: pushes to 1,000,000 devices resolved from PostgreSQL and enqueued into the
-// broker by a herald-center process — a broadcast, a tag audience and a segment on device
-// attributes that hold every device — each against psql's COPY of the same rows to /dev/null in
-// the same run; prints devices/s and the center's peak RSS, and the segment's rate against the
-// tag audience's (docs/segments.md: at least 0.5).
+// broker by a herald-center process — a broadcast, a tag audience, a segment on device attributes
+// that hold every device, and a broadcast of a personalized, localized notification rendered per
+// device — each against psql's COPY of the same rows to /dev/null in the same run; prints
+// devices/s and the center's peak RSS, the segment's rate against the tag audience's
+// (docs/segments.md: at least 0.5) and what rendering costs a notification against the plain
+// broadcast (docs/templates.md).
 //
 // Run it with `make bench-fanout` (release build, PostgreSQL and the development broker up).
 import ArgumentParser
 import BenchmarkSupport
 import Foundation
+import HeraldAPNs
 import HeraldCore
 import HeraldRecords
 import HeraldStore
@@ -38,10 +41,12 @@ struct FanoutThroughput: AsyncParsableCommand {
             let insertStart = ContinuousClock.now
             try await client.query(
                 """
-                INSERT INTO devices (app_id, token, environment, topic, country, app_version, os_version, attributes)
+                INSERT INTO devices (app_id, token, environment, topic, country, app_version, os_version, attributes,
+                                     locale)
                 SELECT \(app.id), decode(lpad(to_hex(n), 64, '0'), 'hex'), 'production', 'com.herald.bench',
                        (ARRAY['DE', 'FR', 'US', 'JP'])[n % 4 + 1], '5.' || (n % 20) || '.0', '17.' || (n % 5),
-                       jsonb_build_object('plan', CASE WHEN n % 3 = 0 THEN 'gold' ELSE 'free' END, 'score', n % 100)
+                       jsonb_build_object('plan', CASE WHEN n % 3 = 0 THEN 'gold' ELSE 'free' END, 'score', n % 100),
+                       (ARRAY['de_DE', 'fr_FR', 'en_US', 'de_AT', NULL])[n % 5 + 1]
                 FROM generate_series(1, \(Int32(devices))) AS n
                 """, logger: logger)
             try await client.query(
@@ -58,13 +63,30 @@ struct FanoutThroughput: AsyncParsableCommand {
                     jsonText:
                         #"{"and":[{"attribute":"app_version","op":"gte","value":"5.0"},{"attribute":"attributes.plan","op":"in","value":["gold","free"]},{"not":{"attribute":"country","op":"eq","value":"XX"}}]}"#
                 ))
-            let cases: [(name: String, audience: PushAudience)] = [
-                ("broadcast", .everyone), ("tag", PushAudience(tags: .init(any: ["bench"]))),
-                ("segment", PushAudience(filter: filter)),
+            // A notification with three placeholders and texts for de and de-AT: a payload per device.
+            let plain = APNsPayload(
+                alert: .details(
+                    .init(
+                        title: "Hi {{plan | default: \"there\"}}, {{country | default: \"friend\"}}",
+                        body: "Your score this week: {{score | default: \"0\"}} points")))
+            var german = plain
+            german.alert = .details(
+                .init(title: "Hallo {{plan | default: \"du\"}}", body: "Dein Punktestand: {{score | default: \"0\"}}"))
+            var austrian = plain
+            austrian.alert = .details(.init(title: "Servus {{plan | default: \"du\"}}", body: "{{score}} Punkte"))
+            let template = PayloadTemplate.storedJSON(
+                default: plain.encoded(), localized: [("de", german.encoded()), ("de-at", austrian.encoded())])
+            let cases: [(name: String, audience: PushAudience, template: [UInt8]?)] = [
+                ("broadcast", .everyone, nil), ("tag", PushAudience(tags: .init(any: ["bench"])), nil),
+                ("segment", PushAudience(filter: filter), nil), ("template", .everyone, template),
             ]
             var medians: [String: Double] = [:]
-            for (name, audience) in cases {
-                print("== \(name): \(audience.json)")
+            for (name, audience, template) in cases {
+                print(
+                    "== \(name): \(audience.json)\(template == nil ? "" : " with a personalized, localized notification")"
+                )
+                var selection = AudienceSelection(appID: app.id, audience: audience)
+                if let template { selection.personalization = try PayloadTemplate(stored: template).personalization() }
                 var copySeconds: [Double] = []
                 var fanoutSeconds: [Double] = []
                 var peakRSS: [Int] = []
@@ -74,7 +96,7 @@ struct FanoutThroughput: AsyncParsableCommand {
                         "/usr/bin/psql",
                         [
                             "-h", postgres.host, "-p", "\(postgres.port)", "-U", postgres.user, "-d", database, "-c",
-                            "\\copy (\(AudienceRepository.copyStatement(AudienceSelection(appID: app.id, audience: audience)))) TO '/dev/null'",
+                            "\\copy (\(AudienceRepository.copyStatement(selection))) TO '/dev/null'",
                         ],
                         environment: ProcessInfo.processInfo.environment.merging(["PGPASSWORD": postgres.password]) {
                             $1
@@ -95,7 +117,7 @@ struct FanoutThroughput: AsyncParsableCommand {
                     _ = try await PushRepository(client: client, logger: logger).create(
                         NewPush(
                             id: pushID, appID: app.id, audienceJSON: audience.json, notificationJSON: "{}",
-                            payload: Array(#"{"aps":{"alert":"benchmark"}}"#.utf8)),
+                            payload: Array(#"{"aps":{"alert":"benchmark"}}"#.utf8), template: template),
                         announcement: try .pushEvent(
                             .created, pushID: pushID, appID: app.id, topic: HeraldTopic.pushes.name))
                     var peak = 0
@@ -116,7 +138,8 @@ struct FanoutThroughput: AsyncParsableCommand {
                     guard let elapsed else {
                         throw ValidationError("the fan-out did not finish; see /tmp/fanout-bench-center.log")
                     }
-                    // Every device targeted once, in batches of at most 500 (as recorded by the center).
+                    // Every device targeted once, in batches of at most 500 (as recorded by the center;
+                    // a templated push's are smaller).
                     let counted = try await client.query(
                         """
                         SELECT c.targeted, p.batches_emitted, (SELECT count(*) FROM push_batches b WHERE b.push_id = p.id AND b.produced_at IS NOT NULL)
@@ -153,6 +176,14 @@ struct FanoutThroughput: AsyncParsableCommand {
                     String(
                         format: "segment against tag audience: %.0f vs %.0f devices/s, ratio %.2f (target ≥ 0.50)",
                         Double(devices) / segment, Double(devices) / tag, tag / segment))
+            }
+            if let broadcast = medians["broadcast"], let rendered = medians["template"] {
+                print(
+                    String(
+                        format:
+                            "template against broadcast: %.0f vs %.0f devices/s, ratio %.2f; rendering costs %.2f µs a notification",
+                        Double(devices) / rendered, Double(devices) / broadcast, broadcast / rendered,
+                        (rendered - broadcast) / Double(devices) * 1e6))
             }
         }
         try await HeraldDatabase.withClient(settings: try await HeraldConfiguration.load().postgres, logger: logger) {
