@@ -11,8 +11,10 @@ import Synchronization
 
 /// The Msg Center's fan-out side, as one `Service`: it claims pushes — when `herald.pushes` says
 /// one was created or fell due, and on every sweep (accepted pushes nobody took, scheduled pushes
-/// that fell due, fan-outs whose center stopped renewing its claim) — and runs up to
-/// `maxConcurrentFanouts` fan-outs at once. The sweep also counts the never-sent remainder of
+/// that fell due, fan-outs whose center stopped renewing its claim) — and runs fan-outs in three
+/// lanes of slots (``FanoutLane``): up to `maxConcurrentFanouts` broadcasts, tag and segment
+/// audiences, `maxExpressFanouts` list audiences and `maxPacedFanouts` throttled pushes and
+/// recalls at once. A paused fan-out gives its slot back. The sweep also counts the never-sent remainder of
 /// canceled pushes nobody holds, re-drives batches without outcome, and purges old invalid
 /// tokens.
 ///
@@ -27,9 +29,11 @@ public final class MsgCenter: Service, Sendable {
     private let pushEvents: KafkaConsumer?
     private let logger: Logger
     public let metrics: CenterMetrics
-    private let running = Mutex<Set<UUID>>([])
-    private let claimed: AsyncStream<Push>
-    private let claimedSink: AsyncStream<Push>.Continuation
+    /// The fan-outs running here, and the lane of each.
+    private let running = Mutex<[UUID: FanoutLane]>([:])
+    /// Claimed pushes and their own lanes, to be run.
+    private let claimed: AsyncStream<(Push, FanoutLane)>
+    private let claimedSink: AsyncStream<(Push, FanoutLane)>.Continuation
 
     /// - Parameters:
     ///   - database: the client for everything but audience streams.
@@ -49,7 +53,7 @@ public final class MsgCenter: Service, Sendable {
         self.pushEvents = pushEvents
         self.metrics = metrics
         self.logger = logger
-        (claimed, claimedSink) = AsyncStream.makeStream(of: Push.self)
+        (claimed, claimedSink) = AsyncStream.makeStream(of: (Push, FanoutLane).self)
     }
 
     var lease: Duration { settings.claimLease }
@@ -64,7 +68,11 @@ public final class MsgCenter: Service, Sendable {
     public func run() async throws {
         logger.info(
             "msg center running",
-            metadata: ["name": "\(settings.name)", "max-fanouts": "\(settings.maxConcurrentFanouts)"])
+            metadata: [
+                "name": "\(settings.name)", "max-fanouts": "\(settings.maxConcurrentFanouts)",
+                "max-express-fanouts": "\(settings.maxExpressFanouts)",
+                "max-paced-fanouts": "\(settings.maxPacedFanouts)",
+            ])
         await producer.prepare(topics: [settings.jobsTopic, settings.pushesTopic])
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { try await self.sweepUntilShutdown() }
@@ -77,14 +85,16 @@ public final class MsgCenter: Service, Sendable {
                 self.claimedSink.finish()
             }
             let runner = self.runner
-            for await push in claimed {
+            for await (push, lane) in claimed {
                 group.addTask {
                     defer {
-                        _ = self.running.withLock { $0.remove(push.id) }
+                        _ = self.running.withLock { $0.removeValue(forKey: push.id) }
                         self.metrics.fanoutsRunning.subtract(1, ordering: .relaxed)
                     }
                     do {
-                        try await runner.run(push)
+                        // A list audience is a page or two: read through the pool, not a COPY
+                        // connection of its own.
+                        try await runner.run(push, streaming: lane != .express)
                     } catch is CancellationError {
                         try? await self.fanouts.releaseClaim(pushID: push.id, by: self.settings.name)
                     } catch {
@@ -101,18 +111,53 @@ public final class MsgCenter: Service, Sendable {
         logger.info("msg center stopped")
     }
 
-    /// Claims those of `pushIDs` that are claimable, up to the free fan-out slots, and starts them.
-    func claimAndStart(_ pushIDs: [UUID]) async {
-        let free = settings.maxConcurrentFanouts - running.withLock { $0.count }
-        let candidates = Array(running.withLock { busy in pushIDs.filter { !busy.contains($0) } }.prefix(max(0, free)))
-        guard !candidates.isEmpty else { return }
+    /// The lane a push of `lane` takes here: its own, or the bulk lane when its own has no slots.
+    func slotLane(_ lane: FanoutLane) -> FanoutLane {
+        switch lane {
+        case .express: settings.maxExpressFanouts > 0 ? .express : .bulk
+        case .paced: settings.maxPacedFanouts > 0 ? .paced : .bulk
+        case .bulk: .bulk
+        }
+    }
+
+    /// Free slots of each lane.
+    func freeSlots() -> [FanoutLane: Int] {
+        let busy = running.withLock { running in
+            Dictionary(running.values.map { ($0, 1) }, uniquingKeysWith: +)
+        }
+        return [
+            .bulk: settings.maxConcurrentFanouts - (busy[.bulk] ?? 0),
+            .express: settings.maxExpressFanouts - (busy[.express] ?? 0),
+            .paced: settings.maxPacedFanouts - (busy[.paced] ?? 0),
+        ]
+    }
+
+    /// Claims those of `candidates` that are claimable, up to the free slots of their lanes, and
+    /// starts them.
+    func claimAndStart(_ candidates: [ClaimCandidate]) async {
+        var free = freeSlots()
+        var chosen: [UUID: FanoutLane] = [:]
+        let ownLanes = Dictionary(candidates.map { ($0.id, $0.lane) }) { first, _ in first }
+        let busy = running.withLock { Set($0.keys) }
+        for candidate in candidates where !busy.contains(candidate.id) && chosen[candidate.id] == nil {
+            let lane = slotLane(candidate.lane)
+            guard (free[lane] ?? 0) > 0 else { continue }
+            free[lane, default: 0] -= 1
+            chosen[candidate.id] = lane
+        }
+        guard !chosen.isEmpty else { return }
         do {
-            for push in try await fanouts.claim(candidates, by: settings.name, lease: lease) {
-                guard running.withLock({ $0.insert(push.id).inserted }) else { continue }
+            for push in try await fanouts.claim(Array(chosen.keys), by: settings.name, lease: lease) {
+                let lane = chosen[push.id] ?? .bulk
+                guard running.withLock({ running in running.updateValue(lane, forKey: push.id) == nil }) else {
+                    continue
+                }
                 metrics.fanoutsStarted.add(1, ordering: .relaxed)
                 metrics.fanoutsRunning.add(1, ordering: .relaxed)
-                logger.info("push claimed", metadata: ["push": "\(push.id)", "app": "\(push.definition.appID)"])
-                claimedSink.yield(push)
+                logger.info(
+                    "push claimed",
+                    metadata: ["push": "\(push.id)", "app": "\(push.definition.appID)", "lane": "\(lane.rawValue)"])
+                claimedSink.yield((push, ownLanes[push.id] ?? lane))
             }
         } catch {
             logger.warning("cannot claim pushes", metadata: ["error": "\(HeraldDatabase.describe(error))"])
@@ -147,10 +192,15 @@ public final class MsgCenter: Service, Sendable {
         let pushID = UUID(data: event.pushID)
         switch event.kind {
         case .created, .scheduleDue:
-            await claimAndStart([pushID])
+            do {
+                await claimAndStart(try await fanouts.lanes(of: [pushID]))
+            } catch {
+                // The sweep finds it.
+                logger.warning("cannot look a push up", metadata: ["error": "\(HeraldDatabase.describe(error))"])
+            }
         case .canceled, .recalled:
             // A fan-out running here sees the cancel itself; otherwise count what was never sent.
-            if !running.withLock({ $0.contains(pushID) }) {
+            if !running.withLock({ $0[pushID] != nil }) {
                 _ = try? await fanouts.accountCanceledRemainder(pushID: pushID, by: settings.name, lease: lease)
             }
         default:
@@ -181,9 +231,13 @@ public final class MsgCenter: Service, Sendable {
     /// the whole system's gauges if this center is their reporter.
     func sweep() async {
         do {
-            let free = settings.maxConcurrentFanouts - running.withLock { $0.count }
-            if free > 0 {
-                await claimAndStart(try await fanouts.claimCandidates(lease: lease, limit: free))
+            var limits: [FanoutLane: Int] = [:]
+            for (lane, free) in freeSlots() where free > 0 {
+                // A lane without slots of its own takes the bulk lane's.
+                for own in FanoutLane.allCases where slotLane(own) == lane { limits[own, default: 0] += free }
+            }
+            if !limits.isEmpty {
+                await claimAndStart(try await fanouts.claimCandidates(lease: lease, limits: limits))
             }
             for pushID in try await fanouts.canceledUnaccounted(lease: lease, limit: 100) {
                 if let remainder = try await fanouts.accountCanceledRemainder(

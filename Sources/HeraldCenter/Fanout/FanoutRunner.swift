@@ -25,7 +25,9 @@ struct FanoutRunner: Sendable {
     let logger: Logger
 
     /// Fans out `push` (claimed by this center) as far as it goes.
-    func run(_ push: Push) async throws {
+    /// - Parameter streaming: read an unthrottled audience as one COPY stream on a connection of
+    ///   its own (false: keyset pages through the pool, for list audiences of a page or two).
+    func run(_ push: Push, streaming: Bool = true) async throws {
         var logger = logger
         logger[metadataKey: "push"] = "\(push.id)"
         if let trace = push.definition.traceparent.flatMap({ TraceContext(traceparent: $0) }) {
@@ -40,6 +42,7 @@ struct FanoutRunner: Sendable {
             _ = try await fanouts.finishFanout(pushID: push.id, by: center)
             return
         }
+        var pacer = try await makePacer(context, after: push.fanoutCursor)
         let resumed = try await fanouts.unproducedBatches(pushID: push.id)
         if !resumed.isEmpty {
             logger.info(
@@ -47,7 +50,12 @@ struct FanoutRunner: Sendable {
                 metadata: ["batches": "\(resumed.count)", "cursor": "\(push.fanoutCursor)"])
             var cuts: [BatchCutter.Cut] = []
             for batch in resumed { cuts.append(try await context.rebuild(batch, from: audience)) }
-            try await produce(cuts, context: context, logger: logger)
+            if pacer == nil {
+                try await produce(cuts, context: context, logger: logger)
+            } else {
+                // A throttled push keeps its rate across a pause or a takeover.
+                guard try await producePaced(cuts, context: context, pacer: &pacer, logger: logger) else { return }
+            }
         }
 
         if let original = push.definition.recallOf {
@@ -57,7 +65,6 @@ struct FanoutRunner: Sendable {
         }
         var cursor = push.fanoutCursor
         var nextSequence = push.batchesEmitted
-        var pacer = try await makePacer(context, after: cursor)
         logger.info(
             "fan-out started",
             metadata: [
@@ -67,8 +74,9 @@ struct FanoutRunner: Sendable {
 
         // Unthrottled, the audience comes as one COPY stream read ahead on a thread of its own
         // while earlier pages are produced; a throttled push reads a keyset page when it needs
-        // one instead, so no statement stays open for the hours a slow push may take. A pause
-        // closes the stream; it opens again at the cursor.
+        // one instead, so no statement stays open for the hours a slow push may take, and a list
+        // audience (not `streaming`) reads its page or two through the pool rather than opening
+        // a connection. A pause closes the stream; it opens again at the cursor.
         var stream: AudienceStream.AsyncIterator?
         // Paced, the control look-up comes before every page (and batch); unthrottled, recording
         // a page tells whether the push was paused, so only the first page and a pause need it.
@@ -77,12 +85,22 @@ struct FanoutRunner: Sendable {
             var pagesProducing = 0
             while true {
                 if lookUpControl || pacer != nil {
-                    let next = try await waitUntilRunnable(push.id, pacer: &pacer, logger: logger) { stream = nil }
+                    let next = try await waitUntilRunnable(
+                        push.id, pacer: &pacer, logger: logger, releasingWhenPaused: true
+                    ) { stream = nil }
+                    if next == .paused {
+                        // Between pages: give the slot back; a center claims it again once resumed
+                        // (this one or another), at its cursor.
+                        try await producing.waitForAll()
+                        try await fanouts.releaseClaim(pushID: push.id, by: center)
+                        logger.info("fan-out paused: its slot is free until the push is resumed")
+                        return
+                    }
                     guard next == .proceed else { return }
                     lookUpControl = false
                 }
                 let page: AudiencePage
-                if pacer == nil {
+                if pacer == nil, streaming {
                     if stream == nil {
                         stream = audience.stream(context.selection, after: cursor, pageSize: pageSize)
                             .makeAsyncIterator()
@@ -127,24 +145,38 @@ struct FanoutRunner: Sendable {
                     pagesProducing += 1
                     continue
                 }
-                for (index, cut) in cuts.enumerated() {
-                    switch try await waitUntilRunnable(push.id, pacer: &pacer, logger: logger, pausing: {}) {
-                    case .proceed:
-                        try await produce([cut], context: context, logger: logger)
-                        pacer?.emit(cut.targets.count)
-                    case .canceled:
-                        // Canceled in the middle of a page: the batches recorded but not sent are
-                        // counted as canceled here, so the push still completes.
-                        let unsent = cuts[index...].map(context.canceledOutcome)
-                        _ = try await fanouts.applyOutcomes(Array(unsent))
-                        return
-                    case .lost:
-                        // The new holder produces what this center recorded but did not send.
-                        return
-                    }
-                }
+                guard try await producePaced(cuts, context: context, pacer: &pacer, logger: logger) else { return }
             }
         }
+    }
+
+    /// Produces `cuts` (recorded before) one at a time at the pacer's rate. Returns false when the
+    /// fan-out stops here: canceled (the batches not sent counted as canceled, so the push still
+    /// completes), taken over (the new holder produces what was recorded but not sent), or paused
+    /// (its claim and slot given back; what was recorded but not sent is produced, paced, when a
+    /// center claims it again).
+    private func producePaced(
+        _ cuts: [BatchCutter.Cut], context: FanoutContext, pacer: inout EmissionPacer?, logger: Logger
+    ) async throws -> Bool {
+        for (index, cut) in cuts.enumerated() {
+            switch try await waitUntilRunnable(
+                context.push.id, pacer: &pacer, logger: logger, releasingWhenPaused: true, pausing: {})
+            {
+            case .proceed:
+                try await produce([cut], context: context, logger: logger)
+                pacer?.emit(cut.targets.count)
+            case .canceled:
+                _ = try await fanouts.applyOutcomes(cuts[index...].map(context.canceledOutcome))
+                return false
+            case .paused:
+                try await fanouts.releaseClaim(pushID: context.push.id, by: center)
+                logger.info("fan-out paused: its slot is free until the push is resumed")
+                return false
+            case .lost:
+                return false
+            }
+        }
+        return true
     }
 
     /// Pages of an unthrottled fan-out whose batches may wait for the broker at once.
@@ -193,13 +225,14 @@ struct FanoutRunner: Sendable {
         return pacer
     }
 
-    private enum Next { case proceed, canceled, lost }
+    private enum Next { case proceed, canceled, lost, paused }
 
     /// Before each page (and each paced batch): stops when the push was canceled (counting what
-    /// it never sent) or taken over; holds while it is paused; sleeps the pacer's delay. Renews
-    /// the claim while it waits.
+    /// it never sent) or taken over; holds while it is paused (or, `releasingWhenPaused`, returns
+    /// `.paused` so the caller gives its slot back); sleeps the pacer's delay. Renews the claim
+    /// while it waits.
     private func waitUntilRunnable(
-        _ pushID: UUID, pacer: inout EmissionPacer?, logger: Logger,
+        _ pushID: UUID, pacer: inout EmissionPacer?, logger: Logger, releasingWhenPaused: Bool = false,
         pausing: () -> Void
     ) async throws -> Next {
         var wasPaused = false
@@ -217,8 +250,9 @@ struct FanoutRunner: Sendable {
             }
             if control.paused {
                 if !wasPaused {
-                    logger.info("fan-out paused")
                     pausing()
+                    if releasingWhenPaused { return .paused }
+                    logger.info("fan-out paused")
                 }
                 wasPaused = true
                 _ = try await fanouts.renewClaim(pushID: pushID, by: center)

@@ -16,8 +16,15 @@ public struct CenterSettings: Sendable {
     public var pageSize: Int
     /// Targets per job batch (`HERALD_CENTER_BATCH_SIZE`, at most 500).
     public var batchSize: Int
-    /// Pushes fanned out at once by this center (`HERALD_CENTER_MAX_FANOUTS`).
+    /// Pushes fanned out at once by this center (`HERALD_CENTER_MAX_FANOUTS`): broadcasts, tag
+    /// and segment audiences (the `bulk` lane).
     public var maxConcurrentFanouts: Int
+    /// List-audience pushes (registration ids, aliases) fanned out at once beside them
+    /// (`HERALD_CENTER_MAX_EXPRESS_FANOUTS`; 0: they share the bulk slots).
+    public var maxExpressFanouts: Int
+    /// Throttled pushes and recalls fanned out at once beside them
+    /// (`HERALD_CENTER_MAX_PACED_FANOUTS`; 0: they share the bulk slots).
+    public var maxPacedFanouts: Int
     /// A fan-out claim not renewed for this long is taken over by another center
     /// (`HERALD_CENTER_CLAIM_LEASE_MS`).
     public var claimLease: Duration
@@ -81,6 +88,8 @@ public struct CenterSettings: Sendable {
             Herald_V1_JobBatch.maximumTargets,
             max(1, config.int(forKey: "center.batchSize", default: Herald_V1_JobBatch.maximumTargets)))
         maxConcurrentFanouts = max(1, config.int(forKey: "center.maxFanouts", default: 4))
+        maxExpressFanouts = max(0, config.int(forKey: "center.maxExpressFanouts", default: 16))
+        maxPacedFanouts = max(0, config.int(forKey: "center.maxPacedFanouts", default: 64))
         claimLease = config.milliseconds(forKey: "center.claimLeaseMs", default: 30_000, minimum: 100)
         sweepInterval = config.milliseconds(forKey: "center.sweepIntervalMs", default: 500, minimum: 10)
         redriveAfter = config.milliseconds(forKey: "center.redriveAfterMs", default: 600_000, minimum: 1000)

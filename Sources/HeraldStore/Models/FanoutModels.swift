@@ -39,6 +39,27 @@ public struct PushControl: Sendable, Equatable {
     public var claimedBy: String?
 }
 
+/// Which of a center's fan-out slots a push takes (``FanoutRepository/laneSQL``).
+public enum FanoutLane: String, Sendable, CaseIterable, Hashable {
+    /// A list audience (registration ids, aliases), unthrottled: over in a page or two.
+    case express
+    /// A throttled push or a recall: mostly waiting.
+    case paced
+    /// Every other push: broadcasts, tags, segments.
+    case bulk
+}
+
+/// A push a center may claim, and the lane it would take.
+public struct ClaimCandidate: Sendable, Equatable {
+    public var id: UUID
+    public var lane: FanoutLane
+
+    public init(id: UUID, lane: FanoutLane) {
+        self.id = id
+        self.lane = lane
+    }
+}
+
 /// The result of recording a page of batches.
 public enum PageRecording: Sendable, Equatable {
     /// Recorded; the fan-out goes on — after the pause ends when `paused` (the page's batches

@@ -20,35 +20,87 @@ public struct FanoutRepository: Sendable {
 
     // MARK: Claims
 
-    /// Pushes a center could take now: accepted ones, scheduled ones that fell due, and fan-outs
-    /// whose center stopped renewing its claim for `lease`. At most `limit` of each kind, oldest
-    /// first. Read without locks; ``claim(_:by:lease:)`` decides.
-    public func claimCandidates(lease: Duration, limit: Int) async throws -> [UUID] {
+    /// Which of a center's fan-out slots a push takes (docs/operations.md#fan-out-lanes): `paced`
+    /// for a throttled push or a recall (it spends most of its life waiting), `express` for a list
+    /// audience (registration ids or aliases: at most 1,000 ids and 1,000 aliases of 100 devices,
+    /// usually a handful), `bulk` for everything else. A lane's slots are its own, so a campaign
+    /// never keeps a one-device push waiting for a slot, nor a throttled campaign a broadcast.
+    static let laneSQL = """
+        CASE WHEN throttle_per_second IS NOT NULL OR finish_within_s IS NOT NULL OR recall_of IS NOT NULL THEN 'paced'
+             WHEN audience ? 'registration_ids' OR audience ? 'aliases' THEN 'express'
+             ELSE 'bulk' END
+        """
+
+    /// Pushes a center may claim now, at most `limits[lane]` of each lane: accepted ones,
+    /// scheduled ones that fell due, and fan-outs whose center stopped renewing its claim —
+    /// none paused. Fair across apps: each lane is ordered by each app's turn (its oldest push
+    /// first, then every other app's oldest, then each app's second…), then by age, so one app's
+    /// hundred campaigns do not keep another app's one waiting. Read without locks;
+    /// ``claim(_:by:lease:)`` decides.
+    public func claimCandidates(lease: Duration, limits: [FanoutLane: Int]) async throws -> [ClaimCandidate] {
+        var binds = PostgresBindings()
+        binds.append(lease.wholeMilliseconds)
+        var lanes: [String] = []
+        for lane in FanoutLane.allCases {
+            let limit = limits[lane] ?? 0
+            guard limit > 0 else { continue }
+            binds.append(lane.rawValue)
+            let name = binds.count
+            binds.append(Int64(limit))
+            lanes.append("(SELECT id, lane FROM turns WHERE lane = $\(name) ORDER BY turn, since LIMIT $\(name + 1))")
+        }
+        guard !lanes.isEmpty else { return [] }
         let rows = try await client.boundedQuery(
-            """
-            (SELECT id FROM pushes WHERE state = 'accepted' ORDER BY created_at LIMIT \(limit))
-            UNION ALL
-            (SELECT id FROM pushes WHERE state = 'scheduled' AND scheduled_at <= now() ORDER BY scheduled_at LIMIT \(limit))
-            UNION ALL
-            (SELECT id FROM pushes WHERE state = 'fanning_out'
-                AND (claimed_at IS NULL OR claimed_at < now() - \(lease.wholeMilliseconds) * interval '1 millisecond')
-             ORDER BY claimed_at LIMIT \(limit))
-            """, logger: logger)
-        var ids: [UUID] = []
-        for try await id in rows.decode(UUID.self) { ids.append(id) }
-        return ids
+            PostgresQuery(
+                unsafeSQL: """
+                    WITH claimable AS (
+                        SELECT id, app_id, created_at AS since, \(Self.laneSQL) AS lane
+                        FROM pushes WHERE state = 'accepted' AND paused_at IS NULL
+                        UNION ALL
+                        SELECT id, app_id, scheduled_at, \(Self.laneSQL)
+                        FROM pushes WHERE state = 'scheduled' AND scheduled_at <= now() AND paused_at IS NULL
+                        UNION ALL
+                        SELECT id, app_id, claimed_at, \(Self.laneSQL)
+                        FROM pushes WHERE state = 'fanning_out' AND paused_at IS NULL
+                            AND (claimed_at IS NULL OR claimed_at < now() - $1 * interval '1 millisecond')
+                    ), turns AS (
+                        SELECT id, lane, since, row_number() OVER (PARTITION BY app_id, lane ORDER BY since) AS turn
+                        FROM claimable
+                    )
+                    \(lanes.joined(separator: " UNION ALL "))
+                    """, binds: binds), logger: logger)
+        var candidates: [ClaimCandidate] = []
+        for try await (id, lane) in rows.decode((UUID, String).self) {
+            candidates.append(ClaimCandidate(id: id, lane: FanoutLane(rawValue: lane) ?? .bulk))
+        }
+        return candidates
+    }
+
+    /// The lanes of `pushIDs` (those that exist).
+    public func lanes(of pushIDs: [UUID]) async throws -> [ClaimCandidate] {
+        guard !pushIDs.isEmpty else { return [] }
+        var binds = PostgresBindings()
+        binds.append(pushIDs)
+        let rows = try await client.boundedQuery(
+            PostgresQuery(unsafeSQL: "SELECT id, \(Self.laneSQL) FROM pushes WHERE id = ANY($1)", binds: binds),
+            logger: logger)
+        var candidates: [ClaimCandidate] = []
+        for try await (id, lane) in rows.decode((UUID, String).self) {
+            candidates.append(ClaimCandidate(id: id, lane: FanoutLane(rawValue: lane) ?? .bulk))
+        }
+        return candidates
     }
 
     /// Claims the fan-out of those of `pushIDs` that are claimable (accepted, scheduled and due,
-    /// or held by a center whose claim is older than `lease`) and not locked by another center
+    /// or held by a center whose claim is older than `lease`; not paused) and not locked by another center
     /// claiming them right now. The claim must be renewed (every recorded page renews it) within
     /// `lease`, or another center takes the push over.
     /// - Returns: the pushes claimed, now `fanning_out`.
     public func claim(_ pushIDs: [UUID], by center: String, lease: Duration) async throws -> [Push] {
         guard !pushIDs.isEmpty else { return [] }
         let claimable = """
-            (state = 'accepted' OR (state = 'scheduled' AND scheduled_at <= now())
-             OR (state = 'fanning_out' AND (claimed_at IS NULL OR claimed_at < now() - $3 * interval '1 millisecond')))
+            (paused_at IS NULL AND (state = 'accepted' OR (state = 'scheduled' AND scheduled_at <= now())
+             OR (state = 'fanning_out' AND (claimed_at IS NULL OR claimed_at < now() - $3 * interval '1 millisecond'))))
             """
         var binds = PostgresBindings()
         binds.append(pushIDs)
