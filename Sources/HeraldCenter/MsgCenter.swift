@@ -201,7 +201,8 @@ public final class MsgCenter: Service, Sendable {
         case .canceled, .recalled:
             // A fan-out running here sees the cancel itself; otherwise count what was never sent.
             if !running.withLock({ $0[pushID] != nil }) {
-                _ = try? await fanouts.accountCanceledRemainder(pushID: pushID, by: settings.name, lease: lease)
+                _ = try? await fanouts.accountCanceledRemainder(
+                    pushID: pushID, by: settings.name, lease: lease, unsentBatches: true)
             }
         default:
             break
@@ -241,7 +242,7 @@ public final class MsgCenter: Service, Sendable {
             }
             for pushID in try await fanouts.canceledUnaccounted(lease: lease, limit: 100) {
                 if let remainder = try await fanouts.accountCanceledRemainder(
-                    pushID: pushID, by: settings.name, lease: lease)
+                    pushID: pushID, by: settings.name, lease: lease, unsentBatches: true)
                 {
                     logger.info(
                         "canceled push: never-sent devices counted",

@@ -68,6 +68,39 @@ struct FanoutLaneTests {
             #expect(try await env.eventually { try await env.state(of: slow) == .completed })
             let counts = reader.deviceCounts(push: slow)
             #expect(counts.count == 2000 && counts.values.allSatisfy { $0 == 1 })
+            let progress = try await env.pushes.progress(id: slow.id, appID: env.app.id)
+            #expect(progress?.audienceSize == 2000, "claimed again, it keeps the whole audience's size")
+            await center.stop()
+            await reader.stop()
+        }
+    }
+
+    @Test func aPushCanceledWhilePausedAndReleasedCompletesWithItsCountsAddingUp() async throws {
+        try await withCenterEnvironment { env in
+            try await env.registerMany(2000)
+            let reader = try env.startFakeSender()
+            // One page of 20 batches, paced at 5 a second: the pause comes in the middle of it.
+            var paged = settings(env, name: "center-pause-cancel", express: 0)
+            paged.pageSize = 2000
+            let center = try env.startCenter(paged)
+            let slow = try await env.createPush(audience: .everyone, throttlePerSecond: 500)
+            #expect(
+                try await env.eventually {
+                    try await env.pushes.push(id: slow.id, appID: env.app.id)?.batchesEmitted ?? 0 > 0
+                })
+            #expect(try await env.fanouts.setPaused(true, pushID: slow.id, appID: env.app.id))
+            // Released: nobody holds it, and it still has batches it recorded but never produced.
+            #expect(try await env.eventually { try await env.fanouts.control(pushID: slow.id)?.claimedBy == nil })
+            #expect(try await !env.fanouts.unproducedBatches(pushID: slow.id).isEmpty)
+            #expect(try await env.pushes.cancel(id: slow.id, appID: env.app.id))
+            // A sweep counts the never-recorded remainder and the recorded, unsent batches canceled.
+            #expect(
+                try await env.eventually(timeout: .seconds(30)) {
+                    try await env.pushes.push(id: slow.id, appID: env.app.id)?.completedAt != nil
+                })
+            let counters = try #require(try await env.pushes.counters(pushID: slow.id))
+            #expect(counters.targeted == 2000 && counters.isComplete, "\(counters)")
+            #expect(counters.accepted == Int64(reader.deviceCounts(push: slow).count))
             await center.stop()
             await reader.stop()
         }

@@ -148,7 +148,8 @@ public struct FanoutRepository: Sendable {
     public func releaseClaim(pushID: UUID, by center: String) async throws {
         try await client.boundedQuery(
             """
-            UPDATE pushes SET claimed_at = NULL WHERE id = \(pushID) AND claimed_by = \(center) AND state = 'fanning_out'
+            UPDATE pushes SET claimed_at = NULL, claimed_by = NULL
+            WHERE id = \(pushID) AND claimed_by = \(center) AND state = 'fanning_out'
             """, logger: logger)
     }
 
@@ -175,10 +176,15 @@ public struct FanoutRepository: Sendable {
         return false
     }
 
-    /// Stores the audience size and the planned end of emission of a paced fan-out.
+    /// Stores the audience size (the first time: a fan-out claimed again after a pause or a
+    /// takeover keeps the whole audience's, not what is left) and the planned end of emission of
+    /// a paced fan-out.
     public func setPlan(pushID: UUID, audienceSize: Int64?, etaAt: Date?) async throws {
         try await client.boundedQuery(
-            "UPDATE pushes SET audience_size = \(audienceSize), eta_at = \(etaAt) WHERE id = \(pushID)", logger: logger)
+            """
+            UPDATE pushes SET audience_size = COALESCE(audience_size, \(audienceSize)), eta_at = \(etaAt)
+            WHERE id = \(pushID)
+            """, logger: logger)
     }
 
     // MARK: Pages and batches
@@ -294,9 +300,14 @@ public struct FanoutRepository: Sendable {
     /// Counts what a canceled push never sent: the devices of its audience past its fan-out
     /// cursor are added to `targeted` and `canceled`, once. Done by the center holding the
     /// fan-out (`center`), or by any center when nobody holds it or its claim is older than `lease`.
+    /// - Parameter unsentBatches: also end the batches it recorded but never produced, every
+    ///   target canceled — for a push nobody is fanning out (paused and released, or its center
+    ///   gone); the fan-out holding a push accounts its own.
     /// - Returns: the devices counted, or nil when there was nothing to do (not canceled, already
     ///   counted, or another center holds it).
-    public func accountCanceledRemainder(pushID: UUID, by center: String, lease: Duration) async throws -> Int64? {
+    public func accountCanceledRemainder(
+        pushID: UUID, by center: String, lease: Duration, unsentBatches: Bool = false
+    ) async throws -> Int64? {
         try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query(
                 """
@@ -316,9 +327,24 @@ public struct FanoutRepository: Sendable {
             let counted = try await connection.query(
                 AudienceRepository.countQuery(selection, after: found.cursor), logger: logger)
             for try await count in counted.decode(Int64.self) { remainder = count }
+            var unsent: Int64 = 0
+            if unsentBatches {
+                // Recorded (so already targeted) and never produced: nobody will send them now.
+                let ended = try await connection.query(
+                    """
+                    WITH ended AS (
+                        UPDATE push_batches SET completed_at = now()
+                        WHERE push_id = \(pushID) AND produced_at IS NULL AND completed_at IS NULL
+                        RETURNING target_count
+                    )
+                    SELECT COALESCE(sum(target_count), 0)::int8 FROM ended
+                    """, logger: logger)
+                for try await count in ended.decode(Int64.self) { unsent = count }
+            }
             try await connection.query(
                 """
-                UPDATE push_counters SET targeted = targeted + \(remainder), canceled = canceled + \(remainder), updated_at = now()
+                UPDATE push_counters SET targeted = targeted + \(remainder), canceled = canceled + \(remainder + unsent),
+                    updated_at = now()
                 WHERE push_id = \(pushID)
                 """, logger: logger)
             try await connection.query(
@@ -326,7 +352,7 @@ public struct FanoutRepository: Sendable {
                 UPDATE pushes SET fanout_finished_at = now(), claimed_by = NULL, eta_at = NULL WHERE id = \(pushID)
                 """, logger: logger)
             _ = try await Self.completeIfDone([pushID], on: connection, logger: logger)
-            return remainder
+            return remainder + unsent
         }
     }
 
