@@ -97,6 +97,19 @@ struct TemplatesAPITests {
             let aps = object?["aps"] as? [String: Any]
             #expect(aps?["alert"] as? [String: String] == ["title": "Hallo Jörg", "body": "News"])
             #expect(aps?["sound"] as? String == "default")
+            // A locale's variant takes what it leaves out from its language's, then the alert's.
+            let austrian = try await api.call(
+                .post, "/v1/pushes", key: app.serverKey,
+                json:
+                    #"{\#(Self.everyone),"notification":{"alert":{"title":"Hi","body":"News"},"localizations":{"de":{"body":"Neues"},"de-AT":{"title":"Servus"}}}}"#
+            )
+            let austrianID = try #require(UUID(uuidString: austrian["id"] as? String ?? ""))
+            let austrianPush = try #require(
+                try await PushRepository(client: api.database, logger: api.logger).push(id: austrianID, appID: appID))
+            let variants = try PayloadTemplate(stored: try #require(austrianPush.definition.template))
+            let atPayload = variants.render(variant: variants.variant(forLocale: Array("de_AT".utf8))) { _ in nil }
+            #expect(
+                String(decoding: atPayload, as: UTF8.self) == #"{"aps":{"alert":{"body":"Neues","title":"Servus"}}}"#)
             // The plain payload is the default variant with defaults.
             #expect(String(decoding: push.definition.payload, as: UTF8.self).contains(#""title":"Hi there""#))
             #expect(

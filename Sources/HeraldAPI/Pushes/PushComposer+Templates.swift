@@ -98,9 +98,16 @@ extension PushComposer {
             }
             var variant = payload
             if case .details(var details)? = payload.alert {
-                details.title = localized.title ?? details.title
-                details.subtitle = localized.subtitle ?? details.subtitle
-                details.body = localized.body ?? details.body
+                // A locale's texts over its language's (de-AT over de), over the alert's.
+                let language = normalized.split(separator: "-").first.map(String.init) ?? normalized
+                let byLanguage = localizations.first {
+                    language != normalized && PayloadTemplate.normalizedLocale($0.key) == language
+                }?.value
+                for texts in [byLanguage, localized].compactMap({ $0 }) {
+                    details.title = texts.title ?? details.title
+                    details.subtitle = texts.subtitle ?? details.subtitle
+                    details.body = texts.body ?? details.body
+                }
                 variant.alert = .details(details)
             }
             variants.append((normalized, variant.encoded()))
