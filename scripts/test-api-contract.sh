@@ -22,11 +22,28 @@ key=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["server_key"]["
 
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance
 status=0
-for token in "$admin" "$key"; do
-  "$venv/bin/schemathesis" run Schemas/openapi.yaml --url "$base" -H "Authorization: Bearer $token" \
+output=$(mktemp)
+trap 'rm -f "$output"' EXIT
+fuzz() {
+  "$venv/bin/schemathesis" run Schemas/openapi.yaml --url "$base" -H "Authorization: Bearer $1" \
     --checks "$checks" --phases examples,coverage,fuzzing,stateful --max-examples "$examples" --workers 2 \
     --exclude-operation-id streamPushEvents --request-timeout 10 --output-truncate true --warnings off \
-    --seed 1 || status=1
+    --seed 1 2>&1 | tee "$output"
+  return "${PIPESTATUS[0]}"
+}
+for token in "$admin" "$key"; do
+  if ! fuzz "$token"; then
+    # schemathesis itself can crash while drawing a value (seen once on a loaded machine: CPython's
+    # "AST constructor recursion depth mismatch" inside Hypothesis, reported as a Runtime Error
+    # with every test case passed). That is the tool's failure, not Herald's: such a pass runs once
+    # more. Any failed check, or a second crash, fails the test.
+    if grep -q "Runtime Error" "$output" && ! grep -q "FAILURES" "$output"; then
+      echo "schemathesis crashed (a Runtime Error, no failed check); running this pass once more" >&2
+      fuzz "$token" || status=1
+    else
+      status=1
+    fi
+  fi
 done
 if grep -q "operation failed" "$api_log"; then
   echo "herald-api logged failures:" >&2; grep "failed" "$api_log" >&2; status=1
