@@ -27,7 +27,7 @@ struct FanoutLaneTests {
             let reader = try env.startFakeSender()
             // Without an express lane the list push waits behind the campaign…
             let waiting = try env.startCenter(settings(env, name: "center-shared", express: 0))
-            let campaign = try await env.createPush(audience: .everyone, throttlePerSecond: 100)
+            let campaign = try await env.createPush(audience: .everyone, throttlePerSecond: 20)
             #expect(try await env.eventually { try await env.state(of: campaign) == .fanningOut })
             let first = try await env.createPush(audience: PushAudience(aliases: ["vip-0", "vip-1"]))
             try await Task.sleep(for: .seconds(2))
@@ -35,9 +35,9 @@ struct FanoutLaneTests {
             await waiting.stop()
             // …with one, it is sent while the campaign still fans out.
             let express = try env.startCenter(settings(env, name: "center-lanes", express: 2))
-            #expect(try await env.eventually(timeout: .seconds(20)) { try await env.state(of: first) == .completed })
+            #expect(try await env.eventually { try await env.state(of: first) == .completed })
             let second = try await env.createPush(audience: PushAudience(registrationIDs: [aliased[2]]))
-            #expect(try await env.eventually(timeout: .seconds(20)) { try await env.state(of: second) == .completed })
+            #expect(try await env.eventually { try await env.state(of: second) == .completed })
             #expect(try await env.state(of: campaign) == .fanningOut, "the campaign is still being paced")
             #expect(reader.deviceCounts(push: first).count == 2 && reader.deviceCounts(push: second).count == 1)
             _ = try await env.pushes.cancel(id: campaign.id, appID: env.app.id, outbox: [])
@@ -56,7 +56,7 @@ struct FanoutLaneTests {
             #expect(try await env.fanouts.setPaused(true, pushID: slow.id, appID: env.app.id))
             // Once its page is paced out, the paused push lets go of the only slot…
             let other = try await env.createPush(audience: .everyone)
-            #expect(try await env.eventually(timeout: .seconds(20)) { try await env.state(of: other) == .completed })
+            #expect(try await env.eventually { try await env.state(of: other) == .completed })
             #expect(try await env.state(of: slow) == .fanningOut)
             let emitted = try await env.pushes.push(id: slow.id, appID: env.app.id)?.batchesEmitted ?? 0
             try await Task.sleep(for: .seconds(1))
