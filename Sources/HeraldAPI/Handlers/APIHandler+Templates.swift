@@ -78,10 +78,9 @@ extension APIHandler {
     func withTemplate(_ request: Components.Schemas.PushRequest, appID: UUID) async throws
         -> Components.Schemas.PushRequest
     {
-        guard let text = request.templateId else { return request }
-        guard request.notification == nil, request.aps == nil, request.data == nil else {
-            throw APIError.invalid("template_id", "name a template or give a notification (or a raw aps), not both")
-        }
+        // With a notification (or raw aps) beside it, PushComposer refuses the request.
+        guard let text = request.templateId, request.notification == nil, request.aps == nil, request.data == nil
+        else { return request }
         let id = try Self.uuid(text, "template_id")
         guard let template = try await templates.template(id: id, appID: appID) else {
             throw APIError.invalid("template_id", "the app has no template \(id.lowercased)")

@@ -92,8 +92,7 @@ struct FanoutRunner: Sendable {
                         // Between pages: give the slot back; a center claims it again once resumed
                         // (this one or another), at its cursor.
                         try await producing.waitForAll()
-                        try await fanouts.releaseClaim(pushID: push.id, by: center)
-                        logger.info("fan-out paused: its slot is free until the push is resumed")
+                        try await giveSlotBack(push.id, logger: logger)
                         return
                     }
                     guard next == .proceed else { return }
@@ -169,14 +168,20 @@ struct FanoutRunner: Sendable {
                 _ = try await fanouts.applyOutcomes(cuts[index...].map(context.canceledOutcome))
                 return false
             case .paused:
-                try await fanouts.releaseClaim(pushID: context.push.id, by: center)
-                logger.info("fan-out paused: its slot is free until the push is resumed")
+                try await giveSlotBack(context.push.id, logger: logger)
                 return false
             case .lost:
                 return false
             }
         }
         return true
+    }
+
+    /// A paused fan-out stops here: its claim (and this center's slot) is given up; a center
+    /// claims it again once it is resumed.
+    private func giveSlotBack(_ pushID: UUID, logger: Logger) async throws {
+        try await fanouts.releaseClaim(pushID: pushID, by: center)
+        logger.info("fan-out paused: its slot is free until the push is resumed")
     }
 
     /// Pages of an unthrottled fan-out whose batches may wait for the broker at once.

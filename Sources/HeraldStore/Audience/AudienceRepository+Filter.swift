@@ -28,7 +28,7 @@ extension AudienceRepository {
             switch attribute {
             case .locale: column = "d.locale"
             case .language:
-                column = "lower(split_part(replace(d.locale, '_', '-'), '-', 1))"
+                column = Self.languageSQL
                 value = value.map(Self.lowercased)
             case .country:
                 column = "d.country"

@@ -33,6 +33,10 @@ public struct AudienceRepository: Sendable {
 
     static let columns = "d.id, d.token, d.environment, d.topic"
 
+    /// A device's language: its locale's first part, lower case (`de_AT` → `de`). Filters and
+    /// templates read it alike.
+    static let languageSQL = "lower(split_part(replace(d.locale, '_', '-'), '-', 1))"
+
     /// The device columns and the selection's personalization values.
     static func columns(_ selection: AudienceSelection, values: inout some AudienceQueryValues) -> String {
         guard !selection.personalization.isEmpty else { return columns }

@@ -52,7 +52,7 @@ public enum PersonalizationField: Sendable, Hashable {
         switch self {
         case .alias: "d.alias"
         case .locale: "d.locale"
-        case .language: "lower(split_part(replace(d.locale, '_', '-'), '-', 1))"
+        case .language: AudienceRepository.languageSQL
         case .country: "d.country"
         case .timeZone: "d.time_zone"
         case .appVersion: "d.app_version"
