@@ -169,8 +169,10 @@ public final class APNsClient: Service, Sendable {
     /// loop, sends the next notification from there — no task, continuation or thread hop per
     /// notification. When the calling task is cancelled, notifications not yet sent end
     /// `clientStopped`; those in flight finish.
-    public func send(_ notifications: [APNsNotification]) async -> APNsBatchResult {
-        let run = APNsBatchRun(client: self, notifications: notifications)
+    /// - Parameter urgent: a transactional push's notifications: while they wait for a stream,
+    ///   no other send takes one, and the next free streams are theirs.
+    public func send(_ notifications: [APNsNotification], urgent: Bool = false) async -> APNsBatchResult {
+        let run = APNsBatchRun(client: self, notifications: notifications, urgent: urgent)
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in run.start(continuation) }
         } onCancel: {
@@ -192,7 +194,7 @@ public final class APNsClient: Service, Sendable {
             let immediate: APNsLease?? = state.withLock { state in
                 if state.stopped { return .some(nil) }
                 if let lease = state.tryLease() { return .some(lease) }
-                state.waiters.append { continuation.resume(returning: $0) }
+                state.wait({ continuation.resume(returning: $0) }, urgent: false)
                 return nil
             }
             if let immediate { continuation.resume(returning: immediate) }
@@ -206,11 +208,13 @@ public final class APNsClient: Service, Sendable {
 
     /// Up to `count` streams, or nil after registering `waiter` to be called with one stream
     /// (or nil: no connection) when there is room.
-    func lease(upTo count: Int, orWait waiter: @escaping APNsPoolState.Waiter) -> (lease: APNsLease, streams: Int)?? {
+    func lease(upTo count: Int, urgent: Bool, orWait waiter: @escaping APNsPoolState.Waiter)
+        -> (lease: APNsLease, streams: Int)??
+    {
         state.withLock { state in
             if state.stopped { return .some(nil) }
-            if let leased = state.tryLease(upTo: count) { return .some(leased) }
-            state.waiters.append(waiter)
+            if let leased = state.tryLease(upTo: count, urgent: urgent) { return .some(leased) }
+            state.wait(waiter, urgent: urgent)
             return nil
         }
     }

@@ -61,7 +61,7 @@ public final class MsgCenter: Service, Sendable {
     var runner: FanoutRunner {
         FanoutRunner(
             center: settings.name, fanouts: fanouts, audience: audience, producer: producer,
-            pageSize: settings.pageSize, batchSize: settings.batchSize, jobsTopic: settings.jobsTopic,
+            pageSize: settings.pageSize, batchSize: settings.batchSize, topics: JobTopics(settings),
             lease: lease, metrics: metrics, logger: logger)
     }
 
@@ -73,7 +73,7 @@ public final class MsgCenter: Service, Sendable {
                 "max-express-fanouts": "\(settings.maxExpressFanouts)",
                 "max-paced-fanouts": "\(settings.maxPacedFanouts)",
             ])
-        await producer.prepare(topics: [settings.jobsTopic, settings.pushesTopic])
+        await producer.prepare(topics: JobTopics(settings).all + [settings.pushesTopic])
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { try await self.sweepUntilShutdown() }
             if let pushEvents {
@@ -269,7 +269,7 @@ public final class MsgCenter: Service, Sendable {
             for batch in stale {
                 if contexts[batch.pushID] == nil, let push = try await fanouts.push(id: batch.pushID) {
                     contexts[batch.pushID] = try? FanoutContext(
-                        push: push, batchSize: settings.batchSize, jobsTopic: settings.jobsTopic)
+                        push: push, batchSize: settings.batchSize, topics: JobTopics(settings))
                 }
                 guard let context = contexts[batch.pushID] else { continue }
                 let cut = try await context.rebuild(batch, from: audience)

@@ -4,6 +4,10 @@ public enum HeraldTopic: String, CaseIterable, Sendable {
     case pushes = "herald.pushes"
     /// Job batches of up to ~500 notifications; key: batch id.
     case jobs = "herald.jobs"
+    /// Job batches of transactional pushes (a login code, an order update); senders read them
+    /// with their own consumer and their own share of batches in flight, so a campaign's backlog
+    /// in `herald.jobs` never delays them. Key: batch id.
+    case transactionalJobs = "herald.jobs.transactional"
     /// Outcome batches; key: push id.
     case outcomes = "herald.outcomes"
     /// Records a consumer could not handle; key: the original key.
@@ -18,6 +22,7 @@ public enum HeraldTopic: String, CaseIterable, Sendable {
         switch self {
         case .pushes: 4
         case .jobs: 16
+        case .transactionalJobs: 16
         case .outcomes: 8
         case .deadLetter: 1
         }

@@ -43,9 +43,13 @@ public struct JobBatchSender: Sendable {
     /// as many in flight as the client allows); those APNs asks to retry are sent again in
     /// rounds, each when the earliest back-off among them is over, with every retry then due.
     ///
+    /// - Parameter urgent: a transactional push's batch: its notifications take the client's
+    ///   next free streams before any campaign's.
     /// - Throws: `CancellationError` only: the task was cancelled while targets still waited to
     ///   be retried. Nothing of the batch should be published then; it comes again.
-    public func send(_ batch: Herald_V1_JobBatch, with client: APNsClient) async throws -> Herald_V1_OutcomeBatch {
+    public func send(_ batch: Herald_V1_JobBatch, with client: APNsClient, urgent: Bool = false) async throws
+        -> Herald_V1_OutcomeBatch
+    {
         let pushID = UUID(data: batch.pushID)
         let pushType = APNsPushType(batch.pushType)
         let priority = APNsPriority(rawValue: Int(batch.priority))
@@ -86,7 +90,7 @@ public struct JobBatchSender: Sendable {
         while true {
             if round.isEmpty && waiting.isEmpty { break }
             let roundStart = (ContinuousClock.now - start).fractionalMilliseconds
-            let sent = await client.send(round.map { notifications[$0] })
+            let sent = await client.send(round.map { notifications[$0] }, urgent: urgent)
             let current = now()
             for (position, index) in round.enumerated() {
                 attempts[index] += 1

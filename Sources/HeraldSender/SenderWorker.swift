@@ -106,8 +106,19 @@ final class LastWarning: Sendable {
     }
 }
 
+/// Where a worker pulls job batches from: a consumer and its own share of batches in flight.
+struct JobSource: Sendable {
+    let consumer: KafkaConsumer
+    let slots: BatchSlots
+    /// Transactional pushes' batches: their notifications take APNs streams first.
+    let urgent: Bool
+}
+
+/// Pulls job batches from Kafka and sends them to APNs: campaign batches from `herald.jobs` and,
+/// with a consumer of their own and their own share of batches in flight, transactional ones
+/// from `herald.jobs.transactional`, so a campaign's backlog never delays a login code.
 public final class SenderWorker: Service, Sendable {
-    private let consumer: KafkaConsumer
+    private let sources: [JobSource]
     private let producer: KafkaProducer
     private let credentials: CredentialStore
     private let gate: (any BatchGate)?
@@ -117,19 +128,32 @@ public final class SenderWorker: Service, Sendable {
     private let tracker = Mutex(OffsetTracker())
     /// The next offset of each partition after the last stored one (for the lag metric).
     private let storedOffsets = Mutex<[KafkaTopicPartition: Int64]>([:])
-    private let slots: BatchSlots
     /// When a credential that does not decrypt was last logged.
     private let undecryptableWarning = LastWarning()
     /// Counts for `/metrics`.
     public let metrics: SenderMetrics
 
+    /// - Parameters:
+    ///   - consumer: campaign job batches (`herald.jobs`), at most `maxBatchesInFlight` at once.
+    ///   - transactionalConsumer: transactional ones (`herald.jobs.transactional`), at most
+    ///     `maxTransactionalBatchesInFlight` at once beside them; nil reads none.
     public init(
-        consumer: KafkaConsumer, producer: KafkaProducer, credentials: CredentialStore,
-        gate: (any BatchGate)?, sender: JobBatchSender = .init(),
-        maxBatchesInFlight: Int = 8, outcomesTopic: String = HeraldTopic.outcomes.name, logger: Logger
+        consumer: KafkaConsumer, transactionalConsumer: KafkaConsumer? = nil, producer: KafkaProducer,
+        credentials: CredentialStore, gate: (any BatchGate)?, sender: JobBatchSender = .init(),
+        maxBatchesInFlight: Int = 8, maxTransactionalBatchesInFlight: Int = 8,
+        outcomesTopic: String = HeraldTopic.outcomes.name, logger: Logger
     ) {
         self.outcomesTopic = outcomesTopic
-        self.consumer = consumer
+        var sources = [
+            JobSource(consumer: consumer, slots: BatchSlots(count: max(1, maxBatchesInFlight)), urgent: false)
+        ]
+        if let transactionalConsumer {
+            sources.append(
+                JobSource(
+                    consumer: transactionalConsumer, slots: BatchSlots(count: max(1, maxTransactionalBatchesInFlight)),
+                    urgent: true))
+        }
+        self.sources = sources
         self.producer = producer
         self.credentials = credentials
         self.gate = gate
@@ -138,7 +162,6 @@ public final class SenderWorker: Service, Sendable {
         sender.metrics = metrics
         sender.logger = logger
         self.sender = sender
-        self.slots = BatchSlots(count: max(1, maxBatchesInFlight))
         self.metrics = metrics
         self.logger = logger
     }
@@ -146,21 +169,30 @@ public final class SenderWorker: Service, Sendable {
     public func run() async throws {
         await producer.prepare(topics: [outcomesTopic])
         try await withThrowingDiscardingTaskGroup { group in
-            for try await message in consumer.messages {
-                await slots.acquire()
+            for source in sources {
+                group.addTask { try await self.pull(from: source) }
+            }
+        }
+    }
+
+    /// Pulls `source`'s batches while it has a free slot, each sent in a task of its own.
+    private func pull(from source: JobSource) async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            for try await message in source.consumer.messages {
+                await source.slots.acquire()
                 tracker.withLock { $0.begin(message) }
                 metrics.batchesInFlight.add(1, ordering: .relaxed)
                 group.addTask {
-                    await self.process(message)
+                    await self.process(message, from: source)
                     self.metrics.batchesInFlight.subtract(1, ordering: .relaxed)
-                    self.slots.release()
+                    source.slots.release()
                 }
             }
             // Graceful shutdown: no more pulls; the batches in flight finish, publish and store.
         }
     }
 
-    private func process(_ message: KafkaConsumerMessage) async {
+    private func process(_ message: KafkaConsumerMessage, from source: JobSource) async {
         let outcome: Herald_V1_OutcomeBatch
         // The push's trace (from the record's traceparent header) goes into every line about the
         // batch, and on to its outcome record.
@@ -172,9 +204,10 @@ public final class SenderWorker: Service, Sendable {
             logger[metadataKey: "push"] = "\(UUID(data: batch.pushID))"
             guard
                 let sent = try await send(
-                    batch, copy: "\(message.topic)/\(message.partition)/\(message.offset)", logger: logger)
+                    batch, copy: "\(message.topic)/\(message.partition)/\(message.offset)", urgent: source.urgent,
+                    logger: logger)
             else {
-                finish(message)
+                finish(message, from: source)
                 return
             }
             outcome = sent
@@ -197,18 +230,18 @@ public final class SenderWorker: Service, Sendable {
             } catch {
                 return
             }
-            finish(message)
+            finish(message, from: source)
             return
         }
         await publish(outcome, pushID: outcome.pushID, trace: trace, logger: logger)
-        finish(message)
+        finish(message, from: source)
     }
 
     /// The batch's outcome, or nil for a second copy of a batch already accounted or being sent.
     /// - Throws: `RecordDecodingError` for a record no herald-center writes, ``UnknownPush`` for one
     ///   no push of its app stands behind (both dead-lettered, not sent); `CancellationError`
     ///   when stopped while waiting for the app's credential.
-    private func send(_ batch: Herald_V1_JobBatch, copy: String, logger: Logger) async throws
+    private func send(_ batch: Herald_V1_JobBatch, copy: String, urgent: Bool, logger: Logger) async throws
         -> Herald_V1_OutcomeBatch?
     {
         let sequence = try batch.checkedSequence()
@@ -233,7 +266,7 @@ public final class SenderWorker: Service, Sendable {
         }
         do {
             let client = try await client(appID: appID, environment: environment)
-            return try await sender.send(batch, with: client)
+            return try await sender.send(batch, with: client, urgent: urgent)
         } catch is CancellationError {
             throw CancellationError()
         } catch let error as MissingCredential {
@@ -304,10 +337,10 @@ public final class SenderWorker: Service, Sendable {
         }
     }
 
-    private func finish(_ message: KafkaConsumerMessage) {
+    private func finish(_ message: KafkaConsumerMessage, from source: JobSource) {
         guard let store = tracker.withLock({ $0.finish(message) }) else { return }
         do {
-            try consumer.storeOffset(for: store)
+            try source.consumer.storeOffset(for: store)
             storedOffsets.withLock {
                 $0[KafkaTopicPartition(topic: store.topic, partition: store.partition)] = store.offset + 1
             }
@@ -326,7 +359,8 @@ public final class SenderWorker: Service, Sendable {
     /// watermark minus the offset after its last stored one, in Prometheus text format. A
     /// partition with nothing stored by this worker yet is left out (its lag is unknown here).
     public func lagPrometheusText() -> String {
-        let marks = consumer.highWatermarks()
+        var marks: [KafkaTopicPartition: Int64] = [:]
+        for source in sources { marks.merge(source.consumer.highWatermarks()) { $1 } }
         let stored = storedOffsets.withLock { $0 }
         var text = PrometheusText()
         text.family("herald_sender_consumer_lag", .gauge, help: "Job batches behind in each owned partition.")

@@ -18,7 +18,7 @@ func fail(_ message: String) -> Never { ServiceProcess.fail("herald-sender", mes
 let configuration = await ServiceProcess.start(
     "herald-sender",
     about:
-        "pulls job batches from Kafka (herald.jobs) and sends them to APNs over HTTP/2. Serves /healthz, /readyz and /metrics on HERALD_SENDER_METRICS_PORT (9465)."
+        "pulls job batches from Kafka (herald.jobs, and herald.jobs.transactional first) and sends them to APNs over HTTP/2. Serves /healthz, /readyz and /metrics on HERALD_SENDER_METRICS_PORT (9465)."
 )
 let logger = Logger(label: "herald.sender")
 let settings = configuration.sender
@@ -60,17 +60,25 @@ do {
             configuration: configuration.kafka.consumerConfiguration(
                 groupID: settings.groupID, topics: [settings.jobsTopic], clientID: "sender"),
             logger: logger)
+        let transactionalConsumer = try KafkaConsumer(
+            configuration: configuration.kafka.consumerConfiguration(
+                groupID: settings.transactionalGroupID, topics: [settings.transactionalJobsTopic],
+                clientID: "sender-transactional"),
+            logger: logger)
         let producer = try KafkaProducer(
             configuration: configuration.kafka.producerConfiguration(clientID: "sender"), logger: logger)
         let worker = SenderWorker(
-            consumer: consumer, producer: producer, credentials: credentials,
+            consumer: consumer, transactionalConsumer: transactionalConsumer, producer: producer,
+            credentials: credentials,
             gate: StoredBatchGate(
                 pushes: PushRepository(client: database, logger: logger),
                 takeoverAfter: configuration.sender.batchTakeover, logger: logger),
             sender: JobBatchSender(
                 retryPolicy: RetryPolicy(maxAttempts: settings.maxAttempts, backoff: settings.retryBackoff)),
-            maxBatchesInFlight: settings.maxBatchesInFlight, outcomesTopic: settings.outcomesTopic, logger: logger)
-        var services: [any Service] = [producer, consumer, credentials, worker]
+            maxBatchesInFlight: settings.maxBatchesInFlight,
+            maxTransactionalBatchesInFlight: settings.maxTransactionalBatchesInFlight,
+            outcomesTopic: settings.outcomesTopic, logger: logger)
+        var services: [any Service] = [producer, consumer, transactionalConsumer, credentials, worker]
         if settings.metricsPort > 0 {
             services.append(
                 OperationsServer(
@@ -78,24 +86,29 @@ do {
                     liveness: HealthProbe([
                         .cooperativePool, producer.livenessCheck("kafka_producer"),
                         consumer.livenessCheck("kafka_consumer_jobs"),
+                        transactionalConsumer.livenessCheck("kafka_consumer_transactional_jobs"),
                     ]),
                     readiness: HealthProbe([
                         HeraldDatabase.readinessCheck(database, logger: logger),
                         configuration.kafka.readinessCheck("kafka_producer", producer: producer),
                         configuration.kafka.readinessCheck("kafka_consumer_jobs", consumer: consumer),
+                        configuration.kafka.readinessCheck(
+                            "kafka_consumer_transactional_jobs", consumer: transactionalConsumer),
                     ])
                 ) {
                     worker.metrics.prometheusText(
                         extra: credentials.prometheusText() + worker.lagPrometheusText()
                             + KafkaClientHealth.prometheusText([
                                 ("producer", producer.health), ("consumer_jobs", consumer.health),
+                                ("consumer_transactional_jobs", transactionalConsumer.health),
                             ]))
                 })
         }
         logger.info(
             "herald-sender starting",
             metadata: [
-                "group": "\(settings.groupID)", "kafka": "\(configuration.kafka.brokers)",
+                "group": "\(settings.groupID)", "transactional-group": "\(settings.transactionalGroupID)",
+                "kafka": "\(configuration.kafka.brokers)",
                 "kafka_security": "\(producer.securitySummary)",
                 "metrics":
                     "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort) (/metrics, /healthz, /readyz)" : "off")",

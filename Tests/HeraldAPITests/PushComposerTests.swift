@@ -42,6 +42,36 @@ struct PushComposerTests {
         }
     }
 
+    @Test(
+        "a push's priority class: transactional by default for an unthrottled list, campaign otherwise; transactional refused for anything else"
+    )
+    func priorityClasses() throws {
+        func composed(_ audience: String, _ options: String = "{}") throws -> PushComposer.Composed {
+            try PushComposer(now: now).compose(
+                request(#"{"audience":\#(audience),"notification":{"alert":{"body":"b"}},"options":\#(options)}"#))
+        }
+        #expect(try composed(#"{"aliases":["a"]}"#).priorityClass == .transactional)
+        #expect(try composed(#"{"registration_ids":[7],"tags":{"any":["x"]}}"#).priorityClass == .transactional)
+        #expect(try composed(#"{"aliases":["a"]}"#, #"{"throttle":{"per_second":5}}"#).priorityClass == .campaign)
+        #expect(try composed(#"{"aliases":["a"]}"#, #"{"priority_class":"campaign"}"#).priorityClass == .campaign)
+        #expect(try composed(#"{"all":true}"#).priorityClass == .campaign)
+        #expect(try composed(#"{"tags":{"any":["x"]}}"#).priorityClass == .campaign)
+        #expect(
+            try composed(#"{"aliases":["a"]}"#, #"{"priority_class":"transactional"}"#).priorityClass == .transactional)
+        for (audience, options, message) in [
+            (#"{"all":true}"#, #"{"priority_class":"transactional"}"#, "names its devices"),
+            (#"{"tags":{"any":["x"]}}"#, #"{"priority_class":"transactional"}"#, "names its devices"),
+            (
+                #"{"aliases":["a"]}"#, #"{"priority_class":"transactional","throttle":{"per_second":5}}"#,
+                "a throttle is for campaigns"
+            ),
+        ] {
+            let error = #expect(throws: APIError.self) { try composed(audience, options) }
+            #expect(error?.field == "options.priority_class")
+            #expect(error?.message.contains(message) == true, "\(error?.message ?? "")")
+        }
+    }
+
     @Test func timingOptions() throws {
         let composer = PushComposer(now: now)
         let scheduled = ISO8601DateFormatter().string(from: now.addingTimeInterval(600))

@@ -43,11 +43,42 @@ struct PushesAPITests {
 
             let status = try await api.call(.get, "/v1/pushes/\(id.uuidString.lowercased())", key: app.serverKey)
             #expect(status.status == .ok && status["push_type"] as? String == "alert")
+            #expect(status["priority_class"] as? String == "campaign" && push.definition.priorityClass == .campaign)
             // The collapse id is decided once, on acceptance, and stored: the push's own id when
             // the caller set none. The fan-out copies it into every job record as it is.
             #expect(status["collapse_id"] as? String == id.uuidString.lowercased())
             #expect(push.definition.collapseID == id.uuidString.lowercased())
             #expect((status["counters"] as? [String: Any])?["targeted"] as? Int == 0)
+        }
+    }
+
+    @Test("a push to aliases is transactional unless asked otherwise; a broadcast asked to be transactional is refused")
+    func priorityClassIsStoredAndShown() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let code = try await api.call(
+                .post, "/v1/pushes", key: app.serverKey,
+                json: #"{"audience":{"aliases":["user-1"]},"notification":{"alert":{"body":"Your code is 123456"}}}"#)
+            #expect(code.status == .accepted)
+            let id = try #require(code["id"] as? String)
+            let status = try await api.call(.get, "/v1/pushes/\(id)", key: app.serverKey)
+            #expect(status["priority_class"] as? String == "transactional")
+            let stored = try await PushRepository(client: api.database, logger: api.logger).push(
+                id: try #require(UUID(uuidString: id)), appID: try #require(UUID(uuidString: app.id)))
+            #expect(stored?.definition.priorityClass == .transactional)
+            let validated = try await api.call(
+                .post, "/v1/pushes/validate", key: app.serverKey,
+                json:
+                    #"{"audience":{"aliases":["user-1"]},"notification":{"alert":{"body":"b"}},"options":{"priority_class":"campaign"}}"#
+            )
+            #expect(validated.status == .ok && validated["priority_class"] as? String == "campaign")
+            let refused = try await api.call(
+                .post, "/v1/pushes", key: app.serverKey,
+                json:
+                    #"{"audience":{"all":true},"notification":{"alert":{"body":"b"}},"options":{"priority_class":"transactional"}}"#
+            )
+            #expect(refused.status == .unprocessableContent)
+            #expect((refused["error"] as? [String: Any])?["field"] as? String == "options.priority_class")
         }
     }
 

@@ -15,6 +15,7 @@ struct CLITests {
         let rejectedCount = rejected.values.reduce(0, +)
         return .init(
             id: "45e8d537-0000-4000-8000-000000000001", state: state, pushType: "alert", priority: 10,
+            priorityClass: .campaign,
             collapseId: "45e8d537-0000-4000-8000-000000000001", paused: false, audienceSize: audience,
             counters: .init(
                 targeted: targeted, accepted: accepted, rejected: rejectedCount, expired: expired, canceled: canceled,

@@ -19,6 +19,7 @@ struct CenterProcessTests {
         variables["HERALD_CENTER_GROUP_ID"] = "herald-center-test-\(env.suffix)"
         variables["HERALD_CENTER_PUSHES_TOPIC"] = env.pushesTopic
         variables["HERALD_CENTER_JOBS_TOPIC"] = env.jobsTopic
+        variables["HERALD_CENTER_TRANSACTIONAL_JOBS_TOPIC"] = env.transactionalJobsTopic
         variables["HERALD_CENTER_OUTCOMES_TOPIC"] = env.outcomesTopic
         variables["HERALD_CENTER_PAGE_SIZE"] = "1000"
         variables["HERALD_CENTER_BATCH_SIZE"] = "100"

@@ -24,6 +24,7 @@ struct CenterEnvironment: Sendable {
     let suffix: String
     var pushesTopic: String { "herald.test.center.pushes.\(suffix)" }
     var jobsTopic: String { "herald.test.center.jobs.\(suffix)" }
+    var transactionalJobsTopic: String { "herald.test.center.jobs.transactional.\(suffix)" }
     var outcomesTopic: String { "herald.test.center.outcomes.\(suffix)" }
 
     var pushes: PushRepository { PushRepository(client: database, logger: logger) }
@@ -40,6 +41,7 @@ struct CenterEnvironment: Sendable {
         settings.groupID = "herald-center-test-\(suffix)"
         settings.pushesTopic = pushesTopic
         settings.jobsTopic = jobsTopic
+        settings.transactionalJobsTopic = transactionalJobsTopic
         settings.outcomesTopic = outcomesTopic
         settings.pageSize = pageSize
         settings.batchSize = batchSize
@@ -94,14 +96,16 @@ struct CenterEnvironment: Sendable {
     /// Stores a push (and its "created" event in the outbox, as the Open API does).
     func createPush(
         audience: PushAudience, app: App? = nil, state: PushState = .accepted, scheduledAt: Date? = nil,
-        throttlePerSecond: Int? = nil, finishWithin: Int? = nil, recallOf: UUID? = nil, traceparent: String? = nil
+        throttlePerSecond: Int? = nil, finishWithin: Int? = nil, recallOf: UUID? = nil, traceparent: String? = nil,
+        priorityClass: PushPriorityClass = .campaign
     ) async throws -> Push {
         let app = app ?? self.app
         let id = UUID()
         let (push, _) = try await pushes.create(
             NewPush(
                 id: id, appID: app.id, state: state, audienceJSON: audience.json, notificationJSON: "{}",
-                payload: Array(#"{"aps":{"alert":"center test"}}"#.utf8), scheduledAt: scheduledAt,
+                payload: Array(#"{"aps":{"alert":"center test"}}"#.utf8), priorityClass: priorityClass,
+                scheduledAt: scheduledAt,
                 throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithin, recallOf: recallOf,
                 traceparent: traceparent),
             announcement: try .pushEvent(
@@ -231,6 +235,8 @@ final class JobReader: Sendable {
         let batches = Mutex<[Herald_V1_JobBatch]>([])
         /// The trace context of each batch's record header, by batch id.
         let traces = Mutex<[Data: TraceContext]>([:])
+        /// The topic each batch was read from, by batch id.
+        let topics = Mutex<[Data: String]>([:])
     }
     private let collected = Collected()
     private let task: Task<Void, Never>
@@ -240,7 +246,7 @@ final class JobReader: Sendable {
         let consumer = try KafkaConsumer(
             configuration: kafka.consumerConfiguration(
                 groupID: "job-reader-\(environment.suffix)-\(UUID().uuidString.prefix(4))",
-                topics: [environment.jobsTopic],
+                topics: [environment.jobsTopic, environment.transactionalJobsTopic],
                 clientID: "test-jobs"), logger: environment.logger)
         let producer = try KafkaProducer(
             configuration: kafka.producerConfiguration(clientID: "test-outcomes"), logger: environment.logger)
@@ -253,6 +259,7 @@ final class JobReader: Sendable {
                     for message in messages {
                         guard let batch = try? Herald_V1_JobBatch.decodeRecord(message.value) else { continue }
                         collected.batches.withLock { $0.append(batch) }
+                        collected.topics.withLock { $0[batch.batchID] = message.topic }
                         if let trace = message.trace { collected.traces.withLock { $0[batch.batchID] = trace } }
                         guard let answer else { continue }
                         var outcome = Herald_V1_OutcomeBatch()
@@ -291,6 +298,12 @@ final class JobReader: Sendable {
             try? await consumer.close()
             await producer.shutdown()
         }
+    }
+
+    /// The topics `push`'s batches were read from.
+    func topics(of push: Push) -> Set<String> {
+        let topics = collected.topics.withLock { $0 }
+        return Set(read(push: push).compactMap { topics[$0.batchID] })
     }
 
     /// The trace context each batch read so far carried, by batch id.

@@ -20,7 +20,8 @@ struct FanoutLaneTests {
         return settings
     }
 
-    @Test func aListAudienceDoesNotWaitForACampaignsSlot() async throws {
+    @Test("a list push does not wait for a campaign's slot; a transactional one travels its own topic")
+    func aListAudienceDoesNotWaitForACampaignsSlot() async throws {
         try await withCenterEnvironment { env in
             try await env.registerMany(2000)
             let aliased = try await env.register(3, seed: 4) { number in ([], "vip-\(number)") }
@@ -29,7 +30,8 @@ struct FanoutLaneTests {
             let waiting = try env.startCenter(settings(env, name: "center-shared", express: 0))
             let campaign = try await env.createPush(audience: .everyone, throttlePerSecond: 20)
             #expect(try await env.eventually { try await env.state(of: campaign) == .fanningOut })
-            let first = try await env.createPush(audience: PushAudience(aliases: ["vip-0", "vip-1"]))
+            let first = try await env.createPush(
+                audience: PushAudience(aliases: ["vip-0", "vip-1"]), priorityClass: .transactional)
             try await Task.sleep(for: .seconds(2))
             #expect(try await env.state(of: first) == .accepted, "no slot: the campaign holds the only one")
             await waiting.stop()
@@ -40,6 +42,11 @@ struct FanoutLaneTests {
             #expect(try await env.eventually { try await env.state(of: second) == .completed })
             #expect(try await env.state(of: campaign) == .fanningOut, "the campaign is still being paced")
             #expect(reader.deviceCounts(push: first).count == 2 && reader.deviceCounts(push: second).count == 1)
+            // The transactional push's batches travel the topic senders read first; a list push sent
+            // as a campaign takes the express lane but travels herald.jobs with the campaigns.
+            #expect(reader.topics(of: first) == [env.transactionalJobsTopic])
+            #expect(reader.topics(of: second) == [env.jobsTopic])
+            #expect(reader.topics(of: campaign) == [env.jobsTopic])
             _ = try await env.pushes.cancel(id: campaign.id, appID: env.app.id, outbox: [])
             await express.stop()
             await reader.stop()

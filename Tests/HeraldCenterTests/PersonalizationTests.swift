@@ -44,7 +44,8 @@ struct PersonalizationTests {
                     id: UUID(), appID: env.app.id, audienceJSON: PushAudience.everyone.json, notificationJSON: "{}",
                     payload: base.encoded(), template: stored),
                 fanoutCursor: 0, batchesEmitted: 0, createdAt: Date())
-            let context = try FanoutContext(push: push, batchSize: 500, jobsTopic: "unused")
+            let context = try FanoutContext(
+                push: push, batchSize: 500, topics: JobTopics(campaign: "unused", transactional: "unused"))
             #expect(context.selection.personalization.first == .locale)
             #expect(context.cutter.batchSize == 195, "4096-byte renders: at most 800,000 bytes a record")
 

@@ -21,6 +21,7 @@ struct SenderProcessTests {
         variables["HERALD_MASTER_KEY"] = masterKey ?? environment.masterKey
         variables["HERALD_SENDER_GROUP_ID"] = environment.group
         variables["HERALD_SENDER_JOBS_TOPIC"] = environment.jobsTopic
+        variables["HERALD_SENDER_TRANSACTIONAL_JOBS_TOPIC"] = environment.transactionalJobsTopic
         variables["HERALD_SENDER_OUTCOMES_TOPIC"] = environment.outcomesTopic
         variables["HERALD_SENDER_APNS_SANDBOX_HOST"] = "localhost"
         variables["HERALD_SENDER_APNS_SANDBOX_PORT"] = "\(environment.simulator.port)"

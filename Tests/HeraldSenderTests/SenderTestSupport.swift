@@ -34,6 +34,7 @@ struct WorkerEnvironment: Sendable {
     let simulator: APNsSimulator
     let suffix: String
     var jobsTopic: String { "herald.test.jobs.\(suffix)" }
+    var transactionalJobsTopic: String { "herald.test.jobs.transactional.\(suffix)" }
     var outcomesTopic: String { "herald.test.outcomes.\(suffix)" }
     var group: String { "herald-sender-test-\(suffix)" }
 
@@ -50,7 +51,8 @@ struct WorkerEnvironment: Sendable {
     /// push, stored first as herald-api would (`storePush: false` for a push the test stored
     /// itself, or one that must not exist); returns the batch ids.
     func produceJobs(
-        batches: Int, targets: Int, pushID: UUID = UUID(), storePush: Bool = true, trace: TraceContext? = nil
+        batches: Int, targets: Int, pushID: UUID = UUID(), storePush: Bool = true, trace: TraceContext? = nil,
+        topic: String? = nil
     ) async throws -> Set<Data> {
         if storePush { try await store(pushID: pushID) }
         let pushIDBytes = pushID.recordBytes
@@ -72,7 +74,7 @@ struct WorkerEnvironment: Sendable {
         try await producer.send(
             try records.map {
                 KafkaProducerMessage(
-                    topic: jobsTopic, key: Array($0.batchID), value: try $0.encodedRecord(),
+                    topic: topic ?? jobsTopic, key: Array($0.batchID), value: try $0.encodedRecord(),
                     headers: trace.map { [KafkaHeader(traceparent: $0.traceparent)] } ?? [])
             })
         await producer.shutdown()
@@ -121,22 +123,35 @@ struct WorkerEnvironment: Sendable {
     func collectOutcomeRecords(_ batchIDs: Set<Data>, timeout: Duration = .seconds(120)) async throws -> [Data: (
         outcome: Herald_V1_OutcomeBatch, trace: TraceContext?
     )] {
+        try await readOutcomes(batchIDs, timeout: timeout).byBatch
+    }
+
+    /// The batch ids of `batchIDs` in the order their first outcome reached the outcomes topic.
+    func outcomeOrder(_ batchIDs: Set<Data>, timeout: Duration = .seconds(120)) async throws -> [Data] {
+        try await readOutcomes(batchIDs, timeout: timeout).order
+    }
+
+    private func readOutcomes(_ batchIDs: Set<Data>, timeout: Duration) async throws -> (
+        byBatch: [Data: (outcome: Herald_V1_OutcomeBatch, trace: TraceContext?)], order: [Data]
+    ) {
         let consumer = try KafkaConsumer(
             configuration: configuration.kafka.consumerConfiguration(
                 groupID: "\(group)-reader-\(UUID().uuidString.prefix(4))", topics: [outcomesTopic],
                 clientID: "test-outcomes"),
             logger: logger)
         var byBatch: [Data: (outcome: Herald_V1_OutcomeBatch, trace: TraceContext?)] = [:]
+        var order: [Data] = []
         let deadline = ContinuousClock.now + timeout
         while !batchIDs.isSubset(of: Set(byBatch.keys)), ContinuousClock.now < deadline {
             guard let (messages, _) = try await consumer.nextBatch() else { break }
             for message in messages {
                 let outcome = try Herald_V1_OutcomeBatch.decodeRecord(message.value)
+                if byBatch[outcome.batchID] == nil { order.append(outcome.batchID) }
                 byBatch[outcome.batchID] = (outcome, message.trace)
             }
         }
         try await consumer.close()
-        return byBatch
+        return (byBatch, order)
     }
 }
 

@@ -57,6 +57,44 @@ struct SenderWorkerTests {
     }
 
     @Test(
+        "a transactional push's batch overtakes a campaign's backlog: read from its own topic with its own batch in flight, it is answered while the campaign's batches still wait"
+    )
+    func transactionalOvertakesCampaignBacklog() async throws {
+        // Every answer takes 100 ms and the campaign has one batch in flight: its 100 batches
+        // take at least 10 s. The transactional batch is produced after all of them; read from
+        // the same topic it would be answered last.
+        var faults = APNsFaults()
+        faults.latency = .init(milliseconds: 100)
+        try await withWorkerEnvironment(deliverable: 2000, faults: faults) { environment in
+            let campaign = try await environment.produceJobs(batches: 100, targets: 20)
+            let transactional = try #require(
+                try await environment.produceJobs(
+                    batches: 1, targets: 1, topic: environment.transactionalJobsTopic
+                ).first)
+            let (_, services) = try makeWorker(environment, maxBatchesInFlight: 1)
+            let order = try await withThrowingTaskGroup(of: [Data]?.self) { tasks in
+                tasks.addTask {
+                    try await services.run()
+                    return nil
+                }
+                tasks.addTask {
+                    let order = try await environment.outcomeOrder(campaign.union([transactional]))
+                    await services.triggerGracefulShutdown()
+                    return order
+                }
+                var order: [Data] = []
+                for try await result in tasks { if let result { order = result } }
+                return order
+            }
+            #expect(Set(order) == campaign.union([transactional]), "every batch answered")
+            let position = try #require(order.firstIndex(of: transactional))
+            #expect(
+                position < campaign.count - 10,
+                "answered after \(position) of the campaign's \(campaign.count) batches: it waited behind the backlog")
+        }
+    }
+
+    @Test(
         "2,000 targets in 20 batches: one outcome per target, apns-sim got exactly the deliverable ones, offsets stored; a canceled push's jobs are dropped as canceled; second copies of batches already accounted are not sent"
     )
     func batchesThroughTheBroker() async throws {
@@ -316,7 +354,8 @@ private func craftedJobRecords(_ environment: WorkerEnvironment) async throws ->
 
 /// A sender worker on the environment's topics, with its credential store, consumer and producer,
 /// in a service group to run.
-private func makeWorker(_ environment: WorkerEnvironment, logger: Logger? = nil) throws -> (SenderWorker, ServiceGroup)
+private func makeWorker(_ environment: WorkerEnvironment, logger: Logger? = nil, maxBatchesInFlight: Int = 4) throws
+    -> (SenderWorker, ServiceGroup)
 {
     let logger = logger ?? environment.logger
     let configuration = environment.configuration
@@ -331,16 +370,24 @@ private func makeWorker(_ environment: WorkerEnvironment, logger: Logger? = nil)
         configuration: configuration.kafka.consumerConfiguration(
             groupID: environment.group, topics: [environment.jobsTopic], clientID: "test-sender"),
         logger: logger)
+    let transactionalConsumer = try KafkaConsumer(
+        configuration: configuration.kafka.consumerConfiguration(
+            groupID: "\(environment.group).transactional", topics: [environment.transactionalJobsTopic],
+            clientID: "test-sender-transactional"),
+        logger: logger)
     let producer = try KafkaProducer(
         configuration: configuration.kafka.producerConfiguration(clientID: "test-sender"), logger: logger)
     let worker = SenderWorker(
-        consumer: consumer, producer: producer, credentials: credentials,
+        consumer: consumer, transactionalConsumer: transactionalConsumer, producer: producer,
+        credentials: credentials,
         gate: StoredBatchGate(pushes: PushRepository(client: environment.database, logger: logger)),
         sender: JobBatchSender(
             retryPolicy: RetryPolicy(
                 maxAttempts: 5, backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50)))),
-        maxBatchesInFlight: 4, outcomesTopic: environment.outcomesTopic, logger: logger)
+        maxBatchesInFlight: maxBatchesInFlight, maxTransactionalBatchesInFlight: 1,
+        outcomesTopic: environment.outcomesTopic, logger: logger)
     let services = ServiceGroup(
-        configuration: .init(services: [producer, consumer, credentials, worker], logger: logger))
+        configuration: .init(
+            services: [producer, consumer, transactionalConsumer, credentials, worker], logger: logger))
     return (worker, services)
 }

@@ -25,6 +25,7 @@ extension APIHandler {
             optionsJSON: composed.optionsJSON,
             payload: composed.payload, template: composed.personalization?.stored,
             pushType: composed.pushType.rawValue, priority: composed.priority.rawValue,
+            priorityClass: composed.priorityClass,
             expiresAt: composed.expiresAt, collapseID: collapseID, idempotencyKey: input.headers.idempotencyKey,
             scheduledAt: composed.scheduledAt, throttlePerSecond: composed.throttlePerSecond,
             finishWithinSeconds: composed.finishWithinSeconds, traceparent: RequestIdentity.trace?.child().traceparent,
@@ -89,6 +90,7 @@ extension APIHandler {
                         payloadBytes: composed.personalization?.largestPayload ?? composed.payload.count,
                         payloadLimit: composed.pushType.maximumPayloadBytes,
                         pushType: composed.pushType.rawValue, priority: composed.priority.rawValue,
+                        priorityClass: .init(composed.priorityClass),
                         placeholders: composed.personalization?.names,
                         localizations: composed.personalization?.localizations, warnings: warnings))
             ))
@@ -161,6 +163,7 @@ extension APIHandler {
             id: recallID, appID: appID, state: .accepted, audienceJSON: PushAudience.everyone.json,
             notificationJSON: #"{"recall_of":"\#(id.lowercased)"}"#, payload: try payload.validated(for: .background),
             pushType: APNsPushType.background.rawValue, priority: APNsPriority.conserve.rawValue,
+            priorityClass: original.definition.priorityClass,
             collapseID: original.definition.collapseID, recallOf: id,
             traceparent: RequestIdentity.trace?.child().traceparent, origin: Principal.auditOrigin)
         let (push, _) = try await pushes.createRecall(

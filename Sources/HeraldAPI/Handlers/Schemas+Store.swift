@@ -130,7 +130,7 @@ extension Components.Schemas.PushStatus {
         let running = push.state == .fanningOut || push.state == .accepted || push.state == .scheduled
         self.init(
             id: push.id.lowercased, state: .init(push.state), pushType: definition.pushType,
-            priority: definition.priority,
+            priority: definition.priority, priorityClass: .init(definition.priorityClass),
             collapseId: definition.collapseID, paused: progress.paused, audienceSize: progress.audienceSize,
             counters: .init(progress.counters), recallOf: definition.recallOf?.lowercased,
             createdByKeyId: push.createdByKey?.lowercased, createdAt: push.createdAt,
@@ -152,4 +152,13 @@ extension Components.Schemas.PushAccepted {
 extension UUID {
     /// The lower-case form the API shows.
     var lowercased: String { uuidString.lowercased() }
+}
+
+extension Components.Schemas.PriorityClass {
+    init(_ priorityClass: PushPriorityClass) {
+        switch priorityClass {
+        case .transactional: self = .transactional
+        case .campaign: self = .campaign
+        }
+    }
 }

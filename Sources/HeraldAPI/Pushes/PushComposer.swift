@@ -22,6 +22,7 @@ struct PushComposer {
         var personalization: Personalization?
         var pushType: APNsPushType
         var priority: APNsPriority
+        var priorityClass: PushPriorityClass
         var expiresAt: Date?
         var collapseID: String?
         var scheduledAt: Date?
@@ -151,6 +152,9 @@ struct PushComposer {
             }
         }
 
+        let priorityClass = try Self.priorityClass(
+            options.priorityClass, audience: audience, throttled: options.throttle != nil)
+
         var replaces: UUID?
         if let text = options.replaces {
             guard let id = UUID(uuidString: text) else {
@@ -167,10 +171,39 @@ struct PushComposer {
         }
         return Composed(
             audience: audience, notificationJSON: notificationJSON, optionsJSON: Self.json(options), payload: bytes,
-            personalization: personalization, pushType: pushType, priority: priority, expiresAt: expiresAt,
+            personalization: personalization, pushType: pushType, priority: priority, priorityClass: priorityClass,
+            expiresAt: expiresAt,
             collapseID: options.collapseId,
             scheduledAt: scheduledAt, throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithin,
             replaces: replaces, warnings: warnings)
+    }
+
+    /// The push's priority class: the one asked for, else `transactional` for an unthrottled
+    /// list audience (registration ids or aliases: a few thousand devices at most) and
+    /// `campaign` for everything else. A transactional push must be both, so that the topic
+    /// senders read first never carries a campaign.
+    static func priorityClass(
+        _ requested: Components.Schemas.PriorityClass?, audience: PushAudience, throttled: Bool
+    ) throws(APIError) -> PushPriorityClass {
+        let list = audience.registrationIDs != nil || audience.aliases != nil
+        switch requested {
+        case nil:
+            return list && !throttled ? .transactional : .campaign
+        case .campaign:
+            return .campaign
+        case .transactional:
+            guard list else {
+                throw .invalid(
+                    "options.priority_class",
+                    "a transactional push names its devices (registration_ids or aliases); send a tag, segment, filter or broadcast audience as a campaign"
+                )
+            }
+            guard !throttled else {
+                throw .invalid(
+                    "options.priority_class", "a transactional push is sent at once; a throttle is for campaigns")
+            }
+            return .transactional
+        }
     }
 
     /// The stored audience, after the limits and "selects somebody" are checked.

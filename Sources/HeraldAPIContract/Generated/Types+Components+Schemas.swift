@@ -2540,6 +2540,8 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/PushOptions/replaces`.
             public var replaces: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/PushOptions/priority_class`.
+            public var priorityClass: Components.Schemas.PriorityClass?
             /// Creates a new `PushOptions`.
             ///
             /// - Parameters:
@@ -2551,6 +2553,7 @@ extension Components {
             ///   - throttle:
             ///   - scheduledAt: Fire at this time instead of now (at most a year ahead).
             ///   - replaces: An earlier push this one replaces on the phones (it takes that push's collapse id).
+            ///   - priorityClass:
             public init(
                 pushType: Components.Schemas.PushOptions.PushTypePayload? = nil,
                 priority: Components.Schemas.PushOptions.PriorityPayload? = nil,
@@ -2559,7 +2562,8 @@ extension Components {
                 collapseId: Swift.String? = nil,
                 throttle: Components.Schemas.Throttle? = nil,
                 scheduledAt: Foundation.Date? = nil,
-                replaces: Swift.String? = nil
+                replaces: Swift.String? = nil,
+                priorityClass: Components.Schemas.PriorityClass? = nil
             ) {
                 self.pushType = pushType
                 self.priority = priority
@@ -2569,6 +2573,7 @@ extension Components {
                 self.throttle = throttle
                 self.scheduledAt = scheduledAt
                 self.replaces = replaces
+                self.priorityClass = priorityClass
             }
             public enum CodingKeys: String, CodingKey {
                 case pushType = "push_type"
@@ -2579,6 +2584,7 @@ extension Components {
                 case throttle
                 case scheduledAt = "scheduled_at"
                 case replaces
+                case priorityClass = "priority_class"
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -2614,6 +2620,10 @@ extension Components {
                     Swift.String.self,
                     forKey: .replaces
                 )
+                self.priorityClass = try container.decodeIfPresent(
+                    Components.Schemas.PriorityClass.self,
+                    forKey: .priorityClass
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "push_type",
                     "priority",
@@ -2622,9 +2632,17 @@ extension Components {
                     "collapse_id",
                     "throttle",
                     "scheduled_at",
-                    "replaces"
+                    "replaces",
+                    "priority_class"
                 ])
             }
+        }
+        /// `transactional` (a login code, an order update) travels a jobs topic of its own that senders read first, so no campaign delays it; it needs a list audience (`registration_ids` or `aliases`) and no throttle. `campaign` is everything else. Default - `transactional` for an unthrottled list audience, else `campaign`.
+        ///
+        /// - Remark: Generated from `#/components/schemas/PriorityClass`.
+        @frozen public enum PriorityClass: String, Codable, Hashable, Sendable, CaseIterable {
+            case transactional = "transactional"
+            case campaign = "campaign"
         }
         /// An `audience` and one of: a `notification`, a stored template's `template_id`, or a raw `aps` dictionary (experts).
         ///
@@ -2840,6 +2858,8 @@ extension Components {
             public var pushType: Swift.String
             /// - Remark: Generated from `#/components/schemas/PushStatus/priority`.
             public var priority: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/PushStatus/priority_class`.
+            public var priorityClass: Components.Schemas.PriorityClass
             /// - Remark: Generated from `#/components/schemas/PushStatus/collapse_id`.
             public var collapseId: Swift.String?
             /// - Remark: Generated from `#/components/schemas/PushStatus/paused`.
@@ -2881,6 +2901,7 @@ extension Components {
             ///   - state:
             ///   - pushType:
             ///   - priority:
+            ///   - priorityClass:
             ///   - collapseId:
             ///   - paused:
             ///   - audienceSize: Known once the fan-out has counted it.
@@ -2900,6 +2921,7 @@ extension Components {
                 state: Components.Schemas.PushState,
                 pushType: Swift.String,
                 priority: Swift.Int,
+                priorityClass: Components.Schemas.PriorityClass,
                 collapseId: Swift.String? = nil,
                 paused: Swift.Bool,
                 audienceSize: Swift.Int64? = nil,
@@ -2919,6 +2941,7 @@ extension Components {
                 self.state = state
                 self.pushType = pushType
                 self.priority = priority
+                self.priorityClass = priorityClass
                 self.collapseId = collapseId
                 self.paused = paused
                 self.audienceSize = audienceSize
@@ -2939,6 +2962,7 @@ extension Components {
                 case state
                 case pushType = "push_type"
                 case priority
+                case priorityClass = "priority_class"
                 case collapseId = "collapse_id"
                 case paused
                 case audienceSize = "audience_size"
@@ -2998,6 +3022,8 @@ extension Components {
             public var pushType: Swift.String
             /// - Remark: Generated from `#/components/schemas/PushValidation/priority`.
             public var priority: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/PushValidation/priority_class`.
+            public var priorityClass: Components.Schemas.PriorityClass
             /// The device values the notification's placeholders name.
             ///
             /// - Remark: Generated from `#/components/schemas/PushValidation/placeholders`.
@@ -3017,6 +3043,7 @@ extension Components {
             ///   - payloadLimit:
             ///   - pushType:
             ///   - priority:
+            ///   - priorityClass:
             ///   - placeholders: The device values the notification's placeholders name.
             ///   - localizations: The languages and locales with texts of their own (normalized).
             ///   - warnings:
@@ -3027,6 +3054,7 @@ extension Components {
                 payloadLimit: Swift.Int,
                 pushType: Swift.String,
                 priority: Swift.Int,
+                priorityClass: Components.Schemas.PriorityClass,
                 placeholders: [Swift.String]? = nil,
                 localizations: [Swift.String]? = nil,
                 warnings: [Swift.String]
@@ -3037,6 +3065,7 @@ extension Components {
                 self.payloadLimit = payloadLimit
                 self.pushType = pushType
                 self.priority = priority
+                self.priorityClass = priorityClass
                 self.placeholders = placeholders
                 self.localizations = localizations
                 self.warnings = warnings
@@ -3048,6 +3077,7 @@ extension Components {
                 case payloadLimit = "payload_limit"
                 case pushType = "push_type"
                 case priority
+                case priorityClass = "priority_class"
                 case placeholders
                 case localizations
                 case warnings

@@ -65,11 +65,14 @@ final class APNsBatchRun: Sendable {
 
     private let client: APNsClient
     private let notifications: [APNsNotification]
+    /// Its streams come before other sends' (``APNsPoolState/urgentWaiters``).
+    private let urgent: Bool
     private let state: Mutex<State>
 
-    init(client: APNsClient, notifications: [APNsNotification]) {
+    init(client: APNsClient, notifications: [APNsNotification], urgent: Bool = false) {
         self.client = client
         self.notifications = notifications
+        self.urgent = urgent
         // Those with a ``APNsNotification/problem`` never leave; the rest are queued.
         var outcomes = [APNsOutcome](repeating: .failed(.invalid), count: notifications.count)
         let queue = notifications.indices.filter { notifications[$0].problem == nil }
@@ -122,7 +125,7 @@ final class APNsBatchRun: Sendable {
                 }
                 if grants.isEmpty {
                     if state.phase == .waitingForStream { return .wait }
-                    switch client.lease(upTo: state.unsent, orWait: { [self] in self.woken($0) }) {
+                    switch client.lease(upTo: state.unsent, urgent: urgent, orWait: { [self] in self.woken($0) }) {
                     case .some(let lease?): grants = [lease]
                     case .some(nil): return .noConnection
                     case nil:

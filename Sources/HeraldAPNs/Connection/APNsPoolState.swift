@@ -31,6 +31,9 @@ struct APNsPoolState {
     var inFlight = 0
     let maxInFlight: Int
     var waiters = CircularBuffer<Waiter>()
+    /// Those waiting for a stream for an urgent send (a transactional push's batch): served
+    /// before `waiters`, and while any waits no other send takes a free stream.
+    var urgentWaiters = CircularBuffer<Waiter>()
     var stopped = false
 
     init(connections: Int, maxInFlight: Int) {
@@ -46,14 +49,15 @@ struct APNsPoolState {
     }
 
     /// A stream on the connection with the most room, if any and if in-flight allows.
-    mutating func tryLease() -> APNsLease? {
-        tryLease(upTo: 1)?.lease
+    mutating func tryLease(urgent: Bool = false) -> APNsLease? {
+        tryLease(upTo: 1, urgent: urgent)?.lease
     }
 
     /// Up to `count` streams on the connection with the most room, if any and if in-flight
     /// allows: one lease, and how many streams it stands for (each is released on its own).
-    mutating func tryLease(upTo count: Int) -> (lease: APNsLease, streams: Int)? {
-        guard count > 0, !stopped, inFlight < maxInFlight else { return nil }
+    /// A send that is not `urgent` gets none while an urgent one waits.
+    mutating func tryLease(upTo count: Int, urgent: Bool = false) -> (lease: APNsLease, streams: Int)? {
+        guard count > 0, !stopped, inFlight < maxInFlight, urgent || urgentWaiters.isEmpty else { return nil }
         var best = -1
         var bestRoom = 0
         for index in slots.indices {
@@ -80,18 +84,27 @@ struct APNsPoolState {
         return wakeWaiters()
     }
 
-    /// Leases for as many waiters as there is room for, oldest first.
+    /// Leases for as many waiters as there is room for: urgent ones first, each queue oldest first.
     mutating func wakeWaiters() -> [(Waiter, APNsLease?)] {
         var woken: [(Waiter, APNsLease?)] = []
+        while !urgentWaiters.isEmpty, let lease = tryLease(urgent: true) {
+            woken.append((urgentWaiters.removeFirst(), lease))
+        }
         while !waiters.isEmpty, let lease = tryLease() {
             woken.append((waiters.removeFirst(), lease))
         }
         return woken
     }
 
+    /// Registers `waiter` in its queue.
+    mutating func wait(_ waiter: @escaping Waiter, urgent: Bool) {
+        if urgent { urgentWaiters.append(waiter) } else { waiters.append(waiter) }
+    }
+
     /// Every waiter, to be told there is no connection (or the client stopped).
     mutating func failWaiters() -> [(Waiter, APNsLease?)] {
         var failed: [(Waiter, APNsLease?)] = []
+        while !urgentWaiters.isEmpty { failed.append((urgentWaiters.removeFirst(), nil)) }
         while !waiters.isEmpty { failed.append((waiters.removeFirst(), nil)) }
         return failed
     }

@@ -46,6 +46,12 @@ struct PushRequestOptions: ParsableArguments {
         Int?
     @Option(help: "Send at this time (ISO 8601, e.g. 2026-11-22T08:00:00Z).") var at: String?
     @Option(help: "A push this one replaces on the phones (it takes that push's collapse id).") var replaces: String?
+    @Option(
+        name: .customLong("class"),
+        help:
+            "transactional (sent ahead of every campaign; --id/--alias audiences, no throttle) or campaign. Default: transactional for an unthrottled --id/--alias audience."
+    )
+    var priorityClass: Components.Schemas.PriorityClass?
     @Option(help: "A file with a whole POST /v1/pushes body; the audience and notification flags are ignored.")
     var request: String?
 
@@ -96,7 +102,8 @@ struct PushRequestOptions: ParsableArguments {
             filter: filter.flatMap(Self.object).map { Components.Schemas.DeviceFilter(additionalProperties: $0) },
             segmentId: segment)
         var options = Components.Schemas.PushOptions(
-            timeToLiveSeconds: ttl, collapseId: collapseID, scheduledAt: at.flatMap(Output.date), replaces: replaces)
+            timeToLiveSeconds: ttl, collapseId: collapseID, scheduledAt: at.flatMap(Output.date), replaces: replaces,
+            priorityClass: priorityClass)
         if rate != nil || finishWithin != nil {
             options.throttle = .init(perSecond: rate, finishWithinSeconds: finishWithin)
         }
@@ -236,6 +243,7 @@ struct PushValidateCommand: AsyncParsableCommand {
             var lines = [
                 "audience  \(validation.audienceSizeEstimated ? "about " : "")\(Output.count(validation.audienceSize)) devices",
                 "payload   \(validation.payloadBytes) of \(validation.payloadLimit) bytes (\(validation.pushType), priority \(validation.priority))",
+                "class     \(validation.priorityClass.rawValue)",
             ]
             if let names = validation.placeholders, !names.isEmpty {
                 lines.append("personal  \(names.map { "{{\($0)}}" }.joined(separator: " "))")
@@ -250,6 +258,7 @@ struct PushValidateCommand: AsyncParsableCommand {
 }
 
 extension Components.Schemas.PushState: ExpressibleByArgument {}
+extension Components.Schemas.PriorityClass: ExpressibleByArgument {}
 
 struct PushListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "list", abstract: "The app's pushes, newest first.")

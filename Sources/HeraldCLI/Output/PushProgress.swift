@@ -83,6 +83,7 @@ enum PushProgress {
             text += addsUp(status) ? "  ✔ adds up" : "  ✘ does NOT add up (\(Output.count(counters.done)) accounted)"
         }
         if counters.invalidated > 0 { text += "\n  tokens invalidated \(Output.count(counters.invalidated))" }
+        text += "\n  class \(status.priorityClass.rawValue)"
         if let collapseID = status.collapseId { text += "\n  collapse id \(collapseID)" }
         let times: [(String, Date?)] = [
             ("created at", status.createdAt), ("scheduled at", status.scheduledAt),

@@ -12,12 +12,13 @@ struct FanoutContext: Sendable {
     let selection: AudienceSelection
     let cutter: BatchCutter
     let factory: JobBatchFactory
+    /// The topic its job batches travel: its priority class's.
     let jobsTopic: String
     /// The push's trace (stored with it by herald-api); every job record carries it on.
     let trace: TraceContext?
 
     /// - Throws: ``UnreadableAudience`` when the stored audience is not one.
-    init(push: Push, batchSize: Int, jobsTopic: String) throws {
+    init(push: Push, batchSize: Int, topics: JobTopics) throws {
         self.push = push
         let audience: PushAudience
         do {
@@ -41,7 +42,7 @@ struct FanoutContext: Sendable {
         }
         self.selection = selection
         cutter = BatchCutter(pushID: push.id, batchSize: factory.maximumTargets(batchSize: batchSize))
-        self.jobsTopic = jobsTopic
+        jobsTopic = topics.name(for: push.definition.priorityClass)
         trace = push.definition.traceparent.flatMap { TraceContext(traceparent: $0) }
     }
 
@@ -94,6 +95,32 @@ struct FanoutContext: Sendable {
                     deviceID: $0, status: status, reason: reason, httpStatus: 0, unregisteredAt: nil, attempts: 0)
             })
     }
+}
+
+/// Where job batches go, by their push's priority class.
+struct JobTopics: Sendable {
+    /// `herald.jobs` (`HERALD_CENTER_JOBS_TOPIC`).
+    var campaign: String
+    /// `herald.jobs.transactional` (`HERALD_CENTER_TRANSACTIONAL_JOBS_TOPIC`).
+    var transactional: String
+
+    init(campaign: String, transactional: String) {
+        self.campaign = campaign
+        self.transactional = transactional
+    }
+
+    init(_ settings: CenterSettings) {
+        self.init(campaign: settings.jobsTopic, transactional: settings.transactionalJobsTopic)
+    }
+
+    func name(for priorityClass: PushPriorityClass) -> String {
+        switch priorityClass {
+        case .transactional: transactional
+        case .campaign: campaign
+        }
+    }
+
+    var all: [String] { [campaign, transactional] }
 }
 
 /// A push's stored audience or template cannot be read (written by something other than the

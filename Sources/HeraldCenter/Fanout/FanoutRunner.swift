@@ -19,7 +19,7 @@ struct FanoutRunner: Sendable {
     let producer: KafkaProducer
     let pageSize: Int
     let batchSize: Int
-    let jobsTopic: String
+    let topics: JobTopics
     let lease: Duration
     let metrics: CenterMetrics
     let logger: Logger
@@ -35,7 +35,7 @@ struct FanoutRunner: Sendable {
         }
         let context: FanoutContext
         do {
-            context = try FanoutContext(push: push, batchSize: batchSize, jobsTopic: jobsTopic)
+            context = try FanoutContext(push: push, batchSize: batchSize, topics: topics)
         } catch {
             // Nothing can be sent: end the fan-out with nothing targeted rather than retry forever.
             logger.error("fan-out impossible", metadata: ["error": "\(error)"])

@@ -12,6 +12,8 @@ public struct CenterSettings: Sendable {
     public var pushesTopic: String
     public var jobsTopic: String
     public var outcomesTopic: String
+    /// Where transactional pushes' job batches go (`HERALD_CENTER_TRANSACTIONAL_JOBS_TOPIC`).
+    public var transactionalJobsTopic: String
     /// Devices read from PostgreSQL per keyset page (`HERALD_CENTER_PAGE_SIZE`).
     public var pageSize: Int
     /// Targets per job batch (`HERALD_CENTER_BATCH_SIZE`, at most 500).
@@ -82,6 +84,8 @@ public struct CenterSettings: Sendable {
         groupID = config.string(forKey: "center.groupId", default: "herald-center")
         pushesTopic = config.string(forKey: "center.pushesTopic", default: "herald.pushes")
         jobsTopic = config.string(forKey: "center.jobsTopic", default: "herald.jobs")
+        transactionalJobsTopic = config.string(
+            forKey: "center.transactionalJobsTopic", default: HeraldTopic.transactionalJobs.name)
         outcomesTopic = config.string(forKey: "center.outcomesTopic", default: "herald.outcomes")
         pageSize = max(1, config.int(forKey: "center.pageSize", default: 10_000))
         batchSize = min(

@@ -11,7 +11,8 @@ public struct DevelopmentBrokerSettings: Sendable {
     public var port: Int
     /// A file the bootstrap address is written to once the brokers listen (`HERALD_KAFKA_DEV_BOOTSTRAP_FILE`).
     public var bootstrapFile: String?
-    /// Partitions per Herald topic (`HERALD_KAFKA_DEV_PARTITIONS_PUSHES`, `_JOBS`, `_OUTCOMES`, `_DEADLETTER`).
+    /// Partitions per Herald topic (`HERALD_KAFKA_DEV_PARTITIONS_PUSHES`, `_JOBS`,
+    /// `_TRANSACTIONAL_JOBS`, `_OUTCOMES`, `_DEADLETTER`).
     public var partitions: [HeraldTopic: Int]
     /// More topics to create, as `name:partitions` separated by commas (`HERALD_KAFKA_DEV_TOPICS`).
     public var extraTopics: [(name: String, partitions: Int)]
@@ -23,6 +24,9 @@ public struct DevelopmentBrokerSettings: Sendable {
         partitions = [
             .pushes: config.int(forKey: "kafka.dev.partitions.pushes", default: HeraldTopic.pushes.defaultPartitions),
             .jobs: config.int(forKey: "kafka.dev.partitions.jobs", default: HeraldTopic.jobs.defaultPartitions),
+            .transactionalJobs: config.int(
+                forKey: "kafka.dev.partitions.transactionalJobs",
+                default: HeraldTopic.transactionalJobs.defaultPartitions),
             .outcomes: config.int(
                 forKey: "kafka.dev.partitions.outcomes", default: HeraldTopic.outcomes.defaultPartitions),
             .deadLetter: config.int(

@@ -3,8 +3,8 @@ import HeraldRecords
 
 /// How `herald kafka create-topics` creates Herald's topics on a real cluster.
 public struct KafkaTopicSettings: Sendable, Equatable {
-    /// Partitions per topic (`HERALD_KAFKA_TOPICS_PARTITIONS_PUSHES`, `_JOBS`, `_OUTCOMES`,
-    /// `_DEADLETTER`). `herald.jobs` bounds how many senders do work at once.
+    /// Partitions per topic (`HERALD_KAFKA_TOPICS_PARTITIONS_PUSHES`, `_JOBS`,
+    /// `_TRANSACTIONAL_JOBS`, `_OUTCOMES`, `_DEADLETTER`). `herald.jobs` bounds how many senders do work at once.
     public var partitions: [HeraldTopic: Int]
     /// Copies of every partition (`HERALD_KAFKA_TOPICS_REPLICATION_FACTOR`, default 3).
     public var replicationFactor: Int
@@ -19,7 +19,7 @@ public struct KafkaTopicSettings: Sendable, Equatable {
             let value = config.int(forKey: ConfigKey(key), default: topic.defaultPartitions)
             guard value >= 1 else {
                 throw SettingError(
-                    "HERALD_KAFKA_TOPICS_PARTITIONS_\(topic.settingName.uppercased()) must be at least 1 (it is \(value))"
+                    "HERALD_KAFKA_TOPICS_PARTITIONS_\(topic.environmentName) must be at least 1 (it is \(value))"
                 )
             }
             partitions[topic] = value
@@ -39,13 +39,23 @@ public struct KafkaTopicSettings: Sendable, Equatable {
 }
 
 extension HeraldTopic {
-    /// The topic's word in setting names: `pushes`, `jobs`, `outcomes`, `deadletter`.
+    /// The topic's word in setting keys: `pushes`, `jobs`, `transactionalJobs`, `outcomes`,
+    /// `deadletter`.
     public var settingName: String {
         switch self {
         case .pushes: "pushes"
         case .jobs: "jobs"
+        case .transactionalJobs: "transactionalJobs"
         case .outcomes: "outcomes"
         case .deadLetter: "deadletter"
+        }
+    }
+
+    /// The same word in environment variable names: `PUSHES`, `JOBS`, `TRANSACTIONAL_JOBS`, ….
+    public var environmentName: String {
+        settingName.reduce(into: "") { name, character in
+            if character.isUppercase { name.append("_") }
+            name.append(contentsOf: character.uppercased())
         }
     }
 }

@@ -1,4 +1,5 @@
 import Configuration
+import HeraldRecords
 import HeraldTiming
 
 /// herald-sender's settings (`HERALD_SENDER_*`); every one is in docs/configuration.md.
@@ -9,6 +10,14 @@ public struct SenderSettings: Sendable {
     /// `HERALD_SENDER_OUTCOMES_TOPIC`); the defaults are Herald's topics.
     public var jobsTopic: String
     public var outcomesTopic: String
+    /// Transactional pushes' job batches (`HERALD_SENDER_TRANSACTIONAL_JOBS_TOPIC`), read by a
+    /// consumer of their own in the group `HERALD_SENDER_TRANSACTIONAL_GROUP_ID` (by default the
+    /// sender group's name with `.transactional` appended).
+    public var transactionalJobsTopic: String
+    public var transactionalGroupID: String
+    /// Transactional job batches being sent at once, beside `maxBatchesInFlight` campaign ones
+    /// (`HERALD_SENDER_MAX_TRANSACTIONAL_BATCHES_IN_FLIGHT`).
+    public var maxTransactionalBatchesInFlight: Int
     /// HTTP/2 connections per app credential and environment (`HERALD_SENDER_CONNECTIONS`).
     public var connections: Int
     /// Notifications in flight per credential (`HERALD_SENDER_MAX_IN_FLIGHT`).
@@ -55,6 +64,12 @@ public struct SenderSettings: Sendable {
         groupID = config.string(forKey: "sender.groupId", default: "herald-sender")
         jobsTopic = config.string(forKey: "sender.jobsTopic", default: "herald.jobs")
         outcomesTopic = config.string(forKey: "sender.outcomesTopic", default: "herald.outcomes")
+        transactionalJobsTopic = config.string(
+            forKey: "sender.transactionalJobsTopic", default: HeraldTopic.transactionalJobs.name)
+        transactionalGroupID = config.string(
+            forKey: "sender.transactionalGroupId", default: "\(groupID).transactional")
+        maxTransactionalBatchesInFlight = max(
+            1, config.int(forKey: "sender.maxTransactionalBatchesInFlight", default: 8))
         connections = config.int(forKey: "sender.connections", default: 2)
         maxInFlight = config.int(forKey: "sender.maxInFlight", default: 2000)
         maxBatchesInFlight = config.int(forKey: "sender.maxBatchesInFlight", default: 8)

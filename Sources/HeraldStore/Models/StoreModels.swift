@@ -221,6 +221,8 @@ public struct NewPush: Sendable {
     public var template: [UInt8]?
     public var pushType: String
     public var priority: Int
+    /// Which jobs topic its batches travel (and, for campaigns, the app's quiet hours and caps).
+    public var priorityClass: PushPriorityClass
     public var expiresAt: Date?
     /// `apns-collapse-id`: the caller's, or ``defaultCollapseID(pushID:)``. Decided here, when
     /// the push is accepted, and stored; the fan-out, the sender, recalls and replacing pushes
@@ -242,7 +244,7 @@ public struct NewPush: Sendable {
     public init(
         id: UUID, appID: UUID, state: PushState = .accepted, audienceJSON: String, notificationJSON: String,
         optionsJSON: String = "{}", payload: [UInt8], template: [UInt8]? = nil, pushType: String = "alert",
-        priority: Int = 10,
+        priority: Int = 10, priorityClass: PushPriorityClass = .campaign,
         expiresAt: Date? = nil, collapseID: String? = nil, idempotencyKey: String? = nil,
         scheduledAt: Date? = nil, throttlePerSecond: Int? = nil, finishWithinSeconds: Int? = nil,
         recallOf: UUID? = nil, traceparent: String? = nil, origin: AuditOrigin? = nil
@@ -259,6 +261,7 @@ public struct NewPush: Sendable {
         self.template = template
         self.pushType = pushType
         self.priority = priority
+        self.priorityClass = priorityClass
         self.expiresAt = expiresAt
         self.collapseID = collapseID ?? Self.defaultCollapseID(pushID: id)
         self.idempotencyKey = idempotencyKey
@@ -267,6 +270,16 @@ public struct NewPush: Sendable {
         self.finishWithinSeconds = finishWithinSeconds
         self.recallOf = recallOf
     }
+}
+
+/// A push's priority class (docs/operations.md#priority-classes).
+public enum PushPriorityClass: String, Sendable, CaseIterable {
+    /// A message one user waits for (a login code, an order update): a list audience sent at
+    /// once. Its job batches travel `herald.jobs.transactional`, which senders read with a
+    /// consumer and a share of batches in flight of their own, so no campaign's backlog delays it.
+    case transactional
+    /// Everything else: broadcasts, tags, segments, filters, throttled sends. Travels `herald.jobs`.
+    case campaign
 }
 
 extension NewPush {

@@ -233,10 +233,11 @@ public struct PushRepository: Sendable {
     static let pushColumns = """
         id, app_id, state, audience::text, notification::text, options::text, payload, push_type, priority, \
         expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second, finish_within_s, recall_of, \
-        fanout_cursor, batches_emitted, created_at, completed_at, canceled_at, traceparent, created_by_key, template
+        fanout_cursor, batches_emitted, created_at, completed_at, canceled_at, traceparent, created_by_key, template, \
+        priority_class
         """
     /// How many columns ``pushColumns`` names: a query's own columns come after them.
-    static let pushColumnCount = 24
+    static let pushColumnCount = 25
 
     static func pushes(from rows: PostgresRowSequence) async throws -> [Push] {
         var pushes: [Push] = []
@@ -249,17 +250,19 @@ public struct PushRepository: Sendable {
         let (
             id, appID, state, audience, notification, options, payload, pushType, priority, expiresAt,
             collapseID, idempotencyKey, scheduledAt, throttle, finishWithin, recallOf, cursor, batches,
-            createdAt, completedAt, canceledAt, traceparent, createdByKey, template
+            createdAt, completedAt, canceledAt, traceparent, createdByKey, template, priorityClass
         ) = try row.decode(
             (
                 UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?, String,
-                String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?, String?, UUID?, ByteBuffer?
+                String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?, String?, UUID?, ByteBuffer?,
+                String
             ).self)
         let definition = NewPush(
             id: id, appID: appID, state: PushState(rawValue: state) ?? .accepted, audienceJSON: audience,
             notificationJSON: notification, optionsJSON: options, payload: payload.bytes, template: template?.bytes,
             pushType: pushType,
-            priority: Int(priority), expiresAt: expiresAt, collapseID: collapseID, idempotencyKey: idempotencyKey,
+            priority: Int(priority), priorityClass: PushPriorityClass(rawValue: priorityClass) ?? .campaign,
+            expiresAt: expiresAt, collapseID: collapseID, idempotencyKey: idempotencyKey,
             scheduledAt: scheduledAt, throttlePerSecond: throttle.map(Int.init),
             finishWithinSeconds: finishWithin.map(Int.init), recallOf: recallOf, traceparent: traceparent)
         return Push(
@@ -276,9 +279,9 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
         WITH inserted AS (
             INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
                                 expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
-                                finish_within_s, recall_of, traceparent, created_by_key, template)
+                                finish_within_s, recall_of, traceparent, created_by_key, template, priority_class)
             VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $20,
-                    $21, $25)
+                    $21, $25, $26)
             ON CONFLICT (app_id, idempotency_key) DO NOTHING
             RETURNING id, created_at
         ), counters AS (
@@ -299,7 +302,7 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
     let record: PushRepository.OutboxDraft
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 25)
+        var bindings = PostgresBindings(capacity: 26)
         bindings.append(push.id)
         bindings.append(push.appID)
         bindings.append(push.state.rawValue)
@@ -325,6 +328,7 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
         bindings.append(push.origin?.requestID)
         bindings.append(push.origin?.sourceAddress)
         bindings.append(push.template.map { ByteBuffer(bytes: $0) })
+        bindings.append(push.priorityClass.rawValue)
         return bindings
     }
 
@@ -344,20 +348,21 @@ struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
             SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[],
                                  $8::text[], $9::int2[], $10::timestamptz[], $11::text[], $12::text[], $13::timestamptz[],
                                  $14::int4[], $15::int4[], $16::text[], $17::text[], $18::bytea[], $19::bytea[],
-                                 $20::text[], $21::text[], $22::text[], $23::text[], $24::text[], $25::bytea[])
+                                 $20::text[], $21::text[], $22::text[], $23::text[], $24::text[], $25::bytea[],
+                                 $26::text[])
                 AS r(id, app_id, state, audience, notification, options, payload, push_type, priority, expires_at,
                      collapse_id, idempotency_key, scheduled_at, throttle_per_second, finish_within_s, recall_of,
                      topic, record_key, record_value, traceparent, created_by_key, actor, request_id, source_address,
-                     template)
+                     template, priority_class)
         ), inserted AS (
             INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
                                 expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
-                                finish_within_s, recall_of, traceparent, created_by_key, template)
+                                finish_within_s, recall_of, traceparent, created_by_key, template, priority_class)
             SELECT id, app_id, state, audience::jsonb, notification::jsonb, options::jsonb, payload, push_type, priority,
                    NULLIF(expires_at, 'epoch'), NULLIF(collapse_id, ''), NULLIF(idempotency_key, ''),
                    NULLIF(scheduled_at, 'epoch'), NULLIF(throttle_per_second, 0), NULLIF(finish_within_s, 0),
                    NULLIF(recall_of, '')::uuid, NULLIF(traceparent, ''), NULLIF(created_by_key, '')::uuid,
-                   NULLIF(template, ''::bytea)
+                   NULLIF(template, ''::bytea), priority_class
             FROM rows
             ON CONFLICT (app_id, idempotency_key) DO NOTHING
             RETURNING id, created_at
@@ -384,7 +389,7 @@ struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
         let pushes = entries.map(\.push)
         let records = entries.map(\.announcement)
         let never = Date(timeIntervalSince1970: 0)
-        var bindings = PostgresBindings(capacity: 20)
+        var bindings = PostgresBindings(capacity: 26)
         bindings.append(pushes.map(\.id))
         bindings.append(pushes.map(\.appID))
         bindings.append(pushes.map(\.state.rawValue))
@@ -410,6 +415,7 @@ struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
         bindings.append(pushes.map { $0.origin?.requestID ?? "" })
         bindings.append(pushes.map { $0.origin?.sourceAddress ?? "" })
         bindings.append(pushes.map { ByteBuffer(bytes: $0.template ?? []) })
+        bindings.append(pushes.map(\.priorityClass.rawValue))
         return bindings
     }
 
