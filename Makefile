@@ -11,7 +11,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 KEEP ?= 0
 
-.PHONY: help deps build test test-tsan format demo check-image bench-e2e bench-api bench-fanout bench-sender bench-scale bench-soak bench-console bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
+.PHONY: help deps build test test-tsan format demo check-image bench-e2e bench-api bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
 
 help:
 	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
@@ -25,6 +25,7 @@ help:
 	@echo "make bench-scale  # herald-sender ×1, ×2, ×4 against the same million-notification backlog"
 	@echo "make bench-api  # single-device pushes to herald-api under wrk, against /healthz"
 	@echo "make bench-soak  # 30 minutes of mixed pushes on the dev stack: RSS and table sizes at start and end (SOAK_MINUTES=…)"
+	@echo "make bench-priority  # one-device pushes' latency, quiet and while another app's broadcasts run (ratio of p99s)"
 	@echo "make bench-console  # console pages rendered with 1,000,000 devices in the app, against /healthz (p99 target 50 ms)"
 	@echo "make bench-fanout  # a 1,000,000-device broadcast fanned out by herald-center, against psql COPY"
 	@echo "make check-image  # the Containerfile's runtime packages proven in a debootstrap'ed bookworm root (root needed)"
@@ -74,6 +75,11 @@ bench-soak: deps
 	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
 	  $(SWIFT) build -c release --product $$product || exit 1; done
 	Benchmarks/Soak/run.sh .build/release $${SOAK_MINUTES:-30}
+
+bench-priority: deps
+	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
+	  $(SWIFT) build -c release --product $$product || exit 1; done
+	Benchmarks/PriorityLatency/run.sh .build/release $${PRIORITY_DEVICES:-1000000} $${PRIORITY_PHASE_SECONDS:-40}
 
 bench-console: deps
 	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
