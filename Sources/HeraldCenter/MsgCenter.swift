@@ -269,10 +269,11 @@ public final class MsgCenter: Service, Sendable {
             for batch in stale {
                 if contexts[batch.pushID] == nil, let push = try await fanouts.push(id: batch.pushID) {
                     contexts[batch.pushID] = try? FanoutContext(
-                        push: push, batchSize: settings.batchSize, topics: JobTopics(settings))
+                        push: push, batchSize: settings.batchSize, topics: JobTopics(settings),
+                        policy: try await fanouts.deliveryPolicy(appID: push.definition.appID))
                 }
                 guard let context = contexts[batch.pushID] else { continue }
-                let cut = try await context.rebuild(batch, from: audience)
+                let cut = try await context.rebuild(batch, from: audience, fanouts: fanouts)
                 if cut.targets.isEmpty {
                     // Every device left the audience: nothing to send, nothing will answer.
                     _ = try await fanouts.applyOutcomes([

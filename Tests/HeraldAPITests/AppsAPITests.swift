@@ -91,6 +91,50 @@ struct AppsAPITests {
         }
     }
 
+    @Test("an app's delivery policy: set, shown, checked field by field, removed with {}")
+    func deliveryPolicy() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let set = try await api.call(
+                .patch, "/v1/apps/\(app.id)", key: APITest.adminToken,
+                json:
+                    #"{"delivery_policy":{"quiet_hours":{"start":"22:00","end":"08:30"},"default_time_zone":"Europe/Berlin","frequency_cap":{"max_pushes":3,"window_hours":24}}}"#
+            )
+            #expect(set.status == .ok)
+            let shown = try await api.call(.get, "/v1/apps/\(app.id)", key: APITest.adminToken)
+            let policy = shown["delivery_policy"] as? [String: Any]
+            #expect((policy?["quiet_hours"] as? [String: String]) == ["start": "22:00", "end": "08:30"])
+            #expect(policy?["default_time_zone"] as? String == "Europe/Berlin")
+            #expect((policy?["frequency_cap"] as? [String: Int]) == ["max_pushes": 3, "window_hours": 24])
+            let stored = try await AppRepository(client: api.database, logger: api.logger).app(
+                id: try #require(UUID(uuidString: app.id)))
+            #expect(
+                stored?.deliveryPolicy
+                    == DeliveryPolicy(
+                        quietHours: .init(startMinute: 1320, endMinute: 510), defaultTimeZone: "Europe/Berlin",
+                        frequencyCap: .init(maxPushes: 3, windowSeconds: 86_400)))
+            for (body, field) in [
+                (#"{"quiet_hours":{"start":"24:00","end":"08:00"}}"#, "delivery_policy.quiet_hours.start"),
+                (#"{"quiet_hours":{"start":"22:00","end":"8:00"}}"#, "delivery_policy.quiet_hours.end"),
+                (#"{"quiet_hours":{"start":"22:00","end":"22:00"}}"#, "delivery_policy.quiet_hours.end"),
+                (#"{"default_time_zone":"Mars/Olympus"}"#, "delivery_policy.default_time_zone"),
+                (#"{"frequency_cap":{"max_pushes":0,"window_hours":24}}"#, "delivery_policy.frequency_cap.max_pushes"),
+                (
+                    #"{"frequency_cap":{"max_pushes":3,"window_hours":169}}"#,
+                    "delivery_policy.frequency_cap.window_hours"
+                ),
+            ] {
+                let refused = try await api.call(
+                    .patch, "/v1/apps/\(app.id)", key: APITest.adminToken, json: #"{"delivery_policy":\#(body)}"#)
+                #expect(refused.status == .unprocessableContent, "\(body)")
+                #expect((refused["error"] as? [String: Any])?["field"] as? String == field, "\(body)")
+            }
+            let cleared = try await api.call(
+                .patch, "/v1/apps/\(app.id)", key: APITest.adminToken, json: #"{"delivery_policy":{}}"#)
+            #expect(cleared.status == .ok && cleared["delivery_policy"] == nil)
+        }
+    }
+
     @Test func keysAreRotatedAndRevoked() async throws {
         try await withAPI { api in
             let app = try await api.createApp()

@@ -10,7 +10,7 @@ import Testing
 struct CLITests {
     static func status(
         state: Components.Schemas.PushState, targeted: Int64, accepted: Int64, rejected: [String: Int64] = [:],
-        expired: Int64 = 0, canceled: Int64 = 0, audience: Int64? = nil
+        expired: Int64 = 0, canceled: Int64 = 0, skipped: [String: Int64] = [:], audience: Int64? = nil
     ) -> Components.Schemas.PushStatus {
         let rejectedCount = rejected.values.reduce(0, +)
         return .init(
@@ -19,7 +19,9 @@ struct CLITests {
             collapseId: "45e8d537-0000-4000-8000-000000000001", paused: false, audienceSize: audience,
             counters: .init(
                 targeted: targeted, accepted: accepted, rejected: rejectedCount, expired: expired, canceled: canceled,
-                tokensInvalidated: rejectedCount, rejectedByReason: .init(additionalProperties: rejected)),
+                skipped: skipped.values.reduce(0, +), tokensInvalidated: rejectedCount,
+                rejectedByReason: .init(additionalProperties: rejected),
+                skippedByReason: .init(additionalProperties: skipped)),
             createdAt: Date(timeIntervalSince1970: 1_795_000_000))
     }
 
@@ -51,6 +53,12 @@ struct CLITests {
         let short = Self.status(state: .completed, targeted: 100, accepted: 90)
         #expect(PushProgress.summary(short).contains("✘ does NOT add up (90 accounted)"))
         #expect(!PushProgress.addsUp(short))
+        // Devices the app's delivery policy skipped are a terminal outcome of their own.
+        let skipped = Self.status(
+            state: .completed, targeted: 100, accepted: 60, skipped: ["capped": 30, "quiet_hours": 10])
+        #expect(
+            PushProgress.summary(skipped).contains(
+                "+ canceled 0 + skipped 40 (capped 30, quiet_hours 10)  ✔ adds up"), "\(PushProgress.summary(skipped))")
         #expect(PushProgress.isSettled(Self.status(state: .canceled, targeted: 10, accepted: 4, canceled: 6)))
         #expect(!PushProgress.isSettled(Self.status(state: .canceled, targeted: 10, accepted: 4)))
         #expect(

@@ -106,9 +106,10 @@ struct ConsoleTemplateTests {
     func pushView() throws {
         let json = #"""
             {"id":"3f1c1a43-7f0c-4a59-9a43-5d1e5a0d2b11","state":"completed","push_type":"alert","priority":10,
-             "paused":false,"audience_size":1000,"created_at":"2026-11-24T10:00:00Z",
-             "counters":{"targeted":1000,"accepted":900,"rejected":80,"expired":20,"canceled":0,"tokens_invalidated":80,
-                         "rejected_by_reason":{"Unregistered":50,"BadDeviceToken":30}}}
+             "priority_class":"campaign","paused":false,"audience_size":1000,"created_at":"2026-11-24T10:00:00Z",
+             "counters":{"targeted":1000,"accepted":800,"rejected":80,"expired":20,"canceled":0,"skipped":100,
+                         "tokens_invalidated":80,"rejected_by_reason":{"Unregistered":50,"BadDeviceToken":30},
+                         "skipped_by_reason":{"quiet_hours":40,"capped":60}}}
             """#
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
@@ -116,8 +117,9 @@ struct ConsoleTemplateTests {
         let view = PushView(push)
         #expect(view.percent == "100.00")
         #expect(view.done == "1,000" && view.failed == "100")
-        #expect(view.segments.map(\.width) == ["90.000", "8.000", "2.000", "0.000"])
-        #expect(view.segments.map(\.x) == ["0.000", "90.000", "98.000", "100.000"])
+        #expect(view.segments.map(\.width) == ["80.000", "8.000", "2.000", "0.000", "10.000"])
+        #expect(view.segments.map(\.x) == ["0.000", "80.000", "88.000", "90.000", "90.000"])
+        #expect(view.outcomeSummary.contains("skipped 100 (capped 60, quiet_hours 40)"), "\(view.outcomeSummary)")
         #expect(view.reasons.map(\.reason) == ["Unregistered", "BadDeviceToken"])
         #expect(!view.live && view.finished)
         let actions = PushActions(push)

@@ -71,9 +71,10 @@ extension APIHandler {
             }
             allowedTags = .some(nil)
         }
+        let policy: DeliveryPolicy?? = try body.deliveryPolicy.map { .some(try DeliveryPolicy($0.value1)) }
         let changes = AppRepository.Changes(
             name: body.name, bundleID: body.bundleId, identityVerification: body.identityVerification,
-            legacyClientAccess: body.legacyClientAccess, allowedClientTags: allowedTags)
+            legacyClientAccess: body.legacyClientAccess, allowedClientTags: allowedTags, deliveryPolicy: policy)
         guard let app = try await apps.update(id: id, changes) else { throw APIError.notFound("app") }
         var details: [String: String] = [:]
         if let name = body.name { details["name"] = name }
@@ -81,6 +82,7 @@ extension APIHandler {
         if let verification = body.identityVerification { details["identity_verification"] = "\(verification)" }
         if let legacy = body.legacyClientAccess { details["legacy_client_access"] = "\(legacy)" }
         if let tags = allowedTags { details["client_tags"] = tags?.joined(separator: ",") ?? "(any)" }
+        if let policy { details["delivery_policy"] = policy.flatMap { $0.isEmpty ? nil : $0.json } ?? "(none)" }
         await recordAudit("app.updated", appID: id, details: details)
         return .ok(.init(body: .json(.init(app))))
     }

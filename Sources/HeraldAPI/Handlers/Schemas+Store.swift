@@ -10,7 +10,70 @@ extension Components.Schemas.App {
         self.init(
             id: app.id.lowercased, name: app.name, bundleId: app.bundleID, createdAt: app.createdAt,
             updatedAt: app.updatedAt, identityVerification: app.clientRules.identityVerification,
-            legacyClientAccess: app.clientRules.legacyAccess, clientTags: app.clientRules.allowedTags)
+            legacyClientAccess: app.clientRules.legacyAccess, clientTags: app.clientRules.allowedTags,
+            deliveryPolicy: app.deliveryPolicy.map(Components.Schemas.DeliveryPolicy.init))
+    }
+}
+
+extension Components.Schemas.DeliveryPolicy {
+    init(_ policy: DeliveryPolicy) {
+        func time(_ minute: Int) -> String {
+            let hours = String(minute / 60)
+            let minutes = String(minute % 60)
+            return String(repeating: "0", count: 2 - hours.count) + hours + ":"
+                + String(repeating: "0", count: 2 - minutes.count) + minutes
+        }
+        self.init(
+            quietHours: policy.quietHours.map { .init(start: time($0.startMinute), end: time($0.endMinute)) },
+            defaultTimeZone: policy.defaultTimeZone,
+            frequencyCap: policy.frequencyCap.map {
+                .init(maxPushes: $0.maxPushes, windowHours: $0.windowSeconds / 3600)
+            }
+        )
+    }
+}
+
+extension DeliveryPolicy {
+    /// The policy a request describes, checked: times as HH:MM, a window that is not empty, a
+    /// time zone the server knows, a cap within the limits.
+    init(_ request: Components.Schemas.DeliveryPolicy) throws(APIError) {
+        func minute(_ text: String, _ field: String) throws(APIError) -> Int {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 2, parts.allSatisfy({ $0.count == 2 }), let hours = Int(parts[0]),
+                let minutes = Int(parts[1]), (0..<24).contains(hours), (0..<60).contains(minutes)
+            else {
+                throw .invalid(field, "a local time is HH:MM, 00:00 to 23:59 (\(text) is not)")
+            }
+            return hours * 60 + minutes
+        }
+        var quietHours: QuietHours?
+        if let quiet = request.quietHours {
+            let start = try minute(quiet.start, "delivery_policy.quiet_hours.start")
+            let end = try minute(quiet.end, "delivery_policy.quiet_hours.end")
+            guard start != end else {
+                throw .invalid("delivery_policy.quiet_hours.end", "quiet hours start and end at different times")
+            }
+            quietHours = QuietHours(startMinute: start, endMinute: end)
+        }
+        if let zone = request.defaultTimeZone, TimeZone(identifier: zone) == nil {
+            throw .invalid(
+                "delivery_policy.default_time_zone", "\(zone) is not an IANA time zone name (e.g. Europe/Berlin)")
+        }
+        var cap: FrequencyCap?
+        if let requested = request.frequencyCap {
+            guard (1...DeliveryPolicy.maximumCapPushes).contains(requested.maxPushes) else {
+                throw .invalid(
+                    "delivery_policy.frequency_cap.max_pushes",
+                    "a cap is 1 to \(DeliveryPolicy.maximumCapPushes) pushes")
+            }
+            let seconds = requested.windowHours * 3600
+            guard DeliveryPolicy.capWindowSeconds.contains(seconds) else {
+                throw .invalid(
+                    "delivery_policy.frequency_cap.window_hours", "a cap's window is 1 to 168 hours (7 days)")
+            }
+            cap = FrequencyCap(maxPushes: requested.maxPushes, windowSeconds: seconds)
+        }
+        self.init(quietHours: quietHours, defaultTimeZone: request.defaultTimeZone, frequencyCap: cap)
     }
 }
 
@@ -110,8 +173,10 @@ extension Components.Schemas.Counters {
     init(_ counters: PushCounters) {
         self.init(
             targeted: counters.targeted, accepted: counters.accepted, rejected: counters.rejected,
-            expired: counters.expired, canceled: counters.canceled, tokensInvalidated: counters.tokensInvalidated,
-            rejectedByReason: .init(additionalProperties: counters.rejectedByReason))
+            expired: counters.expired, canceled: counters.canceled, skipped: counters.skipped,
+            tokensInvalidated: counters.tokensInvalidated,
+            rejectedByReason: .init(additionalProperties: counters.rejectedByReason),
+            skippedByReason: .init(additionalProperties: counters.skippedByReason))
     }
 }
 

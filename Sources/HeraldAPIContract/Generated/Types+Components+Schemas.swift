@@ -208,6 +208,30 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/AppUpdate/client_tags_unrestricted`.
             public var clientTagsUnrestricted: Swift.Bool?
+            /// Replaces the app's quiet hours and frequency cap; `{}` removes them.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppUpdate/delivery_policy`.
+            public struct DeliveryPolicyPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/AppUpdate/delivery_policy/value1`.
+                public var value1: Components.Schemas.DeliveryPolicy
+                /// Creates a new `DeliveryPolicyPayload`.
+                ///
+                /// - Parameters:
+                ///   - value1:
+                public init(value1: Components.Schemas.DeliveryPolicy) {
+                    self.value1 = value1
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    self.value1 = try .init(from: decoder)
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try self.value1.encode(to: encoder)
+                }
+            }
+            /// Replaces the app's quiet hours and frequency cap; `{}` removes them.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppUpdate/delivery_policy`.
+            public var deliveryPolicy: Components.Schemas.AppUpdate.DeliveryPolicyPayload?
             /// Creates a new `AppUpdate`.
             ///
             /// - Parameters:
@@ -217,13 +241,15 @@ extension Components {
             ///   - legacyClientAccess: Set false to hold an app that existed before these rules to them (docs/security.md).
             ///   - clientTags:
             ///   - clientTagsUnrestricted: true lets client keys set any tag again (clears `client_tags`).
+            ///   - deliveryPolicy: Replaces the app's quiet hours and frequency cap; `{}` removes them.
             public init(
                 name: Swift.String? = nil,
                 bundleId: Swift.String? = nil,
                 identityVerification: Swift.Bool? = nil,
                 legacyClientAccess: Swift.Bool? = nil,
                 clientTags: Components.Schemas.ClientTags? = nil,
-                clientTagsUnrestricted: Swift.Bool? = nil
+                clientTagsUnrestricted: Swift.Bool? = nil,
+                deliveryPolicy: Components.Schemas.AppUpdate.DeliveryPolicyPayload? = nil
             ) {
                 self.name = name
                 self.bundleId = bundleId
@@ -231,6 +257,7 @@ extension Components {
                 self.legacyClientAccess = legacyClientAccess
                 self.clientTags = clientTags
                 self.clientTagsUnrestricted = clientTagsUnrestricted
+                self.deliveryPolicy = deliveryPolicy
             }
             public enum CodingKeys: String, CodingKey {
                 case name
@@ -239,6 +266,7 @@ extension Components {
                 case legacyClientAccess = "legacy_client_access"
                 case clientTags = "client_tags"
                 case clientTagsUnrestricted = "client_tags_unrestricted"
+                case deliveryPolicy = "delivery_policy"
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -266,13 +294,159 @@ extension Components {
                     Swift.Bool.self,
                     forKey: .clientTagsUnrestricted
                 )
+                self.deliveryPolicy = try container.decodeIfPresent(
+                    Components.Schemas.AppUpdate.DeliveryPolicyPayload.self,
+                    forKey: .deliveryPolicy
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "name",
                     "bundle_id",
                     "identity_verification",
                     "legacy_client_access",
                     "client_tags",
-                    "client_tags_unrestricted"
+                    "client_tags_unrestricted",
+                    "delivery_policy"
+                ])
+            }
+        }
+        /// Quiet hours and a frequency cap for the app's campaigns, enforced at fan-out (transactional pushes and recalls are exempt). A device left out is `skipped` - counted under `skipped_by_reason` as `quiet_hours` or `capped`, never sent (docs/delivery-policy.md).
+        ///
+        /// - Remark: Generated from `#/components/schemas/DeliveryPolicy`.
+        public struct DeliveryPolicy: Codable, Hashable, Sendable {
+            /// No campaign reaches a device from `start` to `end` in its own time zone (22:00 to 08:00 spans midnight).
+            ///
+            /// - Remark: Generated from `#/components/schemas/DeliveryPolicy/quiet_hours`.
+            public struct QuietHoursPayload: Codable, Hashable, Sendable {
+                /// HH:MM, local
+                ///
+                /// - Remark: Generated from `#/components/schemas/DeliveryPolicy/quiet_hours/start`.
+                public var start: Swift.String
+                /// HH:MM, local
+                ///
+                /// - Remark: Generated from `#/components/schemas/DeliveryPolicy/quiet_hours/end`.
+                public var end: Swift.String
+                /// Creates a new `QuietHoursPayload`.
+                ///
+                /// - Parameters:
+                ///   - start: HH:MM, local
+                ///   - end: HH:MM, local
+                public init(
+                    start: Swift.String,
+                    end: Swift.String
+                ) {
+                    self.start = start
+                    self.end = end
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case start
+                    case end
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    let container = try decoder.container(keyedBy: CodingKeys.self)
+                    self.start = try container.decode(
+                        Swift.String.self,
+                        forKey: .start
+                    )
+                    self.end = try container.decode(
+                        Swift.String.self,
+                        forKey: .end
+                    )
+                    try decoder.ensureNoAdditionalProperties(knownKeys: [
+                        "start",
+                        "end"
+                    ])
+                }
+            }
+            /// No campaign reaches a device from `start` to `end` in its own time zone (22:00 to 08:00 spans midnight).
+            ///
+            /// - Remark: Generated from `#/components/schemas/DeliveryPolicy/quiet_hours`.
+            public var quietHours: Components.Schemas.DeliveryPolicy.QuietHoursPayload?
+            /// The IANA time zone of devices that have none (default UTC), e.g. Europe/Berlin.
+            ///
+            /// - Remark: Generated from `#/components/schemas/DeliveryPolicy/default_time_zone`.
+            public var defaultTimeZone: Swift.String?
+            /// At most `max_pushes` campaigns reach a device in any `window_hours`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/DeliveryPolicy/frequency_cap`.
+            public struct FrequencyCapPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/DeliveryPolicy/frequency_cap/max_pushes`.
+                public var maxPushes: Swift.Int
+                /// - Remark: Generated from `#/components/schemas/DeliveryPolicy/frequency_cap/window_hours`.
+                public var windowHours: Swift.Int
+                /// Creates a new `FrequencyCapPayload`.
+                ///
+                /// - Parameters:
+                ///   - maxPushes:
+                ///   - windowHours:
+                public init(
+                    maxPushes: Swift.Int,
+                    windowHours: Swift.Int
+                ) {
+                    self.maxPushes = maxPushes
+                    self.windowHours = windowHours
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case maxPushes = "max_pushes"
+                    case windowHours = "window_hours"
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    let container = try decoder.container(keyedBy: CodingKeys.self)
+                    self.maxPushes = try container.decode(
+                        Swift.Int.self,
+                        forKey: .maxPushes
+                    )
+                    self.windowHours = try container.decode(
+                        Swift.Int.self,
+                        forKey: .windowHours
+                    )
+                    try decoder.ensureNoAdditionalProperties(knownKeys: [
+                        "max_pushes",
+                        "window_hours"
+                    ])
+                }
+            }
+            /// At most `max_pushes` campaigns reach a device in any `window_hours`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/DeliveryPolicy/frequency_cap`.
+            public var frequencyCap: Components.Schemas.DeliveryPolicy.FrequencyCapPayload?
+            /// Creates a new `DeliveryPolicy`.
+            ///
+            /// - Parameters:
+            ///   - quietHours: No campaign reaches a device from `start` to `end` in its own time zone (22:00 to 08:00 spans midnight).
+            ///   - defaultTimeZone: The IANA time zone of devices that have none (default UTC), e.g. Europe/Berlin.
+            ///   - frequencyCap: At most `max_pushes` campaigns reach a device in any `window_hours`.
+            public init(
+                quietHours: Components.Schemas.DeliveryPolicy.QuietHoursPayload? = nil,
+                defaultTimeZone: Swift.String? = nil,
+                frequencyCap: Components.Schemas.DeliveryPolicy.FrequencyCapPayload? = nil
+            ) {
+                self.quietHours = quietHours
+                self.defaultTimeZone = defaultTimeZone
+                self.frequencyCap = frequencyCap
+            }
+            public enum CodingKeys: String, CodingKey {
+                case quietHours = "quiet_hours"
+                case defaultTimeZone = "default_time_zone"
+                case frequencyCap = "frequency_cap"
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.quietHours = try container.decodeIfPresent(
+                    Components.Schemas.DeliveryPolicy.QuietHoursPayload.self,
+                    forKey: .quietHours
+                )
+                self.defaultTimeZone = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .defaultTimeZone
+                )
+                self.frequencyCap = try container.decodeIfPresent(
+                    Components.Schemas.DeliveryPolicy.FrequencyCapPayload.self,
+                    forKey: .frequencyCap
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "quiet_hours",
+                    "default_time_zone",
+                    "frequency_cap"
                 ])
             }
         }
@@ -300,6 +474,8 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/App/client_tags`.
             public var clientTags: [Swift.String]?
+            /// - Remark: Generated from `#/components/schemas/App/delivery_policy`.
+            public var deliveryPolicy: Components.Schemas.DeliveryPolicy?
             /// Creates a new `App`.
             ///
             /// - Parameters:
@@ -311,6 +487,7 @@ extension Components {
             ///   - identityVerification: A client key binds an alias only with the back-end's `alias_signature` of it.
             ///   - legacyClientAccess: Client keys also see registration ids and change or delete devices by them, as before Herald had client key rules (true only for apps created before; docs/security.md).
             ///   - clientTags: The only tags client keys may add or remove (absent - any tag).
+            ///   - deliveryPolicy:
             public init(
                 id: Swift.String,
                 name: Swift.String,
@@ -319,7 +496,8 @@ extension Components {
                 updatedAt: Foundation.Date,
                 identityVerification: Swift.Bool,
                 legacyClientAccess: Swift.Bool,
-                clientTags: [Swift.String]? = nil
+                clientTags: [Swift.String]? = nil,
+                deliveryPolicy: Components.Schemas.DeliveryPolicy? = nil
             ) {
                 self.id = id
                 self.name = name
@@ -329,6 +507,7 @@ extension Components {
                 self.identityVerification = identityVerification
                 self.legacyClientAccess = legacyClientAccess
                 self.clientTags = clientTags
+                self.deliveryPolicy = deliveryPolicy
             }
             public enum CodingKeys: String, CodingKey {
                 case id
@@ -339,6 +518,7 @@ extension Components {
                 case identityVerification = "identity_verification"
                 case legacyClientAccess = "legacy_client_access"
                 case clientTags = "client_tags"
+                case deliveryPolicy = "delivery_policy"
             }
         }
         /// - Remark: Generated from `#/components/schemas/AppCreated`.
@@ -2775,7 +2955,7 @@ extension Components {
                 case payloadBytes = "payload_bytes"
             }
         }
-        /// Once completed, targeted = accepted + rejected + expired + canceled.
+        /// Once completed, targeted = accepted + rejected + expired + canceled + skipped.
         ///
         /// - Remark: Generated from `#/components/schemas/Counters`.
         public struct Counters: Codable, Hashable, Sendable {
@@ -2789,6 +2969,10 @@ extension Components {
             public var expired: Swift.Int64
             /// - Remark: Generated from `#/components/schemas/Counters/canceled`.
             public var canceled: Swift.Int64
+            /// Left out by the app's delivery policy at fan-out, never sent.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Counters/skipped`.
+            public var skipped: Swift.Int64
             /// - Remark: Generated from `#/components/schemas/Counters/tokens_invalidated`.
             public var tokensInvalidated: Swift.Int64
             /// - Remark: Generated from `#/components/schemas/Counters/rejected_by_reason`.
@@ -2811,6 +2995,30 @@ extension Components {
             }
             /// - Remark: Generated from `#/components/schemas/Counters/rejected_by_reason`.
             public var rejectedByReason: Components.Schemas.Counters.RejectedByReasonPayload
+            /// `quiet_hours`, `capped`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Counters/skipped_by_reason`.
+            public struct SkippedByReasonPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: [String: Swift.Int64]
+                /// Creates a new `SkippedByReasonPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: [String: Swift.Int64] = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// `quiet_hours`, `capped`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Counters/skipped_by_reason`.
+            public var skippedByReason: Components.Schemas.Counters.SkippedByReasonPayload
             /// Creates a new `Counters`.
             ///
             /// - Parameters:
@@ -2819,24 +3027,30 @@ extension Components {
             ///   - rejected:
             ///   - expired:
             ///   - canceled:
+            ///   - skipped: Left out by the app's delivery policy at fan-out, never sent.
             ///   - tokensInvalidated:
             ///   - rejectedByReason:
+            ///   - skippedByReason: `quiet_hours`, `capped`.
             public init(
                 targeted: Swift.Int64,
                 accepted: Swift.Int64,
                 rejected: Swift.Int64,
                 expired: Swift.Int64,
                 canceled: Swift.Int64,
+                skipped: Swift.Int64,
                 tokensInvalidated: Swift.Int64,
-                rejectedByReason: Components.Schemas.Counters.RejectedByReasonPayload
+                rejectedByReason: Components.Schemas.Counters.RejectedByReasonPayload,
+                skippedByReason: Components.Schemas.Counters.SkippedByReasonPayload
             ) {
                 self.targeted = targeted
                 self.accepted = accepted
                 self.rejected = rejected
                 self.expired = expired
                 self.canceled = canceled
+                self.skipped = skipped
                 self.tokensInvalidated = tokensInvalidated
                 self.rejectedByReason = rejectedByReason
+                self.skippedByReason = skippedByReason
             }
             public enum CodingKeys: String, CodingKey {
                 case targeted
@@ -2844,8 +3058,10 @@ extension Components {
                 case rejected
                 case expired
                 case canceled
+                case skipped
                 case tokensInvalidated = "tokens_invalidated"
                 case rejectedByReason = "rejected_by_reason"
+                case skippedByReason = "skipped_by_reason"
             }
         }
         /// - Remark: Generated from `#/components/schemas/PushStatus`.

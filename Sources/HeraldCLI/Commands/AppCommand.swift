@@ -40,7 +40,17 @@ extension Components.Schemas.App {
             "client tags \(clientTags.map { $0.isEmpty ? "none" : $0.joined(separator: ",") } ?? "any")",
         ]
         if legacyClientAccess { rules.append("legacy client access on (client keys may use registration ids)") }
-        return "  client keys: " + rules.joined(separator: "; ")
+        var text = "  client keys: " + rules.joined(separator: "; ")
+        if let policy = deliveryPolicy {
+            var parts: [String] = []
+            if let quiet = policy.quietHours { parts.append("quiet hours \(quiet.start)–\(quiet.end)") }
+            if let zone = policy.defaultTimeZone { parts.append("default time zone \(zone)") }
+            if let cap = policy.frequencyCap {
+                parts.append("at most \(cap.maxPushes) campaigns in \(cap.windowHours) h")
+            }
+            text += "\n  campaigns: " + parts.joined(separator: "; ")
+        }
+        return text
     }
 }
 
@@ -121,7 +131,9 @@ struct AppGetCommand: AsyncParsableCommand {
 
 struct AppUpdateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "update", abstract: "Rename an app, change its bundle id or the rules of its client keys.")
+        commandName: "update",
+        abstract:
+            "Rename an app, change its bundle id, the rules of its client keys, or its campaigns' quiet hours and cap.")
 
     @OptionGroup var app: AppOption
     @Option(help: "The new name.") var name: String?
@@ -139,18 +151,50 @@ struct AppUpdateCommand: AsyncParsableCommand {
     var clientTags: String?
     @Flag(name: .customLong("any-client-tags"), help: "Let client keys set any tag again.")
     var anyClientTags = false
+    @Option(
+        name: .customLong("quiet-hours"),
+        help: "No campaign reaches a device between these local times, e.g. 22:00-08:00 (docs/delivery-policy.md).")
+    var quietHours: String?
+    @Option(name: .customLong("default-time-zone"), help: "The time zone of devices without one, e.g. Europe/Berlin.")
+    var defaultTimeZone: String?
+    @Option(help: "At most N campaigns a device in H hours, as N/H, e.g. 3/24.") var cap: String?
+    @Flag(name: .customLong("no-delivery-policy"), help: "Remove the quiet hours and the cap.")
+    var noDeliveryPolicy = false
     @OptionGroup var output: OutputOptions
+
+    /// The policy flags replace the whole policy (the API's `delivery_policy`).
+    var deliveryPolicy: Components.Schemas.AppUpdate.DeliveryPolicyPayload? {
+        get throws {
+            if noDeliveryPolicy { return .init(value1: .init()) }
+            guard quietHours != nil || defaultTimeZone != nil || cap != nil else { return nil }
+            var policy = Components.Schemas.DeliveryPolicy(defaultTimeZone: defaultTimeZone)
+            if let quietHours {
+                let times = quietHours.split(separator: "-").map(String.init)
+                guard times.count == 2 else { throw ValidationError("--quiet-hours is START-END, e.g. 22:00-08:00") }
+                policy.quietHours = .init(start: times[0], end: times[1])
+            }
+            if let cap {
+                let numbers = cap.split(separator: "/").compactMap { Int($0) }
+                guard numbers.count == 2 else { throw ValidationError("--cap is PUSHES/HOURS, e.g. 3/24") }
+                policy.frequencyCap = .init(maxPushes: numbers[0], windowHours: numbers[1])
+            }
+            return .init(value1: policy)
+        }
+    }
 
     func validate() throws {
         if name == nil, bundleID == nil, identityVerification == nil, legacyClientAccess == nil, clientTags == nil,
-            !anyClientTags
+            !anyClientTags, try deliveryPolicy == nil
         {
             throw ValidationError(
-                "give what to change: --name, --bundle-id, --identity-verification, --legacy-client-access, --client-tags or --any-client-tags"
+                "give what to change: --name, --bundle-id, --identity-verification, --legacy-client-access, --client-tags, --any-client-tags, --quiet-hours, --default-time-zone, --cap or --no-delivery-policy"
             )
         }
         if clientTags != nil, anyClientTags {
             throw ValidationError("give --client-tags or --any-client-tags, not both")
+        }
+        if noDeliveryPolicy, quietHours != nil || defaultTimeZone != nil || cap != nil {
+            throw ValidationError("give --no-delivery-policy or the policy's flags, not both")
         }
     }
 
@@ -163,7 +207,7 @@ struct AppUpdateCommand: AsyncParsableCommand {
                 .init(
                     name: name, bundleId: bundleID, identityVerification: identityVerification?.isOn,
                     legacyClientAccess: legacyClientAccess?.isOn, clientTags: tags,
-                    clientTagsUnrestricted: anyClientTags ? true : nil))
+                    clientTagsUnrestricted: anyClientTags ? true : nil, deliveryPolicy: try deliveryPolicy))
         ).ok.body.json
         try output.print(updated) { "updated \($0.line)\n\($0.clientRules)" }
     }

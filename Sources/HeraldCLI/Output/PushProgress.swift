@@ -8,9 +8,11 @@ import HeraldTiming
 enum PushProgress {
     struct Counters: Equatable {
         var targeted: Int64 = 0, accepted: Int64 = 0, rejected: Int64 = 0, expired: Int64 = 0, canceled: Int64 = 0
+        var skipped: Int64 = 0
         var invalidated: Int64 = 0
         var byReason: [String: Int64] = [:]
-        var done: Int64 { accepted + rejected + expired + canceled }
+        var skippedByReason: [String: Int64] = [:]
+        var done: Int64 { accepted + rejected + expired + canceled + skipped }
 
         init(_ counters: Components.Schemas.Counters) {
             targeted = counters.targeted
@@ -20,6 +22,8 @@ enum PushProgress {
             canceled = counters.canceled
             invalidated = counters.tokensInvalidated
             byReason = counters.rejectedByReason.additionalProperties
+            skipped = counters.skipped
+            skippedByReason = counters.skippedByReason.additionalProperties
         }
     }
 
@@ -79,6 +83,15 @@ enum PushProgress {
                 .joined(separator: ", ") + ")"
         }
         text += " + expired \(Output.count(counters.expired)) + canceled \(Output.count(counters.canceled))"
+        if counters.skipped > 0 || !counters.skippedByReason.isEmpty {
+            text += " + skipped \(Output.count(counters.skipped))"
+            if !counters.skippedByReason.isEmpty {
+                text +=
+                    " ("
+                    + counters.skippedByReason.sorted { $0.key < $1.key }.map { "\($0.key) \(Output.count($0.value))" }
+                    .joined(separator: ", ") + ")"
+            }
+        }
         if status.state == .completed || status.state == .canceled {
             text += addsUp(status) ? "  ✔ adds up" : "  ✘ does NOT add up (\(Output.count(counters.done)) accounted)"
         }

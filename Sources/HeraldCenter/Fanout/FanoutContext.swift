@@ -16,9 +16,13 @@ struct FanoutContext: Sendable {
     let jobsTopic: String
     /// The push's trace (stored with it by herald-api); every job record carries it on.
     let trace: TraceContext?
+    /// The app's quiet hours and frequency cap, for a campaign (not a recall) of an app with a
+    /// policy; nil for every other push.
+    let policy: DeliveryPolicyFilter?
 
+    /// - Parameter policy: the app's delivery policy (``FanoutRepository/deliveryPolicy(appID:)``).
     /// - Throws: ``UnreadableAudience`` when the stored audience is not one.
-    init(push: Push, batchSize: Int, topics: JobTopics) throws {
+    init(push: Push, batchSize: Int, topics: JobTopics, policy: DeliveryPolicy? = nil) throws {
         self.push = push
         let audience: PushAudience
         do {
@@ -40,6 +44,21 @@ struct FanoutContext: Sendable {
                 throw UnreadableAudience(pushID: push.id, reason: "\(error)")
             }
         }
+        if let policy, !policy.isEmpty, push.definition.priorityClass == .campaign,
+            push.definition.recallOf == nil
+        {
+            var timeZoneField: Int?
+            if policy.quietHours != nil {
+                timeZoneField = selection.personalization.firstIndex(of: .timeZone)
+                if timeZoneField == nil {
+                    selection.personalization.append(.timeZone)
+                    timeZoneField = selection.personalization.count - 1
+                }
+            }
+            self.policy = DeliveryPolicyFilter(policy: policy, timeZoneField: timeZoneField)
+        } else {
+            self.policy = nil
+        }
         self.selection = selection
         cutter = BatchCutter(pushID: push.id, batchSize: factory.maximumTargets(batchSize: batchSize))
         jobsTopic = topics.name(for: push.definition.priorityClass)
@@ -55,12 +74,25 @@ struct FanoutContext: Sendable {
         return narrowed
     }
 
-    /// Reads `batch`'s devices again (those still active and still in the audience) and cuts
-    /// them into the same batch: same sequence, so the same batch id.
-    func rebuild(_ batch: RecordedBatch, from audience: AudienceRepository) async throws -> BatchCutter.Cut {
-        let page = try await audience.page(
+    /// Reads `batch`'s devices again (those still active and still in the audience; under a
+    /// delivery policy, only those the push put into batches) and cuts them into the same batch:
+    /// same sequence, so the same batch id.
+    func rebuild(_ batch: RecordedBatch, from audience: AudienceRepository, fanouts: FanoutRepository) async throws
+        -> BatchCutter.Cut
+    {
+        // Under a policy the range also holds the devices it skipped: read all of it.
+        let span = Int(min(batch.lastDevice - batch.firstDevice + 1, 1_000_000))
+        var page = try await audience.page(
             selection(rebuilding: batch), after: batch.firstDevice - 1,
-            limit: max(batch.targetCount, cutter.batchSize))
+            limit: max(batch.targetCount, cutter.batchSize, policy == nil ? 0 : span))
+        if policy != nil {
+            let targets = try await fanouts.targets(
+                pushID: push.id, from: batch.firstDevice, through: batch.lastDevice)
+            page = page.keeping { index in
+                let device = page.devices.deviceIDs[index]
+                return targets.contains { $0.contains(device) }
+            }
+        }
         var record = batch
         record.targetCount = page.count
         return BatchCutter.Cut(record: record, targets: page.devices)

@@ -35,7 +35,9 @@ struct FanoutRunner: Sendable {
         }
         let context: FanoutContext
         do {
-            context = try FanoutContext(push: push, batchSize: batchSize, topics: topics)
+            context = try FanoutContext(
+                push: push, batchSize: batchSize, topics: topics,
+                policy: try await fanouts.deliveryPolicy(appID: push.definition.appID))
         } catch {
             // Nothing can be sent: end the fan-out with nothing targeted rather than retry forever.
             logger.error("fan-out impossible", metadata: ["error": "\(error)"])
@@ -49,7 +51,7 @@ struct FanoutRunner: Sendable {
                 "resuming a fan-out: producing the batches its previous center left unacknowledged",
                 metadata: ["batches": "\(resumed.count)", "cursor": "\(push.fanoutCursor)"])
             var cuts: [BatchCutter.Cut] = []
-            for batch in resumed { cuts.append(try await context.rebuild(batch, from: audience)) }
+            for batch in resumed { cuts.append(try await context.rebuild(batch, from: audience, fanouts: fanouts)) }
             if pacer == nil {
                 try await produce(cuts, context: context, logger: logger)
             } else {
@@ -120,9 +122,25 @@ struct FanoutRunner: Sendable {
                     }
                     return
                 }
-                let cuts = context.cutter.cut(page, firstSequence: nextSequence)
+                // Under the app's delivery policy, the devices it leaves out are counted, not cut.
+                var sent = page
+                var skipped: [SkipReason: Int64] = [:]
+                var targets: TargetBitmap?
+                if let policy = context.policy {
+                    let now = Date()
+                    var earlier: [TargetBitmap] = []
+                    if let since = policy.capWindowStart(now: now), let first = page.devices.deviceIDs.first {
+                        earlier = try await fanouts.campaignTargets(
+                            appID: push.definition.appID, excluding: push.id, since: since, from: first,
+                            through: last)
+                    }
+                    let filtered = policy.apply(to: page, now: now, earlier: earlier)
+                    (sent, skipped, targets) = (filtered.page, filtered.skipped, filtered.targets)
+                }
+                let cuts = context.cutter.cut(sent, firstSequence: nextSequence)
                 switch try await fanouts.recordPage(
-                    pushID: push.id, by: center, cursor: last, batches: cuts.map(\.record))
+                    pushID: push.id, by: center, cursor: last, batches: cuts.map(\.record), skipped: skipped,
+                    targets: targets)
                 {
                 case .recorded(let paused): lookUpControl = paused
                 case .canceled:

@@ -114,7 +114,7 @@ enum ConsoleScript {
               var push = JSON.parse(event.data), c = push.counters;
               var target = push.audience_size || c.targeted || 0;
               var failed = c.rejected + c.expired;
-              var done = c.accepted + failed + c.canceled;
+              var done = c.accepted + failed + c.canceled + (c.skipped || 0);
               var percent = target > 0 ? Math.min(100, (100 * done) / target) : (push.state === "completed" ? 100 : 0);
               $("#progress-fill").setAttribute("width", percent.toFixed(2) + "%");
               $("#progress-text").textContent = number(done) + " of " + number(target) + " (" + Math.floor(percent) + "%)";
@@ -139,7 +139,7 @@ enum ConsoleScript {
               $("#eta").textContent = eta;
               var total = Math.max(target, 1);
               var x = 0;
-              [["accepted", c.accepted], ["rejected", c.rejected], ["expired", c.expired], ["canceled", c.canceled]].forEach(function (pair) {
+              [["accepted", c.accepted], ["rejected", c.rejected], ["expired", c.expired], ["canceled", c.canceled], ["skipped", c.skipped || 0]].forEach(function (pair) {
                 var rect = $("#seg-" + pair[0]); if (!rect) { return; }
                 var width = (100 * pair[1]) / total;
                 rect.setAttribute("x", x.toFixed(3) + "%"); rect.setAttribute("width", width.toFixed(3) + "%");

@@ -73,7 +73,7 @@ struct PushView {
         createdAt = Self.time(push.createdAt)
         eta = push.eta.map(Self.time)
         let failedCount = counters.rejected + counters.expired
-        let doneCount = counters.accepted + failedCount + counters.canceled
+        let doneCount = counters.accepted + failedCount + counters.canceled + counters.skipped
         let targetCount = max(push.audienceSize ?? counters.targeted, counters.targeted)
         finished = push.state == .completed || push.state == .canceled
         live = !finished
@@ -93,6 +93,7 @@ struct PushView {
         for (name, label, count) in [
             ("accepted", "Accepted", counters.accepted), ("rejected", "Rejected", counters.rejected),
             ("expired", "Expired", counters.expired), ("canceled", "Canceled", counters.canceled),
+            ("skipped", "Skipped", counters.skipped),
         ] {
             let width = Double(count) / total * 100
             segments.append(
@@ -103,7 +104,10 @@ struct PushView {
         }
         self.segments = segments
         outcomeSummary =
-            "Accepted \(accepted), rejected \(Self.number(counters.rejected)), expired \(Self.number(counters.expired)), canceled \(canceled) of \(target)"
+            "Accepted \(accepted), rejected \(Self.number(counters.rejected)), expired \(Self.number(counters.expired)), canceled \(canceled)"
+            + (counters.skipped > 0
+                ? ", skipped \(Self.number(counters.skipped)) (\(counters.skippedByReason.additionalProperties.sorted { $0.key < $1.key }.map { "\($0.key) \(Self.number($0.value))" }.joined(separator: ", ")))"
+                : "") + " of \(target)"
         let byReason = counters.rejectedByReason.additionalProperties.sorted {
             $0.value == $1.value ? $0.key < $1.key : $0.value > $1.value
         }

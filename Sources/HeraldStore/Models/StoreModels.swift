@@ -10,6 +10,8 @@ public struct App: Sendable, Equatable {
     public var updatedAt: Date
     /// The rules for the app's client keys.
     public var clientRules: ClientKeyRules
+    /// Quiet hours and a frequency cap for its campaigns; nil: none.
+    public var deliveryPolicy: DeliveryPolicy? = nil
 }
 
 /// What an app's client keys (the keys its SDK embeds, so anyone may extract them) may do
@@ -313,11 +315,23 @@ public struct PushCounters: Sendable, Equatable {
     public var tokensInvalidated: Int64 = 0
     /// Rejections by APNs reason.
     public var rejectedByReason: [String: Int64] = [:]
+    /// Devices the app's delivery policy left out at fan-out (never sent), and why
+    /// (``SkipReason``).
+    public var skipped: Int64 = 0
+    public var skippedByReason: [String: Int64] = [:]
 
     public init() {}
 
     /// Every target has a terminal outcome.
-    public var isComplete: Bool { targeted == accepted + rejected + expired + canceled }
+    public var isComplete: Bool { targeted == accepted + rejected + expired + canceled + skipped }
+}
+
+/// Why the fan-out left a device of a campaign out (docs/delivery-policy.md).
+public enum SkipReason: String, Sendable, CaseIterable {
+    /// The device already got the app's `max_pushes` campaigns in the cap's window.
+    case capped
+    /// It was the app's quiet hours in the device's time zone.
+    case quietHours = "quiet_hours"
 }
 
 /// A device a push did not reach.

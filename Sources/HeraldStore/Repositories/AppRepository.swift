@@ -54,11 +54,15 @@ public struct AppRepository: Sendable {
         public var legacyClientAccess: Bool?
         /// `.some(nil)` lets client keys set any tag again.
         public var allowedClientTags: [String]??
+        /// `.some(nil)` removes the policy.
+        public var deliveryPolicy: DeliveryPolicy??
 
         public init(
             name: String? = nil, bundleID: String? = nil, identityVerification: Bool? = nil,
-            legacyClientAccess: Bool? = nil, allowedClientTags: [String]?? = nil
+            legacyClientAccess: Bool? = nil, allowedClientTags: [String]?? = nil,
+            deliveryPolicy: DeliveryPolicy?? = nil
         ) {
+            self.deliveryPolicy = deliveryPolicy
             self.name = name
             self.bundleID = bundleID
             self.identityVerification = identityVerification
@@ -71,12 +75,15 @@ public struct AppRepository: Sendable {
     public func update(id: UUID, _ changes: Changes) async throws -> App? {
         let changesTags = changes.allowedClientTags != nil
         let tags: [String]? = changes.allowedClientTags ?? nil
+        let changesPolicy = changes.deliveryPolicy != nil
+        let policy: String? = (changes.deliveryPolicy ?? nil).flatMap { $0.isEmpty ? nil : $0.json }
         let rows = try await client.boundedQuery(
             """
             UPDATE apps SET name = COALESCE(\(changes.name), name), bundle_id = COALESCE(\(changes.bundleID), bundle_id),
                             identity_verification = COALESCE(\(changes.identityVerification), identity_verification),
                             legacy_client_access = COALESCE(\(changes.legacyClientAccess), legacy_client_access),
                             client_tags = CASE WHEN \(changesTags) THEN \(tags)::text[] ELSE client_tags END,
+                            delivery_policy = CASE WHEN \(changesPolicy) THEN \(policy)::jsonb ELSE delivery_policy END,
                             updated_at = now()
             WHERE id = \(id)
             RETURNING \(unescaped: Self.columns)
@@ -93,7 +100,7 @@ public struct AppRepository: Sendable {
     }
 
     static let columns =
-        "id, name, bundle_id, created_at, updated_at, identity_verification, legacy_client_access, client_tags"
+        "id, name, bundle_id, created_at, updated_at, identity_verification, legacy_client_access, client_tags, delivery_policy::text"
 
     private static func first(_ rows: PostgresRowSequence) async throws -> App? {
         try await all(rows).first
@@ -101,14 +108,15 @@ public struct AppRepository: Sendable {
 
     private static func all(_ rows: PostgresRowSequence) async throws -> [App] {
         var apps: [App] = []
-        for try await (id, name, bundleID, createdAt, updatedAt, verification, legacy, tags) in rows.decode(
-            (UUID, String, String, Date, Date, Bool, Bool, [String]?).self)
+        for try await (id, name, bundleID, createdAt, updatedAt, verification, legacy, tags, policy) in rows.decode(
+            (UUID, String, String, Date, Date, Bool, Bool, [String]?, String?).self)
         {
             apps.append(
                 App(
                     id: id, name: name, bundleID: bundleID, createdAt: createdAt, updatedAt: updatedAt,
                     clientRules: ClientKeyRules(
-                        identityVerification: verification, legacyAccess: legacy, allowedTags: tags)))
+                        identityVerification: verification, legacyAccess: legacy, allowedTags: tags),
+                    deliveryPolicy: DeliveryPolicy(json: policy)))
         }
         return apps
     }

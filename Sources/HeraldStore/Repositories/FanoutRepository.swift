@@ -194,7 +194,15 @@ public struct FanoutRepository: Sendable {
     /// an unthrottled fan-out needs no other look-up per page. Record first, produce second: a batch
     /// recorded here is produced by this center or, if it dies first, by whoever resumes the
     /// fan-out (``unproducedBatches(pushID:)``). A batch recorded before is left as it was.
-    public func recordPage(pushID: UUID, by center: String, cursor: Int64, batches: [RecordedBatch]) async throws
+    /// - Parameters:
+    ///   - skipped: devices of the page the app's delivery policy left out, by reason: added to
+    ///     `targeted` and `skipped` with the cursor, so a resumed fan-out never counts them twice.
+    ///   - targets: the devices of the page put into `batches`, stored for the app's frequency
+    ///     cap and for rebuilding a batch (``targets(pushID:from:through:)``).
+    public func recordPage(
+        pushID: UUID, by center: String, cursor: Int64, batches: [RecordedBatch],
+        skipped: [SkipReason: Int64] = [:], targets: TargetBitmap? = nil
+    ) async throws
         -> PageRecording
     {
         try await client.transaction(logger: logger) { connection in
@@ -231,8 +239,71 @@ public struct FanoutRepository: Sendable {
                     "UPDATE push_counters SET targeted = targeted + \(added), updated_at = now() WHERE push_id = \(pushID)",
                     logger: logger)
             }
+            let skippedTotal = skipped.values.reduce(0, +)
+            if skippedTotal > 0 {
+                let reasons = try String(
+                    decoding: JSONEncoder().encode(
+                        Dictionary(uniqueKeysWithValues: skipped.map { ($0.key.rawValue, $0.value) })),
+                    as: UTF8.self)
+                try await connection.query(
+                    """
+                    UPDATE push_counters SET targeted = targeted + \(skippedTotal), skipped = skipped + \(skippedTotal),
+                        skipped_by_reason = herald_add_counts(skipped_by_reason, \(reasons)::jsonb), updated_at = now()
+                    WHERE push_id = \(pushID)
+                    """, logger: logger)
+            }
+            if let targets {
+                try await connection.query(
+                    """
+                    INSERT INTO push_targets (push_id, app_id, first_device, last_device, bits)
+                    SELECT id, app_id, \(targets.firstDevice), \(targets.lastDevice), \(ByteBuffer(bytes: targets.bits))
+                    FROM pushes WHERE id = \(pushID)
+                    ON CONFLICT (push_id, first_device) DO NOTHING
+                    """, logger: logger)
+            }
             return .recorded(paused: control.paused)
         }
+    }
+
+    /// The devices push `pushID` put into batches, in the pages overlapping `first...last`.
+    public func targets(pushID: UUID, from first: Int64, through last: Int64) async throws -> [TargetBitmap] {
+        try await Self.bitmaps(
+            client.boundedQuery(
+                """
+                SELECT first_device, last_device, bits FROM push_targets
+                WHERE push_id = \(pushID) AND first_device <= \(last) AND last_device >= \(first)
+                """, logger: logger))
+    }
+
+    /// The devices the app's other campaigns put into batches since `since`, in the pages
+    /// overlapping `first...last`: a device's count toward the frequency cap is the number of them
+    /// holding it.
+    public func campaignTargets(
+        appID: UUID, excluding pushID: UUID, since: Date, from first: Int64, through last: Int64
+    ) async throws -> [TargetBitmap] {
+        try await Self.bitmaps(
+            client.boundedQuery(
+                """
+                SELECT first_device, last_device, bits FROM push_targets
+                WHERE app_id = \(appID) AND targeted_at > \(since) AND last_device >= \(first)
+                  AND first_device <= \(last) AND push_id <> \(pushID)
+                """, logger: logger))
+    }
+
+    private static func bitmaps(_ rows: PostgresRowSequence) async throws -> [TargetBitmap] {
+        var bitmaps: [TargetBitmap] = []
+        for try await (first, last, bits) in rows.decode((Int64, Int64, ByteBuffer).self) {
+            bitmaps.append(TargetBitmap(firstDevice: first, lastDevice: last, bits: bits.bytes))
+        }
+        return bitmaps
+    }
+
+    /// The app's delivery policy (quiet hours, frequency cap); nil when it has none.
+    public func deliveryPolicy(appID: UUID) async throws -> DeliveryPolicy? {
+        let rows = try await client.boundedQuery(
+            "SELECT delivery_policy::text FROM apps WHERE id = \(appID)", logger: logger)
+        for try await json in rows.decode(String?.self) { return DeliveryPolicy(json: json) }
+        return nil
     }
 
     /// Notes that the broker acknowledged these batches.

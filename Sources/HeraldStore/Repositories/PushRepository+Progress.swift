@@ -124,7 +124,8 @@ extension PushRepository {
                    COALESCE((SELECT jsonb_object_agg(reason, total) FROM (
                        SELECT r.key AS reason, sum(r.value::bigint) AS total
                        FROM push_counters c2 JOIN pushes p2 ON p2.id = c2.push_id, jsonb_each_text(c2.rejected_by_reason) r
-                       WHERE p2.app_id = \(appID) AND p2.created_at >= \(since) GROUP BY r.key) reasons), '{}')::text
+                       WHERE p2.app_id = \(appID) AND p2.created_at >= \(since) GROUP BY r.key) reasons), '{}')::text,
+                   COALESCE(sum(c.skipped), 0)::bigint, herald_sum_counts(c.skipped_by_reason)::text
             FROM push_counters c JOIN pushes p ON p.id = c.push_id
             WHERE p.app_id = \(appID) AND p.created_at >= \(since)
             """, logger: logger)
@@ -134,7 +135,7 @@ extension PushRepository {
         let purged = try await client.boundedQuery(
             """
             SELECT state, pushes, targeted, accepted, rejected, expired, canceled, tokens_invalidated,
-                   rejected_by_reason::text
+                   rejected_by_reason::text, skipped, skipped_by_reason::text
             FROM push_statistics_daily WHERE app_id = \(appID) AND day >= (\(since)::timestamptz AT TIME ZONE 'UTC')::date
             """, logger: logger)
         for try await row in purged {
@@ -153,8 +154,7 @@ extension PushRepository {
             unsafeSQL: """
                 SELECT \(Self.pushColumns),
                        p.paused_at IS NOT NULL, p.audience_size, p.eta_at, p.fanout_started_at, p.fanout_finished_at,
-                       COALESCE(c.targeted, 0), COALESCE(c.accepted, 0), COALESCE(c.rejected, 0), COALESCE(c.expired, 0),
-                       COALESCE(c.canceled, 0), COALESCE(c.tokens_invalidated, 0), COALESCE(c.rejected_by_reason, '{}')::text
+                       \(PushCounters.columns)
                 FROM pushes p LEFT JOIN push_counters c ON c.push_id = p.id
                 WHERE
                 """, binds: condition.binds)
@@ -205,8 +205,16 @@ extension PushRepository {
 }
 
 extension PushCounters {
-    /// The counters in seven columns of a row from `first` on: targeted, accepted, rejected,
-    /// expired, canceled, tokens invalidated, and the rejections by reason as JSON text.
+    /// The columns ``init(_:from:)`` reads, of push_counters (or push_statistics_daily) as `c`.
+    static let columns = """
+        COALESCE(c.targeted, 0), COALESCE(c.accepted, 0), COALESCE(c.rejected, 0), COALESCE(c.expired, 0), \
+        COALESCE(c.canceled, 0), COALESCE(c.tokens_invalidated, 0), COALESCE(c.rejected_by_reason, '{}')::text, \
+        COALESCE(c.skipped, 0), COALESCE(c.skipped_by_reason, '{}')::text
+        """
+
+    /// The counters in nine columns of a row from `first` on (``columns``): targeted, accepted,
+    /// rejected, expired, canceled, tokens invalidated, the rejections by reason as JSON text,
+    /// skipped, and the skipped by reason as JSON text.
     init(_ cells: PostgresRandomAccessRow, from first: Int) throws {
         self.init()
         targeted = try cells[first].decode(Int64.self)
@@ -217,6 +225,10 @@ extension PushCounters {
         tokensInvalidated = try cells[first + 5].decode(Int64.self)
         let reasons = try cells[first + 6].decode(String.self)
         rejectedByReason = (try? JSONDecoder().decode([String: Int64].self, from: Data(reasons.utf8))) ?? [:]
+        skipped = try cells[first + 7].decode(Int64.self)
+        let skippedReasons = try cells[first + 8].decode(String.self)
+        skippedByReason =
+            (try? JSONDecoder().decode([String: Int64].self, from: Data(skippedReasons.utf8))) ?? [:]
     }
 
     /// Adds `other`'s counts to these.
@@ -228,5 +240,7 @@ extension PushCounters {
         canceled += other.canceled
         tokensInvalidated += other.tokensInvalidated
         rejectedByReason.merge(other.rejectedByReason, uniquingKeysWith: +)
+        skipped += other.skipped
+        skippedByReason.merge(other.skippedByReason, uniquingKeysWith: +)
     }
 }

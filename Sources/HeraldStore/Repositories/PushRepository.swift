@@ -221,8 +221,7 @@ public struct PushRepository: Sendable {
     public func counters(pushID: UUID) async throws -> PushCounters? {
         let rows = try await client.boundedQuery(
             """
-            SELECT targeted, accepted, rejected, expired, canceled, tokens_invalidated, rejected_by_reason::text
-            FROM push_counters WHERE push_id = \(pushID)
+            SELECT \(unescaped: PushCounters.columns) FROM push_counters c WHERE push_id = \(pushID)
             """, logger: logger)
         for try await row in rows { return try PushCounters(row.makeRandomAccess(), from: 0) }
         return nil

@@ -40,11 +40,13 @@ public struct RetentionRepository: Sendable {
                 SELECT r.id FROM pushes r JOIN originals o ON r.recall_of = o.id
             ), aggregated AS (
                 INSERT INTO push_statistics_daily AS d (app_id, day, state, pushes, targeted, accepted, rejected,
-                                                        expired, canceled, tokens_invalidated, rejected_by_reason)
+                                                        expired, canceled, tokens_invalidated, rejected_by_reason,
+                                                        skipped, skipped_by_reason)
                 SELECT p.app_id, (p.created_at AT TIME ZONE 'UTC')::date, p.state, count(*),
                        COALESCE(sum(c.targeted), 0), COALESCE(sum(c.accepted), 0), COALESCE(sum(c.rejected), 0),
                        COALESCE(sum(c.expired), 0), COALESCE(sum(c.canceled), 0),
-                       COALESCE(sum(c.tokens_invalidated), 0), herald_sum_counts(COALESCE(c.rejected_by_reason, '{}'))
+                       COALESCE(sum(c.tokens_invalidated), 0), herald_sum_counts(COALESCE(c.rejected_by_reason, '{}')),
+                       COALESCE(sum(c.skipped), 0), herald_sum_counts(COALESCE(c.skipped_by_reason, '{}'))
                 FROM pushes p JOIN doomed USING (id) LEFT JOIN push_counters c ON c.push_id = p.id
                 GROUP BY p.app_id, (p.created_at AT TIME ZONE 'UTC')::date, p.state
                 ON CONFLICT (app_id, day, state) DO UPDATE SET
@@ -52,7 +54,9 @@ public struct RetentionRepository: Sendable {
                     accepted = d.accepted + excluded.accepted, rejected = d.rejected + excluded.rejected,
                     expired = d.expired + excluded.expired, canceled = d.canceled + excluded.canceled,
                     tokens_invalidated = d.tokens_invalidated + excluded.tokens_invalidated,
-                    rejected_by_reason = herald_add_counts(d.rejected_by_reason, excluded.rejected_by_reason)
+                    rejected_by_reason = herald_add_counts(d.rejected_by_reason, excluded.rejected_by_reason),
+                    skipped = d.skipped + excluded.skipped,
+                    skipped_by_reason = herald_add_counts(d.skipped_by_reason, excluded.skipped_by_reason)
             ), gone AS (
                 DELETE FROM pushes WHERE id IN (SELECT id FROM doomed) RETURNING 1
             )

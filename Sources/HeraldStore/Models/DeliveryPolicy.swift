@@ -1,0 +1,86 @@
+import Foundation
+
+/// An app's quiet hours and frequency cap (docs/delivery-policy.md), stored in
+/// `apps.delivery_policy` and enforced by the fan-out for campaign pushes; transactional pushes
+/// and recalls are exempt.
+public struct DeliveryPolicy: Sendable, Equatable, Codable {
+    /// Local times, in minutes after midnight, between which no campaign reaches a device;
+    /// `start > end` spans midnight (22:00–08:00).
+    public struct QuietHours: Sendable, Equatable, Codable {
+        public var startMinute: Int
+        public var endMinute: Int
+
+        enum CodingKeys: String, CodingKey {
+            case startMinute = "start_minute"
+            case endMinute = "end_minute"
+        }
+
+        public init(startMinute: Int, endMinute: Int) {
+            self.startMinute = startMinute
+            self.endMinute = endMinute
+        }
+
+        /// Whether `minute` (after local midnight) falls in the window: from the start, up to
+        /// but not including the end.
+        public func contains(minute: Int) -> Bool {
+            startMinute <= endMinute
+                ? minute >= startMinute && minute < endMinute
+                : minute >= startMinute || minute < endMinute
+        }
+    }
+
+    /// At most `maxPushes` campaigns reach a device in any `windowSeconds`.
+    public struct FrequencyCap: Sendable, Equatable, Codable {
+        public var maxPushes: Int
+        public var windowSeconds: Int
+
+        enum CodingKeys: String, CodingKey {
+            case maxPushes = "max_pushes"
+            case windowSeconds = "window_seconds"
+        }
+
+        public init(maxPushes: Int, windowSeconds: Int) {
+            self.maxPushes = maxPushes
+            self.windowSeconds = windowSeconds
+        }
+    }
+
+    public var quietHours: QuietHours?
+    /// The time zone of devices that have none (an IANA name); UTC when absent.
+    public var defaultTimeZone: String?
+    public var frequencyCap: FrequencyCap?
+
+    enum CodingKeys: String, CodingKey {
+        case quietHours = "quiet_hours"
+        case defaultTimeZone = "default_time_zone"
+        case frequencyCap = "frequency_cap"
+    }
+
+    public init(quietHours: QuietHours? = nil, defaultTimeZone: String? = nil, frequencyCap: FrequencyCap? = nil) {
+        self.quietHours = quietHours
+        self.defaultTimeZone = defaultTimeZone
+        self.frequencyCap = frequencyCap
+    }
+
+    /// Limits (docs/limits.md): a cap of 1 to 1,000 pushes in 1 hour to 7 days.
+    public static let maximumCapPushes = 1000
+    public static let capWindowSeconds = 3600...(7 * 86_400)
+
+    /// Whether it leaves anything out.
+    public var isEmpty: Bool { quietHours == nil && frequencyCap == nil }
+
+    /// The stored JSON.
+    public var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"
+    }
+
+    /// Reads the stored JSON; nil for none (or JSON Herald did not write).
+    public init?(json: String?) {
+        guard let json, let policy = try? JSONDecoder().decode(DeliveryPolicy.self, from: Data(json.utf8)) else {
+            return nil
+        }
+        self = policy
+    }
+}
