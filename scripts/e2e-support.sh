@@ -33,9 +33,9 @@ field() {
   "$herald" push status "$push" --json 2>/dev/null | python3 -c "
 import json, sys
 status = json.load(sys.stdin); counters = status['counters']
-done = counters['accepted'] + counters['rejected'] + counters['expired'] + counters['canceled']
+done = counters['accepted'] + counters['rejected'] + counters['expired'] + counters['canceled'] + counters.get('skipped', 0)
 values = {'state': status['state'], 'done': done, 'targeted': counters['targeted'],
-          'accepted': counters['accepted'], 'expired': counters['expired']}
+          'accepted': counters['accepted'], 'expired': counters['expired'], 'skipped': counters.get('skipped', 0)}
 print(' '.join(str(values[name]) for name in sys.argv[1:]))" "$@"
 }
 

@@ -7,7 +7,8 @@
 #
 #   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast sender-kill center-kill
 #                                                   #        postgres-outage broker-restart apns-outage
-#                                                   #        device-counts segments templates webhooks metrics prometheus
+#                                                   #        device-counts segments templates delivery-policy webhooks
+#                                                   #        metrics prometheus
 #                                                   #        dashboard console
 #                                                   #        secrets (last: reads every log)
 set -uo pipefail
@@ -19,7 +20,7 @@ herald=$bin/herald
 export HERALD_DEV_DIR=$(pwd)/.local/e2e
 devices=${E2E_DEVICES:-100000}
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage device-counts segments templates webhooks metrics prometheus dashboard console secrets)
+[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage device-counts segments templates delivery-policy webhooks metrics prometheus dashboard console secrets)
 
 # The stack's settings for these tests: a notification is tried up to 20 times with back-off
 # capped at 5 s (a 30 s APNs outage outlasts the default 8 attempts' back-off). `herald dev up`
@@ -422,6 +423,41 @@ PY
 # the endpoint's secret; after a rotation with a grace period a request verifies under both secrets;
 # an endpoint that keeps failing has its delivery die (the stack's retry window is 8 s), listed as
 # dead and, once the receiver answers again, replayed and delivered.
+# The app's delivery policy on the real stack: with a cap of one campaign a day, a second tag
+# push reaches nobody who got the first (every device skipped as capped, apns-sim gets nothing),
+# while a transactional push to one of them is delivered; removing the policy lifts it.
+test_delivery-policy() {
+  reset_sim
+  "$herald" app update --cap 1/24 >/dev/null || { fail "delivery policy: the cap was refused"; return; }
+  local first second code
+  first=$("$herald" push --tag weather --body "Storm tonight" --quiet) || { fail "delivery policy: push refused"; return; }
+  wait_completed "$first" 300 && verify "$first"
+  read -r targeted accepted skipped <<< "$(field "$first" targeted accepted skipped)"
+  [ "$skipped" = 0 ] && [ "$accepted" -gt 0 ] || fail "delivery policy: the first campaign skipped $skipped of $targeted"
+  reset_sim
+  second=$("$herald" push --tag weather --body "Storm, again" --quiet) || { fail "delivery policy: push refused"; return; }
+  wait_completed "$second" 300 && verify "$second"
+  local capped
+  capped=$("$herald" push status "$second" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["skipped_by_reason"].get("capped", 0))')
+  read -r targeted2 accepted2 skipped2 <<< "$(field "$second" targeted accepted skipped)"
+  if [ "$accepted2" = 0 ] && [ "$targeted2" -gt 0 ] && [ "$skipped2" = "$targeted2" ] && [ "$capped" = "$targeted2" ]; then
+    log "✔ delivery policy: the second campaign skipped all $skipped2 of $targeted2 as capped (the first reached $accepted)"
+  else
+    fail "delivery policy: the second campaign accepted $accepted2, skipped $skipped2 ($capped capped) of $targeted2; the first reached $accepted"
+  fi
+  # Weather devices with aliases (`herald dev devices`: every tenth has one, every third from the
+  # third on is tagged weather).
+  code=$("$herald" push --alias user-20 --alias user-50 --alias user-80 --alias user-110 --body "Your code is 482913" --quiet) || { fail "delivery policy: code refused"; return; }
+  wait_completed "$code" 120 && verify "$code"
+  read -r class <<< "$("$herald" push status "$code" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["priority_class"])')"
+  if [ "$class" = transactional ] && [ "$(field "$code" accepted)" -ge 1 ]; then
+    log "✔ delivery policy: a transactional push to a capped device was delivered"
+  else
+    fail "delivery policy: the code ($class) was not delivered: $(field "$code" accepted skipped)"
+  fi
+  "$herald" app update --no-delivery-policy >/dev/null || fail "delivery policy: could not remove it"
+}
+
 test_webhooks() {
   reset_sim
   local dir=$HERALD_DEV_DIR/webhooks report

@@ -231,6 +231,40 @@ struct APNsClientTests {
         }
     }
 
+    @Test(
+        "an urgent send (a transactional push's batch) takes the next free streams ahead of a send that waited longer"
+    )
+    func urgentSendsGoFirst() async throws {
+        var faults = APNsFaults()
+        faults.latency = .init(distribution: .fixed, milliseconds: 100)
+        try await withClient(
+            simulator: ClientFixture.simulator(devices: 3100) { $0.faults = faults }, client: { $0.maxInFlight = 4 }
+        ) { simulator, client in
+            // Four campaign batches keep every stream busy and queue for more…
+            let campaigns = (0..<4).map { batch in
+                Task { await client.send((0..<25).map { ClientFixture.notification(1000 + batch * 25 + $0) }) }
+            }
+            for _ in 0..<1000 where client.status.inFlight < 4 { try await Task.sleep(for: .milliseconds(5)) }
+            // …a fifth starts waiting behind them, then an urgent one, the same size.
+            let waiting = Task {
+                _ = await client.send((0..<4).map { ClientFixture.notification(2000 + $0) })
+                return ContinuousClock.now
+            }
+            try await Task.sleep(for: .milliseconds(10))
+            let urgent = Task {
+                _ = await client.send((0..<4).map { ClientFixture.notification(3000 + $0) }, urgent: true)
+                return ContinuousClock.now
+            }
+            let urgentDone = await urgent.value
+            let waitingDone = await waiting.value
+            for campaign in campaigns { _ = await campaign.value }
+            // Served in turn, the one that waited longer would finish first.
+            #expect(urgentDone < waitingDone)
+            #expect(simulator.ledger.counts.accepted == 108)
+            #expect(client.status.inFlight == 0)
+        }
+    }
+
     @Test("a 429/503 storm ends with every notification delivered exactly once", arguments: SendPath.allCases)
     func storm(path: SendPath) async throws {
         var faults = APNsFaults()

@@ -94,7 +94,7 @@ struct DevVerifyCommand: AsyncParsableCommand {
             (status.state == .completed, "state \(status.state.rawValue)"),
             (
                 PushProgress.addsUp(status),
-                "targeted \(counters.targeted) = accepted \(counters.accepted) + rejected \(counters.rejected) + expired \(counters.expired) + canceled \(counters.canceled)"
+                "targeted \(counters.targeted) = accepted \(counters.accepted) + rejected \(counters.rejected) + expired \(counters.expired) + canceled \(counters.canceled) + skipped \(counters.skipped)"
             ),
             (
                 delivered == Int(counters.accepted),
@@ -117,7 +117,8 @@ struct DevVerifyCommand: AsyncParsableCommand {
         CommandSupport.printJSON([
             "push": pushID, "ok": checks.allSatisfy(\.0), "targeted": counters.targeted, "accepted": counters.accepted,
             "rejected": counters.rejected, "expired": counters.expired, "canceled": counters.canceled,
-            "delivered": delivered, "repeated": repeated, "invalidated": shouldBeInvalid.count - notInvalidated,
+            "skipped": counters.skipped, "delivered": delivered, "repeated": repeated,
+            "invalidated": shouldBeInvalid.count - notInvalidated,
         ])
         return checks.allSatisfy(\.0)
     }
