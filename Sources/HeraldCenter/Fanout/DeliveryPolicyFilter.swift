@@ -33,35 +33,26 @@ struct DeliveryPolicyFilter: Sendable {
     }
 
     /// `page` without the devices the policy leaves out at `now`; `earlier` are the app's other
-    /// campaigns' targets in the cap's window overlapping the page.
+    /// campaigns' targets in the cap's window overlapping the page. A page nobody is left out of
+    /// is returned as it is (no copy).
     func apply(to page: AudiencePage, now: Date, earlier: [TargetBitmap]) -> Result {
         guard let first = page.devices.deviceIDs.first, let last = page.devices.deviceIDs.last else {
             return Result(page: page, skipped: [:], targets: nil)
         }
-        var quietMinutes: [String: Bool] = [:]
-        let seconds = now.timeIntervalSince1970
-        func inQuietHours(_ index: Int) -> Bool {
-            guard let quiet = policy.quietHours, let field = timeZoneField else { return false }
-            let name = String(decoding: page.devices.value(field, at: index), as: UTF8.self)
-            if let known = quietMinutes[name] { return known }
-            let zone = name.isEmpty ? defaultTimeZone : TimeZone(identifier: name) ?? defaultTimeZone
-            let local = seconds + Double(zone.secondsFromGMT(for: now))
-            let minute = Int((local / 60).rounded(.down)) % 1440
-            let quietNow = quiet.contains(minute: minute < 0 ? minute + 1440 : minute)
-            quietMinutes[name] = quietNow
-            return quietNow
-        }
+        var zones = ZoneCache(filter: self, now: now)
         let cap = policy.frequencyCap?.maxPushes ?? Int.max
         var capped: Int64 = 0
         var quiet: Int64 = 0
         var targets = TargetBitmap(firstDevice: first, lastDevice: last)
-        let kept = page.keeping { index in
+        var keep = [Bool](repeating: true, count: page.count)
+        for index in 0..<page.count {
             let device = page.devices.deviceIDs[index]
-            if inQuietHours(index) {
+            if let field = timeZoneField, zones.isQuiet(page.devices.value(field, at: index)) {
                 quiet += 1
-                return false
+                keep[index] = false
+                continue
             }
-            if cap != Int.max {
+            if cap != Int.max, !earlier.isEmpty {
                 var count = 0
                 for bitmap in earlier where bitmap.contains(device) {
                     count += 1
@@ -69,15 +60,49 @@ struct DeliveryPolicyFilter: Sendable {
                 }
                 if count >= cap {
                     capped += 1
-                    return false
+                    keep[index] = false
+                    continue
                 }
             }
             targets.insert(device)
-            return true
         }
         var skipped: [SkipReason: Int64] = [:]
         if capped > 0 { skipped[.capped] = capped }
         if quiet > 0 { skipped[.quietHours] = quiet }
+        let kept = skipped.isEmpty ? page : page.keeping { keep[$0] }
         return Result(page: kept, skipped: skipped, targets: targets)
+    }
+
+    /// Whether it is quiet hours now in a time zone given by its name's bytes, each distinct name
+    /// worked out once: looked up by a hash of its bytes, so a device costs no String.
+    struct ZoneCache {
+        let filter: DeliveryPolicyFilter
+        let now: Date
+        var known: [UInt64: (name: [UInt8], quiet: Bool)] = [:]
+
+        init(filter: DeliveryPolicyFilter, now: Date) {
+            self.filter = filter
+            self.now = now
+        }
+
+        mutating func isQuiet(_ name: ArraySlice<UInt8>) -> Bool {
+            // FNV-1a.
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in name { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+            if let entry = known[hash], entry.name.elementsEqual(name) { return entry.quiet }
+            let quiet = filter.isQuiet(zoneNamed: String(decoding: name, as: UTF8.self), at: now)
+            if known[hash] == nil { known[hash] = (Array(name), quiet) }
+            return quiet
+        }
+    }
+
+    /// Whether `now` falls in the quiet hours in the zone `name` ("" or a name that is not an
+    /// IANA zone: the default zone).
+    func isQuiet(zoneNamed name: String, at now: Date) -> Bool {
+        guard let quiet = policy.quietHours else { return false }
+        let zone = name.isEmpty ? defaultTimeZone : TimeZone(identifier: name) ?? defaultTimeZone
+        let local = now.timeIntervalSince1970 + Double(zone.secondsFromGMT(for: now))
+        let minute = Int((local / 60).rounded(.down)) % 1440
+        return quiet.contains(minute: minute < 0 ? minute + 1440 : minute)
     }
 }
