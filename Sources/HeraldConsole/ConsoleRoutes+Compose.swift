@@ -28,6 +28,8 @@ extension ConsoleRoutes {
             var error: String?
             var size: String?
             var bytes: String?
+            /// `transactional` or `campaign`: what the API decided.
+            var priorityClass: String?
             var warnings: [String]
         }
 
@@ -37,6 +39,7 @@ extension ConsoleRoutes {
         var audiences: [Choice]
         var environments: [Choice]
         var throttles: [Choice]
+        var priorityClasses: [Choice]
         var audienceIs: [String: Bool]
         var throttleIs: [String: Bool]
         var silent: Bool
@@ -65,6 +68,12 @@ extension ConsoleRoutes {
                 ("deadline", "Spread over N minutes"),
             ]
             .map { Choice(value: $0.0, label: $0.1, checked: $0.0 == throttle) }
+            priorityClasses = [
+                ("", "Automatic (transactional for ids and aliases)"),
+                ("transactional", "Transactional: ahead of campaigns"),
+                ("campaign", "Campaign: quiet hours and caps apply"),
+            ]
+            .map { Choice(value: $0.0, label: $0.1, checked: $0.0 == (form.priorityClass ?? "")) }
             audienceIs = [audience: true]
             throttleIs = [throttle: true]
             silent = form.silent == "on"
@@ -155,6 +164,7 @@ extension ConsoleRoutes {
             result["audience_size_estimated"] = validation.audienceSizeEstimated
             result["payload_bytes"] = validation.payloadBytes
             result["payload_limit"] = validation.payloadLimit
+            result["priority_class"] = validation.priorityClass.rawValue
         }
         return Self.json(result)
     }
@@ -178,7 +188,7 @@ extension ConsoleRoutes {
                 size: (validation.audienceSizeEstimated ? "about " : "") + PushView.number(validation.audienceSize),
                 bytes:
                     "\(PushView.number(Int64(validation.payloadBytes))) of \(PushView.number(Int64(validation.payloadLimit)))",
-                warnings: validation.warnings)
+                priorityClass: validation.priorityClass.rawValue, warnings: validation.warnings)
             if validation.audienceSize == 0 {
                 check.ok = false
                 check.error = "No active device is in this audience: nothing would be sent."
@@ -211,6 +221,7 @@ extension PushForm {
             ("options.collapse_id", "collapse_id"), ("options.time_to_live_seconds", "ttl_seconds"),
             ("options.scheduled_at", "scheduled_at"), ("options.throttle.per_second", "throttle_per_second"),
             ("options.throttle.finish_within_seconds", "finish_within_minutes"),
+            ("options.priority_class", "priority_class"),
         ]
         return table.first { field.hasPrefix($0.0) }?.1 ?? "audience"
     }

@@ -30,6 +30,12 @@ struct PushFormTests {
         #expect(request.options?.collapseId == "sale-1")
         #expect(request.options?.timeToLiveSeconds == 3600)
         #expect(request.options?.throttle?.finishWithinSeconds == 5400)
+        #expect(request.options?.priorityClass == nil, "no class chosen: the API's default")
+        let code = try PushForm(fields: [
+            "audience": "aliases", "aliases": "user-1", "body": "Your code", "priority_class": "transactional",
+        ]).request()
+        #expect(code.options?.priorityClass == .transactional)
+        #expect(PushForm.formField(forRequestField: "options.priority_class") == "priority_class")
         let scheduled = try #require(request.options?.scheduledAt)
         #expect(ISO8601DateFormatter().string(from: scheduled) == "2030-01-02T03:04:00Z")
     }
@@ -120,6 +126,9 @@ struct ConsoleTemplateTests {
         #expect(view.segments.map(\.width) == ["80.000", "8.000", "2.000", "0.000", "10.000"])
         #expect(view.segments.map(\.x) == ["0.000", "80.000", "88.000", "90.000", "90.000"])
         #expect(view.outcomeSummary.contains("skipped 100 (capped 60, quiet_hours 40)"), "\(view.outcomeSummary)")
+        #expect(
+            view.skippedDetail
+                == "Skipped by the app's delivery policy: at the frequency cap 60, in their quiet hours 40")
         #expect(view.reasons.map(\.reason) == ["Unregistered", "BadDeviceToken"])
         #expect(!view.live && view.finished)
         let actions = PushActions(push)

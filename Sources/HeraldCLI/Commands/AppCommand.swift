@@ -46,7 +46,8 @@ extension Components.Schemas.App {
             if let quiet = policy.quietHours { parts.append("quiet hours \(quiet.start)–\(quiet.end)") }
             if let zone = policy.defaultTimeZone { parts.append("default time zone \(zone)") }
             if let cap = policy.frequencyCap {
-                parts.append("at most \(cap.maxPushes) campaigns in \(cap.windowHours) h")
+                parts.append(
+                    "at most \(cap.maxPushes) campaign\(cap.maxPushes == 1 ? "" : "s") in \(cap.windowHours) h")
             }
             text += "\n  campaigns: " + parts.joined(separator: "; ")
         }

@@ -59,6 +59,7 @@ enum ConsoleScript {
                 (result.audience_size_estimated ? "about " : "") + number(result.audience_size);
               $("#dryrun-bytes").textContent = result.payload_bytes === undefined ? "–" :
                 number(result.payload_bytes) + " of " + number(result.payload_limit);
+              $("#dryrun-class").textContent = result.priority_class || "–";
               var warnings = $("#dryrun-warnings");
               warnings.textContent = "";
               (result.warnings || []).forEach(function (text) {

@@ -38,6 +38,9 @@ struct PushForm: Codable, Sendable, Equatable {
     var finishWithinMinutes: String?
     /// The push a correction replaces.
     var replaces: String?
+    /// `transactional`, `campaign`, or empty for the default (transactional for an unthrottled
+    /// list audience).
+    var priorityClass: String?
 
     enum CodingKeys: String, CodingKey {
         case audience, environment, title, subtitle, body, badge, sound, category, silent, data, throttle, replaces
@@ -52,6 +55,7 @@ struct PushForm: Codable, Sendable, Equatable {
         case scheduledAt = "scheduled_at"
         case throttlePerSecond = "throttle_per_second"
         case finishWithinMinutes = "finish_within_minutes"
+        case priorityClass = "priority_class"
     }
 
     /// A form field the browser got wrong, named as the form names it.
@@ -102,6 +106,7 @@ struct PushForm: Codable, Sendable, Equatable {
             break
         }
         if let replaces = Self.text(replaces) { options["replaces"] = replaces }
+        if let priorityClass = Self.text(priorityClass) { options["priority_class"] = priorityClass }
         if !options.isEmpty { json["options"] = options }
         do {
             let encoded = try JSONSerialization.data(withJSONObject: json)

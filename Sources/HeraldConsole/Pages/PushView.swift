@@ -12,6 +12,7 @@ struct PushView {
     var recallOf: String?
     var pushType: String
     var priority: Int
+    var priorityClass: String
     var collapseID: String?
     var createdAt: String
     var eta: String?
@@ -30,6 +31,8 @@ struct PushView {
     var live: Bool
     var segments: [Segment]
     var outcomeSummary: String
+    /// Why devices were skipped (the app's delivery policy), when any were.
+    var skippedDetail: String?
     var reasons: [Reason]
     // Stored, not computed: Mustache reads values through reflection, which sees stored
     // properties only.
@@ -69,6 +72,7 @@ struct PushView {
         recall = push.recallOf != nil
         pushType = push.pushType
         priority = push.priority
+        priorityClass = push.priorityClass.rawValue
         collapseID = push.collapseId
         createdAt = Self.time(push.createdAt)
         eta = push.eta.map(Self.time)
@@ -108,6 +112,13 @@ struct PushView {
             + (counters.skipped > 0
                 ? ", skipped \(Self.number(counters.skipped)) (\(counters.skippedByReason.additionalProperties.sorted { $0.key < $1.key }.map { "\($0.key) \(Self.number($0.value))" }.joined(separator: ", ")))"
                 : "") + " of \(target)"
+        skippedDetail =
+            counters.skipped > 0
+            ? "Skipped by the app's delivery policy: "
+                + counters.skippedByReason.additionalProperties.sorted { $0.key < $1.key }.map {
+                    "\($0.key == "quiet_hours" ? "in their quiet hours" : $0.key == "capped" ? "at the frequency cap" : $0.key) \(Self.number($0.value))"
+                }.joined(separator: ", ")
+            : nil
         let byReason = counters.rejectedByReason.additionalProperties.sorted {
             $0.value == $1.value ? $0.key < $1.key : $0.value > $1.value
         }

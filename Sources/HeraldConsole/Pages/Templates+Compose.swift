@@ -93,6 +93,13 @@ extension ConsoleTemplates {
                   <input id="finish_within_minutes" name="finish_within_minutes" type="number" min="1" value="{{form.finishWithinMinutes}}">
                   {{#invalid.finish_within_minutes}}<div class="field-error">{{invalid.finish_within_minutes}}</div>{{/invalid.finish_within_minutes}}</div>
               </div>
+              <div class="row">
+                <div class="field{{#invalid.priority_class}} invalid{{/invalid.priority_class}}"><label for="priority_class">Class</label>
+                  <select id="priority_class" name="priority_class">
+                    {{#priorityClasses}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/priorityClasses}}
+                  </select>
+                  {{#invalid.priority_class}}<div class="field-error">{{invalid.priority_class}}</div>{{/invalid.priority_class}}</div>
+              </div>
             </div>
           </div>
           <div>
@@ -114,6 +121,7 @@ extension ConsoleTemplates {
               <dl>
                 <dt>Devices</dt><dd id="dryrun-size">{{#check.size}}{{check.size}}{{/check.size}}{{^check.size}}–{{/check.size}}</dd>
                 <dt>Payload bytes</dt><dd id="dryrun-bytes">{{#check.bytes}}{{check.bytes}}{{/check.bytes}}{{^check.bytes}}–{{/check.bytes}}</dd>
+                <dt>Class</dt><dd id="dryrun-class">{{#check.priorityClass}}{{check.priorityClass}}{{/check.priorityClass}}{{^check.priorityClass}}–{{/check.priorityClass}}</dd>
               </dl>
               <ul id="dryrun-warnings">{{#check.warnings}}<li>{{.}}</li>{{/check.warnings}}</ul>
               <div class="actions">

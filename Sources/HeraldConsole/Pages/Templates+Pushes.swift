@@ -72,6 +72,7 @@ extension ConsoleTemplates {
               <div class="legend">
                 {{#push.segments}}<span><svg aria-hidden="true"><rect class="seg-{{name}}" width="10" height="10" rx="2"/></svg>{{label}} {{count}}</span>{{/push.segments}}
               </div>
+              {{#push.skippedDetail}}<p class="hint" id="skipped-detail">{{push.skippedDetail}}</p>{{/push.skippedDetail}}
               {{#push.hasReasons}}
               <h2 class="reasons-title">Failed, by reason</h2>
               <svg class="reasons" viewBox="0 0 600 {{push.reasonsHeight}}" role="img" aria-label="Rejections by reason">
@@ -116,6 +117,7 @@ extension ConsoleTemplates {
               <h2>Details</h2>
               <dl class="facts">
                 <dt>Type</dt><dd>{{push.pushType}}, priority {{push.priority}}</dd>
+                <dt>Class</dt><dd>{{push.priorityClass}}</dd>
                 {{#push.collapseID}}<dt>Collapse id</dt><dd class="mono">{{push.collapseID}}</dd>{{/push.collapseID}}
                 {{#push.recallOf}}<dt>Recall of</dt><dd><a class="mono" href="/console/pushes/{{push.recallOf}}">{{push.recallOf}}</a></dd>{{/push.recallOf}}
                 {{#push.times}}<dt>{{label}}</dt><dd>{{value}}</dd>{{/push.times}}
