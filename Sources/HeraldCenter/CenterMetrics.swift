@@ -23,6 +23,9 @@ public final class CenterMetrics: Sendable {
     let pushesPurged = Atomic<Int>(0)
     let auditEventsDeleted = Atomic<Int>(0)
     let deviceCountChangesFolded = Atomic<Int>(0)
+    /// Schedule occurrences this center fired: a push created, or skipped (found due too late).
+    let scheduleOccurrencesPushed = Atomic<Int>(0)
+    let scheduleOccurrencesSkipped = Atomic<Int>(0)
     /// Webhook attempts by what came of them.
     let webhookDelivered = Atomic<Int>(0)
     let webhookRetried = Atomic<Int>(0)
@@ -82,6 +85,17 @@ public final class CenterMetrics: Sendable {
             "herald_center_device_count_changes_folded_total",
             "Changes of the device counts (registrations, imports, invalidations, deletions) folded into the counts.",
             deviceCountChangesFolded)
+        text.family(
+            "herald_center_schedule_occurrences_total", .counter,
+            help:
+                "Schedule occurrences this center fired, by result: pushed (its push created), skipped (found due past the schedule's late window)."
+        )
+        text.sample(
+            "herald_center_schedule_occurrences_total", ["result": "pushed"],
+            value: scheduleOccurrencesPushed.load(ordering: .relaxed))
+        text.sample(
+            "herald_center_schedule_occurrences_total", ["result": "skipped"],
+            value: scheduleOccurrencesSkipped.load(ordering: .relaxed))
         text.family(
             "herald_center_webhook_attempts_total", .counter,
             help:

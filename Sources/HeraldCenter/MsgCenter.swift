@@ -25,6 +25,7 @@ public final class MsgCenter: Service, Sendable {
     private let fanouts: FanoutRepository
     private let devices: DeviceRepository
     private let audience: AudienceRepository
+    private let schedules: ScheduleRepository
     private let producer: KafkaProducer
     private let pushEvents: KafkaConsumer?
     private let logger: Logger
@@ -49,6 +50,7 @@ public final class MsgCenter: Service, Sendable {
         self.fanouts = FanoutRepository(client: database, logger: logger)
         self.devices = DeviceRepository(client: database, logger: logger)
         self.audience = AudienceRepository(client: database, postgres: postgres, logger: logger)
+        self.schedules = ScheduleRepository(client: database, logger: logger)
         self.producer = producer
         self.pushEvents = pushEvents
         self.metrics = metrics
@@ -228,10 +230,11 @@ public final class MsgCenter: Service, Sendable {
         }
     }
 
-    /// One sweep: claims what is claimable, counts canceled remainders nobody holds, refreshes
-    /// the whole system's gauges if this center is their reporter.
+    /// One sweep: fires due schedule occurrences, claims what is claimable, counts canceled
+    /// remainders nobody holds, refreshes the whole system's gauges if this center is their reporter.
     func sweep() async {
         do {
+            try await fireSchedules()
             var limits: [FanoutLane: Int] = [:]
             for (lane, free) in freeSlots() where free > 0 {
                 // A lane without slots of its own takes the bulk lane's.
@@ -255,6 +258,24 @@ public final class MsgCenter: Service, Sendable {
         } catch {
             metrics.systemGauges.withLock { $0 = nil }
             logger.warning("sweep failed; trying again", metadata: ["error": "\(HeraldDatabase.describe(error))"])
+        }
+    }
+
+    /// Creates the push of every schedule occurrence that is due (once, however many centers
+    /// sweep), or skips one found due past its schedule's late window and says why.
+    func fireSchedules() async throws {
+        for fired in try await schedules.fireDue(now: Date(), pushesTopic: settings.pushesTopic, limit: 100) {
+            let metadata: Logger.Metadata = [
+                "schedule": "\(fired.scheduleID)", "occurrence": "\(fired.occurrence)",
+            ]
+            if let reason = fired.skipReason {
+                metrics.scheduleOccurrencesSkipped.add(1, ordering: .relaxed)
+                logger.warning(
+                    "schedule occurrence skipped", metadata: metadata.merging(["reason": "\(reason)"]) { $1 })
+            } else if fired.created, let push = fired.pushID {
+                metrics.scheduleOccurrencesPushed.add(1, ordering: .relaxed)
+                logger.info("schedule occurrence pushed", metadata: metadata.merging(["push": "\(push)"]) { $1 })
+            }
         }
     }
 

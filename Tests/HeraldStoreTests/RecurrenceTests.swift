@@ -82,7 +82,8 @@ struct RecurrenceTests {
     @Test("a rule is stored in one spelling; what cannot be read says what to fix")
     func parsing() throws {
         #expect(
-            try Recurrence(rrule: "rrule:byday=fr,mo;freq=weekly;byhour=8,8").rrule == "FREQ=WEEKLY;BYDAY=MO,FR;BYHOUR=8")
+            try Recurrence(rrule: "rrule:byday=fr,mo;freq=weekly;byhour=8,8").rrule
+                == "FREQ=WEEKLY;BYDAY=MO,FR;BYHOUR=8")
         for (rule, message) in [
             ("BYDAY=MO", "needs FREQ"), ("FREQ=YEARLY", "not supported"), ("FREQ=WEEKLY;BYDAY=1MO", "ordinals"),
             ("FREQ=DAILY;COUNT=0", "COUNT is 1"), ("FREQ=DAILY;COUNT=2;UNTIL=20261231T000000Z", "not both"),

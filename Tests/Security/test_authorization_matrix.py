@@ -100,6 +100,7 @@ class World:
                               {"name": "matrix", "filter": SEGMENT_FILTER})["id"]
         self.template = api.ok("POST", "/v1/templates", self.keys["server"],
                                {"name": "matrix", "notification": TEMPLATE_NOTIFICATION})["id"]
+        self.schedule = api.ok("POST", "/v1/schedules", self.keys["server"], SCHEDULE)["id"]
         self.token = random_token()
         device = api.ok("POST", "/v1/devices", self.keys["server"],
                         {"token": self.token, "environment": "sandbox", "tags": ["news"]})
@@ -124,6 +125,11 @@ SEGMENT_FILTER = {"attribute": "app_version", "op": "gte", "value": "5.0"}
 PUSH = {"audience": {"all": True}, "notification": {"alert": {"body": "hello"}}}
 TEMPLATE_NOTIFICATION = {"alert": {"title": "Hi {{first_name | default: \"there\"}}", "body": "news"},
                          "localizations": {"de": {"title": "Hallo {{first_name | default: \"du\"}}"}}}
+
+
+SCHEDULE = {"name": "matrix", "recurrence": {"rrule": "FREQ=WEEKLY;BYDAY=MO;BYHOUR=8;BYMINUTE=0",
+                                             "time_zone": "Europe/Berlin", "starts_at": "2030-01-07T08:00"},
+            "push": {"audience": {"tags": {"any": ["news"]}}, "notification": {"alert": {"body": "weekly"}}}}
 
 
 def request_for(operation, world):
@@ -181,6 +187,13 @@ def request_for(operation, world):
         "getTemplate": ("GET", f"/v1/templates/{world.template}", None),
         "updateTemplate": ("PATCH", f"/v1/templates/{world.template}", {"description": "changed"}),
         "deleteTemplate": ("DELETE", f"/v1/templates/{world.template}", None),
+        "createSchedule": ("POST", "/v1/schedules", {**SCHEDULE, "name": "matrix-2"}),
+        "listSchedules": ("GET", "/v1/schedules", None),
+        "getSchedule": ("GET", f"/v1/schedules/{world.schedule}", None),
+        "updateSchedule": ("PATCH", f"/v1/schedules/{world.schedule}", {"late_window_minutes": 30}),
+        "deleteSchedule": ("DELETE", f"/v1/schedules/{world.schedule}", None),
+        "pauseSchedule": ("POST", f"/v1/schedules/{world.schedule}/pause", None),
+        "resumeSchedule": ("POST", f"/v1/schedules/{world.schedule}/resume", None),
         "listPushes": ("GET", "/v1/pushes", None),
         "validatePush": ("POST", "/v1/pushes/validate", PUSH),
         "getPush": ("GET", f"/v1/pushes/{push}", None),

@@ -69,9 +69,11 @@ enum Permission: Equatable {
         case "importDevices", "deleteDevice": .server(.devicesWrite)
         case "listDevices", "getDevice": .server(.devicesRead)
         case "createPush", "validatePush", "cancelPush", "pausePush", "resumePush", "recallPush", "createSegment",
-            "updateSegment", "deleteSegment", "createTemplate", "updateTemplate", "deleteTemplate":
+            "updateSegment", "deleteSegment", "createTemplate", "updateTemplate", "deleteTemplate", "createSchedule",
+            "updateSchedule", "deleteSchedule", "pauseSchedule", "resumeSchedule":
             .server(.pushesWrite)
-        case "listSegments", "getSegment", "listTemplates", "getTemplate": .server(.pushesRead)
+        case "listSegments", "getSegment", "listTemplates", "getTemplate", "listSchedules", "getSchedule":
+            .server(.pushesRead)
         case "listPushes", "getPush", "streamPushEvents", "listPushFailures": .server(.pushesRead)
         case "getStatistics", "listTagStatistics": .server(.statsRead)
         default: .globalAdmin

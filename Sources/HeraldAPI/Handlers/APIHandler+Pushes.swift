@@ -100,8 +100,9 @@ extension APIHandler {
         let appID = try Principal.requireApp()
         let limit = try Self.pageSize(input.query.limit)
         let cursor = try input.query.cursor.map { text throws(APIError) in try Self.uuid(text, "cursor") }
+        let schedule = try input.query.scheduleId.map { text throws(APIError) in try Self.uuid(text, "schedule_id") }
         let page = try await pushes.progressList(
-            appID: appID, state: input.query.state?.store, before: cursor, limit: limit)
+            appID: appID, state: input.query.state?.store, before: cursor, limit: limit, scheduleID: schedule)
         return .ok(
             .init(
                 body: .json(

@@ -25,6 +25,8 @@ struct APIHandler: APIProtocol {
     let segments: SegmentRepository
     /// Stored notification templates.
     let templates: TemplateRepository
+    /// Recurring schedules.
+    let schedules: ScheduleRepository
     let devices: DeviceRepository
     /// Devices counted by environment, status and tag, kept as they change.
     let deviceCounts: DeviceCountRepository

@@ -198,6 +198,7 @@ extension Components.Schemas.PushStatus {
             priority: definition.priority, priorityClass: .init(definition.priorityClass),
             collapseId: definition.collapseID, paused: progress.paused, audienceSize: progress.audienceSize,
             counters: .init(progress.counters), recallOf: definition.recallOf?.lowercased,
+            scheduleId: push.scheduleID?.lowercased, occurrenceAt: push.occurrenceAt,
             createdByKeyId: push.createdByKey?.lowercased, createdAt: push.createdAt,
             scheduledAt: definition.scheduledAt, expiresAt: definition.expiresAt,
             fanoutStartedAt: progress.fanoutStartedAt,

@@ -51,6 +51,7 @@ public struct APIServer: Service {
             webhooks: WebhookRepository(client: database, logger: logger),
             segments: SegmentRepository(client: database, logger: logger),
             templates: TemplateRepository(client: database, logger: logger),
+            schedules: ScheduleRepository(client: database, logger: logger),
             devices: DeviceRepository(client: database, logger: logger),
             deviceCounts: DeviceCountRepository(client: database, logger: logger),
             imports: DeviceImports(

@@ -22,6 +22,8 @@ extension Components {
         public typealias AppID = Swift.String
         /// - Remark: Generated from `#/components/parameters/SegmentID`.
         public typealias SegmentID = Swift.String
+        /// - Remark: Generated from `#/components/parameters/ScheduleID`.
+        public typealias ScheduleID = Swift.String
         /// - Remark: Generated from `#/components/parameters/TemplateID`.
         public typealias TemplateID = Swift.String
         /// - Remark: Generated from `#/components/parameters/WebhookID`.

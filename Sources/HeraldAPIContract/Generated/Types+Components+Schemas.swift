@@ -2104,6 +2104,314 @@ extension Components {
                 case updatedAt = "updated_at"
             }
         }
+        /// - Remark: Generated from `#/components/schemas/ScheduleRecurrence`.
+        public struct ScheduleRecurrence: Codable, Hashable, Sendable {
+            /// An RFC 5545 RRULE subset - FREQ=DAILY|WEEKLY|MONTHLY, INTERVAL, BYDAY (MO..SU), BYMONTHDAY (monthly), BYHOUR, BYMINUTE, COUNT or UNTIL - e.g. FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;BYHOUR=8;BYMINUTE=0.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ScheduleRecurrence/rrule`.
+            public var rrule: Swift.String
+            /// The IANA time zone the rule is read in, e.g. Europe/Berlin.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ScheduleRecurrence/time_zone`.
+            public var timeZone: Swift.String
+            /// The first occurrence's local date and time (DTSTART), YYYY-MM-DDTHH:MM; hours and minutes not given by the rule are its.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ScheduleRecurrence/starts_at`.
+            public var startsAt: Swift.String
+            /// Creates a new `ScheduleRecurrence`.
+            ///
+            /// - Parameters:
+            ///   - rrule: An RFC 5545 RRULE subset - FREQ=DAILY|WEEKLY|MONTHLY, INTERVAL, BYDAY (MO..SU), BYMONTHDAY (monthly), BYHOUR, BYMINUTE, COUNT or UNTIL - e.g. FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;BYHOUR=8;BYMINUTE=0.
+            ///   - timeZone: The IANA time zone the rule is read in, e.g. Europe/Berlin.
+            ///   - startsAt: The first occurrence's local date and time (DTSTART), YYYY-MM-DDTHH:MM; hours and minutes not given by the rule are its.
+            public init(
+                rrule: Swift.String,
+                timeZone: Swift.String,
+                startsAt: Swift.String
+            ) {
+                self.rrule = rrule
+                self.timeZone = timeZone
+                self.startsAt = startsAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case rrule
+                case timeZone = "time_zone"
+                case startsAt = "starts_at"
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.rrule = try container.decode(
+                    Swift.String.self,
+                    forKey: .rrule
+                )
+                self.timeZone = try container.decode(
+                    Swift.String.self,
+                    forKey: .timeZone
+                )
+                self.startsAt = try container.decode(
+                    Swift.String.self,
+                    forKey: .startsAt
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "rrule",
+                    "time_zone",
+                    "starts_at"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/ScheduleCreate`.
+        public struct ScheduleCreate: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ScheduleCreate/name`.
+            public var name: Swift.String
+            /// - Remark: Generated from `#/components/schemas/ScheduleCreate/recurrence`.
+            public var recurrence: Components.Schemas.ScheduleRecurrence
+            /// - Remark: Generated from `#/components/schemas/ScheduleCreate/push`.
+            public var push: Components.Schemas.PushRequest
+            /// An occurrence found due later than this after its time (herald-center was down) is skipped and recorded, not sent late. Default 60.
+            ///
+            /// - Remark: Generated from `#/components/schemas/ScheduleCreate/late_window_minutes`.
+            public var lateWindowMinutes: Swift.Int?
+            /// Creates a new `ScheduleCreate`.
+            ///
+            /// - Parameters:
+            ///   - name:
+            ///   - recurrence:
+            ///   - push:
+            ///   - lateWindowMinutes: An occurrence found due later than this after its time (herald-center was down) is skipped and recorded, not sent late. Default 60.
+            public init(
+                name: Swift.String,
+                recurrence: Components.Schemas.ScheduleRecurrence,
+                push: Components.Schemas.PushRequest,
+                lateWindowMinutes: Swift.Int? = nil
+            ) {
+                self.name = name
+                self.recurrence = recurrence
+                self.push = push
+                self.lateWindowMinutes = lateWindowMinutes
+            }
+            public enum CodingKeys: String, CodingKey {
+                case name
+                case recurrence
+                case push
+                case lateWindowMinutes = "late_window_minutes"
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.name = try container.decode(
+                    Swift.String.self,
+                    forKey: .name
+                )
+                self.recurrence = try container.decode(
+                    Components.Schemas.ScheduleRecurrence.self,
+                    forKey: .recurrence
+                )
+                self.push = try container.decode(
+                    Components.Schemas.PushRequest.self,
+                    forKey: .push
+                )
+                self.lateWindowMinutes = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .lateWindowMinutes
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "name",
+                    "recurrence",
+                    "push",
+                    "late_window_minutes"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/ScheduleUpdate`.
+        public struct ScheduleUpdate: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ScheduleUpdate/name`.
+            public var name: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/ScheduleUpdate/recurrence`.
+            public var recurrence: Components.Schemas.ScheduleRecurrence?
+            /// - Remark: Generated from `#/components/schemas/ScheduleUpdate/push`.
+            public var push: Components.Schemas.PushRequest?
+            /// - Remark: Generated from `#/components/schemas/ScheduleUpdate/late_window_minutes`.
+            public var lateWindowMinutes: Swift.Int?
+            /// Creates a new `ScheduleUpdate`.
+            ///
+            /// - Parameters:
+            ///   - name:
+            ///   - recurrence:
+            ///   - push:
+            ///   - lateWindowMinutes:
+            public init(
+                name: Swift.String? = nil,
+                recurrence: Components.Schemas.ScheduleRecurrence? = nil,
+                push: Components.Schemas.PushRequest? = nil,
+                lateWindowMinutes: Swift.Int? = nil
+            ) {
+                self.name = name
+                self.recurrence = recurrence
+                self.push = push
+                self.lateWindowMinutes = lateWindowMinutes
+            }
+            public enum CodingKeys: String, CodingKey {
+                case name
+                case recurrence
+                case push
+                case lateWindowMinutes = "late_window_minutes"
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.name = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .name
+                )
+                self.recurrence = try container.decodeIfPresent(
+                    Components.Schemas.ScheduleRecurrence.self,
+                    forKey: .recurrence
+                )
+                self.push = try container.decodeIfPresent(
+                    Components.Schemas.PushRequest.self,
+                    forKey: .push
+                )
+                self.lateWindowMinutes = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .lateWindowMinutes
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "name",
+                    "recurrence",
+                    "push",
+                    "late_window_minutes"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Schedule`.
+        public struct Schedule: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Schedule/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Schedule/name`.
+            public var name: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Schedule/recurrence`.
+            public var recurrence: Components.Schemas.ScheduleRecurrence
+            /// - Remark: Generated from `#/components/schemas/Schedule/push`.
+            public var push: Components.Schemas.PushRequest
+            /// - Remark: Generated from `#/components/schemas/Schedule/late_window_minutes`.
+            public var lateWindowMinutes: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Schedule/state`.
+            @frozen public enum StatePayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case active = "active"
+                case paused = "paused"
+                case ended = "ended"
+            }
+            /// - Remark: Generated from `#/components/schemas/Schedule/state`.
+            public var state: Components.Schemas.Schedule.StatePayload
+            /// The next five occurrences (UTC), fewer near the rule's end; empty once it has ended.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Schedule/next_occurrences`.
+            public var nextOccurrences: [Foundation.Date]
+            /// Occurrences sent: GET /v1/pushes?schedule_id= lists their pushes.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Schedule/pushes_created`.
+            public var pushesCreated: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Schedule/occurrences_skipped`.
+            public var occurrencesSkipped: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/Schedule/last_skip`.
+            public struct LastSkipPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/Schedule/last_skip/occurrence_at`.
+                public var occurrenceAt: Foundation.Date
+                /// - Remark: Generated from `#/components/schemas/Schedule/last_skip/reason`.
+                public var reason: Swift.String
+                /// Creates a new `LastSkipPayload`.
+                ///
+                /// - Parameters:
+                ///   - occurrenceAt:
+                ///   - reason:
+                public init(
+                    occurrenceAt: Foundation.Date,
+                    reason: Swift.String
+                ) {
+                    self.occurrenceAt = occurrenceAt
+                    self.reason = reason
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case occurrenceAt = "occurrence_at"
+                    case reason
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/Schedule/last_skip`.
+            public var lastSkip: Components.Schemas.Schedule.LastSkipPayload?
+            /// - Remark: Generated from `#/components/schemas/Schedule/created_at`.
+            public var createdAt: Foundation.Date
+            /// - Remark: Generated from `#/components/schemas/Schedule/updated_at`.
+            public var updatedAt: Foundation.Date
+            /// Creates a new `Schedule`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - name:
+            ///   - recurrence:
+            ///   - push:
+            ///   - lateWindowMinutes:
+            ///   - state:
+            ///   - nextOccurrences: The next five occurrences (UTC), fewer near the rule's end; empty once it has ended.
+            ///   - pushesCreated: Occurrences sent: GET /v1/pushes?schedule_id= lists their pushes.
+            ///   - occurrencesSkipped:
+            ///   - lastSkip:
+            ///   - createdAt:
+            ///   - updatedAt:
+            public init(
+                id: Swift.String,
+                name: Swift.String,
+                recurrence: Components.Schemas.ScheduleRecurrence,
+                push: Components.Schemas.PushRequest,
+                lateWindowMinutes: Swift.Int,
+                state: Components.Schemas.Schedule.StatePayload,
+                nextOccurrences: [Foundation.Date],
+                pushesCreated: Swift.Int,
+                occurrencesSkipped: Swift.Int,
+                lastSkip: Components.Schemas.Schedule.LastSkipPayload? = nil,
+                createdAt: Foundation.Date,
+                updatedAt: Foundation.Date
+            ) {
+                self.id = id
+                self.name = name
+                self.recurrence = recurrence
+                self.push = push
+                self.lateWindowMinutes = lateWindowMinutes
+                self.state = state
+                self.nextOccurrences = nextOccurrences
+                self.pushesCreated = pushesCreated
+                self.occurrencesSkipped = occurrencesSkipped
+                self.lastSkip = lastSkip
+                self.createdAt = createdAt
+                self.updatedAt = updatedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case name
+                case recurrence
+                case push
+                case lateWindowMinutes = "late_window_minutes"
+                case state
+                case nextOccurrences = "next_occurrences"
+                case pushesCreated = "pushes_created"
+                case occurrencesSkipped = "occurrences_skipped"
+                case lastSkip = "last_skip"
+                case createdAt = "created_at"
+                case updatedAt = "updated_at"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/ScheduleList`.
+        public struct ScheduleList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/ScheduleList/schedules`.
+            public var schedules: [Components.Schemas.Schedule]
+            /// Creates a new `ScheduleList`.
+            ///
+            /// - Parameters:
+            ///   - schedules:
+            public init(schedules: [Components.Schemas.Schedule]) {
+                self.schedules = schedules
+            }
+            public enum CodingKeys: String, CodingKey {
+                case schedules
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/TemplateCreate`.
         public struct TemplateCreate: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/TemplateCreate/name`.
@@ -3088,6 +3396,12 @@ extension Components {
             public var counters: Components.Schemas.Counters
             /// - Remark: Generated from `#/components/schemas/PushStatus/recall_of`.
             public var recallOf: Swift.String?
+            /// The schedule whose occurrence this push is.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushStatus/schedule_id`.
+            public var scheduleId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/PushStatus/occurrence_at`.
+            public var occurrenceAt: Foundation.Date?
             /// The key that created the push (absent for pushes made before Herald recorded it).
             ///
             /// - Remark: Generated from `#/components/schemas/PushStatus/created_by_key_id`.
@@ -3123,6 +3437,8 @@ extension Components {
             ///   - audienceSize: Known once the fan-out has counted it.
             ///   - counters:
             ///   - recallOf:
+            ///   - scheduleId: The schedule whose occurrence this push is.
+            ///   - occurrenceAt:
             ///   - createdByKeyId: The key that created the push (absent for pushes made before Herald recorded it).
             ///   - createdAt:
             ///   - scheduledAt:
@@ -3143,6 +3459,8 @@ extension Components {
                 audienceSize: Swift.Int64? = nil,
                 counters: Components.Schemas.Counters,
                 recallOf: Swift.String? = nil,
+                scheduleId: Swift.String? = nil,
+                occurrenceAt: Foundation.Date? = nil,
                 createdByKeyId: Swift.String? = nil,
                 createdAt: Foundation.Date,
                 scheduledAt: Foundation.Date? = nil,
@@ -3163,6 +3481,8 @@ extension Components {
                 self.audienceSize = audienceSize
                 self.counters = counters
                 self.recallOf = recallOf
+                self.scheduleId = scheduleId
+                self.occurrenceAt = occurrenceAt
                 self.createdByKeyId = createdByKeyId
                 self.createdAt = createdAt
                 self.scheduledAt = scheduledAt
@@ -3184,6 +3504,8 @@ extension Components {
                 case audienceSize = "audience_size"
                 case counters
                 case recallOf = "recall_of"
+                case scheduleId = "schedule_id"
+                case occurrenceAt = "occurrence_at"
                 case createdByKeyId = "created_by_key_id"
                 case createdAt = "created_at"
                 case scheduledAt = "scheduled_at"

@@ -161,6 +161,41 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `DELETE /v1/templates/{templateId}`.
     /// - Remark: Generated from `#/paths//v1/templates/{templateId}/delete(deleteTemplate)`.
     func deleteTemplate(_ input: Operations.DeleteTemplate.Input) async throws -> Operations.DeleteTemplate.Output
+    /// The app's schedules, by name.
+    ///
+    /// - Remark: HTTP `GET /v1/schedules`.
+    /// - Remark: Generated from `#/paths//v1/schedules/get(listSchedules)`.
+    func listSchedules(_ input: Operations.ListSchedules.Input) async throws -> Operations.ListSchedules.Output
+    /// Save a recurring push - a push request and an RRULE in a named time zone.
+    ///
+    /// - Remark: HTTP `POST /v1/schedules`.
+    /// - Remark: Generated from `#/paths//v1/schedules/post(createSchedule)`.
+    func createSchedule(_ input: Operations.CreateSchedule.Input) async throws -> Operations.CreateSchedule.Output
+    /// One schedule, its next occurrences and what came of the past ones.
+    ///
+    /// - Remark: HTTP `GET /v1/schedules/{scheduleId}`.
+    /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/get(getSchedule)`.
+    func getSchedule(_ input: Operations.GetSchedule.Input) async throws -> Operations.GetSchedule.Output
+    /// Rename a schedule, change its rule, push or late window (pushes already created stay as they are).
+    ///
+    /// - Remark: HTTP `PATCH /v1/schedules/{scheduleId}`.
+    /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/patch(updateSchedule)`.
+    func updateSchedule(_ input: Operations.UpdateSchedule.Input) async throws -> Operations.UpdateSchedule.Output
+    /// Delete a schedule (its pushes stay).
+    ///
+    /// - Remark: HTTP `DELETE /v1/schedules/{scheduleId}`.
+    /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/delete(deleteSchedule)`.
+    func deleteSchedule(_ input: Operations.DeleteSchedule.Input) async throws -> Operations.DeleteSchedule.Output
+    /// Stop firing a schedule until it is resumed.
+    ///
+    /// - Remark: HTTP `POST /v1/schedules/{scheduleId}/pause`.
+    /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/pause/post(pauseSchedule)`.
+    func pauseSchedule(_ input: Operations.PauseSchedule.Input) async throws -> Operations.PauseSchedule.Output
+    /// Fire a paused schedule again, from its next occurrence after now (none of those passed while paused is sent).
+    ///
+    /// - Remark: HTTP `POST /v1/schedules/{scheduleId}/resume`.
+    /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/resume/post(resumeSchedule)`.
+    func resumeSchedule(_ input: Operations.ResumeSchedule.Input) async throws -> Operations.ResumeSchedule.Output
     /// The app's webhook endpoints (the admin token or the app's admin key).
     ///
     /// - Remark: HTTP `GET /v1/apps/{appId}/webhooks`.
@@ -721,6 +756,93 @@ extension APIProtocol {
         headers: Operations.DeleteTemplate.Input.Headers = .init()
     ) async throws -> Operations.DeleteTemplate.Output {
         try await deleteTemplate(Operations.DeleteTemplate.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// The app's schedules, by name.
+    ///
+    /// - Remark: HTTP `GET /v1/schedules`.
+    /// - Remark: Generated from `#/paths//v1/schedules/get(listSchedules)`.
+    public func listSchedules(headers: Operations.ListSchedules.Input.Headers = .init()) async throws -> Operations.ListSchedules.Output {
+        try await listSchedules(Operations.ListSchedules.Input(headers: headers))
+    }
+    /// Save a recurring push - a push request and an RRULE in a named time zone.
+    ///
+    /// - Remark: HTTP `POST /v1/schedules`.
+    /// - Remark: Generated from `#/paths//v1/schedules/post(createSchedule)`.
+    public func createSchedule(
+        headers: Operations.CreateSchedule.Input.Headers = .init(),
+        body: Operations.CreateSchedule.Input.Body
+    ) async throws -> Operations.CreateSchedule.Output {
+        try await createSchedule(Operations.CreateSchedule.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// One schedule, its next occurrences and what came of the past ones.
+    ///
+    /// - Remark: HTTP `GET /v1/schedules/{scheduleId}`.
+    /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/get(getSchedule)`.
+    public func getSchedule(
+        path: Operations.GetSchedule.Input.Path,
+        headers: Operations.GetSchedule.Input.Headers = .init()
+    ) async throws -> Operations.GetSchedule.Output {
+        try await getSchedule(Operations.GetSchedule.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Rename a schedule, change its rule, push or late window (pushes already created stay as they are).
+    ///
+    /// - Remark: HTTP `PATCH /v1/schedules/{scheduleId}`.
+    /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/patch(updateSchedule)`.
+    public func updateSchedule(
+        path: Operations.UpdateSchedule.Input.Path,
+        headers: Operations.UpdateSchedule.Input.Headers = .init(),
+        body: Operations.UpdateSchedule.Input.Body
+    ) async throws -> Operations.UpdateSchedule.Output {
+        try await updateSchedule(Operations.UpdateSchedule.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Delete a schedule (its pushes stay).
+    ///
+    /// - Remark: HTTP `DELETE /v1/schedules/{scheduleId}`.
+    /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/delete(deleteSchedule)`.
+    public func deleteSchedule(
+        path: Operations.DeleteSchedule.Input.Path,
+        headers: Operations.DeleteSchedule.Input.Headers = .init()
+    ) async throws -> Operations.DeleteSchedule.Output {
+        try await deleteSchedule(Operations.DeleteSchedule.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Stop firing a schedule until it is resumed.
+    ///
+    /// - Remark: HTTP `POST /v1/schedules/{scheduleId}/pause`.
+    /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/pause/post(pauseSchedule)`.
+    public func pauseSchedule(
+        path: Operations.PauseSchedule.Input.Path,
+        headers: Operations.PauseSchedule.Input.Headers = .init()
+    ) async throws -> Operations.PauseSchedule.Output {
+        try await pauseSchedule(Operations.PauseSchedule.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Fire a paused schedule again, from its next occurrence after now (none of those passed while paused is sent).
+    ///
+    /// - Remark: HTTP `POST /v1/schedules/{scheduleId}/resume`.
+    /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/resume/post(resumeSchedule)`.
+    public func resumeSchedule(
+        path: Operations.ResumeSchedule.Input.Path,
+        headers: Operations.ResumeSchedule.Input.Headers = .init()
+    ) async throws -> Operations.ResumeSchedule.Output {
+        try await resumeSchedule(Operations.ResumeSchedule.Input(
             path: path,
             headers: headers
         ))

@@ -300,6 +300,9 @@ public struct Push: Sendable {
     public var canceledAt: Date?
     /// The key that created it (`nil` for pushes from before keys were recorded).
     public var createdByKey: UUID? = nil
+    /// The schedule whose occurrence it is, and the occurrence (docs/schedules.md).
+    public var scheduleID: UUID? = nil
+    public var occurrenceAt: Date? = nil
 
     public var id: UUID { definition.id }
     public var state: PushState { definition.state }

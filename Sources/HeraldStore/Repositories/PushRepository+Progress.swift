@@ -72,12 +72,15 @@ extension PushRepository {
     }
 
     /// An app's pushes with their progress, newest first, `limit` at a time before `cursor`.
-    public func progressList(appID: UUID, state: PushState?, before cursor: UUID?, limit: Int) async throws
+    public func progressList(
+        appID: UUID, state: PushState?, before cursor: UUID?, limit: Int, scheduleID: UUID? = nil
+    ) async throws
         -> [PushProgress]
     {
         try await progress(
             where: """
                 p.app_id = \(appID) AND (\(state?.rawValue)::text IS NULL OR p.state = \(state?.rawValue)::text)
+                AND (\(scheduleID)::uuid IS NULL OR p.schedule_id = \(scheduleID)::uuid)
                 AND (\(cursor)::uuid IS NULL OR (p.created_at, p.id) < (SELECT created_at, id FROM pushes WHERE id = \(cursor)::uuid AND app_id = \(appID)))
                 """, limit: limit)
     }

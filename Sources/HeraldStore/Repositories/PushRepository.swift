@@ -233,10 +233,10 @@ public struct PushRepository: Sendable {
         id, app_id, state, audience::text, notification::text, options::text, payload, push_type, priority, \
         expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second, finish_within_s, recall_of, \
         fanout_cursor, batches_emitted, created_at, completed_at, canceled_at, traceparent, created_by_key, template, \
-        priority_class
+        priority_class, schedule_id, occurrence_at
         """
     /// How many columns ``pushColumns`` names: a query's own columns come after them.
-    static let pushColumnCount = 25
+    static let pushColumnCount = 27
 
     static func pushes(from rows: PostgresRowSequence) async throws -> [Push] {
         var pushes: [Push] = []
@@ -249,12 +249,13 @@ public struct PushRepository: Sendable {
         let (
             id, appID, state, audience, notification, options, payload, pushType, priority, expiresAt,
             collapseID, idempotencyKey, scheduledAt, throttle, finishWithin, recallOf, cursor, batches,
-            createdAt, completedAt, canceledAt, traceparent, createdByKey, template, priorityClass
+            createdAt, completedAt, canceledAt, traceparent, createdByKey, template, priorityClass, scheduleID,
+            occurrenceAt
         ) = try row.decode(
             (
                 UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?, String,
                 String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?, String?, UUID?, ByteBuffer?,
-                String
+                String, UUID?, Date?
             ).self)
         let definition = NewPush(
             id: id, appID: appID, state: PushState(rawValue: state) ?? .accepted, audienceJSON: audience,
@@ -266,7 +267,8 @@ public struct PushRepository: Sendable {
             finishWithinSeconds: finishWithin.map(Int.init), recallOf: recallOf, traceparent: traceparent)
         return Push(
             definition: definition, fanoutCursor: cursor, batchesEmitted: Int(batches),
-            createdAt: createdAt, completedAt: completedAt, canceledAt: canceledAt, createdByKey: createdByKey)
+            createdAt: createdAt, completedAt: completedAt, canceledAt: canceledAt, createdByKey: createdByKey,
+            scheduleID: scheduleID, occurrenceAt: occurrenceAt)
     }
 }
 

@@ -11,7 +11,9 @@ import Foundation
 /// same instant make one occurrence.
 public struct Recurrence: Sendable, Equatable {
     public enum Frequency: String, Sendable {
-        case daily = "DAILY", weekly = "WEEKLY", monthly = "MONTHLY"
+        case daily = "DAILY"
+        case weekly = "WEEKLY"
+        case monthly = "MONTHLY"
     }
 
     public var frequency: Frequency
@@ -60,7 +62,9 @@ public struct Recurrence: Sendable, Equatable {
             var values: [Int] = []
             for item in text.split(separator: ",") {
                 guard let value = Int(item), range.contains(value) else {
-                    throw Invalid(description: "\(name) takes numbers \(range.lowerBound) to \(range.upperBound) (\(item) is not one)")
+                    throw Invalid(
+                        description:
+                            "\(name) takes numbers \(range.lowerBound) to \(range.upperBound) (\(item) is not one)")
                 }
                 values.append(value)
             }
@@ -76,7 +80,10 @@ public struct Recurrence: Sendable, Equatable {
             var days: [Int] = []
             for item in text.split(separator: ",") {
                 guard let day = Self.weekdayNames[String(item)] else {
-                    throw Invalid(description: "BYDAY takes MO, TU, WE, TH, FR, SA, SU (\(item) is not one; ordinals like 1MO are not supported)")
+                    throw Invalid(
+                        description:
+                            "BYDAY takes MO, TU, WE, TH, FR, SA, SU (\(item) is not one; ordinals like 1MO are not supported)"
+                    )
                 }
                 days.append(day)
             }
@@ -105,7 +112,10 @@ public struct Recurrence: Sendable, Equatable {
             throw Invalid(description: "BYMONTHDAY goes with FREQ=MONTHLY")
         }
         if let unknown = parts.keys.sorted().first {
-            throw Invalid(description: "\(unknown) is not supported (FREQ, INTERVAL, BYDAY, BYMONTHDAY, BYHOUR, BYMINUTE, COUNT, UNTIL are)")
+            throw Invalid(
+                description:
+                    "\(unknown) is not supported (FREQ, INTERVAL, BYDAY, BYMONTHDAY, BYHOUR, BYMINUTE, COUNT, UNTIL are)"
+            )
         }
     }
 
@@ -158,7 +168,8 @@ public struct Recurrence: Sendable, Equatable {
 
     /// The occurrences from `start` in `timeZone`, in order, each later than `after`, at most
     /// `limit` of them; `index` is each one's number from the first (for `COUNT`).
-    public func occurrences(start: LocalStart, timeZone: TimeZone, after: Date, limit: Int) -> [(index: Int, at: Date)] {
+    public func occurrences(start: LocalStart, timeZone: TimeZone, after: Date, limit: Int) -> [(index: Int, at: Date)]
+    {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         calendar.firstWeekday = 2
@@ -181,7 +192,8 @@ public struct Recurrence: Sendable, Equatable {
         for offset in 0..<Self.horizonDays {
             guard let day = calendar.date(byAdding: .day, value: offset, to: startDay) else { break }
             let parts = calendar.dateComponents([.year, .month, .day, .weekday], from: day)
-            guard let year = parts.year, let month = parts.month, let dayOfMonth = parts.day, let weekday = parts.weekday
+            guard let year = parts.year, let month = parts.month, let dayOfMonth = parts.day,
+                let weekday = parts.weekday
             else { continue }
             let iso = Self.isoWeekday(weekday)
             switch frequency {

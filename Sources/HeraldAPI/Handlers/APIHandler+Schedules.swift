@@ -1,0 +1,203 @@
+import Foundation
+import HeraldAPIContract
+import HeraldStore
+
+/// Recurring schedules (docs/schedules.md): a push request and an RRULE in a named time zone;
+/// herald-center creates each occurrence's push, once. A server key.
+extension APIHandler {
+    func createSchedule(_ input: Operations.CreateSchedule.Input) async throws -> Operations.CreateSchedule.Output {
+        let appID = try Principal.requireApp()
+        guard case .json(let body) = input.body else { throw APIError.badRequest("a JSON body is required") }
+        try Self.checkNamedText("schedule", name: body.name, description: nil)
+        let recurrence = try Self.checkedRecurrence(body.recurrence)
+        let blueprint = try await scheduleBlueprint(body.push, appID: appID)
+        let next = recurrence.rule.occurrences(
+            start: recurrence.start, timeZone: recurrence.zone, after: Date(), limit: 1
+        ).first
+        guard let next else {
+            throw APIError.invalid(
+                "recurrence.rrule", "the rule has no occurrence after now (its COUNT or UNTIL has passed)")
+        }
+        guard try await schedules.count(appID: appID) < ScheduleRepository.maximumPerApp else {
+            throw APIError.conflict(
+                "the app has \(ScheduleRepository.maximumPerApp) schedules already; delete one first",
+                code: "schedule_limit")
+        }
+        let schedule = try await naming("schedule") {
+            try await schedules.create(
+                id: UUID(), appID: appID, name: body.name, rrule: recurrence.rule.rrule,
+                timeZone: body.recurrence.timeZone, startsAtLocal: recurrence.start.text,
+                pushRequestJSON: PushComposer.json(body.push), blueprint: blueprint,
+                lateWindowSeconds: (body.lateWindowMinutes ?? 60) * 60, next: next)
+        }
+        await recordAudit(
+            "schedule.created", appID: appID,
+            details: ["schedule": schedule.id.lowercased, "name": schedule.name, "rrule": schedule.rrule])
+        return .created(.init(body: .json(try .init(schedule))))
+    }
+
+    func listSchedules(_ input: Operations.ListSchedules.Input) async throws -> Operations.ListSchedules.Output {
+        let appID = try Principal.requireApp()
+        return .ok(
+            .init(body: .json(.init(schedules: try await schedules.schedules(appID: appID).map { try .init($0) }))))
+    }
+
+    func getSchedule(_ input: Operations.GetSchedule.Input) async throws -> Operations.GetSchedule.Output {
+        .ok(.init(body: .json(try .init(try await existingSchedule(input.path.scheduleId)))))
+    }
+
+    func updateSchedule(_ input: Operations.UpdateSchedule.Input) async throws -> Operations.UpdateSchedule.Output {
+        var schedule = try await existingSchedule(input.path.scheduleId)
+        guard case .json(let body) = input.body else { throw APIError.badRequest("a JSON body is required") }
+        guard body.name != nil || body.recurrence != nil || body.push != nil || body.lateWindowMinutes != nil else {
+            throw APIError.badRequest("name what to change: name, recurrence, push or late_window_minutes")
+        }
+        if let name = body.name {
+            try Self.checkNamedText("schedule", name: name, description: nil)
+            schedule.name = name
+        }
+        if let push = body.push {
+            schedule.blueprint = try await scheduleBlueprint(push, appID: schedule.appID)
+            schedule.pushRequestJSON = PushComposer.json(push)
+        }
+        if let minutes = body.lateWindowMinutes { schedule.lateWindowSeconds = minutes * 60 }
+        if let requested = body.recurrence {
+            let recurrence = try Self.checkedRecurrence(requested)
+            guard
+                let next = recurrence.rule.occurrences(
+                    start: recurrence.start, timeZone: recurrence.zone, after: Date(), limit: 1
+                ).first
+            else {
+                throw APIError.invalid("recurrence.rrule", "the rule has no occurrence after now")
+            }
+            schedule.rrule = recurrence.rule.rrule
+            schedule.timeZone = requested.timeZone
+            schedule.startsAtLocal = recurrence.start.text
+            (schedule.nextOccurrenceIndex, schedule.nextOccurrenceAt) = (next.index, next.at)
+        }
+        guard let updated = try await naming("schedule", { try await schedules.update(schedule) }) else {
+            throw APIError.notFound("schedule")
+        }
+        await recordAudit(
+            "schedule.updated", appID: updated.appID,
+            details: ["schedule": updated.id.lowercased, "name": updated.name, "rrule": updated.rrule])
+        return .ok(.init(body: .json(try .init(updated))))
+    }
+
+    func deleteSchedule(_ input: Operations.DeleteSchedule.Input) async throws -> Operations.DeleteSchedule.Output {
+        let appID = try Principal.requireApp()
+        let id = try Self.uuid(input.path.scheduleId, "scheduleId")
+        guard try await schedules.delete(id: id, appID: appID) else { throw APIError.notFound("schedule") }
+        await recordAudit("schedule.deleted", appID: appID, details: ["schedule": id.lowercased])
+        return .noContent(.init())
+    }
+
+    func pauseSchedule(_ input: Operations.PauseSchedule.Input) async throws -> Operations.PauseSchedule.Output {
+        var schedule = try await existingSchedule(input.path.scheduleId)
+        schedule.paused = true
+        guard let updated = try await schedules.update(schedule) else { throw APIError.notFound("schedule") }
+        await recordAudit("schedule.paused", appID: updated.appID, details: ["schedule": updated.id.lowercased])
+        return .ok(.init(body: .json(try .init(updated))))
+    }
+
+    func resumeSchedule(_ input: Operations.ResumeSchedule.Input) async throws -> Operations.ResumeSchedule.Output {
+        var schedule = try await existingSchedule(input.path.scheduleId)
+        if schedule.paused {
+            // What passed while it was paused is not sent: its next occurrence after now.
+            schedule.paused = false
+            if let recurrence = schedule.recurrence, schedule.nextOccurrenceAt != nil {
+                let next = recurrence.rule.occurrences(
+                    start: recurrence.start, timeZone: recurrence.zone, after: Date(), limit: 1
+                ).first
+                schedule.nextOccurrenceAt = next?.at
+                schedule.nextOccurrenceIndex = next?.index ?? schedule.nextOccurrenceIndex
+            }
+        }
+        guard let updated = try await schedules.update(schedule) else { throw APIError.notFound("schedule") }
+        await recordAudit("schedule.resumed", appID: updated.appID, details: ["schedule": updated.id.lowercased])
+        return .ok(.init(body: .json(try .init(updated))))
+    }
+
+    private func existingSchedule(_ text: String) async throws -> ScheduleRecord {
+        let appID = try Principal.requireApp()
+        let id = try Self.uuid(text, "scheduleId")
+        guard let schedule = try await schedules.schedule(id: id, appID: appID) else {
+            throw APIError.notFound("schedule")
+        }
+        return schedule
+    }
+
+    /// The push every occurrence sends, composed now by the rules `POST /v1/pushes` applies (a
+    /// template's notification and a segment's filter copied now); refusals name the field under
+    /// `push.`. A schedule says when: a push of its own with `scheduled_at`, `expires_at` or
+    /// `replaces` is refused.
+    func scheduleBlueprint(_ request: Components.Schemas.PushRequest, appID: UUID) async throws -> PushBlueprint {
+        do {
+            if request.options?.scheduledAt != nil || request.options?.expiresAt != nil {
+                throw APIError.invalid(
+                    "options.scheduled_at",
+                    "a schedule says when its pushes go out: leave scheduled_at and expires_at out (time_to_live_seconds counts from each occurrence)"
+                )
+            }
+            if request.options?.replaces != nil {
+                throw APIError.invalid("options.replaces", "a scheduled push cannot replace an earlier push")
+            }
+            var composed = try PushComposer().compose(try await withTemplate(request, appID: appID))
+            try await withSegment(&composed.audience, appID: appID)
+            try PushComposer.requireValues(of: composed.personalization, in: composed.audience)
+            return PushBlueprint(
+                audienceJSON: composed.audience.json, notificationJSON: composed.notificationJSON,
+                optionsJSON: composed.optionsJSON, payload: composed.payload,
+                template: composed.personalization?.stored, pushType: composed.pushType.rawValue,
+                priority: composed.priority.rawValue, priorityClass: composed.priorityClass,
+                collapseID: composed.collapseID, timeToLiveSeconds: request.options?.timeToLiveSeconds,
+                throttlePerSecond: composed.throttlePerSecond, finishWithinSeconds: composed.finishWithinSeconds)
+        } catch var error as APIError {
+            error.field = error.field.map { "push.\($0)" }
+            throw error
+        }
+    }
+
+    /// The rule, its local start and its zone, checked.
+    static func checkedRecurrence(_ recurrence: Components.Schemas.ScheduleRecurrence) throws(APIError) -> (
+        rule: Recurrence, start: Recurrence.LocalStart, zone: TimeZone
+    ) {
+        let rule: Recurrence
+        do {
+            rule = try Recurrence(rrule: recurrence.rrule)
+        } catch {
+            throw .invalid("recurrence.rrule", error.description)
+        }
+        guard let zone = TimeZone(identifier: recurrence.timeZone) else {
+            throw .invalid(
+                "recurrence.time_zone", "\(recurrence.timeZone) is not an IANA time zone name (e.g. Europe/Berlin)")
+        }
+        guard let start = Recurrence.LocalStart(recurrence.startsAt) else {
+            throw .invalid("recurrence.starts_at", "starts_at is a local date and time, YYYY-MM-DDTHH:MM")
+        }
+        return (rule, start, zone)
+    }
+}
+
+extension Components.Schemas.Schedule {
+    init(_ schedule: ScheduleRecord) throws {
+        var next: [Date] = []
+        if let at = schedule.nextOccurrenceAt, let recurrence = schedule.recurrence {
+            next = recurrence.rule.occurrences(
+                start: recurrence.start, timeZone: recurrence.zone, after: at.addingTimeInterval(-1), limit: 5
+            ).map(\.at)
+        }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        self.init(
+            id: schedule.id.lowercased, name: schedule.name,
+            recurrence: .init(rrule: schedule.rrule, timeZone: schedule.timeZone, startsAt: schedule.startsAtLocal),
+            push: try decoder.decode(Components.Schemas.PushRequest.self, from: Data(schedule.pushRequestJSON.utf8)),
+            lateWindowMinutes: schedule.lateWindowSeconds / 60,
+            state: schedule.paused ? .paused : schedule.nextOccurrenceAt == nil ? .ended : .active,
+            nextOccurrences: next, pushesCreated: schedule.pushesCreated,
+            occurrencesSkipped: schedule.occurrencesSkipped,
+            lastSkip: schedule.lastSkippedAt.map { .init(occurrenceAt: $0, reason: schedule.lastSkipReason ?? "") },
+            createdAt: schedule.createdAt, updatedAt: schedule.updatedAt)
+    }
+}
