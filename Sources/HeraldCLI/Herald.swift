@@ -15,7 +15,8 @@ struct Herald: AsyncParsableCommand {
             """,
         subcommands: [
             AppCommand.self, DevicesCommand.self, PushCommand.self, StatsCommand.self, APICommand.self,
-            SegmentsCommand.self, TemplatesCommand.self, WebhooksCommand.self, DevCommand.self, MigrateCommand.self,
+            SegmentsCommand.self, TemplatesCommand.self, SchedulesCommand.self, WebhooksCommand.self, DevCommand.self,
+            MigrateCommand.self,
             KafkaCommand.self,
             CredentialsCommand.self,
         ]

@@ -264,6 +264,7 @@ struct PushListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "list", abstract: "The app's pushes, newest first.")
 
     @Option(help: "Only pushes in this state.") var state: Components.Schemas.PushState?
+    @Option(help: "Only the pushes of this schedule's occurrences.") var schedule: String?
     @Option(help: "At most this many.") var limit: Int = 20
     @OptionGroup var output: OutputOptions
 
@@ -277,7 +278,7 @@ struct PushListCommand: AsyncParsableCommand {
         var cursor: String?
         repeat {
             let page = try await client.listPushes(
-                query: .init(state: state, cursor: cursor, limit: min(limit - pushes.count, 100))
+                query: .init(state: state, scheduleId: schedule, cursor: cursor, limit: min(limit - pushes.count, 100))
             )
             .ok.body.json
             pushes += page.pushes

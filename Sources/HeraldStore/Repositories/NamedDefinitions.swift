@@ -37,7 +37,7 @@ struct NamedDefinitions: Sendable {
         query.binds.append(name)
         query.binds.append(description)
         query.binds.append(definitionJSON)
-        guard let row = try await naming({ try await rows(query).first }) else {
+        guard let row = try await NameTaken.translating({ try await rows(query).first }) else {
             throw StoreError(message: "saving into \(table) returned no row")
         }
         return row
@@ -81,7 +81,7 @@ struct NamedDefinitions: Sendable {
         query.binds.append(name)
         query.binds.append(description)
         query.binds.append(definitionJSON)
-        return try await naming { try await rows(query).first }
+        return try await NameTaken.translating { try await rows(query).first }
     }
 
     /// Returns whether the row existed.
@@ -91,15 +91,6 @@ struct NamedDefinitions: Sendable {
         query.binds.append(appID)
         for try await _ in try await client.boundedQuery(query, logger: logger).decode(UUID.self) { return true }
         return false
-    }
-
-    /// Runs `write`, turning a unique violation (the app has the name already) into ``NameTaken``.
-    private func naming<Result>(_ write: () async throws -> Result) async throws -> Result {
-        do {
-            return try await write()
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
-            throw NameTaken()
-        }
     }
 
     private func rows(_ query: PostgresQuery) async throws -> [Row] {
@@ -117,4 +108,13 @@ struct NamedDefinitions: Sendable {
 }
 
 /// A segment or template of this name exists already in the app.
-public struct NameTaken: Error {}
+public struct NameTaken: Error {
+    /// Runs `write`, turning a unique violation (the app has the name already) into ``NameTaken``.
+    static func translating<Result>(_ write: () async throws -> Result) async throws -> Result {
+        do {
+            return try await write()
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            throw NameTaken()
+        }
+    }
+}

@@ -120,12 +120,15 @@ public struct Recurrence: Sendable, Equatable {
     }
 
     /// `20261231T235959Z`.
-    static func untilDate(_ text: String) -> Date? {
+    static func untilDate(_ text: String) -> Date? { untilFormatter().date(from: text) }
+
+    /// RFC 5545's UTC date-time form.
+    static func untilFormatter() -> DateFormatter {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        return formatter.date(from: text)
+        return formatter
     }
 
     /// The rule as Herald stores and shows it (its parts in one order).
@@ -138,13 +141,7 @@ public struct Recurrence: Sendable, Equatable {
         if !hours.isEmpty { parts.append("BYHOUR=" + hours.map(String.init).joined(separator: ",")) }
         if !minutes.isEmpty { parts.append("BYMINUTE=" + minutes.map(String.init).joined(separator: ",")) }
         if let count { parts.append("COUNT=\(count)") }
-        if let until {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "UTC")
-            formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-            parts.append("UNTIL=" + formatter.string(from: until))
-        }
+        if let until { parts.append("UNTIL=" + Self.untilFormatter().string(from: until)) }
         return parts.joined(separator: ";")
     }
 

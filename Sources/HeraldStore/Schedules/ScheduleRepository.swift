@@ -73,7 +73,7 @@ public struct ScheduleRepository: Sendable {
         pushRequestJSON: String, blueprint: PushBlueprint, lateWindowSeconds: Int,
         next: (index: Int, at: Date)?
     ) async throws -> ScheduleRecord {
-        try await naming {
+        try await NameTaken.translating {
             try await first(
                 client.boundedQuery(
                     """
@@ -110,7 +110,7 @@ public struct ScheduleRepository: Sendable {
     /// Replaces what a schedule is (name, rule, push, late window) and its next occurrence.
     /// - Throws: ``NameTaken``.
     public func update(_ schedule: ScheduleRecord) async throws -> ScheduleRecord? {
-        try await naming {
+        try await NameTaken.translating {
             try await first(
                 client.boundedQuery(
                     """
@@ -206,14 +206,6 @@ public struct ScheduleRepository: Sendable {
     }
 
     // MARK: Rows
-
-    private func naming<Result>(_ write: () async throws -> Result) async throws -> Result {
-        do {
-            return try await write()
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
-            throw NameTaken()
-        }
-    }
 
     private func first(_ rows: PostgresRowSequence) async throws -> ScheduleRecord? {
         try await Self.records(rows).first
