@@ -235,6 +235,12 @@ public final class MsgCenter: Service, Sendable {
     func sweep() async {
         do {
             try await fireSchedules()
+        } catch {
+            // Schedules failing never keep pushes from being claimed.
+            logger.warning(
+                "firing due schedules failed; trying again", metadata: ["error": "\(HeraldDatabase.describe(error))"])
+        }
+        do {
             var limits: [FanoutLane: Int] = [:]
             for (lane, free) in freeSlots() where free > 0 {
                 // A lane without slots of its own takes the bulk lane's.

@@ -78,6 +78,42 @@ struct ScheduleRepositoryTests {
         }
     }
 
+    @Test("a schedule whose stored push cannot be read is paused with why, and the next due schedule still fires")
+    func unreadableScheduleDoesNotBlock() async throws {
+        try await withEmptyDatabase { client, logger in
+            try await MigrationRunner(client: client, logger: logger).migrate()
+            let app = try await AppRepository(client: client, logger: logger).create(
+                name: "schedules", bundleID: "com.herald.schedules")
+            let schedules = ScheduleRepository(client: client, logger: logger)
+            let rule = try Recurrence(rrule: "FREQ=DAILY")
+            let start = try #require(Recurrence.LocalStart("2026-11-20T08:00"))
+            let utc = try #require(TimeZone(identifier: "UTC"))
+            let first = rule.occurrences(start: start, timeZone: utc, after: .distantPast, limit: 1).first
+            let blueprint = PushBlueprint(
+                audienceJSON: #"{"all":true}"#, notificationJSON: "{}", optionsJSON: "{}", payload: Array("{}".utf8),
+                template: nil, pushType: "alert", priority: 10, priorityClass: .campaign, collapseID: nil,
+                timeToLiveSeconds: nil, throttlePerSecond: nil, finishWithinSeconds: nil)
+            var made: [ScheduleRecord] = []
+            for name in ["broken", "fine"] {
+                made.append(
+                    try await schedules.create(
+                        id: UUID(), appID: app.id, name: name, rrule: rule.rrule, timeZone: "UTC",
+                        startsAtLocal: start.text, pushRequestJSON: "{}", blueprint: blueprint,
+                        lateWindowSeconds: 3600, next: first))
+            }
+            try await client.query(
+                "UPDATE schedules SET blueprint = '{\"not\": \"a blueprint\"}' WHERE id = \(made[0].id)")
+            let now = try #require(Self.date("2026-11-20T08:00:10Z"))
+            let fired = try await schedules.fireDue(now: now, pushesTopic: "t", limit: 10)
+            #expect(fired.count == 2)
+            #expect(fired.first { $0.scheduleID == made[1].id }?.created == true)
+            #expect(
+                fired.first { $0.scheduleID == made[0].id }?.skipReason?.hasPrefix("paused: its stored push") == true)
+            #expect(try await schedules.schedule(id: made[1].id, appID: app.id)?.pushesCreated == 1)
+            #expect(try await schedules.fireDue(now: now, pushesTopic: "t", limit: 10).isEmpty)
+        }
+    }
+
     @Test("a rule with COUNT ends: its last occurrence fired, the schedule has no next one")
     func countEnds() async throws {
         try await withEmptyDatabase { client, logger in
