@@ -3,6 +3,7 @@
 # scripts/with-infrastructure.sh runs.
 #   prepare_venv                      .local/venv-contract from Tests/Contract/requirements.txt
 #   start_api BUILD_DIR [VAR=VALUE…]  sets $base, $admin, $api_log; herald-api stops at exit
+#   stop_api                          stops it (a script with an EXIT trap of its own calls it there)
 venv=.local/venv-contract
 requirements=Tests/Contract/requirements.txt
 
@@ -21,8 +22,14 @@ start_api() {
     HERALD_API_CLIENT_RATE_LIMIT_PER_SECOND=100000 HERALD_API_CLIENT_RATE_LIMIT_BURST=100000 \
     HERALD_LOG_LEVEL="${HERALD_LOG_LEVEL:-warning}" "$@" "$build_dir/herald-api" >"$api_log" 2>&1 &
   api_pid=$!
-  trap 'kill $api_pid 2>/dev/null; wait $api_pid 2>/dev/null; rm -f "$api_log"' EXIT
+  trap stop_api EXIT
   base=http://127.0.0.1:$port
   for _ in $(seq 1 100); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.1; done
   curl -sf "$base/healthz" >/dev/null || { echo "herald-api did not start:" >&2; cat "$api_log" >&2; exit 1; }
+}
+
+stop_api() {
+  kill "$api_pid" 2>/dev/null
+  wait "$api_pid" 2>/dev/null
+  rm -f "$api_log"
 }

@@ -23,7 +23,8 @@ key=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["server_key"]["
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance
 status=0
 output=$(mktemp)
-trap 'rm -f "$output"' EXIT
+# (replaces start_api's trap: herald-api is stopped here too, or it would outlive the script)
+trap 'rm -f "$output"; stop_api' EXIT
 fuzz() {
   "$venv/bin/schemathesis" run Schemas/openapi.yaml --url "$base" -H "Authorization: Bearer $1" \
     --checks "$checks" --phases examples,coverage,fuzzing,stateful --max-examples "$examples" --workers 2 \
