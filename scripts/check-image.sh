@@ -155,9 +155,9 @@ in_image herald migrate >.local/image-migrate.log 2>&1 \
   || { cat .local/image-migrate.log >&2; echo "check-image: herald migrate failed in the image" >&2; exit 1; }
 echo "check-image: herald migrate ran against PostgreSQL over TLS (verify-full)"
 topics=$(in_image herald kafka create-topics --timeout-seconds 10 2>/dev/null)
-[ "$(grep -c '"state":"exists"' <<<"$topics")" = 4 ] \
-  || { echo "$topics" >&2; echo "check-image: herald kafka create-topics did not find the 4 topics" >&2; exit 1; }
-echo "check-image: herald kafka create-topics found Herald's 4 topics"
+[ "$(grep -c '"state":"exists"' <<<"$topics")" = 5 ] \
+  || { echo "$topics" >&2; echo "check-image: herald kafka create-topics did not find the 5 topics" >&2; exit 1; }
+echo "check-image: herald kafka create-topics found Herald's 5 topics"
 
 rm -f "$root/var/herald/apns-sim.ready" "$root/var/herald/apns-sim.crt"
 start_in_image .local/image-apns-sim.log apns-sim --host 127.0.0.1 --port 22197 --admin-port 22198 \

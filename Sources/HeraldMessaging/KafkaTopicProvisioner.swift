@@ -26,7 +26,7 @@ public struct KafkaTopicProvisioner: Sendable {
         public var warnings: [String] = []
     }
 
-    /// Herald's four topics as the settings describe them.
+    /// Herald's topics (every `HeraldTopic`) as the settings describe them.
     public static func heraldTopics(_ settings: KafkaTopicSettings) -> [KafkaTopicSpecification] {
         HeraldTopic.allCases.map { topic in
             KafkaTopicSpecification(

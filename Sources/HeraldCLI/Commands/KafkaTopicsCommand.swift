@@ -4,12 +4,13 @@ import HeraldCore
 import HeraldKafka
 import HeraldMessaging
 
-/// `herald kafka create-topics`: creates Herald's four topics where they are missing, through
+/// `herald kafka create-topics`: creates Herald's five topics where they are missing, through
 /// librdkafka's Admin API; safe to run at every deploy (a Kubernetes Job does).
 struct KafkaCreateTopicsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "create-topics",
-        abstract: "Create herald.pushes, herald.jobs, herald.outcomes and herald.deadletter where missing.",
+        abstract:
+            "Create herald.pushes, herald.jobs, herald.jobs.transactional, herald.outcomes and herald.deadletter where missing.",
         discussion: """
             Partitions, replication factor and min.insync.replicas come from HERALD_KAFKA_TOPICS_* \
             (docs/configuration.md). A topic that exists is left as it is and reported, with a \
