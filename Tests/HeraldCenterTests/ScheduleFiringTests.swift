@@ -52,7 +52,7 @@ struct ScheduleFiringTests {
             #expect(reader.deviceCounts(push: push.push).count == devices.count)
             let stored = try #require(try await schedules.schedule(id: schedule.id, appID: env.app.id))
             #expect(stored.pushesCreated == 1)
-            #expect(stored.nextOccurrenceAt == first.map { $0.at.addingTimeInterval(86_400) })
+            #expect(stored.nextOccurrenceAt == first.map { $0.addingTimeInterval(86_400) })
             await one.stop()
             await two.stop()
             await reader.stop()

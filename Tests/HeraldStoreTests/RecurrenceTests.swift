@@ -17,7 +17,7 @@ struct RecurrenceTests {
         let start = try #require(Recurrence.LocalStart(start))
         let after = after.flatMap(formatter.date(from:)) ?? Date(timeIntervalSince1970: 0)
         return recurrence.occurrences(start: start, timeZone: zone, after: after, limit: limit).map {
-            formatter.string(from: $0.at)
+            formatter.string(from: $0)
         }
     }
 
@@ -63,6 +63,11 @@ struct RecurrenceTests {
                 "2026-01-31T09:00:00Z", "2026-03-31T09:00:00Z", "2026-05-31T09:00:00Z",
             ])
         #expect(try times("FREQ=DAILY;COUNT=3", "2026-12-01T08:00", utc).count == 3)
+        // A rule started long ago is looked at from `after`, not ten years from its start.
+        #expect(
+            try times("FREQ=DAILY", "2012-01-01T08:00", utc, after: "2026-11-25T09:00:00Z", limit: 1) == [
+                "2026-11-26T08:00:00Z"
+            ])
         // COUNT counts from the start, not from `after`.
         #expect(
             try times("FREQ=DAILY;COUNT=3", "2026-12-01T08:00", utc, after: "2026-12-02T00:00:00Z") == [
@@ -72,11 +77,10 @@ struct RecurrenceTests {
             try times("FREQ=DAILY;UNTIL=20261203T080000Z", "2026-12-01T08:00", utc) == [
                 "2026-12-01T08:00:00Z", "2026-12-02T08:00:00Z", "2026-12-03T08:00:00Z",
             ])
-        let ended = try Recurrence(rrule: "FREQ=DAILY;COUNT=2")
-        #expect(
-            ended.next(
-                start: try #require(.init("2026-12-01T08:00")), timeZone: utc,
-                after: formatter.date(from: "2026-12-02T08:00:00Z")!) == nil)
+        let ended = ScheduleTiming(
+            rule: try Recurrence(rrule: "FREQ=DAILY;COUNT=2"), start: try #require(.init("2026-12-01T08:00")), zone: utc
+        )
+        #expect(ended.next(after: formatter.date(from: "2026-12-02T08:00:00Z")!) == nil)
     }
 
     @Test("a rule is stored in one spelling; what cannot be read says what to fix")

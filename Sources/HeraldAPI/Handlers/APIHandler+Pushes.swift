@@ -13,10 +13,7 @@ extension APIHandler {
         if let key = input.headers.idempotencyKey, !(1...255).contains(key.count) {
             throw APIError.badRequest("an Idempotency-Key is 1 to 255 characters", field: "Idempotency-Key")
         }
-        let body = try await withTemplate(request, appID: appID)
-        var composed = try PushComposer().compose(body)
-        try await withSegment(&composed.audience, appID: appID)
-        try PushComposer.requireValues(of: composed.personalization, in: composed.audience)
+        let composed = try await composedPush(request, appID: appID)
         let collapseID = try await collapseID(for: composed, appID: appID)
         let id = UUID()
         let definition = NewPush(
@@ -60,9 +57,7 @@ extension APIHandler {
     func validatePush(_ input: Operations.ValidatePush.Input) async throws -> Operations.ValidatePush.Output {
         let appID = try Principal.requireApp()
         guard case .json(let request) = input.body else { throw APIError.badRequest("send the push as JSON") }
-        var composed = try PushComposer().compose(try await withTemplate(request, appID: appID))
-        try await withSegment(&composed.audience, appID: appID)
-        try PushComposer.requireValues(of: composed.personalization, in: composed.audience)
+        let composed = try await composedPush(request, appID: appID)
         _ = try await collapseID(for: composed, appID: appID)
         var warnings = composed.warnings
         let (size, estimated) = try await audiences.boundedCount(
@@ -270,6 +265,15 @@ extension APIHandler {
 
     /// The collapse id the caller's push gets: its own, or the one of the push it replaces; nil
     /// leaves it to ``NewPush/defaultCollapseID(pushID:)``.
+    /// `request` checked and composed as the app's push: a stored template's notification and a
+    /// saved segment's filter copied in, placeholders without a default guaranteed by the audience.
+    func composedPush(_ request: Components.Schemas.PushRequest, appID: UUID) async throws -> PushComposer.Composed {
+        var composed = try PushComposer().compose(try await withTemplate(request, appID: appID))
+        try await withSegment(&composed.audience, appID: appID)
+        try PushComposer.requireValues(of: composed.personalization, in: composed.audience)
+        return composed
+    }
+
     private func collapseID(for composed: PushComposer.Composed, appID: UUID) async throws -> String? {
         guard let replaces = composed.replaces else { return composed.collapseID }
         guard let original = try await pushes.push(id: replaces, appID: appID) else {

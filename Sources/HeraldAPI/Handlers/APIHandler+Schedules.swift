@@ -9,12 +9,9 @@ extension APIHandler {
         let appID = try Principal.requireApp()
         guard case .json(let body) = input.body else { throw APIError.badRequest("a JSON body is required") }
         try Self.checkNamedText("schedule", name: body.name, description: nil)
-        let recurrence = try Self.checkedRecurrence(body.recurrence)
+        let timing = try Self.checkedTiming(body.recurrence)
         let blueprint = try await scheduleBlueprint(body.push, appID: appID)
-        let next = recurrence.rule.occurrences(
-            start: recurrence.start, timeZone: recurrence.zone, after: Date(), limit: 1
-        ).first
-        guard let next else {
+        guard let next = timing.next(after: Date()) else {
             throw APIError.invalid(
                 "recurrence.rrule", "the rule has no occurrence after now (its COUNT or UNTIL has passed)")
         }
@@ -25,8 +22,8 @@ extension APIHandler {
         }
         let schedule = try await naming("schedule") {
             try await schedules.create(
-                id: UUID(), appID: appID, name: body.name, rrule: recurrence.rule.rrule,
-                timeZone: body.recurrence.timeZone, startsAtLocal: recurrence.start.text,
+                id: UUID(), appID: appID, name: body.name, rrule: timing.rule.rrule,
+                timeZone: body.recurrence.timeZone, startsAtLocal: timing.start.text,
                 pushRequestJSON: PushComposer.json(body.push), blueprint: blueprint,
                 lateWindowSeconds: (body.lateWindowMinutes ?? 60) * 60, next: next)
         }
@@ -62,18 +59,14 @@ extension APIHandler {
         }
         if let minutes = body.lateWindowMinutes { schedule.lateWindowSeconds = minutes * 60 }
         if let requested = body.recurrence {
-            let recurrence = try Self.checkedRecurrence(requested)
-            guard
-                let next = recurrence.rule.occurrences(
-                    start: recurrence.start, timeZone: recurrence.zone, after: Date(), limit: 1
-                ).first
-            else {
+            let timing = try Self.checkedTiming(requested)
+            guard let next = timing.next(after: Date()) else {
                 throw APIError.invalid("recurrence.rrule", "the rule has no occurrence after now")
             }
-            schedule.rrule = recurrence.rule.rrule
+            schedule.rrule = timing.rule.rrule
             schedule.timeZone = requested.timeZone
-            schedule.startsAtLocal = recurrence.start.text
-            (schedule.nextOccurrenceIndex, schedule.nextOccurrenceAt) = (next.index, next.at)
+            schedule.startsAtLocal = timing.start.text
+            schedule.nextOccurrenceAt = next
         }
         guard let updated = try await naming("schedule", { try await schedules.update(schedule) }) else {
             throw APIError.notFound("schedule")
@@ -105,12 +98,8 @@ extension APIHandler {
         if schedule.paused {
             // What passed while it was paused is not sent: its next occurrence after now.
             schedule.paused = false
-            if let recurrence = schedule.recurrence, schedule.nextOccurrenceAt != nil {
-                let next = recurrence.rule.occurrences(
-                    start: recurrence.start, timeZone: recurrence.zone, after: Date(), limit: 1
-                ).first
-                schedule.nextOccurrenceAt = next?.at
-                schedule.nextOccurrenceIndex = next?.index ?? schedule.nextOccurrenceIndex
+            if let timing = schedule.timing, schedule.nextOccurrenceAt != nil {
+                schedule.nextOccurrenceAt = timing.next(after: Date())
             }
         }
         guard let updated = try await schedules.update(schedule) else { throw APIError.notFound("schedule") }
@@ -142,9 +131,7 @@ extension APIHandler {
             if request.options?.replaces != nil {
                 throw APIError.invalid("options.replaces", "a scheduled push cannot replace an earlier push")
             }
-            var composed = try PushComposer().compose(try await withTemplate(request, appID: appID))
-            try await withSegment(&composed.audience, appID: appID)
-            try PushComposer.requireValues(of: composed.personalization, in: composed.audience)
+            let composed = try await composedPush(request, appID: appID)
             return PushBlueprint(
                 audienceJSON: composed.audience.json, notificationJSON: composed.notificationJSON,
                 optionsJSON: composed.optionsJSON, payload: composed.payload,
@@ -159,9 +146,7 @@ extension APIHandler {
     }
 
     /// The rule, its local start and its zone, checked.
-    static func checkedRecurrence(_ recurrence: Components.Schemas.ScheduleRecurrence) throws(APIError) -> (
-        rule: Recurrence, start: Recurrence.LocalStart, zone: TimeZone
-    ) {
+    static func checkedTiming(_ recurrence: Components.Schemas.ScheduleRecurrence) throws(APIError) -> ScheduleTiming {
         let rule: Recurrence
         do {
             rule = try Recurrence(rrule: recurrence.rrule)
@@ -175,17 +160,15 @@ extension APIHandler {
         guard let start = Recurrence.LocalStart(recurrence.startsAt) else {
             throw .invalid("recurrence.starts_at", "starts_at is a local date and time, YYYY-MM-DDTHH:MM")
         }
-        return (rule, start, zone)
+        return ScheduleTiming(rule: rule, start: start, zone: zone)
     }
 }
 
 extension Components.Schemas.Schedule {
     init(_ schedule: ScheduleRecord) throws {
         var next: [Date] = []
-        if let at = schedule.nextOccurrenceAt, let recurrence = schedule.recurrence {
-            next = recurrence.rule.occurrences(
-                start: recurrence.start, timeZone: recurrence.zone, after: at.addingTimeInterval(-1), limit: 5
-            ).map(\.at)
+        if let at = schedule.nextOccurrenceAt, let timing = schedule.timing {
+            next = timing.occurrences(after: at.addingTimeInterval(-1), limit: 5)
         }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601

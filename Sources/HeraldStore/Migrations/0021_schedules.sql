@@ -17,9 +17,8 @@ CREATE TABLE schedules (
     -- An occurrence found due later than this (an outage) is skipped and recorded, not sent late.
     late_window_s         integer NOT NULL DEFAULT 3600 CHECK (late_window_s BETWEEN 0 AND 86400),
     paused                boolean NOT NULL DEFAULT false,
-    -- The next occurrence and its number from the first (for COUNT); NULL when the rule has ended.
+    -- The next occurrence; NULL when the rule has ended.
     next_occurrence_at    timestamptz,
-    next_occurrence_index integer NOT NULL DEFAULT 0,
     pushes_created        integer NOT NULL DEFAULT 0,
     occurrences_skipped   integer NOT NULL DEFAULT 0,
     last_skipped_at       timestamptz,

@@ -28,7 +28,7 @@ public struct Recurrence: Sendable, Equatable {
     public var count: Int?
     public var until: Date?
 
-    /// The most occurrences a `COUNT` may ask for, and how far ahead a schedule is looked at.
+    /// The most occurrences a `COUNT` may ask for, and how many days ahead occurrences are looked for.
     public static let maximumCount = 10_000
     static let horizonDays = 3660
 
@@ -164,12 +164,11 @@ public struct Recurrence: Sendable, Equatable {
     }
 
     /// The occurrences from `start` in `timeZone`, in order, each later than `after`, at most
-    /// `limit` of them; `index` is each one's number from the first (for `COUNT`).
-    public func occurrences(start: LocalStart, timeZone: TimeZone, after: Date, limit: Int) -> [(index: Int, at: Date)]
-    {
+    /// `limit` of them. Looked for up to ``horizonDays`` past `after` (a rule with `COUNT` is
+    /// counted from its start).
+    public func occurrences(start: LocalStart, timeZone: TimeZone, after: Date, limit: Int) -> [Date] {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
-        calendar.firstWeekday = 2
         guard
             let startDay = calendar.date(from: DateComponents(year: start.year, month: start.month, day: start.day)),
             let startAt = calendar.date(
@@ -181,12 +180,12 @@ public struct Recurrence: Sendable, Equatable {
         let startWeekday = Self.isoWeekday(calendar.component(.weekday, from: startDay))
         let weekdays = self.weekdays.isEmpty && frequency == .weekly ? [startWeekday] : self.weekdays
         let monthDays = self.monthDays.isEmpty && frequency == .monthly ? [start.day] : self.monthDays
-        // Monday of the start's week, for weekly intervals.
-        let startMonday = calendar.date(byAdding: .day, value: 1 - startWeekday, to: startDay) ?? startDay
-        var found: [(index: Int, at: Date)] = []
-        var index = 0
+        // Days before `after` hold nothing to return; only COUNT needs them counted.
+        let daysToAfter = max(0, (calendar.dateComponents([.day], from: startDay, to: after).day ?? 0) - 1)
+        var found: [Date] = []
+        var counted = 0
         var last: Date?
-        for offset in 0..<Self.horizonDays {
+        for offset in (count == nil ? daysToAfter : 0)..<(daysToAfter + Self.horizonDays) {
             guard let day = calendar.date(byAdding: .day, value: offset, to: startDay) else { break }
             let parts = calendar.dateComponents([.year, .month, .day, .weekday], from: day)
             guard let year = parts.year, let month = parts.month, let dayOfMonth = parts.day,
@@ -195,43 +194,59 @@ public struct Recurrence: Sendable, Equatable {
             let iso = Self.isoWeekday(weekday)
             switch frequency {
             case .daily:
-                guard offset % interval == 0, self.weekdays.isEmpty || self.weekdays.contains(iso) else { continue }
+                guard offset % interval == 0, weekdays.isEmpty || weekdays.contains(iso) else { continue }
             case .weekly:
-                let weeks = (calendar.dateComponents([.day], from: startMonday, to: day).day ?? 0) / 7
-                guard weeks % interval == 0, weekdays.contains(iso) else { continue }
+                // Weeks since the Monday of the start's week.
+                guard (offset + startWeekday - 1) / 7 % interval == 0, weekdays.contains(iso) else { continue }
             case .monthly:
                 let months = (year - start.year) * 12 + (month - start.month)
                 guard months % interval == 0, monthDays.contains(dayOfMonth) else { continue }
             }
             // The day's instants in order, each once (a skipped local time moved onto another).
-            var instants: [Date] = []
+            var instants = Set<Date>()
             for hour in hours {
                 for minute in minutes {
                     if let at = calendar.date(
                         from: DateComponents(year: year, month: month, day: dayOfMonth, hour: hour, minute: minute))
                     {
-                        instants.append(at)
+                        instants.insert(at)
                     }
                 }
             }
-            for at in Set(instants).sorted() {
+            for at in instants.sorted() {
                 guard at >= startAt, last.map({ at > $0 }) ?? true else { continue }
                 if let until, at > until { return found }
-                if let count, index >= count { return found }
+                if let count, counted >= count { return found }
                 last = at
-                if at > after { found.append((index, at)) }
-                index += 1
+                counted += 1
+                if at > after { found.append(at) }
                 if found.count >= limit { return found }
             }
         }
         return found
     }
 
-    /// The next occurrence after `after`, or nil when the rule has ended.
-    public func next(start: LocalStart, timeZone: TimeZone, after: Date) -> Date? {
-        occurrences(start: start, timeZone: timeZone, after: after, limit: 1).first?.at
-    }
-
     /// Calendar's weekday (1 = Sunday) as ISO's (1 = Monday).
     static func isoWeekday(_ weekday: Int) -> Int { weekday == 1 ? 7 : weekday - 1 }
+}
+
+/// A rule with its local start and its time zone: when a schedule fires.
+public struct ScheduleTiming: Sendable {
+    public var rule: Recurrence
+    public var start: Recurrence.LocalStart
+    public var zone: TimeZone
+
+    public init(rule: Recurrence, start: Recurrence.LocalStart, zone: TimeZone) {
+        self.rule = rule
+        self.start = start
+        self.zone = zone
+    }
+
+    /// The occurrences later than `after`, at most `limit`.
+    public func occurrences(after: Date, limit: Int) -> [Date] {
+        rule.occurrences(start: start, timeZone: zone, after: after, limit: limit)
+    }
+
+    /// The first occurrence later than `after`; nil once the rule has ended.
+    public func next(after: Date) -> Date? { occurrences(after: after, limit: 1).first }
 }

@@ -18,7 +18,6 @@ public struct ScheduleRecord: Sendable, Equatable {
     public var paused: Bool
     /// Nil once the rule has ended.
     public var nextOccurrenceAt: Date?
-    public var nextOccurrenceIndex: Int
     public var pushesCreated: Int
     public var occurrencesSkipped: Int
     public var lastSkippedAt: Date?
@@ -27,11 +26,11 @@ public struct ScheduleRecord: Sendable, Equatable {
     public var updatedAt: Date
 
     /// The rule, its start and zone, as read back (they were checked when saved).
-    public var recurrence: (rule: Recurrence, start: Recurrence.LocalStart, zone: TimeZone)? {
+    public var timing: ScheduleTiming? {
         guard let rule = try? Recurrence(rrule: rrule), let start = Recurrence.LocalStart(startsAtLocal),
             let zone = TimeZone(identifier: timeZone)
         else { return nil }
-        return (rule, start, zone)
+        return ScheduleTiming(rule: rule, start: start, zone: zone)
     }
 }
 
@@ -62,25 +61,25 @@ public struct ScheduleRepository: Sendable {
 
     static let columns = """
         id, app_id, name, rrule, time_zone, starts_at_local, push_request::text, blueprint::text, late_window_s, \
-        paused, next_occurrence_at, next_occurrence_index, pushes_created, occurrences_skipped, last_skipped_at, \
+        paused, next_occurrence_at, pushes_created, occurrences_skipped, last_skipped_at, \
         last_skip_reason, created_at, updated_at
         """
 
-    /// A new schedule whose next occurrence (and its number) the caller worked out.
+    /// A new schedule whose next occurrence the caller worked out.
     /// - Throws: ``NameTaken``.
     public func create(
         id: UUID, appID: UUID, name: String, rrule: String, timeZone: String, startsAtLocal: String,
         pushRequestJSON: String, blueprint: PushBlueprint, lateWindowSeconds: Int,
-        next: (index: Int, at: Date)?
+        next: Date?
     ) async throws -> ScheduleRecord {
         try await NameTaken.translating {
             try await first(
                 client.boundedQuery(
                     """
                     INSERT INTO schedules (id, app_id, name, rrule, time_zone, starts_at_local, push_request, blueprint,
-                                           late_window_s, next_occurrence_at, next_occurrence_index)
+                                           late_window_s, next_occurrence_at)
                     VALUES (\(id), \(appID), \(name), \(rrule), \(timeZone), \(startsAtLocal), \(pushRequestJSON)::jsonb,
-                            \(blueprint.json)::jsonb, \(Int32(lateWindowSeconds)), \(next?.at), \(Int32(next?.index ?? 0)))
+                            \(blueprint.json)::jsonb, \(Int32(lateWindowSeconds)), \(next))
                     RETURNING \(unescaped: Self.columns)
                     """, logger: logger))
         }!
@@ -94,7 +93,7 @@ public struct ScheduleRepository: Sendable {
     }
 
     public func schedules(appID: UUID) async throws -> [ScheduleRecord] {
-        try await all(
+        try await Self.records(
             client.boundedQuery(
                 "SELECT \(unescaped: Self.columns) FROM schedules WHERE app_id = \(appID) ORDER BY name, id",
                 logger: logger))
@@ -117,8 +116,7 @@ public struct ScheduleRepository: Sendable {
                     UPDATE schedules SET name = \(schedule.name), rrule = \(schedule.rrule), time_zone = \(schedule.timeZone),
                         starts_at_local = \(schedule.startsAtLocal), push_request = \(schedule.pushRequestJSON)::jsonb,
                         blueprint = \(schedule.blueprint.json)::jsonb, late_window_s = \(Int32(schedule.lateWindowSeconds)),
-                        paused = \(schedule.paused), next_occurrence_at = \(schedule.nextOccurrenceAt),
-                        next_occurrence_index = \(Int32(schedule.nextOccurrenceIndex)), updated_at = now()
+                        paused = \(schedule.paused), next_occurrence_at = \(schedule.nextOccurrenceAt), updated_at = now()
                     WHERE id = \(schedule.id) AND app_id = \(schedule.appID)
                     RETURNING \(unescaped: Self.columns)
                     """, logger: logger))
@@ -211,13 +209,9 @@ public struct ScheduleRepository: Sendable {
                         logger: logger)
                 }
             }
-            let next = schedule.recurrence.flatMap { rule in
-                rule.rule.occurrences(start: rule.start, timeZone: rule.zone, after: occurrence, limit: 1).first
-            }
             try await connection.query(
                 """
-                UPDATE schedules SET next_occurrence_at = \(next?.at),
-                    next_occurrence_index = \(Int32(next?.index ?? schedule.nextOccurrenceIndex + 1))
+                UPDATE schedules SET next_occurrence_at = \(schedule.timing?.next(after: occurrence))
                 WHERE id = \(schedule.id)
                 """, logger: logger)
             return result
@@ -230,27 +224,23 @@ public struct ScheduleRepository: Sendable {
         try await Self.records(rows).first
     }
 
-    private func all(_ rows: PostgresRowSequence) async throws -> [ScheduleRecord] {
-        try await Self.records(rows)
-    }
-
     static func records(_ rows: PostgresRowSequence) async throws -> [ScheduleRecord] {
         var records: [ScheduleRecord] = []
         for try await row in rows {
             let (
-                id, appID, name, rrule, timeZone, start, request, blueprint, lateWindow, paused, next, index, created,
+                id, appID, name, rrule, timeZone, start, request, blueprint, lateWindow, paused, next, created,
                 skipped, lastSkippedAt, lastSkipReason, createdAt, updatedAt
             ) = try row.decode(
                 (
                     UUID, UUID, String, String, String, String, String, String, Int32, Bool, Date?, Int32, Int32,
-                    Int32, Date?, String?, Date, Date
+                    Date?, String?, Date, Date
                 ).self)
             records.append(
                 ScheduleRecord(
                     id: id, appID: appID, name: name, rrule: rrule, timeZone: timeZone, startsAtLocal: start,
                     pushRequestJSON: request, blueprint: try PushBlueprint(json: blueprint),
                     lateWindowSeconds: Int(lateWindow), paused: paused, nextOccurrenceAt: next,
-                    nextOccurrenceIndex: Int(index), pushesCreated: Int(created), occurrencesSkipped: Int(skipped),
+                    pushesCreated: Int(created), occurrencesSkipped: Int(skipped),
                     lastSkippedAt: lastSkippedAt, lastSkipReason: lastSkipReason, createdAt: createdAt,
                     updatedAt: updatedAt))
         }
