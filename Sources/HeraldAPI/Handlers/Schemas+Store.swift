@@ -17,12 +17,7 @@ extension Components.Schemas.App {
 
 extension Components.Schemas.DeliveryPolicy {
     init(_ policy: DeliveryPolicy) {
-        func time(_ minute: Int) -> String {
-            let hours = String(minute / 60)
-            let minutes = String(minute % 60)
-            return String(repeating: "0", count: 2 - hours.count) + hours + ":"
-                + String(repeating: "0", count: 2 - minutes.count) + minutes
-        }
+        func time(_ minute: Int) -> String { String(format: "%02d:%02d", minute / 60, minute % 60) }
         self.init(
             quietHours: policy.quietHours.map { .init(start: time($0.startMinute), end: time($0.endMinute)) },
             defaultTimeZone: policy.defaultTimeZone,

@@ -69,6 +69,14 @@ enum PushProgress {
         return parts.isEmpty ? "" : " (" + parts.joined(separator: ", ") + ")"
     }
 
+    /// ` (A 3, B 2)`: counts by reason, by name; empty for none.
+    static func byReason(_ counts: [String: Int64]) -> String {
+        guard !counts.isEmpty else { return "" }
+        return " ("
+            + counts.sorted { $0.key < $1.key }.map { "\($0.key) \(Output.count($0.value))" }
+            .joined(separator: ", ") + ")"
+    }
+
     /// The summary an operator checks: targeted = accepted + rejected (by reason) + expired + canceled.
     static func summary(_ status: Components.Schemas.PushStatus) -> String {
         let counters = Counters(status.counters)
@@ -76,21 +84,10 @@ enum PushProgress {
             "push \(status.id): \(status.state.rawValue)\(status.paused ? " (paused)" : "")\n"
             + "  targeted \(Output.count(counters.targeted)) = accepted \(Output.count(counters.accepted))"
             + " + rejected \(Output.count(counters.rejected))"
-        if !counters.byReason.isEmpty {
-            text +=
-                " ("
-                + counters.byReason.sorted { $0.key < $1.key }.map { "\($0.key) \(Output.count($0.value))" }
-                .joined(separator: ", ") + ")"
-        }
+        text += byReason(counters.byReason)
         text += " + expired \(Output.count(counters.expired)) + canceled \(Output.count(counters.canceled))"
         if counters.skipped > 0 || !counters.skippedByReason.isEmpty {
-            text += " + skipped \(Output.count(counters.skipped))"
-            if !counters.skippedByReason.isEmpty {
-                text +=
-                    " ("
-                    + counters.skippedByReason.sorted { $0.key < $1.key }.map { "\($0.key) \(Output.count($0.value))" }
-                    .joined(separator: ", ") + ")"
-            }
+            text += " + skipped \(Output.count(counters.skipped))" + byReason(counters.skippedByReason)
         }
         if status.state == .completed || status.state == .canceled {
             text += addsUp(status) ? "  ✔ adds up" : "  ✘ does NOT add up (\(Output.count(counters.done)) accounted)"

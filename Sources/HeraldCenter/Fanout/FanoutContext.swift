@@ -98,6 +98,21 @@ struct FanoutContext: Sendable {
         return BatchCutter.Cut(record: record, targets: page.devices)
     }
 
+    /// `page` without the devices the app's delivery policy leaves out now (counted by reason),
+    /// and the devices kept, for the cap and for rebuilds; `page` as it is without a policy.
+    func applyingPolicy(to page: AudiencePage, fanouts: FanoutRepository) async throws -> DeliveryPolicyFilter.Result {
+        guard let policy, let first = page.devices.deviceIDs.first, let last = page.devices.deviceIDs.last else {
+            return DeliveryPolicyFilter.Result(page: page, skipped: [:], targets: nil)
+        }
+        let now = Date()
+        var earlier: [TargetBitmap] = []
+        if let since = policy.capWindowStart(now: now) {
+            earlier = try await fanouts.campaignTargets(
+                appID: push.definition.appID, excluding: push.id, since: since, from: first, through: last)
+        }
+        return policy.apply(to: page, now: now, earlier: earlier)
+    }
+
     /// The Kafka record of `cut`, keyed by its batch id so batches spread over the partitions.
     func message(_ cut: BatchCutter.Cut) throws -> KafkaProducerMessage {
         let record = try factory.record(cut)

@@ -123,24 +123,11 @@ struct FanoutRunner: Sendable {
                     return
                 }
                 // Under the app's delivery policy, the devices it leaves out are counted, not cut.
-                var sent = page
-                var skipped: [SkipReason: Int64] = [:]
-                var targets: TargetBitmap?
-                if let policy = context.policy {
-                    let now = Date()
-                    var earlier: [TargetBitmap] = []
-                    if let since = policy.capWindowStart(now: now), let first = page.devices.deviceIDs.first {
-                        earlier = try await fanouts.campaignTargets(
-                            appID: push.definition.appID, excluding: push.id, since: since, from: first,
-                            through: last)
-                    }
-                    let filtered = policy.apply(to: page, now: now, earlier: earlier)
-                    (sent, skipped, targets) = (filtered.page, filtered.skipped, filtered.targets)
-                }
-                let cuts = context.cutter.cut(sent, firstSequence: nextSequence)
+                let sent = try await context.applyingPolicy(to: page, fanouts: fanouts)
+                let cuts = context.cutter.cut(sent.page, firstSequence: nextSequence)
                 switch try await fanouts.recordPage(
-                    pushID: push.id, by: center, cursor: last, batches: cuts.map(\.record), skipped: skipped,
-                    targets: targets)
+                    pushID: push.id, by: center, cursor: last, batches: cuts.map(\.record), skipped: sent.skipped,
+                    targets: sent.targets)
                 {
                 case .recorded(let paused): lookUpControl = paused
                 case .canceled:

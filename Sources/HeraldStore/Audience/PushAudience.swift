@@ -63,7 +63,12 @@ public struct PushAudience: Sendable, Equatable, Codable {
     }
 
     /// The JSON stored with a push.
-    public var json: String {
+    public var json: String { storedJSON }
+}
+
+extension Encodable {
+    /// The value as Herald stores it in a jsonb column: keys sorted, so equal values are equal text.
+    var storedJSON: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"

@@ -70,11 +70,7 @@ public struct DeliveryPolicy: Sendable, Equatable, Codable {
     public var isEmpty: Bool { quietHours == nil && frequencyCap == nil }
 
     /// The stored JSON.
-    public var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"
-    }
+    public var json: String { storedJSON }
 
     /// Reads the stored JSON; nil for none (or JSON Herald did not write).
     public init?(json: String?) {

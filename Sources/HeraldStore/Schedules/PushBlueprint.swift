@@ -55,11 +55,7 @@ public struct PushBlueprint: Codable, Sendable, Equatable {
         "schedule:\(scheduleID.uuidString.lowercased()):\(Int64(occurrence.timeIntervalSince1970))"
     }
 
-    public var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"
-    }
+    public var json: String { storedJSON }
 
     public init(json: String) throws {
         self = try JSONDecoder().decode(PushBlueprint.self, from: Data(json.utf8))
