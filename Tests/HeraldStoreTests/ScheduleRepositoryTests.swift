@@ -8,6 +8,16 @@ import Testing
 /// reason, the schedule moves on to its next occurrence.
 @Suite("schedules: firing due occurrences")
 struct ScheduleRepositoryTests {
+    /// A broadcast of `body` with an alert push's defaults.
+    static func blueprint(body: String = "", collapseID: String? = nil, ttl: Int? = nil) -> PushBlueprint {
+        PushBlueprint(
+            audienceJSON: #"{"all":true}"#,
+            notificationJSON: body.isEmpty ? "{}" : #"{"alert":{"body":"\#(body)"}}"#, optionsJSON: "{}",
+            payload: Array((body.isEmpty ? "{}" : #"{"aps":{"alert":{"body":"\#(body)"}}}"#).utf8), template: nil,
+            pushType: "alert", priority: 10, priorityClass: .campaign, collapseID: collapseID, timeToLiveSeconds: ttl,
+            throttlePerSecond: nil, finishWithinSeconds: nil)
+    }
+
     static func iso(_ date: Date) -> String { ISO8601DateFormatter().string(from: date) }
     static func date(_ text: String) -> Date? { ISO8601DateFormatter().date(from: text) }
 
@@ -27,11 +37,7 @@ struct ScheduleRepositoryTests {
             // Its next occurrence is 20 November, 00:00; the center comes back at 13:30.
             let first = try #require(
                 rule.occurrences(start: start, timeZone: utc, after: midnight.addingTimeInterval(-1), limit: 1).first)
-            let blueprint = PushBlueprint(
-                audienceJSON: #"{"all":true}"#, notificationJSON: #"{"alert":{"body":"every six hours"}}"#,
-                optionsJSON: "{}", payload: Array(#"{"aps":{"alert":{"body":"every six hours"}}}"#.utf8),
-                template: nil, pushType: "alert", priority: 10, priorityClass: .campaign, collapseID: nil,
-                timeToLiveSeconds: 3600, throttlePerSecond: nil, finishWithinSeconds: nil)
+            let blueprint = Self.blueprint(body: "every six hours", ttl: 3600)
             let schedule = try await schedules.create(
                 id: UUID(), appID: app.id, name: "six-hourly", rrule: rule.rrule, timeZone: "UTC",
                 startsAtLocal: start.text, pushRequestJSON: "{}", blueprint: blueprint, lateWindowSeconds: 7200,
@@ -89,10 +95,7 @@ struct ScheduleRepositoryTests {
             let start = try #require(Recurrence.LocalStart("2026-11-20T08:00"))
             let utc = try #require(TimeZone(identifier: "UTC"))
             let first = rule.occurrences(start: start, timeZone: utc, after: .distantPast, limit: 1).first
-            let blueprint = PushBlueprint(
-                audienceJSON: #"{"all":true}"#, notificationJSON: "{}", optionsJSON: "{}", payload: Array("{}".utf8),
-                template: nil, pushType: "alert", priority: 10, priorityClass: .campaign, collapseID: nil,
-                timeToLiveSeconds: nil, throttlePerSecond: nil, finishWithinSeconds: nil)
+            let blueprint = Self.blueprint()
             var made: [ScheduleRecord] = []
             for name in ["broken", "fine"] {
                 made.append(
@@ -125,10 +128,7 @@ struct ScheduleRepositoryTests {
             let start = try #require(Recurrence.LocalStart("2026-11-20T08:00"))
             let utc = try #require(TimeZone(identifier: "UTC"))
             let first = rule.occurrences(start: start, timeZone: utc, after: .distantPast, limit: 1).first
-            let blueprint = PushBlueprint(
-                audienceJSON: #"{"all":true}"#, notificationJSON: "{}", optionsJSON: "{}", payload: Array("{}".utf8),
-                template: nil, pushType: "alert", priority: 10, priorityClass: .campaign, collapseID: "daily",
-                timeToLiveSeconds: nil, throttlePerSecond: nil, finishWithinSeconds: nil)
+            let blueprint = Self.blueprint(collapseID: "daily")
             let schedule = try await schedules.create(
                 id: UUID(), appID: app.id, name: "twice", rrule: rule.rrule, timeZone: "UTC",
                 startsAtLocal: start.text, pushRequestJSON: "{}", blueprint: blueprint, lateWindowSeconds: 3600,
