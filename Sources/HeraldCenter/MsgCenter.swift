@@ -22,6 +22,7 @@ import Synchronization
 /// center resumes them at once.
 public final class MsgCenter: Service, Sendable {
     private let settings: CenterSettings
+    private let clock: @Sendable () -> Date
     private let fanouts: FanoutRepository
     private let devices: DeviceRepository
     private let audience: AudienceRepository
@@ -42,10 +43,13 @@ public final class MsgCenter: Service, Sendable {
     ///     connect; the same server and database as `database`.
     ///   - pushEvents: a consumer on `herald.pushes`; without one the center finds pushes by
     ///     sweeping only.
+    ///   - clock: the wall clock its fan-outs plan waves and apply quiet hours by (tests move it on).
     public init(
         settings: CenterSettings, database: PostgresClient, postgres: PostgresSettings, producer: KafkaProducer,
-        pushEvents: KafkaConsumer?, metrics: CenterMetrics = CenterMetrics(), logger: Logger
+        pushEvents: KafkaConsumer?, metrics: CenterMetrics = CenterMetrics(), logger: Logger,
+        clock: @escaping @Sendable () -> Date = Date.init
     ) {
+        self.clock = clock
         self.settings = settings
         self.fanouts = FanoutRepository(client: database, logger: logger)
         self.devices = DeviceRepository(client: database, logger: logger)
@@ -64,7 +68,7 @@ public final class MsgCenter: Service, Sendable {
         FanoutRunner(
             center: settings.name, fanouts: fanouts, audience: audience, producer: producer,
             pageSize: settings.pageSize, batchSize: settings.batchSize, topics: JobTopics(settings),
-            lease: lease, metrics: metrics, logger: logger)
+            lease: lease, metrics: metrics, logger: logger, clock: clock)
     }
 
     public func run() async throws {
@@ -297,7 +301,8 @@ public final class MsgCenter: Service, Sendable {
                 if contexts[batch.pushID] == nil, let push = try await fanouts.push(id: batch.pushID) {
                     contexts[batch.pushID] = try? FanoutContext(
                         push: push, batchSize: settings.batchSize, topics: JobTopics(settings),
-                        policy: try await fanouts.deliveryPolicy(appID: push.definition.appID))
+                        policy: try await fanouts.deliveryPolicy(appID: push.definition.appID),
+                        waves: push.waves == nil ? [] : try await fanouts.waves(pushID: push.id))
                 }
                 guard let context = contexts[batch.pushID] else { continue }
                 let cut = try await context.rebuild(batch, from: audience, fanouts: fanouts)

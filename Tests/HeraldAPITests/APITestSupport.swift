@@ -100,10 +100,11 @@ struct APITest: Sendable {
     /// Registers a device; returns its registration id.
     func register(
         _ app: CreatedApp, token: String = APITest.randomToken(), environment: String = "production",
-        alias: String? = nil, tags: [String] = []
+        alias: String? = nil, tags: [String] = [], timeZone: String? = nil
     ) async throws -> Int64 {
         var fields = [#""token":"\#(token)""#, #""environment":"\#(environment)""#]
         if let alias { fields.append(#""alias":"\#(alias)""#) }
+        if let timeZone { fields.append(#""time_zone":"\#(timeZone)""#) }
         if !tags.isEmpty { fields.append(#""tags":[\#(tags.map { "\"\($0)\"" }.joined(separator: ","))]"#) }
         let answer = try await call(
             .post, "/v1/devices", key: app.serverKey, json: "{\(fields.joined(separator: ","))}")

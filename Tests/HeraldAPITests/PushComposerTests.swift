@@ -72,6 +72,59 @@ struct PushComposerTests {
         }
     }
 
+    @Test(
+        "local_time: the next HH:MM in each zone, or on a date planned when UTC+14 reaches it; quiet_hours hold; both make a campaign"
+    )
+    func localTimeAndQuietHours() throws {
+        // now: 2033-05-18T03:33:20Z.
+        func composed(_ options: String, audience: String = #"{"all":true}"#) throws -> PushComposer.Composed {
+            try PushComposer(now: now).compose(
+                request(#"{"audience":\#(audience),"notification":{"alert":{"body":"b"}},"options":\#(options)}"#))
+        }
+        let next = try composed(#"{"local_time":{"time":"09:00"},"time_to_live_seconds":3600}"#)
+        #expect(next.timing == PushTiming(localTime: .init("09:00"), timeToLiveSeconds: 3600))
+        #expect(
+            next.scheduledAt == nil && next.expiresAt == nil, "each wave's notifications live an hour from its start")
+        #expect(
+            try composed(#"{"local_time":{"time":"09:00"}}"#, audience: #"{"aliases":["a"]}"#).priorityClass
+                == .campaign)
+
+        let dated = try composed(#"{"local_time":{"time":"09:00","date":"2033-05-20"}}"#)
+        #expect(dated.scheduledAt == ISO8601DateFormatter().date(from: "2033-05-19T19:00:00Z"), "UTC+14's 09:00")
+        // Today's 09:00 has passed in the east and is still ahead in the west: planned at once.
+        #expect(try composed(#"{"local_time":{"time":"09:00","date":"2033-05-18"}}"#).scheduledAt == nil)
+
+        let held = try composed(#"{"quiet_hours":"hold","time_to_live_seconds":60}"#)
+        #expect(held.timing == PushTiming(quietHours: .hold, timeToLiveSeconds: 60))
+        #expect(held.expiresAt == now.addingTimeInterval(60), "sent at once when the app has no quiet hours")
+        #expect(try composed(#"{"quiet_hours":"skip"}"#).timing == PushTiming(quietHours: .skip))
+        #expect(try composed(#"{}"#).timing == nil)
+
+        for (options, field, message) in [
+            (#"{"local_time":{"time":"9:00"}}"#, "options.local_time.time", "HH:MM"),
+            (#"{"local_time":{"time":"09:00","date":"2033-02-30"}}"#, "options.local_time.date", "YYYY-MM-DD"),
+            (
+                #"{"local_time":{"time":"09:00","date":"2033-05-17"}}"#, "options.local_time.date",
+                "has passed in every time zone"
+            ),
+            (#"{"local_time":{"time":"09:00","date":"2034-06-01"}}"#, "options.local_time.date", "a year ahead"),
+            (
+                #"{"local_time":{"time":"09:00"},"scheduled_at":"2033-05-19T00:00:00Z"}"#, "options.scheduled_at",
+                "leave scheduled_at out"
+            ),
+            (
+                #"{"local_time":{"time":"09:00"},"priority_class":"transactional"}"#, "options.priority_class",
+                "for campaigns"
+            ),
+        ] {
+            let error = #expect(throws: APIError.self) {
+                try composed(options, audience: #"{"aliases":["a"]}"#)
+            }
+            #expect(error?.field == field, "\(options)")
+            #expect(error?.message.contains(message) == true, "\(error?.message ?? "")")
+        }
+    }
+
     @Test func timingOptions() throws {
         let composer = PushComposer(now: now)
         let scheduled = ISO8601DateFormatter().string(from: now.addingTimeInterval(600))

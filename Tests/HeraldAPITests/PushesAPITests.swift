@@ -350,4 +350,52 @@ struct PushesAPITests {
             #expect((estimated["warnings"] as? [String] ?? []).contains { $0.contains("more than 2 devices") })
         }
     }
+
+    @Test(
+        "a push at 09:00 local time: validate shows its waves by time zone; it is accepted as a campaign, scheduled for UTC+14's 09:00, and shows its local time"
+    )
+    func localTimeIsValidatedStoredAndShown() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            for zone in ["Asia/Tokyo", "Asia/Tokyo", "Europe/Berlin", "Europe/Paris"] {
+                _ = try await api.register(app, timeZone: zone)
+            }
+            _ = try await api.register(app)
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = TimeZone(identifier: "UTC")!
+            let day = calendar.dateComponents([.year, .month, .day], from: Date().addingTimeInterval(3 * 86_400))
+            let date = String(format: "%04d-%02d-%02d", day.year!, day.month!, day.day!)
+            let body =
+                #"{"audience":{"all":true},"notification":{"alert":{"body":"Good morning"}},"options":{"local_time":{"time":"09:00","date":"\#(date)"}}}"#
+            let validated = try await api.call(.post, "/v1/pushes/validate", key: app.serverKey, json: body)
+            #expect(validated.status == .ok, "\(validated.text)")
+            let waves = try #require(validated["waves"] as? [[String: Any]])
+            #expect(
+                waves.map { $0["time_zones"] as? [String] ?? [] } == [
+                    ["Asia/Tokyo"], ["Europe/Berlin", "Europe/Paris"], [""],
+                ])
+            #expect(waves.map { $0["devices"] as? Int ?? 0 } == [2, 2, 1])
+            #expect(
+                waves.map { $0["send_at"] as? String ?? "" }
+                    == ["T00:00:00Z", "T08:00:00Z", "T09:00:00Z"].map { date + $0 })
+
+            let created = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: body)
+            #expect(created.status == .accepted && created["state"] as? String == "scheduled")
+            let id = try #require(created["id"] as? String)
+            let status = try await api.call(.get, "/v1/pushes/\(id)", key: app.serverKey)
+            #expect(status["priority_class"] as? String == "campaign")
+            #expect((status["local_time"] as? [String: Any])?["time"] as? String == "09:00")
+            #expect((status["local_time"] as? [String: Any])?["date"] as? String == date)
+            let before = try #require(calendar.date(from: day)).addingTimeInterval(-5 * 3600)
+            #expect(status["scheduled_at"] as? String == ISO8601DateFormatter().string(from: before), "UTC+14's 09:00")
+
+            let refused = try await api.call(
+                .post, "/v1/pushes", key: app.serverKey,
+                json:
+                    #"{"audience":{"all":true},"notification":{"alert":{"body":"b"}},"options":{"local_time":{"time":"25:00"}}}"#
+            )
+            #expect(refused.status == .unprocessableContent)
+            #expect((refused["error"] as? [String: Any])?["field"] as? String == "options.local_time.time")
+        }
+    }
 }

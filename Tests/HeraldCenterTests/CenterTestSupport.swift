@@ -97,7 +97,7 @@ struct CenterEnvironment: Sendable {
     func createPush(
         audience: PushAudience, app: App? = nil, state: PushState = .accepted, scheduledAt: Date? = nil,
         throttlePerSecond: Int? = nil, finishWithin: Int? = nil, recallOf: UUID? = nil, traceparent: String? = nil,
-        priorityClass: PushPriorityClass = .campaign
+        priorityClass: PushPriorityClass = .campaign, timing: PushTiming? = nil
     ) async throws -> Push {
         let app = app ?? self.app
         let id = UUID()
@@ -107,7 +107,7 @@ struct CenterEnvironment: Sendable {
                 payload: Array(#"{"aps":{"alert":"center test"}}"#.utf8), priorityClass: priorityClass,
                 scheduledAt: scheduledAt,
                 throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithin, recallOf: recallOf,
-                traceparent: traceparent),
+                timing: timing, traceparent: traceparent),
             announcement: try .pushEvent(
                 .created, pushID: id, appID: app.id, topic: pushesTopic, traceparent: traceparent))
         return push
@@ -183,7 +183,9 @@ struct RunningCenter: Sendable {
 
 extension CenterEnvironment {
     /// Starts a center with `settings` in a ServiceGroup; `stop()` shuts it down gracefully.
-    func startCenter(_ settings: CenterSettings, logger: Logger? = nil) throws -> RunningCenter {
+    func startCenter(
+        _ settings: CenterSettings, logger: Logger? = nil, clock: @escaping @Sendable () -> Date = Date.init
+    ) throws -> RunningCenter {
         let logger = logger ?? self.logger
         let kafka = configuration.kafka
         let producer = try KafkaProducer(
@@ -198,7 +200,7 @@ extension CenterEnvironment {
             logger: logger)
         let center = MsgCenter(
             settings: settings, database: database, postgres: configuration.postgres, producer: producer,
-            pushEvents: events, logger: logger)
+            pushEvents: events, logger: logger, clock: clock)
         let accountant = OutcomeAccountant(
             consumer: outcomes, fanouts: fanouts, deadLetters: producer, metrics: center.metrics, logger: logger)
         let relay = OutboxRelay(

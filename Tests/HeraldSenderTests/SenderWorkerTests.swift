@@ -60,11 +60,12 @@ struct SenderWorkerTests {
         "a transactional push's batch overtakes a campaign's backlog: read from its own topic with its own batch in flight, it is answered while the campaign's batches still wait"
     )
     func transactionalOvertakesCampaignBacklog() async throws {
-        // Every answer takes 100 ms and the campaign has one batch in flight: its 100 batches
-        // take at least 10 s. The transactional batch is produced after all of them; read from
-        // the same topic it would be answered last.
+        // Every answer takes 200 ms and the campaign has one batch in flight: its 100 batches
+        // take at least 20 s — room for the second consumer's group join on a loaded machine.
+        // The transactional batch is produced after all of them; read from the same topic it
+        // would be answered last.
         var faults = APNsFaults()
-        faults.latency = .init(milliseconds: 100)
+        faults.latency = .init(milliseconds: 200)
         try await withWorkerEnvironment(deliverable: 2000, faults: faults) { environment in
             let campaign = try await environment.produceJobs(batches: 100, targets: 20)
             let transactional = try #require(

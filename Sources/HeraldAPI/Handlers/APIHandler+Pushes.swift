@@ -25,7 +25,8 @@ extension APIHandler {
             priorityClass: composed.priorityClass,
             expiresAt: composed.expiresAt, collapseID: collapseID, idempotencyKey: input.headers.idempotencyKey,
             scheduledAt: composed.scheduledAt, throttlePerSecond: composed.throttlePerSecond,
-            finishWithinSeconds: composed.finishWithinSeconds, traceparent: RequestIdentity.trace?.child().traceparent,
+            finishWithinSeconds: composed.finishWithinSeconds, timing: composed.timing,
+            traceparent: RequestIdentity.trace?.child().traceparent,
             origin: Principal.auditOrigin)
         let (push, created) = try await pushWriter.create(
             definition,
@@ -77,6 +78,20 @@ extension APIHandler {
         if let rate = composed.throttlePerSecond, size > 0 {
             warnings.append("at \(rate)/s the fan-out takes about \(max(1, size / Int64(rate))) s")
         }
+        var waves: [PushWave]?
+        if let timing = composed.timing {
+            let policy = try await apps.app(id: appID)?.deliveryPolicy
+            if timing.quietHours == .hold, policy?.quietHours == nil {
+                warnings.append("quiet_hours is hold, but the app has no quiet hours: nobody is held")
+            }
+            if timing.sendsInWaves(appHasQuietHours: policy?.quietHours != nil) {
+                // Counted exactly: one grouped count over the audience.
+                let groups = try await audiences.timeZoneGroups(
+                    AudienceSelection(appID: appID, audience: composed.audience))
+                waves = WavePlanner(timing: timing, policy: policy).plan(
+                    groups: groups, start: composed.scheduledAt ?? Date())
+            }
+        }
         return .ok(
             .init(
                 body: .json(
@@ -87,7 +102,8 @@ extension APIHandler {
                         pushType: composed.pushType.rawValue, priority: composed.priority.rawValue,
                         priorityClass: .init(composed.priorityClass),
                         placeholders: composed.personalization?.names,
-                        localizations: composed.personalization?.localizations, warnings: warnings))
+                        localizations: composed.personalization?.localizations,
+                        waves: waves?.map(Components.Schemas.PushWave.init), warnings: warnings))
             ))
     }
 

@@ -198,7 +198,19 @@ extension Components.Schemas.PushStatus {
             scheduledAt: definition.scheduledAt, expiresAt: definition.expiresAt,
             fanoutStartedAt: progress.fanoutStartedAt,
             fanoutFinishedAt: progress.fanoutFinishedAt, completedAt: push.completedAt, canceledAt: push.canceledAt,
-            eta: running ? progress.etaAt : nil)
+            eta: running ? progress.etaAt : nil,
+            localTime: definition.timing?.localTime.map {
+                .init(time: $0.description, date: definition.timing?.localDate?.description)
+            },
+            quietHours: definition.timing?.quietHours.map { $0 == .hold ? .hold : .skip },
+            waves: progress.waves.isEmpty ? nil : progress.waves.map(Components.Schemas.PushWave.init))
+    }
+}
+
+extension Components.Schemas.PushWave {
+    init(_ wave: PushWave) {
+        self.init(
+            sendAt: wave.dueAt, timeZones: wave.timeZones, devices: wave.devices, started: wave.firstSequence != nil)
     }
 }
 

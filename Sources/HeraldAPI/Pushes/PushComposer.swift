@@ -28,6 +28,8 @@ struct PushComposer {
         var scheduledAt: Date?
         var throttlePerSecond: Int?
         var finishWithinSeconds: Int?
+        /// A local time, quiet hours held, a time to live per wave (docs/local-time.md).
+        var timing: PushTiming?
         /// The push this one replaces (its collapse id is taken by the handler).
         var replaces: UUID?
         var warnings: [String]
@@ -107,15 +109,32 @@ struct PushComposer {
         }
 
         // Timing.
-        let scheduledAt = try schedule(options.scheduledAt)
+        var timing = try Self.timing(options, now: now)
+        var scheduledAt = try schedule(options.scheduledAt)
+        if timing?.localTime != nil {
+            guard scheduledAt == nil else {
+                throw .invalid(
+                    "options.scheduled_at",
+                    "local_time sets when each device gets the push; leave scheduled_at out (local_time.date sets the day)"
+                )
+            }
+            // Planned when the first time zone (UTC+14) reaches the time of a given date; without
+            // a date, at once: every zone's next occurrence lies within a day.
+            scheduledAt = timing?.localDate.flatMap { _ in timing?.earliestInstant() }.flatMap { $0 > now ? $0 : nil }
+        }
         let start = scheduledAt ?? now
+        let inWaves = timing?.localTime != nil || timing?.quietHours == .hold
         var expiresAt: Date?
         switch (options.timeToLiveSeconds, options.expiresAt) {
         case (let ttl?, nil):
             guard (1...2_592_000).contains(ttl) else {
                 throw .invalid("options.time_to_live_seconds", "a time to live is 1 to 2592000 seconds (30 days)")
             }
-            expiresAt = start.addingTimeInterval(TimeInterval(ttl))
+            if inWaves {
+                // Counted from each wave's start; a push at a local time has no single start.
+                timing?.timeToLiveSeconds = ttl
+            }
+            expiresAt = timing?.localTime != nil ? nil : start.addingTimeInterval(TimeInterval(ttl))
         case (nil, let expiry?):
             guard expiry > start else {
                 throw .invalid(
@@ -153,7 +172,7 @@ struct PushComposer {
         }
 
         let priorityClass = try Self.priorityClass(
-            options.priorityClass, audience: audience, throttled: options.throttle != nil)
+            options.priorityClass, audience: audience, throttled: options.throttle != nil, timed: inWaves)
 
         var replaces: UUID?
         if let text = options.replaces {
@@ -175,7 +194,7 @@ struct PushComposer {
             expiresAt: expiresAt,
             collapseID: options.collapseId,
             scheduledAt: scheduledAt, throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithin,
-            replaces: replaces, warnings: warnings)
+            timing: timing, replaces: replaces, warnings: warnings)
     }
 
     /// The push's priority class: the one asked for, else `transactional` for an unthrottled
@@ -183,12 +202,12 @@ struct PushComposer {
     /// `campaign` for everything else. A transactional push must be both, so that the topic
     /// senders read first never carries a campaign.
     static func priorityClass(
-        _ requested: Components.Schemas.PriorityClass?, audience: PushAudience, throttled: Bool
+        _ requested: Components.Schemas.PriorityClass?, audience: PushAudience, throttled: Bool, timed: Bool = false
     ) throws(APIError) -> PushPriorityClass {
         let list = audience.registrationIDs != nil || audience.aliases != nil
         switch requested {
         case nil:
-            return list && !throttled ? .transactional : .campaign
+            return list && !throttled && !timed ? .transactional : .campaign
         case .campaign:
             return .campaign
         case .transactional:
@@ -201,6 +220,11 @@ struct PushComposer {
             guard !throttled else {
                 throw .invalid(
                     "options.priority_class", "a transactional push is sent at once; a throttle is for campaigns")
+            }
+            guard !timed else {
+                throw .invalid(
+                    "options.priority_class",
+                    "a transactional push is sent at once; local_time and quiet_hours hold are for campaigns")
             }
             return .transactional
         }
@@ -329,6 +353,39 @@ struct PushComposer {
         var custom: [String: APNsJSON] = [:]
         for (key, value) in data.value { custom[key] = APNsJSON(any: value) }
         return custom
+    }
+
+    /// `options.local_time` and `options.quiet_hours` read and checked; nil when neither is set.
+    static func timing(_ options: Components.Schemas.PushOptions, now: Date) throws(APIError) -> PushTiming? {
+        var timing = PushTiming()
+        if let local = options.localTime {
+            guard let time = PushTiming.LocalTime(local.time) else {
+                throw .invalid("options.local_time.time", "local_time.time is HH:MM on a 24-hour clock, such as 09:00")
+            }
+            timing.localTime = time
+            if let text = local.date {
+                guard let date = PushTiming.LocalDate(text) else {
+                    throw .invalid("options.local_time.date", "local_time.date is a calendar date, YYYY-MM-DD")
+                }
+                timing.localDate = date
+                guard let earliest = timing.earliestInstant(), let latest = timing.latestInstant() else {
+                    throw .invalid("options.local_time.date", "local_time.date is a calendar date, YYYY-MM-DD")
+                }
+                guard latest > now else {
+                    throw .invalid(
+                        "options.local_time.date",
+                        "\(text) \(time) has passed in every time zone; choose a later date, or leave date out for the next \(time) in each zone"
+                    )
+                }
+                guard earliest < now.addingTimeInterval(maximumScheduleAhead) else {
+                    throw .invalid("options.local_time.date", "a push is scheduled at most a year ahead")
+                }
+            }
+        }
+        if let mode = options.quietHours {
+            timing.quietHours = mode == .hold ? .hold : .skip
+        }
+        return timing.isEmpty ? nil : timing
     }
 
     private func schedule(_ scheduledAt: Date?) throws(APIError) -> Date? {

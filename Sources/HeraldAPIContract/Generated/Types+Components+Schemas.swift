@@ -3030,6 +3030,19 @@ extension Components {
             public var replaces: Swift.String?
             /// - Remark: Generated from `#/components/schemas/PushOptions/priority_class`.
             public var priorityClass: Components.Schemas.PriorityClass?
+            /// - Remark: Generated from `#/components/schemas/PushOptions/local_time`.
+            public var localTime: Components.Schemas.LocalTime?
+            /// Devices in the app's quiet hours when the push reaches them: `skip` (default; counted as skipped, `quiet_hours`) or `hold` (sent when the quiet hours end in the device's time zone). Campaigns only.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushOptions/quiet_hours`.
+            @frozen public enum QuietHoursPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case skip = "skip"
+                case hold = "hold"
+            }
+            /// Devices in the app's quiet hours when the push reaches them: `skip` (default; counted as skipped, `quiet_hours`) or `hold` (sent when the quiet hours end in the device's time zone). Campaigns only.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushOptions/quiet_hours`.
+            public var quietHours: Components.Schemas.PushOptions.QuietHoursPayload?
             /// Creates a new `PushOptions`.
             ///
             /// - Parameters:
@@ -3042,6 +3055,8 @@ extension Components {
             ///   - scheduledAt: Fire at this time instead of now (at most a year ahead).
             ///   - replaces: An earlier push this one replaces on the phones (it takes that push's collapse id).
             ///   - priorityClass:
+            ///   - localTime:
+            ///   - quietHours: Devices in the app's quiet hours when the push reaches them: `skip` (default; counted as skipped, `quiet_hours`) or `hold` (sent when the quiet hours end in the device's time zone). Campaigns only.
             public init(
                 pushType: Components.Schemas.PushOptions.PushTypePayload? = nil,
                 priority: Components.Schemas.PushOptions.PriorityPayload? = nil,
@@ -3051,7 +3066,9 @@ extension Components {
                 throttle: Components.Schemas.Throttle? = nil,
                 scheduledAt: Foundation.Date? = nil,
                 replaces: Swift.String? = nil,
-                priorityClass: Components.Schemas.PriorityClass? = nil
+                priorityClass: Components.Schemas.PriorityClass? = nil,
+                localTime: Components.Schemas.LocalTime? = nil,
+                quietHours: Components.Schemas.PushOptions.QuietHoursPayload? = nil
             ) {
                 self.pushType = pushType
                 self.priority = priority
@@ -3062,6 +3079,8 @@ extension Components {
                 self.scheduledAt = scheduledAt
                 self.replaces = replaces
                 self.priorityClass = priorityClass
+                self.localTime = localTime
+                self.quietHours = quietHours
             }
             public enum CodingKeys: String, CodingKey {
                 case pushType = "push_type"
@@ -3073,6 +3092,8 @@ extension Components {
                 case scheduledAt = "scheduled_at"
                 case replaces
                 case priorityClass = "priority_class"
+                case localTime = "local_time"
+                case quietHours = "quiet_hours"
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -3112,6 +3133,14 @@ extension Components {
                     Components.Schemas.PriorityClass.self,
                     forKey: .priorityClass
                 )
+                self.localTime = try container.decodeIfPresent(
+                    Components.Schemas.LocalTime.self,
+                    forKey: .localTime
+                )
+                self.quietHours = try container.decodeIfPresent(
+                    Components.Schemas.PushOptions.QuietHoursPayload.self,
+                    forKey: .quietHours
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "push_type",
                     "priority",
@@ -3121,8 +3150,93 @@ extension Components {
                     "throttle",
                     "scheduled_at",
                     "replaces",
-                    "priority_class"
+                    "priority_class",
+                    "local_time",
+                    "quiet_hours"
                 ])
+            }
+        }
+        /// Send at this time in each device's own time zone (devices without one use the app's default time zone, else UTC): the push fans out in waves, one per instant a group of time zones reaches it. A campaign; not with `scheduled_at`.
+        ///
+        /// - Remark: Generated from `#/components/schemas/LocalTime`.
+        public struct LocalTime: Codable, Hashable, Sendable {
+            /// HH:MM, 24-hour.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LocalTime/time`.
+            public var time: Swift.String
+            /// YYYY-MM-DD, the local date (at most a year ahead, and not already past in the first time zone to reach it, UTC+14). Default - the next time each time zone reaches `time`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/LocalTime/date`.
+            public var date: Swift.String?
+            /// Creates a new `LocalTime`.
+            ///
+            /// - Parameters:
+            ///   - time: HH:MM, 24-hour.
+            ///   - date: YYYY-MM-DD, the local date (at most a year ahead, and not already past in the first time zone to reach it, UTC+14). Default - the next time each time zone reaches `time`.
+            public init(
+                time: Swift.String,
+                date: Swift.String? = nil
+            ) {
+                self.time = time
+                self.date = date
+            }
+            public enum CodingKeys: String, CodingKey {
+                case time
+                case date
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.time = try container.decode(
+                    Swift.String.self,
+                    forKey: .time
+                )
+                self.date = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .date
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "time",
+                    "date"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/PushWave`.
+        public struct PushWave: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/PushWave/send_at`.
+            public var sendAt: Foundation.Date
+            /// The time zones it reaches; "" stands for devices without one.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushWave/time_zones`.
+            public var timeZones: [Swift.String]
+            /// Devices in those time zones when the waves were planned.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushWave/devices`.
+            public var devices: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/PushWave/started`.
+            public var started: Swift.Bool
+            /// Creates a new `PushWave`.
+            ///
+            /// - Parameters:
+            ///   - sendAt:
+            ///   - timeZones: The time zones it reaches; "" stands for devices without one.
+            ///   - devices: Devices in those time zones when the waves were planned.
+            ///   - started:
+            public init(
+                sendAt: Foundation.Date,
+                timeZones: [Swift.String],
+                devices: Swift.Int64,
+                started: Swift.Bool
+            ) {
+                self.sendAt = sendAt
+                self.timeZones = timeZones
+                self.devices = devices
+                self.started = started
+            }
+            public enum CodingKeys: String, CodingKey {
+                case sendAt = "send_at"
+                case timeZones = "time_zones"
+                case devices
+                case started
             }
         }
         /// `transactional` (a login code, an order update) travels a jobs topic of its own that senders read first, so no campaign delays it; it needs a list audience (`registration_ids` or `aliases`) and no throttle. `campaign` is everything else. Default - `transactional` for an unthrottled list audience, else `campaign`.
@@ -3424,6 +3538,19 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/PushStatus/eta`.
             public var eta: Foundation.Date?
+            /// - Remark: Generated from `#/components/schemas/PushStatus/local_time`.
+            public var localTime: Components.Schemas.LocalTime?
+            /// - Remark: Generated from `#/components/schemas/PushStatus/quiet_hours`.
+            @frozen public enum QuietHoursPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case skip = "skip"
+                case hold = "hold"
+            }
+            /// - Remark: Generated from `#/components/schemas/PushStatus/quiet_hours`.
+            public var quietHours: Components.Schemas.PushStatus.QuietHoursPayload?
+            /// A push sent in waves (a local time, or quiet hours held), once its fan-out has planned them; `scheduled_at` is then the next wave's time.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushStatus/waves`.
+            public var waves: [Components.Schemas.PushWave]?
             /// Creates a new `PushStatus`.
             ///
             /// - Parameters:
@@ -3448,6 +3575,9 @@ extension Components {
             ///   - completedAt:
             ///   - canceledAt:
             ///   - eta: When a throttled push is expected to finish its fan-out.
+            ///   - localTime:
+            ///   - quietHours:
+            ///   - waves: A push sent in waves (a local time, or quiet hours held), once its fan-out has planned them; `scheduled_at` is then the next wave's time.
             public init(
                 id: Swift.String,
                 state: Components.Schemas.PushState,
@@ -3469,7 +3599,10 @@ extension Components {
                 fanoutFinishedAt: Foundation.Date? = nil,
                 completedAt: Foundation.Date? = nil,
                 canceledAt: Foundation.Date? = nil,
-                eta: Foundation.Date? = nil
+                eta: Foundation.Date? = nil,
+                localTime: Components.Schemas.LocalTime? = nil,
+                quietHours: Components.Schemas.PushStatus.QuietHoursPayload? = nil,
+                waves: [Components.Schemas.PushWave]? = nil
             ) {
                 self.id = id
                 self.state = state
@@ -3492,6 +3625,9 @@ extension Components {
                 self.completedAt = completedAt
                 self.canceledAt = canceledAt
                 self.eta = eta
+                self.localTime = localTime
+                self.quietHours = quietHours
+                self.waves = waves
             }
             public enum CodingKeys: String, CodingKey {
                 case id
@@ -3515,6 +3651,9 @@ extension Components {
                 case completedAt = "completed_at"
                 case canceledAt = "canceled_at"
                 case eta
+                case localTime = "local_time"
+                case quietHours = "quiet_hours"
+                case waves
             }
         }
         /// - Remark: Generated from `#/components/schemas/PushList`.
@@ -3570,6 +3709,10 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/PushValidation/localizations`.
             public var localizations: [Swift.String]?
+            /// For a push at a local time or holding quiet hours - the waves it would be sent in if it started now (or at its scheduled_at), with each group of time zones' devices.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushValidation/waves`.
+            public var waves: [Components.Schemas.PushWave]?
             /// - Remark: Generated from `#/components/schemas/PushValidation/warnings`.
             public var warnings: [Swift.String]
             /// Creates a new `PushValidation`.
@@ -3584,6 +3727,7 @@ extension Components {
             ///   - priorityClass:
             ///   - placeholders: The device values the notification's placeholders name.
             ///   - localizations: The languages and locales with texts of their own (normalized).
+            ///   - waves: For a push at a local time or holding quiet hours - the waves it would be sent in if it started now (or at its scheduled_at), with each group of time zones' devices.
             ///   - warnings:
             public init(
                 audienceSize: Swift.Int64,
@@ -3595,6 +3739,7 @@ extension Components {
                 priorityClass: Components.Schemas.PriorityClass,
                 placeholders: [Swift.String]? = nil,
                 localizations: [Swift.String]? = nil,
+                waves: [Components.Schemas.PushWave]? = nil,
                 warnings: [Swift.String]
             ) {
                 self.audienceSize = audienceSize
@@ -3606,6 +3751,7 @@ extension Components {
                 self.priorityClass = priorityClass
                 self.placeholders = placeholders
                 self.localizations = localizations
+                self.waves = waves
                 self.warnings = warnings
             }
             public enum CodingKeys: String, CodingKey {
@@ -3618,6 +3764,7 @@ extension Components {
                 case priorityClass = "priority_class"
                 case placeholders
                 case localizations
+                case waves
                 case warnings
             }
         }

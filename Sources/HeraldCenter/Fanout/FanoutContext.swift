@@ -19,11 +19,16 @@ struct FanoutContext: Sendable {
     /// The app's quiet hours and frequency cap, for a campaign (not a recall) of an app with a
     /// policy; nil for every other push.
     let policy: DeliveryPolicyFilter?
+    /// A push in waves (docs/local-time.md): its plan; the selection is the current wave's.
+    let waves: [PushWave]
 
-    /// - Parameter policy: the app's delivery policy (``FanoutRepository/deliveryPolicy(appID:)``).
+    /// - Parameters:
+    ///   - policy: the app's delivery policy (``FanoutRepository/deliveryPolicy(appID:)``).
+    ///   - waves: the push's waves (``FanoutRepository/waves(pushID:)``), when it is sent in waves.
     /// - Throws: ``UnreadableAudience`` when the stored audience is not one.
-    init(push: Push, batchSize: Int, topics: JobTopics, policy: DeliveryPolicy? = nil) throws {
+    init(push: Push, batchSize: Int, topics: JobTopics, policy: DeliveryPolicy? = nil, waves: [PushWave] = []) throws {
         self.push = push
+        self.waves = waves
         let audience: PushAudience
         do {
             audience = try PushAudience(json: push.definition.audienceJSON)
@@ -37,6 +42,7 @@ struct FanoutContext: Sendable {
         }
         var selection = AudienceSelection(
             appID: push.definition.appID, audience: audience, acceptedByPush: push.definition.recallOf)
+        if push.wave < waves.count { selection.timeZones = waves[push.wave].timeZones }
         if let template = factory.template {
             do {
                 selection.personalization = try template.personalization()
@@ -71,6 +77,7 @@ struct FanoutContext: Sendable {
         narrowed.audience.environment = batch.environment
         narrowed.topic = batch.topic
         narrowed.throughDevice = batch.lastDevice
+        if let wave = waves.wave(ofBatch: batch.sequence) { narrowed.timeZones = wave.timeZones }
         return narrowed
     }
 
@@ -100,11 +107,12 @@ struct FanoutContext: Sendable {
 
     /// `page` without the devices the app's delivery policy leaves out now (counted by reason),
     /// and the devices kept, for the cap and for rebuilds; `page` as it is without a policy.
-    func applyingPolicy(to page: AudiencePage, fanouts: FanoutRepository) async throws -> DeliveryPolicyFilter.Result {
+    func applyingPolicy(to page: AudiencePage, now: Date, fanouts: FanoutRepository) async throws
+        -> DeliveryPolicyFilter.Result
+    {
         guard let policy, let first = page.devices.deviceIDs.first, let last = page.devices.deviceIDs.last else {
             return DeliveryPolicyFilter.Result(page: page, skipped: [:], targets: nil)
         }
-        let now = Date()
         var earlier: [TargetBitmap] = []
         if let since = policy.capWindowStart(now: now) {
             earlier = try await fanouts.campaignTargets(
@@ -115,6 +123,8 @@ struct FanoutContext: Sendable {
 
     /// The Kafka record of `cut`, keyed by its batch id so batches spread over the partitions.
     func message(_ cut: BatchCutter.Cut) throws -> KafkaProducerMessage {
+        var factory = self.factory
+        if let wave = waves.wave(ofBatch: cut.record.sequence) { factory = factory.expiration(startingAt: wave.dueAt) }
         let record = try factory.record(cut)
         return KafkaProducerMessage(
             topic: jobsTopic, key: Array(record.key), value: record.value,

@@ -23,6 +23,8 @@ struct FanoutRunner: Sendable {
     let lease: Duration
     let metrics: CenterMetrics
     let logger: Logger
+    /// The wall clock waves are planned and quiet hours applied by.
+    var clock: @Sendable () -> Date = Date.init
 
     /// Fans out `push` (claimed by this center) as far as it goes.
     /// - Parameter streaming: read an unthrottled audience as one COPY stream on a connection of
@@ -33,17 +35,17 @@ struct FanoutRunner: Sendable {
         if let trace = push.definition.traceparent.flatMap({ TraceContext(traceparent: $0) }) {
             logger[metadataKey: "trace"] = "\(trace.traceID)"
         }
-        let context: FanoutContext
+        let policy = try await fanouts.deliveryPolicy(appID: push.definition.appID)
+        let whole: FanoutContext
         do {
-            context = try FanoutContext(
-                push: push, batchSize: batchSize, topics: topics,
-                policy: try await fanouts.deliveryPolicy(appID: push.definition.appID))
+            whole = try FanoutContext(push: push, batchSize: batchSize, topics: topics, policy: policy)
         } catch {
             // Nothing can be sent: end the fan-out with nothing targeted rather than retry forever.
             logger.error("fan-out impossible", metadata: ["error": "\(error)"])
             _ = try await fanouts.finishFanout(pushID: push.id, by: center)
             return
         }
+        guard let context = try await inWaves(whole, policy: policy, logger: logger) else { return }
         var pacer = try await makePacer(context, after: push.fanoutCursor)
         let resumed = try await fanouts.unproducedBatches(pushID: push.id)
         if !resumed.isEmpty {
@@ -116,6 +118,19 @@ struct FanoutRunner: Sendable {
                 guard let last = page.lastDeviceID else {
                     stream = nil
                     try await producing.waitForAll()
+                    if push.wave + 1 < context.waves.count {
+                        // This wave's devices are all in batches: the next wave waits for its time.
+                        let next = context.waves[push.wave + 1]
+                        if try await fanouts.awaitWave(next.index, dueAt: next.dueAt, pushID: push.id, by: center) {
+                            logger.info(
+                                "wave fanned out; the next one waits for its time",
+                                metadata: [
+                                    "wave": "\(push.wave + 1)/\(context.waves.count)", "batches": "\(nextSequence)",
+                                    "next-at": "\(next.dueAt)",
+                                ])
+                        }
+                        return
+                    }
                     if try await fanouts.finishFanout(pushID: push.id, by: center) {
                         metrics.fanoutsFinished.add(1, ordering: .relaxed)
                         logger.info("fan-out finished", metadata: ["batches": "\(nextSequence)"])
@@ -123,7 +138,7 @@ struct FanoutRunner: Sendable {
                     return
                 }
                 // Under the app's delivery policy, the devices it leaves out are counted, not cut.
-                let sent = try await context.applyingPolicy(to: page, fanouts: fanouts)
+                let sent = try await context.applyingPolicy(to: page, now: clock(), fanouts: fanouts)
                 let cuts = context.cutter.cut(sent.page, firstSequence: nextSequence)
                 switch try await fanouts.recordPage(
                     pushID: push.id, by: center, cursor: last, batches: cuts.map(\.record), skipped: sent.skipped,
@@ -152,6 +167,60 @@ struct FanoutRunner: Sendable {
                 guard try await producePaced(cuts, context: context, pacer: &pacer, logger: logger) else { return }
             }
         }
+    }
+
+    /// `context` narrowed to the wave due now, for a push sent in waves (docs/local-time.md) —
+    /// planned first if this is its first claim; nil when the fan-out stops here: its (next) wave
+    /// is not due yet (the push is `scheduled` again until it is), or it lost its claim.
+    /// `context` as it is for every other push.
+    private func inWaves(_ context: FanoutContext, policy: DeliveryPolicy?, logger: Logger) async throws
+        -> FanoutContext?
+    {
+        let push = context.push
+        let definition = push.definition
+        guard let timing = definition.timing, definition.recallOf == nil,
+            timing.sendsInWaves(appHasQuietHours: context.policy != nil && policy?.quietHours != nil)
+        else { return context }
+        var waves = try await fanouts.waves(pushID: push.id)
+        if waves.isEmpty {
+            let groups = try await audience.timeZoneGroups(context.selection)
+            let plan = WavePlanner(timing: timing, policy: policy).plan(groups: groups, start: clock())
+            // An empty audience has no wave: the fan-out ends with nothing targeted.
+            guard !plan.isEmpty else { return context }
+            guard let stored = try await fanouts.planWaves(pushID: push.id, by: center, waves: plan) else {
+                logger.warning("another center took this fan-out over; stopping")
+                return nil
+            }
+            waves = stored
+            logger.info(
+                "fan-out planned in waves",
+                metadata: [
+                    "waves": "\(waves.count)", "devices": "\(waves.reduce(0) { $0 + $1.devices })",
+                    "first-at": "\(waves.first?.dueAt.description ?? "")",
+                    "last-at": "\(waves.last?.dueAt.description ?? "")",
+                ])
+        }
+        guard push.wave < waves.count else { return context }
+        let wave = waves[push.wave]
+        if wave.dueAt.timeIntervalSince(clock()) > 1 {
+            try await fanouts.awaitWave(wave.index, dueAt: wave.dueAt, pushID: push.id, by: center)
+            logger.info(
+                "fan-out waits for its wave's time",
+                metadata: ["wave": "\(wave.index + 1)/\(waves.count)", "at": "\(wave.dueAt)"])
+            return nil
+        }
+        if wave.firstSequence == nil {
+            try await fanouts.startWave(pushID: push.id, wave: wave.index, firstSequence: push.batchesEmitted)
+            waves[wave.index].firstSequence = push.batchesEmitted
+        }
+        logger.info(
+            "wave started",
+            metadata: [
+                "wave": "\(wave.index + 1)/\(waves.count)", "time-zones": "\(wave.timeZones.count)",
+                "devices": "\(wave.devices)",
+            ])
+        return try FanoutContext(
+            push: push, batchSize: batchSize, topics: topics, policy: policy, waves: waves)
     }
 
     /// Produces `cuts` (recorded before) one at a time at the pacer's rate. Returns false when the

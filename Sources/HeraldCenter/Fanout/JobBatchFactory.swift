@@ -15,11 +15,15 @@ struct JobBatchFactory: Sendable {
     let appID: Data
     let pushType: APNsPushType
     let priority: UInt32
-    let expiration: Int64
+    /// `apns-expiration` in Unix seconds (0: none): the push's, or — a push in waves with a time
+    /// to live — its wave's start plus it (``expiration(startingAt:)``).
+    var expiration: Int64
     let collapseID: String
     let payload: Data
     /// A templated push's compiled template.
     let template: PayloadTemplate?
+    /// A push in waves: each wave's notifications live this many seconds from its start.
+    let timeToLive: Int?
 
     /// A record's rendered payloads stay under this many bytes in all (Kafka's default largest
     /// message is 1 MB): a templated push's batches hold at most ``maximumTargets(templated:)``.
@@ -34,9 +38,19 @@ struct JobBatchFactory: Sendable {
         pushType = APNsPushType(rawValue: definition.pushType) ?? .alert
         priority = UInt32(definition.priority)
         expiration = definition.expiresAt.map { Int64($0.timeIntervalSince1970.rounded(.up)) } ?? 0
+        timeToLive = definition.timing?.timeToLiveSeconds
         collapseID = definition.collapseID
         payload = Data(definition.payload)
         template = try definition.template.map { try PayloadTemplate(stored: $0) }
+    }
+
+    /// The factory of a wave that started at `start`: with the push's time to live (when it gave
+    /// one rather than an absolute expiration) counted from it.
+    func expiration(startingAt start: Date) -> JobBatchFactory {
+        guard let timeToLive else { return self }
+        var factory = self
+        factory.expiration = Int64((start.timeIntervalSince1970 + Double(timeToLive)).rounded(.up))
+        return factory
     }
 
     /// The most targets a batch of this push holds: `batchSize`, or fewer for a templated push so

@@ -73,6 +73,18 @@ public struct AudienceRepository: Sendable {
         return 0
     }
 
+    /// How many devices of `selection` each time zone has (`""`: devices without one), for
+    /// planning a push's waves (docs/local-time.md).
+    public func timeZoneGroups(_ selection: AudienceSelection) async throws -> [(timeZone: String, devices: Int64)] {
+        var values = BoundValues()
+        let sql = Self.sql(
+            selection, columns: "COALESCE(d.time_zone, ''), count(*)", after: 0, tail: "GROUP BY 1", values: &values)
+        let rows = try await client.boundedQuery(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger)
+        var groups: [(timeZone: String, devices: Int64)] = []
+        for try await (zone, devices) in rows.decode((String, Int64).self) { groups.append((zone, devices)) }
+        return groups
+    }
+
     /// How many devices `selection` holds, counted exactly up to `exactUpTo`; past it, PostgreSQL's
     /// planner's estimate (at least `exactUpTo + 1`), so the answer's cost is bounded whatever the
     /// audience's size.
@@ -145,6 +157,7 @@ public struct AudienceRepository: Sendable {
             sql += " AND d.environment = \(values.value(environment.rawValue))"
         }
         if let topic = selection.topic { sql += " AND d.topic = \(values.value(topic))" }
+        if let zones = selection.timeZones { sql += " AND COALESCE(d.time_zone, '') = ANY(\(values.value(zones)))" }
         let ids = audience.registrationIDs ?? []
         let aliases = audience.aliases ?? []
         switch (ids.isEmpty, aliases.isEmpty) {

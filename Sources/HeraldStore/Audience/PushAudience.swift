@@ -89,6 +89,9 @@ public struct AudienceSelection: Sendable, Equatable {
     public var topic: String?
     /// Values read with each device for a templated push (its pages' ``DeviceTokens`` carry them).
     public var personalization: [PersonalizationField] = []
+    /// Only devices whose time zone is one of these (`""`: devices without one): a wave of a push
+    /// sent in waves (docs/local-time.md).
+    public var timeZones: [String]?
 
     public init(
         appID: UUID, audience: PushAudience, acceptedByPush: UUID? = nil, throughDevice: Int64? = nil,

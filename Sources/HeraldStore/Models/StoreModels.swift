@@ -235,6 +235,9 @@ public struct NewPush: Sendable {
     public var throttlePerSecond: Int?
     public var finishWithinSeconds: Int?
     public var recallOf: UUID?
+    /// A local time, quiet hours that hold, a time to live per wave (docs/local-time.md); nil
+    /// for a push that asked for none of them.
+    public var timing: PushTiming?
     /// The W3C `traceparent` the push was accepted under; its trace id is in every log line of
     /// the push, in every process.
     public var traceparent: String?
@@ -249,8 +252,9 @@ public struct NewPush: Sendable {
         priority: Int = 10, priorityClass: PushPriorityClass = .campaign,
         expiresAt: Date? = nil, collapseID: String? = nil, idempotencyKey: String? = nil,
         scheduledAt: Date? = nil, throttlePerSecond: Int? = nil, finishWithinSeconds: Int? = nil,
-        recallOf: UUID? = nil, traceparent: String? = nil, origin: AuditOrigin? = nil
+        recallOf: UUID? = nil, timing: PushTiming? = nil, traceparent: String? = nil, origin: AuditOrigin? = nil
     ) {
+        self.timing = timing
         self.traceparent = traceparent
         self.origin = origin
         self.id = id
@@ -303,6 +307,10 @@ public struct Push: Sendable {
     /// The schedule whose occurrence it is, and the occurrence (docs/schedules.md).
     public var scheduleID: UUID? = nil
     public var occurrenceAt: Date? = nil
+    /// A push in waves (docs/local-time.md): the wave being, or next to be, fanned out, and how
+    /// many were planned (nil until its fan-out first starts, and for every other push).
+    public var wave: Int = 0
+    public var waves: Int? = nil
 
     public var id: UUID { definition.id }
     public var state: PushState { definition.state }

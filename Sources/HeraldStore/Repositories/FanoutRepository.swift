@@ -255,10 +255,10 @@ public struct FanoutRepository: Sendable {
             if let targets {
                 try await connection.query(
                     """
-                    INSERT INTO push_targets (push_id, app_id, first_device, last_device, bits)
-                    SELECT id, app_id, \(targets.firstDevice), \(targets.lastDevice), \(ByteBuffer(bytes: targets.bits))
+                    INSERT INTO push_targets (push_id, app_id, wave, first_device, last_device, bits)
+                    SELECT id, app_id, wave, \(targets.firstDevice), \(targets.lastDevice), \(ByteBuffer(bytes: targets.bits))
                     FROM pushes WHERE id = \(pushID)
-                    ON CONFLICT (push_id, first_device) DO NOTHING
+                    ON CONFLICT (push_id, wave, first_device) DO NOTHING
                     """, logger: logger)
             }
             return .recorded(paused: control.paused)
@@ -382,22 +382,35 @@ public struct FanoutRepository: Sendable {
         try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query(
                 """
-                SELECT app_id, audience::text, recall_of, fanout_cursor FROM pushes
+                SELECT app_id, audience::text, recall_of, fanout_cursor, wave FROM pushes
                 WHERE id = \(pushID) AND state = 'canceled' AND fanout_finished_at IS NULL
                   AND (claimed_by IS NULL OR claimed_by = \(center)
                        OR claimed_at < now() - \(lease.wholeMilliseconds) * interval '1 millisecond')
                 FOR UPDATE
                 """, logger: logger)
-            var found: (appID: UUID, audience: String, recallOf: UUID?, cursor: Int64)?
-            for try await row in rows.decode((UUID, String, UUID?, Int64).self) { found = row }
+            var found: (appID: UUID, audience: String, recallOf: UUID?, cursor: Int64, wave: Int32)?
+            for try await row in rows.decode((UUID, String, UUID?, Int64, Int32).self) { found = row }
             guard let found else { return nil }
-            let selection = AudienceSelection(
+            var selection = AudienceSelection(
                 appID: found.appID, audience: (try? PushAudience(json: found.audience)) ?? PushAudience(),
                 acceptedByPush: found.recallOf)
+            // A push in waves: what is left of its wave, and every later wave's devices.
+            var parts: [(timeZones: [String]?, after: Int64)] = [(nil, found.cursor)]
+            let waves = try await connection.query(
+                """
+                SELECT wave, time_zones FROM push_waves WHERE push_id = \(pushID) AND wave >= \(found.wave) ORDER BY wave
+                """, logger: logger)
+            for try await (wave, zones) in waves.decode((Int32, [String]).self) {
+                if wave == found.wave { parts = [] }
+                parts.append((zones, wave == found.wave ? found.cursor : 0))
+            }
             var remainder: Int64 = 0
-            let counted = try await connection.query(
-                AudienceRepository.countQuery(selection, after: found.cursor), logger: logger)
-            for try await count in counted.decode(Int64.self) { remainder = count }
+            for part in parts {
+                selection.timeZones = part.timeZones
+                let counted = try await connection.query(
+                    AudienceRepository.countQuery(selection, after: part.after), logger: logger)
+                for try await count in counted.decode(Int64.self) { remainder += count }
+            }
             var unsent: Int64 = 0
             if unsentBatches {
                 // Recorded (so already targeted) and never produced: nobody will send them now.

@@ -10,6 +10,8 @@ public struct PushProgress: Sendable {
     public var etaAt: Date?
     public var fanoutStartedAt: Date?
     public var fanoutFinishedAt: Date?
+    /// A push sent in waves: its plan, once made (docs/local-time.md).
+    public var waves: [PushWave] = []
 }
 
 /// An app's numbers: devices by status and environment, pushes by state, delivery totals.
@@ -157,7 +159,11 @@ extension PushRepository {
             unsafeSQL: """
                 SELECT \(Self.pushColumns),
                        p.paused_at IS NOT NULL, p.audience_size, p.eta_at, p.fanout_started_at, p.fanout_finished_at,
-                       \(PushCounters.columns)
+                       \(PushCounters.columns),
+                       CASE WHEN p.waves IS NOT NULL THEN (
+                           SELECT jsonb_agg(jsonb_build_object('index', w.wave, 'due', extract(epoch FROM w.due_at),
+                                   'zones', w.time_zones, 'devices', w.devices, 'first', w.first_sequence) ORDER BY w.wave)
+                           FROM push_waves w WHERE w.push_id = p.id)::text END
                 FROM pushes p LEFT JOIN push_counters c ON c.push_id = p.id
                 WHERE
                 """, binds: condition.binds)
@@ -173,9 +179,30 @@ extension PushRepository {
                     audienceSize: try cells[first + 1].decode(Int64?.self),
                     etaAt: try cells[first + 2].decode(Date?.self),
                     fanoutStartedAt: try cells[first + 3].decode(Date?.self),
-                    fanoutFinishedAt: try cells[first + 4].decode(Date?.self)))
+                    fanoutFinishedAt: try cells[first + 4].decode(Date?.self),
+                    waves: StoredWave.waves(json: try cells[cells.count - 1].decode(String?.self))))
         }
         return result
+    }
+
+    /// A wave as the status query aggregates it.
+    private struct StoredWave: Decodable {
+        var index: Int
+        var due: Double
+        var zones: [String]
+        var devices: Int64
+        var first: Int?
+
+        static func waves(json: String?) -> [PushWave] {
+            guard let json, let stored = try? JSONDecoder().decode([StoredWave].self, from: Data(json.utf8)) else {
+                return []
+            }
+            return stored.map {
+                PushWave(
+                    index: $0.index, dueAt: Date(timeIntervalSince1970: $0.due), timeZones: $0.zones,
+                    devices: $0.devices, firstSequence: $0.first)
+            }
+        }
     }
 }
 

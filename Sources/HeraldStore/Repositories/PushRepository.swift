@@ -233,10 +233,10 @@ public struct PushRepository: Sendable {
         id, app_id, state, audience::text, notification::text, options::text, payload, push_type, priority, \
         expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second, finish_within_s, recall_of, \
         fanout_cursor, batches_emitted, created_at, completed_at, canceled_at, traceparent, created_by_key, template, \
-        priority_class, schedule_id, occurrence_at
+        priority_class, schedule_id, occurrence_at, timing::text, wave, waves
         """
     /// How many columns ``pushColumns`` names: a query's own columns come after them.
-    static let pushColumnCount = 27
+    static let pushColumnCount = 30
 
     static func pushes(from rows: PostgresRowSequence) async throws -> [Push] {
         var pushes: [Push] = []
@@ -250,12 +250,12 @@ public struct PushRepository: Sendable {
             id, appID, state, audience, notification, options, payload, pushType, priority, expiresAt,
             collapseID, idempotencyKey, scheduledAt, throttle, finishWithin, recallOf, cursor, batches,
             createdAt, completedAt, canceledAt, traceparent, createdByKey, template, priorityClass, scheduleID,
-            occurrenceAt
+            occurrenceAt, timing, wave, waves
         ) = try row.decode(
             (
                 UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?, String,
                 String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?, String?, UUID?, ByteBuffer?,
-                String, UUID?, Date?
+                String, UUID?, Date?, String?, Int32, Int32?
             ).self)
         let definition = NewPush(
             id: id, appID: appID, state: PushState(rawValue: state) ?? .accepted, audienceJSON: audience,
@@ -264,11 +264,12 @@ public struct PushRepository: Sendable {
             priority: Int(priority), priorityClass: PushPriorityClass(rawValue: priorityClass) ?? .campaign,
             expiresAt: expiresAt, collapseID: collapseID, idempotencyKey: idempotencyKey,
             scheduledAt: scheduledAt, throttlePerSecond: throttle.map(Int.init),
-            finishWithinSeconds: finishWithin.map(Int.init), recallOf: recallOf, traceparent: traceparent)
+            finishWithinSeconds: finishWithin.map(Int.init), recallOf: recallOf, timing: PushTiming(json: timing),
+            traceparent: traceparent)
         return Push(
             definition: definition, fanoutCursor: cursor, batchesEmitted: Int(batches),
             createdAt: createdAt, completedAt: completedAt, canceledAt: canceledAt, createdByKey: createdByKey,
-            scheduleID: scheduleID, occurrenceAt: occurrenceAt)
+            scheduleID: scheduleID, occurrenceAt: occurrenceAt, wave: Int(wave), waves: waves.map(Int.init))
     }
 }
 
@@ -280,9 +281,10 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
         WITH inserted AS (
             INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
                                 expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
-                                finish_within_s, recall_of, traceparent, created_by_key, template, priority_class)
+                                finish_within_s, recall_of, traceparent, created_by_key, template, priority_class,
+                                timing)
             VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $20,
-                    $21, $25, $26)
+                    $21, $25, $26, $27::jsonb)
             ON CONFLICT (app_id, idempotency_key) DO NOTHING
             RETURNING id, created_at
         ), counters AS (
@@ -303,7 +305,7 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
     let record: PushRepository.OutboxDraft
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 26)
+        var bindings = PostgresBindings(capacity: 27)
         bindings.append(push.id)
         bindings.append(push.appID)
         bindings.append(push.state.rawValue)
@@ -330,6 +332,7 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
         bindings.append(push.origin?.sourceAddress)
         bindings.append(push.template.map { ByteBuffer(bytes: $0) })
         bindings.append(push.priorityClass.rawValue)
+        bindings.append(push.timing.map(\.json))
         return bindings
     }
 
@@ -350,20 +353,21 @@ struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
                                  $8::text[], $9::int2[], $10::timestamptz[], $11::text[], $12::text[], $13::timestamptz[],
                                  $14::int4[], $15::int4[], $16::text[], $17::text[], $18::bytea[], $19::bytea[],
                                  $20::text[], $21::text[], $22::text[], $23::text[], $24::text[], $25::bytea[],
-                                 $26::text[])
+                                 $26::text[], $27::text[])
                 AS r(id, app_id, state, audience, notification, options, payload, push_type, priority, expires_at,
                      collapse_id, idempotency_key, scheduled_at, throttle_per_second, finish_within_s, recall_of,
                      topic, record_key, record_value, traceparent, created_by_key, actor, request_id, source_address,
-                     template, priority_class)
+                     template, priority_class, timing)
         ), inserted AS (
             INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
                                 expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
-                                finish_within_s, recall_of, traceparent, created_by_key, template, priority_class)
+                                finish_within_s, recall_of, traceparent, created_by_key, template, priority_class,
+                                timing)
             SELECT id, app_id, state, audience::jsonb, notification::jsonb, options::jsonb, payload, push_type, priority,
                    NULLIF(expires_at, 'epoch'), NULLIF(collapse_id, ''), NULLIF(idempotency_key, ''),
                    NULLIF(scheduled_at, 'epoch'), NULLIF(throttle_per_second, 0), NULLIF(finish_within_s, 0),
                    NULLIF(recall_of, '')::uuid, NULLIF(traceparent, ''), NULLIF(created_by_key, '')::uuid,
-                   NULLIF(template, ''::bytea), priority_class
+                   NULLIF(template, ''::bytea), priority_class, NULLIF(timing, '')::jsonb
             FROM rows
             ON CONFLICT (app_id, idempotency_key) DO NOTHING
             RETURNING id, created_at
@@ -390,7 +394,7 @@ struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
         let pushes = entries.map(\.push)
         let records = entries.map(\.announcement)
         let never = Date(timeIntervalSince1970: 0)
-        var bindings = PostgresBindings(capacity: 26)
+        var bindings = PostgresBindings(capacity: 27)
         bindings.append(pushes.map(\.id))
         bindings.append(pushes.map(\.appID))
         bindings.append(pushes.map(\.state.rawValue))
@@ -417,6 +421,7 @@ struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
         bindings.append(pushes.map { $0.origin?.sourceAddress ?? "" })
         bindings.append(pushes.map { ByteBuffer(bytes: $0.template ?? []) })
         bindings.append(pushes.map(\.priorityClass.rawValue))
+        bindings.append(pushes.map { $0.timing?.json ?? "" })
         return bindings
     }
 

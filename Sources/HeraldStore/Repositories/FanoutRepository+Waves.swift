@@ -1,0 +1,83 @@
+import Foundation
+import PostgresNIO
+
+/// A push sent in waves (docs/local-time.md): its plan, made once by the center that first claims
+/// it, and the moves between waves. Between two waves the push is `scheduled` again, at the next
+/// wave's instant, with its claim (and the center's slot) given back.
+extension FanoutRepository {
+    /// The push's waves in order; empty until planned.
+    public func waves(pushID: UUID) async throws -> [PushWave] {
+        let rows = try await client.boundedQuery(
+            """
+            SELECT wave, due_at, time_zones, devices, first_sequence FROM push_waves
+            WHERE push_id = \(pushID) ORDER BY wave
+            """, logger: logger)
+        var waves: [PushWave] = []
+        for try await (index, due, zones, devices, first) in rows.decode((Int32, Date, [String], Int64, Int32?).self) {
+            waves.append(
+                PushWave(
+                    index: Int(index), dueAt: due, timeZones: zones, devices: devices,
+                    firstSequence: first.map(Int.init)))
+        }
+        return waves
+    }
+
+    /// Stores `waves` as the plan of push `pushID`, claimed by `center`, with their devices as its
+    /// audience size — unless it has a plan already (then that one is returned: a plan is made once).
+    /// - Returns: the push's plan; nil when `center` no longer holds the push.
+    public func planWaves(pushID: UUID, by center: String, waves: [PushWave]) async throws -> [PushWave]? {
+        let stored: Bool? = try await client.transaction(logger: logger) { connection in
+            let rows = try await connection.query(
+                """
+                SELECT waves FROM pushes WHERE id = \(pushID) AND state = 'fanning_out' AND claimed_by = \(center)
+                FOR UPDATE
+                """, logger: logger)
+            var found: Int32?? = .none
+            for try await planned in rows.decode(Int32?.self) { found = .some(planned) }
+            guard case .some(let planned) = found else { return nil }
+            guard planned == nil else { return false }
+            for wave in waves {
+                try await connection.query(
+                    """
+                    INSERT INTO push_waves (push_id, wave, due_at, time_zones, devices)
+                    VALUES (\(pushID), \(Int32(wave.index)), \(wave.dueAt), \(wave.timeZones), \(wave.devices))
+                    """, logger: logger)
+            }
+            try await connection.query(
+                """
+                UPDATE pushes SET waves = \(Int32(waves.count)), wave = 0,
+                    audience_size = COALESCE(audience_size, \(waves.reduce(0) { $0 + $1.devices }))
+                WHERE id = \(pushID)
+                """, logger: logger)
+            return true
+        }
+        guard stored != nil else { return nil }
+        return try await self.waves(pushID: pushID)
+    }
+
+    /// Notes the sequence of wave `wave`'s first batch, the first time it starts.
+    public func startWave(pushID: UUID, wave: Int, firstSequence: Int) async throws {
+        try await client.boundedQuery(
+            """
+            UPDATE push_waves SET first_sequence = COALESCE(first_sequence, \(Int32(firstSequence)))
+            WHERE push_id = \(pushID) AND wave = \(Int32(wave))
+            """, logger: logger)
+    }
+
+    /// Puts push `pushID` (claimed by `center`) back to `scheduled` until `dueAt`, at wave `wave`
+    /// with its cursor at the audience's start: its claim and slot are given back, and a center
+    /// claims it again when the wave falls due. Returns whether `center` still held it.
+    @discardableResult
+    public func awaitWave(_ wave: Int, dueAt: Date, pushID: UUID, by center: String) async throws -> Bool {
+        let rows = try await client.boundedQuery(
+            """
+            UPDATE pushes SET state = 'scheduled', scheduled_at = \(dueAt), wave = \(Int32(wave)),
+                fanout_cursor = CASE WHEN wave = \(Int32(wave)) THEN fanout_cursor ELSE 0 END,
+                claimed_by = NULL, claimed_at = NULL, eta_at = NULL
+            WHERE id = \(pushID) AND state = 'fanning_out' AND claimed_by = \(center)
+            RETURNING id
+            """, logger: logger)
+        for try await _ in rows.decode(UUID.self) { return true }
+        return false
+    }
+}
