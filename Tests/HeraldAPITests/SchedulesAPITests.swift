@@ -123,4 +123,49 @@ struct SchedulesAPITests {
             #expect(badFilter.status == .badRequest || badFilter.status == .unprocessableContent)
         }
     }
+
+    @Test(
+        "a schedule at 09:00 in each device's local time: it fires on each of the rule's days when UTC+14 reaches 09:00, and each occurrence's push carries that day's date"
+    )
+    func localTimeSchedule() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let body =
+                #"{"name":"local morning","recurrence":{"rrule":"FREQ=WEEKLY;BYDAY=MO,FR","time_zone":"UTC","starts_at":"2030-01-01T00:00"},"push":{"audience":{"all":true},"notification":{"alert":{"body":"Good morning"}},"options":{"local_time":{"time":"09:00"},"time_to_live_seconds":7200}}}"#
+            let created = try await api.call(.post, "/v1/schedules", key: app.serverKey, json: body)
+            #expect(created.status == .created, "\(created.text)")
+            // Friday 4 and Monday 7 January 2030, 09:00 at UTC+14: 19:00 UTC the day before.
+            #expect(
+                (created["next_occurrences"] as? [String])?.prefix(2) == [
+                    "2030-01-03T19:00:00Z", "2030-01-06T19:00:00Z",
+                ])
+            let text = try #require(created["id"] as? String)
+            let id = try #require(UUID(uuidString: text))
+            let appID = try #require(UUID(uuidString: app.id))
+            let schedules = ScheduleRepository(client: api.database, logger: api.logger)
+            let stored = try #require(try await schedules.schedule(id: id, appID: appID))
+            let occurrence = try #require(ISO8601DateFormatter().date(from: "2030-01-03T19:00:00Z"))
+            let push = stored.blueprint.push(id: UUID(), appID: stored.appID, scheduleID: id, occurrence: occurrence)
+            #expect(
+                push.timing?.localTime?.description == "09:00" && push.timing?.localDate?.description == "2030-01-04")
+            #expect(push.timing?.timeToLiveSeconds == 7200 && push.expiresAt == nil, "each wave's own time to live")
+            #expect(push.priorityClass == .campaign)
+
+            for (json, field) in [
+                (
+                    body.replacingOccurrences(
+                        of: #""rrule":"FREQ=WEEKLY;BYDAY=MO,FR""#, with: #""rrule":"FREQ=DAILY;BYHOUR=8""#),
+                    "recurrence.rrule"
+                ),
+                (
+                    body.replacingOccurrences(of: #""time":"09:00"}"#, with: #""time":"09:00","date":"2030-01-04"}"#),
+                    "push.options.local_time.date"
+                ),
+            ] {
+                let refused = try await api.call(.post, "/v1/schedules", key: app.serverKey, json: json)
+                #expect(refused.status == .unprocessableContent, "\(refused.text)")
+                #expect((refused["error"] as? [String: Any])?["field"] as? String == field)
+            }
+        }
+    }
 }

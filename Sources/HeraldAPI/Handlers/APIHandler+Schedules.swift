@@ -9,8 +9,8 @@ extension APIHandler {
         let appID = try Principal.requireApp()
         guard case .json(let body) = input.body else { throw APIError.badRequest("a JSON body is required") }
         try Self.checkNamedText("schedule", name: body.name, description: nil)
-        let timing = try Self.checkedTiming(body.recurrence)
         let blueprint = try await scheduleBlueprint(body.push, appID: appID)
+        let timing = try Self.checkedTiming(body.recurrence, localTime: blueprint.timing?.localTime)
         guard let next = timing.next(after: Date()) else {
             throw APIError.invalid(
                 "recurrence.rrule", "the rule has no occurrence after now (its COUNT or UNTIL has passed)")
@@ -59,14 +59,22 @@ extension APIHandler {
         }
         if let minutes = body.lateWindowMinutes { schedule.lateWindowSeconds = minutes * 60 }
         if let requested = body.recurrence {
-            let timing = try Self.checkedTiming(requested)
-            guard let next = timing.next(after: Date()) else {
-                throw APIError.invalid("recurrence.rrule", "the rule has no occurrence after now")
-            }
+            let timing = try Self.checkedTiming(requested, localTime: schedule.blueprint.timing?.localTime)
             schedule.rrule = timing.rule.rrule
             schedule.timeZone = requested.timeZone
-            schedule.startsAtLocal = timing.start.text
-            schedule.nextOccurrenceAt = next
+            schedule.startsAtLocal = Recurrence.LocalStart(requested.startsAt)?.text ?? requested.startsAt
+        }
+        if body.recurrence != nil || (body.push != nil && schedule.nextOccurrenceAt != nil) {
+            // A new rule, or a push that moved to (or from) a local time: when it fires changes.
+            if let stored = schedule.timing {
+                _ = try Self.checkedTiming(
+                    .init(rrule: schedule.rrule, timeZone: schedule.timeZone, startsAt: schedule.startsAtLocal),
+                    localTime: schedule.blueprint.timing?.localTime)
+                guard let next = stored.next(after: Date()) else {
+                    throw APIError.invalid("recurrence.rrule", "the rule has no occurrence after now")
+                }
+                schedule.nextOccurrenceAt = next
+            }
         }
         guard let updated = try await naming("schedule", { try await schedules.update(schedule) }) else {
             throw APIError.notFound("schedule")
@@ -131,6 +139,11 @@ extension APIHandler {
             if request.options?.replaces != nil {
                 throw APIError.invalid("options.replaces", "a scheduled push cannot replace an earlier push")
             }
+            if request.options?.localTime?.date != nil {
+                throw APIError.invalid(
+                    "options.local_time.date", "each occurrence gives the date: leave local_time.date out of a schedule"
+                )
+            }
             let composed = try await composedPush(request, appID: appID)
             return PushBlueprint(
                 audienceJSON: composed.audience.json, notificationJSON: composed.notificationJSON,
@@ -138,15 +151,19 @@ extension APIHandler {
                 template: composed.personalization?.stored, pushType: composed.pushType.rawValue,
                 priority: composed.priority.rawValue, priorityClass: composed.priorityClass,
                 collapseID: composed.collapseID, timeToLiveSeconds: request.options?.timeToLiveSeconds,
-                throttlePerSecond: composed.throttlePerSecond, finishWithinSeconds: composed.finishWithinSeconds)
+                throttlePerSecond: composed.throttlePerSecond, finishWithinSeconds: composed.finishWithinSeconds,
+                timing: composed.timing)
         } catch var error as APIError {
             error.field = error.field.map { "push.\($0)" }
             throw error
         }
     }
 
-    /// The rule, its local start and its zone, checked.
-    static func checkedTiming(_ recurrence: Components.Schemas.ScheduleRecurrence) throws(APIError) -> ScheduleTiming {
+    /// The rule, its local start and its zone, checked; for pushes at `localTime` in each
+    /// device's zone, fired when UTC+14 reaches it on each of the rule's days.
+    static func checkedTiming(
+        _ recurrence: Components.Schemas.ScheduleRecurrence, localTime: PushTiming.LocalTime? = nil
+    ) throws(APIError) -> ScheduleTiming {
         let rule: Recurrence
         do {
             rule = try Recurrence(rrule: recurrence.rrule)
@@ -160,7 +177,12 @@ extension APIHandler {
         guard let start = Recurrence.LocalStart(recurrence.startsAt) else {
             throw .invalid("recurrence.starts_at", "starts_at is a local date and time, YYYY-MM-DDTHH:MM")
         }
-        return ScheduleTiming(rule: rule, start: start, zone: zone)
+        if localTime != nil, !rule.hours.isEmpty || !rule.minutes.isEmpty {
+            throw .invalid(
+                "recurrence.rrule",
+                "the push's local_time is the time of day in each device's zone: leave BYHOUR and BYMINUTE out")
+        }
+        return ScheduleTiming(rule: rule, start: start, zone: zone).atLocalTime(localTime)
     }
 }
 

@@ -17,12 +17,15 @@ public struct PushBlueprint: Codable, Sendable, Equatable {
     public var timeToLiveSeconds: Int?
     public var throttlePerSecond: Int?
     public var finishWithinSeconds: Int?
+    /// A local time (without a date: each occurrence gives it), quiet hours held (docs/local-time.md).
+    public var timing: PushTiming?
 
     public init(
         audienceJSON: String, notificationJSON: String, optionsJSON: String, payload: [UInt8], template: [UInt8]?,
         pushType: String, priority: Int, priorityClass: PushPriorityClass, collapseID: String?,
-        timeToLiveSeconds: Int?, throttlePerSecond: Int?, finishWithinSeconds: Int?
+        timeToLiveSeconds: Int?, throttlePerSecond: Int?, finishWithinSeconds: Int?, timing: PushTiming? = nil
     ) {
+        self.timing = timing
         self.audienceJSON = audienceJSON
         self.notificationJSON = notificationJSON
         self.optionsJSON = optionsJSON
@@ -39,15 +42,26 @@ public struct PushBlueprint: Codable, Sendable, Equatable {
 
     /// The push of the occurrence at `occurrence`: its idempotency key names the schedule and the
     /// occurrence, so however many centers fire it, and however often, it is created once.
+    ///
+    /// A push at a local time gets the occurrence's date: the occurrence is when the first time
+    /// zone (UTC+14) reaches the time that day (``ScheduleTiming/atLocalTime(_:)``).
     public func push(id: UUID, appID: UUID, scheduleID: UUID, occurrence: Date) -> NewPush {
-        NewPush(
+        var timing = self.timing
+        if timing?.localTime != nil {
+            timing?.localDate = PushTiming.LocalDate(occurrence, in: ScheduleTiming.earliestZone)
+            timing?.timeToLiveSeconds = timeToLiveSeconds
+        } else if timing?.quietHours == .hold {
+            timing?.timeToLiveSeconds = timeToLiveSeconds
+        }
+        return NewPush(
             id: id, appID: appID, audienceJSON: audienceJSON, notificationJSON: notificationJSON,
             optionsJSON: optionsJSON, payload: Array(payload), template: template.map { Array($0) },
             pushType: pushType, priority: priority,
             priorityClass: PushPriorityClass(rawValue: priorityClass) ?? .campaign,
-            expiresAt: timeToLiveSeconds.map { occurrence.addingTimeInterval(TimeInterval($0)) },
+            expiresAt: timing?.localTime != nil
+                ? nil : timeToLiveSeconds.map { occurrence.addingTimeInterval(TimeInterval($0)) },
             collapseID: collapseID, idempotencyKey: Self.idempotencyKey(scheduleID: scheduleID, occurrence: occurrence),
-            throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithinSeconds)
+            throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithinSeconds, timing: timing)
     }
 
     /// `schedule:<id>:<occurrence in Unix seconds>`.

@@ -25,12 +25,13 @@ public struct ScheduleRecord: Sendable, Equatable {
     public var createdAt: Date
     public var updatedAt: Date
 
-    /// The rule, its start and zone, as read back (they were checked when saved).
+    /// The rule, its start and zone, as read back (they were checked when saved); a schedule of
+    /// pushes at a local time fires when UTC+14 reaches it (``ScheduleTiming/atLocalTime(_:)``).
     public var timing: ScheduleTiming? {
         guard let rule = try? Recurrence(rrule: rrule), let start = Recurrence.LocalStart(startsAtLocal),
             let zone = TimeZone(identifier: timeZone)
         else { return nil }
-        return ScheduleTiming(rule: rule, start: start, zone: zone)
+        return ScheduleTiming(rule: rule, start: start, zone: zone).atLocalTime(blueprint.timing?.localTime)
     }
 }
 

@@ -119,6 +119,14 @@ public struct PushTiming: Codable, Sendable, Equatable {
             (self.year, self.month, self.day) = (year, month, day)
         }
 
+        /// The date `instant` falls on in `zone`.
+        public init(_ instant: Date, in zone: TimeZone) {
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = zone
+            let parts = calendar.dateComponents([.year, .month, .day], from: instant)
+            (year, month, day) = (parts.year ?? 1970, parts.month ?? 1, parts.day ?? 1)
+        }
+
         public var description: String { String(format: "%04d-%02d-%02d", year, month, day) }
 
         public init(from decoder: any Decoder) throws {
