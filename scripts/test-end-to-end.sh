@@ -7,7 +7,7 @@
 #
 #   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast sender-kill center-kill
 #                                                   #        postgres-outage broker-restart apns-outage
-#                                                   #        device-counts segments templates delivery-policy schedules webhooks
+#                                                   #        device-counts segments templates delivery-policy local-time schedules webhooks
 #                                                   #        metrics prometheus
 #                                                   #        dashboard console
 #                                                   #        secrets (last: reads every log)
@@ -20,7 +20,7 @@ herald=$bin/herald
 export HERALD_DEV_DIR=$(pwd)/.local/e2e
 devices=${E2E_DEVICES:-100000}
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage device-counts segments templates delivery-policy schedules webhooks metrics prometheus dashboard console secrets)
+[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage device-counts segments templates delivery-policy local-time schedules webhooks metrics prometheus dashboard console secrets)
 
 # The stack's settings for these tests: a notification is tried up to 20 times with back-off
 # capped at 5 s (a 30 s APNs outage outlasts the default 8 attempts' back-off). `herald dev up`
@@ -456,6 +456,89 @@ test_delivery-policy() {
     fail "delivery policy: the code ($class) was not delivered: $(field "$code" accepted skipped)"
   fi
   "$herald" app update --no-delivery-policy >/dev/null || fail "delivery policy: could not remove it"
+}
+
+# Local-time delivery on the real stack (docs/local-time.md): 100 devices in Tokyo and 100 in Los
+# Angeles get a push "at the time Tokyo shows now, on Tokyo's date". validate reports the two waves;
+# herald-center sends Tokyo's at once and schedules the push again for Los Angeles' (17 hours on),
+# apns-sim gets exactly the Tokyo devices; canceled between the waves, the Los Angeles devices count
+# as canceled and the counters add up.
+test_local-time() {
+  reset_sim
+  local report
+  if report=$(python3 - "$herald" "$HERALD_DEV_DIR" "$sim_admin" 2>&1 <<'PY'
+import datetime, json, os, subprocess, sys, time, urllib.request, zoneinfo
+herald, directory, sim = sys.argv[1], sys.argv[2], sys.argv[3]
+def run(*arguments):
+    answer = subprocess.run([herald, *arguments], capture_output=True, text=True)
+    if answer.returncode != 0:
+        sys.exit(f"herald {' '.join(arguments)}: {answer.stderr.strip()}")
+    return answer.stdout
+def status(push):
+    return json.loads(run("push", "status", push, "--json"))
+def until(push, condition, what, limit=120):
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        current = status(push)
+        if condition(current):
+            return current
+        time.sleep(0.5)
+    sys.exit(f"push {push}: not {what} within {limit} s: {current}")
+def received():
+    tokens = set()
+    with urllib.request.urlopen(f"{sim}/notifications", timeout=30) as answer:
+        for line in answer:
+            if line.strip():
+                tokens.add(json.loads(line)["token"])
+    return tokens
+deliverable = []
+for line in open(os.path.join(directory, "devices.ndjson")):
+    device = json.loads(line)
+    if not device["token"].startswith(("dead", "badd")):
+        deliverable.append(device)
+deliverable = deliverable[-200:]
+run_id = f"l{time.time_ns()}"
+zones = {}
+with open(os.path.join(directory, "local-time-devices.ndjson"), "w") as out:
+    for index, device in enumerate(deliverable):
+        zone = "Asia/Tokyo" if index % 2 == 0 else "America/Los_Angeles"
+        zones[device["token"]] = zone
+        out.write(json.dumps({"token": device["token"], "environment": device["environment"], "time_zone": zone,
+                              "attributes": {"e2e_local": run_id}}) + "\n")
+run("devices", "import", os.path.join(directory, "local-time-devices.ndjson"))
+mine = json.dumps({"attribute": "attributes.e2e_local", "op": "eq", "value": run_id})
+tokyo = datetime.datetime.now(zoneinfo.ZoneInfo("Asia/Tokyo"))
+if tokyo.second > 50:  # not across a minute's end
+    time.sleep(11)
+    tokyo = datetime.datetime.now(zoneinfo.ZoneInfo("Asia/Tokyo"))
+when = ["--local-time", tokyo.strftime("%H:%M"), "--local-date", tokyo.strftime("%Y-%m-%d")]
+validation = json.loads(run("push", "validate", "--filter", mine, "--body", "Good morning", *when, "--json"))
+waves = [(w["time_zones"], w["devices"]) for w in validation.get("waves", [])]
+if waves != [(["Asia/Tokyo"], 100), (["America/Los_Angeles"], 100)]:
+    sys.exit(f"validate reported the waves {waves}")
+push = run("push", "--filter", mine, "--body", "Good morning", *when, "--quiet").strip()
+between = until(push, lambda s: s["state"] == "scheduled" and s["counters"]["accepted"] == 100 and s.get("waves")
+                and s["waves"][0]["started"], "sent to Tokyo and waiting for Los Angeles")
+later = datetime.datetime.fromisoformat(between["waves"][1]["send_at"].replace("Z", "+00:00"))
+hours = (later - datetime.datetime.now(datetime.timezone.utc)).total_seconds() / 3600
+if not 16 < hours < 18:
+    sys.exit(f"the Los Angeles wave is {hours:.1f} h away, not 17")
+got = received()
+if got != {token for token, zone in zones.items() if zone == "Asia/Tokyo"}:
+    sys.exit(f"apns-sim got {len(got)} devices, {sum(zones.get(t) == 'America/Los_Angeles' for t in got)} of them in Los Angeles")
+run("push", "cancel", push)
+final = until(push, lambda s: s["state"] == "canceled" and s["counters"]["targeted"] == 200, "canceled and counted")
+counters = final["counters"]
+if (counters["accepted"], counters["canceled"]) != (100, 100):
+    sys.exit(f"canceled between waves: {counters}")
+print(f"Tokyo's 100 devices got it at once, Los Angeles' 100 waited for their wave {hours:.1f} h on; "
+      f"canceled between the waves: 100 accepted + 100 canceled = 200 targeted")
+PY
+  ); then
+    log "✔ local time: $report"
+  else
+    fail "local time: $report"
+  fi
 }
 
 # A schedule on the real stack: saved with the CLI for the next minute, its occurrence becomes one

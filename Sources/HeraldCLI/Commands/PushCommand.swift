@@ -45,6 +45,18 @@ struct PushRequestOptions: ParsableArguments {
     @Option(name: .customLong("finish-within"), help: "Throttle: spread it over this many seconds.") var finishWithin:
         Int?
     @Option(help: "Send at this time (ISO 8601, e.g. 2026-11-22T08:00:00Z).") var at: String?
+    @Option(
+        name: .customLong("local-time"),
+        help: "Send at this time (HH:MM) in each device's own time zone, zone by zone (docs/local-time.md).")
+    var localTime: String?
+    @Option(
+        name: .customLong("local-date"),
+        help: "With --local-time: on this local date (YYYY-MM-DD); default, the next HH:MM in each zone.")
+    var localDate: String?
+    @Option(
+        name: .customLong("quiet-hours"),
+        help: "Devices in the app's quiet hours: skip (default, counted as skipped) or hold (sent when they end).")
+    var quietHours: Components.Schemas.PushOptions.QuietHoursPayload?
     @Option(help: "A push this one replaces on the phones (it takes that push's collapse id).") var replaces: String?
     @Option(
         name: .customLong("class"),
@@ -77,6 +89,10 @@ struct PushRequestOptions: ParsableArguments {
         if let at, Output.date(at) == nil {
             throw ValidationError("--at takes an ISO 8601 time, e.g. 2026-11-22T08:00:00Z")
         }
+        if localDate != nil, localTime == nil { throw ValidationError("--local-date goes with --local-time") }
+        if localTime != nil, at != nil {
+            throw ValidationError("--local-time sets when each device gets it; leave --at out (--local-date sets the day)")
+        }
     }
 
     /// The request body the flags (or the --request file) describe.
@@ -103,7 +119,8 @@ struct PushRequestOptions: ParsableArguments {
             segmentId: segment)
         var options = Components.Schemas.PushOptions(
             timeToLiveSeconds: ttl, collapseId: collapseID, scheduledAt: at.flatMap(Output.date), replaces: replaces,
-            priorityClass: priorityClass)
+            priorityClass: priorityClass, localTime: localTime.map { .init(time: $0, date: localDate) },
+            quietHours: quietHours)
         if rate != nil || finishWithin != nil {
             options.throttle = .init(perSecond: rate, finishWithinSeconds: finishWithin)
         }
@@ -251,6 +268,7 @@ struct PushValidateCommand: AsyncParsableCommand {
             if let locales = validation.localizations, !locales.isEmpty {
                 lines.append("languages \(locales.joined(separator: " ")) (others get the default texts)")
             }
+            for wave in validation.waves ?? [] { lines.append("wave      " + PushProgress.waveLine(wave)) }
             lines += validation.warnings.map { "warning   \($0)" }
             return lines.joined(separator: "\n")
         }
@@ -259,6 +277,7 @@ struct PushValidateCommand: AsyncParsableCommand {
 
 extension Components.Schemas.PushState: ExpressibleByArgument {}
 extension Components.Schemas.PriorityClass: ExpressibleByArgument {}
+extension Components.Schemas.PushOptions.QuietHoursPayload: ExpressibleByArgument {}
 
 struct PushListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "list", abstract: "The app's pushes, newest first.")

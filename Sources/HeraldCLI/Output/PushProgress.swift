@@ -57,8 +57,20 @@ enum PushProgress {
             } else if let eta = status.eta {
                 text += "  ETA \(Output.time(eta))"
             }
+            if let waves = status.waves, let next = waves.first(where: { !$0.started }) {
+                let started = waves.filter(\.started).count
+                text += "  wave \(started)/\(waves.count), next \(Output.time(next.sendAt))"
+            }
         }
         return text
+    }
+
+    /// A wave of a push at a local time: `2026-12-01T08:00:00Z  2 time zones  1,204 devices  (Europe/Berlin, …)`.
+    static func waveLine(_ wave: Components.Schemas.PushWave) -> String {
+        let names = wave.timeZones.map { $0.isEmpty ? "no time zone" : $0 }
+        let shown = names.prefix(4).joined(separator: ", ") + (names.count > 4 ? ", …" : "")
+        return "\(Output.time(wave.sendAt))  \(Output.count(Int64(wave.devices))) devices  (\(shown))"
+            + (wave.started ? "  started" : "")
     }
 
     /// Failures by reason, most first, and the expired: ` (Unregistered 1,960, expired 3)`.
@@ -94,6 +106,11 @@ enum PushProgress {
         }
         if counters.invalidated > 0 { text += "\n  tokens invalidated \(Output.count(counters.invalidated))" }
         text += "\n  class \(status.priorityClass.rawValue)"
+        if let local = status.localTime {
+            text += "\n  local time \(local.time)\(local.date.map { " on \($0)" } ?? "") in each device's time zone"
+        }
+        if status.quietHours == .hold { text += "\n  quiet hours held" }
+        for wave in status.waves ?? [] { text += "\n  wave \(waveLine(wave))" }
         if let collapseID = status.collapseId { text += "\n  collapse id \(collapseID)" }
         let times: [(String, Date?)] = [
             ("created at", status.createdAt), ("scheduled at", status.scheduledAt),
