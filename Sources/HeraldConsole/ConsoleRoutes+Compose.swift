@@ -31,6 +31,15 @@ extension ConsoleRoutes {
             /// `transactional` or `campaign`: what the API decided.
             var priorityClass: String?
             var warnings: [String]
+            /// A push at a local time (or holding quiet hours): when each group of time zones gets it.
+            var waves: [Wave] = []
+            var hasWaves = false
+        }
+
+        struct Wave {
+            var at: String
+            var devices: String
+            var zones: String
         }
 
         var chrome: Chrome
@@ -40,6 +49,7 @@ extension ConsoleRoutes {
         var environments: [Choice]
         var throttles: [Choice]
         var priorityClasses: [Choice]
+        var quietHoursModes: [Choice]
         var audienceIs: [String: Bool]
         var throttleIs: [String: Bool]
         var silent: Bool
@@ -74,6 +84,10 @@ extension ConsoleRoutes {
                 ("campaign", "Campaign: quiet hours and caps apply"),
             ]
             .map { Choice(value: $0.0, label: $0.1, checked: $0.0 == (form.priorityClass ?? "")) }
+            quietHoursModes = [
+                ("", "Skip devices in them (counted)"), ("hold", "Hold until they end"),
+            ]
+            .map { Choice(value: $0.0, label: $0.1, checked: $0.0 == (form.quietHours ?? "")) }
             audienceIs = [audience: true]
             throttleIs = [throttle: true]
             silent = form.silent == "on"
@@ -165,6 +179,7 @@ extension ConsoleRoutes {
             result["payload_bytes"] = validation.payloadBytes
             result["payload_limit"] = validation.payloadLimit
             result["priority_class"] = validation.priorityClass.rawValue
+            result["waves"] = checked.check.waves.map { ["at": $0.at, "devices": $0.devices, "zones": $0.zones] }
         }
         return Self.json(result)
     }
@@ -189,6 +204,14 @@ extension ConsoleRoutes {
                 bytes:
                     "\(PushView.number(Int64(validation.payloadBytes))) of \(PushView.number(Int64(validation.payloadLimit)))",
                 priorityClass: validation.priorityClass.rawValue, warnings: validation.warnings)
+            check.waves = (validation.waves ?? []).map { wave in
+                let names = wave.timeZones.map { $0.isEmpty ? "no time zone" : $0 }
+                return ComposePage.Wave(
+                    at: PushView.time(wave.sendAt), devices: PushView.number(wave.devices),
+                    zones: names.prefix(6).joined(separator: ", ")
+                        + (names.count > 6 ? " and \(names.count - 6) more" : ""))
+            }
+            check.hasWaves = !check.waves.isEmpty
             if validation.audienceSize == 0 {
                 check.ok = false
                 check.error = "No active device is in this audience: nothing would be sent."
@@ -221,7 +244,8 @@ extension PushForm {
             ("options.collapse_id", "collapse_id"), ("options.time_to_live_seconds", "ttl_seconds"),
             ("options.scheduled_at", "scheduled_at"), ("options.throttle.per_second", "throttle_per_second"),
             ("options.throttle.finish_within_seconds", "finish_within_minutes"),
-            ("options.priority_class", "priority_class"),
+            ("options.priority_class", "priority_class"), ("options.local_time.date", "local_date"),
+            ("options.local_time", "local_time"), ("options.quiet_hours", "quiet_hours"),
         ]
         return table.first { field.hasPrefix($0.0) }?.1 ?? "audience"
     }

@@ -114,11 +114,13 @@ extension ConsoleRoutes {
             case "resume": "Resumed."
             case "cancel": "Canceled: devices not reached yet will not get it."
             case "recall": "This is the recall: it goes to every device that accepted the original."
-            case "sent": "Accepted: Herald is sending it."
+            case "sent": Self.sentNotice
             default: nil
             }
         return await pushPage(request, context: context, signedIn: signedIn, notice: notice)
     }
+
+    static var sentNotice: String { "Accepted: Herald is sending it." }
 
     /// A push's page, with `notice` or `error` above it.
     func pushPage(
@@ -146,7 +148,9 @@ extension ConsoleRoutes {
             return Self.refusal(signedIn, error)
         }
         var chrome = signedIn.chrome("Push \(id.prefix(8))", section: .pushes)
-        chrome.notice = notice
+        chrome.notice =
+            notice == Self.sentNotice && push.state == .scheduled
+            ? "Accepted: it goes out at its scheduled time\(push.localTime == nil ? "" : ", zone by zone")." : notice
         chrome.error = error
         let view = PushView(push)
         let rows = failures.failures.map { failure in

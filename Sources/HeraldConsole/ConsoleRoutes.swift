@@ -71,6 +71,11 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
         console.get("compose") { request, context in try await self.composePage(request, context: context) }
         console.post("compose") { request, context in try await self.compose(request, context: context) }
         console.post("compose/check") { request, context in try await self.composeCheck(request, context: context) }
+        console.get("schedules") { request, context in try await self.schedulesPage(request, context: context) }
+        console.get("schedules/:id") { request, context in try await self.schedulePage(request, context: context) }
+        console.post("schedules/:id/:action") { request, context in
+            try await self.scheduleAction(request, context: context)
+        }
         console.get("devices") { request, context in try await self.devicesPage(request, context: context) }
         console.get("stats") { request, context in try await self.statsPage(request, context: context) }
         console.get("apps") { request, context in try await self.appsPage(request, context: context) }

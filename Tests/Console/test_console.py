@@ -8,6 +8,10 @@ against a running `herald dev` stack with simulated devices, as an operator woul
                100 %, the page's counts equal `herald push status`
   throttled    a throttled broadcast: pause, resume, cancel; the final counts add up
   recall       recall the tag push; the recall completes
+  local-time   a push at 09:00 in each device's time zone: the dry run lists its waves, the push's
+               page its local time and waves
+  schedules    a schedule made with the CLI is listed, shown with its next occurrences, paused,
+               resumed and deleted from the console
   csrf         a form posted without the session's CSRF token is refused, nothing changes
   narrow       the pages at 390 px wide
 
@@ -244,6 +248,60 @@ try:
     check(final["counters"]["targeted"] == status(tag_push)["counters"]["accepted"],
           "the recall went to exactly the devices that accepted the original")
     screenshot(driver, "06-recall-completed")
+
+    # ── local time
+    compose(driver, "tags", tags="vip", body="Good morning, wherever you are")
+    driver.execute_script(
+        "var f = document.getElementById('local_time'); f.value = '09:00';"
+        "f.dispatchEvent(new Event('input', {bubbles: true})); f.dispatchEvent(new Event('change', {bubbles: true}));")
+    waves = wait(driver, 30, lambda d: d.find_elements(By.CSS_SELECTOR, "#dryrun-waves li"), "the dry run lists the waves") or []
+    check(waves and "devices" in waves[0].text and "UTC" in waves[0].text,
+          f"the dry run says when each group of time zones gets it ({waves[0].text if waves else 'nothing'})")
+    screenshot(driver, "06a-compose-local-time")
+    send = wait(driver, 30, expected_conditions.element_to_be_clickable((By.ID, "send")), "the dry run enables Send")
+    send.click()
+    wait(driver, 15, expected_conditions.url_contains("/console/pushes/"), "sending opens the push page")
+    local_push = push_id(driver)
+    check("09:00, the next time in each device's time zone" in driver.page_source, "the push page shows its local time")
+    deadline = time.time() + 60
+    while not driver.find_elements(By.CSS_SELECTOR, "#waves tbody tr") and time.time() < deadline:
+        time.sleep(1)
+        driver.refresh()
+    rows = driver.find_elements(By.CSS_SELECTOR, "#waves tbody tr")
+    check(len(rows) >= 1 and len(rows) == len(status(local_push).get("waves", [])),
+          f"the push page lists the waves herald-center planned ({len(rows)})")
+    screenshot(driver, "06b-push-local-time")
+    subprocess.run([herald, "push", "cancel", local_push], check=True, capture_output=True)
+
+    # ── schedules
+    name = f"Weekly digest {int(time.time())}"
+    made = subprocess.run(
+        [herald, "schedules", "create", "--name", name, "--rrule", "FREQ=WEEKLY;BYDAY=MO", "--time-zone", "Europe/Berlin",
+         "--starts-at", "2030-01-07T08:00", "--tag", "vip", "--body", "Your weekly digest", "--json"],
+        check=True, capture_output=True, text=True).stdout
+    schedule = json.loads(made)["id"]
+    driver.get(api + "/console/schedules")
+    check(name in driver.page_source, "the schedules page lists the schedule made with the CLI")
+    driver.find_element(By.LINK_TEXT, name).click()
+    wait(driver, 10, expected_conditions.url_contains(f"/console/schedules/{schedule}"), "the schedule's page")
+    check("2030-01-07 07:00:00 UTC" in driver.page_source, "its page shows the next occurrences (08:00 in Berlin)")
+    screenshot(driver, "06c-schedule")
+    driver.find_element(By.CSS_SELECTOR, f"form[action='/console/schedules/{schedule}/pause'] button").click()
+    wait(driver, 15, expected_conditions.url_contains("done=pause"), "pausing answers with the schedule's page")
+
+    def schedule_state():
+        answer = subprocess.run([herald, "schedules", "get", schedule, "--json"], capture_output=True, text=True)
+        return json.loads(answer.stdout)["state"] if answer.returncode == 0 else None
+
+    check(schedule_state() == "paused", "paused from the console, herald schedules get says paused")
+    driver.find_element(By.CSS_SELECTOR, f"form[action='/console/schedules/{schedule}/resume'] button").click()
+    wait(driver, 15, expected_conditions.url_contains("done=resume"), "resuming answers with the schedule's page")
+    check(schedule_state() == "active", "resumed, it is active again")
+    driver.find_element(By.CSS_SELECTOR, f"form[action='/console/schedules/{schedule}/delete'] button").click()
+    wait(driver, 5, expected_conditions.alert_is_present(), "delete asks for confirmation")
+    driver.switch_to.alert.accept()
+    wait(driver, 15, lambda d: d.current_url.rstrip("/").endswith("/console/schedules"), "deleting returns to the list")
+    check(name not in driver.page_source and schedule_state() is None, "the deleted schedule is gone")
 
     # ── devices and statistics
     driver.get(api + "/console/devices?by=tag&q=vip")

@@ -91,7 +91,8 @@ struct PushRequestOptions: ParsableArguments {
         }
         if localDate != nil, localTime == nil { throw ValidationError("--local-date goes with --local-time") }
         if localTime != nil, at != nil {
-            throw ValidationError("--local-time sets when each device gets it; leave --at out (--local-date sets the day)")
+            throw ValidationError(
+                "--local-time sets when each device gets it; leave --at out (--local-date sets the day)")
         }
     }
 

@@ -60,6 +60,14 @@ enum ConsoleScript {
               $("#dryrun-bytes").textContent = result.payload_bytes === undefined ? "–" :
                 number(result.payload_bytes) + " of " + number(result.payload_limit);
               $("#dryrun-class").textContent = result.priority_class || "–";
+              var waves = $("#dryrun-waves");
+              waves.textContent = "";
+              (result.waves || []).forEach(function (wave) {
+                var item = document.createElement("li"), when = document.createElement("strong"), zones = document.createElement("span");
+                when.textContent = wave.at; zones.className = "muted"; zones.textContent = wave.zones;
+                item.appendChild(when); item.appendChild(document.createTextNode(" · " + wave.devices + " devices"));
+                item.appendChild(document.createElement("br")); item.appendChild(zones); waves.appendChild(item);
+              });
               var warnings = $("#dryrun-warnings");
               warnings.textContent = "";
               (result.warnings || []).forEach(function (text) {

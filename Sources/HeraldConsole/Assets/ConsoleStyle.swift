@@ -44,7 +44,8 @@ enum ConsoleStyle {
         label { display: block; font-weight: 600; font-size: 13px; margin: 0 0 4px; }
         .field { margin-bottom: 14px; }
         .hint { color: var(--muted); font-size: 12.5px; margin-top: 4px; }
-        input[type=text], input[type=password], input[type=number], input[type=datetime-local], select, textarea {
+        input[type=text], input[type=password], input[type=number], input[type=datetime-local], input[type=time], input[type=date],
+        select, textarea {
           width: 100%; padding: 9px 10px; border: 1px solid #c8ced9; border-radius: 7px; font: inherit;
           background: #fff; color: var(--ink); }
         textarea { min-height: 76px; resize: vertical; }
@@ -125,6 +126,10 @@ enum ConsoleStyle {
         .dryrun dl { display: grid; grid-template-columns: 1fr auto; gap: 6px; margin: 0 0 10px; }
         .dryrun dd { margin: 0; font-weight: 700; text-align: right; font-variant-numeric: tabular-nums; }
         .dryrun ul { margin: 6px 0 0; padding-left: 18px; color: var(--warn); }
+        .dryrun ul.waves { color: inherit; padding-left: 0; list-style: none; }
+        .dryrun ul.waves li { margin: 2px 0; }
+        ul.plain { margin: 4px 0 0; padding-left: 0; list-style: none; }
+        dl.facts + h2 { margin-top: 20px; }
         .dryrun .status { font-weight: 600; margin-bottom: 8px; }
         .dryrun .status.ok { color: var(--good); } .dryrun .status.bad { color: var(--bad); }
         .signin { max-width: 420px; margin: 8vh auto; }

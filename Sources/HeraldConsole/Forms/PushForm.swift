@@ -41,6 +41,11 @@ struct PushForm: Codable, Sendable, Equatable {
     /// `transactional`, `campaign`, or empty for the default (transactional for an unthrottled
     /// list audience).
     var priorityClass: String?
+    /// `HH:MM` in each device's own time zone (docs/local-time.md), and its optional date.
+    var localTime: String?
+    var localDate: String?
+    /// `skip` (empty: the default) or `hold`.
+    var quietHours: String?
 
     enum CodingKeys: String, CodingKey {
         case audience, environment, title, subtitle, body, badge, sound, category, silent, data, throttle, replaces
@@ -56,6 +61,9 @@ struct PushForm: Codable, Sendable, Equatable {
         case throttlePerSecond = "throttle_per_second"
         case finishWithinMinutes = "finish_within_minutes"
         case priorityClass = "priority_class"
+        case localTime = "local_time"
+        case localDate = "local_date"
+        case quietHours = "quiet_hours"
     }
 
     /// A form field the browser got wrong, named as the form names it.
@@ -107,6 +115,19 @@ struct PushForm: Codable, Sendable, Equatable {
         }
         if let replaces = Self.text(replaces) { options["replaces"] = replaces }
         if let priorityClass = Self.text(priorityClass) { options["priority_class"] = priorityClass }
+        if let localTime = Self.text(localTime) {
+            var local: [String: Any] = ["time": localTime]
+            if let localDate = Self.text(localDate) { local["date"] = localDate }
+            options["local_time"] = local
+        } else if Self.text(localDate) != nil {
+            throw Problem(field: "local_time", message: "A local date goes with a local time (HH:MM).")
+        }
+        if let quietHours = Self.text(quietHours) {
+            guard quietHours == "skip" || quietHours == "hold" else {
+                throw Problem(field: "quiet_hours", message: "Quiet hours are skipped or held.")
+            }
+            options["quiet_hours"] = quietHours
+        }
         if !options.isEmpty { json["options"] = options }
         do {
             let encoded = try JSONSerialization.data(withJSONObject: json)

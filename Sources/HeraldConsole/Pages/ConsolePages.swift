@@ -3,7 +3,7 @@ import HeraldStore
 
 /// What the layout shows around every signed-in page.
 struct Chrome {
-    enum Section { case pushes, compose, devices, stats, apps }
+    enum Section { case pushes, compose, schedules, devices, stats, apps }
 
     var title: String
     var appName: String?
@@ -19,6 +19,7 @@ struct Chrome {
     var onStats: Bool
     var onApps: Bool
     var onCompose: Bool
+    var onSchedules: Bool
     var notice: String?
     var error: String?
 
@@ -40,6 +41,7 @@ struct Chrome {
         onStats = section == .stats
         onApps = section == .apps
         onCompose = section == .compose
+        onSchedules = section == .schedules
     }
 }
 

@@ -10,6 +10,7 @@ enum ConsoleTemplates {
             ("logo", logo), ("layout", layout), ("signIn", signIn), ("message", message), ("confirm", confirm),
             ("pushes", pushes), ("push", push), ("compose", compose), ("apps", apps), ("app", app),
             ("secrets", secrets), ("devices", devices), ("stats", stats),
+            ("schedules", schedules), ("schedule", schedule),
         ]
         for (name, text) in templates {
             // The templates are part of the program: one that does not parse is a bug found by

@@ -39,6 +39,19 @@ struct PushView {
     var hasReasons: Bool
     var reasonsHeight: Int
     var times: [Fact]
+    /// A push at a local time, or holding quiet hours: its waves, once planned.
+    var waves: [Wave]
+    var hasWaves: Bool
+    /// `09:00 on 2026-12-01 in each device's time zone`; nil for other pushes.
+    var localTime: String?
+    var holdsQuietHours: Bool
+
+    struct Wave {
+        var at: String
+        var devices: String
+        var zones: String
+        var started: Bool
+    }
 
     struct Segment {
         var name: String
@@ -140,6 +153,19 @@ struct PushView {
             if let date { times.append(Fact(label: label, value: Self.time(date))) }
         }
         self.times = times
+        waves = (push.waves ?? []).map { wave in
+            let names = wave.timeZones.map { $0.isEmpty ? "no time zone" : $0 }
+            return Wave(
+                at: Self.time(wave.sendAt), devices: Self.number(wave.devices),
+                zones: names.prefix(6).joined(separator: ", ")
+                    + (names.count > 6 ? " and \(names.count - 6) more" : ""),
+                started: wave.started)
+        }
+        hasWaves = !waves.isEmpty
+        localTime = push.localTime.map {
+            "\($0.time)\($0.date.map { " on \($0)" } ?? ", the next time") in each device's time zone"
+        }
+        holdsQuietHours = push.quietHours == .hold
     }
 
     /// `1,234,567`: digits grouped by threes (no formatter object: a page formats hundreds).

@@ -99,6 +99,19 @@ extension ConsoleTemplates {
                     {{#priorityClasses}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/priorityClasses}}
                   </select>
                   {{#invalid.priority_class}}<div class="field-error">{{invalid.priority_class}}</div>{{/invalid.priority_class}}</div>
+                <div class="field{{#invalid.quiet_hours}} invalid{{/invalid.quiet_hours}}"><label for="quiet_hours">The app's quiet hours</label>
+                  <select id="quiet_hours" name="quiet_hours">
+                    {{#quietHoursModes}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/quietHoursModes}}
+                  </select>
+                  {{#invalid.quiet_hours}}<div class="field-error">{{invalid.quiet_hours}}</div>{{/invalid.quiet_hours}}</div>
+              </div>
+              <div class="row">
+                <div class="field{{#invalid.local_time}} invalid{{/invalid.local_time}}"><label for="local_time">At a local time (HH:MM, each device's own time zone)</label>
+                  <input id="local_time" name="local_time" type="time" value="{{form.localTime}}">
+                  {{#invalid.local_time}}<div class="field-error">{{invalid.local_time}}</div>{{/invalid.local_time}}</div>
+                <div class="field{{#invalid.local_date}} invalid{{/invalid.local_date}}"><label for="local_date">On (local date; empty: the next time)</label>
+                  <input id="local_date" name="local_date" type="date" value="{{form.localDate}}">
+                  {{#invalid.local_date}}<div class="field-error">{{invalid.local_date}}</div>{{/invalid.local_date}}</div>
               </div>
             </div>
           </div>
@@ -123,6 +136,7 @@ extension ConsoleTemplates {
                 <dt>Payload bytes</dt><dd id="dryrun-bytes">{{#check.bytes}}{{check.bytes}}{{/check.bytes}}{{^check.bytes}}–{{/check.bytes}}</dd>
                 <dt>Class</dt><dd id="dryrun-class">{{#check.priorityClass}}{{check.priorityClass}}{{/check.priorityClass}}{{^check.priorityClass}}–{{/check.priorityClass}}</dd>
               </dl>
+              <ul id="dryrun-waves" class="waves" aria-label="Waves by time zone">{{#check.waves}}<li><strong>{{at}}</strong> · {{devices}} devices<br><span class="muted">{{zones}}</span></li>{{/check.waves}}</ul>
               <ul id="dryrun-warnings">{{#check.warnings}}<li>{{.}}</li>{{/check.warnings}}</ul>
               <div class="actions">
                 <button class="secondary" type="submit" name="action" value="check">Check</button>

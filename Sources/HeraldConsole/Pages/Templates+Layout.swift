@@ -24,6 +24,7 @@ extension ConsoleTemplates {
             {{#chrome.sendsPushes}}
             <a href="/console/pushes"{{#chrome.onPushes}} aria-current="page"{{/chrome.onPushes}}>Pushes</a>
             <a href="/console/compose"{{#chrome.onCompose}} aria-current="page"{{/chrome.onCompose}}>Compose</a>
+            <a href="/console/schedules"{{#chrome.onSchedules}} aria-current="page"{{/chrome.onSchedules}}>Schedules</a>
             <a href="/console/devices"{{#chrome.onDevices}} aria-current="page"{{/chrome.onDevices}}>Devices</a>
             <a href="/console/stats"{{#chrome.onStats}} aria-current="page"{{/chrome.onStats}}>Statistics</a>
             {{/chrome.sendsPushes}}

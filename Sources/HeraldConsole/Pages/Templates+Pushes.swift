@@ -84,6 +84,15 @@ extension ConsoleTemplates {
               </svg>
               {{/push.hasReasons}}
             </div>
+            {{#push.hasWaves}}
+            <div class="card" id="waves">
+              <h2>Waves by time zone</h2>
+              <table>
+                <thead><tr><th>Starts (UTC)</th><th class="num">Devices</th><th>Time zones</th><th></th></tr></thead>
+                <tbody>{{#push.waves}}<tr><td>{{at}}</td><td class="num">{{devices}}</td><td class="muted">{{zones}}</td><td>{{#started}}started{{/started}}{{^started}}waiting{{/started}}</td></tr>{{/push.waves}}</tbody>
+              </table>
+            </div>
+            {{/push.hasWaves}}
             {{#failures.show}}
             <div class="card" id="failures">
               <h2>Devices not reached</h2>
@@ -118,6 +127,8 @@ extension ConsoleTemplates {
               <dl class="facts">
                 <dt>Type</dt><dd>{{push.pushType}}, priority {{push.priority}}</dd>
                 <dt>Class</dt><dd>{{push.priorityClass}}</dd>
+                {{#push.localTime}}<dt>Local time</dt><dd>{{push.localTime}}</dd>{{/push.localTime}}
+                {{#push.holdsQuietHours}}<dt>Quiet hours</dt><dd>held until they end</dd>{{/push.holdsQuietHours}}
                 {{#push.collapseID}}<dt>Collapse id</dt><dd class="mono">{{push.collapseID}}</dd>{{/push.collapseID}}
                 {{#push.recallOf}}<dt>Recall of</dt><dd><a class="mono" href="/console/pushes/{{push.recallOf}}">{{push.recallOf}}</a></dd>{{/push.recallOf}}
                 {{#push.times}}<dt>{{label}}</dt><dd>{{value}}</dd>{{/push.times}}

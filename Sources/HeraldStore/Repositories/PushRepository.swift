@@ -284,7 +284,7 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
                                 finish_within_s, recall_of, traceparent, created_by_key, template, priority_class,
                                 timing)
             VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $20,
-                    $21, $25, $26, $27::jsonb)
+                    $21, $25, $26, $27::text::jsonb)
             ON CONFLICT (app_id, idempotency_key) DO NOTHING
             RETURNING id, created_at
         ), counters AS (
@@ -332,6 +332,8 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
         bindings.append(push.origin?.sourceAddress)
         bindings.append(push.template.map { ByteBuffer(bytes: $0) })
         bindings.append(push.priorityClass.rawValue)
+        // Bound as text and cast: a NULL first on a connection must not leave the prepared
+        // statement expecting jsonb's binary form for every later value.
         bindings.append(push.timing.map(\.json))
         return bindings
     }
