@@ -208,11 +208,19 @@ def check_overlay(overlay, keda_schema, documented):
         maximum = scaled["spec"].get("maxReplicaCount", 100)
         if maximum > partitions:
             fail(where, f"ScaledObject maxReplicaCount {maximum} exceeds herald.jobs' {partitions} partitions")
+        group = environment.get("HERALD_SENDER_GROUP_ID", "herald-sender")
+        lanes = {environment.get("HERALD_SENDER_JOBS_TOPIC", "herald.jobs"): group,
+                 environment.get("HERALD_SENDER_TRANSACTIONAL_JOBS_TOPIC", "herald.jobs.transactional"):
+                     environment.get("HERALD_SENDER_TRANSACTIONAL_GROUP_ID", group + ".transactional")}
+        watched = {trigger["metadata"].get("topic") for trigger in scaled["spec"]["triggers"]}
+        for topic in lanes.keys() - watched:
+            fail(where, f"ScaledObject {scaled['metadata']['name']} does not watch {topic}'s lag")
         for trigger in scaled["spec"]["triggers"]:
             metadata = trigger["metadata"]
+            topic = metadata.get("topic")
             expected = {"bootstrapServers": environment.get("HERALD_KAFKA_BROKERS"),
-                        "consumerGroup": environment.get("HERALD_SENDER_GROUP_ID", "herald-sender"),
-                        "topic": environment.get("HERALD_SENDER_JOBS_TOPIC", "herald.jobs")}
+                        "consumerGroup": lanes.get(topic, group),
+                        "topic": topic if topic in lanes else "herald.jobs"}
             for key, value in expected.items():
                 if metadata.get(key) != value:
                     fail(where, f"ScaledObject's {key} is {metadata.get(key)}, the senders use {value}")
