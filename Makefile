@@ -11,13 +11,14 @@ SHELL := /bin/bash
 SWIFT ?= swift
 KEEP ?= 0
 
-.PHONY: help deps build test test-tsan format demo check-image bench-e2e bench-api bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
+.PHONY: help deps build test test-tsan format demo check-image bench-e2e bench-import bench-api bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
 
 help:
 	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
 	@echo "make test     # build once and run all tests against real PostgreSQL and Kafka"
 	@echo "make test-tsan  # the HTTP/2 (APNs client, apns-sim) and Kafka tests under ThreadSanitizer"
 	@echo "make bench-e2e  # a 1,000,000-device broadcast through the whole herald dev stack"
+	@echo "make bench-import  # herald-api's import of 1,000,000 devices (half updates) against psql COPY + merge, as a ratio"
 	@echo "make bench-kafka  # Kafka throughput benchmark (release build) against kcat"
 	@echo "make bench-apns-sim  # apns-sim against nghttpd under h2load (release build)"
 	@echo "make bench-apns-client  # Herald's APNs client against h2load, both to apns-sim"
@@ -90,6 +91,11 @@ bench-e2e: deps
 	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
 	  $(SWIFT) build -c release --product $$product || exit 1; done
 	Benchmarks/EndToEnd/run.sh .build/release
+
+bench-import: deps
+	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
+	  $(SWIFT) build -c release --product $$product || exit 1; done
+	Benchmarks/DeviceImport/run.sh .build/release $${IMPORT_DEVICES:-1000000}
 
 bench-apns-sim: deps
 	$(SWIFT) build -c release --product apns-sim
