@@ -106,10 +106,12 @@ extension DeviceRepository {
                 """, logger: logger)
             var count: Int64 = 0
             for try await value in merged.decode(Int64.self) { count = value }
+            // A tag twice for a device (two lines of a token) is skipped by ON CONFLICT as one
+            // already there: no DISTINCT (a sort of every tag row) needed.
             try await connection.query(
                 """
                 INSERT INTO device_tags (app_id, tag, device_id)
-                SELECT DISTINCT \(appID), tag, d.id
+                SELECT \(appID), tag, d.id
                 FROM device_import i JOIN devices d ON d.app_id = \(appID) AND d.token = i.token, unnest(i.tags) AS tag
                 ON CONFLICT DO NOTHING
                 """, logger: logger)
