@@ -69,7 +69,7 @@ public struct PushTiming: Codable, Sendable, Equatable {
     }
 
     /// A wall-clock time, `HH:MM`.
-    public struct LocalTime: Sendable, Equatable, Codable, CustomStringConvertible {
+    public struct LocalTime: Sendable, Equatable, StoredAsText {
         public var hour: Int
         public var minute: Int
 
@@ -83,23 +83,10 @@ public struct PushTiming: Codable, Sendable, Equatable {
         }
 
         public var description: String { String(format: "%02d:%02d", hour, minute) }
-
-        public init(from decoder: any Decoder) throws {
-            let text = try decoder.singleValueContainer().decode(String.self)
-            guard let time = LocalTime(text) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: text))
-            }
-            self = time
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode(description)
-        }
     }
 
     /// A calendar date, `YYYY-MM-DD`.
-    public struct LocalDate: Sendable, Equatable, Codable, CustomStringConvertible {
+    public struct LocalDate: Sendable, Equatable, StoredAsText {
         public var year: Int
         public var month: Int
         public var day: Int
@@ -128,19 +115,6 @@ public struct PushTiming: Codable, Sendable, Equatable {
         }
 
         public var description: String { String(format: "%04d-%02d-%02d", year, month, day) }
-
-        public init(from decoder: any Decoder) throws {
-            let text = try decoder.singleValueContainer().decode(String.self)
-            guard let date = LocalDate(text) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: text))
-            }
-            self = date
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode(description)
-        }
     }
 }
 
@@ -150,4 +124,24 @@ public enum QuietHoursMode: String, Codable, Sendable, CaseIterable {
     case skip
     /// Sent when the quiet hours end in the device's time zone.
     case hold
+}
+
+/// A value stored in JSON as its text (`"09:00"`, `"2026-12-01"`), read back with `init?(_:)`.
+public protocol StoredAsText: Codable, CustomStringConvertible {
+    init?(_ text: String)
+}
+
+extension StoredAsText {
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let value = Self(text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: text))
+        }
+        self = value
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
 }
