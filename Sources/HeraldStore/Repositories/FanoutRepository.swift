@@ -462,9 +462,20 @@ public struct FanoutRepository: Sendable {
     /// batches, failures are recorded per device, dead tokens are invalidated (410 only if the
     /// device did not register again after APNs' timestamp), and pushes whose every batch is
     /// complete are marked completed.
+    ///
+    /// The pushes' rows are locked first (in id order, as every accounting transaction does): the
+    /// fan-out's end (``finishFanout(pushID:by:)``) also locks the row before it looks for
+    /// unfinished batches, so one of the two always sees the other's work. Without it, the last
+    /// outcomes counted while the fan-out ended could each see the other not done yet, and the
+    /// push stayed `sending` with every batch complete.
     public func applyOutcomes(_ outcomes: [BatchOutcome]) async throws -> AppliedOutcomes {
         guard !outcomes.isEmpty else { return AppliedOutcomes() }
         return try await client.transaction(logger: logger) { connection in
+            let locked = try await connection.query(
+                """
+                SELECT id FROM pushes WHERE id = ANY(\(Array(Set(outcomes.map(\.pushID))))) ORDER BY id FOR NO KEY UPDATE
+                """, logger: logger)
+            for try await _ in locked.decode(UUID.self) {}
             var applied = AppliedOutcomes()
             var deltas: [UUID: PushCounters] = [:]
             var failed: [FailedTarget] = []
