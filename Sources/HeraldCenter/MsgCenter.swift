@@ -295,6 +295,12 @@ public final class MsgCenter: Service, Sendable {
     /// `Undeliverable`, so its push (and a recall waiting on it) completes.
     func redrive() async {
         do {
+            for pushID in try await fanouts.completeSettled(after: .seconds(5), limit: 100) {
+                metrics.pushesCompleted.add(1, ordering: .relaxed)
+                logger.warning(
+                    "push completed by the sweep: its fan-out had ended and every batch had its outcome",
+                    metadata: ["push": "\(pushID)"])
+            }
             let stale = try await fanouts.batchesWithoutOutcome(after: settings.redriveAfter, limit: 200)
             var contexts: [UUID: FanoutContext] = [:]
             for batch in stale {

@@ -368,6 +368,26 @@ public struct FanoutRepository: Sendable {
         return finished
     }
 
+    /// Completes the pushes whose fan-out ended more than `after` ago and whose every batch is
+    /// complete, yet which are still `sending` — a state no accounting should leave behind (see
+    /// ``applyOutcomes(_:)``); a safety net swept now and then, so such a push never waits forever.
+    /// - Returns: the pushes completed.
+    public func completeSettled(after: Duration, limit: Int) async throws -> [UUID] {
+        try await client.transaction(logger: logger) { connection in
+            let rows = try await connection.query(
+                """
+                SELECT p.id FROM pushes p
+                WHERE p.state = 'sending' AND p.completed_at IS NULL
+                  AND p.fanout_finished_at < now() - \(after.wholeMilliseconds) * interval '1 millisecond'
+                  AND NOT EXISTS (SELECT 1 FROM push_batches b WHERE b.push_id = p.id AND b.completed_at IS NULL)
+                LIMIT \(limit)
+                """, logger: logger)
+            var settled: [UUID] = []
+            for try await id in rows.decode(UUID.self) { settled.append(id) }
+            return try await Self.completeIfDone(settled, on: connection, logger: logger)
+        }
+    }
+
     /// Counts what a canceled push never sent: the devices of its audience past its fan-out
     /// cursor are added to `targeted` and `canceled`, once. Done by the center holding the
     /// fan-out (`center`), or by any center when nobody holds it or its claim is older than `lease`.
