@@ -32,14 +32,8 @@ extension ConsoleRoutes {
             var priorityClass: String?
             var warnings: [String]
             /// A push at a local time (or holding quiet hours): when each group of time zones gets it.
-            var waves: [Wave] = []
+            var waves: [PushView.Wave] = []
             var hasWaves = false
-        }
-
-        struct Wave {
-            var at: String
-            var devices: String
-            var zones: String
         }
 
         var chrome: Chrome
@@ -204,13 +198,7 @@ extension ConsoleRoutes {
                 bytes:
                     "\(PushView.number(Int64(validation.payloadBytes))) of \(PushView.number(Int64(validation.payloadLimit)))",
                 priorityClass: validation.priorityClass.rawValue, warnings: validation.warnings)
-            check.waves = (validation.waves ?? []).map { wave in
-                let names = wave.timeZones.map { $0.isEmpty ? "no time zone" : $0 }
-                return ComposePage.Wave(
-                    at: PushView.time(wave.sendAt), devices: PushView.number(wave.devices),
-                    zones: names.prefix(6).joined(separator: ", ")
-                        + (names.count > 6 ? " and \(names.count - 6) more" : ""))
-            }
+            check.waves = (validation.waves ?? []).map(PushView.Wave.init)
             check.hasWaves = !check.waves.isEmpty
             if validation.audienceSize == 0 {
                 check.ok = false

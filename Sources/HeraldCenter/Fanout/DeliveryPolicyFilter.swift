@@ -16,7 +16,7 @@ struct DeliveryPolicyFilter: Sendable {
     init(policy: DeliveryPolicy, timeZoneField: Int?) {
         self.policy = policy
         self.timeZoneField = timeZoneField
-        defaultTimeZone = policy.defaultTimeZone.flatMap(TimeZone.init(identifier:)) ?? TimeZone(identifier: "UTC")!
+        defaultTimeZone = policy.defaultZone
     }
 
     struct Result {

@@ -9,7 +9,7 @@ import HeraldStore
 /// how to cut it, what every job record carries.
 struct FanoutContext: Sendable {
     let push: Push
-    let selection: AudienceSelection
+    private(set) var selection: AudienceSelection
     let cutter: BatchCutter
     let factory: JobBatchFactory
     /// The topic its job batches travel: its priority class's.
@@ -20,7 +20,7 @@ struct FanoutContext: Sendable {
     /// policy; nil for every other push.
     let policy: DeliveryPolicyFilter?
     /// A push in waves (docs/local-time.md): its plan; the selection is the current wave's.
-    let waves: [PushWave]
+    private(set) var waves: [PushWave] = []
 
     /// - Parameters:
     ///   - policy: the app's delivery policy (``FanoutRepository/deliveryPolicy(appID:)``).
@@ -28,7 +28,6 @@ struct FanoutContext: Sendable {
     /// - Throws: ``UnreadableAudience`` when the stored audience is not one.
     init(push: Push, batchSize: Int, topics: JobTopics, policy: DeliveryPolicy? = nil, waves: [PushWave] = []) throws {
         self.push = push
-        self.waves = waves
         let audience: PushAudience
         do {
             audience = try PushAudience(json: push.definition.audienceJSON)
@@ -42,7 +41,6 @@ struct FanoutContext: Sendable {
         }
         var selection = AudienceSelection(
             appID: push.definition.appID, audience: audience, acceptedByPush: push.definition.recallOf)
-        if push.wave < waves.count { selection.timeZones = waves[push.wave].timeZones }
         if let template = factory.template {
             do {
                 selection.personalization = try template.personalization()
@@ -69,6 +67,22 @@ struct FanoutContext: Sendable {
         cutter = BatchCutter(pushID: push.id, batchSize: factory.maximumTargets(batchSize: batchSize))
         jobsTopic = topics.name(for: push.definition.priorityClass)
         trace = push.definition.traceparent.flatMap { TraceContext(traceparent: $0) }
+        self.waves = waves
+        self.selection.timeZones = Self.timeZones(of: push, in: waves)
+    }
+
+    /// This context for a push sent in `waves` (docs/local-time.md): its selection narrowed to the
+    /// current wave's time zones; batches rebuilt and stamped by their own wave.
+    func inWaves(_ waves: [PushWave]) -> FanoutContext {
+        var context = self
+        context.waves = waves
+        context.selection.timeZones = Self.timeZones(of: push, in: waves)
+        return context
+    }
+
+    /// The time zones of `push`'s current wave; nil (no narrowing) for a push not in waves.
+    private static func timeZones(of push: Push, in waves: [PushWave]) -> [String]? {
+        push.wave < waves.count ? waves[push.wave].timeZones : nil
     }
 
     /// The selection that rebuilds `batch`: its environment, topic and device range.

@@ -219,8 +219,7 @@ struct FanoutRunner: Sendable {
                 "wave": "\(wave.index + 1)/\(waves.count)", "time-zones": "\(wave.timeZones.count)",
                 "devices": "\(wave.devices)",
             ])
-        return try FanoutContext(
-            push: push, batchSize: batchSize, topics: topics, policy: policy, waves: waves)
+        return context.inWaves(waves)
     }
 
     /// Produces `cuts` (recorded before) one at a time at the pacer's rate. Returns false when the

@@ -46,11 +46,21 @@ struct PushView {
     var localTime: String?
     var holdsQuietHours: Bool
 
+    /// A wave as the push page and the composer's dry run show it.
     struct Wave {
         var at: String
         var devices: String
+        /// `Europe/Berlin, no time zone, … and 3 more`.
         var zones: String
         var started: Bool
+
+        init(_ wave: Components.Schemas.PushWave) {
+            let names = wave.timeZones.map { $0.isEmpty ? "no time zone" : $0 }
+            at = PushView.time(wave.sendAt)
+            devices = PushView.number(wave.devices)
+            zones = names.prefix(6).joined(separator: ", ") + (names.count > 6 ? " and \(names.count - 6) more" : "")
+            started = wave.started
+        }
     }
 
     struct Segment {
@@ -153,14 +163,7 @@ struct PushView {
             if let date { times.append(Fact(label: label, value: Self.time(date))) }
         }
         self.times = times
-        waves = (push.waves ?? []).map { wave in
-            let names = wave.timeZones.map { $0.isEmpty ? "no time zone" : $0 }
-            return Wave(
-                at: Self.time(wave.sendAt), devices: Self.number(wave.devices),
-                zones: names.prefix(6).joined(separator: ", ")
-                    + (names.count > 6 ? " and \(names.count - 6) more" : ""),
-                started: wave.started)
-        }
+        waves = (push.waves ?? []).map(Wave.init)
         hasWaves = !waves.isEmpty
         localTime = push.localTime.map {
             "\($0.time)\($0.date.map { " on \($0)" } ?? ", the next time") in each device's time zone"

@@ -66,6 +66,15 @@ public struct DeliveryPolicy: Sendable, Equatable, Codable {
     public static let maximumCapPushes = 1000
     public static let capWindowSeconds = 3600...(7 * 86_400)
 
+    /// The time zone of a device without one (or with a name that is not an IANA zone): the
+    /// app's default, else UTC.
+    public var defaultZone: TimeZone { Self.zone(defaultTimeZone) }
+
+    /// The zone `name` names, else UTC (an app without a policy, or without a default).
+    public static func zone(_ name: String?) -> TimeZone {
+        name.flatMap(TimeZone.init(identifier:)) ?? TimeZone(identifier: "UTC")!
+    }
+
     /// Whether it leaves anything out.
     public var isEmpty: Bool { quietHours == nil && frequencyCap == nil }
 

@@ -415,15 +415,15 @@ public struct FanoutRepository: Sendable {
                 appID: found.appID, audience: (try? PushAudience(json: found.audience)) ?? PushAudience(),
                 acceptedByPush: found.recallOf)
             // A push in waves: what is left of its wave, and every later wave's devices.
-            var parts: [(timeZones: [String]?, after: Int64)] = [(nil, found.cursor)]
-            let waves = try await connection.query(
+            let waveRows = try await connection.query(
                 """
                 SELECT wave, time_zones FROM push_waves WHERE push_id = \(pushID) AND wave >= \(found.wave) ORDER BY wave
                 """, logger: logger)
-            for try await (wave, zones) in waves.decode((Int32, [String]).self) {
-                if wave == found.wave { parts = [] }
-                parts.append((zones, wave == found.wave ? found.cursor : 0))
+            var waves: [(timeZones: [String]?, after: Int64)] = []
+            for try await (wave, zones) in waveRows.decode((Int32, [String]).self) {
+                waves.append((zones, wave == found.wave ? found.cursor : 0))
             }
+            let parts = waves.isEmpty ? [(timeZones: nil, after: found.cursor)] : waves
             var remainder: Int64 = 0
             for part in parts {
                 selection.timeZones = part.timeZones

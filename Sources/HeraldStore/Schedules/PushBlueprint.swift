@@ -48,7 +48,7 @@ public struct PushBlueprint: Codable, Sendable, Equatable {
     public func push(id: UUID, appID: UUID, scheduleID: UUID, occurrence: Date) -> NewPush {
         var timing = self.timing
         if timing?.localTime != nil {
-            timing?.localDate = PushTiming.LocalDate(occurrence, in: ScheduleTiming.earliestZone)
+            timing?.localDate = PushTiming.LocalDate(occurrence, in: PushTiming.earliestZone)
             timing?.timeToLiveSeconds = timeToLiveSeconds
         } else if timing?.quietHours == .hold {
             timing?.timeToLiveSeconds = timeToLiveSeconds

@@ -250,9 +250,6 @@ public struct ScheduleTiming: Sendable {
     /// The first occurrence later than `after`; nil once the rule has ended.
     public func next(after: Date) -> Date? { occurrences(after: after, limit: 1).first }
 
-    /// The first time zone on Earth, UTC+14: where a day's local time comes first.
-    public static let earliestZone = TimeZone(secondsFromGMT: 14 * 3600)!
-
     /// The timing of a schedule whose pushes go at `localTime` in each device's time zone
     /// (docs/local-time.md): the rule's days, each occurrence when the first time zone (UTC+14)
     /// reaches `localTime` that day — its push then fans out zone by zone over the next day.
@@ -260,7 +257,7 @@ public struct ScheduleTiming: Sendable {
     public func atLocalTime(_ localTime: PushTiming.LocalTime?) -> ScheduleTiming {
         guard let localTime else { return self }
         var timing = self
-        timing.zone = Self.earliestZone
+        timing.zone = PushTiming.earliestZone
         // starts_at's date is the first day; the time of day is the local time's.
         timing.start.hour = 0
         timing.start.minute = 0

@@ -41,15 +41,17 @@ public struct PushTiming: Codable, Sendable, Equatable {
 
     /// When the first time zone on Earth (UTC+14) reaches ``localTime`` on ``localDate``: a push
     /// for a local date is planned then. Nil without both.
-    public func earliestInstant() -> Date? { instant(secondsFromGMT: 14 * 3600) }
+    public func earliestInstant() -> Date? { instant(in: Self.earliestZone) }
 
     /// When the last time zone (UTC−12) reaches ``localTime`` on ``localDate``.
-    public func latestInstant() -> Date? { instant(secondsFromGMT: -12 * 3600) }
+    public func latestInstant() -> Date? { instant(in: Self.latestZone) }
 
-    private func instant(secondsFromGMT offset: Int) -> Date? {
-        guard let time = localTime, let date = localDate, let zone = TimeZone(secondsFromGMT: offset) else {
-            return nil
-        }
+    /// The first time zone on Earth, UTC+14, where a day's local time comes first; and the last.
+    public static let earliestZone = TimeZone(secondsFromGMT: 14 * 3600)!
+    static let latestZone = TimeZone(secondsFromGMT: -12 * 3600)!
+
+    private func instant(in zone: TimeZone) -> Date? {
+        guard let time = localTime, let date = localDate else { return nil }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = zone
         return calendar.date(

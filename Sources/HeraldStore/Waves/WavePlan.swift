@@ -45,8 +45,7 @@ public struct WavePlanner: Sendable {
     public init(timing: PushTiming, policy: DeliveryPolicy?) {
         self.timing = timing
         heldQuietHours = timing.quietHours == .hold ? policy?.quietHours : nil
-        defaultTimeZone =
-            policy?.defaultTimeZone.flatMap(TimeZone.init(identifier:)) ?? TimeZone(identifier: "UTC")!
+        defaultTimeZone = DeliveryPolicy.zone(policy?.defaultTimeZone)
     }
 
     /// At most this many waves: zones whose instants differ by less than a minute share one, and
