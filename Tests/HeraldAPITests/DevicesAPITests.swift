@@ -212,4 +212,27 @@ struct DevicesAPITests {
             #expect(daves.count == 1 && daves.first?["environment"] as? String == "sandbox")
         }
     }
+
+    @Test("an import keeps backslashes, quotes, commas and braces in tags, aliases and locales as sent")
+    func importKeepsEveryCharacter() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let tags = [#"back\slash"#, #"say "hi""#, "a,b", "{x}", #"\"#, "plain"]
+            let alias = #"o"neil\ {1}"#
+            let object: [String: Any] = [
+                "token": APITest.randomToken(), "environment": "production", "alias": alias, "tags": tags,
+                "locale": #"x\y"#,
+            ]
+            let line = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+            let answer = try await api.call(
+                .post, "/v1/devices/import", key: app.serverKey, body: line + "\n", contentType: "application/x-ndjson")
+            #expect(answer["accepted"] as? Int == 1, "\(answer.text)")
+            let query = alias.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            let found = try await api.call(.get, "/v1/devices?alias=\(query)", key: app.serverKey)
+            let device = (found["devices"] as? [[String: Any]])?.first
+            #expect(device?["alias"] as? String == alias, "\(found.text)")
+            #expect(Set(device?["tags"] as? [String] ?? []) == Set(tags), "\(found.text)")
+            #expect(device?["locale"] as? String == #"x\y"#)
+        }
+    }
 }

@@ -153,6 +153,11 @@ struct DeviceCountTests {
                 "SELECT (SELECT count(*) FROM device_counts WHERE app_id = \(other)) + (SELECT count(*) FROM device_count_changes)",
                 logger: logger)
             for try await left in leftovers.decode(Int64.self) { #expect(left == 0) }
+            // Deleted and purged devices and the deleted app's devices took their tags along.
+            let orphans = try await client.query(
+                "SELECT count(*) FROM device_tags t WHERE NOT EXISTS (SELECT 1 FROM devices d WHERE d.id = t.device_id)",
+                logger: logger)
+            for try await orphaned in orphans.decode(Int64.self) { #expect(orphaned == 0, "tags without a device") }
         }
     }
 

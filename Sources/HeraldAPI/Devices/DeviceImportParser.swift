@@ -24,6 +24,8 @@ struct DeviceImportParser {
     private var pending: [UInt8] = []
     /// Inside a line that was too long: bytes are dropped until its line break.
     private var skippingLongLine = false
+    /// One decoder for every line (making one costs as much as decoding a short line).
+    private let decoder = JSONDecoder()
 
     init(format: Format, appID: UUID, bundleID: String) {
         self.format = format
@@ -54,7 +56,7 @@ struct DeviceImportParser {
             } else if newline == nil {
                 pending.append(contentsOf: piece)
             } else if pending.isEmpty {
-                if let row = parse(Array(piece)[...]) { rows.append(row) }
+                if let row = parse(ArraySlice(piece)) { rows.append(row) }
             } else {
                 pending.append(contentsOf: piece)
                 if let row = parse(pending[...]) { rows.append(row) }
@@ -73,11 +75,12 @@ struct DeviceImportParser {
         return parse(pending[...]).map { [$0] } ?? []
     }
 
-    private mutating func parse(_ bytes: ArraySlice<UInt8>) -> ImportLine? {
-        var text = String(decoding: bytes, as: UTF8.self)
-        if text.hasSuffix("\r") { text.removeLast() }
-        if text.allSatisfy(\.isWhitespace) { return nil }
+    private mutating func parse(_ line: ArraySlice<UInt8>) -> ImportLine? {
+        var bytes = line
+        if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+        if Self.isBlank(bytes) { return nil }
         if format == .csv && columns == nil {
+            let text = String(decoding: bytes, as: UTF8.self)
             let names = CSV.fields(text).map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             let known: Set = ["token", "environment", "topic", "alias", "tags", "locale", "time_zone"]
             if let unknown = names.first(where: { !known.contains($0) }) {
@@ -96,7 +99,8 @@ struct DeviceImportParser {
         }
         countLine()
         do {
-            let registration = try format == .csv ? csvRow(text) : ndjsonRow(text)
+            let registration =
+                try format == .csv ? csvRow(String(decoding: bytes, as: UTF8.self)) : ndjsonRow(bytes)
             return ImportLine(number: currentLineNumber, registration: registration)
         } catch {
             reject(line: currentLineNumber, error.message)
@@ -114,10 +118,18 @@ struct DeviceImportParser {
         if errors.count < Self.reportedErrors { errors.append((line, message)) }
     }
 
-    private func ndjsonRow(_ text: String) throws(APIError) -> DeviceRegistration {
+    /// Whether a line holds only white space. (Its first byte that is not ASCII white space
+    /// decides nearly every line; a line with other bytes is read as characters.)
+    private static func isBlank(_ bytes: ArraySlice<UInt8>) -> Bool {
+        guard let first = bytes.first(where: { !(0x09...0x0D).contains($0) && $0 != 0x20 }) else { return true }
+        if first < 0x80 { return false }
+        return String(decoding: bytes, as: UTF8.self).allSatisfy(\.isWhitespace)
+    }
+
+    private func ndjsonRow(_ bytes: ArraySlice<UInt8>) throws(APIError) -> DeviceRegistration {
         let registration: Components.Schemas.DeviceRegistration
         do {
-            registration = try JSONDecoder().decode(Components.Schemas.DeviceRegistration.self, from: Data(text.utf8))
+            registration = try decoder.decode(Components.Schemas.DeviceRegistration.self, from: Data(bytes))
         } catch let error as DecodingError {
             let described = ErrorResponseMiddleware.describe(error)
             throw .invalid(described.field ?? "line", described.message)

@@ -53,69 +53,20 @@ extension DeviceRepository {
                     if buffer.readableBytes > 0 { try await writer.write(buffer) }
                 }
             }
-            let overLimits = try await Self.rejectLinesOverLimits(appID: appID, on: connection, logger: logger)
-            // Known tokens are updated through a join with the import (their removed attributes
-            // read from their own line), new ones inserted: one statement, linear in the import.
-            // (An INSERT … ON CONFLICT DO UPDATE cannot see the removed attributes, which are no
-            // column of `devices`, but by a look-up per conflicting row: quadratic, minutes for
-            // 100,000 updates.)
-            let merged = try await connection.query(
-                """
-                WITH latest AS (
-                    SELECT DISTINCT ON (token) token, environment, topic, alias, locale, time_zone, country, app_version,
-                           os_version, attributes, attributes_removed
-                    FROM device_import ORDER BY token, line DESC
-                ), updated AS (
-                    UPDATE devices d SET
-                        environment = l.environment, topic = l.topic,
-                        alias = COALESCE(l.alias, d.alias),
-                        locale = COALESCE(l.locale, d.locale),
-                        time_zone = COALESCE(l.time_zone, d.time_zone),
-                        country = COALESCE(l.country, d.country),
-                        app_version = COALESCE(l.app_version, d.app_version),
-                        os_version = COALESCE(l.os_version, d.os_version),
-                        attributes = herald_merge_attributes(d.attributes, l.attributes, l.attributes_removed),
-                        status = 'active', invalidated_at = NULL, invalid_reason = NULL,
-                        registered_at = now(), updated_at = now()
-                    FROM latest l
-                    WHERE d.app_id = \(appID) AND d.token = l.token
-                    RETURNING d.id
-                ), inserted AS (
-                    INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone, country, app_version,
-                                         os_version, attributes)
-                    SELECT \(appID), token, environment, topic, alias, locale, time_zone, country, app_version, os_version,
-                           attributes
-                    FROM latest l
-                    WHERE NOT EXISTS (SELECT 1 FROM devices d WHERE d.app_id = \(appID) AND d.token = l.token)
-                    -- A device the app's SDK registered while the import ran: refreshed as a
-                    -- registration would (its line's removed attributes are not applied then).
-                    ON CONFLICT (app_id, token) DO UPDATE SET
-                        environment = EXCLUDED.environment, topic = EXCLUDED.topic,
-                        alias = COALESCE(EXCLUDED.alias, devices.alias),
-                        locale = COALESCE(EXCLUDED.locale, devices.locale),
-                        time_zone = COALESCE(EXCLUDED.time_zone, devices.time_zone),
-                        country = COALESCE(EXCLUDED.country, devices.country),
-                        app_version = COALESCE(EXCLUDED.app_version, devices.app_version),
-                        os_version = COALESCE(EXCLUDED.os_version, devices.os_version),
-                        attributes = herald_merge_attributes(devices.attributes, EXCLUDED.attributes, NULL),
-                        status = 'active', invalidated_at = NULL, invalid_reason = NULL,
-                        registered_at = now(), updated_at = now()
-                    RETURNING id
-                )
-                SELECT (SELECT count(*) FROM updated) + (SELECT count(*) FROM inserted)
-                """, logger: logger)
-            var count: Int64 = 0
-            for try await value in merged.decode(Int64.self) { count = value }
-            // A tag twice for a device (two lines of a token) is skipped by ON CONFLICT as one
-            // already there: no DISTINCT (a sort of every tag row) needed.
-            try await connection.query(
-                """
-                INSERT INTO device_tags (app_id, tag, device_id)
-                SELECT \(appID), tag, d.id
-                FROM device_import i JOIN devices d ON d.app_id = \(appID) AND d.token = i.token, unnest(i.tags) AS tag
-                ON CONFLICT DO NOTHING
-                """, logger: logger)
-            return (Int(count), overLimits)
+            // Optimistic: the schema's triggers check the limits as the rows go in, so a file
+            // whose lines all keep them (nearly every file) pays no check of its own. Only when
+            // the triggers refuse the merge is it undone and done again without the lines that
+            // would break a limit (found by a precise, heavier query).
+            try await connection.query("SAVEPOINT device_import_merge", logger: logger)
+            do {
+                let count = try await Self.mergeImport(appID: appID, on: connection, logger: logger)
+                return (count, [(line: Int, message: String)]())
+            } catch let error as PSQLError where ["tags", "alias"].contains(DeviceLimits.refusal(error)?.field) {
+                try await connection.query("ROLLBACK TO SAVEPOINT device_import_merge", logger: logger)
+                let overLimits = try await Self.rejectLinesOverLimits(appID: appID, on: connection, logger: logger)
+                let count = try await Self.mergeImport(appID: appID, on: connection, logger: logger)
+                return (count, overLimits)
+            }
         }
         // A bulk import can multiply the tables' size before autovacuum's next look; without
         // fresh statistics the planner treats them as small and the next fan-out's tag query
@@ -124,6 +75,73 @@ extension DeviceRepository {
             try await client.boundedQuery("ANALYZE devices, device_tags", logger: logger)
         }
         return (imported, overLimits)
+    }
+
+    /// Merges `device_import` into the app's devices (and their tags); returns how many devices
+    /// were registered or refreshed.
+    static func mergeImport(appID: UUID, on connection: PostgresConnection, logger: Logger) async throws -> Int {
+        // Known tokens are updated through a join with the import (their removed attributes
+        // read from their own line), new ones inserted: one statement, linear in the import.
+        // (An INSERT … ON CONFLICT DO UPDATE cannot see the removed attributes, which are no
+        // column of `devices`, but by a look-up per conflicting row: quadratic, minutes for
+        // 100,000 updates.)
+        let merged = try await connection.query(
+            """
+            WITH latest AS (
+                SELECT DISTINCT ON (token) token, environment, topic, alias, locale, time_zone, country, app_version,
+                       os_version, attributes, attributes_removed
+                FROM device_import ORDER BY token, line DESC
+            ), updated AS (
+                UPDATE devices d SET
+                    environment = l.environment, topic = l.topic,
+                    alias = COALESCE(l.alias, d.alias),
+                    locale = COALESCE(l.locale, d.locale),
+                    time_zone = COALESCE(l.time_zone, d.time_zone),
+                    country = COALESCE(l.country, d.country),
+                    app_version = COALESCE(l.app_version, d.app_version),
+                    os_version = COALESCE(l.os_version, d.os_version),
+                    attributes = herald_merge_attributes(d.attributes, l.attributes, l.attributes_removed),
+                    status = 'active', invalidated_at = NULL, invalid_reason = NULL,
+                    registered_at = now(), updated_at = now()
+                FROM latest l
+                WHERE d.app_id = \(appID) AND d.token = l.token
+                RETURNING d.id
+            ), inserted AS (
+                INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone, country, app_version,
+                                     os_version, attributes)
+                SELECT \(appID), token, environment, topic, alias, locale, time_zone, country, app_version, os_version,
+                       attributes
+                FROM latest l
+                WHERE NOT EXISTS (SELECT 1 FROM devices d WHERE d.app_id = \(appID) AND d.token = l.token)
+                -- A device the app's SDK registered while the import ran: refreshed as a
+                -- registration would (its line's removed attributes are not applied then).
+                ON CONFLICT (app_id, token) DO UPDATE SET
+                    environment = EXCLUDED.environment, topic = EXCLUDED.topic,
+                    alias = COALESCE(EXCLUDED.alias, devices.alias),
+                    locale = COALESCE(EXCLUDED.locale, devices.locale),
+                    time_zone = COALESCE(EXCLUDED.time_zone, devices.time_zone),
+                    country = COALESCE(EXCLUDED.country, devices.country),
+                    app_version = COALESCE(EXCLUDED.app_version, devices.app_version),
+                    os_version = COALESCE(EXCLUDED.os_version, devices.os_version),
+                    attributes = herald_merge_attributes(devices.attributes, EXCLUDED.attributes, NULL),
+                    status = 'active', invalidated_at = NULL, invalid_reason = NULL,
+                    registered_at = now(), updated_at = now()
+                RETURNING id
+            )
+            SELECT (SELECT count(*) FROM updated) + (SELECT count(*) FROM inserted)
+            """, logger: logger)
+        var count: Int64 = 0
+        for try await value in merged.decode(Int64.self) { count = value }
+        // A tag twice for a device (two lines of a token) is skipped by ON CONFLICT as one
+        // already there: no DISTINCT (a sort of every tag row) needed.
+        try await connection.query(
+            """
+            INSERT INTO device_tags (app_id, tag, device_id)
+            SELECT \(appID), tag, d.id
+            FROM device_import i JOIN devices d ON d.app_id = \(appID) AND d.token = i.token, unnest(i.tags) AS tag
+            ON CONFLICT DO NOTHING
+            """, logger: logger)
+        return Int(count)
     }
 
     /// Takes out of `device_import` every line of a token whose device would carry more than
@@ -233,7 +251,7 @@ enum CopyText {
         buffer.writeInteger(UInt8(ascii: "\t"))
         appendField(row.alias, to: &buffer)
         buffer.writeInteger(UInt8(ascii: "\t"))
-        appendField(arrayLiteral(row.tags), to: &buffer)
+        appendArray(row.tags, to: &buffer)
         buffer.writeInteger(UInt8(ascii: "\t"))
         appendField(row.locale, to: &buffer)
         buffer.writeInteger(UInt8(ascii: "\t"))
@@ -245,17 +263,29 @@ enum CopyText {
         buffer.writeInteger(UInt8(ascii: "\t"))
         appendField(row.attributes.set.isEmpty ? nil : JSONValue.object(row.attributes.set).jsonText, to: &buffer)
         buffer.writeInteger(UInt8(ascii: "\t"))
-        appendField(arrayLiteral(row.attributes.removed), to: &buffer)
+        appendArray(row.attributes.removed, to: &buffer)
         buffer.writeInteger(UInt8(ascii: "\n"))
     }
 
-    /// A text[] literal: `{"a","b"}` with quotes and backslashes escaped.
-    static func arrayLiteral(_ values: [String]) -> String {
-        "{"
-            + values.map { value in
-                "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-                    + "\""
-            }.joined(separator: ",") + "}"
+    /// A text[] literal, `{"a","b"}` (quotes and backslashes escaped inside the elements), as a
+    /// COPY field (its backslashes escaped again): one pass, no intermediate string.
+    static func appendArray(_ values: [String], to buffer: inout ByteBuffer) {
+        buffer.writeInteger(UInt8(ascii: "{"))
+        for (index, value) in values.enumerated() {
+            if index > 0 { buffer.writeInteger(UInt8(ascii: ",")) }
+            buffer.writeInteger(UInt8(ascii: "\""))
+            appendEscaped(value, to: &buffer) { byte, buffer in
+                switch byte {
+                // A backslash: two in the array, each doubled for COPY.
+                case UInt8(ascii: "\\"): buffer.writeString("\\\\\\\\")
+                // A quote: backslash-quote in the array, the backslash doubled for COPY.
+                case UInt8(ascii: "\""): buffer.writeString("\\\\\"")
+                default: appendCopyEscape(byte, to: &buffer)
+                }
+            }
+            buffer.writeInteger(UInt8(ascii: "\""))
+        }
+        buffer.writeInteger(UInt8(ascii: "}"))
     }
 
     static func appendField(_ value: String?, to buffer: inout ByteBuffer) {
@@ -263,14 +293,40 @@ enum CopyText {
             buffer.writeString("\\N")
             return
         }
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\\"): buffer.writeString("\\\\")
-            case UInt8(ascii: "\t"): buffer.writeString("\\t")
-            case UInt8(ascii: "\n"): buffer.writeString("\\n")
-            case UInt8(ascii: "\r"): buffer.writeString("\\r")
-            default: buffer.writeInteger(byte)
+        appendEscaped(value, to: &buffer) { byte, buffer in appendCopyEscape(byte, to: &buffer) }
+    }
+
+    /// Writes `value`'s bytes, each backslash, quote, tab, line feed and carriage return through
+    /// `escape`: a value with none of them (nearly every one) is written in one copy.
+    private static func appendEscaped(
+        _ value: String, to buffer: inout ByteBuffer, escape: (UInt8, inout ByteBuffer) -> Void
+    ) {
+        var value = value
+        value.withUTF8 { bytes in
+            var start = 0
+            for (index, byte) in bytes.enumerated() where needsEscape(byte) {
+                buffer.writeBytes(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<index])))
+                escape(byte, &buffer)
+                start = index + 1
             }
+            buffer.writeBytes(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start...])))
+        }
+    }
+
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\t")
+            || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r")
+    }
+
+    /// COPY's text format escapes for a backslash and the three control characters it splits
+    /// on; anything else as it is.
+    private static func appendCopyEscape(_ byte: UInt8, to buffer: inout ByteBuffer) {
+        switch byte {
+        case UInt8(ascii: "\\"): buffer.writeString("\\\\")
+        case UInt8(ascii: "\t"): buffer.writeString("\\t")
+        case UInt8(ascii: "\n"): buffer.writeString("\\n")
+        case UInt8(ascii: "\r"): buffer.writeString("\\r")
+        default: buffer.writeInteger(byte)
         }
     }
 }

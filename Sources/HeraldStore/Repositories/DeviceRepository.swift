@@ -291,23 +291,28 @@ public enum DeviceLimits {
         do {
             return try await write()
         } catch let error as PSQLError {
-            switch error.serverInfo?[.sqlState] {
-            case "HL001":
-                throw Exceeded(
-                    field: "tags", message: "a device carries at most \(maximumTagsPerDevice) tags; remove some first")
-            case "HL002":
-                throw Exceeded(
-                    field: "alias",
-                    message: "an alias names at most \(maximumDevicesPerAlias) devices; this one has that many already")
-            case "23514" where error.serverInfo?[.constraintName] == "devices_attributes_bounds":
-                throw Exceeded(
-                    field: "attributes",
-                    message:
-                        "a device has at most \(DeviceAttributes.maximumCount) custom attributes, \(DeviceAttributes.maximumBytes) bytes as JSON; remove some (set them to null) first"
-                )
-            default:
-                throw error
-            }
+            throw refusal(error) ?? error
+        }
+    }
+
+    /// What a limit the schema refused a write for (SQLSTATE HL001, HL002, the attributes'
+    /// bounds) means to a caller, or nil for any other error.
+    static func refusal(_ error: PSQLError) -> Exceeded? {
+        switch error.serverInfo?[.sqlState] {
+        case "HL001":
+            Exceeded(field: "tags", message: "a device carries at most \(maximumTagsPerDevice) tags; remove some first")
+        case "HL002":
+            Exceeded(
+                field: "alias",
+                message: "an alias names at most \(maximumDevicesPerAlias) devices; this one has that many already")
+        case "23514" where error.serverInfo?[.constraintName] == "devices_attributes_bounds":
+            Exceeded(
+                field: "attributes",
+                message:
+                    "a device has at most \(DeviceAttributes.maximumCount) custom attributes, \(DeviceAttributes.maximumBytes) bytes as JSON; remove some (set them to null) first"
+            )
+        default:
+            nil
         }
     }
 }
