@@ -63,7 +63,7 @@ struct SenderThroughput: AsyncParsableCommand {
         let payload = #"{"aps":{"alert":{"title":"Herald","body":"A benchmark notification"},"sound":"default"}}"#
         try payload.write(toFile: folder + "/payload.json", atomically: true, encoding: .utf8)
         let key = APNsSigningKey(privateKey: signingKey, keyID: "BENCHKEY01", teamID: "BENCHTEAM1")
-        let h2loadRate = try BenchmarkProcesses.h2load(
+        let h2load = try BenchmarkProcesses.h2loadRun(
             requests: h2loadRequests, connections: 4, streams: 250,
             headers: [
                 "authorization: bearer \(key.providerToken(issuedAt: Int64(Date().timeIntervalSince1970)))",
@@ -71,7 +71,11 @@ struct SenderThroughput: AsyncParsableCommand {
             ],
             bodyFile: folder + "/payload.json",
             url: "https://127.0.0.1:\(simPort)/3/device/\(String(repeating: "ab", count: 32))")
-        print(String(format: "h2load against apns-sim: %.0f req/s", h2loadRate))
+        let h2loadRate = h2load.rate
+        print(
+            String(
+                format: "h2load against apns-sim: %.0f req/s, %.1f µs of h2load's CPU per request", h2loadRate,
+                h2load.cpuMicrosecondsPerRequest))
 
         // The app and its sealed key in PostgreSQL.
         // The cluster's key (scripts/with-infrastructure.sh sets it): herald-sender checks that
@@ -213,8 +217,9 @@ struct SenderThroughput: AsyncParsableCommand {
         print(
             String(
                 format:
-                    "herald-sender × %d: %d notifications in %.1f s from the first partition assignment = %.0f/s (%.2f of h2load), %.1f µs CPU each (all senders), peak RSS %.0f MB (largest sender)",
-                senderProcesses.count, total, working, workingRate, workingRate / h2loadRate, microseconds,
+                    "herald-sender × %d: %d notifications in %.1f s from the first partition assignment = %.0f/s (%.2f of h2load, target ≥ 0.75: %@), %.1f µs CPU each (all senders), peak RSS %.0f MB (largest sender)",
+                senderProcesses.count, total, working, workingRate, workingRate / h2loadRate,
+                workingRate / h2loadRate >= 0.75 ? "met" : "NOT met", microseconds,
                 Double(peakRSS) / 1024))
         print(
             String(
@@ -225,6 +230,12 @@ struct SenderThroughput: AsyncParsableCommand {
             String(
                 format: "  steady state (first outcome to last): %.0f/s (%.2f of h2load)", steadyRate,
                 steadyRate / h2loadRate))
+        let cpuRatio = microseconds / h2load.cpuMicrosecondsPerRequest
+        print(
+            String(
+                format:
+                    "  CPU per notification: sender %.1f µs, h2load %.1f µs per request: %.2f× h2load's (target ≤ 1.5: %@)",
+                microseconds, h2load.cpuMicrosecondsPerRequest, cpuRatio, cpuRatio <= 1.5 ? "met" : "NOT met"))
         let result: [String: Any] = [
             "benchmark": "sender-throughput", "senders": senderProcesses.count, "notifications": total,
             "batches": batches,
@@ -234,6 +245,8 @@ struct SenderThroughput: AsyncParsableCommand {
             "notificationsPerSecondFromProcessStart": Int(rate),
             "steadyNotificationsPerSecond": Int(steadyRate), "h2loadRequestsPerSecond": Int(h2loadRate),
             "senderCPUMicrosecondsPerNotification": (microseconds * 10).rounded() / 10,
+            "h2loadCPUMicrosecondsPerRequest": (h2load.cpuMicrosecondsPerRequest * 10).rounded() / 10,
+            "cpuRatioToH2load": (cpuRatio * 100).rounded() / 100,
             "senderPeakRSSMegabytes": peakRSS / 1024,
         ]
         print(

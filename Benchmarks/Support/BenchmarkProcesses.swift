@@ -16,6 +16,26 @@ public enum BenchmarkProcesses {
     public static func h2load(
         requests: Int, connections: Int, streams: Int, headers: [String], bodyFile: String?, url: String
     ) throws -> Double {
+        try h2loadRun(
+            requests: requests, connections: connections, streams: streams, headers: headers, bodyFile: bodyFile,
+            url: url
+        ).rate
+    }
+
+    /// What an h2load run measured: requests per second and the CPU h2load itself used per request
+    /// (user and system, from the kernel's account of the exited child), the client-side cost a
+    /// sender is compared with.
+    public struct H2LoadRun: Sendable {
+        public var rate: Double
+        public var cpuMicrosecondsPerRequest: Double
+    }
+
+    /// Runs h2load as ``h2load(requests:connections:streams:headers:bodyFile:url:)`` does, and
+    /// measures its CPU: the calling process must have no other child exiting meanwhile.
+    public static func h2loadRun(
+        requests: Int, connections: Int, streams: Int, headers: [String], bodyFile: String?, url: String
+    ) throws -> H2LoadRun {
+        let before = childrenCPUSeconds()
         guard let path = which("h2load") else {
             throw Failure("h2load is missing: install Debian's nghttp2-client (scripts/install-dependencies.sh)")
         }
@@ -35,7 +55,16 @@ public enum BenchmarkProcesses {
             let line = output.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
             let rate = line.split(separator: ",").dropFirst().first?.split(separator: " ").first.flatMap({ Double($0) })
         else { throw Failure("h2load against \(url) did not get \(requests) 2xx answers:\n\(output)") }
-        return rate
+        let cpu = childrenCPUSeconds() - before
+        return H2LoadRun(rate: rate, cpuMicrosecondsPerRequest: cpu / Double(requests) * 1e6)
+    }
+
+    /// User and system CPU seconds of every child this process has waited for.
+    private static func childrenCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
     /// Starts `path` with `arguments`; its output goes to `log` (or nowhere).

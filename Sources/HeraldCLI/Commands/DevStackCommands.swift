@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldAPNs
 import HeraldTiming
 
 /// Where the stack lives: `--dir`, else HERALD_DEV_DIR, else `.local/dev` under the current folder.
@@ -135,6 +136,15 @@ struct DevEnvCommand: AsyncParsableCommand {
         let stack = try DevStack.load(from: dir.path)
         for (name, value) in stack.shellExports { print("export \(name)=\(value)") }
         print("export HERALD_DEV_APNS_SIM_ADMIN=http://127.0.0.1:\(stack.apnsSim.adminPort)")
+        // For talking to apns-sim as Apple's clients do (curl, h2load; the end-to-end benchmark's
+        // reference): its URL, CA, and a provider token of the stack's key, valid for an hour.
+        print("export HERALD_DEV_APNS_SIM_URL=https://127.0.0.1:\(stack.apnsSim.port)")
+        print("export HERALD_DEV_APNS_SIM_CA=\(stack.apnsSim.certificate)")
+        let key = try APNsSigningKey(
+            pem: String(contentsOfFile: stack.signingKey.privateKeyFile, encoding: .utf8),
+            keyID: stack.signingKey.keyID, teamID: stack.signingKey.teamID)
+        print(
+            "export HERALD_DEV_APNS_PROVIDER_TOKEN=\(key.providerToken(issuedAt: Int64(Date().timeIntervalSince1970)))")
         if let prometheus = stack.prometheusURL { print("export HERALD_DEV_PROMETHEUS=\(prometheus)") }
     }
 }
