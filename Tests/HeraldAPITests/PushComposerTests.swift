@@ -220,5 +220,7 @@ struct PushComposerTests {
                 && rows.map(\.number) == [2, 4])
         #expect(parser.lines == 3 && parser.rejected == 1 && parser.errors.first?.line == 3)
         #expect(CSV.fields("a,\"b,c\",,d") == ["a", "b,c", "", "d"])
+        #expect(CSV.fields("\"x\"\"y\",Jürgen,\"é,ü\"") == ["x\"y", "Jürgen", "é,ü"])
+        #expect(CSV.fields("\"open") == ["open"] && CSV.fields("") == [""] && CSV.fields("a,") == ["a", ""])
     }
 }
