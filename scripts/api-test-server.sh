@@ -14,7 +14,22 @@ prepare_venv() {
 start_api() {
   local build_dir=$1; shift
   local port
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  # Below the kernel's ephemeral range, so no outgoing connection's source port takes it before
+  # herald-api binds it (as `herald dev up` picks its ports).
+  port=$(python3 - <<'PY'
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(500):
+    port = random.randrange(10000, max(low, 11000))
+    try:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+        print(port)
+        break
+    except OSError:
+        pass
+PY
+)
   admin="test-admin-$(head -c 32 /dev/urandom | base64 | tr -d "/+=")"
   api_log=$(mktemp)
   env HERALD_ADMIN_TOKEN="$admin" HERALD_MASTER_KEY="${HERALD_MASTER_KEY:?run it through scripts/with-infrastructure.sh}" \

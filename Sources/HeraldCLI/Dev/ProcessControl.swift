@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import Synchronization
 
 /// Starting, watching and stopping the stack's processes.
 enum ProcessControl {
@@ -134,10 +135,36 @@ enum ProcessControl {
             separator: "\n")
     }
 
-    /// A TCP port on 127.0.0.1 that is free now (the kernel's choice).
+    /// A TCP port on 127.0.0.1 that is free now, for one of the stack's servers to listen on.
+    ///
+    /// Taken below the kernel's ephemeral range (`net.ipv4.ip_local_port_range`, 32768–60999 by
+    /// default), from which outgoing connections take their source ports: a port picked there
+    /// (as binding port 0 does) could be taken by one of the stack's own client connections
+    /// before its server binds it — which once stopped CI's scale-out stack ("apns-sim: cannot
+    /// listen … Address already in use"). Never the same port twice in one command. When the
+    /// ephemeral range leaves too little room below it, the kernel's choice.
     static func freePort() throws -> Int {
+        let ceiling = min(ephemeralRangeStart(), 65_536)
+        let floor = 10_000
+        if ceiling - floor >= 1_000 {
+            for _ in 0..<500 {
+                let port = Int.random(in: floor..<ceiling)
+                if handedOut.withLock({ $0.insert(port).inserted }), isPortFree(port) { return port }
+            }
+        }
         guard let port = bindLoopback(port: 0) else { throw CLIError("cannot bind a socket to find a free port") }
         return port
+    }
+
+    /// Ports ``freePort()`` gave in this process.
+    private static let handedOut = Mutex<Set<Int>>([])
+
+    /// The first port of the kernel's ephemeral range (32768 when it cannot be read).
+    private static func ephemeralRangeStart() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8),
+            let first = text.split(whereSeparator: \.isWhitespace).first.flatMap({ Int($0) })
+        else { return 32_768 }
+        return first
     }
 
     static func isPortFree(_ port: Int) -> Bool {
