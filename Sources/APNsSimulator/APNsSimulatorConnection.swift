@@ -120,7 +120,8 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     private func answer(_ streamID: Int32, _ outcome: Outcome, apnsID: String, faults: APNsFaults) {
         switch outcome {
         case .accept:
-            connection.respond(streamID: streamID, status: 200, headers: [HTTP2HeaderField("apns-id", apnsID)])
+            connection.respond(
+                streamID: streamID, status: 200, headers: [HTTP2HeaderField("apns-id", apnsID, neverIndexed: true)])
         case .reject(let reason, let timestamp):
             var body = reason.body
             if let timestamp {
@@ -129,7 +130,8 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
             connection.respond(
                 streamID: streamID, status: reason.status,
                 headers: [
-                    HTTP2HeaderField("apns-id", apnsID), HTTP2HeaderField("content-type", "application/json"),
+                    HTTP2HeaderField("apns-id", apnsID, neverIndexed: true),
+                    HTTP2HeaderField("content-type", "application/json"),
                 ], body: body)
             if reason == .shutdown {
                 goingAwayAfter = streamID

@@ -247,7 +247,12 @@ public final class APNsClient: Service, Sendable {
     func commonHeaders(_ notification: APNsNotification, authorization: String?) -> [HTTP2HeaderField] {
         var headers: [HTTP2HeaderField] = []
         headers.reserveCapacity(6)
-        if let authorization { headers.append(HTTP2HeaderField("authorization", authorization, neverIndexed: true)) }
+        // Indexed (HPACK): sent whole once per connection and token (every 50 minutes), then as
+        // one byte. Never-indexed, its 200-odd bytes were Huffman-coded on every request and
+        // decoded again by APNs. Indexing a secret is a risk when an attacker can guess it whole
+        // (RFC 7541 §7.1): this one carries a 512-bit signature, and only its own app's pushes
+        // share its connection.
+        if let authorization { headers.append(HTTP2HeaderField("authorization", authorization)) }
         headers.append(HTTP2HeaderField("apns-topic", notification.topic))
         headers.append(HTTP2HeaderField("apns-push-type", notification.pushType.rawValue))
         headers.append(HTTP2HeaderField("apns-priority", String(notification.priority.rawValue)))
@@ -262,7 +267,11 @@ public final class APNsClient: Service, Sendable {
     func makeRequest(_ notification: APNsNotification, headers: [HTTP2HeaderField]) -> HTTP2Request {
         HTTP2Request(
             path: "/3/device/" + notification.deviceToken, authority: authority, headers: headers,
-            lastHeader: notification.apnsID.map { HTTP2HeaderField("apns-id", $0) }, body: notification.payload)
+            // Never indexed, as Apple asks of `apns-id` and `:path`: each is different on every
+            // request, and indexing them would only push the shared fields out of APNs' small
+            // HPACK table.
+            lastHeader: notification.apnsID.map { HTTP2HeaderField("apns-id", $0, neverIndexed: true) },
+            body: notification.payload)
     }
 
     /// Reads `{"reason":"…","timestamp":…}` without Foundation.

@@ -51,25 +51,30 @@ public struct APNsNotification: Sendable, Hashable {
     /// same `apns-id`.
     public static func deterministicID(pushID: UUID, deviceID: Int64) -> String {
         // RFC 9562 §5.5: SHA-1 over a namespace and the name; the push id is the namespace.
-        var input = withUnsafeBytes(of: pushID.uuid) { Array($0) }
-        withUnsafeBytes(of: deviceID.bigEndian) { input.append(contentsOf: $0) }
-        var bytes = Array(Insecure.SHA1.hash(data: input).prefix(16))
-        bytes[6] = (bytes[6] & 0x0F) | 0x50
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        // The name's 24 bytes on the stack (this runs once per notification sent).
+        var input = (pushID.uuid, deviceID.bigEndian)
+        let digest = withUnsafeBytes(of: &input) { Insecure.SHA1.hash(data: $0) }
+        var bytes = digest.withUnsafeBytes { digest in
+            (digest.loadUnaligned(as: UInt64.self), digest.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        }
         // Formatted by hand (Foundation's uuidString goes through printf): 8-4-4-4-12, upper case.
         let digits: StaticString = "0123456789ABCDEF"
-        return String(unsafeUninitializedCapacity: 36) { text in
-            var position = 0
-            for (index, byte) in bytes.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 {
-                    text[position] = UInt8(ascii: "-")
-                    position += 1
+        return withUnsafeMutableBytes(of: &bytes) { bytes in
+            bytes[6] = (bytes[6] & 0x0F) | 0x50
+            bytes[8] = (bytes[8] & 0x3F) | 0x80
+            return String(unsafeUninitializedCapacity: 36) { text in
+                var position = 0
+                for (index, byte) in bytes.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        text[position] = UInt8(ascii: "-")
+                        position += 1
+                    }
+                    text[position] = digits.utf8Start[Int(byte >> 4)]
+                    text[position + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                    position += 2
                 }
-                text[position] = digits.utf8Start[Int(byte >> 4)]
-                text[position + 1] = digits.utf8Start[Int(byte & 0x0F)]
-                position += 2
+                return 36
             }
-            return 36
         }
     }
 
@@ -84,7 +89,7 @@ public struct APNsNotification: Sendable, Hashable {
             return
                 "the payload is \(payload.readableBytes) bytes; \(pushType.rawValue) notifications take at most \(pushType.maximumPayloadBytes)"
         }
-        if !pushType.allowedPriorities.contains(priority) {
+        if !pushType.allows(priority) {
             return
                 "\(pushType.rawValue) notifications take priority \(pushType.allowedPriorities.map(\.rawValue).sorted()), not \(priority.rawValue)"
         }

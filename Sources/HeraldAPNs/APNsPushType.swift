@@ -33,10 +33,16 @@ public enum APNsPushType: String, Sendable, Hashable, CaseIterable, Codable {
     /// Priorities Apple allows with this type (background and silent updates must use 5;
     /// Apple rejects 10 for them).
     public var allowedPriorities: Set<APNsPriority> {
+        Set([APNsPriority.immediate, .conserve, .throttled].filter(allows))
+    }
+
+    /// Whether Apple allows `priority` with this type (the one rule behind
+    /// ``allowedPriorities``; checked per notification, so it allocates nothing).
+    public func allows(_ priority: APNsPriority) -> Bool {
         switch self {
-        case .background, .widgets, .controls: [.conserve, .throttled]
-        case .location, .pushtotalk, .voip: [.immediate]
-        default: [.immediate, .conserve, .throttled]
+        case .background, .widgets, .controls: priority != .immediate
+        case .location, .pushtotalk, .voip: priority == .immediate
+        default: true
         }
     }
 

@@ -90,9 +90,7 @@ struct HTTP2OutgoingHeaders {
                     copy(field.name)
                     let valueStart = offset
                     copy(field.value)
-                    // `authorization` is never indexed, whatever the caller said.
-                    let neverIndexed = field.neverIndexed || field.name == "authorization"
-                    let flags = neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
+                    let flags = field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
                     pairs.initializeElement(
                         at: index,
                         to: nghttp2_nv(

@@ -100,6 +100,12 @@ struct APNsPayloadTests {
         #expect(first != APNsNotification.deterministicID(pushID: UUID(), deviceID: 7))
         #expect(Array(first.utf8)[14] == UInt8(ascii: "5"))
         #expect(UUID(uuidString: first) != nil)
+        // RFC 9562's UUIDv5 of the name (device 7, big-endian) in the push's namespace, as Python's
+        // uuid.uuid5 computes it: an apns-id never changes from one Herald version to the next, so
+        // a batch sent again during an upgrade still replaces rather than stacks.
+        let namespace = try #require(UUID(uuidString: "6ba7b810-9dad-11d1-80b4-00c04fd430c8"))
+        #expect(
+            APNsNotification.deterministicID(pushID: namespace, deviceID: 7) == "B7467464-A2B6-5CCE-910E-431679127746")
     }
 
     @Test(
