@@ -91,7 +91,9 @@ public struct JobBatchSender: Sendable {
         while true {
             if round.isEmpty && waiting.isEmpty { break }
             let roundStart = (ContinuousClock.now - start).fractionalMilliseconds
-            let sent = await client.send(round.map { notifications[$0] }, urgent: urgent)
+            // The first round is usually every target: the array itself, not a copy of each.
+            let sending = round.count == notifications.count ? notifications : round.map { notifications[$0] }
+            let sent = await client.send(sending, urgent: urgent)
             let current = now()
             for (position, index) in round.enumerated() {
                 attempts[index] += 1
