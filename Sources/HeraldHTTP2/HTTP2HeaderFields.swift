@@ -5,8 +5,9 @@ public struct HTTP2HeaderField: Sendable, Hashable {
     /// The lower-case field name (HTTP/2 requires lower case), pseudo-headers included (`:path`).
     public var name: String
     public var value: String
-    /// Sent as "never indexed" so that HPACK keeps it out of both sides' dynamic tables (Apple
-    /// asks this for `authorization` and `:path`; it keeps secrets out of shared state).
+    /// Sent as "never indexed" so that HPACK keeps it out of both sides' dynamic tables: for
+    /// values new on every message (Apple asks it of `:path` and `apns-id`), which would only
+    /// push the shared fields out, and for secrets a peer could guess whole.
     public var neverIndexed: Bool
 
     public init(_ name: String, _ value: String, neverIndexed: Bool = false) {

@@ -62,8 +62,7 @@ public struct JobBatchSender: Sendable {
         let targets = batch.targets
         let notifications = targets.map { target in
             APNsNotification(
-                deviceToken: target.token.withUnsafeBytes { Hexadecimal.encode($0) }, topic: topic, pushType: pushType,
-                priority: priority,
+                deviceToken: Hexadecimal.encode(target.token), topic: topic, pushType: pushType, priority: priority,
                 expiration: expiration, collapseID: collapseID,
                 apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: target.deviceID)),
                 payload: payloads[Int(target.payloadIndex)])

@@ -15,7 +15,7 @@ struct DeviceImportBoundsTests {
     }
 
     @Test("a line longer than 64 KiB is rejected alone and skipped to its end, however the body is cut")
-    func overlongLine() {
+    func overlongLine() async {
         var parser = DeviceImportParser(format: .ndjson, appID: UUID(), bundleID: "com.example")
         let body = Array(
             (Self.line(1) + "\n" + String(repeating: "x", count: 200_000) + "\n" + Self.line(2) + "\n"
@@ -24,7 +24,7 @@ struct DeviceImportBoundsTests {
         var offset = 0
         while offset < body.count {
             let end = min(body.count, offset + 4093)
-            rows += parser.feed(body[offset..<end]).count
+            rows += await parser.feed(body[offset..<end]).count
             offset = end
         }
         rows += parser.finish().count

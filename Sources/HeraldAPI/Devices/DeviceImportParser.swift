@@ -34,15 +34,10 @@ struct DeviceImportParser: Sendable {
     }
 
     /// Feeds the next bytes of the body; returns the rows of the lines they completed. Each byte
-    /// is scanned once, however the body is cut into chunks.
-    mutating func feed(_ bytes: some Collection<UInt8>) -> [ImportLine] {
-        absorb(split(bytes).map(decode))
-    }
-
-    /// ``feed(_:)`` with the lines decoded by two tasks at once when there are many: decoding
-    /// and checking a line costs far more than finding it, and an import has the machine's other
-    /// core mostly to itself while PostgreSQL takes in the rows.
-    mutating func feedConcurrently(_ bytes: some Collection<UInt8>) async -> [ImportLine] {
+    /// is scanned once, however the body is cut into chunks. Many lines are decoded by two tasks
+    /// at once: decoding and checking a line costs far more than finding it, and an import has
+    /// the machine's other core mostly to itself while PostgreSQL takes in the rows.
+    mutating func feed(_ bytes: some Collection<UInt8>) async -> [ImportLine] {
         let lines = split(bytes)
         guard lines.count >= 64 else { return absorb(lines.map(decode)) }
         let half = lines.count / 2
@@ -125,8 +120,7 @@ struct DeviceImportParser: Sendable {
         if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
         if Self.isBlank(bytes) { return nil }
         if format == .csv && columns == nil {
-            let text = String(decoding: bytes, as: UTF8.self)
-            let names = CSV.fields(text).map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            let names = CSV.fields(bytes).map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             let known: Set = ["token", "environment", "topic", "alias", "tags", "locale", "time_zone"]
             if let unknown = names.first(where: { !known.contains($0) }) {
                 reject(
@@ -215,10 +209,6 @@ struct DeviceImportParser: Sendable {
 /// Just enough CSV (RFC 4180): commas, double-quoted fields with "" for a quote. Read byte by
 /// byte (the quote and the comma are ASCII, so never part of another character's UTF-8).
 enum CSV {
-    static func fields(_ line: String) -> [String] {
-        fields(ArraySlice(line.utf8))
-    }
-
     static func fields(_ line: ArraySlice<UInt8>) -> [String] {
         var fields: [String] = []
         var field: [UInt8] = []

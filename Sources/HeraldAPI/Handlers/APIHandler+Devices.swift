@@ -319,7 +319,7 @@ struct ImportChunks: AsyncSequence, Sendable {
                     return last.isEmpty ? nil : last
                 }
                 try pace.received(chunk.count)
-                let rows = await progress.parser.feedConcurrently(chunk)
+                let rows = await progress.parser.feed(chunk)
                 if !rows.isEmpty { return rows }
             }
             return nil

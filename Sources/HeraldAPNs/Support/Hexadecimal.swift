@@ -5,6 +5,15 @@ public enum Hexadecimal {
     /// `bytes` as lower-case hexadecimal digits, two per byte.
     @inlinable
     public static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+        // Contiguous bytes (arrays, `Data`, buffers) are read through a pointer: `Data`'s own
+        // iterator costs more per byte than the encoding (the sender encodes a token per
+        // notification).
+        if let encoded = bytes.withContiguousStorageIfAvailable({ encode(buffer: $0) }) { return encoded }
+        return encode(buffer: bytes)
+    }
+
+    @inlinable
+    static func encode<Bytes: Collection>(buffer bytes: Bytes) -> String where Bytes.Element == UInt8 {
         let count = bytes.count
         return String(unsafeUninitializedCapacity: count * 2) { buffer in
             var index = 0
