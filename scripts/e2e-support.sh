@@ -19,6 +19,43 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Whether every process of the stack is running, checked between tests (a test that stops one
+# starts it again before it ends). A process that died is a failure of the test that just ran,
+# with the runtime's crash report from its log (the "Fatal error" line and the crashed thread's
+# frames); the caller stops there, since every later test would only wait out its time limits
+# against a broken stack. The reports go to $HERALD_DEV_DIR/crashes.txt, printed again last by
+# print_crashes (CI keeps only the end of the output).
+stack_alive() {
+  local dead; dead=$("$herald" dev status --json | python3 -c '
+import json, sys
+print(" ".join(p["name"] for p in map(json.loads, sys.stdin) if not p["alive"]))')
+  [ -z "$dead" ] && return 0
+  local name
+  for name in $dead; do
+    fail "$name is not running after this test"
+    { echo "$name:"; crash_report "$HERALD_DEV_DIR/logs/$name.log"; } >>"$HERALD_DEV_DIR/crashes.txt"
+  done
+  print_crashes
+  return 1
+}
+
+# The crash report in a process's log, or its last lines when there is none.
+crash_report() {
+  local file=$1
+  [ -f "$file" ] || { echo "  (no log at $file)"; return; }
+  if grep -qE "Fatal error|Program crashed" "$file"; then
+    grep -E "Fatal error" "$file" | tail -2 | cut -c1-400 | sed 's/^/  /'
+    sed -n '/^Thread [0-9]* .*crashed:/,/^$/p' "$file" | head -30 | cut -c1-240 | sed 's/^/  /'
+  else
+    tail -5 "$file" | cut -c1-240 | sed 's/^/  /'
+  fi
+}
+
+print_crashes() {
+  [ -s "$HERALD_DEV_DIR/crashes.txt" ] || return 0
+  log "processes that died:"; cat "$HERALD_DEV_DIR/crashes.txt"
+}
+
 # psql on the stack's throwaway database; arguments are psql's (-c "…").
 stack_psql() {
   local pg; pg=$(python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['postgres']; print(p['binDirectory'], p['port'], p['user'], p['password'], p['database'])" "$HERALD_DEV_DIR/stack.json")

@@ -903,10 +903,12 @@ test_console() {
 for current in "${tests[@]}"; do
   log "── $current"
   "test_$current"
+  stack_alive || { log "stopping here: a process of the stack died (above)"; break; }
 done
 
 if [ ${#failures[@]} -gt 0 ]; then
   log "FAILED:"; printf '  %s\n' "${failures[@]}"
+  print_crashes
   exit 1
 fi
 log "all end-to-end tests passed: ${tests[*]}"

@@ -182,11 +182,13 @@ EOF
 for current in "${tests[@]}"; do
   log "── $current"
   "test_$current"
+  stack_alive || { log "stopping here: a process of the stack died (above)"; break; }
 done
 
 if [ ${#failures[@]} -gt 0 ]; then
   log "${#failures[@]} failure(s):"
   printf '  %s\n' "${failures[@]}"
+  print_crashes
   exit 1
 fi
 log "all scale-out tests passed"
