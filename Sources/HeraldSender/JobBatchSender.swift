@@ -90,9 +90,7 @@ public struct JobBatchSender: Sendable {
         while true {
             if round.isEmpty && waiting.isEmpty { break }
             let roundStart = (ContinuousClock.now - start).fractionalMilliseconds
-            // The first round is usually every target: the array itself, not a copy of each.
-            let sending = round.count == notifications.count ? notifications : round.map { notifications[$0] }
-            let sent = await client.send(sending, urgent: urgent)
+            let sent = await client.send(Self.notifications(round, of: notifications), urgent: urgent)
             let current = now()
             for (position, index) in round.enumerated() {
                 attempts[index] += 1
@@ -150,6 +148,14 @@ public struct JobBatchSender: Sendable {
             failures: outcomes.failures.map { (Self.statusName($0.status), $0.reason) },
             attempts: attempts.reduce(0, +), latencies: latencies, retries: retries)
         return outcomes
+    }
+
+    /// The notifications at `round`'s indexes, in `round`'s order (the outcomes come back in it).
+    /// The first round is usually every target in order: then the array itself, not a copy of
+    /// each. A later round of every target need not be in order (those due later are listed
+    /// before those retried since), so the check is on the order, not the count.
+    static func notifications(_ round: [Int], of notifications: [APNsNotification]) -> [APNsNotification] {
+        round.elementsEqual(notifications.indices) ? notifications : round.map { notifications[$0] }
     }
 
     /// The cause of an answer tried again, as a bounded label: the HTTP status APNs answered, or

@@ -4,10 +4,11 @@ import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldRecords
-import HeraldSender
 import HeraldTiming
 import ServiceLifecycle
 import Testing
+
+@testable import HeraldSender
 
 @Suite("Retry policy (pure)")
 struct RetryPolicyTests {
@@ -190,6 +191,22 @@ struct JobBatchSenderTests {
             #expect(expired.allSatisfy { $0.attempts >= 2 })
             #expect(simulator.ledger.counts.accepted == 0)
         }
+    }
+
+    @Test("a round sends its targets in the round's order, also when it holds every target out of order")
+    func roundOrder() {
+        let notifications = (0..<4).map {
+            APNsNotification(
+                deviceToken: SenderFixture.hex(SenderFixture.token($0)), topic: SenderFixture.bundleID,
+                payload: Array("{}".utf8))
+        }
+        func tokens(_ round: [Int]) -> [String] {
+            JobBatchSender.notifications(round, of: notifications).map(\.deviceToken)
+        }
+        #expect(tokens([0, 1, 2, 3]) == notifications.map(\.deviceToken))
+        // Every target again, those due later first: outcomes come back in this order.
+        #expect(tokens([2, 3, 0, 1]) == [2, 3, 0, 1].map { notifications[$0].deviceToken })
+        #expect(tokens([3, 1]) == [3, 1].map { notifications[$0].deviceToken })
     }
 
     @Test("out of attempts: rejected with the last reason and the number of attempts")
