@@ -247,12 +247,9 @@ public final class APNsClient: Service, Sendable {
     func commonHeaders(_ notification: APNsNotification, authorization: String?) -> [HTTP2HeaderField] {
         var headers: [HTTP2HeaderField] = []
         headers.reserveCapacity(6)
-        // Indexed (HPACK): sent whole once per connection and token (every 50 minutes), then as
-        // one byte. Never-indexed, its 200-odd bytes were Huffman-coded on every request and
-        // decoded again by APNs. Indexing a secret is a risk when an attacker can guess it whole
-        // (RFC 7541 §7.1): this one carries a 512-bit signature, and only its own app's pushes
-        // share its connection.
-        if let authorization { headers.append(HTTP2HeaderField("authorization", authorization)) }
+        // Never indexed (HPACK), as Apple asks of `authorization`: the provider token stays out of
+        // both sides' dynamic tables, at the cost of its 200-odd bytes on every request.
+        if let authorization { headers.append(HTTP2HeaderField("authorization", authorization, neverIndexed: true)) }
         headers.append(HTTP2HeaderField("apns-topic", notification.topic))
         headers.append(HTTP2HeaderField("apns-push-type", notification.pushType.rawValue))
         headers.append(HTTP2HeaderField("apns-priority", String(notification.priority.rawValue)))

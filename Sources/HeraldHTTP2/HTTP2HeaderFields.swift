@@ -91,7 +91,10 @@ struct HTTP2OutgoingHeaders {
                     copy(field.name)
                     let valueStart = offset
                     copy(field.value)
-                    let flags = field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
+                    // `authorization` is never indexed, whatever the caller said (a secret stays
+                    // out of both sides' dynamic tables; Apple asks it for provider tokens).
+                    let neverIndexed = field.neverIndexed || field.name == "authorization"
+                    let flags = neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
                     pairs.initializeElement(
                         at: index,
                         to: nghttp2_nv(
