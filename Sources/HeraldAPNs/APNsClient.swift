@@ -85,7 +85,7 @@ public final class APNsClient: Service, Sendable {
             } catch {
                 result = .failure(error)
             }
-            let answer = answer(result, to: notification, on: lease)
+            let answer = answer(result, apnsID: notification.apnsID, on: lease)
             if !resend.sendsAgain(for: answer.sendAgain, limit: configuration.unprocessedResends) {
                 return answer.outcome
             }
@@ -103,14 +103,12 @@ public final class APNsClient: Service, Sendable {
     /// Reads the answer to a request sent on `lease`, gives the stream back (marking the
     /// connection authenticated when the credential was accepted, and its token expired when
     /// APNs said so) and says what became of the notification.
-    func answer(_ result: Result<HTTP2Response, any Error>, to notification: APNsNotification, on lease: APNsLease)
-        -> Answer
-    {
+    func answer(_ result: Result<HTTP2Response, any Error>, apnsID: String?, on lease: APNsLease) -> Answer {
         switch result {
         case .success(let response) where response.status == 200:
             release(lease, authenticated: true)
             // APNs echoes the apns-id it was given; read the header only when none was.
-            return Answer(outcome: .accepted(apnsID: notification.apnsID ?? response.headers["apns-id"] ?? ""))
+            return Answer(outcome: .accepted(apnsID: apnsID ?? response.headers["apns-id"] ?? ""))
         case .success(let response):
             let (reason, timestamp) = Self.parseError(response.body, status: response.status)
             var sendAgain: Answer.SendAgain?

@@ -81,7 +81,7 @@ public struct APNsNotification: Sendable, Hashable {
     /// Why this notification cannot be sent as it is, or nil. Checked before sending, so a
     /// mistake costs no round trip to Apple.
     public var problem: String? {
-        if deviceToken.isEmpty || deviceToken.utf8.count % 2 != 0 || !deviceToken.utf8.allSatisfy(Hexadecimal.isDigit) {
+        if !Self.isEvenHex(deviceToken) {
             return "the device token must be hex of even length"
         }
         if payload.readableBytes == 0 { return "the payload is empty" }
@@ -95,5 +95,15 @@ public struct APNsNotification: Sendable, Hashable {
         }
         if let collapseID, collapseID.utf8.count > 64 { return "the collapse id is over 64 bytes" }
         return nil
+    }
+
+    /// Whether `token` is hex digits of even, non-zero length. Checked for every notification
+    /// sent: a native string's bytes are read through a pointer (its `UTF8View`'s iterator cost
+    /// 3% of the sender's CPU under `make bench-sender`).
+    static func isEvenHex(_ token: String) -> Bool {
+        func check(_ bytes: some Collection<UInt8>) -> Bool {
+            !bytes.isEmpty && bytes.count % 2 == 0 && bytes.allSatisfy(Hexadecimal.isDigit)
+        }
+        return token.utf8.withContiguousStorageIfAvailable { check($0) } ?? check(token.utf8)
     }
 }

@@ -89,6 +89,12 @@ struct APNsPayloadTests {
         #expect(background.problem != nil)
         #expect(APNsNotification(deviceToken: "abc", topic: "com.a", payload: Array("{}".utf8)).problem != nil)
         #expect(APNsNotification(deviceToken: "abcd", topic: "com.a", payload: Array("{}".utf8)).problem == nil)
+        #expect(APNsNotification(deviceToken: "0A1b", topic: "com.a", payload: Array("{}".utf8)).problem == nil)
+        for token in ["", "ab-d", "abcg", "ab cd", "abcdé"] {
+            #expect(
+                APNsNotification(deviceToken: token, topic: "com.a", payload: Array("{}".utf8)).problem
+                    == "the device token must be hex of even length", "token \(token)")
+        }
     }
 
     @Test("deterministic apns-ids: one per push and device, version 5")

@@ -200,7 +200,9 @@ final class APNsBatchRun: Sendable {
 
     /// An answer, on the connection's event loop.
     private func answered(_ index: Int, _ result: Result<HTTP2Response, any Error>, on lease: APNsLease) {
-        let answer = client.answer(result, to: notifications[index], on: lease)
+        // Only its apns-id: reading one field does not copy the notification (and retain and
+        // release each of its strings and its payload) on every answer.
+        let answer = client.answer(result, apnsID: notifications[index].apnsID, on: lease)
         let now = NIODeadline.now().uptimeNanoseconds
         let resendLimit = client.configuration.unprocessedResends
         let (finished, pumpNow) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
