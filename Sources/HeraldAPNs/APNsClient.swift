@@ -245,9 +245,8 @@ public final class APNsClient: Service, Sendable {
     func commonHeaders(_ notification: APNsNotification, authorization: String?) -> [HTTP2HeaderField] {
         var headers: [HTTP2HeaderField] = []
         headers.reserveCapacity(6)
-        // Never indexed (HPACK), as Apple asks of `authorization`: the provider token stays out of
-        // both sides' dynamic tables, at the cost of its 200-odd bytes on every request.
-        if let authorization { headers.append(HTTP2HeaderField("authorization", authorization, neverIndexed: true)) }
+        // Never indexed in HPACK, as every `authorization` field is (``HTTP2HeaderField``).
+        if let authorization { headers.append(HTTP2HeaderField("authorization", authorization)) }
         headers.append(HTTP2HeaderField("apns-topic", notification.topic))
         headers.append(HTTP2HeaderField("apns-push-type", notification.pushType.rawValue))
         headers.append(HTTP2HeaderField("apns-priority", String(notification.priority.rawValue)))

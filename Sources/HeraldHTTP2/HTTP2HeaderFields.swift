@@ -3,17 +3,18 @@ import CNGHTTP2
 /// One header field to send.
 public struct HTTP2HeaderField: Sendable, Hashable {
     /// The lower-case field name (HTTP/2 requires lower case), pseudo-headers included (`:path`).
-    public var name: String
-    public var value: String
+    public let name: String
+    public let value: String
     /// Sent as "never indexed" so that HPACK keeps it out of both sides' dynamic tables: for
     /// values new on every message (Apple asks it of `:path` and `apns-id`), which would only
-    /// push the shared fields out, and for secrets a peer could guess whole.
-    public var neverIndexed: Bool
+    /// push the shared fields out, and for secrets. `authorization` is always never indexed,
+    /// whatever the caller says (Apple asks it of provider tokens).
+    public let neverIndexed: Bool
 
     public init(_ name: String, _ value: String, neverIndexed: Bool = false) {
         self.name = name
         self.value = value
-        self.neverIndexed = neverIndexed
+        self.neverIndexed = neverIndexed || name == "authorization"
     }
 }
 
@@ -91,10 +92,7 @@ struct HTTP2OutgoingHeaders {
                     copy(field.name)
                     let valueStart = offset
                     copy(field.value)
-                    // `authorization` is never indexed, whatever the caller said (a secret stays
-                    // out of both sides' dynamic tables; Apple asks it for provider tokens).
-                    let neverIndexed = field.neverIndexed || field.name == "authorization"
-                    let flags = neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
+                    let flags = field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
                     pairs.initializeElement(
                         at: index,
                         to: nghttp2_nv(
