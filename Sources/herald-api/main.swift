@@ -5,14 +5,11 @@ import HeraldAPI
 import HeraldCore
 import HeraldStore
 import Logging
-import NIOCore
-import NIOPosix
 import ServiceLifecycle
 
-// Swift concurrency's jobs run on NIO's event loops: a request then moves between Hummingbird,
-// the handler and postgres-nio without hopping threads (measured: see docs/benchmarks.md).
-_ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
-
+// Swift concurrency's jobs run on Swift's own pool. NIO's event loops as the global executor
+// (until 2026-11-26) left one of the two loops doing twice the other's work under load, and
+// make bench-api accepted fewer pushes so (docs/benchmarks.md).
 let configuration = await ServiceProcess.start(
     "herald-api",
     about:
