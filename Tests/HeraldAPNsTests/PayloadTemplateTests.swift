@@ -16,6 +16,11 @@ import Testing
         #expect(try TemplateText(parsing: "{{attributes.plan}}").placeholders == [.init(name: "attributes.plan")])
     }
 
+    @Test func onlyTextsWithTwoOpeningBracesMayHoldPlaceholders() {
+        for text in ["{{name}}", "Hi {{", "a {{{ b", "é{{x"] { #expect(TemplateText.mayHold(text), "\(text)") }
+        for text in ["", "{", "{ {", "}}{", "a { b } c", "{é{"] { #expect(!TemplateText.mayHold(text), "\(text)") }
+    }
+
     @Test func brokenPlaceholdersAreRefusedWithWhere() {
         for (text, offset) in [
             ("Hi {{first_name", 3), ("{{ }}", 0), ("x {{First}}", 2), ("{{name | upper}}", 0),

@@ -91,13 +91,21 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
         return key.map { .app(AppKey($0)) }
     }
 
-    /// The token of an `Authorization: Bearer` header, if there is one.
+    /// The token of an `Authorization: Bearer` header, if there is one: the scheme in any case,
+    /// the token without the spaces and tabs around it. Read on every request, byte by byte
+    /// (Foundation's `trimmingCharacters(in:)` was 1.2% of herald-api's CPU in `make bench-api`).
     static func bearerToken(_ headers: HTTPFields) -> Substring? {
         guard let header = headers[.authorization] else { return nil }
-        let scheme = header.prefix(7)
-        guard scheme.lowercased() == "bearer " else { return nil }
-        let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : Substring(token)
+        var bytes = header.utf8[...]
+        for expected in "bearer ".utf8 {
+            guard let byte = bytes.popFirst() else { return nil }
+            let lowered = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+            guard lowered == expected else { return nil }
+        }
+        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        while let first = bytes.first, isBlank(first) { bytes.removeFirst() }
+        while let last = bytes.last, isBlank(last) { bytes.removeLast() }
+        return bytes.isEmpty ? nil : Substring(bytes)
     }
 
     static func source(of context: Context) -> String {

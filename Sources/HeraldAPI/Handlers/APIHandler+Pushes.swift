@@ -15,7 +15,7 @@ extension APIHandler {
         }
         let composed = try await composedPush(request, appID: appID)
         let collapseID = try await collapseID(for: composed, appID: appID)
-        let id = UUID()
+        let id = UUID.random()
         let definition = NewPush(
             id: id, appID: appID, state: composed.scheduledAt == nil ? .accepted : .scheduled,
             audienceJSON: composed.audience.json, notificationJSON: composed.notificationJSON,

@@ -92,7 +92,9 @@ public struct APIServer: Service {
                 metrics: metrics, deadlines: deadlines, logger: logger))
         router.add(middleware: RouteErrorMiddleware(maximumBodyBytes: settings.maximumBodyBytes))
         try handler.registerHandlers(
-            on: router, configuration: .init(jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes]),
+            on: router,
+            configuration: .init(
+                dateTranscoder: InternetDateTranscoder(), jsonEncodingOptions: [.sortedKeys, .withoutEscapingSlashes]),
             middlewares: [
                 MetricsMiddleware(metrics: metrics),
                 ErrorResponseMiddleware(logger: logger, deadlines: deadlines),

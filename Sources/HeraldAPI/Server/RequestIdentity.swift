@@ -42,7 +42,7 @@ struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        let id = RequestIdentity.acceptable(request.headers[.requestID]) ?? UUID().uuidString.lowercased()
+        let id = RequestIdentity.acceptable(request.headers[.requestID]) ?? UUID.random().uuidString.lowercased()
         let trace = request.headers[.traceparent].flatMap { TraceContext(traceparent: $0) } ?? .start()
         var response = try await RequestIdentity.$requestID.withValue(id) {
             try await RequestIdentity.$trace.withValue(trace) { try await next(request, context) }

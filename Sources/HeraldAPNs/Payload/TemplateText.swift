@@ -33,8 +33,18 @@ public struct TemplateText: Sendable, Hashable {
     /// The longest default, in bytes.
     public static let maximumDefaultBytes = 256
 
-    /// Whether `text` holds a placeholder at all (or something that tries to be one).
-    public static func mayHold(_ text: String) -> Bool { text.utf8.firstRange(of: open) != nil }
+    /// Whether `text` holds a placeholder at all (or something that tries to be one): whether
+    /// `{{` is in it. Asked of every text of every push the API accepts; a plain scan of the bytes
+    /// (the generic `firstRange(of:)` it replaced was 1.3% of herald-api's CPU under
+    /// `make bench-api`).
+    public static func mayHold(_ text: String) -> Bool {
+        var previous: UInt8 = 0
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "{"), previous == byte { return true }
+            previous = byte
+        }
+        return false
+    }
 
     /// The placeholders, in order of use (repeats included).
     public var placeholders: [Placeholder] {
@@ -73,8 +83,6 @@ public struct TemplateText: Sendable, Hashable {
         }
         if !literal.isEmpty { parts.append(.literal(literal)) }
     }
-
-    private static let open = Array("{{".utf8)
 
     private static func placeholder(
         _ scalars: inout ArraySlice<Unicode.Scalar>, offset: inout Int, start: Int
