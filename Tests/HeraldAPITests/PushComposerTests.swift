@@ -24,6 +24,32 @@ struct PushComposerTests {
         #expect(String(decoding: composed.payload, as: UTF8.self) == #"{"aps":{"content-available":1},"sync":1}"#)
     }
 
+    @Test func textsLongerThanTheContractAllowsAreRefusedByName() throws {
+        let long = String(repeating: "x", count: 257)
+        for (notification, field) in [
+            (#"{"target_content_id":"\#(long)"}"#, "notification.target_content_id"),
+            (#"{"thread_id":"\#(long)","alert":{"body":"b"}}"#, "notification.thread_id"),
+            (
+                #"{"alert":{"loc_key":"k","loc_args":["a","\#(String(repeating: "é", count: 1025))"]}}"#,
+                "notification.alert.loc_args"
+            ),
+        ] {
+            let decoded = try request(#"{"audience":{"all":true},"notification":\#(notification)}"#)
+            do {
+                _ = try PushComposer(now: now).compose(decoded)
+                Issue.record("accepted \(field) over its limit")
+            } catch {
+                #expect(error.field == field)
+            }
+        }
+        // At the limit, in characters (Unicode scalars), not bytes: accepted.
+        let composed = try PushComposer(now: now).compose(
+            request(
+                #"{"audience":{"all":true},"notification":{"category":"\#(String(repeating: "é", count: 256))","alert":{"body":"b"}}}"#
+            ))
+        #expect(composed.payload.count > 512)
+    }
+
     @Test func audiencesCombineAndMustSelectSomebody() throws {
         let composed = try PushComposer(now: now).compose(
             request(

@@ -306,6 +306,7 @@ struct PushComposer {
                     subtitleLocalizationKey: alert.subtitleLocKey, subtitleLocalizationArguments: alert.subtitleLocArgs,
                     localizationKey: alert.locKey, localizationArguments: alert.locArgs))
         }
+        try Self.checkLengths(of: notification)
         if let badge = notification.badge {
             guard (0...1_000_000).contains(badge) else {
                 throw .invalid("notification.badge", "a badge is 0 to 1000000")
@@ -402,6 +403,33 @@ struct PushComposer {
     private struct RawNotification: Encodable {
         var aps: OpenAPIObjectContainer
         var data: OpenAPIObjectContainer?
+    }
+
+    /// The contract's maxLength on the notification's texts (Schemas/openapi.yaml), which the
+    /// Open API's generated decoder does not check: JSON Schema counts Unicode scalars.
+    /// - Throws: ``APIError`` naming the first text that is too long and its limit.
+    static func checkLengths(of notification: Components.Schemas.Notification) throws(APIError) {
+        let alert = notification.alert
+        var texts: [(field: String, text: String?, limit: Int)] = [
+            ("sound", notification.sound, 256), ("critical_sound.name", notification.criticalSound?.name, 256),
+            ("category", notification.category, 256), ("thread_id", notification.threadId, 256),
+            ("target_content_id", notification.targetContentId, 256),
+            ("alert.title", alert?.title, 4096), ("alert.subtitle", alert?.subtitle, 4096),
+            ("alert.body", alert?.body, 4096), ("alert.launch_image", alert?.launchImage, 1024),
+            ("alert.title_loc_key", alert?.titleLocKey, 1024), ("alert.subtitle_loc_key", alert?.subtitleLocKey, 1024),
+            ("alert.loc_key", alert?.locKey, 1024),
+        ]
+        for (field, arguments) in [
+            ("alert.title_loc_args", alert?.titleLocArgs), ("alert.subtitle_loc_args", alert?.subtitleLocArgs),
+            ("alert.loc_args", alert?.locArgs),
+        ] {
+            for argument in arguments ?? [] { texts.append((field, argument, 1024)) }
+        }
+        for (field, text, limit) in texts {
+            if let text, text.storedLength > limit {
+                throw .invalid("notification.\(field)", "notification.\(field) is at most \(limit) characters")
+            }
+        }
     }
 
     /// JSON with sorted keys, as stored with the push.
