@@ -193,7 +193,12 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
         let device: DeviceRegistry.Lookup =
             state.devices.acceptsEveryToken
             ? .deliverable
-            : state.devices.lookup(token: APNsRequestHeaders.deviceToken(in: request.headers), appTopic: appTopic)
+            : request.headers.withValueBytes(of: ":path") { path in
+                // The path was checked (pathProblem): "/3/device/" and hex of even length.
+                state.devices.lookup(
+                    tokenHex: UnsafeRawBufferPointer(rebasing: path!.dropFirst("/3/device/".utf8.count)),
+                    appTopic: appTopic)
+            }
         switch device {
         case .deliverable: return .accept(apnsID: headers.apnsID ?? random.uuidString())
         case .unknown: return .reject(.badDeviceToken)

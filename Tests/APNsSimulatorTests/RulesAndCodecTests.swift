@@ -114,3 +114,52 @@ struct HTTP2HeaderFieldsTests {
         #expect(names.count == 4)
     }
 }
+
+/// The simulator's device registry: tokens of up to 32 bytes kept as bytes, longer ones as text,
+/// either way found whatever the case of the request's hex.
+@Suite("apns-sim device registry (pure)")
+struct DeviceRegistryTests {
+    func lookup(_ registry: DeviceRegistry, _ hex: String, _ topic: Substring = "com.a.b") -> DeviceRegistry.Lookup {
+        Array(hex.utf8).withUnsafeBytes { registry.lookup(tokenHex: $0, appTopic: topic) }
+    }
+
+    @Test("each kind of device is found by its token in either case, for its own topic only")
+    func lookups() {
+        let short = String(repeating: "0123456789abcdef", count: 4)  // 32 bytes, the usual token
+        let long = String(repeating: "ab", count: 100)  // 100 bytes
+        let registry = DeviceRegistry(
+            acceptAnyToken: false,
+            devices: [
+                SimulatedDevice(token: short.uppercased(), topic: "com.a.b"),
+                SimulatedDevice(token: long, topic: "com.a.b", unregisteredAt: 1_700_000_000_000),
+                SimulatedDevice(token: "00ff", topic: "com.other"),
+            ])
+        #expect(registry.count == 3)
+        #expect(lookup(registry, short) == .deliverable)
+        #expect(lookup(registry, short.uppercased()) == .deliverable)
+        #expect(lookup(registry, short, "com.other") == .otherTopic)
+        #expect(lookup(registry, long.uppercased()) == .unregistered(at: 1_700_000_000_000))
+        #expect(lookup(registry, "00FF", "com.other") == .deliverable)
+        // A token is its bytes and their number: a leading zero byte is not the same token.
+        #expect(lookup(registry, "0000ff", "com.other") == .unknown)
+        #expect(lookup(registry, "ff", "com.other") == .unknown)
+        #expect(lookup(registry, String(short.dropLast(2)) + "ee") == .unknown)
+        // Adding a device again replaces it.
+        registry.add([SimulatedDevice(token: short, topic: "com.a.b", unregisteredAt: 5)])
+        #expect(registry.count == 3)
+        #expect(lookup(registry, short) == .unregistered(at: 5))
+        // With acceptAnyToken, an unknown token is deliverable; a known one keeps its rules.
+        let open = DeviceRegistry(acceptAnyToken: true, devices: [SimulatedDevice(token: "00ff", topic: "com.x")])
+        #expect(lookup(open, "abcd") == .deliverable)
+        #expect(lookup(open, "00ff") == .otherTopic)
+    }
+
+    @Test("token bytes: hex of even length up to 64 digits, in either case")
+    func tokenBytes() {
+        #expect(DeviceRegistry.TokenBytes(hex: "AbCd") == DeviceRegistry.TokenBytes(hex: "abcd"))
+        #expect(DeviceRegistry.TokenBytes(hex: "abc") == nil)
+        #expect(DeviceRegistry.TokenBytes(hex: "zz") == nil)
+        #expect(DeviceRegistry.TokenBytes(hex: String(repeating: "f", count: 66)) == nil)
+        #expect(DeviceRegistry.TokenBytes(hex: String(repeating: "f", count: 64))?.length == 32)
+    }
+}
