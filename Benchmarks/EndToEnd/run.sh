@@ -30,27 +30,42 @@ echo "stack up in $HERALD_DEV_DIR ($senders senders)"
 
 # The reference, on the same apns-sim: h2load sending 200,000 notifications to one of the devices
 # (4 connections × 250 streams, as herald-sender's pool does), the raw HTTP/2 limit of this
-# machine today. Its CPU is measured from the kernel's account of the exited child.
+# machine today; three runs, the median taken (one run lasts about a second, and single runs
+# varied from 143,000 to 196,000 req/s within an hour). Its CPU is measured from the kernel's
+# account of each exited child.
 eval "$("$herald" dev env)"
 token=$(head -1 "$HERALD_DEV_DIR/devices.ndjson" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
 printf '%s' '{"aps":{"alert":{"title":"Benchmark","body":"One million devices"}}}' >"$HERALD_DEV_DIR/payload.json"
 h2load_out=$(python3 - "$HERALD_DEV_APNS_PROVIDER_TOKEN" "$HERALD_DEV_APNS_SIM_URL/3/device/$token" "$HERALD_DEV_DIR/payload.json" <<'PY'
 import resource, subprocess, sys
 token, url, payload = sys.argv[1:4]
-before = resource.getrusage(resource.RUSAGE_CHILDREN)
-out = subprocess.run(["h2load", "-n", "200000", "-c", "4", "-m", "250", "-H", f"authorization: bearer {token}",
-                      "-H", "apns-topic: com.example.bench", "-H", "apns-push-type: alert", "-H", "apns-priority: 10",
-                      "-d", payload, url], capture_output=True, text=True).stdout
-after = resource.getrusage(resource.RUSAGE_CHILDREN)
-if "status codes: 200000 2xx" not in out:
-    sys.exit("h2load against apns-sim did not get 200,000 2xx answers:\n" + out)
-rate = float(next(l for l in out.splitlines() if l.startswith("finished in")).split(",")[1].split()[0])
-cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-print(rate, cpu / 200000 * 1e6)
+runs = []
+for _ in range(3):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(["h2load", "-n", "200000", "-c", "4", "-m", "250", "-H", f"authorization: bearer {token}",
+                          "-H", "apns-topic: com.example.bench", "-H", "apns-push-type: alert", "-H", "apns-priority: 10",
+                          "-d", payload, url], capture_output=True, text=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # apns-sim, like Apple, lets a new connection have one stream until its first request
+    # authenticates; h2load may open up to 100 before it hears that, and counts those refused
+    # (REFUSED_STREAM, never processed) as errors without sending them again. So: no answer but
+    # 200, at most 99 refused per connection, and the rate of the requests that succeeded.
+    counts = next(l for l in out.splitlines() if l.startswith("requests:"))
+    succeeded = int(counts.split(" succeeded")[0].split(",")[-1])
+    codes = next(l for l in out.splitlines() if l.startswith("status codes:"))
+    if f"status codes: {succeeded} 2xx, 0 3xx, 0 4xx, 0 5xx" not in codes or succeeded < 200000 - 4 * 99:
+        sys.exit("h2load against apns-sim did not get 200,000 2xx answers (or 99 refused per connection at most):\n" + out)
+    # h2load's req/s counts all 200,000 over the run's precise time; the succeeded ones' rate:
+    rate = float(next(l for l in out.splitlines() if l.startswith("finished in")).split(",")[1].split()[0])
+    rate *= succeeded / 200000
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    runs.append((rate, cpu / 200000 * 1e6))
+runs.sort()
+print(runs[1][0], runs[1][1], " ".join(f"{rate:.0f}" for rate, _ in runs))
 PY
 ) || { echo "apns-sim's log, last lines:" >&2; tail -20 "$HERALD_DEV_DIR/logs/apns-sim.log" >&2; exit 1; }
-read -r h2load_rate h2load_cpu_us <<<"$h2load_out"
-echo "h2load against the stack's apns-sim: $h2load_rate req/s, $h2load_cpu_us µs of CPU per request"
+read -r h2load_rate h2load_cpu_us h2load_runs <<<"$h2load_out"
+echo "h2load against the stack's apns-sim: $h2load_rate req/s (median of $h2load_runs), $h2load_cpu_us µs of CPU per request"
 
 # CPU seconds and peak RSS of the stack's processes (PostgreSQL: all its server processes).
 usage() {
