@@ -107,6 +107,8 @@ struct PushComposer {
                 .contentTooLarge, code: "payload_too_large", message: error.description,
                 field: payload == nil ? "aps" : "notification")
         }
+        // After the payload's size: a text too long for the payload is answered with its size.
+        if let notification = request.notification { try Self.checkLengths(of: notification) }
 
         // Timing.
         var timing = try Self.timing(options, now: now)
@@ -306,7 +308,6 @@ struct PushComposer {
                     subtitleLocalizationKey: alert.subtitleLocKey, subtitleLocalizationArguments: alert.subtitleLocArgs,
                     localizationKey: alert.locKey, localizationArguments: alert.locArgs))
         }
-        try Self.checkLengths(of: notification)
         if let badge = notification.badge {
             guard (0...1_000_000).contains(badge) else {
                 throw .invalid("notification.badge", "a badge is 0 to 1000000")
