@@ -19,22 +19,23 @@ struct InternetDateTranscoder: DateTranscoder {
         let civil = Self.civil(daysSince1970: secondOfDay < 0 ? days - 1 : days)
         let second = secondOfDay < 0 ? secondOfDay + 86_400 : secondOfDay
         guard (1...9999).contains(civil.year) else { return try standard.encode(date) }
-        let fields = [
-            (civil.year, 4, UInt8(ascii: "-")), (civil.month, 2, UInt8(ascii: "-")), (civil.day, 2, UInt8(ascii: "T")),
-            (second / 3600, 2, UInt8(ascii: ":")), (second / 60 % 60, 2, UInt8(ascii: ":")),
-            (second % 60, 2, UInt8(ascii: "Z")),
-        ]
         return String(unsafeUninitializedCapacity: 20) { buffer in
             var end = 0
-            for (value, width, separator) in fields {
+            func put(_ value: Int, digits: Int, then separator: Unicode.Scalar) {
                 var rest = value
-                for position in (0..<width).reversed() {
+                for position in (0..<digits).reversed() {
                     buffer[end + position] = UInt8(ascii: "0") + UInt8(rest % 10)
                     rest /= 10
                 }
-                buffer[end + width] = separator
-                end += width + 1
+                buffer[end + digits] = UInt8(ascii: separator)
+                end += digits + 1
             }
+            put(civil.year, digits: 4, then: "-")
+            put(civil.month, digits: 2, then: "-")
+            put(civil.day, digits: 2, then: "T")
+            put(second / 3600, digits: 2, then: ":")
+            put(second / 60 % 60, digits: 2, then: ":")
+            put(second % 60, digits: 2, then: "Z")
             return end
         }
     }
