@@ -42,7 +42,7 @@ public struct APIKeyRepository: Sendable {
             """, logger: logger)
         guard var record = try await Self.first(rows) else { return nil }
         let now = Date()
-        try await client.boundedQuery(
+        _ = try await client.boundedQuery(
             "UPDATE api_keys SET last_used_at = \(now) WHERE id = \(record.id)", logger: logger)
         record.lastUsedAt = now
         return record

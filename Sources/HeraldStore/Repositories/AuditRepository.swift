@@ -62,7 +62,7 @@ public struct AuditRepository: Sendable {
         _ action: String, appID: UUID?, target: String? = nil, origin: AuditOrigin, details: [String: String] = [:]
     ) async throws {
         let detailsJSON = String(decoding: try JSONEncoder().encode(details), as: UTF8.self)
-        try await client.boundedQuery(
+        _ = try await client.boundedQuery(
             """
             INSERT INTO audit_events (app_id, actor, key_id, action, target, request_id, source_address, details)
             VALUES (\(appID), \(Self.actorName(origin.actor)), \(origin.actor.keyID), \(action), \(target),

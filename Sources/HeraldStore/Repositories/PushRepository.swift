@@ -407,7 +407,7 @@ struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
         bindings.append(pushes.map(\.pushType))
         bindings.append(pushes.map { Int16($0.priority) })
         bindings.append(pushes.map { $0.expiresAt ?? never })
-        bindings.append(pushes.map { $0.collapseID ?? "" })
+        bindings.append(pushes.map(\.collapseID))
         bindings.append(pushes.map { $0.idempotencyKey ?? "" })
         bindings.append(pushes.map { $0.scheduledAt ?? never })
         bindings.append(pushes.map { Int32($0.throttlePerSecond ?? 0) })
