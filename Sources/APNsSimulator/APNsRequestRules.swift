@@ -29,13 +29,18 @@ enum APNsRequestRules {
         return badDigit || tokenLength % 2 != 0 ? .badDeviceToken : nil
     }
 
+    /// The device token's hex digits in a `:path` that ``problem(withPath:)`` found none in.
+    static func tokenDigits(inCheckedPath path: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: path.dropFirst("/3/device/".utf8.count))
+    }
+
     /// Splits `:path` into the device token, lower-cased.
     /// - Returns: the token, or the reason the path is refused (BadPath, MissingDeviceToken,
     ///   BadDeviceToken).
     static func deviceToken(fromPath path: UnsafeRawBufferPointer?) -> Result<String, APNsReason> {
         // Tokens are hex of even length; their length is not fixed (Apple has said tokens may grow).
         if let problem = problem(withPath: path) { return .failure(problem) }
-        let token = path!.dropFirst("/3/device/".utf8.count)
+        let token = tokenDigits(inCheckedPath: path!)
         // Lower-cased straight into the String's storage: one allocation.
         return .success(
             String(unsafeUninitializedCapacity: token.count) { text in

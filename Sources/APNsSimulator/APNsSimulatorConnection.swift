@@ -194,10 +194,8 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
             state.devices.acceptsEveryToken
             ? .deliverable
             : request.headers.withValueBytes(of: ":path") { path in
-                // The path was checked (pathProblem): "/3/device/" and hex of even length.
-                state.devices.lookup(
-                    tokenHex: UnsafeRawBufferPointer(rebasing: path!.dropFirst("/3/device/".utf8.count)),
-                    appTopic: appTopic)
+                // Checked above (pathProblem): the path is there and holds a token.
+                state.devices.lookup(tokenHex: APNsRequestRules.tokenDigits(inCheckedPath: path!), appTopic: appTopic)
             }
         switch device {
         case .deliverable: return .accept(apnsID: headers.apnsID ?? random.uuidString())

@@ -1,3 +1,4 @@
+import HeraldAPNs
 import Synchronization
 
 /// A device the simulator knows: its token, the topic (bundle id) it was issued for and, if the
@@ -45,14 +46,7 @@ public final class DeviceRegistry: Sendable {
             let isHex = withUnsafeMutableBytes(of: &words) { storage in
                 let words = storage.bindMemory(to: UInt64.self)
                 for index in 0..<hex.count {
-                    let byte = hex[index]
-                    let nibble: UInt8
-                    switch byte {
-                    case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte &- 48
-                    case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte &- 87
-                    case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = byte &- 55
-                    default: return false
-                    }
+                    guard let nibble = Hexadecimal.nibble(hex[index]) else { return false }
                     words[index / 16] |= UInt64(nibble) << (60 - 4 * UInt64(index % 16))
                 }
                 return true

@@ -15,22 +15,13 @@ enum DeviceInput {
         bytes.reserveCapacity(utf8.count / 2)
         var index = 0
         while index < utf8.count {
-            guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else {
+            guard let high = Hexadecimal.nibble(utf8[index]), let low = Hexadecimal.nibble(utf8[index + 1]) else {
                 throw .invalid(field, "a device token is hexadecimal digits only (0-9, a-f)")
             }
             bytes.append(high << 4 | low)
             index += 2
         }
         return bytes
-    }
-
-    private static func nibble(_ character: UInt8) -> UInt8? {
-        switch character {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     static func alias(_ alias: String?, field: String = "alias") throws(APIError) {

@@ -1,3 +1,5 @@
+import HeraldAPNs
+
 /// The range of device tokens that start with some hexadecimal digits: tokens from `lower`
 /// (inclusive) to `upper` (exclusive; nil when the digits are all `f`, and no token is above).
 /// An odd number of digits ends in half a byte: `abc` is 0xab 0xc0 up to 0xab 0xd0.
@@ -16,11 +18,8 @@ struct TokenPrefix: Equatable {
         guard (4...200).contains(digits.count) else { return nil }
         var nibbles: [UInt8] = []
         for digit in digits {
-            switch digit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibbles.append(digit - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibbles.append(digit - UInt8(ascii: "a") + 10)
-            default: return nil
-            }
+            guard let nibble = Hexadecimal.nibble(digit) else { return nil }
+            nibbles.append(nibble)
         }
         lower = Self.bytes(nibbles)
         // The next prefix of the same length: add one to the last digit, carrying.

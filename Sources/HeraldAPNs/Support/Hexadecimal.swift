@@ -32,6 +32,17 @@ public enum Hexadecimal {
         (byte &- 48) < 10 || ((byte | 0x20) &- 97) < 6
     }
 
+    /// The value (0...15) of the hex digit `byte`, in either case, or nil if it is not one.
+    @inlinable
+    public static func nibble(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte &- 48
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte &- 87
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte &- 55
+        default: nil
+        }
+    }
+
     /// The ASCII digit of `nibble` (0...15), for writers that put digits straight into a buffer.
     @inlinable
     public static func digit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 48 + nibble : 87 + nibble }
