@@ -31,7 +31,7 @@ public final class APNsClient: Service, Sendable {
     private let logger: Logger
     private let state: Mutex<APNsPoolState>
     /// `:authority`, made once.
-    private let authority: String
+    let authority: String
     /// When the last unanswered-requests warning was logged.
     private let lastUnansweredWarning = Mutex<ContinuousClock.Instant?>(nil)
     /// Finished by `stop()`; `run()` waits on it.
@@ -77,11 +77,13 @@ public final class APNsClient: Service, Sendable {
             guard let lease = await lease() else {
                 return .failed(isStopped ? .clientStopped : .noConnection)
             }
-            let request = makeRequest(
-                notification, headers: commonHeaders(notification, authorization: providerToken(for: lease)))
+            let authorization = providerToken(for: lease)
             let result: Result<HTTP2Response, any Error>
             do {
-                result = .success(try await lease.connection.send(request, timeout: requestTimeout))
+                result = .success(
+                    try await lease.connection.send(timeout: requestTimeout) { [authority] block in
+                        notification.writeRequest(authority: authority, authorization: authorization, into: &block)
+                    })
             } catch {
                 result = .failure(error)
             }
@@ -238,34 +240,6 @@ public final class APNsClient: Service, Sendable {
             }
             return slot.token?.value ?? "bearer " + key.providerToken(issuedAt: now)
         }
-    }
-
-    /// The header fields every notification like this one carries, `apns-id` aside (many
-    /// requests share one array of them).
-    func commonHeaders(_ notification: APNsNotification, authorization: String?) -> [HTTP2HeaderField] {
-        var headers: [HTTP2HeaderField] = []
-        headers.reserveCapacity(6)
-        // Never indexed in HPACK, as every `authorization` field is (``HTTP2HeaderField``).
-        if let authorization { headers.append(HTTP2HeaderField("authorization", authorization)) }
-        headers.append(HTTP2HeaderField("apns-topic", notification.topic))
-        headers.append(HTTP2HeaderField("apns-push-type", notification.pushType.rawValue))
-        headers.append(HTTP2HeaderField("apns-priority", String(notification.priority.rawValue)))
-        if let expiration = notification.expiration {
-            headers.append(HTTP2HeaderField("apns-expiration", String(expiration)))
-        }
-        if let collapseID = notification.collapseID { headers.append(HTTP2HeaderField("apns-collapse-id", collapseID)) }
-        return headers
-    }
-
-    /// The request for `notification`, with `headers` from ``commonHeaders(_:authorization:)``.
-    func makeRequest(_ notification: APNsNotification, headers: [HTTP2HeaderField]) -> HTTP2Request {
-        HTTP2Request(
-            path: "/3/device/" + notification.deviceToken, authority: authority, headers: headers,
-            // Never indexed, as Apple asks of `apns-id` and `:path`: each is different on every
-            // request, and indexing them would only push the shared fields out of APNs' small
-            // HPACK table.
-            lastHeader: notification.apnsID.map { HTTP2HeaderField("apns-id", $0, neverIndexed: true) },
-            body: notification.payload)
     }
 
     /// Reads `{"reason":"…","timestamp":…}` without Foundation.

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldHTTP2
 import NIOCore
 
 /// One notification to one device, ready to send.
@@ -106,5 +107,24 @@ public struct APNsNotification: Sendable, Hashable {
         return token.withUTF8 { bytes in
             !bytes.isEmpty && bytes.count % 2 == 0 && bytes.allSatisfy(Hexadecimal.isDigit)
         }
+    }
+
+    /// Writes the request for this notification into `block` and returns its body: the one
+    /// definition of what an APNs request carries, for single and batched sends alike.
+    func writeRequest(authority: String, authorization: String?, into block: inout HTTP2HeaderBlock) -> ByteBuffer {
+        // Never indexed, as Apple asks of `:path`, `authorization` and `apns-id`: each either
+        // differs on every request or is a secret, and indexing them would only push the shared
+        // fields out of APNs' small HPACK table.
+        block.addRequestPseudoHeaders(
+            method: "POST", scheme: "https", authority: authority, pathPrefix: "/3/device/", path: deviceToken,
+            pathNeverIndexed: true)
+        if let authorization { block.add("authorization", authorization, neverIndexed: true) }
+        block.add("apns-topic", topic)
+        block.add("apns-push-type", pushType.rawValue)
+        block.add("apns-priority", String(priority.rawValue))
+        if let expiration { block.add("apns-expiration", String(expiration)) }
+        if let collapseID { block.add("apns-collapse-id", collapseID) }
+        if let apnsID { block.add("apns-id", apnsID, neverIndexed: true) }
+        return payload
     }
 }

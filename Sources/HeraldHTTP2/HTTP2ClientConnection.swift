@@ -88,7 +88,7 @@ public final class HTTP2ClientConnection: Sendable {
         return HTTP2ClientConnection(channel: channel, handler: handler, shared: shared, authority: authority)
     }
 
-    /// The event loop the connection runs on (where ``submit(_:timeout:onResponse:)``'s handler
+    /// The event loop the connection runs on (where ``submit(_:timeout:compose:onResponse:)``'s closures are
     /// is called).
     public var eventLoop: any EventLoop { channel.eventLoop }
 
@@ -116,42 +116,62 @@ public final class HTTP2ClientConnection: Sendable {
     /// - Throws: ``HTTP2Error``: `streamReset`, `goAway` (with `requestWasNotProcessed` when
     ///   the server never saw it), `deadlineExceeded`, `connectionClosed`, `cancelled`.
     public func send(_ request: HTTP2Request, timeout: TimeAmount) async throws -> HTTP2Response {
+        try await send(timeout: timeout) { block in
+            request.write(into: &block)
+            return request.body
+        }
+    }
+
+    /// Sends the request `compose` writes and waits for the whole response: `compose` is called
+    /// once, on the connection's event loop, with an empty header block to write the request's
+    /// fields into (pseudo-headers first, see ``HTTP2HeaderBlock/addRequestPseudoHeaders(method:scheme:authority:pathPrefix:path:pathNeverIndexed:)``),
+    /// and returns the body. Otherwise as ``send(_:timeout:)``.
+    public func send(
+        timeout: TimeAmount, compose: @escaping @Sendable (inout HTTP2HeaderBlock) -> ByteBuffer?
+    ) async throws -> HTTP2Response {
         let pending = PendingHTTP2Request(deadline: .now() + timeout)
         let handler = self.handler
         let eventLoop = channel.eventLoop
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 pending.continuation = continuation
-                eventLoop.execute { handler.value.submit(request, pending) }
+                eventLoop.execute { handler.value.submit(pending, compose: compose) }
             }
         } onCancel: {
             eventLoop.execute { handler.value.cancel(pending) }
         }
     }
 
-    /// Sends `requests` without waiting for their responses: `onResponse` is called once for
-    /// each, with its tag, on the connection's event loop (so it must not block), when the
-    /// response is complete or the request failed. Called on that event loop, the requests are
-    /// submitted at once — a handler can send the next request without a thread hop.
+    /// Sends one request per tag without waiting for their responses: `compose` writes each
+    /// request (its header block, and the body it returns) when it is submitted, and
+    /// `onResponse` is called once for each, with its tag, when the response is complete or the
+    /// request failed. Both run on the connection's event loop (so they must not block). Called
+    /// on that event loop, the requests are submitted at once — a handler can send the next
+    /// request without a thread hop.
     ///
-    /// This is the path for many requests at a time: no task, continuation or hop per request.
-    /// As with ``send(_:timeout:)``, the caller keeps within ``maxConcurrentStreams``.
+    /// This is the path for many requests at a time: no task, continuation or hop per request,
+    /// and no String or header array made per request — `compose` writes straight into storage
+    /// the connection reuses. As with ``send(_:timeout:)``, the caller keeps within
+    /// ``maxConcurrentStreams``.
     ///
     /// - Parameters:
-    ///   - requests: the requests, each with a tag of the caller's choosing.
+    ///   - tags: one per request, of the caller's choosing.
     ///   - timeout: each request's deadline, counted from now.
+    ///   - compose: writes the request for a tag into an empty header block and returns its body.
     ///   - onResponse: the response, or the ``HTTP2Error`` (as with `send`) of each request.
     public func submit(
-        _ requests: [(tag: Int, request: HTTP2Request)], timeout: TimeAmount,
+        _ tags: [Int], timeout: TimeAmount, compose: @escaping @Sendable (Int, inout HTTP2HeaderBlock) -> ByteBuffer?,
         onResponse: @escaping HTTP2ResponseHandler
     ) {
         let deadline = NIODeadline.now() + timeout
         let handler = self.handler
         let eventLoop = channel.eventLoop
         if eventLoop.inEventLoop {
-            handler.value.submit(requests, deadline: deadline, onResponse: onResponse)
+            handler.value.submit(tags, deadline: deadline, compose: compose, onResponse: onResponse)
         } else {
-            eventLoop.execute { handler.value.submit(requests, deadline: deadline, onResponse: onResponse) }
+            eventLoop.execute {
+                handler.value.submit(tags, deadline: deadline, compose: compose, onResponse: onResponse)
+            }
         }
     }
 

@@ -60,6 +60,11 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     private var session: NGHTTP2Session?
     private var context: ChannelHandlerContext?
     private var streams: [Int32: PendingHTTP2Request] = [:]
+    /// Each request's header block is written here (the storage is kept between requests).
+    private var requestHeaders = HTTP2HeaderBlock()
+    /// Emptied response-header storage, taken by the next responses (the server side keeps the
+    /// same for requests): a response whose handler did not keep it gives its storage back.
+    private var spareHeaders: [HTTP2HeaderFields] = []
     private var pings: [UInt64: (sent: NIODeadline, promise: EventLoopPromise<Duration>)] = [:]
     private var nextPing: UInt64 = 1
     private var goAway: HTTP2GoAway?
@@ -82,7 +87,9 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
 
     // MARK: Requests (on the event loop)
 
-    func submit(_ request: HTTP2Request, _ pending: PendingHTTP2Request) {
+    /// Submits the request `compose` writes: its header block into the connection's reused
+    /// storage, and the body it returns.
+    func submit(_ pending: PendingHTTP2Request, compose: (inout HTTP2HeaderBlock) -> ByteBuffer?) {
         if pending.cancelled {
             pending.finish(.failure(HTTP2Error(.cancelled, requestWasNotProcessed: true)))
             return
@@ -96,7 +103,9 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
             return
         }
         do {
-            let streamID = try session.submitRequest(request.outgoingHeaders, body: request.body)
+            requestHeaders.removeAll()
+            let body = compose(&requestHeaders)
+            let streamID = try session.submitRequest(requestHeaders, body: body)
             pending.streamID = streamID
             streams[streamID] = pending
             shared.openStreams.store(streams.count, ordering: .relaxed)
@@ -108,14 +117,14 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     }
 
     func submit(
-        _ requests: [(tag: Int, request: HTTP2Request)], deadline: NIODeadline,
+        _ tags: [Int], deadline: NIODeadline, compose: (Int, inout HTTP2HeaderBlock) -> ByteBuffer?,
         onResponse: @escaping HTTP2ResponseHandler
     ) {
-        for (tag, request) in requests {
+        for tag in tags {
             let pending = PendingHTTP2Request(deadline: deadline)
             pending.handler = onResponse
             pending.tag = tag
-            submit(request, pending)
+            submit(pending) { compose(tag, &$0) }
         }
     }
 
@@ -297,6 +306,7 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
 
     func sessionReceivedHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         guard let pending = streams[streamID] else { return }
+        if pending.headers.count == 0, let spare = spareHeaders.popLast() { pending.headers = spare }
         if name.count == 7, name.elementsEqual(":status".utf8) {
             var status = 0
             for byte in value { status = status * 10 + Int(byte &- 48) }
@@ -344,11 +354,17 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
         guard let pending = streams[streamID] else { return }
         let code = HTTP2ErrorCode(rawValue: errorCode)
         if code == .noError && pending.status != 0 {
-            complete(
-                streamID,
-                with: .success(
-                    HTTP2Response(
-                        status: pending.status, headers: pending.headers, body: pending.body ?? ByteBuffer())))
+            var response = HTTP2Response(
+                status: pending.status, headers: pending.headers, body: pending.body ?? ByteBuffer())
+            pending.headers = HTTP2HeaderFields()
+            pending.body = nil
+            complete(streamID, with: .success(response))
+            // The handler has returned; unless it kept the response, its header storage is this
+            // one's alone again and emptying it keeps the memory for the next response.
+            if spareHeaders.count < 64 {
+                response.headers.removeAll()
+                spareHeaders.append(response.headers)
+            }
         } else if let goAway, streamID > goAway.lastStreamID {
             complete(streamID, with: .failure(HTTP2Error(.goAway(goAway), requestWasNotProcessed: true)))
         } else {

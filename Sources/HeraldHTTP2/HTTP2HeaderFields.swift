@@ -14,97 +14,131 @@ public struct HTTP2HeaderField: Sendable, Hashable {
     public init(_ name: String, _ value: String, neverIndexed: Bool = false) {
         self.name = name
         self.value = value
-        self.neverIndexed = neverIndexed || name == "authorization"
+        self.neverIndexed = neverIndexed || Self.isAlwaysNeverIndexed(name: name.utf8)
+    }
+
+    /// Whether a field called `name` is sent never indexed whatever the caller asks: only
+    /// `authorization` (Apple asks it of provider tokens, and a secret has no place in a table).
+    static func isAlwaysNeverIndexed(name: some Collection<UInt8>) -> Bool {
+        name.count == 13 && name.elementsEqual("authorization".utf8)
     }
 }
 
-/// The header fields of an outgoing request or response, pseudo-headers first.
-struct HTTP2OutgoingHeaders {
-    /// Fields sent before `fields` (a response's `:status`, a request's pseudo-headers), kept
-    /// apart so that the caller's array is used as it is, not copied into a new one.
-    var leading: LeadingFields
-    var fields: [HTTP2HeaderField]
-    /// A field sent after `fields`.
-    var last: HTTP2HeaderField?
+/// The header block of one outgoing request or response, written field by field — pseudo-headers
+/// first — into storage a connection keeps and reuses from one message to the next, so that
+/// handing a block to nghttp2 makes no String, array or field value per message.
+///
+/// A connection gives its block, emptied, to whoever composes the next message (see
+/// ``HTTP2ClientConnection/submit(_:timeout:compose:onResponse:)``); nghttp2 copies the bytes
+/// while the message is submitted, so nothing written here outlives that call.
+public struct HTTP2HeaderBlock {
+    /// Where a field's name and value lie in `bytes`, and its HPACK flags.
+    struct Field {
+        var nameStart: Int32
+        var nameLength: Int32
+        var valueStart: Int32
+        var valueLength: Int32
+        var neverIndexed: Bool
+    }
 
-    /// Up to four leading fields, stored inline (no allocation).
-    struct LeadingFields {
-        var count = 0
-        var first, second, third, fourth: HTTP2HeaderField?
+    var bytes: [UInt8] = []
+    var fields: [Field] = []
 
-        init() {}
+    public init() {}
 
-        mutating func append(_ field: HTTP2HeaderField) {
-            switch count {
-            case 0: first = field
-            case 1: second = field
-            case 2: third = field
-            default: fourth = field
-            }
-            count = min(count + 1, 4)
+    /// How many fields are written.
+    public var count: Int { fields.count }
+
+    /// Writes the four pseudo-header fields that start a request. `:path` is `pathPrefix`
+    /// followed by `path` (a prefix shared by every request, such as APNs' `/3/device/`, is then
+    /// never joined into a new String per request).
+    public mutating func addRequestPseudoHeaders(
+        method: String, scheme: String, authority: String, pathPrefix: StaticString = "", path: String,
+        pathNeverIndexed: Bool
+    ) {
+        add(":method", method)
+        add(":scheme", scheme)
+        add(":authority", authority)
+        add(":path", pathPrefix, path, neverIndexed: pathNeverIndexed)
+    }
+
+    /// Writes one field. `authorization` is always never indexed (see ``HTTP2HeaderField``).
+    public mutating func add(_ name: StaticString, _ value: String, neverIndexed: Bool = false) {
+        add(name, "", value, neverIndexed: neverIndexed)
+    }
+
+    /// Writes one field whose value is `valuePrefix` followed by `value`.
+    public mutating func add(_ name: StaticString, _ valuePrefix: StaticString, _ value: String, neverIndexed: Bool) {
+        let nameStart = bytes.count
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        let valueStart = bytes.count
+        if valuePrefix.utf8CodeUnitCount > 0 { valuePrefix.withUTF8Buffer { bytes.append(contentsOf: $0) } }
+        append(value)
+        let secret = name.withUTF8Buffer { HTTP2HeaderField.isAlwaysNeverIndexed(name: $0) }
+        record(nameStart: nameStart, valueStart: valueStart, neverIndexed: neverIndexed || secret)
+    }
+
+    /// Writes `field` as it is.
+    public mutating func add(_ field: HTTP2HeaderField) {
+        let nameStart = bytes.count
+        append(field.name)
+        let valueStart = bytes.count
+        append(field.value)
+        record(nameStart: nameStart, valueStart: valueStart, neverIndexed: field.neverIndexed)
+    }
+
+    /// Writes each of `fields`, in order.
+    public mutating func add(contentsOf fields: [HTTP2HeaderField]) {
+        for field in fields { add(field) }
+    }
+
+    /// Appends `text`'s bytes, read in place (a String's contiguous storage, without the retain
+    /// and release of going through its `UTF8View` as a sequence).
+    private mutating func append(_ text: String) {
+        let appended = text.utf8.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) }
+        if appended == nil { bytes.append(contentsOf: text.utf8) }
+    }
+
+    private mutating func record(nameStart: Int, valueStart: Int, neverIndexed: Bool) {
+        if fields.isEmpty {
+            bytes.reserveCapacity(512)
+            fields.reserveCapacity(16)
         }
-
-        /// Calls `body` with each field, in order (an inline store, not a `Sequence`).
-        func visit(_ body: (HTTP2HeaderField) -> Void) {
-            if let first { body(first) }
-            if let second { body(second) }
-            if let third { body(third) }
-            if let fourth { body(fourth) }
-        }
+        fields.append(
+            Field(
+                nameStart: Int32(nameStart), nameLength: Int32(valueStart - nameStart), valueStart: Int32(valueStart),
+                valueLength: Int32(bytes.count - valueStart), neverIndexed: neverIndexed))
     }
 
-    init(leading: HTTP2HeaderField? = nil, fields: [HTTP2HeaderField]) {
-        self.leading = LeadingFields()
-        if let leading { self.leading.append(leading) }
-        self.fields = fields
+    /// Empties the block, keeping its storage for the next message.
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        fields.removeAll(keepingCapacity: true)
     }
 
-    init(leading: LeadingFields, fields: [HTTP2HeaderField], last: HTTP2HeaderField?) {
-        self.leading = leading
-        self.fields = fields
-        self.last = last
-    }
-
-    /// Calls `body` with nghttp2 name/value pairs pointing into temporary storage. nghttp2 copies
-    /// names and values during `submit_*` (no `NO_COPY` flags are set), so the storage only has
-    /// to live for the call, and the pointers never leave it.
+    /// Calls `body` with nghttp2 name/value pairs pointing into the block's bytes. nghttp2 copies
+    /// names and values during `submit_*` (no `NO_COPY` flags are set), so the pointers only have
+    /// to live for the call, and they never leave it.
     func withNameValuePairs<Result>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> Result) -> Result {
-        var byteCount = 0
-        leading.visit { byteCount += $0.name.utf8.count + $0.value.utf8.count }
-        for field in fields { byteCount += field.name.utf8.count + field.value.utf8.count }
-        if let last { byteCount += last.name.utf8.count + last.value.utf8.count }
-        let count = fields.count + leading.count + (last == nil ? 0 : 1)
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(byteCount, 1)) { bytes in
+        let count = fields.count
+        return bytes.withUnsafeBufferPointer { storage in
             withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(count, 1)) { pairs in
-                var offset = 0
-                var index = 0
-                func copy(_ text: String) {
-                    var text = text
-                    text.withUTF8 { utf8 in
-                        if let source = utf8.baseAddress {
-                            (bytes.baseAddress! + offset).initialize(from: source, count: utf8.count)
-                        }
-                        offset += utf8.count
+                // An empty block has no storage to point into; nghttp2 reads no pair then.
+                if let base = storage.baseAddress {
+                    let start = UnsafeMutablePointer(mutating: base)
+                    for index in 0..<count {
+                        let field = fields[index]
+                        let flags =
+                            field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
+                        pairs.initializeElement(
+                            at: index,
+                            to: nghttp2_nv(
+                                name: start + Int(field.nameStart), value: start + Int(field.valueStart),
+                                namelen: Int(field.nameLength), valuelen: Int(field.valueLength), flags: UInt8(flags)))
                     }
                 }
-                func add(_ field: HTTP2HeaderField) {
-                    let nameStart = offset
-                    copy(field.name)
-                    let valueStart = offset
-                    copy(field.value)
-                    let flags = field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
-                    pairs.initializeElement(
-                        at: index,
-                        to: nghttp2_nv(
-                            name: bytes.baseAddress! + nameStart, value: bytes.baseAddress! + valueStart,
-                            namelen: valueStart - nameStart, valuelen: offset - valueStart, flags: UInt8(flags)))
-                    index += 1
-                }
-                leading.visit { add($0) }
-                for field in fields { add(field) }
-                if let last { add(last) }
-                defer { pairs.baseAddress!.deinitialize(count: count) }
-                return body(UnsafePointer(pairs.baseAddress!), count)
+                defer { if storage.baseAddress != nil { pairs.baseAddress!.deinitialize(count: count) } }
+                return body(UnsafePointer(pairs.baseAddress!), storage.baseAddress == nil ? 0 : count)
             }
         }
     }

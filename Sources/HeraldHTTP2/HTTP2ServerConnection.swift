@@ -75,6 +75,8 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
     /// Header storage handed back after a request was delivered, reused for the next ones (a
     /// delegate that kept a copy keeps it intact: the storage is copied on write).
     private var spareHeaders: [HTTP2HeaderFields] = []
+    /// Each response's header block is written here (the storage is kept between responses).
+    private var responseHeaders = HTTP2HeaderBlock()
     private var isReading = false
     private var flushScheduled = false
     private var closeWhenIdle = false
@@ -113,8 +115,10 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
     {
         guard let session, !closed else { return false }
         do {
-            let fields = HTTP2OutgoingHeaders(leading: HTTP2HeaderField(":status", String(status)), fields: headers)
-            try session.submitResponse(streamID: streamID, fields, body: body)
+            responseHeaders.removeAll()
+            responseHeaders.add(":status", String(status))
+            responseHeaders.add(contentsOf: headers)
+            try session.submitResponse(streamID: streamID, responseHeaders, body: body)
         } catch {
             return false
         }

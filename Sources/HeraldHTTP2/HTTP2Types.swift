@@ -99,9 +99,6 @@ public struct HTTP2Request: Sendable {
     public var scheme: String
     /// Regular header fields (not pseudo-headers), lower-case names.
     public var headers: [HTTP2HeaderField]
-    /// One more field sent after `headers`, for a value that differs from request to request
-    /// (APNs' `apns-id`), so that many requests can share one `headers` array without copying it.
-    public var lastHeader: HTTP2HeaderField?
     public var body: ByteBuffer?
     /// Send `:path` as never-indexed (Apple asks for it: device tokens should not linger in
     /// HPACK tables).
@@ -109,7 +106,7 @@ public struct HTTP2Request: Sendable {
 
     public init(
         method: String = "POST", path: String, authority: String, scheme: String = "https",
-        headers: [HTTP2HeaderField] = [], lastHeader: HTTP2HeaderField? = nil, body: ByteBuffer? = nil,
+        headers: [HTTP2HeaderField] = [], body: ByteBuffer? = nil,
         pathNeverIndexed: Bool = true
     ) {
         self.method = method
@@ -117,25 +114,19 @@ public struct HTTP2Request: Sendable {
         self.authority = authority
         self.scheme = scheme
         self.headers = headers
-        self.lastHeader = lastHeader
         self.body = body
         self.pathNeverIndexed = pathNeverIndexed
     }
 
-    /// The header block: pseudo-headers first (stored inline), then `headers` and `lastHeader`,
-    /// without copying them into a new array (a request's header array is often shared by many
-    /// requests).
-    var outgoingHeaders: HTTP2OutgoingHeaders {
-        var leading = HTTP2OutgoingHeaders.LeadingFields()
-        leading.append(HTTP2HeaderField(":method", method))
-        leading.append(HTTP2HeaderField(":scheme", scheme))
-        leading.append(HTTP2HeaderField(":authority", authority))
-        leading.append(HTTP2HeaderField(":path", path, neverIndexed: pathNeverIndexed))
-        return HTTP2OutgoingHeaders(leading: leading, fields: headers, last: lastHeader)
+    /// Writes the request's header block: the pseudo-headers, then `headers`.
+    func write(into block: inout HTTP2HeaderBlock) {
+        block.addRequestPseudoHeaders(
+            method: method, scheme: scheme, authority: authority, path: path, pathNeverIndexed: pathNeverIndexed)
+        block.add(contentsOf: headers)
     }
 }
 
-/// Told of each response to ``HTTP2ClientConnection/submit(_:timeout:onResponse:)``: the
+/// Told of each response to ``HTTP2ClientConnection/submit(_:timeout:compose:onResponse:)``: the
 /// request's tag and its response, or the ``HTTP2Error`` that ended it. Called on the
 /// connection's event loop.
 public typealias HTTP2ResponseHandler = @Sendable (_ tag: Int, _ result: Result<HTTP2Response, any Error>) -> Void

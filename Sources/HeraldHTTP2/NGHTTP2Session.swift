@@ -169,7 +169,7 @@ final class NGHTTP2Session {
 
     /// Queues a request; nghttp2 holds it back while the peer's stream limit is reached.
     /// - Returns: the stream id nghttp2 assigned.
-    func submitRequest(_ fields: HTTP2OutgoingHeaders, body: ByteBuffer?) throws -> Int32 {
+    func submitRequest(_ fields: borrowing HTTP2HeaderBlock, body: ByteBuffer?) throws -> Int32 {
         let hasBody = body.map { $0.readableBytes > 0 } ?? false
         let streamID = fields.withNameValuePairs { pairs, count -> Int32 in
             if hasBody {
@@ -185,7 +185,7 @@ final class NGHTTP2Session {
     }
 
     /// Queues the response on `streamID`; with no body, the HEADERS frame ends the stream.
-    func submitResponse(streamID: Int32, _ fields: HTTP2OutgoingHeaders, body: ByteBuffer?) throws {
+    func submitResponse(streamID: Int32, _ fields: borrowing HTTP2HeaderBlock, body: ByteBuffer?) throws {
         let hasBody = body.map { $0.readableBytes > 0 } ?? false
         if hasBody, let body { outgoingBodies[streamID] = body }
         let result = fields.withNameValuePairs { pairs, count -> Int32 in

@@ -176,26 +176,19 @@ final class APNsBatchRun: Sendable {
         return groups
     }
 
-    /// Hands the notifications at `indexes` to the lease's connection in one go.
+    /// Hands the notifications at `indexes` to the lease's connection in one go; each request is
+    /// written when the connection submits it, straight from the notification.
     private func send(_ indexes: ArraySlice<Int>, on lease: APNsLease) {
         let authorization = client.providerToken(for: lease)
-        var requests: [(tag: Int, request: HTTP2Request)] = []
-        requests.reserveCapacity(indexes.count)
-        var shared: (notification: APNsNotification, headers: [HTTP2HeaderField])?
-        for index in indexes {
-            let notification = notifications[index]
-            let headers: [HTTP2HeaderField]
-            if let shared, shared.notification.sharesHeaders(with: notification) {
-                headers = shared.headers
-            } else {
-                headers = client.commonHeaders(notification, authorization: authorization)
-                shared = (notification, headers)
-            }
-            requests.append((index, client.makeRequest(notification, headers: headers)))
-        }
-        lease.connection.submit(requests, timeout: client.requestTimeout) { [self] index, result in
-            self.answered(index, result, on: lease)
-        }
+        lease.connection.submit(
+            Array(indexes), timeout: client.requestTimeout,
+            compose: { [self] index, block in
+                self.notifications[index].writeRequest(
+                    authority: self.client.authority, authorization: authorization, into: &block)
+            },
+            onResponse: { [self] index, result in
+                self.answered(index, result, on: lease)
+            })
     }
 
     /// An answer, on the connection's event loop.
@@ -269,13 +262,5 @@ final class APNsBatchRun: Sendable {
             return state.continuationIfDone()
         }
         finished?.resume()
-    }
-}
-
-extension APNsNotification {
-    /// Whether `other` carries the same header fields as this one, `apns-id` aside.
-    func sharesHeaders(with other: APNsNotification) -> Bool {
-        topic == other.topic && pushType == other.pushType && priority == other.priority
-            && expiration == other.expiration && collapseID == other.collapseID
     }
 }
