@@ -168,7 +168,9 @@ extension HeraldDatabase {
 }
 
 extension PostgresClient {
-    /// `query(_:logger:)`, given up with ``DeadlineExceeded`` after `within`.
+    /// `query(_:logger:)`, given up with ``DeadlineExceeded`` after `within`. The rows may be
+    /// left unread (a statement run for what it changes).
+    @discardableResult
     func boundedQuery(
         _ query: PostgresQuery, logger: Logger, within: Duration = HeraldDatabase.answerWithin,
         file: String = #fileID, line: Int = #line
