@@ -88,8 +88,8 @@ public final class HTTP2ClientConnection: Sendable {
         return HTTP2ClientConnection(channel: channel, handler: handler, shared: shared, authority: authority)
     }
 
-    /// The event loop the connection runs on (where ``submit(_:timeout:compose:onResponse:)``'s closures are
-    /// is called).
+    /// The event loop the connection runs on (where ``submit(_:timeout:compose:onResponse:)``
+    /// calls its closures).
     public var eventLoop: any EventLoop { channel.eventLoop }
 
     /// The server's current SETTINGS_MAX_CONCURRENT_STREAMS.
