@@ -4,25 +4,86 @@ import HeraldHTTP2
 import NIOCore
 
 /// One notification to one device, ready to send.
+///
+/// A value like any other, held in one immutable box: copying a notification (the sender does
+/// a few times per send) retains the box alone, not each of its strings and its payload — which
+/// the notifications of a batch share, so their reference counts were contended between the
+/// event loops. Changing a field makes a new box.
 public struct APNsNotification: Sendable, Hashable {
+    private struct Fields: Sendable, Hashable {
+        var deviceToken: String
+        var topic: String
+        var pushType: APNsPushType
+        var priority: APNsPriority
+        var expiration: Int64?
+        var collapseID: String?
+        var apnsID: String?
+        var payload: ByteBuffer
+    }
+
+    private final class Box: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var box: Box
+
     /// The device token in hex (any even length).
-    public var deviceToken: String
+    public var deviceToken: String {
+        get { box.fields.deviceToken }
+        set { change { $0.deviceToken = newValue } }
+    }
     /// `apns-topic`: the bundle id with the push type's suffix (``APNsPushType/topic(forBundleID:)``).
-    public var topic: String
-    public var pushType: APNsPushType
-    public var priority: APNsPriority
+    public var topic: String {
+        get { box.fields.topic }
+        set { change { $0.topic = newValue } }
+    }
+    public var pushType: APNsPushType {
+        get { box.fields.pushType }
+        set { change { $0.pushType = newValue } }
+    }
+    public var priority: APNsPriority {
+        get { box.fields.priority }
+        set { change { $0.priority = newValue } }
+    }
     /// `apns-expiration`: seconds since 1970 after which APNs stops trying; 0 means deliver
     /// once or never; nil leaves it to APNs (it stores and retries for a while).
-    public var expiration: Int64?
+    public var expiration: Int64? {
+        get { box.fields.expiration }
+        set { change { $0.expiration = newValue } }
+    }
     /// `apns-collapse-id` (at most 64 bytes): a later notification with the same id replaces
     /// this one on the device.
-    public var collapseID: String?
+    public var collapseID: String? {
+        get { box.fields.collapseID }
+        set { change { $0.collapseID = newValue } }
+    }
     /// `apns-id`, a UUID; Herald sets a deterministic one (``deterministicID(pushID:deviceID:)``)
     /// so a notification sent twice is recognisably the same.
-    public var apnsID: String?
+    public var apnsID: String? {
+        get { box.fields.apnsID }
+        set { change { $0.apnsID = newValue } }
+    }
     /// The encoded payload (``APNsPayload/validated(for:)``). Held as a `ByteBuffer` so that the
     /// notifications of one push share one copy of it.
-    public var payload: ByteBuffer
+    public var payload: ByteBuffer {
+        get { box.fields.payload }
+        set { change { $0.payload = newValue } }
+    }
+
+    private mutating func change(_ body: (inout Fields) -> Void) {
+        var fields = box.fields
+        body(&fields)
+        box = Box(fields)
+    }
+
+    public static func == (lhs: APNsNotification, rhs: APNsNotification) -> Bool {
+        lhs.box === rhs.box || lhs.box.fields == rhs.box.fields
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        box.fields.hash(into: &hasher)
+    }
 
     public init(
         deviceToken: String, topic: String, pushType: APNsPushType = .alert, priority: APNsPriority? = nil,
@@ -38,14 +99,11 @@ public struct APNsNotification: Sendable, Hashable {
         deviceToken: String, topic: String, pushType: APNsPushType = .alert, priority: APNsPriority? = nil,
         expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil, payload: ByteBuffer
     ) {
-        self.deviceToken = deviceToken
-        self.topic = topic
-        self.pushType = pushType
-        self.priority = priority ?? pushType.defaultPriority
-        self.expiration = expiration
-        self.collapseID = collapseID
-        self.apnsID = apnsID
-        self.payload = payload
+        box = Box(
+            Fields(
+                deviceToken: deviceToken, topic: topic, pushType: pushType,
+                priority: priority ?? pushType.defaultPriority, expiration: expiration, collapseID: collapseID,
+                apnsID: apnsID, payload: payload))
     }
 
     /// A name-based (version 5) UUID of a push and a device: the same pair always gives the
