@@ -46,9 +46,6 @@ public struct HTTP2HeaderBlock {
 
     public init() {}
 
-    /// How many fields are written.
-    public var count: Int { fields.count }
-
     /// Writes the four pseudo-header fields that start a request. `:path` is `pathPrefix`
     /// followed by `path` (a prefix shared by every request, such as APNs' `/3/device/`, is then
     /// never joined into a new String per request).
@@ -120,25 +117,21 @@ public struct HTTP2HeaderBlock {
     /// names and values during `submit_*` (no `NO_COPY` flags are set), so the pointers only have
     /// to live for the call, and they never leave it.
     func withNameValuePairs<Result>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> Result) -> Result {
-        let count = fields.count
-        return bytes.withUnsafeBufferPointer { storage in
-            withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(count, 1)) { pairs in
-                // An empty block has no storage to point into; nghttp2 reads no pair then.
-                if let base = storage.baseAddress {
-                    let start = UnsafeMutablePointer(mutating: base)
-                    for index in 0..<count {
-                        let field = fields[index]
-                        let flags =
-                            field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
-                        pairs.initializeElement(
-                            at: index,
-                            to: nghttp2_nv(
-                                name: start + Int(field.nameStart), value: start + Int(field.valueStart),
-                                namelen: Int(field.nameLength), valuelen: Int(field.valueLength), flags: UInt8(flags)))
-                    }
+        bytes.withUnsafeBufferPointer { storage in
+            withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(fields.count, 1)) { pairs in
+                // No bytes, nothing to point into: nghttp2 is given no pair. (`nghttp2_nv` is a
+                // plain C struct: the pairs need no deinitializing.)
+                guard let base = storage.baseAddress else { return body(UnsafePointer(pairs.baseAddress!), 0) }
+                let start = UnsafeMutablePointer(mutating: base)
+                for (index, field) in fields.enumerated() {
+                    let flags = field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
+                    pairs.initializeElement(
+                        at: index,
+                        to: nghttp2_nv(
+                            name: start + Int(field.nameStart), value: start + Int(field.valueStart),
+                            namelen: Int(field.nameLength), valuelen: Int(field.valueLength), flags: UInt8(flags)))
                 }
-                defer { if storage.baseAddress != nil { pairs.baseAddress!.deinitialize(count: count) } }
-                return body(UnsafePointer(pairs.baseAddress!), storage.baseAddress == nil ? 0 : count)
+                return body(UnsafePointer(pairs.baseAddress!), fields.count)
             }
         }
     }
