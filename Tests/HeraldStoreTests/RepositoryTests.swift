@@ -470,8 +470,19 @@ import Testing
             let secondBatch = BatchOutcome(
                 pushID: first.id, sequence: 1, acceptedDeviceIDs: Array(504...653),
                 failures: [rejected(501, "PayloadTooLarge"), rejected(502, "PayloadTooLarge"), expired])
-            let applied = try await fanouts.applyOutcomes([secondBatch])
+            // One call (as the center groups outcomes) with the first batch redelivered and the
+            // second one twice: the second is counted once, with its own accepted devices.
+            let applied = try await fanouts.applyOutcomes([firstBatch, secondBatch, secondBatch])
+            #expect(applied.batchesCounted == 1 && applied.batchesIgnored == 2 && applied.notificationsCounted == 153)
             #expect(applied.pushesCompleted == [first.id])
+            let stored = try await client.query(
+                "SELECT sequence, accepted_device_ids FROM push_batches WHERE push_id = \(first.id) ORDER BY sequence",
+                logger: logger)
+            var acceptedBySequence: [Int32: [Int64]] = [:]
+            for try await (sequence, accepted) in stored.decode((Int32, [Int64]).self) {
+                acceptedBySequence[sequence] = accepted
+            }
+            #expect(acceptedBySequence == [0: Array(1...460), 1: Array(504...653)])
             let counters = try #require(try await pushes.counters(pushID: first.id))
             // The second batch reported 153 devices where 150 were recorded: the outcome is the truth.
             #expect(

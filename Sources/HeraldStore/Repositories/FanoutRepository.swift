@@ -500,26 +500,13 @@ public struct FanoutRepository: Sendable {
             var deltas: [UUID: PushCounters] = [:]
             var failed: [FailedTarget] = []
             var counted: [(pushID: UUID, sequence: Int32)] = []
-            for outcome in outcomes {
-                // No batch has a sequence past Int32 (the column's type): such an outcome is no batch's.
-                guard let sequence = Int32(exactly: outcome.sequence) else {
+            let batches = try await Self.completeBatches(outcomes, on: connection, logger: logger)
+            for (position, outcome) in outcomes.enumerated() {
+                guard let batch = batches[position] else {
                     applied.batchesIgnored += 1
                     continue
                 }
-                let rows = try await connection.query(
-                    """
-                    UPDATE push_batches b SET completed_at = now(), accepted_device_ids = \(outcome.acceptedDeviceIDs)
-                    FROM pushes p
-                    WHERE b.push_id = \(outcome.pushID) AND b.sequence = \(sequence) AND b.completed_at IS NULL
-                      AND p.id = b.push_id
-                    RETURNING b.target_count, b.first_device, b.last_device, p.app_id
-                    """, logger: logger)
-                var batch: (targetCount: Int32, first: Int64, last: Int64, appID: UUID)?
-                for try await row in rows.decode((Int32, Int64, Int64, UUID).self) { batch = row }
-                guard let batch else {
-                    applied.batchesIgnored += 1
-                    continue
-                }
+                let sequence = Int32(outcome.sequence)
                 let targetCount = batch.targetCount
                 applied.batchesCounted += 1
                 counted.append((outcome.pushID, sequence))
@@ -579,6 +566,54 @@ public struct FanoutRepository: Sendable {
         /// The device ids the batch was cut from.
         var batchDevices: ClosedRange<Int64>
         var failure: BatchOutcome.Failure
+    }
+
+    /// Marks the batch of each of `outcomes` completed, with its accepted devices, in one
+    /// statement (one per outcome was a round trip and a fresh plan each, per 500 notifications).
+    /// Returns, at each outcome's position, what its batch recorded — or nil when the outcome
+    /// counts for nothing: no such batch (a sequence past Int32 included), a batch already
+    /// completed, or a second outcome of the same batch in `outcomes`.
+    static func completeBatches(_ outcomes: [BatchOutcome], on connection: PostgresConnection, logger: Logger)
+        async throws -> [CompletedBatch?]
+    {
+        var positions: [Int32] = []
+        var pushIDs: [UUID] = []
+        var sequences: [Int32] = []
+        // Every outcome's accepted devices one after another; each outcome's are the slice from
+        // its first to its last (1-based, as PostgreSQL's arrays; an empty slice when first > last).
+        var accepted: [Int64] = []
+        var firsts: [Int32] = []
+        var lasts: [Int32] = []
+        for (position, outcome) in outcomes.enumerated() {
+            // No batch has a sequence past Int32 (the column's type): such an outcome is no batch's.
+            guard let sequence = Int32(exactly: outcome.sequence) else { continue }
+            positions.append(Int32(position))
+            pushIDs.append(outcome.pushID)
+            sequences.append(sequence)
+            firsts.append(Int32(accepted.count + 1))
+            accepted.append(contentsOf: outcome.acceptedDeviceIDs)
+            lasts.append(Int32(accepted.count))
+        }
+        var batches = [CompletedBatch?](repeating: nil, count: outcomes.count)
+        guard !positions.isEmpty else { return batches }
+        let rows = try await connection.execute(
+            CompleteBatchesStatement(
+                positions: positions, pushIDs: pushIDs, sequences: sequences, accepted: accepted, firsts: firsts,
+                lasts: lasts), logger: logger)
+        // When one batch has two outcomes here, PostgreSQL completes it once, from one of them:
+        // the one it names is counted, the other ignored.
+        for try await (position, targetCount, first, last, appID) in rows {
+            batches[Int(position)] = CompletedBatch(targetCount: targetCount, first: first, last: last, appID: appID)
+        }
+        return batches
+    }
+
+    /// What a batch completed by ``completeBatches(_:on:logger:)`` was recorded with.
+    struct CompletedBatch {
+        var targetCount: Int32
+        var first: Int64
+        var last: Int64
+        var appID: UUID
     }
 
     /// Invalidates the tokens the failures prove dead — only of devices of the push's own app that
@@ -653,22 +688,10 @@ public struct FanoutRepository: Sendable {
         _ batches: [(pushID: UUID, sequence: Int32)], on connection: PostgresConnection, logger: Logger
     ) async throws {
         guard !batches.isEmpty else { return }
-        try await connection.query(
-            """
-            SELECT herald_webhook_event(p.app_id, 'delivery.batch', jsonb_build_object(
-                'push_id', b.push_id, 'batch', b.sequence,
-                'accepted', to_jsonb(COALESCE(b.accepted_device_ids, '{}'::bigint[])),
-                'failed', COALESCE((
-                    SELECT jsonb_agg(jsonb_build_object('registration_id', f.device_id, 'status', f.status, 'reason', f.reason)
-                                     ORDER BY f.device_id)
-                    FROM failed_deliveries f
-                    WHERE f.push_id = b.push_id AND f.device_id BETWEEN b.first_device AND b.last_device), '[]'::jsonb)))
-            FROM unnest(\(batches.map(\.pushID))::uuid[], \(batches.map(\.sequence))::integer[]) AS u(push_id, sequence)
-            JOIN push_batches b ON b.push_id = u.push_id AND b.sequence = u.sequence
-            JOIN pushes p ON p.id = b.push_id
-            WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.app_id = p.app_id AND w.enabled
-                          AND 'delivery.batch' = ANY(w.event_types))
-            """, logger: logger)
+        let rows = try await connection.execute(
+            DeliveryBatchEventsStatement(pushIDs: batches.map(\.pushID), sequences: batches.map(\.sequence)),
+            logger: logger)
+        for try await _ in rows {}
     }
 
     /// Marks completed those of `pushIDs` whose fan-out finished and whose every batch has its
@@ -677,16 +700,10 @@ public struct FanoutRepository: Sendable {
         -> [UUID]
     {
         guard !pushIDs.isEmpty else { return [] }
-        let rows = try await connection.query(
-            """
-            UPDATE pushes p SET state = CASE WHEN p.state = 'sending' THEN 'completed' ELSE p.state END, completed_at = now()
-            WHERE p.id = ANY(\(pushIDs)) AND p.state IN ('sending', 'canceled') AND p.fanout_finished_at IS NOT NULL
-              AND p.completed_at IS NULL
-              AND NOT EXISTS (SELECT 1 FROM push_batches b WHERE b.push_id = p.id AND b.completed_at IS NULL)
-            RETURNING p.id
-            """, logger: logger)
         var completed: [UUID] = []
-        for try await id in rows.decode(UUID.self) { completed.append(id) }
+        for try await id in try await connection.execute(CompleteIfDoneStatement(pushIDs: pushIDs), logger: logger) {
+            completed.append(id)
+        }
         return completed
     }
 
@@ -768,5 +785,101 @@ public struct FanoutRepository: Sendable {
                     topic: topic, redriven: Int(redriven)))
         }
         return batches
+    }
+}
+
+/// ``FanoutRepository/completeBatches(_:on:logger:)``'s statement: each row of the arrays is one
+/// outcome (its position in the caller's list, push, sequence, and the slice of `accepted` that
+/// holds its accepted devices). Prepared, so a connection plans it once.
+struct CompleteBatchesStatement: PostgresPreparedStatement {
+    typealias Row = (Int32, Int32, Int64, Int64, UUID)
+    static let sql = """
+        UPDATE push_batches b SET completed_at = now(), accepted_device_ids = ($4::bigint[])[o.first_accepted:o.last_accepted]
+        FROM unnest($1::int4[], $2::uuid[], $3::int4[], $5::int4[], $6::int4[])
+                 AS o(position, push_id, sequence, first_accepted, last_accepted),
+             pushes p
+        WHERE b.push_id = o.push_id AND b.sequence = o.sequence AND b.completed_at IS NULL AND p.id = b.push_id
+        RETURNING o.position, b.target_count, b.first_device, b.last_device, p.app_id
+        """
+
+    let positions: [Int32]
+    let pushIDs: [UUID]
+    let sequences: [Int32]
+    let accepted: [Int64]
+    let firsts: [Int32]
+    let lasts: [Int32]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 6)
+        bindings.append(positions)
+        bindings.append(pushIDs)
+        bindings.append(sequences)
+        bindings.append(accepted)
+        bindings.append(firsts)
+        bindings.append(lasts)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        try row.decode(Row.self)
+    }
+}
+
+/// ``FanoutRepository/reportDeliveryBatches(_:on:logger:)``'s statement: a `delivery.batch`
+/// webhook event for each completed batch whose app has an endpoint for it. Prepared (every
+/// outcome transaction runs it).
+struct DeliveryBatchEventsStatement: PostgresPreparedStatement {
+    typealias Row = Void
+    static let sql = """
+        SELECT herald_webhook_event(p.app_id, 'delivery.batch', jsonb_build_object(
+            'push_id', b.push_id, 'batch', b.sequence,
+            'accepted', to_jsonb(COALESCE(b.accepted_device_ids, '{}'::bigint[])),
+            'failed', COALESCE((
+                SELECT jsonb_agg(jsonb_build_object('registration_id', f.device_id, 'status', f.status, 'reason', f.reason)
+                                 ORDER BY f.device_id)
+                FROM failed_deliveries f
+                WHERE f.push_id = b.push_id AND f.device_id BETWEEN b.first_device AND b.last_device), '[]'::jsonb)))
+        FROM unnest($1::uuid[], $2::integer[]) AS u(push_id, sequence)
+        JOIN push_batches b ON b.push_id = u.push_id AND b.sequence = u.sequence
+        JOIN pushes p ON p.id = b.push_id
+        WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.app_id = p.app_id AND w.enabled
+                      AND 'delivery.batch' = ANY(w.event_types))
+        """
+
+    let pushIDs: [UUID]
+    let sequences: [Int32]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(pushIDs)
+        bindings.append(sequences)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws {}
+}
+
+/// ``FanoutRepository/completeIfDone(_:on:logger:)``'s statement, prepared (every outcome
+/// transaction runs it).
+struct CompleteIfDoneStatement: PostgresPreparedStatement {
+    typealias Row = UUID
+    static let sql = """
+        UPDATE pushes p SET state = CASE WHEN p.state = 'sending' THEN 'completed' ELSE p.state END, completed_at = now()
+        WHERE p.id = ANY($1::uuid[]) AND p.state IN ('sending', 'canceled') AND p.fanout_finished_at IS NOT NULL
+          AND p.completed_at IS NULL
+          AND NOT EXISTS (SELECT 1 FROM push_batches b WHERE b.push_id = p.id AND b.completed_at IS NULL)
+        RETURNING p.id
+        """
+
+    let pushIDs: [UUID]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(pushIDs)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> UUID {
+        try row.decode(UUID.self)
     }
 }

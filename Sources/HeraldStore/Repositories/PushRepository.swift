@@ -129,26 +129,16 @@ public struct PushRepository: Sendable {
         pushID: UUID, appID: UUID, sequence: Int32, copy: String, takeoverAfter: Duration,
         answerWithin: Duration = HeraldDatabase.answerWithin
     ) async throws -> BatchStatus? {
-        let rows = try await client.boundedQuery(
-            """
-            WITH push AS (
-                SELECT state = 'canceled' AS canceled FROM pushes WHERE id = \(pushID) AND app_id = \(appID)
-            ), taken AS (
-                UPDATE push_batches SET sending_copy = \(copy), sending_since = now()
-                WHERE push_id = \(pushID) AND sequence = \(sequence) AND completed_at IS NULL AND EXISTS (SELECT 1 FROM push)
-                  AND (sending_copy IS NULL OR sending_copy = \(copy)
-                       OR sending_since < now() - \(takeoverAfter.wholeMilliseconds) * interval '1 millisecond')
-                RETURNING sequence
-            )
-            SELECT p.canceled, b.completed_at IS NOT NULL,
-                   b.sequence IS NOT NULL AND b.completed_at IS NULL AND NOT EXISTS (SELECT 1 FROM taken)
-            FROM push p LEFT JOIN push_batches b ON b.push_id = \(pushID) AND b.sequence = \(sequence)
-            """, logger: logger, within: answerWithin)
-        for try await (canceled, accounted, elsewhere) in rows.decode((Bool, Bool?, Bool?).self) {
-            return BatchStatus(
-                canceled: canceled, accounted: accounted ?? false, anotherCopySending: elsewhere ?? false)
+        let statement = BatchStatusStatement(
+            pushID: pushID, appID: appID, sequence: sequence, copy: copy,
+            takeoverAfterMilliseconds: takeoverAfter.wholeMilliseconds)
+        return try await withDeadline(answerWithin) { [client, logger] in
+            for try await (canceled, accounted, elsewhere) in try await client.execute(statement, logger: logger) {
+                return BatchStatus(
+                    canceled: canceled, accounted: accounted ?? false, anotherCopySending: elsewhere ?? false)
+            }
+            return nil
         }
-        return nil
     }
 
     /// See ``batchStatus(pushID:appID:sequence:copy:takeoverAfter:)``.
@@ -196,26 +186,9 @@ public struct PushRepository: Sendable {
         async throws
     {
         let reasons = try String(decoding: JSONEncoder().encode(delta.rejectedByReason), as: UTF8.self)
-        try await connection.query(
-            """
-            UPDATE push_counters SET
-                targeted = targeted + \(delta.targeted),
-                accepted = accepted + \(delta.accepted),
-                rejected = rejected + \(delta.rejected),
-                expired = expired + \(delta.expired),
-                canceled = canceled + \(delta.canceled),
-                tokens_invalidated = tokens_invalidated + \(delta.tokensInvalidated),
-                rejected_by_reason = (
-                    SELECT COALESCE(jsonb_object_agg(key, total), '{}'::jsonb) FROM (
-                        SELECT key, sum(value::bigint) AS total FROM (
-                            SELECT key, value FROM jsonb_each_text(rejected_by_reason)
-                            UNION ALL SELECT key, value FROM jsonb_each_text(\(reasons)::jsonb)
-                        ) AS both_sides GROUP BY key
-                    ) AS summed
-                ),
-                updated_at = now()
-            WHERE push_id = \(pushID)
-            """, logger: logger)
+        for try await _ in try await connection.execute(
+            AddToCountersStatement(pushID: pushID, delta: delta, reasonsJSON: reasons), logger: logger)
+        {}
     }
 
     public func counters(pushID: UUID) async throws -> PushCounters? {
@@ -340,6 +313,93 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
 
     func decodeRow(_ row: PostgresRow) throws -> Date {
         try row.decode(Date.self)
+    }
+}
+
+/// ``PushRepository/addToCounters(pushID:_:on:logger:)``'s statement, prepared (every outcome
+/// transaction runs it, once per push it counts).
+struct AddToCountersStatement: PostgresPreparedStatement {
+    typealias Row = Void
+    static let sql = """
+        UPDATE push_counters SET
+            targeted = targeted + $2,
+            accepted = accepted + $3,
+            rejected = rejected + $4,
+            expired = expired + $5,
+            canceled = canceled + $6,
+            tokens_invalidated = tokens_invalidated + $7,
+            rejected_by_reason = (
+                SELECT COALESCE(jsonb_object_agg(key, total), '{}'::jsonb) FROM (
+                    SELECT key, sum(value::bigint) AS total FROM (
+                        SELECT key, value FROM jsonb_each_text(rejected_by_reason)
+                        UNION ALL SELECT key, value FROM jsonb_each_text($8::text::jsonb)
+                    ) AS both_sides GROUP BY key
+                ) AS summed
+            ),
+            updated_at = now()
+        WHERE push_id = $1
+        """
+
+    let pushID: UUID
+    let delta: PushCounters
+    /// The rejections by reason as a JSON object (bound as text and cast, as jsonb's binary form
+    /// is not what postgres-nio sends for a String).
+    let reasonsJSON: String
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 8)
+        bindings.append(pushID)
+        bindings.append(delta.targeted)
+        bindings.append(delta.accepted)
+        bindings.append(delta.rejected)
+        bindings.append(delta.expired)
+        bindings.append(delta.canceled)
+        bindings.append(delta.tokensInvalidated)
+        bindings.append(reasonsJSON)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws {}
+}
+
+/// ``PushRepository/batchStatus(pushID:appID:sequence:copy:takeoverAfter:answerWithin:)`` as a
+/// prepared statement: every sender asks it once per job batch, and parsing and planning it each
+/// time was half of what PostgreSQL spent on it (`make bench-e2e`, perf, 2026-11-26).
+struct BatchStatusStatement: PostgresPreparedStatement {
+    typealias Row = (Bool, Bool?, Bool?)
+    static let sql = """
+        WITH push AS (
+            SELECT state = 'canceled' AS canceled FROM pushes WHERE id = $1 AND app_id = $2
+        ), taken AS (
+            UPDATE push_batches SET sending_copy = $4, sending_since = now()
+            WHERE push_id = $1 AND sequence = $3 AND completed_at IS NULL AND EXISTS (SELECT 1 FROM push)
+              AND (sending_copy IS NULL OR sending_copy = $4
+                   OR sending_since < now() - $5::bigint * interval '1 millisecond')
+            RETURNING sequence
+        )
+        SELECT p.canceled, b.completed_at IS NOT NULL,
+               b.sequence IS NOT NULL AND b.completed_at IS NULL AND NOT EXISTS (SELECT 1 FROM taken)
+        FROM push p LEFT JOIN push_batches b ON b.push_id = $1 AND b.sequence = $3
+        """
+
+    let pushID: UUID
+    let appID: UUID
+    let sequence: Int32
+    let copy: String
+    let takeoverAfterMilliseconds: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 5)
+        bindings.append(pushID)
+        bindings.append(appID)
+        bindings.append(sequence)
+        bindings.append(copy)
+        bindings.append(takeoverAfterMilliseconds)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        try row.decode(Row.self)
     }
 }
 
