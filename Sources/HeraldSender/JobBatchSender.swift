@@ -37,7 +37,8 @@ public struct JobBatchSender: Sendable {
         self.now = now
     }
 
-    /// Sends `batch` and returns its outcomes.
+    /// Sends the batch `record` holds (read from its job record with
+    /// ``PackedJobBatch/decodeRecord(_:)``) and returns its outcomes.
     ///
     /// Every target gets its first attempt at once (through ``APNsClient/send(_:)-(APNsNotification...)``,
     /// as many in flight as the client allows); those APNs asks to retry are sent again in
@@ -47,9 +48,11 @@ public struct JobBatchSender: Sendable {
     ///   next free streams before any campaign's.
     /// - Throws: `CancellationError` only: the task was cancelled while targets still waited to
     ///   be retried. Nothing of the batch should be published then; it comes again.
-    public func send(_ batch: Herald_V1_JobBatch, with client: APNsClient, urgent: Bool = false) async throws
+    public func send(_ record: PackedJobBatch, with client: APNsClient, urgent: Bool = false) async throws
         -> Herald_V1_OutcomeBatch
     {
+        let batch = record.header
+        let targets = record.targets
         let pushID = UUID(data: batch.pushID)
         let pushType = APNsPushType(batch.pushType)
         let priority = APNsPriority(rawValue: Int(batch.priority))
@@ -59,19 +62,19 @@ public struct JobBatchSender: Sendable {
         // once); an empty one rendered over the limit and is never sent.
         let payloads = batch.payloads.isEmpty ? [ByteBuffer(bytes: batch.payload)] : batch.payloads.map(ByteBuffer.init)
         let topic = batch.apnsTopic
-        let targets = batch.targets
-        let notifications = targets.map { target in
+        let notifications = (0..<targets.count).map { index in
             APNsNotification(
-                deviceToken: Hexadecimal.encode(target.token), topic: topic, pushType: pushType, priority: priority,
-                expiration: expiration, collapseID: collapseID,
-                apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: Int64(bitPattern: target.deviceID)),
-                payload: payloads[Int(target.payloadIndex)])
+                deviceToken: targets.withToken(at: index) { Hexadecimal.encode($0) }, topic: topic,
+                pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID,
+                apnsID: APNsNotification.deterministicID(
+                    pushID: pushID, deviceID: Int64(bitPattern: targets.deviceIDs[index])),
+                payload: payloads[Int(targets.payloadIndexes[index])])
         }
 
         var results = [TargetResult?](repeating: nil, count: targets.count)
         var unsendable = 0
         if !batch.payloads.isEmpty {
-            for index in targets.indices where notifications[index].payload.readableBytes == 0 {
+            for index in notifications.indices where notifications[index].payload.readableBytes == 0 {
                 var failure = Herald_V1_OutcomeBatch.Failure()
                 failure.status = .rejected
                 failure.reason = BatchOutcome.Failure.renderedPayloadTooLargeReason
@@ -84,7 +87,7 @@ public struct JobBatchSender: Sendable {
         var latencies = [Double](repeating: 0, count: targets.count)
         var waiting: [(index: Int, dueMilliseconds: Int64)] = []
         var retries: [String: Int] = [:]
-        var round = unsendable == 0 ? Array(targets.indices) : targets.indices.filter { results[$0] == nil }
+        var round = unsendable == 0 ? Array(notifications.indices) : notifications.indices.filter { results[$0] == nil }
         let start = ContinuousClock.now
         var generator = SystemRandomNumberGenerator()
         while true {
@@ -120,8 +123,8 @@ public struct JobBatchSender: Sendable {
         outcomes.batchID = batch.batchID
         outcomes.pushID = batch.pushID
         outcomes.appID = batch.appID
-        for index in targets.indices {
-            let deviceID = targets[index].deviceID
+        for index in notifications.indices {
+            let deviceID = targets.deviceIDs[index]
             switch results[index] {
             case .accepted?:
                 outcomes.acceptedDeviceIds.append(deviceID)

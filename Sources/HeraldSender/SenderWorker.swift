@@ -200,8 +200,8 @@ public final class SenderWorker: Service, Sendable {
         var logger = self.logger
         if let trace { logger[metadataKey: "trace"] = "\(trace.traceID)" }
         do {
-            let batch = try Herald_V1_JobBatch.decodeRecord(message.value)
-            logger[metadataKey: "push"] = "\(UUID(data: batch.pushID))"
+            let batch = try PackedJobBatch.decodeRecord(message.value)
+            logger[metadataKey: "push"] = "\(UUID(data: batch.header.pushID))"
             guard
                 let sent = try await send(
                     batch, copy: "\(message.topic)/\(message.partition)/\(message.offset)", urgent: source.urgent,
@@ -214,7 +214,7 @@ public final class SenderWorker: Service, Sendable {
             logger.debug(
                 "batch sent",
                 metadata: [
-                    "sequence": "\(batch.sequence)", "targets": "\(batch.targets.count)",
+                    "sequence": "\(batch.header.sequence)", "targets": "\(batch.targets.count)",
                     "failed": "\(outcome.failures.count)",
                 ])
         } catch is CancellationError {
@@ -241,12 +241,12 @@ public final class SenderWorker: Service, Sendable {
     /// - Throws: `RecordDecodingError` for a record no herald-center writes, ``UnknownPush`` for one
     ///   no push of its app stands behind (both dead-lettered, not sent); `CancellationError`
     ///   when stopped while waiting for the app's credential.
-    private func send(_ batch: Herald_V1_JobBatch, copy: String, urgent: Bool, logger: Logger) async throws
+    private func send(_ batch: PackedJobBatch, copy: String, urgent: Bool, logger: Logger) async throws
         -> Herald_V1_OutcomeBatch?
     {
         let sequence = try batch.checkedSequence()
-        let pushID = UUID(data: batch.pushID)
-        let appID = UUID(data: batch.appID)
+        let pushID = UUID(data: batch.header.pushID)
+        let appID = UUID(data: batch.header.appID)
         switch await gate?.verdict(pushID: pushID, appID: appID, sequence: sequence, copy: copy) ?? .send {
         case .send:
             break
@@ -258,10 +258,10 @@ public final class SenderWorker: Service, Sendable {
             metrics.duplicateBatches.add(1, ordering: .relaxed)
             logger.debug(
                 "a second copy of a batch already accounted or being sent; not sent",
-                metadata: ["sequence": "\(batch.sequence)", "copy": "\(copy)"])
+                metadata: ["sequence": "\(batch.header.sequence)", "copy": "\(copy)"])
             return nil
         }
-        guard let environment = APNsEnvironment(batch.environment) else {
+        guard let environment = APNsEnvironment(batch.header.environment) else {
             return counted(Self.everyTarget(of: batch, status: .rejected, reason: "NoEnvironment"))
         }
         do {
@@ -375,17 +375,17 @@ public final class SenderWorker: Service, Sendable {
         return text.text
     }
 
-    static func everyTarget(of batch: Herald_V1_JobBatch, status: Herald_V1_OutcomeBatch.Status, reason: String)
+    static func everyTarget(of batch: PackedJobBatch, status: Herald_V1_OutcomeBatch.Status, reason: String)
         -> Herald_V1_OutcomeBatch
     {
         var outcome = Herald_V1_OutcomeBatch()
         outcome.schemaVersion = 1
-        outcome.batchID = batch.batchID
-        outcome.pushID = batch.pushID
-        outcome.appID = batch.appID
-        outcome.failures = batch.targets.map { target in
+        outcome.batchID = batch.header.batchID
+        outcome.pushID = batch.header.pushID
+        outcome.appID = batch.header.appID
+        outcome.failures = batch.targets.deviceIDs.map { deviceID in
             var failure = Herald_V1_OutcomeBatch.Failure()
-            failure.deviceID = target.deviceID
+            failure.deviceID = deviceID
             failure.status = status
             failure.reason = reason
             return failure

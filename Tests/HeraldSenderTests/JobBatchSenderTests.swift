@@ -54,6 +54,11 @@ enum SenderFixture {
             createdAtMs: Int64(Date().timeIntervalSince1970 * 1000))
     }
 
+    /// `batch` as herald-sender reads it: encoded as a job record, then decoded.
+    static func record(_ batch: Herald_V1_JobBatch) throws -> PackedJobBatch {
+        try PackedJobBatch.decodeRecord(batch.encodedRecord())
+    }
+
     static func simulator(_ adjust: (inout APNsSimulatorConfiguration) -> Void = { _ in }) -> APNsSimulatorConfiguration
     {
         var configuration = APNsSimulatorConfiguration()
@@ -90,7 +95,8 @@ struct JobBatchSenderTests {
     func outcomesAddUp() async throws {
         try await withSenderClient(SenderFixture.simulator()) { simulator, client in
             let collapseID = SenderFixture.pushID.uuidString.lowercased()
-            let outcomes = try await JobBatchSender().send(SenderFixture.batch(collapseID: collapseID), with: client)
+            let outcomes = try await JobBatchSender().send(
+                SenderFixture.record(SenderFixture.batch(collapseID: collapseID)), with: client)
             #expect(outcomes.acceptedDeviceIds == (1...290).map(UInt64.init))
             #expect(outcomes.failures.count == 10)
             #expect(outcomes.acceptedDeviceIds.count + outcomes.failures.count == 300)
@@ -126,7 +132,7 @@ struct JobBatchSenderTests {
                 Data(#"{"aps":{"alert":"Hi Ann"}}"#.utf8), Data(), Data(#"{"aps":{"alert":"Hi Bo"}}"#.utf8),
             ]
             for (index, payload) in [0, 1, 2].enumerated() { batch.targets[index].payloadIndex = UInt32(payload) }
-            let outcomes = try await JobBatchSender().send(batch, with: client)
+            let outcomes = try await JobBatchSender().send(SenderFixture.record(batch), with: client)
             #expect(outcomes.acceptedDeviceIds == [1, 3])
             #expect(
                 outcomes.failures.map { [$0.deviceID, UInt64($0.attempts)] } == [[2, 0]]
@@ -152,7 +158,8 @@ struct JobBatchSenderTests {
                     maxAttempts: 30, backoff: Backoff(initial: .milliseconds(2), maximum: .milliseconds(20))))
             let metrics = SenderMetrics()
             sender.metrics = metrics
-            let outcomes = try await sender.send(SenderFixture.batch(collapseID: "promo"), with: client)
+            let outcomes = try await sender.send(
+                SenderFixture.record(SenderFixture.batch(collapseID: "promo")), with: client)
             #expect(outcomes.acceptedDeviceIds.count == 290)
             #expect(outcomes.failures.count == 10)
             #expect(simulator.ledger.counts.accepted == 290)
@@ -182,7 +189,8 @@ struct JobBatchSenderTests {
             // Whole seconds, so at least three ahead: room for a second attempt of every target
             // even on a loaded machine (with two, one CI run gave some targets a single attempt).
             let expiration = Int64(Date().timeIntervalSince1970) + 4
-            let outcomes = try await sender.send(SenderFixture.batch(expirationS: expiration), with: client)
+            let outcomes = try await sender.send(
+                SenderFixture.record(SenderFixture.batch(expirationS: expiration)), with: client)
             #expect(outcomes.acceptedDeviceIds.isEmpty)
             #expect(outcomes.failures.count == 300)
             // The ten bad tokens are refused for good at once; the rest expire after retries.
@@ -217,7 +225,7 @@ struct JobBatchSenderTests {
             let sender = JobBatchSender(
                 retryPolicy: RetryPolicy(
                     maxAttempts: 3, backoff: Backoff(initial: .milliseconds(1), maximum: .milliseconds(5))))
-            let outcomes = try await sender.send(SenderFixture.batch(), with: client)
+            let outcomes = try await sender.send(SenderFixture.record(SenderFixture.batch()), with: client)
             let throttled = outcomes.failures.filter { $0.reason == "TooManyRequests" }
             #expect(throttled.count == 290)
             #expect(throttled.allSatisfy { $0.attempts == 3 && $0.httpStatus == 429 && $0.status == .rejected })
