@@ -28,6 +28,11 @@ public enum BenchmarkProcesses {
     public struct H2LoadRun: Sendable {
         public var rate: Double
         public var cpuMicrosecondsPerRequest: Double
+
+        public init(rate: Double, cpuMicrosecondsPerRequest: Double) {
+            self.rate = rate
+            self.cpuMicrosecondsPerRequest = cpuMicrosecondsPerRequest
+        }
     }
 
     /// Runs h2load as ``h2load(requests:connections:streams:headers:bodyFile:url:)`` does, and
