@@ -24,7 +24,7 @@ public struct PackedJobBatch: Sendable {
                     let fieldStart = reader.position
                     let (field, wireType) = try reader.tag()
                     if field == 13 && wireType == 2 {
-                        var target = try reader.nested()
+                        var target = WireReader(try reader.lengthDelimited())
                         try targets.append(from: &target)
                     } else {
                         try reader.skip(wireType)
@@ -108,30 +108,22 @@ struct WireFormatError: Error, CustomStringConvertible {
     var description: String { reason }
 }
 
-/// Reads Protocol Buffers' wire format from a buffer that outlives it.
+/// Reads Protocol Buffers' wire format from a buffer that outlives it (a nested message is read
+/// by a reader of its own, over the bytes ``lengthDelimited()`` returns).
 struct WireReader {
     private let bytes: UnsafeBufferPointer<UInt8>
-    private(set) var position: Int
-    private let end: Int
+    private(set) var position = 0
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
-        position = 0
-        end = bytes.count
     }
 
-    private init(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) {
-        self.bytes = bytes
-        position = start
-        self.end = end
-    }
-
-    var isAtEnd: Bool { position >= end }
+    var isAtEnd: Bool { position >= bytes.count }
 
     mutating func varint() throws(WireFormatError) -> UInt64 {
         var value: UInt64 = 0
         var shift: UInt64 = 0
-        while position < end {
+        while position < bytes.count {
             let byte = bytes[position]
             position += 1
             value |= UInt64(byte & 0x7F) << shift
@@ -152,23 +144,12 @@ struct WireReader {
     /// A length-delimited field's bytes.
     mutating func lengthDelimited() throws(WireFormatError) -> UnsafeBufferPointer<UInt8> {
         let length = try varint()
-        guard length <= UInt64(end - position) else {
+        guard length <= UInt64(bytes.count - position) else {
             throw WireFormatError(reason: "a field of \(length) bytes runs past the record's end")
         }
         let start = position
         position += Int(length)
         return UnsafeBufferPointer(rebasing: bytes[start..<position])
-    }
-
-    /// A reader of the length-delimited field that comes next (a nested message).
-    mutating func nested() throws(WireFormatError) -> WireReader {
-        let length = try varint()
-        guard length <= UInt64(end - position) else {
-            throw WireFormatError(reason: "a message of \(length) bytes runs past the record's end")
-        }
-        let start = position
-        position += Int(length)
-        return WireReader(bytes, from: start, to: position)
     }
 
     /// Passes over a field's value of `wireType`.
@@ -183,7 +164,7 @@ struct WireReader {
     }
 
     private mutating func advance(_ count: Int) throws(WireFormatError) {
-        guard count <= end - position else { throw WireFormatError(reason: "the record ends inside a field") }
+        guard count <= bytes.count - position else { throw WireFormatError(reason: "the record ends inside a field") }
         position += count
     }
 }
