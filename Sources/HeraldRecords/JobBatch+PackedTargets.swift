@@ -11,17 +11,15 @@ extension Herald_V1_JobBatch {
     /// `targets` and calling ``encodedRecord()``.
     ///
     /// - Parameters:
-    ///   - deviceIDs: each target's device id.
-    ///   - tokenBytes: every token's bytes, one after another.
-    ///   - tokenEnds: where each token ends in `tokenBytes` (as many as `deviceIDs`).
+    ///   - targets: each target's device id and token (their personalization values are not
+    ///     part of the record).
     ///   - payloadIndexes: a templated push's `payload_index` of each target (as many as
-    ///     `deviceIDs`), or empty.
-    public func encodedRecord(
-        deviceIDs: [Int64], tokenBytes: [UInt8], tokenEnds: [Int32], payloadIndexes: [UInt32] = []
-    ) throws -> [UInt8] {
-        precondition(
-            targets.isEmpty && deviceIDs.count == tokenEnds.count
-                && (payloadIndexes.isEmpty || payloadIndexes.count == deviceIDs.count))
+    ///     `targets`), or empty.
+    public func encodedRecord(targets packed: DeviceTokens, payloadIndexes: [UInt32] = []) throws -> [UInt8] {
+        let deviceIDs = packed.deviceIDs
+        let tokenBytes = packed.tokenBytes
+        let tokenEnds = packed.tokenEnds
+        precondition(targets.isEmpty && (payloadIndexes.isEmpty || payloadIndexes.count == deviceIDs.count))
         var bytes = try encodedRecord()
         bytes.reserveCapacity(bytes.count + tokenBytes.count + deviceIDs.count * 10)
         var start = 0

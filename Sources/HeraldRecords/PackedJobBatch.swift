@@ -5,18 +5,23 @@ import SwiftProtobuf
 /// SwiftProtobuf into ``header``, the targets read by hand into packed arrays — no `Target`
 /// message and no `Data` per device (two allocations per token, made and freed once per
 /// notification sent). The counterpart of the center's
-/// ``Herald_V1_JobBatch/encodedRecord(deviceIDs:tokenBytes:tokenEnds:payloadIndexes:)``.
+/// ``Herald_V1_JobBatch/encodedRecord(targets:payloadIndexes:)``.
 public struct PackedJobBatch: Sendable {
     /// The record's fields but its targets (`header.targets` is empty).
     public var header: Herald_V1_JobBatch
-    public var targets: JobBatchTargets
+    /// Each target's device id and token. A device id past `Int64.max` (which no registration has)
+    /// reads as a negative one.
+    public var targets: DeviceTokens
+    /// Each target's `payload_index` (0 when the record left it out), at the target's position.
+    public var payloadIndexes: [UInt32]
 
     /// Reads a job record.
     /// - Throws: ``RecordDecodingError`` for bytes that are not a job record, or one of a schema
     ///   version this build does not read.
     public static func decodeRecord(_ bytes: [UInt8]) throws(RecordDecodingError) -> PackedJobBatch {
         var rest: [UInt8] = []
-        var targets = JobBatchTargets()
+        var targets = DeviceTokens()
+        var payloadIndexes: [UInt32] = []
         do {
             try bytes.withUnsafeBufferPointer { record throws(WireFormatError) in
                 var reader = WireReader(record)
@@ -25,7 +30,7 @@ public struct PackedJobBatch: Sendable {
                     let (field, wireType) = try reader.tag()
                     if field == 13 && wireType == 2 {
                         var target = WireReader(try reader.lengthDelimited())
-                        try targets.append(from: &target)
+                        try readTarget(from: &target, into: &targets, payloadIndexes: &payloadIndexes)
                     } else {
                         try reader.skip(wireType)
                         // Everything else (a few hundred bytes: ids, topic, payload) goes to
@@ -45,47 +50,18 @@ public struct PackedJobBatch: Sendable {
         } catch {
             throw RecordDecodingError(recordType: "\(Herald_V1_JobBatch.self)", reason: "\(error)")
         }
-        return PackedJobBatch(header: header, targets: targets)
-    }
-}
-
-/// The targets of a job batch as packed arrays: each target's device id, token and payload index
-/// at the same position.
-public struct JobBatchTargets: Sendable, Equatable {
-    public private(set) var deviceIDs: [UInt64] = []
-    /// Each target's `payload_index` (0 when the record left it out).
-    public private(set) var payloadIndexes: [UInt32] = []
-    /// Every token's bytes, one after another; each ends at its `tokenEnds` entry.
-    private var tokenBytes: [UInt8] = []
-    private var tokenEnds: [Int] = []
-
-    public init() {}
-
-    /// How many targets there are.
-    public var count: Int { deviceIDs.count }
-
-    /// The length in bytes of the token at `index`.
-    public func tokenLength(at index: Int) -> Int {
-        tokenEnds[index] - (index == 0 ? 0 : tokenEnds[index - 1])
-    }
-
-    /// Calls `body` with the bytes of the token at `index`, valid only during the call.
-    public func withToken<Result>(at index: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows
-        -> Result
-    {
-        let start = index == 0 ? 0 : tokenEnds[index - 1]
-        return try tokenBytes.withUnsafeBufferPointer { all in
-            try body(UnsafeBufferPointer(rebasing: all[start..<tokenEnds[index]]))
-        }
+        return PackedJobBatch(header: header, targets: targets, payloadIndexes: payloadIndexes)
     }
 
     /// Reads one `Target { uint64 device_id = 1; bytes token = 2; uint32 payload_index = 3; }`
     /// (fields in any order, the last of a repeated one counting, unknown ones skipped, as
     /// Protocol Buffers readers do).
-    mutating func append(from target: inout WireReader) throws(WireFormatError) {
+    private static func readTarget(
+        from target: inout WireReader, into targets: inout DeviceTokens, payloadIndexes: inout [UInt32]
+    ) throws(WireFormatError) {
         var deviceID: UInt64 = 0
         var payloadIndex: UInt32 = 0
-        var token: UnsafeBufferPointer<UInt8>?
+        var token = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
         while !target.isAtEnd {
             switch try target.tag() {
             case (1, 0): deviceID = try target.varint()
@@ -95,10 +71,8 @@ public struct JobBatchTargets: Sendable, Equatable {
             case (_, let wireType): try target.skip(wireType)
             }
         }
-        deviceIDs.append(deviceID)
+        targets.append(deviceID: Int64(bitPattern: deviceID), token: token)
         payloadIndexes.append(payloadIndex)
-        if let token { tokenBytes.append(contentsOf: token) }
-        tokenEnds.append(tokenBytes.count)
     }
 }
 

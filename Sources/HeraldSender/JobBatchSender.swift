@@ -66,9 +66,8 @@ public struct JobBatchSender: Sendable {
             APNsNotification(
                 deviceToken: targets.withToken(at: index) { Hexadecimal.encode($0) }, topic: topic,
                 pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID,
-                apnsID: APNsNotification.deterministicID(
-                    pushID: pushID, deviceID: Int64(bitPattern: targets.deviceIDs[index])),
-                payload: payloads[Int(targets.payloadIndexes[index])])
+                apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: targets.deviceIDs[index]),
+                payload: payloads[Int(record.payloadIndexes[index])])
         }
 
         var results = [TargetResult?](repeating: nil, count: targets.count)
@@ -124,7 +123,7 @@ public struct JobBatchSender: Sendable {
         outcomes.pushID = batch.pushID
         outcomes.appID = batch.appID
         for index in notifications.indices {
-            let deviceID = targets.deviceIDs[index]
+            let deviceID = UInt64(bitPattern: targets.deviceIDs[index])
             switch results[index] {
             case .accepted?:
                 outcomes.acceptedDeviceIds.append(deviceID)

@@ -31,15 +31,16 @@ extension PackedJobBatch {
         }
         for index in 0..<targets.count {
             let deviceID = targets.deviceIDs[index]
-            guard deviceID != 0, deviceID <= UInt64(Int64.max) else {
-                throw .unusable(Herald_V1_JobBatch.self, "device id \(deviceID) is out of range")
+            guard deviceID > 0 else {
+                throw .unusable(
+                    Herald_V1_JobBatch.self, "device id \(UInt64(bitPattern: deviceID)) is out of range")
             }
             guard Self.tokenByteRange.contains(targets.tokenLength(at: index)) else {
                 throw .unusable(
                     Herald_V1_JobBatch.self,
                     "device \(deviceID)'s token is \(targets.tokenLength(at: index)) bytes (8 to 100)")
             }
-            let payloadIndex = targets.payloadIndexes[index]
+            let payloadIndex = payloadIndexes[index]
             guard Int(payloadIndex) < max(1, payloads.count) else {
                 throw .unusable(
                     Herald_V1_JobBatch.self,

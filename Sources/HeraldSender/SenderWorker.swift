@@ -385,7 +385,7 @@ public final class SenderWorker: Service, Sendable {
         outcome.appID = batch.header.appID
         outcome.failures = batch.targets.deviceIDs.map { deviceID in
             var failure = Herald_V1_OutcomeBatch.Failure()
-            failure.deviceID = deviceID
+            failure.deviceID = UInt64(bitPattern: deviceID)
             failure.status = status
             failure.reason = reason
             return failure

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldRecords
 import HeraldStore
 import Testing
 

@@ -27,8 +27,8 @@ struct PackedJobBatchTests {
         header.schemaVersion = 1
         #expect(packed.header == header)
         #expect(packed.targets.count == batch.targets.count)
-        #expect(packed.targets.deviceIDs == batch.targets.map(\.deviceID))
-        #expect(packed.targets.payloadIndexes == batch.targets.map(\.payloadIndex))
+        #expect(packed.targets.deviceIDs == batch.targets.map { Int64(bitPattern: $0.deviceID) })
+        #expect(packed.payloadIndexes == batch.targets.map(\.payloadIndex))
         for (index, target) in batch.targets.enumerated() {
             #expect(packed.targets.tokenLength(at: index) == target.token.count)
             #expect(packed.targets.withToken(at: index) { Data($0) } == target.token)
@@ -46,15 +46,11 @@ struct PackedJobBatchTests {
         let batch = batch()
         var header = batch
         header.targets = []
-        var tokens: [UInt8] = []
-        var ends: [Int32] = []
+        var targets = DeviceTokens()
         for target in batch.targets {
-            tokens += target.token
-            ends.append(Int32(tokens.count))
+            targets.append(deviceID: Int64(bitPattern: target.deviceID), token: target.token)
         }
-        let bytes = try header.encodedRecord(
-            deviceIDs: batch.targets.map { Int64(bitPattern: $0.deviceID) }, tokenBytes: tokens, tokenEnds: ends,
-            payloadIndexes: batch.targets.map(\.payloadIndex))
+        let bytes = try header.encodedRecord(targets: targets, payloadIndexes: batch.targets.map(\.payloadIndex))
         expectSame(try PackedJobBatch.decodeRecord(bytes), as: batch)
     }
 
@@ -77,7 +73,7 @@ struct PackedJobBatchTests {
         bytes.append(contentsOf: target)
         let packed = try PackedJobBatch.decodeRecord(bytes)
         #expect(packed.targets.deviceIDs == [6])
-        #expect(packed.targets.payloadIndexes == [1])
+        #expect(packed.payloadIndexes == [1])
         #expect(packed.targets.withToken(at: 0) { Array($0) } == [0xAA, 0xBB])
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldRecords
 import HeraldStore
 
 /// Cuts one page of an audience into job batches: devices of one environment and topic go

@@ -77,9 +77,7 @@ struct JobBatchFactory: Sendable {
         }
         return (
             batch.batchID,
-            try batch.encodedRecord(
-                deviceIDs: targets.deviceIDs, tokenBytes: targets.tokenBytes,
-                tokenEnds: targets.tokenEnds, payloadIndexes: payloadIndexes)
+            try batch.encodedRecord(targets: targets, payloadIndexes: payloadIndexes)
         )
     }
 

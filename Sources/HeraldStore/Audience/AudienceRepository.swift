@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNs
 import HeraldCore
 import HeraldPostgresCopy
+import HeraldRecords
 import Logging
 import PostgresNIO
 

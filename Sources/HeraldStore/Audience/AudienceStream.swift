@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import HeraldAPNs
 import HeraldPostgresCopy
+import HeraldRecords
 import Synchronization
 
 /// The pages of one audience read by `COPY`, from ``AudienceRepository/stream(_:after:pageSize:)``.

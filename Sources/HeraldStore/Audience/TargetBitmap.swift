@@ -1,3 +1,5 @@
+import HeraldRecords
+
 /// The devices of one fan-out page a campaign put into job batches, as bits over the page's
 /// registration-id range (`push_targets`): bit `i` (most significant first) is device
 /// `firstDevice + i`. A page of 10,000 devices with ids close together is ~1.3 KB.
