@@ -154,6 +154,29 @@ struct DeviceRegistryTests {
         #expect(lookup(open, "00ff") == .otherTopic)
     }
 
+    @Test("the token table finds every token it was given, the last value of a token set twice, nothing else")
+    func tokenTable() throws {
+        var table = TokenTable<Int>()
+        func token(_ number: Int, digits: Int = 64) -> DeviceRegistry.TokenBytes {
+            let hex = String(number, radix: 16)
+            return DeviceRegistry.TokenBytes(hex: String(repeating: "0", count: digits - hex.count) + hex)!
+        }
+        // Sequential tokens (the worst case for a weak hash), through several growths.
+        for number in 0..<20_000 { table.set(number, for: token(number)) }
+        for number in stride(from: 0, to: 20_000, by: 7) { table.set(-number, for: token(number)) }
+        #expect(table.count == 20_000)
+        for number in 0..<20_000 { #expect(table[token(number)] == (number % 7 == 0 ? -number : number)) }
+        #expect(table[token(20_000)] == nil)
+        // The same digits at another length are another token.
+        #expect(table[token(5, digits: 62)] == nil)
+        table.set(1, for: token(5, digits: 62))
+        #expect(table[token(5, digits: 62)] == 1 && table[token(5)] == 5 && table.count == 20_001)
+        // A value: a copy changed leaves the original as it was.
+        var copy = table
+        copy.set(99, for: token(6))
+        #expect(copy[token(6)] == 99 && table[token(6)] == 6)
+    }
+
     @Test("token bytes: hex of even length up to 64 digits, in either case")
     func tokenBytes() {
         #expect(DeviceRegistry.TokenBytes(hex: "AbCd") == DeviceRegistry.TokenBytes(hex: "abcd"))
