@@ -61,6 +61,8 @@ final class NGHTTP2Session {
     /// Request or response bodies waiting to be sent, by stream; read by nghttp2 through
     /// `readOutgoingBody` during `drainOutput`.
     private var outgoingBodies: [Int32: ByteBuffer] = [:]
+    /// nghttp2's memory for this session; released after the session is deleted (`deinit`).
+    private let memory = NGHTTP2MemoryPool()
 
     init(role: Role, delegate: any NGHTTP2SessionDelegate, maxHeaderListSize: UInt32? = nil) throws {
         self.delegate = delegate
@@ -88,9 +90,10 @@ final class NGHTTP2Session {
         let userData = Unmanaged.passUnretained(self).toOpaque()
         var created: OpaquePointer?
         let result: Int32
+        var allocator = memory.allocator
         switch role {
-        case .client: result = nghttp2_session_client_new2(&created, callbacks, userData, option)
-        case .server: result = nghttp2_session_server_new2(&created, callbacks, userData, option)
+        case .client: result = nghttp2_session_client_new3(&created, callbacks, userData, option, &allocator)
+        case .server: result = nghttp2_session_server_new3(&created, callbacks, userData, option, &allocator)
         }
         guard result == 0, let created else {
             throw NGHTTP2LibraryError(operation: "session_new", code: Int(result))
