@@ -30,42 +30,48 @@ echo "stack up in $HERALD_DEV_DIR ($senders senders)"
 
 # The reference, on the same apns-sim: h2load sending 200,000 notifications to one of the devices
 # (4 connections × 250 streams, as herald-sender's pool does), the raw HTTP/2 limit of this
-# machine today; three runs, the median taken (one run lasts about a second, and single runs
-# varied from 143,000 to 196,000 req/s within an hour). Its CPU is measured from the kernel's
-# account of each exited child.
+# machine today. Three runs, the median taken: two before the push and one after it (as
+# bench-sender does), because one run lasts about a second and single runs varied from 143,000
+# to 196,000 req/s within an hour — three runs in a row all fell in one slow minute once, and the
+# push, measured a few seconds later, reached 0.59 of them. Its CPU is measured from the
+# kernel's account of each exited child.
 eval "$("$herald" dev env)"
 token=$(head -1 "$HERALD_DEV_DIR/devices.ndjson" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
 printf '%s' '{"aps":{"alert":{"title":"Benchmark","body":"One million devices"}}}' >"$HERALD_DEV_DIR/payload.json"
-h2load_out=$(python3 - "$HERALD_DEV_APNS_PROVIDER_TOKEN" "$HERALD_DEV_APNS_SIM_URL/3/device/$token" "$HERALD_DEV_DIR/payload.json" <<'PY'
+# One h2load run; prints its rate and its CPU in µs per request.
+h2load_once() {
+  python3 - "$HERALD_DEV_APNS_PROVIDER_TOKEN" "$HERALD_DEV_APNS_SIM_URL/3/device/$token" "$HERALD_DEV_DIR/payload.json" <<'PY'
 import resource, subprocess, sys
 token, url, payload = sys.argv[1:4]
-runs = []
-for _ in range(3):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(["h2load", "-n", "200000", "-c", "4", "-m", "250", "-H", f"authorization: bearer {token}",
-                          "-H", "apns-topic: com.example.bench", "-H", "apns-push-type: alert", "-H", "apns-priority: 10",
-                          "-d", payload, url], capture_output=True, text=True).stdout
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    # apns-sim, like Apple, lets a new connection have one stream until its first request
-    # authenticates; h2load may open up to 100 before it hears that, and counts those refused
-    # (REFUSED_STREAM, never processed) as errors without sending them again. So: no answer but
-    # 200, at most 99 refused per connection, and the rate of the requests that succeeded.
-    counts = next(l for l in out.splitlines() if l.startswith("requests:"))
-    succeeded = int(counts.split(" succeeded")[0].split(",")[-1])
-    codes = next(l for l in out.splitlines() if l.startswith("status codes:"))
-    if f"status codes: {succeeded} 2xx, 0 3xx, 0 4xx, 0 5xx" not in codes or succeeded < 200000 - 4 * 99:
-        sys.exit("h2load against apns-sim did not get 200,000 2xx answers (or 99 refused per connection at most):\n" + out)
-    # h2load's req/s counts all 200,000 over the run's precise time; the succeeded ones' rate:
-    rate = float(next(l for l in out.splitlines() if l.startswith("finished in")).split(",")[1].split()[0])
-    rate *= succeeded / 200000
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    runs.append((rate, cpu / 200000 * 1e6))
-runs.sort()
-print(runs[1][0], runs[1][1], " ".join(f"{rate:.0f}" for rate, _ in runs))
+before = resource.getrusage(resource.RUSAGE_CHILDREN)
+out = subprocess.run(["h2load", "-n", "200000", "-c", "4", "-m", "250", "-H", f"authorization: bearer {token}",
+                      "-H", "apns-topic: com.example.bench", "-H", "apns-push-type: alert", "-H", "apns-priority: 10",
+                      "-d", payload, url], capture_output=True, text=True).stdout
+after = resource.getrusage(resource.RUSAGE_CHILDREN)
+# apns-sim, like Apple, lets a new connection have one stream until its first request
+# authenticates; h2load may open up to 100 before it hears that, and counts those refused
+# (REFUSED_STREAM, never processed) as errors without sending them again. So: no answer but
+# 200, at most 99 refused per connection, and the rate of the requests that succeeded.
+counts = next(l for l in out.splitlines() if l.startswith("requests:"))
+succeeded = int(counts.split(" succeeded")[0].split(",")[-1])
+codes = next(l for l in out.splitlines() if l.startswith("status codes:"))
+if f"status codes: {succeeded} 2xx, 0 3xx, 0 4xx, 0 5xx" not in codes or succeeded < 200000 - 4 * 99:
+    sys.exit("h2load against apns-sim did not get 200,000 2xx answers (or 99 refused per connection at most):\n" + out)
+# h2load's req/s counts all 200,000 over the run's precise time; the succeeded ones' rate:
+rate = float(next(l for l in out.splitlines() if l.startswith("finished in")).split(",")[1].split()[0])
+rate *= succeeded / 200000
+cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+print(f"{rate:.0f} {cpu / 200000 * 1e6:.2f}")
 PY
-) || { echo "apns-sim's log, last lines:" >&2; tail -20 "$HERALD_DEV_DIR/logs/apns-sim.log" >&2; exit 1; }
-read -r h2load_rate h2load_cpu_us h2load_runs <<<"$h2load_out"
-echo "h2load against the stack's apns-sim: $h2load_rate req/s (median of $h2load_runs), $h2load_cpu_us µs of CPU per request"
+}
+h2load_failed() {
+  echo "apns-sim's log, last lines:" >&2
+  tail -20 "$HERALD_DEV_DIR/logs/apns-sim.log" >&2
+  exit 1
+}
+h2load_first=$(h2load_once) || h2load_failed
+h2load_second=$(h2load_once) || h2load_failed
+echo "h2load against the stack's apns-sim, before the push: ${h2load_first% *} and ${h2load_second% *} req/s"
 
 # CPU seconds and peak RSS of the stack's processes (PostgreSQL: all its server processes).
 usage() {
@@ -131,6 +137,14 @@ print(json.dumps({"finished": finished, "poller_cpu": usage.ru_utime + usage.ru_
 PY
 )
 after=$(usage)
+h2load_third=$(h2load_once) || h2load_failed
+read -r h2load_rate h2load_cpu_us h2load_runs < <(python3 - "$h2load_first" "$h2load_second" "$h2load_third" <<'PY'
+import sys
+runs = sorted(tuple(float(x) for x in run.split()) for run in sys.argv[1:4])
+print(runs[1][0], runs[1][1], ",".join(f"{rate:.0f}" for rate, _ in runs))
+PY
+)
+echo "h2load against the stack's apns-sim: $h2load_rate req/s (median of $h2load_runs: two runs before the push, one after), $h2load_cpu_us µs of CPU per request"
 finished=$(echo "$poll" | python3 -c 'import json,sys; print(json.load(sys.stdin)["finished"])')
 poller_cpu=$(echo "$poll" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["poller_cpu"], 2))')
 status=$(echo "$poll" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["status"]))')
@@ -138,11 +152,13 @@ echo "accepted so far, each second from the 202:"
 sed 's/^/  /' "$HERALD_DEV_DIR/progress.txt"
 echo "the status poller used $poller_cpu CPU s"
 
-python3 - "$before" "$after" "$status" "$start" "$accepted_at" "$finished" "$devices" "$h2load_rate" <<'PY'
+python3 - "$before" "$after" "$status" "$start" "$accepted_at" "$finished" "$devices" "$h2load_rate" "$h2load_runs" "$h2load_cpu_us" <<'PY'
 import json, sys
 before, after, status = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
 start, accepted, finished, devices = float(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
 h2load = float(sys.argv[8])
+h2load_runs = [int(rate) for rate in sys.argv[9].split(",")]
+h2load_cpu = float(sys.argv[10])
 c = status["counters"]
 seconds = finished - accepted
 print(f"push {status['id']}: targeted {c['targeted']:,}, accepted {c['accepted']:,}, rejected {c['rejected']:,}, "
@@ -160,5 +176,6 @@ for name in after:
     print(f"{name:<16} {cpu:>12.2f} {after[name][1]:>12.1f}")
 print(json.dumps({"devices": devices, "accepted": c["accepted"], "seconds": round(seconds, 2),
                   "per_second": round(c["accepted"] / seconds), "h2load_per_second": round(h2load),
+                  "h2load_runs": h2load_runs, "h2load_cpu_us_per_request": h2load_cpu,
                   "ratio_to_h2load": round(ratio, 3), "processes": rows}))
 PY
