@@ -19,14 +19,14 @@ enum APNsRequestRules {
             return .badPath
         }
         let tokenLength = path.count - prefixLength
-        var badDigit = false
+        var digits: UInt8 = 0
         for index in prefixLength..<path.count {
             let byte = path[index]
             if byte == UInt8(ascii: "/") { return .badPath }
-            badDigit = badDigit || !Hexadecimal.isDigit(byte)
+            digits |= Hexadecimal.value(byte)
         }
         if tokenLength == 0 { return .missingDeviceToken }
-        return badDigit || tokenLength % 2 != 0 ? .badDeviceToken : nil
+        return digits > 15 || tokenLength % 2 != 0 ? .badDeviceToken : nil
     }
 
     /// The device token's hex digits in a `:path` that ``problem(withPath:)`` found none in.
@@ -74,16 +74,20 @@ enum APNsRequestRules {
 
     /// Whether `value` is a UUID in its canonical 8-4-4-4-12 form (either case).
     static func isUUID(_ value: String) -> Bool {
-        let bytes = Array(value.utf8)
-        guard bytes.count == 36 else { return false }
-        for (index, byte) in bytes.enumerated() {
-            if index == 8 || index == 13 || index == 18 || index == 23 {
-                if byte != UInt8(ascii: "-") { return false }
-            } else if !(byte >= 48 && byte <= 57) && !(byte >= 97 && byte <= 102) && !(byte >= 65 && byte <= 70) {
-                return false
+        // Read in place (no copy of the bytes per request), the digits checked without branches.
+        var value = value
+        return value.withUTF8 { bytes in
+            guard bytes.count == 36 else { return false }
+            var digits: UInt8 = 0
+            for (index, byte) in bytes.enumerated() {
+                if index == 8 || index == 13 || index == 18 || index == 23 {
+                    if byte != UInt8(ascii: "-") { return false }
+                } else {
+                    digits |= Hexadecimal.value(byte)
+                }
             }
+            return digits < 16
         }
-        return true
     }
 
     /// `apns-priority`: 10, 5 or 1.
