@@ -19,14 +19,14 @@ enum APNsRequestRules {
             return .badPath
         }
         let tokenLength = path.count - prefixLength
-        var digits: UInt8 = 0
+        var badDigit = false
         for index in prefixLength..<path.count {
             let byte = path[index]
             if byte == UInt8(ascii: "/") { return .badPath }
-            digits |= Hexadecimal.value(byte)
+            badDigit = badDigit || !Hexadecimal.isDigit(byte)
         }
         if tokenLength == 0 { return .missingDeviceToken }
-        return digits > 15 || tokenLength % 2 != 0 ? .badDeviceToken : nil
+        return badDigit || tokenLength % 2 != 0 ? .badDeviceToken : nil
     }
 
     /// The device token's hex digits in a `:path` that ``problem(withPath:)`` found none in.
@@ -74,19 +74,18 @@ enum APNsRequestRules {
 
     /// Whether `value` is a UUID in its canonical 8-4-4-4-12 form (either case).
     static func isUUID(_ value: String) -> Bool {
-        // Read in place (no copy of the bytes per request), the digits checked without branches.
+        // Read in place: no copy of the bytes per request.
         var value = value
         return value.withUTF8 { bytes in
             guard bytes.count == 36 else { return false }
-            var digits: UInt8 = 0
             for (index, byte) in bytes.enumerated() {
                 if index == 8 || index == 13 || index == 18 || index == 23 {
                     if byte != UInt8(ascii: "-") { return false }
-                } else {
-                    digits |= Hexadecimal.value(byte)
+                } else if !Hexadecimal.isDigit(byte) {
+                    return false
                 }
             }
-            return digits < 16
+            return true
         }
     }
 

@@ -47,14 +47,12 @@ public final class DeviceRegistry: Sendable {
             func word(_ index: Int) -> UInt64? {
                 var value: UInt64 = 0
                 var shift: UInt64 = 60
-                var digits: UInt8 = 0
                 for position in min(hex.count, index * 16)..<min(hex.count, index * 16 + 16) {
-                    let digit = Hexadecimal.value(hex[position])
-                    digits |= digit
-                    value |= UInt64(digit & 0x0F) << shift
+                    guard let nibble = Hexadecimal.nibble(hex[position]) else { return nil }
+                    value |= UInt64(nibble) << shift
                     shift &-= 4
                 }
-                return digits < 16 ? value : nil
+                return value
             }
             guard let first = word(0), let second = word(1), let third = word(2), let fourth = word(3) else {
                 return nil

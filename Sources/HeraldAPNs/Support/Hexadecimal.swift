@@ -29,19 +29,7 @@ public enum Hexadecimal {
     /// Whether `byte` is an ASCII hexadecimal digit (0-9, a-f, A-F).
     @inlinable
     public static func isDigit(_ byte: UInt8) -> Bool {
-        value(byte) < 16
-    }
-
-    /// The value (0...15) of the hex digit `byte`, in either case, or a number above 15 if it is
-    /// not one — computed without branches, for loops over tokens and ids: random digits and
-    /// letters mispredict a branch per byte (apns-sim's token parse was 1.3% of the machine under
-    /// `make bench-e2e` with ``nibble(_:)``'s `switch`). A loop ORs the values and checks the
-    /// result once: above 15 means some byte was not a digit.
-    @inlinable
-    public static func value(_ byte: UInt8) -> UInt8 {
-        let digit = byte &- 48  // "0"..."9" → 0...9
-        let letter = (byte | 0x20) &- 87  // "a"..."f", "A"..."F" → 10...15
-        return digit < 10 ? digit : ((letter &- 10) < 6 ? letter : 0xFF)
+        (byte &- 48) < 10 || ((byte | 0x20) &- 97) < 6
     }
 
     /// The value (0...15) of the hex digit `byte`, in either case, or nil if it is not one.
