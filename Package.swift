@@ -450,7 +450,7 @@ let package = Package(
         .testTarget(
             name: "HeraldAPNsTests",
             dependencies: [
-                "HeraldAPNs", "APNsSimulator", "HeraldHTTP2", "APNsTestSupport",
+                "HeraldAPNs", "APNsSimulator", "HeraldHTTP2", "CNGHTTP2", "APNsTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
