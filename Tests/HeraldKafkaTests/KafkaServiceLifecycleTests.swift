@@ -99,6 +99,35 @@ extension KafkaTests {
             try await consumer2.close()
         }
 
+        /// librdkafka 2.0 can hang forever in `rd_kafka_consumer_close` when it serves an
+        /// assignment itself (issues #4884, #4527); the consumer unsubscribes and serves the
+        /// rebalance before closing. This checks that close path at each point of a group join:
+        /// it ends, with nothing assigned. It did not reproduce the hang without the fix here
+        /// (96 closes; `make test` met it once, under load), so it guards the path, not the race.
+        /// The time limit turns a hang into a failure; it is not a measure of speed.
+        @Test(
+            "a consumer closed while its first assignment is on the way closes, and leaves the group",
+            .timeLimit(.minutes(2)))
+        func closeWhileTheAssignmentIsOnTheWay() async throws {
+            let settings = try await configurationFromEnvironment().kafka
+            let topic = "herald.test.close.\(UUID().uuidString.prefix(8))"
+            let producer = try KafkaProducer(
+                configuration: settings.producerConfiguration(clientID: "close"), logger: logger)
+            try await producer.send(KafkaProducerMessage(topic: topic, value: Array("setup".utf8)))
+            await producer.shutdown()
+            let group = "close-\(UUID())"
+            // Closed at different points of the group join: before it, during it, after the
+            // assignment is queued but not yet served.
+            for wait in [0, 10, 30, 60, 100, 200, 400, 800] {
+                let consumer = try KafkaConsumer(
+                    configuration: settings.consumerConfiguration(groupID: group, topics: [topic], clientID: "close"),
+                    logger: logger)
+                try await Task.sleep(for: .milliseconds(wait))
+                try await consumer.close()
+                #expect(consumer.assignment.isEmpty, "closed after \(wait) ms with partitions assigned")
+            }
+        }
+
         @Test("a graceful shutdown triggered from outside ends a consumer loop that waits for records")
         func externalShutdownEndsAnIdleLoop() async throws {
             let settings = try await configurationFromEnvironment().kafka
