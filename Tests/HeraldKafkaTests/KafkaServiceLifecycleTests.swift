@@ -99,6 +99,18 @@ extension KafkaTests {
             try await consumer2.close()
         }
 
+        /// The development broker's settings and a new topic `herald.test.<name>.<random>` holding
+        /// one record (the broker creates a topic on first use).
+        func topic(_ name: String, holding record: String) async throws -> (KafkaSettings, String) {
+            let settings = try await configurationFromEnvironment().kafka
+            let topic = "herald.test.\(name).\(UUID().uuidString.prefix(8))"
+            let producer = try KafkaProducer(
+                configuration: settings.producerConfiguration(clientID: name), logger: logger)
+            try await producer.send(KafkaProducerMessage(topic: topic, value: Array(record.utf8)))
+            await producer.shutdown()
+            return (settings, topic)
+        }
+
         /// librdkafka 2.0 can hang forever in `rd_kafka_consumer_close` when it serves an
         /// assignment itself (issues #4884, #4527); the consumer unsubscribes and serves the
         /// rebalance before closing. This checks that close path at each point of a group join:
@@ -109,12 +121,7 @@ extension KafkaTests {
             "a consumer closed while its first assignment is on the way closes, and leaves the group",
             .timeLimit(.minutes(2)))
         func closeWhileTheAssignmentIsOnTheWay() async throws {
-            let settings = try await configurationFromEnvironment().kafka
-            let topic = "herald.test.close.\(UUID().uuidString.prefix(8))"
-            let producer = try KafkaProducer(
-                configuration: settings.producerConfiguration(clientID: "close"), logger: logger)
-            try await producer.send(KafkaProducerMessage(topic: topic, value: Array("setup".utf8)))
-            await producer.shutdown()
+            let (settings, topic) = try await topic("close", holding: "setup")
             let group = "close-\(UUID())"
             // Closed at different points of the group join: before it, during it, after the
             // assignment is queued but not yet served.
@@ -130,12 +137,7 @@ extension KafkaTests {
 
         @Test("a graceful shutdown triggered from outside ends a consumer loop that waits for records")
         func externalShutdownEndsAnIdleLoop() async throws {
-            let settings = try await configurationFromEnvironment().kafka
-            let topic = "herald.test.idle.\(UUID().uuidString.prefix(8))"
-            let producer = try KafkaProducer(
-                configuration: settings.producerConfiguration(clientID: "idle"), logger: logger)
-            try await producer.send(KafkaProducerMessage(topic: topic, value: Array("only".utf8)))
-            await producer.shutdown()
+            let (settings, topic) = try await topic("idle", holding: "only")
 
             let consumer = try KafkaConsumer(
                 configuration: settings.consumerConfiguration(
