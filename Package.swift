@@ -169,9 +169,8 @@ let package = Package(
         .target(
             name: "HeraldCenter",
             dependencies: [
-                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore", "HeraldCore",
-                "HeraldMetrics",
-                "HeraldTiming",
+                "HeraldAPNs", "HeraldHTTP2", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore",
+                "HeraldCore", "HeraldMetrics", "HeraldTiming",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -224,9 +223,8 @@ let package = Package(
         .target(
             name: "HeraldSender",
             dependencies: [
-                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore", "HeraldCore",
-                "HeraldMetrics",
-                "HeraldTiming",
+                "HeraldAPNs", "HeraldHTTP2", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore",
+                "HeraldCore", "HeraldMetrics", "HeraldTiming",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -87,7 +87,7 @@ public final class APNsClient: Service, Sendable {
             } catch {
                 result = .failure(error)
             }
-            let answer = answer(result, apnsID: notification.apnsID, on: lease)
+            let answer = answer(result, on: lease)
             if !resend.sendsAgain(for: answer.sendAgain, limit: configuration.unprocessedResends) {
                 return answer.outcome
             }
@@ -105,12 +105,11 @@ public final class APNsClient: Service, Sendable {
     /// Reads the answer to a request sent on `lease`, gives the stream back (marking the
     /// connection authenticated when the credential was accepted, and its token expired when
     /// APNs said so) and says what became of the notification.
-    func answer(_ result: Result<HTTP2Response, any Error>, apnsID: String?, on lease: APNsLease) -> Answer {
+    func answer(_ result: Result<HTTP2Response, any Error>, on lease: APNsLease) -> Answer {
         switch result {
         case .success(let response) where response.status == 200:
             release(lease, authenticated: true)
-            // APNs echoes the apns-id it was given; read the header only when none was.
-            return Answer(outcome: .accepted(apnsID: apnsID ?? response.headers["apns-id"] ?? ""))
+            return Answer(outcome: .accepted)
         case .success(let response):
             let (reason, timestamp) = Self.parseError(response.body, status: response.status)
             var sendAgain: Answer.SendAgain?
@@ -171,7 +170,7 @@ public final class APNsClient: Service, Sendable {
     /// `clientStopped`; those in flight finish.
     /// - Parameter urgent: a transactional push's notifications: while they wait for a stream,
     ///   no other send takes one, and the next free streams are theirs.
-    public func send(_ notifications: [APNsNotification], urgent: Bool = false) async -> APNsBatchResult {
+    public func send(_ notifications: some APNsNotificationBatch, urgent: Bool = false) async -> APNsBatchResult {
         let run = APNsBatchRun(client: self, notifications: notifications, urgent: urgent)
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in run.start(continuation) }

@@ -11,12 +11,8 @@ import NIOCore
 /// event loops. Changing a field makes a new box.
 public struct APNsNotification: Sendable, Hashable {
     private struct Fields: Sendable, Hashable {
+        var shared: APNsSharedFields
         var deviceToken: String
-        var topic: String
-        var pushType: APNsPushType
-        var priority: APNsPriority
-        var expiration: Int64?
-        var collapseID: String?
         var apnsID: String?
         var payload: ByteBuffer
     }
@@ -33,30 +29,33 @@ public struct APNsNotification: Sendable, Hashable {
         get { box.fields.deviceToken }
         set { change { $0.deviceToken = newValue } }
     }
-    /// `apns-topic`: the bundle id with the push type's suffix (``APNsPushType/topic(forBundleID:)``).
+    /// Every field but the device token, the `apns-id` and the payload.
+    public var shared: APNsSharedFields {
+        get { box.fields.shared }
+        set { change { $0.shared = newValue } }
+    }
+    /// `apns-topic` (``APNsSharedFields/topic``).
     public var topic: String {
-        get { box.fields.topic }
-        set { change { $0.topic = newValue } }
+        get { box.fields.shared.topic }
+        set { change { $0.shared.topic = newValue } }
     }
     public var pushType: APNsPushType {
-        get { box.fields.pushType }
-        set { change { $0.pushType = newValue } }
+        get { box.fields.shared.pushType }
+        set { change { $0.shared.pushType = newValue } }
     }
     public var priority: APNsPriority {
-        get { box.fields.priority }
-        set { change { $0.priority = newValue } }
+        get { box.fields.shared.priority }
+        set { change { $0.shared.priority = newValue } }
     }
-    /// `apns-expiration`: seconds since 1970 after which APNs stops trying; 0 means deliver
-    /// once or never; nil leaves it to APNs (it stores and retries for a while).
+    /// `apns-expiration` (``APNsSharedFields/expiration``).
     public var expiration: Int64? {
-        get { box.fields.expiration }
-        set { change { $0.expiration = newValue } }
+        get { box.fields.shared.expiration }
+        set { change { $0.shared.expiration = newValue } }
     }
-    /// `apns-collapse-id` (at most 64 bytes): a later notification with the same id replaces
-    /// this one on the device.
+    /// `apns-collapse-id` (``APNsSharedFields/collapseID``).
     public var collapseID: String? {
-        get { box.fields.collapseID }
-        set { change { $0.collapseID = newValue } }
+        get { box.fields.shared.collapseID }
+        set { change { $0.shared.collapseID = newValue } }
     }
     /// `apns-id`, a UUID; Herald sets a deterministic one (``deterministicID(pushID:deviceID:)``)
     /// so a notification sent twice is recognisably the same.
@@ -99,29 +98,58 @@ public struct APNsNotification: Sendable, Hashable {
         deviceToken: String, topic: String, pushType: APNsPushType = .alert, priority: APNsPriority? = nil,
         expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil, payload: ByteBuffer
     ) {
-        box = Box(
-            Fields(
-                deviceToken: deviceToken, topic: topic, pushType: pushType,
-                priority: priority ?? pushType.defaultPriority, expiration: expiration, collapseID: collapseID,
-                apnsID: apnsID, payload: payload))
+        self.init(
+            deviceToken: deviceToken,
+            shared: APNsSharedFields(
+                topic: topic, pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID),
+            apnsID: apnsID, payload: payload)
+    }
+
+    /// A notification made of the fields a push shares and the device's own.
+    public init(deviceToken: String, shared: APNsSharedFields, apnsID: String? = nil, payload: ByteBuffer) {
+        box = Box(Fields(shared: shared, deviceToken: deviceToken, apnsID: apnsID, payload: payload))
     }
 
     /// A name-based (version 5) UUID of a push and a device: the same pair always gives the
     /// same `apns-id`.
     public static func deterministicID(pushID: UUID, deviceID: Int64) -> String {
-        // RFC 9562 §5.5: SHA-1 over a namespace and the name; the push id is the namespace.
-        // The name's 24 bytes on the stack (this runs once per notification sent).
-        var input = (pushID.uuid, deviceID.bigEndian)
-        let digest = withUnsafeBytes(of: &input) { Insecure.SHA1.hash(data: $0) }
-        var bytes = digest.withUnsafeBytes { digest in
-            (digest.loadUnaligned(as: UInt64.self), digest.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        String(unsafeUninitializedCapacity: DeterministicID.length) { text in
+            DeterministicID(pushID: pushID, deviceID: deviceID).write(into: text)
+            return DeterministicID.length
         }
-        // Formatted by hand (Foundation's uuidString goes through printf): 8-4-4-4-12, upper case.
-        let digits: StaticString = "0123456789ABCDEF"
-        return withUnsafeMutableBytes(of: &bytes) { bytes in
-            bytes[6] = (bytes[6] & 0x0F) | 0x50
-            bytes[8] = (bytes[8] & 0x3F) | 0x80
-            return String(unsafeUninitializedCapacity: 36) { text in
+    }
+
+    /// ``deterministicID(pushID:deviceID:)`` as a header value, written straight into a request's
+    /// header block (the sender writes one per notification, without a String in between).
+    public struct DeterministicID: HTTP2HeaderValue, Sendable {
+        /// A UUID's text: 8-4-4-4-12 hex digits.
+        static let length = 36
+        public var pushID: UUID
+        public var deviceID: Int64
+
+        public init(pushID: UUID, deviceID: Int64) {
+            self.pushID = pushID
+            self.deviceID = deviceID
+        }
+
+        public func append(to storage: inout [UInt8]) {
+            Self.append(Self.length, to: &storage) { write(into: $0) }
+        }
+
+        /// Writes the 36 characters into `text`.
+        func write(into text: UnsafeMutableBufferPointer<UInt8>) {
+            // RFC 9562 §5.5: SHA-1 over a namespace and the name; the push id is the namespace.
+            // The name's 24 bytes on the stack (this runs once per notification sent).
+            var input = (pushID.uuid, deviceID.bigEndian)
+            let digest = withUnsafeBytes(of: &input) { Insecure.SHA1.hash(data: $0) }
+            var bytes = digest.withUnsafeBytes { digest in
+                (digest.loadUnaligned(as: UInt64.self), digest.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            }
+            // Formatted by hand (Foundation's uuidString goes through printf): 8-4-4-4-12, upper case.
+            let digits: StaticString = "0123456789ABCDEF"
+            withUnsafeMutableBytes(of: &bytes) { bytes in
+                bytes[6] = (bytes[6] & 0x0F) | 0x50
+                bytes[8] = (bytes[8] & 0x3F) | 0x80
                 var position = 0
                 for (index, byte) in bytes.enumerated() {
                     if index == 4 || index == 6 || index == 8 || index == 10 {
@@ -132,7 +160,6 @@ public struct APNsNotification: Sendable, Hashable {
                     text[position + 1] = digits.utf8Start[Int(byte & 0x0F)]
                     position += 2
                 }
-                return 36
             }
         }
     }
@@ -141,20 +168,13 @@ public struct APNsNotification: Sendable, Hashable {
     /// mistake costs no round trip to Apple.
     public var problem: String? {
         if !Self.isEvenHex(deviceToken) {
-            return "the device token must be hex of even length"
+            return Self.deviceTokenProblem
         }
-        if payload.readableBytes == 0 { return "the payload is empty" }
-        if payload.readableBytes > pushType.maximumPayloadBytes {
-            return
-                "the payload is \(payload.readableBytes) bytes; \(pushType.rawValue) notifications take at most \(pushType.maximumPayloadBytes)"
-        }
-        if !pushType.allows(priority) {
-            return
-                "\(pushType.rawValue) notifications take priority \(pushType.allowedPriorities.map(\.rawValue).sorted()), not \(priority.rawValue)"
-        }
-        if let collapseID, collapseID.utf8.count > 64 { return "the collapse id is over 64 bytes" }
-        return nil
+        return shared.problem(payload: payload)
     }
+
+    /// What ``problem`` says of a device token that is not hex digits of even, non-zero length.
+    public static let deviceTokenProblem = "the device token must be hex of even length"
 
     /// Whether `token` is hex digits of even, non-zero length. Checked for every notification
     /// sent, so the bytes are read through a pointer of a concrete type (the `UTF8View`'s
@@ -167,22 +187,13 @@ public struct APNsNotification: Sendable, Hashable {
         }
     }
 
-    /// Writes the request for this notification into `block` and returns its body: the one
-    /// definition of what an APNs request carries, for single and batched sends alike.
+    /// Writes the request for this notification into `block` and returns its body (see
+    /// ``APNsSharedFields/writeRequest(deviceToken:apnsID:authority:authorization:into:)``).
     func writeRequest(authority: String, authorization: String?, into block: inout HTTP2HeaderBlock) -> ByteBuffer {
-        // Never indexed, as Apple asks of `:path`, `authorization` and `apns-id`: each either
-        // differs on every request or is a secret, and indexing them would only push the shared
-        // fields out of APNs' small HPACK table.
-        block.addRequestPseudoHeaders(
-            method: "POST", scheme: "https", authority: authority, pathPrefix: "/3/device/", path: deviceToken,
-            pathNeverIndexed: true)
-        if let authorization { block.add("authorization", authorization, neverIndexed: true) }
-        block.add("apns-topic", topic)
-        block.add("apns-push-type", pushType.rawValue)
-        block.add("apns-priority", String(priority.rawValue))
-        if let expiration { block.add("apns-expiration", String(expiration)) }
-        if let collapseID { block.add("apns-collapse-id", collapseID) }
-        if let apnsID { block.add("apns-id", apnsID, neverIndexed: true) }
-        return payload
+        let fields = box.fields
+        fields.shared.writeRequest(
+            deviceToken: fields.deviceToken, apnsID: fields.apnsID, authority: authority,
+            authorization: authorization, into: &block)
+        return fields.payload
     }
 }

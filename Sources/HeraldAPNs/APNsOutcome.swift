@@ -2,8 +2,9 @@ import HeraldHTTP2
 
 /// What became of one send.
 public enum APNsOutcome: Sendable, Hashable {
-    /// APNs took it (200).
-    case accepted(apnsID: String)
+    /// APNs took it (200). Its `apns-id` is the one it was sent with (Herald gives every
+    /// notification one); for one sent without, the id APNs made up is not kept.
+    case accepted
     /// APNs refused it with a reason. `unregisteredAt` (milliseconds since 1970) comes with 410
     /// Unregistered: the token is invalid unless the device registered again after it.
     case rejected(APNsReason, status: Int, unregisteredAt: Int64?)

@@ -6,13 +6,19 @@ import Synchronization
 /// A request on its way: created by the caller's task, then owned by the connection's event
 /// loop. After `HTTP2ClientConnection.send` hands it over (through `EventLoop.execute`, which
 /// orders the hand-over), only the event loop touches its fields.
+///
+/// One submitted with a tag and a handler (``HTTP2ClientConnection/submit(_:timeout:compose:onResponse:)``)
+/// is made on the event loop and known only to the connection, which reuses it for a later
+/// request once its handler has been told (``reusable``).
 final class PendingHTTP2Request: @unchecked Sendable {
     /// Who is told of the response: a waiting task, or a handler called on the event loop with
     /// the request's tag.
     var continuation: CheckedContinuation<HTTP2Response, any Error>?
     var handler: HTTP2ResponseHandler?
     var tag = 0
-    let deadline: NIODeadline
+    /// Made by the connection for a tagged request, so no one else holds it once it is finished.
+    var reusable = false
+    var deadline: NIODeadline
     var streamID: Int32 = 0
     var status = 0
     var headers = HTTP2HeaderFields()
@@ -21,6 +27,14 @@ final class PendingHTTP2Request: @unchecked Sendable {
 
     init(deadline: NIODeadline) {
         self.deadline = deadline
+    }
+
+    /// Empties a finished request for reuse (its header storage was handed on with its response).
+    func reset() {
+        streamID = 0
+        status = 0
+        body = nil
+        cancelled = false
     }
 
     func finish(_ result: Result<HTTP2Response, any Error>) {
@@ -60,6 +74,13 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     private var session: NGHTTP2Session?
     private var context: ChannelHandlerContext?
     private var streams: [Int32: PendingHTTP2Request] = [:]
+    /// The request whose response header block is being read (its fields arrive one callback
+    /// each, and a header block is never interleaved with another stream's): looked up once
+    /// per block, not once per field.
+    private var receivingHeaders: PendingHTTP2Request?
+    /// Finished tagged requests, kept for the next ones (at most ``maximumSpareRequests``).
+    private var spareRequests: [PendingHTTP2Request] = []
+    private static let maximumSpareRequests = 1024
     /// Each request's header block is written here (the storage is kept between requests).
     private var requestHeaders = HTTP2HeaderBlock()
     /// Emptied response-header storage, taken by the next responses (the server side keeps the
@@ -121,7 +142,14 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
         onResponse: @escaping HTTP2ResponseHandler
     ) {
         for tag in tags {
-            let pending = PendingHTTP2Request(deadline: deadline)
+            let pending: PendingHTTP2Request
+            if let spare = spareRequests.popLast() {
+                pending = spare
+                pending.deadline = deadline
+            } else {
+                pending = PendingHTTP2Request(deadline: deadline)
+                pending.reusable = true
+            }
             pending.handler = onResponse
             pending.tag = tag
             submit(pending) { compose(tag, &$0) }
@@ -157,8 +185,18 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
 
     private func complete(_ streamID: Int32, with result: Result<HTTP2Response, any Error>) {
         guard let pending = streams.removeValue(forKey: streamID) else { return }
+        finish(pending, with: result)
+    }
+
+    /// Tells the request, removed from `streams`, of its result; keeps it for reuse when only
+    /// this connection knew it.
+    private func finish(_ pending: PendingHTTP2Request, with result: Result<HTTP2Response, any Error>) {
         shared.openStreams.store(streams.count, ordering: .relaxed)
         pending.finish(result)
+        if pending.reusable, spareRequests.count < Self.maximumSpareRequests {
+            pending.reset()
+            spareRequests.append(pending)
+        }
     }
 
     // MARK: Channel events
@@ -176,7 +214,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     private func start(context: ChannelHandlerContext) {
         guard session == nil else { return }
         do {
-            let session = try NGHTTP2Session(role: .client, delegate: self)
+            let session = try NGHTTP2Session(client: self)
             // Request bodies are small (APNs payloads); responses too. Advertise a generous
             // window so a server never waits for a WINDOW_UPDATE.
             try session.submitSettings([
@@ -302,10 +340,18 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
 }
 
 extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
-    func sessionBeganHeaders(streamID: Int32) {}
+    func sessionBeganHeaders(streamID: Int32) {
+        receivingHeaders = streams[streamID]
+    }
 
     func sessionReceivedHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        guard let pending = streams[streamID] else { return }
+        let pending: PendingHTTP2Request
+        if let receiving = receivingHeaders, receiving.streamID == streamID {
+            pending = receiving
+        } else {
+            guard let found = streams[streamID] else { return }
+            pending = found
+        }
         if pending.headers.count == 0, let spare = spareHeaders.popLast() { pending.headers = spare }
         if name.count == 7, name.elementsEqual(":status".utf8) {
             var status = 0
@@ -351,14 +397,15 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
     }
 
     func sessionClosedStream(streamID: Int32, errorCode: UInt32) {
-        guard let pending = streams[streamID] else { return }
+        receivingHeaders = nil
+        guard let pending = streams.removeValue(forKey: streamID) else { return }
         let code = HTTP2ErrorCode(rawValue: errorCode)
         if code == .noError && pending.status != 0 {
             var response = HTTP2Response(
                 status: pending.status, headers: pending.headers, body: pending.body ?? ByteBuffer())
             pending.headers = HTTP2HeaderFields()
             pending.body = nil
-            complete(streamID, with: .success(response))
+            finish(pending, with: .success(response))
             // The handler has returned; unless it kept the response, its header storage is this
             // one's alone again and emptying it keeps the memory for the next response.
             if spareHeaders.count < 64 {
@@ -366,10 +413,10 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
                 spareHeaders.append(response.headers)
             }
         } else if let goAway, streamID > goAway.lastStreamID {
-            complete(streamID, with: .failure(HTTP2Error(.goAway(goAway), requestWasNotProcessed: true)))
+            finish(pending, with: .failure(HTTP2Error(.goAway(goAway), requestWasNotProcessed: true)))
         } else {
-            complete(
-                streamID, with: .failure(HTTP2Error(.streamReset(code), requestWasNotProcessed: code == .refusedStream))
+            finish(
+                pending, with: .failure(HTTP2Error(.streamReset(code), requestWasNotProcessed: code == .refusedStream))
             )
         }
     }

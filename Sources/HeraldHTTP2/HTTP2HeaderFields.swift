@@ -24,6 +24,37 @@ public struct HTTP2HeaderField: Sendable, Hashable {
     }
 }
 
+/// A header field's value that writes its own bytes into a header block: a String's, or digits
+/// made straight from other bytes (a device token's hex, an id derived per message) so that no
+/// String is made for a value used once.
+public protocol HTTP2HeaderValue {
+    /// Appends the value's bytes to `storage`.
+    func append(to storage: inout [UInt8])
+}
+
+extension String: HTTP2HeaderValue {
+    /// Appends the bytes read in place (a String's contiguous storage, without the retain and
+    /// release of going through its `UTF8View` as a sequence).
+    public func append(to storage: inout [UInt8]) {
+        let appended = utf8.withContiguousStorageIfAvailable { storage.append(contentsOf: $0) }
+        if appended == nil { storage.append(contentsOf: utf8) }
+    }
+}
+
+extension HTTP2HeaderValue {
+    /// Appends `count` bytes to `storage` that `write` puts in place (it must write every one of
+    /// them): for values that make their bytes rather than copy them.
+    public static func append(
+        _ count: Int, to storage: inout [UInt8], writing write: (UnsafeMutableBufferPointer<UInt8>) -> Void
+    ) {
+        let start = storage.count
+        storage.append(contentsOf: repeatElement(0, count: count))
+        storage.withUnsafeMutableBufferPointer { storage in
+            write(UnsafeMutableBufferPointer(rebasing: storage[start..<(start + count)]))
+        }
+    }
+}
+
 /// The header block of one outgoing request or response, written field by field — pseudo-headers
 /// first — into storage a connection keeps and reuses from one message to the next, so that
 /// handing a block to nghttp2 makes no String, array or field value per message.
@@ -31,9 +62,9 @@ public struct HTTP2HeaderField: Sendable, Hashable {
 /// A connection gives its block, emptied, to whoever composes the next message (see
 /// ``HTTP2ClientConnection/submit(_:timeout:compose:onResponse:)``); nghttp2 copies the bytes
 /// while the message is submitted, so nothing written here outlives that call.
-public struct HTTP2HeaderBlock {
+public struct HTTP2HeaderBlock: Sendable {
     /// Where a field's name and value lie in `bytes`, and its HPACK flags.
-    struct Field {
+    struct Field: Sendable {
         var nameStart: Int32
         var nameLength: Int32
         var valueStart: Int32
@@ -50,8 +81,8 @@ public struct HTTP2HeaderBlock {
     /// followed by `path` (a prefix shared by every request, such as APNs' `/3/device/`, is then
     /// never joined into a new String per request).
     public mutating func addRequestPseudoHeaders(
-        method: String, scheme: String, authority: String, pathPrefix: StaticString = "", path: String,
-        pathNeverIndexed: Bool
+        method: String, scheme: String, authority: String, pathPrefix: StaticString = "",
+        path: some HTTP2HeaderValue, pathNeverIndexed: Bool
     ) {
         add(":method", method)
         add(":scheme", scheme)
@@ -64,13 +95,16 @@ public struct HTTP2HeaderBlock {
         add(name, "", value, neverIndexed: neverIndexed)
     }
 
-    /// Writes one field whose value is `valuePrefix` followed by `value`.
-    public mutating func add(_ name: StaticString, _ valuePrefix: StaticString, _ value: String, neverIndexed: Bool) {
+    /// Writes one field whose value is `valuePrefix` followed by `value`, which writes itself
+    /// into the block's storage (a String's bytes, or digits made straight from other bytes).
+    public mutating func add(
+        _ name: StaticString, _ valuePrefix: StaticString, _ value: some HTTP2HeaderValue, neverIndexed: Bool
+    ) {
         let nameStart = bytes.count
         name.withUTF8Buffer { bytes.append(contentsOf: $0) }
         let valueStart = bytes.count
         if valuePrefix.utf8CodeUnitCount > 0 { valuePrefix.withUTF8Buffer { bytes.append(contentsOf: $0) } }
-        append(value)
+        value.append(to: &bytes)
         let secret = name.withUTF8Buffer { HTTP2HeaderField.isAlwaysNeverIndexed(name: $0) }
         record(nameStart: nameStart, valueStart: valueStart, neverIndexed: neverIndexed || secret)
     }
@@ -78,9 +112,9 @@ public struct HTTP2HeaderBlock {
     /// Writes `field` as it is.
     public mutating func add(_ field: HTTP2HeaderField) {
         let nameStart = bytes.count
-        append(field.name)
+        field.name.append(to: &bytes)
         let valueStart = bytes.count
-        append(field.value)
+        field.value.append(to: &bytes)
         record(nameStart: nameStart, valueStart: valueStart, neverIndexed: field.neverIndexed)
     }
 
@@ -89,11 +123,20 @@ public struct HTTP2HeaderBlock {
         for field in fields { add(field) }
     }
 
-    /// Appends `text`'s bytes, read in place (a String's contiguous storage, without the retain
-    /// and release of going through its `UTF8View` as a sequence).
-    private mutating func append(_ text: String) {
-        let appended = text.utf8.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) }
-        if appended == nil { bytes.append(contentsOf: text.utf8) }
+    /// Writes every field of `other`, in order: fields shared by many messages, written into a
+    /// block of their own once and copied from it as bytes (no String read per field).
+    public mutating func add(contentsOf other: HTTP2HeaderBlock) {
+        if fields.isEmpty {
+            bytes.reserveCapacity(512)
+            fields.reserveCapacity(16)
+        }
+        let offset = Int32(bytes.count)
+        bytes.append(contentsOf: other.bytes)
+        for var field in other.fields {
+            field.nameStart += offset
+            field.valueStart += offset
+            fields.append(field)
+        }
     }
 
     private mutating func record(nameStart: Int, valueStart: Int, neverIndexed: Bool) {

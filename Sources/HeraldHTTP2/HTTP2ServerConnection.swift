@@ -193,7 +193,7 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
     private func start(context: ChannelHandlerContext) {
         guard session == nil else { return }
         do {
-            let session = try NGHTTP2Session(role: .server, delegate: self)
+            let session = try NGHTTP2Session(server: self)
             try session.submitSettings([
                 (NGHTTP2SettingsIdentifier.maxConcurrentStreams, settings.maxConcurrentStreams),
                 (NGHTTP2SettingsIdentifier.initialWindowSize, settings.initialWindowSize),

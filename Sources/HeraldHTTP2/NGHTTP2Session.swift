@@ -49,23 +49,40 @@ struct NGHTTP2LibraryError: Error, CustomStringConvertible {
 /// (``drainOutput(into:)``). It is not thread-safe: its owner (a channel handler) uses it on
 /// one event loop only.
 final class NGHTTP2Session {
-    enum Role { case client, server }
+    /// The connection that owns this session and hears what it parses: a client's handler or a
+    /// server connection. Held unretained: the owner holds this session strongly (a strong
+    /// reference back would be a cycle), and callbacks only run inside this class's own calls,
+    /// which the owner makes while it is alive. A concrete class per case, not an existential:
+    /// calling a delegate through an unowned existential retained and released it on every
+    /// callback — several per request.
+    enum Owner {
+        case client(Unmanaged<HTTP2ClientHandler>)
+        case server(Unmanaged<HTTP2ServerConnection>)
+    }
 
     /// The nghttp2 session. Created in `init` (nil only until then: creating it needs `self`
     /// as user data), deleted in `deinit`; never leaves this class.
     private var session: OpaquePointer!
-    /// Receives the parsed events. The owner holds this session strongly and is the delegate, so
-    /// the reference must not be strong (a cycle) — and it need not be weak: callbacks only
-    /// run inside this class's own calls, which the owner makes while it is alive.
-    unowned(unsafe) let delegate: any NGHTTP2SessionDelegate
+    private let owner: Owner
     /// Request or response bodies waiting to be sent, by stream; read by nghttp2 through
     /// `readOutgoingBody` during `drainOutput`.
     private var outgoingBodies: [Int32: ByteBuffer] = [:]
     /// nghttp2's memory for this session; released after the session is deleted (`deinit`).
     private let memory = NGHTTP2MemoryPool()
 
-    init(role: Role, delegate: any NGHTTP2SessionDelegate, maxHeaderListSize: UInt32? = nil) throws {
-        self.delegate = delegate
+    /// A client session owned by `handler`.
+    convenience init(client handler: HTTP2ClientHandler) throws {
+        try self.init(owner: .client(.passUnretained(handler)))
+    }
+
+    /// A server session owned by `connection`; header blocks it sends are limited to
+    /// `maxHeaderListSize` bytes when given.
+    convenience init(server connection: HTTP2ServerConnection, maxHeaderListSize: UInt32? = nil) throws {
+        try self.init(owner: .server(.passUnretained(connection)), maxHeaderListSize: maxHeaderListSize)
+    }
+
+    private init(owner: Owner, maxHeaderListSize: UInt32? = nil) throws {
+        self.owner = owner
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
             throw NGHTTP2LibraryError(operation: "callbacks_new", code: Int(NGHTTP2_ERR_NOMEM.rawValue))
@@ -91,7 +108,7 @@ final class NGHTTP2Session {
         var created: OpaquePointer?
         let result: Int32
         var allocator = memory.allocator
-        switch role {
+        switch owner {
         case .client: result = nghttp2_session_client_new3(&created, callbacks, userData, option, &allocator)
         case .server: result = nghttp2_session_server_new3(&created, callbacks, userData, option, &allocator)
         }
@@ -260,6 +277,15 @@ final class NGHTTP2Session {
         return count
     }
 
+    /// Calls `body` with the owner, without retaining it (see ``Owner``).
+    @inline(__always)
+    fileprivate func withDelegate<Result>(_ body: (any NGHTTP2SessionDelegate) -> Result) -> Result {
+        switch owner {
+        case .client(let handler): handler._withUnsafeGuaranteedRef { body($0) }
+        case .server(let connection): connection._withUnsafeGuaranteedRef { body($0) }
+        }
+    }
+
     fileprivate func forgetStream(_ streamID: Int32) {
         if !outgoingBodies.isEmpty { outgoingBodies[streamID] = nil }
     }
@@ -282,24 +308,30 @@ private func withOwningSession<Result>(_ userData: UnsafeMutableRawPointer?, _ b
 }
 
 private let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, userData in
-    withOwningSession(userData) { $0.delegate.sessionBeganHeaders(streamID: frame!.pointee.hd.stream_id) }
+    withOwningSession(userData) { session in
+        session.withDelegate { $0.sessionBeganHeaders(streamID: frame!.pointee.hd.stream_id) }
+    }
     return 0
 }
 
 private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
-    withOwningSession(userData) {
-        $0.delegate.sessionReceivedHeader(
-            streamID: frame!.pointee.hd.stream_id,
-            name: UnsafeRawBufferPointer(start: name, count: nameLength),
-            value: UnsafeRawBufferPointer(start: value, count: valueLength)
-        )
+    withOwningSession(userData) { session in
+        session.withDelegate {
+            $0.sessionReceivedHeader(
+                streamID: frame!.pointee.hd.stream_id,
+                name: UnsafeRawBufferPointer(start: name, count: nameLength),
+                value: UnsafeRawBufferPointer(start: value, count: valueLength)
+            )
+        }
     }
     return 0
 }
 
 private let onDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, length, userData in
-    withOwningSession(userData) {
-        $0.delegate.sessionReceivedData(streamID: streamID, bytes: UnsafeRawBufferPointer(start: data, count: length))
+    withOwningSession(userData) { session in
+        session.withDelegate {
+            $0.sessionReceivedData(streamID: streamID, bytes: UnsafeRawBufferPointer(start: data, count: length))
+        }
     }
     return 0
 }
@@ -330,14 +362,14 @@ private let onFrame: nghttp2_on_frame_recv_callback = { _, frame, userData in
     default:
         received = .other
     }
-    withOwningSession(userData) { $0.delegate.sessionReceivedFrame(received) }
+    withOwningSession(userData) { session in session.withDelegate { $0.sessionReceivedFrame(received) } }
     return 0
 }
 
 private let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, errorCode, userData in
     withOwningSession(userData) { session in
         session.forgetStream(streamID)
-        session.delegate.sessionClosedStream(streamID: streamID, errorCode: errorCode)
+        session.withDelegate { $0.sessionClosedStream(streamID: streamID, errorCode: errorCode) }
     }
     return 0
 }

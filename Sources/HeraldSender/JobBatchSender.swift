@@ -40,7 +40,7 @@ public struct JobBatchSender: Sendable {
     /// Sends the batch `record` holds (read from its job record with
     /// ``PackedJobBatch/decodeRecord(_:)``) and returns its outcomes.
     ///
-    /// Every target gets its first attempt at once (through ``APNsClient/send(_:)-(APNsNotification...)``,
+    /// Every target gets its first attempt at once (through ``APNsClient/send(_:urgent:)``,
     /// as many in flight as the client allows); those APNs asks to retry are sent again in
     /// rounds, each when the earliest back-off among them is over, with every retry then due.
     ///
@@ -53,27 +53,15 @@ public struct JobBatchSender: Sendable {
     {
         let batch = record.header
         let targets = record.targets
-        let pushID = UUID(data: batch.pushID)
-        let pushType = APNsPushType(batch.pushType)
-        let priority = APNsPriority(rawValue: Int(batch.priority))
-        let expiration = batch.expirationS > 0 ? batch.expirationS : nil
-        let collapseID = batch.collapseID.isEmpty ? nil : batch.collapseID
-        // A templated push's payloads are rendered per device (the record carries each distinct one
-        // once); an empty one rendered over the limit and is never sent.
-        let payloads = batch.payloads.isEmpty ? [ByteBuffer(bytes: batch.payload)] : batch.payloads.map(ByteBuffer.init)
-        let topic = batch.apnsTopic
-        let notifications = (0..<targets.count).map { index in
-            APNsNotification(
-                deviceToken: targets.withToken(at: index) { Hexadecimal.encode($0) }, topic: topic,
-                pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID,
-                apnsID: APNsNotification.deterministicID(pushID: pushID, deviceID: targets.deviceIDs[index]),
-                payload: payloads[Int(record.payloadIndexes[index])])
-        }
+        let notifications = JobBatchNotifications(record)
+        let expiration = notifications.shared.expiration
 
         var results = [TargetResult?](repeating: nil, count: targets.count)
         var unsendable = 0
+        // A templated push's payloads are rendered per device (the record carries each distinct
+        // one once); an empty one rendered over the limit and is never sent.
         if !batch.payloads.isEmpty {
-            for index in notifications.indices where notifications[index].payload.readableBytes == 0 {
+            for index in 0..<notifications.count where notifications.payload(at: index).readableBytes == 0 {
                 var failure = Herald_V1_OutcomeBatch.Failure()
                 failure.status = .rejected
                 failure.reason = BatchOutcome.Failure.renderedPayloadTooLargeReason
@@ -86,18 +74,19 @@ public struct JobBatchSender: Sendable {
         var latencies = [Double](repeating: 0, count: targets.count)
         var waiting: [(index: Int, dueMilliseconds: Int64)] = []
         var retries: [String: Int] = [:]
-        var round = unsendable == 0 ? Array(notifications.indices) : notifications.indices.filter { results[$0] == nil }
+        var round = unsendable == 0 ? Array(0..<targets.count) : (0..<targets.count).filter { results[$0] == nil }
         let start = ContinuousClock.now
         var generator = SystemRandomNumberGenerator()
         while true {
             if round.isEmpty && waiting.isEmpty { break }
             let roundStart = (ContinuousClock.now - start).fractionalMilliseconds
-            let sent = await client.send(Self.notifications(round, of: notifications), urgent: urgent)
+            let sent = await client.send(notifications.subset(round), urgent: urgent)
             let current = now()
             for (position, index) in round.enumerated() {
                 attempts[index] += 1
                 switch decide(
-                    sent.outcomes[position], of: notifications[index], attempt: attempts[index], now: current,
+                    sent.outcomes[position], problem: { notifications.problem(at: index) }, attempt: attempts[index],
+                    now: current,
                     expiresAtSeconds: expiration, generator: &generator)
                 {
                 case .finished(let result):
@@ -122,7 +111,7 @@ public struct JobBatchSender: Sendable {
         outcomes.batchID = batch.batchID
         outcomes.pushID = batch.pushID
         outcomes.appID = batch.appID
-        for index in notifications.indices {
+        for index in 0..<targets.count {
             let deviceID = UInt64(bitPattern: targets.deviceIDs[index])
             switch results[index] {
             case .accepted?:
@@ -133,8 +122,9 @@ public struct JobBatchSender: Sendable {
                 logger.debug(
                     "notification not delivered",
                     metadata: [
-                        "push": "\(pushID)", "device": "\(deviceID)", "apns-id": "\(notifications[index].apnsID ?? "")",
-                        "token": "\(notifications[index].deviceToken.prefix(8))…",
+                        "push": "\(notifications.pushID)", "device": "\(deviceID)",
+                        "apns-id": "\(notifications.notification(at: index).apnsID ?? "")",
+                        "token": "\(notifications.notification(at: index).deviceToken.prefix(8))…",
                         "outcome": "\(Self.statusName(failure.status))", "reason": "\(failure.reason)",
                         "attempts": "\(failure.attempts)",
                     ])
@@ -150,14 +140,6 @@ public struct JobBatchSender: Sendable {
             failures: outcomes.failures.map { (Self.statusName($0.status), $0.reason) },
             attempts: attempts.reduce(0, +), latencies: latencies, retries: retries)
         return outcomes
-    }
-
-    /// The notifications at `round`'s indexes, in `round`'s order (the outcomes come back in it).
-    /// The first round is usually every target in order: then the array itself, not a copy of
-    /// each. A later round of every target need not be in order (those due later are listed
-    /// before those retried since), so the check is on the order, not the count.
-    static func notifications(_ round: [Int], of notifications: [APNsNotification]) -> [APNsNotification] {
-        round.elementsEqual(notifications.indices) ? notifications : round.map { notifications[$0] }
     }
 
     /// The cause of an answer tried again, as a bounded label: the HTTP status APNs answered, or
@@ -199,10 +181,10 @@ public struct JobBatchSender: Sendable {
         case retry(dueMilliseconds: Int64)
     }
 
-    /// What the `attempt`-th sending of `notification` ended with means: finished, or when to
-    /// try again, as the retry policy decides.
+    /// What the `attempt`-th sending of a notification ended with means: finished, or when to
+    /// try again, as the retry policy decides. `problem` says what was wrong with one never sent.
     private func decide(
-        _ outcome: APNsOutcome, of notification: APNsNotification, attempt: Int, now current: Int64,
+        _ outcome: APNsOutcome, problem: () -> String?, attempt: Int, now current: Int64,
         expiresAtSeconds: Int64?, generator: inout SystemRandomNumberGenerator
     ) -> AttemptResult {
         var failure = Herald_V1_OutcomeBatch.Failure()
@@ -218,7 +200,7 @@ public struct JobBatchSender: Sendable {
             return .finished(.failed(failure))
         case .failed(.invalid):
             failure.status = .rejected
-            failure.reason = notification.problem ?? "invalid notification"
+            failure.reason = problem() ?? "invalid notification"
             return .finished(.failed(failure))
         default:
             let decision = retryPolicy.decision(

@@ -8,6 +8,7 @@ import HeraldTiming
 import ServiceLifecycle
 import Testing
 
+@testable import HeraldHTTP2
 @testable import HeraldSender
 
 @Suite("Retry policy (pure)")
@@ -202,19 +203,54 @@ struct JobBatchSenderTests {
     }
 
     @Test("a round sends its targets in the round's order, also when it holds every target out of order")
-    func roundOrder() {
-        let notifications = (0..<4).map {
-            APNsNotification(
-                deviceToken: SenderFixture.hex(SenderFixture.token($0)), topic: SenderFixture.bundleID,
-                payload: Array("{}".utf8))
-        }
+    func roundOrder() throws {
+        var batch = SenderFixture.batch()
+        batch.targets = Array(batch.targets.prefix(4))
+        let notifications = JobBatchNotifications(try SenderFixture.record(batch))
         func tokens(_ round: [Int]) -> [String] {
-            JobBatchSender.notifications(round, of: notifications).map(\.deviceToken)
+            let subset = notifications.subset(round)
+            return (0..<subset.count).map { subset.notification(at: $0).deviceToken }
         }
-        #expect(tokens([0, 1, 2, 3]) == notifications.map(\.deviceToken))
+        let all = (1...4).map { SenderFixture.hex(SenderFixture.token($0)) }
+        #expect(tokens([0, 1, 2, 3]) == all)
         // Every target again, those due later first: outcomes come back in this order.
-        #expect(tokens([2, 3, 0, 1]) == [2, 3, 0, 1].map { notifications[$0].deviceToken })
-        #expect(tokens([3, 1]) == [3, 1].map { notifications[$0].deviceToken })
+        #expect(tokens([2, 3, 0, 1]) == [2, 3, 0, 1].map { all[$0] })
+        #expect(tokens([3, 1]) == [3, 1].map { all[$0] })
+    }
+
+    /// A block's fields as "name: value" lines, never-indexed ones marked.
+    static func fields(_ block: HTTP2HeaderBlock) -> [String] {
+        block.withNameValuePairs { pairs, count in
+            UnsafeBufferPointer(start: pairs, count: count).map { pair in
+                String(decoding: UnsafeBufferPointer(start: pair.name, count: pair.namelen), as: UTF8.self) + ": "
+                    + String(decoding: UnsafeBufferPointer(start: pair.value, count: pair.valuelen), as: UTF8.self)
+                    + (pair.flags & 0x01 != 0 ? " (never indexed)" : "")
+            }
+        }
+    }
+
+    @Test("each target's request carries the push's fields, its own token and its deterministic apns-id")
+    func requestPerTarget() throws {
+        var batch = SenderFixture.batch(expirationS: 1_900_000_000, collapseID: "promo")
+        batch.targets = Array(batch.targets.prefix(3))
+        let notifications = JobBatchNotifications(try SenderFixture.record(batch))
+        for index in 0..<3 {
+            // The request written from the packed batch is the one its notification value writes.
+            var packed = HTTP2HeaderBlock()
+            var single = HTTP2HeaderBlock()
+            let body = notifications.writeRequest(
+                at: index, authority: "apns.test", authorization: "bearer x", into: &packed)
+            let notification = notifications.notification(at: index)
+            _ = [notification].writeRequest(at: 0, authority: "apns.test", authorization: "bearer x", into: &single)
+            #expect(Self.fields(packed) == Self.fields(single))
+            #expect(Self.fields(packed).count == 11)
+            #expect(body == notification.payload)
+            #expect(notification.deviceToken == SenderFixture.hex(SenderFixture.token(index + 1)))
+            #expect(
+                notification.apnsID
+                    == APNsNotification.deterministicID(pushID: SenderFixture.pushID, deviceID: Int64(index + 1)))
+            #expect(notification.collapseID == "promo" && notification.expiration == 1_900_000_000)
+        }
     }
 
     @Test("out of attempts: rejected with the last reason and the number of attempts")

@@ -2,7 +2,7 @@ import HeraldHTTP2
 import NIOCore
 import Synchronization
 
-/// What became of notifications sent together with ``APNsClient/send(_:)-(APNsNotification...)``.
+/// What became of notifications sent together with ``APNsClient/send(_:urgent:)``.
 public struct APNsBatchResult: Sendable {
     /// Each notification's outcome, in the order they were given.
     public var outcomes: [APNsOutcome]
@@ -11,7 +11,7 @@ public struct APNsBatchResult: Sendable {
     public var latencies: [Double]
 }
 
-/// One call of ``APNsClient/send(_:)-(APNsNotification...)``: hands its notifications to the
+/// One call of ``APNsClient/send(_:urgent:)``: hands its notifications to the
 /// client's connections as streams free up, and collects the answers.
 ///
 /// Everything after ``start(_:)`` happens on the connections' event loops: an answer is read
@@ -20,7 +20,7 @@ public struct APNsBatchResult: Sendable {
 /// connection's token was renewed; APNs did not process it) goes back in the queue, within the
 /// client's limits. The state is under one lock, never held while the pool's waiters are called
 /// (one of them may be this run).
-final class APNsBatchRun: Sendable {
+final class APNsBatchRun<Notifications: APNsNotificationBatch>: Sendable {
     /// Where the run's sending is. A run starts `sending`; it is `waitingForStream` while it is
     /// registered with the pool for a free stream, back to `sending` when the pool hands one
     /// over; `stopped` for good once the caller was cancelled or the client has no connection
@@ -64,18 +64,18 @@ final class APNsBatchRun: Sendable {
     }
 
     private let client: APNsClient
-    private let notifications: [APNsNotification]
+    private let notifications: Notifications
     /// Its streams come before other sends' (``APNsPoolState/urgentWaiters``).
     private let urgent: Bool
     private let state: Mutex<State>
 
-    init(client: APNsClient, notifications: [APNsNotification], urgent: Bool = false) {
+    init(client: APNsClient, notifications: Notifications, urgent: Bool = false) {
         self.client = client
         self.notifications = notifications
         self.urgent = urgent
-        // Those with a ``APNsNotification/problem`` never leave; the rest are queued.
+        // Those with a problem (``APNsNotificationBatch/problem(at:)``) never leave; the rest are queued.
         var outcomes = [APNsOutcome](repeating: .failed(.invalid), count: notifications.count)
-        let queue = notifications.indices.filter { notifications[$0].problem == nil }
+        let queue = (0..<notifications.count).filter { notifications.problem(at: $0) == nil }
         for index in queue { outcomes[index] = .failed(.notProcessed) }
         let count = notifications.count
         state = Mutex(
@@ -183,8 +183,8 @@ final class APNsBatchRun: Sendable {
         lease.connection.submit(
             Array(indexes), timeout: client.requestTimeout,
             compose: { [self] index, block in
-                self.notifications[index].writeRequest(
-                    authority: self.client.authority, authorization: authorization, into: &block)
+                self.notifications.writeRequest(
+                    at: index, authority: self.client.authority, authorization: authorization, into: &block)
             },
             onResponse: { [self] index, result in
                 self.answered(index, result, on: lease)
@@ -193,9 +193,7 @@ final class APNsBatchRun: Sendable {
 
     /// An answer, on the connection's event loop.
     private func answered(_ index: Int, _ result: Result<HTTP2Response, any Error>, on lease: APNsLease) {
-        // Only its apns-id: reading one field does not copy the notification (and retain and
-        // release each of its strings and its payload) on every answer.
-        let answer = client.answer(result, apnsID: notifications[index].apnsID, on: lease)
+        let answer = client.answer(result, on: lease)
         let now = NIODeadline.now().uptimeNanoseconds
         let resendLimit = client.configuration.unprocessedResends
         let (finished, pumpNow) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
@@ -232,8 +230,7 @@ final class APNsBatchRun: Sendable {
             finishUnsent(with: client.isStopped ? .clientStopped : .noConnection)
             return
         }
-        enum Use { case keep, pump, giveBack }
-        let use = state.withLock { state -> Use in
+        let use = state.withLock { state -> HandedOverStreamUse in
             state.streamHandedOver()
             // Stopped (the caller was cancelled) with nothing left to send: the stream goes back
             // now, not on a later pump — the caller may already have every outcome and count
@@ -250,6 +247,9 @@ final class APNsBatchRun: Sendable {
         case .keep: break
         }
     }
+
+    /// What a run does with a stream the pool handed over.
+    private enum HandedOverStreamUse { case keep, pump, giveBack }
 
     /// Ends every notification not sent yet with `failure`.
     private func finishUnsent(with failure: APNsTransportFailure) {
