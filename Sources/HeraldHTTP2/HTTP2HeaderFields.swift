@@ -63,13 +63,17 @@ extension HTTP2HeaderValue {
 /// ``HTTP2ClientConnection/submit(_:timeout:compose:onResponse:)``); nghttp2 copies the bytes
 /// while the message is submitted, so nothing written here outlives that call.
 public struct HTTP2HeaderBlock: Sendable {
-    /// Where a field's name and value lie in `bytes`, and its HPACK flags.
+    /// Where a field's name and value lie in `bytes` (or, for a name given as a `StaticString`,
+    /// the address of the name's constant bytes), and its HPACK flags.
     struct Field: Sendable {
         var nameStart: Int32
         var nameLength: Int32
         var valueStart: Int32
         var valueLength: Int32
         var neverIndexed: Bool
+        /// The address of a static name's bytes (0 when the name is in `bytes`): constant for the
+        /// program's life, so nghttp2 is told not to copy it.
+        var staticNameAddress: UInt = 0
     }
 
     var bytes: [UInt8] = []
@@ -100,13 +104,18 @@ public struct HTTP2HeaderBlock: Sendable {
     public mutating func add(
         _ name: StaticString, _ valuePrefix: StaticString, _ value: some HTTP2HeaderValue, neverIndexed: Bool
     ) {
+        // A literal's bytes are constant and live as long as the program: nghttp2 takes them as
+        // they are (HTTP/2 names are lower case, and every name Herald writes is).
+        let staticName = name.hasPointerRepresentation ? UInt(bitPattern: name.utf8Start) : 0
         let nameStart = bytes.count
-        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        if staticName == 0 { name.withUTF8Buffer { bytes.append(contentsOf: $0) } }
         let valueStart = bytes.count
         if valuePrefix.utf8CodeUnitCount > 0 { valuePrefix.withUTF8Buffer { bytes.append(contentsOf: $0) } }
         value.append(to: &bytes)
         let secret = name.withUTF8Buffer { HTTP2HeaderField.isAlwaysNeverIndexed(name: $0) }
-        record(nameStart: nameStart, valueStart: valueStart, neverIndexed: neverIndexed || secret)
+        record(
+            nameStart: nameStart, nameLength: staticName == 0 ? valueStart - nameStart : name.utf8CodeUnitCount,
+            staticNameAddress: staticName, valueStart: valueStart, neverIndexed: neverIndexed || secret)
     }
 
     /// Writes `field` as it is.
@@ -115,7 +124,9 @@ public struct HTTP2HeaderBlock: Sendable {
         field.name.append(to: &bytes)
         let valueStart = bytes.count
         field.value.append(to: &bytes)
-        record(nameStart: nameStart, valueStart: valueStart, neverIndexed: field.neverIndexed)
+        record(
+            nameStart: nameStart, nameLength: valueStart - nameStart, staticNameAddress: 0, valueStart: valueStart,
+            neverIndexed: field.neverIndexed)
     }
 
     /// Writes each of `fields`, in order.
@@ -133,21 +144,25 @@ public struct HTTP2HeaderBlock: Sendable {
         let offset = Int32(bytes.count)
         bytes.append(contentsOf: other.bytes)
         for var field in other.fields {
-            field.nameStart += offset
+            field.nameStart += offset  // unused for a static name
             field.valueStart += offset
             fields.append(field)
         }
     }
 
-    private mutating func record(nameStart: Int, valueStart: Int, neverIndexed: Bool) {
+    /// Records the field whose value was just written, from `valueStart` to the end of `bytes`.
+    private mutating func record(
+        nameStart: Int, nameLength: Int, staticNameAddress: UInt, valueStart: Int, neverIndexed: Bool
+    ) {
         if fields.isEmpty {
             bytes.reserveCapacity(512)
             fields.reserveCapacity(16)
         }
         fields.append(
             Field(
-                nameStart: Int32(nameStart), nameLength: Int32(valueStart - nameStart), valueStart: Int32(valueStart),
-                valueLength: Int32(bytes.count - valueStart), neverIndexed: neverIndexed))
+                nameStart: Int32(nameStart), nameLength: Int32(nameLength), valueStart: Int32(valueStart),
+                valueLength: Int32(bytes.count - valueStart), neverIndexed: neverIndexed,
+                staticNameAddress: staticNameAddress))
     }
 
     /// Empties the block, keeping its storage for the next message.
@@ -157,8 +172,10 @@ public struct HTTP2HeaderBlock: Sendable {
     }
 
     /// Calls `body` with nghttp2 name/value pairs pointing into the block's bytes. nghttp2 copies
-    /// names and values during `submit_*` (no `NO_COPY` flags are set), so the pointers only have
-    /// to live for the call, and they never leave it.
+    /// values (and names other than literals) during `submit_*`, so those pointers only have to
+    /// live for the call, and they never leave it. A name written from a `StaticString` points
+    /// at the literal itself, with `NO_COPY_NAME`: it lives as long as the program, and nghttp2
+    /// neither copies nor lower-cases it (saving both for every field of every request).
     func withNameValuePairs<Result>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> Result) -> Result {
         bytes.withUnsafeBufferPointer { storage in
             withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(fields.count, 1)) { pairs in
@@ -167,12 +184,17 @@ public struct HTTP2HeaderBlock: Sendable {
                 guard let base = storage.baseAddress else { return body(UnsafePointer(pairs.baseAddress!), 0) }
                 let start = UnsafeMutablePointer(mutating: base)
                 for (index, field) in fields.enumerated() {
-                    let flags = field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
+                    var flags = field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
+                    var name = start + Int(field.nameStart)
+                    if let staticName = UnsafeMutablePointer<UInt8>(bitPattern: field.staticNameAddress) {
+                        name = staticName
+                        flags |= NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue
+                    }
                     pairs.initializeElement(
                         at: index,
                         to: nghttp2_nv(
-                            name: start + Int(field.nameStart), value: start + Int(field.valueStart),
-                            namelen: Int(field.nameLength), valuelen: Int(field.valueLength), flags: UInt8(flags)))
+                            name: name, value: start + Int(field.valueStart), namelen: Int(field.nameLength),
+                            valuelen: Int(field.valueLength), flags: UInt8(flags)))
                 }
                 return body(UnsafePointer(pairs.baseAddress!), fields.count)
             }
