@@ -120,8 +120,7 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
     private func answer(_ streamID: Int32, _ outcome: Outcome, apnsID: String, faults: APNsFaults) {
         switch outcome {
         case .accept:
-            connection.respond(
-                streamID: streamID, status: 200, headers: [HTTP2HeaderField("apns-id", apnsID, neverIndexed: true)])
+            connection.respond(streamID: streamID, status: 200) { $0.add("apns-id", apnsID, neverIndexed: true) }
         case .reject(let reason, let timestamp):
             var body = reason.body
             if let timestamp {

@@ -53,12 +53,21 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
     public typealias InboundIn = ByteBuffer
     public typealias OutboundOut = ByteBuffer
 
-    fileprivate struct IncomingStream {
+    /// A request being received, then answered. A class, reused once its stream closes: the
+    /// body's bytes are counted into it by reference (a dictionary value mutated in place went
+    /// through an accessor that allocated for each DATA frame).
+    fileprivate final class IncomingStream {
         var headers = HTTP2HeaderFields()
         var body: ByteBuffer?
         var bodyLength = 0
         /// Handed to the delegate; waiting for its answer (or a reset) to close.
         var delivered = false
+
+        func reset() {
+            body = nil
+            bodyLength = 0
+            delivered = false
+        }
     }
 
     /// The delegate, set before the connection is added to a pipeline. The connection owns it.
@@ -75,6 +84,8 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
     /// Header storage handed back after a request was delivered, reused for the next ones (a
     /// delegate that kept a copy keeps it intact: the storage is copied on write).
     private var spareHeaders: [HTTP2HeaderFields] = []
+    /// Streams closed, kept for the next requests (at most 1,024).
+    private var spareStreams: [IncomingStream] = []
     /// Each response's header block is written here (the storage is kept between responses).
     private var responseHeaders = HTTP2HeaderBlock()
     private var isReading = false
@@ -113,11 +124,21 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
     @discardableResult
     public func respond(streamID: Int32, status: Int, headers: [HTTP2HeaderField] = [], body: ByteBuffer? = nil) -> Bool
     {
+        respond(streamID: streamID, status: status, body: body) { $0.add(contentsOf: headers) }
+    }
+
+    /// Sends a response on `streamID` whose header fields after `:status` `writeHeaders` writes
+    /// into the connection's reused header block (no array of fields per response).
+    /// - Returns: false when the stream is gone (the client reset it or the connection closed).
+    @discardableResult
+    public func respond(
+        streamID: Int32, status: Int, body: ByteBuffer? = nil, writeHeaders: (inout HTTP2HeaderBlock) -> Void
+    ) -> Bool {
         guard let session, !closed else { return false }
         do {
             responseHeaders.removeAll()
             responseHeaders.add(":status", String(status))
-            responseHeaders.add(contentsOf: headers)
+            writeHeaders(&responseHeaders)
             try session.submitResponse(streamID: streamID, responseHeaders, body: body)
         } catch {
             return false
@@ -280,7 +301,7 @@ extension HTTP2ServerConnection: NGHTTP2SessionDelegate {
         guard streamID == receivingHeadersOf else { return }
         receivingHeadersOf = 0
         if streams[streamID] == nil {
-            var stream = IncomingStream()
+            let stream = spareStreams.popLast() ?? IncomingStream()
             swap(&stream.headers, &receivingHeaders)
             streams[streamID] = stream
         }
@@ -304,11 +325,15 @@ extension HTTP2ServerConnection: NGHTTP2SessionDelegate {
                 session?.submitResetStream(streamID: streamID, errorCode: HTTP2ErrorCode.refusedStream.rawValue)
                 return
             }
-            guard let stream = streams.updateValue(IncomingStream(delivered: true), forKey: streamID), !stream.delivered
-            else { return }
+            guard let stream = streams[streamID], !stream.delivered else { return }
+            stream.delivered = true
+            // The header storage moves to the request (not shared with the stream), so once the
+            // delegate is done with it, it is this connection's alone again and is reused.
             var request = HTTP2ServerRequest(
-                streamID: streamID, headers: stream.headers,
-                body: stream.body ?? ByteBuffer(), bodyLength: stream.bodyLength)
+                streamID: streamID, headers: HTTP2HeaderFields(), body: stream.body ?? ByteBuffer(),
+                bodyLength: stream.bodyLength)
+            swap(&request.headers, &stream.headers)
+            stream.body = nil
             delegate?.connection(self, didReceive: request)
             if spareHeaders.count < 64 {
                 request.headers.removeAll()
@@ -320,13 +345,16 @@ extension HTTP2ServerConnection: NGHTTP2SessionDelegate {
     }
 
     func sessionClosedStream(streamID: Int32, errorCode: UInt32) {
-        streams.removeValue(forKey: streamID)
+        if let stream = streams.removeValue(forKey: streamID), spareStreams.count < 1024 {
+            stream.reset()
+            spareStreams.append(stream)
+        }
         if let pendingGoAway, pendingGoAway.lastStreamID == streamID { sendPendingGoAway() }
     }
 }
 
 extension HTTP2ServerConnection.IncomingStream {
-    fileprivate mutating func appendBody(_ bytes: UnsafeRawBufferPointer, limit: Int, allocator: ByteBufferAllocator) {
+    fileprivate func appendBody(_ bytes: UnsafeRawBufferPointer, limit: Int, allocator: ByteBufferAllocator) {
         bodyLength += bytes.count
         let room = limit - (body?.readableBytes ?? 0)
         guard room > 0 else { return }
