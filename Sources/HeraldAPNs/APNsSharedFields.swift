@@ -63,9 +63,12 @@ public struct APNsSharedFields: Sendable, Hashable {
     }
 
     /// The same, with the shared fields from ``encoded``: for a batch that sends many
-    /// notifications with the same fields, which copies them per request as bytes.
+    /// notifications with the same fields, which copies them per request as bytes, and writes
+    /// each device's token hex and deterministic `apns-id` straight into the block. (Concrete
+    /// types, not generic ones: a generic called from another module is not specialized there,
+    /// and looked its types up at run time for every request.)
     public static func writeRequest(
-        deviceToken: some HTTP2HeaderValue, apnsID: (some HTTP2HeaderValue)?, authority: String,
+        deviceToken: Hexadecimal.Digits, apnsID: APNsNotification.DeterministicID, authority: String,
         authorization: String?, encodedFields: HTTP2HeaderBlock, into block: inout HTTP2HeaderBlock
     ) {
         writeRequest(

@@ -20,7 +20,7 @@ public struct APNsBatchResult: Sendable {
 /// connection's token was renewed; APNs did not process it) goes back in the queue, within the
 /// client's limits. The state is under one lock, never held while the pool's waiters are called
 /// (one of them may be this run).
-final class APNsBatchRun<Notifications: APNsNotificationBatch>: Sendable {
+final class APNsBatchRun: Sendable {
     /// Where the run's sending is. A run starts `sending`; it is `waitingForStream` while it is
     /// registered with the pool for a free stream, back to `sending` when the pool hands one
     /// over; `stopped` for good once the caller was cancelled or the client has no connection
@@ -64,12 +64,14 @@ final class APNsBatchRun<Notifications: APNsNotificationBatch>: Sendable {
     }
 
     private let client: APNsClient
-    private let notifications: Notifications
+    /// An existential, not a generic parameter: the run's code is compiled once, in this
+    /// module, and a generic run looked its own type's metadata up at run time on every answer.
+    private let notifications: any APNsNotificationBatch
     /// Its streams come before other sends' (``APNsPoolState/urgentWaiters``).
     private let urgent: Bool
     private let state: Mutex<State>
 
-    init(client: APNsClient, notifications: Notifications, urgent: Bool = false) {
+    init(client: APNsClient, notifications: any APNsNotificationBatch, urgent: Bool = false) {
         self.client = client
         self.notifications = notifications
         self.urgent = urgent
@@ -230,7 +232,8 @@ final class APNsBatchRun<Notifications: APNsNotificationBatch>: Sendable {
             finishUnsent(with: client.isStopped ? .clientStopped : .noConnection)
             return
         }
-        let use = state.withLock { state -> HandedOverStreamUse in
+        enum Use { case keep, pump, giveBack }
+        let use = state.withLock { state -> Use in
             state.streamHandedOver()
             // Stopped (the caller was cancelled) with nothing left to send: the stream goes back
             // now, not on a later pump — the caller may already have every outcome and count
@@ -247,9 +250,6 @@ final class APNsBatchRun<Notifications: APNsNotificationBatch>: Sendable {
         case .keep: break
         }
     }
-
-    /// What a run does with a stream the pool handed over.
-    private enum HandedOverStreamUse { case keep, pump, giveBack }
 
     /// Ends every notification not sent yet with `failure`.
     private func finishUnsent(with failure: APNsTransportFailure) {
