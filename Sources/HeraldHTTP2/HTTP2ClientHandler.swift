@@ -29,10 +29,12 @@ final class PendingHTTP2Request: @unchecked Sendable {
         self.deadline = deadline
     }
 
-    /// Empties a finished request for reuse (its header storage was handed on with its response).
+    /// Empties a finished request for reuse. A response's header storage went on with it; a
+    /// request that failed part-way may still hold the fields it received, emptied here.
     func reset() {
         streamID = 0
         status = 0
+        headers.removeAll()
         body = nil
         cancelled = false
     }

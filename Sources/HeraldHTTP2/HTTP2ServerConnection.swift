@@ -64,6 +64,7 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
         var delivered = false
 
         func reset() {
+            headers.removeAll()
             body = nil
             bodyLength = 0
             delivered = false
