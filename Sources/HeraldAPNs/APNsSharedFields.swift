@@ -53,9 +53,9 @@ public struct APNsSharedFields: Sendable, Hashable {
     ///   - apnsID: the notification's `apns-id`, or nil to let APNs make one.
     ///   - authority: `:authority`.
     ///   - authorization: `bearer <provider token>`, or nil with a certificate credential.
-    public func writeRequest(
-        deviceToken: some HTTP2HeaderValue, apnsID: (some HTTP2HeaderValue)?, authority: String,
-        authorization: String?, into block: inout HTTP2HeaderBlock
+    func writeRequest(
+        deviceToken: String, apnsID: String?, authority: String, authorization: String?,
+        into block: inout HTTP2HeaderBlock
     ) {
         Self.writeRequest(
             deviceToken: deviceToken, apnsID: apnsID, authority: authority, authorization: authorization,

@@ -75,13 +75,12 @@ final class NGHTTP2Session {
         try self.init(owner: .client(.passUnretained(handler)))
     }
 
-    /// A server session owned by `connection`; header blocks it sends are limited to
-    /// `maxHeaderListSize` bytes when given.
-    convenience init(server connection: HTTP2ServerConnection, maxHeaderListSize: UInt32? = nil) throws {
-        try self.init(owner: .server(.passUnretained(connection)), maxHeaderListSize: maxHeaderListSize)
+    /// A server session owned by `connection`.
+    convenience init(server connection: HTTP2ServerConnection) throws {
+        try self.init(owner: .server(.passUnretained(connection)))
     }
 
-    private init(owner: Owner, maxHeaderListSize: UInt32? = nil) throws {
+    private init(owner: Owner) throws {
         self.owner = owner
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
@@ -94,12 +93,6 @@ final class NGHTTP2Session {
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrame)
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
 
-        var option: OpaquePointer?
-        nghttp2_option_new(&option)
-        defer { nghttp2_option_del(option) }
-        if let maxHeaderListSize {
-            nghttp2_option_set_max_send_header_block_length(option, Int(maxHeaderListSize))
-        }
         // `self` goes to nghttp2 as user_data, unretained. Lifetime: nghttp2 hands it back only
         // to the callbacks above, and those run only inside nghttp2 calls this object makes
         // (mem_recv, mem_send, submit_*); `deinit` deletes the session before `self` is gone.
@@ -109,8 +102,8 @@ final class NGHTTP2Session {
         let result: Int32
         var allocator = memory.allocator
         switch owner {
-        case .client: result = nghttp2_session_client_new3(&created, callbacks, userData, option, &allocator)
-        case .server: result = nghttp2_session_server_new3(&created, callbacks, userData, option, &allocator)
+        case .client: result = nghttp2_session_client_new3(&created, callbacks, userData, nil, &allocator)
+        case .server: result = nghttp2_session_server_new3(&created, callbacks, userData, nil, &allocator)
         }
         guard result == 0, let created else {
             throw NGHTTP2LibraryError(operation: "session_new", code: Int(result))

@@ -22,7 +22,7 @@ struct JobBatchNotifications: APNsNotificationBatch {
     /// worked out once per payload rather than once per target.
     let payloadProblems: [String?]
     /// The targets (by position in `targets`) at this batch's indexes, in order; nil for all of them.
-    let order: [Int]?
+    private(set) var order: [Int]?
 
     init(_ record: PackedJobBatch) {
         let batch = record.header
@@ -40,22 +40,13 @@ struct JobBatchNotifications: APNsNotificationBatch {
         order = nil
     }
 
-    private init(_ batch: JobBatchNotifications, order: [Int]) {
-        pushID = batch.pushID
-        shared = batch.shared
-        encodedFields = batch.encodedFields
-        targets = batch.targets
-        payloadIndexes = batch.payloadIndexes
-        payloads = batch.payloads
-        payloadProblems = batch.payloadProblems
-        self.order = order
-    }
-
     /// These notifications' targets at `indexes`, in that order: a round of retries. (The
     /// first round is usually every target in order: then this batch itself.)
     func subset(_ indexes: [Int]) -> JobBatchNotifications {
         if order == nil, indexes.elementsEqual(0..<targets.count) { return self }
-        return JobBatchNotifications(self, order: order.map { order in indexes.map { order[$0] } } ?? indexes)
+        var subset = self
+        subset.order = order.map { order in indexes.map { order[$0] } } ?? indexes
+        return subset
     }
 
     var count: Int { order?.count ?? targets.count }

@@ -15,7 +15,7 @@ public protocol APNsNotificationBatch: Sendable {
     func problem(at index: Int) -> String?
 
     /// Writes the request of the notification at `index` into `block` (through
-    /// ``APNsSharedFields/writeRequest(deviceToken:apnsID:authority:authorization:into:)``) and
+    /// ``APNsSharedFields``, whose `writeRequest` is the one definition of an APNs request) and
     /// returns its body. Called on a connection's event loop, once per time it is sent.
     func writeRequest(at index: Int, authority: String, authorization: String?, into block: inout HTTP2HeaderBlock)
         -> ByteBuffer

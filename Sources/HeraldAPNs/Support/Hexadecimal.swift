@@ -8,24 +8,17 @@ public enum Hexadecimal {
     @inlinable
     public static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
         // Contiguous bytes (arrays, `Data`, buffers) are read through a pointer: `Data`'s own
-        // iterator costs more per byte than the encoding (the sender encodes a token per
-        // notification).
-        if let encoded = bytes.withContiguousStorageIfAvailable({ encode(buffer: $0) }) { return encoded }
-        return encode(buffer: bytes)
-    }
-
-    @inlinable
-    static func encode<Bytes: Collection>(buffer bytes: Bytes) -> String where Bytes.Element == UInt8 {
-        let count = bytes.count
-        return String(unsafeUninitializedCapacity: count * 2) { buffer in
-            var index = 0
-            for byte in bytes {
-                buffer[index] = digit(byte >> 4)
-                buffer[index + 1] = digit(byte & 0x0F)
-                index += 2
+        // iterator costs more per byte than the encoding (the sender's log lines and the API's
+        // token prefixes encode tokens). Anything else is gathered into an array first.
+        if let encoded = bytes.withContiguousStorageIfAvailable({ bytes in
+            String(unsafeUninitializedCapacity: bytes.count * 2) { text in
+                write(bytes, into: UnsafeMutableBufferPointer(rebasing: text[..<(bytes.count * 2)]))
+                return bytes.count * 2
             }
-            return index
+        }) {
+            return encoded
         }
+        return encode(Array(bytes))
     }
 
     /// Whether `byte` is an ASCII hexadecimal digit (0-9, a-f, A-F).
