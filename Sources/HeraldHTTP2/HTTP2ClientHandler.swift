@@ -75,7 +75,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     private let usesTLS: Bool
     private var session: NGHTTP2Session?
     private var context: ChannelHandlerContext?
-    private var streams: [Int32: PendingHTTP2Request] = [:]
+    private var streams = HTTP2StreamTable<PendingHTTP2Request>()
     /// The request whose response header block is being read (its fields arrive one callback
     /// each, and a header block is never interleaved with another stream's): looked up once
     /// per block, not once per field.
@@ -355,7 +355,7 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
             pending = found
         }
         if pending.headers.count == 0, let spare = spareHeaders.popLast() { pending.headers = spare }
-        if name.count == 7, name.elementsEqual(":status".utf8) {
+        if HTTP2FieldName.matches(name, ":status") {
             var status = 0
             for byte in value { status = status * 10 + Int(byte &- 48) }
             pending.status = status

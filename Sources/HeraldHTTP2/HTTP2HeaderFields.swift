@@ -20,7 +20,35 @@ public struct HTTP2HeaderField: Sendable, Hashable {
     /// Whether a field called `name` is sent never indexed whatever the caller asks: only
     /// `authorization` (Apple asks it of provider tokens, and a secret has no place in a table).
     static func isAlwaysNeverIndexed(name: some Collection<UInt8>) -> Bool {
-        name.count == 13 && name.elementsEqual("authorization".utf8)
+        name.count == 13
+            && (name.withContiguousStorageIfAvailable { isAlwaysNeverIndexed(name: UnsafeRawBufferPointer($0)) }
+                ?? Array(name).withUnsafeBytes { isAlwaysNeverIndexed(name: $0) })
+    }
+
+    /// The same rule for a name in memory (every request's `authorization` passes here): two
+    /// eight-byte comparisons instead of a walk through a String's bytes.
+    static func isAlwaysNeverIndexed(name: UnsafeRawBufferPointer) -> Bool {
+        name.count == 13 && HTTP2FieldName.matches(name, "authorization")
+    }
+}
+
+/// Comparing a field name in memory with a literal name, as whole words rather than byte by byte.
+enum HTTP2FieldName {
+    /// Whether `name` holds exactly the bytes of `literal` (4 to 16 bytes long): the first and
+    /// the last word of each, which overlap for names shorter than two words.
+    static func matches(_ name: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        precondition(literal.hasPointerRepresentation && (4...16).contains(count), "a 4- to 16-byte literal name")
+        guard name.count == count else { return false }
+        let expected = UnsafeRawBufferPointer(start: literal.utf8Start, count: count)
+        if count >= 8 {
+            return name.loadUnaligned(as: UInt64.self) == expected.loadUnaligned(as: UInt64.self)
+                && name.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+                    == expected.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+        }
+        return name.loadUnaligned(as: UInt32.self) == expected.loadUnaligned(as: UInt32.self)
+            && name.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+                == expected.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
     }
 }
 
@@ -41,6 +69,9 @@ extension String: HTTP2HeaderValue {
     }
 }
 
+/// Zeros that make room for a value written in place (up to a 100-byte token's 200 hex digits).
+private let placeholderZeros = [UInt8](repeating: 0, count: 256)
+
 extension HTTP2HeaderValue {
     /// Appends `count` bytes to `storage` that `write` puts in place (it must write every one of
     /// them): for values that make their bytes rather than copy them.
@@ -48,7 +79,13 @@ extension HTTP2HeaderValue {
         _ count: Int, to storage: inout [UInt8], writing write: (UnsafeMutableBufferPointer<UInt8>) -> Void
     ) {
         let start = storage.count
-        storage.append(contentsOf: repeatElement(0, count: count))
+        // Room made by copying zeros from a buffer (a plain copy) rather than from a
+        // `repeatElement` sequence, which is appended element by element.
+        if count <= placeholderZeros.count {
+            storage.append(contentsOf: placeholderZeros[..<count])
+        } else {
+            storage.append(contentsOf: repeatElement(0, count: count))
+        }
         storage.withUnsafeMutableBufferPointer { storage in
             write(UnsafeMutableBufferPointer(rebasing: storage[start..<(start + count)]))
         }
@@ -112,7 +149,7 @@ public struct HTTP2HeaderBlock: Sendable {
         let valueStart = bytes.count
         if valuePrefix.utf8CodeUnitCount > 0 { valuePrefix.withUTF8Buffer { bytes.append(contentsOf: $0) } }
         value.append(to: &bytes)
-        let secret = name.withUTF8Buffer { HTTP2HeaderField.isAlwaysNeverIndexed(name: $0) }
+        let secret = name.withUTF8Buffer { HTTP2HeaderField.isAlwaysNeverIndexed(name: UnsafeRawBufferPointer($0)) }
         record(
             nameStart: nameStart, nameLength: staticName == 0 ? valueStart - nameStart : name.utf8CodeUnitCount,
             staticNameAddress: staticName, valueStart: valueStart, neverIndexed: neverIndexed || secret)

@@ -77,7 +77,7 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
 
     private var session: NGHTTP2Session?
     private var context: ChannelHandlerContext?
-    private var streams: [Int32: IncomingStream] = [:]
+    private var streams = HTTP2StreamTable<IncomingStream>()
     /// The header block being received: HEADERS and its CONTINUATIONs arrive back to back for
     /// one stream, so fields collect here and reach `streams` once per block, not per field.
     private var receivingHeadersOf: Int32 = 0
@@ -171,7 +171,7 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
     public func goAway(errorCode: HTTP2ErrorCode = .noError, debugData: [UInt8] = [], lastStreamID: Int32? = nil) {
         guard let session, !closed, pendingGoAway == nil, !closeWhenIdle else { return }
         let last = lastStreamID ?? session.lastProcessedStreamID
-        for streamID in streams.keys where streamID > last {
+        for (streamID, _) in streams where streamID > last {
             session.submitResetStream(streamID: streamID, errorCode: HTTP2ErrorCode.refusedStream.rawValue)
             streams[streamID] = nil
         }

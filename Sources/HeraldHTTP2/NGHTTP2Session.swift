@@ -66,7 +66,7 @@ final class NGHTTP2Session {
     private let owner: Owner
     /// Request or response bodies waiting to be sent, by stream; read by nghttp2 through
     /// `readOutgoingBody` during `drainOutput`.
-    private var outgoingBodies: [Int32: ByteBuffer] = [:]
+    private var outgoingBodies = HTTP2StreamTable<ByteBuffer>()
     /// nghttp2's memory for this session; released after the session is deleted (`deinit`).
     private let memory = NGHTTP2MemoryPool()
 

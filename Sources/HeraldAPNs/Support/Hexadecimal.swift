@@ -68,6 +68,6 @@ public enum Hexadecimal {
     }
 
     /// The ASCII digit of `nibble` (0...15), for writers that put digits straight into a buffer.
-    @inlinable
+    @inlinable @inline(__always)
     public static func digit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 48 + nibble : 87 + nibble }
 }
