@@ -28,7 +28,7 @@ public struct HTTP2HeaderField: Sendable, Hashable {
     /// The same rule for a name in memory (every request's `authorization` passes here): two
     /// eight-byte comparisons instead of a walk through a String's bytes.
     static func isAlwaysNeverIndexed(name: UnsafeRawBufferPointer) -> Bool {
-        name.count == 13 && HTTP2FieldName.matches(name, "authorization")
+        HTTP2FieldName.matches(name, "authorization")
     }
 }
 
