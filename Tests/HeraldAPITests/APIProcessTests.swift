@@ -95,7 +95,7 @@ struct APIProcessTests {
     @Test("by default herald-api listens on every interface, not only loopback")
     func listensOnEveryInterface() async throws {
         let address = try #require(Self.nonLoopbackIPv4(), "this test needs a network interface besides loopback")
-        let port = Int.random(in: 34000..<35000)
+        let port = Int.random(in: 29000..<30000)  // below the ephemeral range (32768 up), as SenderProcessTests
         let process = Process()
         let binaries = ProcessInfo.processInfo.environment["HERALD_BIN_DIR"] ?? ".build/debug"
         process.executableURL = URL(fileURLWithPath: binaries + "/herald-api")

@@ -69,7 +69,7 @@ struct SenderProcessTests {
             try environment.simulator.identity.certificatePEM.write(
                 toFile: certificateFile, atomically: true, encoding: .utf8)
             let process = try startSender(
-                environment, certificateFile: certificateFile, metricsPort: Int.random(in: 33000..<34000), log: log,
+                environment, certificateFile: certificateFile, metricsPort: Int.random(in: 28000..<29000), log: log,
                 masterKey: wrongKey)
             let status = await waitForExit(process, timeout: .seconds(60))
             if status == nil { kill(process.processIdentifier, SIGKILL) }
@@ -98,7 +98,10 @@ struct SenderProcessTests {
                 toFile: certificateFile, atomically: true, encoding: .utf8)
             let batchIDs = try await environment.produceJobs(batches: 60, targets: 100)
 
-            let portA = Int.random(in: 31000..<32000)
+            // Metrics ports below the kernel's ephemeral range (32768 up), where an outgoing
+            // connection's source port could take one first (it once did, in CI: "Address already
+            // in use"), and away from the ranges other tests pick from.
+            let portA = Int.random(in: 26000..<27000)
             let portB = portA + 1000
             let workerA = try startSender(
                 environment, certificateFile: certificateFile, metricsPort: portA, log: folder + "/a.log")
