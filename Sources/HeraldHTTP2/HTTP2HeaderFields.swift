@@ -14,19 +14,14 @@ public struct HTTP2HeaderField: Sendable, Hashable {
     public init(_ name: String, _ value: String, neverIndexed: Bool = false) {
         self.name = name
         self.value = value
-        self.neverIndexed = neverIndexed || Self.isAlwaysNeverIndexed(name: name.utf8)
+        var utf8 = name
+        self.neverIndexed =
+            neverIndexed || utf8.withUTF8 { Self.isAlwaysNeverIndexed(name: UnsafeRawBufferPointer($0)) }
     }
 
     /// Whether a field called `name` is sent never indexed whatever the caller asks: only
     /// `authorization` (Apple asks it of provider tokens, and a secret has no place in a table).
-    static func isAlwaysNeverIndexed(name: some Collection<UInt8>) -> Bool {
-        name.count == 13
-            && (name.withContiguousStorageIfAvailable { isAlwaysNeverIndexed(name: UnsafeRawBufferPointer($0)) }
-                ?? Array(name).withUnsafeBytes { isAlwaysNeverIndexed(name: $0) })
-    }
-
-    /// The same rule for a name in memory (every request's `authorization` passes here): two
-    /// eight-byte comparisons instead of a walk through a String's bytes.
+    /// Every request's `authorization` passes here: two word comparisons, not a byte walk.
     static func isAlwaysNeverIndexed(name: UnsafeRawBufferPointer) -> Bool {
         HTTP2FieldName.matches(name, "authorization")
     }
