@@ -34,6 +34,7 @@ public final class APNsClient: Service, Sendable {
     let authority: String
     /// When the last unanswered-requests warning was logged.
     private let lastUnansweredWarning = Mutex<ContinuousClock.Instant?>(nil)
+    private let lastProtocolErrorWarning = Mutex<ContinuousClock.Instant?>(nil)
     /// Finished by `stop()`; `run()` waits on it.
     private let stopped: AsyncStream<Void>
     private let stoppedContinuation: AsyncStream<Void>.Continuation
@@ -136,6 +137,9 @@ public final class APNsClient: Service, Sendable {
             case .streamReset(let code)?: outcome = .failed(code == .refusedStream ? .notProcessed : .streamReset(code))
             case .goAway?: outcome = .failed(.notProcessed)
             case .cancelled?: outcome = .failed(.clientStopped)
+            case .protocolError(let reason)?:
+                outcome = .failed(unprocessed ? .notProcessed : .connectionLost)
+                warnProtocolError(reason)
             default: outcome = .failed(unprocessed ? .notProcessed : .connectionLost)
             }
             return Answer(outcome: outcome, sendAgain: unprocessed ? .unprocessed : nil)
@@ -145,18 +149,32 @@ public final class APNsClient: Service, Sendable {
     /// Says, at most every ten seconds, that APNs leaves requests unanswered (a server that stalls
     /// its streams or never ends a header block): each such notification ends `timeout`.
     private func warnUnanswered() {
-        let now = ContinuousClock.now
-        let due = lastUnansweredWarning.withLock { last in
-            if let last, now - last < .seconds(10) { return false }
-            last = now
-            return true
-        }
-        guard due else { return }
+        guard Self.isDue(lastUnansweredWarning) else { return }
         logger.warning(
             "APNs did not answer requests within the request timeout",
             metadata: [
                 "endpoint": "\(endpoint.host):\(endpoint.port)", "timeout": "\(configuration.requestTimeout)",
             ])
+    }
+
+    /// Says, at most every ten seconds, that APNs broke the HTTP/2 protocol (the connection
+    /// closes, its notifications end `connectionLost` or are sent again when never processed).
+    private func warnProtocolError(_ reason: String) {
+        guard Self.isDue(lastProtocolErrorWarning) else { return }
+        logger.warning(
+            "APNs broke the HTTP/2 protocol; the connection is closed",
+            metadata: ["endpoint": "\(endpoint.host):\(endpoint.port)", "reason": "\(reason)"])
+    }
+
+    /// Whether a warning last given at `last` may be given again (ten seconds on), and if so
+    /// notes that it is given now.
+    private static func isDue(_ last: borrowing Mutex<ContinuousClock.Instant?>) -> Bool {
+        let now = ContinuousClock.now
+        return last.withLock { last in
+            if let last, now - last < .seconds(10) { return false }
+            last = now
+            return true
+        }
     }
 
     /// Sends many notifications at once and returns what became of each, in order; never

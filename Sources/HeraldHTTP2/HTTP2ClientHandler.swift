@@ -65,7 +65,7 @@ final class HTTP2ClientSharedState: Sendable {
     }
 }
 
-/// The channel handler behind an ``HTTP2ClientConnection``: drives an nghttp2 client session,
+/// The channel handler behind an ``HTTP2ClientConnection``: drives an ``HTTP2ClientSession``,
 /// matches responses to pending requests, enforces deadlines and surfaces SETTINGS and GOAWAY.
 final class HTTP2ClientHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
@@ -73,7 +73,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
 
     private let shared: HTTP2ClientSharedState
     private let usesTLS: Bool
-    private var session: NGHTTP2Session?
+    private var session: HTTP2ClientSession?
     private var context: ChannelHandlerContext?
     private var streams = HTTP2StreamTable<PendingHTTP2Request>()
     /// The request whose response header block is being read (its fields arrive one callback
@@ -216,14 +216,10 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     private func start(context: ChannelHandlerContext) {
         guard session == nil else { return }
         do {
-            let session = try NGHTTP2Session(client: self)
-            // Request bodies are small (APNs payloads); responses too. Advertise a generous
-            // window so a server never waits for a WINDOW_UPDATE.
-            try session.submitSettings([
-                (NGHTTP2SettingsIdentifier.maxConcurrentStreams, 100),
-                (NGHTTP2SettingsIdentifier.initialWindowSize, 1 << 20),
-            ])
-            self.session = session
+            // Request bodies are small (APNs payloads); responses too. The session advertises
+            // generous windows, so a server never waits for a WINDOW_UPDATE.
+            self.session = try HTTP2ClientSession(
+                handler: self, allocator: context.channel.allocator, maxConcurrentStreams: 100)
             flush()
         } catch {
             ready.fail(error)
@@ -250,6 +246,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
         do {
             try session.receive(unwrapInboundIn(data))
         } catch {
+            shared.acceptingRequests.store(false, ordering: .relaxed)
             flush()
             fail(everything: HTTP2Error(.protocolError("\(error)"), requestWasNotProcessed: false))
             context.close(promise: nil)
@@ -341,7 +338,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     }
 }
 
-extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
+extension HTTP2ClientHandler {
     func sessionBeganHeaders(streamID: Int32) {
         receivingHeaders = streams[streamID]
     }
@@ -369,7 +366,7 @@ extension HTTP2ClientHandler: NGHTTP2SessionDelegate {
         pending.body!.writeBytes(bytes)
     }
 
-    func sessionReceivedFrame(_ frame: NGHTTP2ReceivedFrame) {
+    func sessionReceivedFrame(_ frame: HTTP2ReceivedFrame) {
         switch frame {
         case .settings(ack: false):
             let limit = Int(session?.remoteMaxConcurrentStreams ?? 0)

@@ -315,7 +315,7 @@ extension HTTP2ServerConnection: NGHTTP2SessionDelegate {
         streams[streamID]?.appendBody(bytes, limit: limit, allocator: allocator)
     }
 
-    func sessionReceivedFrame(_ frame: NGHTTP2ReceivedFrame) {
+    func sessionReceivedFrame(_ frame: HTTP2ReceivedFrame) {
         switch frame {
         case .headers(let streamID, false):
             finishHeaderBlock(streamID)

@@ -10,12 +10,12 @@ protocol NGHTTP2SessionDelegate: AnyObject {
     func sessionBeganHeaders(streamID: Int32)
     func sessionReceivedHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
     func sessionReceivedData(streamID: Int32, bytes: UnsafeRawBufferPointer)
-    func sessionReceivedFrame(_ frame: NGHTTP2ReceivedFrame)
+    func sessionReceivedFrame(_ frame: HTTP2ReceivedFrame)
     func sessionClosedStream(streamID: Int32, errorCode: UInt32)
 }
 
-/// A frame nghttp2 finished receiving, reduced to what Herald's connections act on.
-enum NGHTTP2ReceivedFrame {
+/// A frame an HTTP/2 session finished receiving, reduced to what Herald's connections act on.
+enum HTTP2ReceivedFrame {
     case headers(streamID: Int32, endStream: Bool)
     case data(streamID: Int32, endStream: Bool)
     case settings(ack: Bool)
@@ -49,14 +49,13 @@ struct NGHTTP2LibraryError: Error, CustomStringConvertible {
 /// (``drainOutput(into:)``). It is not thread-safe: its owner (a channel handler) uses it on
 /// one event loop only.
 final class NGHTTP2Session {
-    /// The connection that owns this session and hears what it parses: a client's handler or a
-    /// server connection. Held unretained: the owner holds this session strongly (a strong
-    /// reference back would be a cycle), and callbacks only run inside this class's own calls,
-    /// which the owner makes while it is alive. A concrete class per case, not an existential:
-    /// calling a delegate through an unowned existential retained and released it on every
-    /// callback — several per request.
+    /// The server connection that owns this session and hears what it parses. Held
+    /// unretained: the owner holds this session strongly (a strong reference back would be a
+    /// cycle), and callbacks only run inside this class's own calls, which the owner makes while
+    /// it is alive. A concrete class, not an existential: calling a delegate through an unowned
+    /// existential retained and released it on every callback — several per request. (Herald's
+    /// client frames HTTP/2 itself: ``HTTP2ClientSession``.)
     enum Owner {
-        case client(Unmanaged<HTTP2ClientHandler>)
         case server(Unmanaged<HTTP2ServerConnection>)
     }
 
@@ -69,11 +68,6 @@ final class NGHTTP2Session {
     private var outgoingBodies = HTTP2StreamTable<ByteBuffer>()
     /// nghttp2's memory for this session; released after the session is deleted (`deinit`).
     private let memory = NGHTTP2MemoryPool()
-
-    /// A client session owned by `handler`.
-    convenience init(client handler: HTTP2ClientHandler) throws {
-        try self.init(owner: .client(.passUnretained(handler)))
-    }
 
     /// A server session owned by `connection`.
     convenience init(server connection: HTTP2ServerConnection) throws {
@@ -102,7 +96,6 @@ final class NGHTTP2Session {
         let result: Int32
         var allocator = memory.allocator
         switch owner {
-        case .client: result = nghttp2_session_client_new3(&created, callbacks, userData, nil, &allocator)
         case .server: result = nghttp2_session_server_new3(&created, callbacks, userData, nil, &allocator)
         }
         guard result == 0, let created else {
@@ -274,7 +267,6 @@ final class NGHTTP2Session {
     @inline(__always)
     fileprivate func withDelegate<Result>(_ body: (any NGHTTP2SessionDelegate) -> Result) -> Result {
         switch owner {
-        case .client(let handler): handler._withUnsafeGuaranteedRef { body($0) }
         case .server(let connection): connection._withUnsafeGuaranteedRef { body($0) }
         }
     }
@@ -333,7 +325,7 @@ private let onFrame: nghttp2_on_frame_recv_callback = { _, frame, userData in
     let header = frame!.pointee.hd
     let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
     let ack = header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0
-    let received: NGHTTP2ReceivedFrame
+    let received: HTTP2ReceivedFrame
     switch UInt32(header.type) {
     case NGHTTP2_HEADERS.rawValue:
         received = .headers(streamID: header.stream_id, endStream: endStream)

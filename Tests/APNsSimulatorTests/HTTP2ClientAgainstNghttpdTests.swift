@@ -68,7 +68,24 @@ struct HTTP2ClientAgainstNghttpdTests {
             HTTP2Request(method: "GET", path: "/nothing", authority: client.authority), timeout: .seconds(10))
         #expect(missing.status == 404)
 
-        // 200 requests at once over a limit of 50: nghttp2 holds back what exceeds the limit.
+        // Request bodies larger than nghttpd's windows (64 KiB per stream and for the
+        // connection): the client sends what the windows allow and the rest as WINDOW_UPDATEs
+        // come, several streams waiting at once.
+        let upload = ByteBuffer(repeating: UInt8(ascii: "h"), count: 300_000)
+        let uploads = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    try await client.send(
+                        HTTP2Request(path: "/page.txt", authority: client.authority, body: upload),
+                        timeout: .seconds(30)
+                    ).status
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(uploads == Array(repeating: 200, count: 8))
+
+        // 200 requests at once over a limit of 50: the client holds back what exceeds the limit.
         let sizes = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<200 {
                 group.addTask {
