@@ -18,9 +18,20 @@ import Darwin
 /// Not thread-safe: one per connection, used on its event loop. Blocks must be sent in the
 /// order they are encoded (the server's decoder replays the same table changes).
 struct HPACKEncoder {
-    /// Our dynamic table, mirroring the server's decoder: newest entry last. Each entry's name
-    /// and value bytes, and the size HPACK counts for it (name + value + 32).
-    private var entries: [(name: [UInt8], value: [UInt8])] = []
+    /// Where one dynamic table entry's name and value lie in `arena` (the value right after the
+    /// name).
+    struct Entry {
+        var start: Int
+        var nameLength: Int
+        var valueLength: Int
+        /// The size HPACK counts for the entry.
+        var size: Int { nameLength + valueLength + 32 }
+    }
+
+    /// Our dynamic table, mirroring the server's decoder: entries oldest first, their bytes in
+    /// one arena (no array per entry to retain while searching).
+    private var entries: [Entry] = []
+    private var arena: [UInt8] = []
     private var entryBytes = 0
     /// The table's size limit: the server's SETTINGS_HEADER_TABLE_SIZE, at most 4,096.
     private(set) var maximumTableSize = HPACKEncoder.defaultTableSize
@@ -109,7 +120,9 @@ struct HPACKEncoder {
         if nameIndex == 0 { Self.appendString(name, to: &output) }
         Self.appendString(value, to: &output)
         evict(toFit: entrySize)
-        entries.append((Array(name), Array(value)))
+        entries.append(Entry(start: arena.count, nameLength: name.count, valueLength: value.count))
+        arena.append(contentsOf: name)
+        arena.append(contentsOf: value)
         entryBytes += entrySize
     }
 
@@ -125,31 +138,45 @@ struct HPACKEncoder {
     /// The HPACK index (62 and up, newest first) of a dynamic entry with this name and, unless
     /// nil, this value.
     private func dynamicIndex(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer?) -> Int? {
-        var position = entries.count - 1
-        while position >= 0 {
-            let entry = entries[position]
-            if Self.equal(entry.name, name), value.map({ Self.equal(entry.value, $0) }) ?? true {
-                return HPACKStaticTable.count + entries.count - position
+        guard !entries.isEmpty else { return nil }
+        return arena.withUnsafeBytes { arena in
+            entries.withUnsafeBufferPointer { entries in
+                var position = entries.count - 1
+                while position >= 0 {
+                    let entry = entries[position]
+                    if entry.nameLength == name.count, value == nil || entry.valueLength == value!.count,
+                        HPACKStaticTable.sameBytes(
+                            UnsafeRawBufferPointer(rebasing: arena[entry.start..<(entry.start + entry.nameLength)]),
+                            name),
+                        value.map({
+                            let valueStart = entry.start + entry.nameLength
+                            return HPACKStaticTable.sameBytes(
+                                UnsafeRawBufferPointer(rebasing: arena[valueStart..<(valueStart + entry.valueLength)]),
+                                $0)
+                        }) ?? true
+                    {
+                        return HPACKStaticTable.count + entries.count - position
+                    }
+                    position -= 1
+                }
+                return nil
             }
-            position -= 1
         }
-        return nil
     }
 
     private mutating func evict(toFit size: Int) {
         var removed = 0
-        while !entries.isEmpty, entryBytes + size > maximumTableSize, removed < entries.count {
-            entryBytes -= entries[removed].name.count + entries[removed].value.count + 32
+        while removed < entries.count, entryBytes + size > maximumTableSize {
+            entryBytes -= entries[removed].size
             removed += 1
         }
-        if removed > 0 { entries.removeFirst(removed) }
+        guard removed > 0 else { return }
+        entries.removeFirst(removed)
+        // The arena keeps only what the remaining entries use.
+        let firstKept = entries.first?.start ?? arena.count
+        arena.removeFirst(firstKept)
+        for index in entries.indices { entries[index].start -= firstKept }
         if entries.isEmpty { entryBytes = 0 }
-    }
-
-    @inline(__always)
-    private static func equal(_ bytes: [UInt8], _ other: UnsafeRawBufferPointer) -> Bool {
-        guard bytes.count == other.count else { return false }
-        return bytes.withUnsafeBytes { HPACKStaticTable.sameBytes($0, other) }
     }
 
     /// An HPACK integer (RFC 7541 §5.1) in a byte whose high bits are `firstByte`'s.
@@ -174,6 +201,15 @@ struct HPACKEncoder {
     static func appendString(_ bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) {
         appendInteger(bytes.count, prefixBits: 7, firstByte: 0, to: &output)
         output.append(contentsOf: bytes)
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether these bytes are exactly `literal`'s.
+    @inline(__always)
+    fileprivate func matches(_ literal: StaticString) -> Bool {
+        count == literal.utf8CodeUnitCount
+            && HPACKStaticTable.sameBytes(self, UnsafeRawBufferPointer(start: literal.utf8Start, count: count))
     }
 }
 
@@ -216,19 +252,28 @@ enum HPACKStaticTable {
         return nil
     }
 
-    /// The index of the entry with the name at `nameIndex` (or a later one with the same name)
-    /// and exactly `value`, if the table has one.
+    /// The index of the entry with the name at `nameIndex` and exactly `value`, if the table has
+    /// one (the entries above that have values, compared without reading the table).
     static func fullMatch(nameIndex: Int, value: UnsafeRawBufferPointer) -> Int? {
-        var offset = nameIndex - 1
-        let name = byteEntries[offset].name
-        while offset < byteEntries.count, byteEntries[offset].name == name {
-            let candidate = byteEntries[offset].value
-            if !candidate.isEmpty, candidate.count == value.count,
-                candidate.withUnsafeBytes({ sameBytes($0, value) })
-            {
-                return offset + 1
+        switch nameIndex {
+        case 2:
+            if value.matches("POST") { return 3 }
+            if value.matches("GET") { return 2 }
+        case 4:
+            if value.matches("/") { return 4 }
+            if value.matches("/index.html") { return 5 }
+        case 6:
+            if value.matches("https") { return 7 }
+            if value.matches("http") { return 6 }
+        case 8:
+            for (offset, status) in ["200", "204", "206", "304", "400", "404", "500"].enumerated()
+            where value.count == 3 && value.elementsEqual(status.utf8) {
+                return 8 + offset
             }
-            offset += 1
+        case 16:
+            if value.matches("gzip, deflate") { return 16 }
+        default:
+            break
         }
         return nil
     }

@@ -37,7 +37,7 @@ final class HTTP2ClientSession {
         /// How much DATA the server may still send before this side grants more.
         var receiveWindow: Int
         /// The part of the request body not sent yet (nil once END_STREAM is out).
-        var body: ByteBuffer?
+        var body: ByteBuffer? = nil
         /// Whether the stream waits on a window for its body (and is in `blockedStreams`).
         var isBlocked = false
     }
@@ -67,7 +67,10 @@ final class HTTP2ClientSession {
     private var streams = HTTP2StreamTable<Stream>()
     private var waiting: [WaitingRequest] = []
     private var firstWaiting = 0
+    /// Streams whose body waits on a window, in the order they blocked.
     private var blockedStreams: [Int32] = []
+    /// Scratch for ``resumeBlockedStreams()``, kept between calls.
+    private var stillBlocked: [Int32] = []
     private var nextStreamID: Int32 = 1
 
     // The server's settings, as RFC 9113 has them until its SETTINGS frame says otherwise
@@ -201,51 +204,59 @@ final class HTTP2ClientSession {
                 first = false
             } while offset < block.count
         }
-        streams[streamID] = Stream(
-            sendWindow: remoteInitialWindowSize, receiveWindow: Self.localInitialWindowSize, body: body)
-        if body != nil { sendBody(of: streamID) }
+        var stream = Stream(sendWindow: remoteInitialWindowSize, receiveWindow: Self.localInitialWindowSize)
+        if var body {
+            // Usually the whole body fits the windows and the stream is stored once, done.
+            if !writeBody(&body, streamID: streamID, streamWindow: &stream.sendWindow) {
+                stream.body = body
+                stream.isBlocked = true
+                blockedStreams.append(streamID)
+            }
+        }
+        streams[streamID] = stream
     }
 
-    /// Sends as much of the stream's body as the windows allow; what is left waits for a
-    /// WINDOW_UPDATE or SETTINGS.
-    private func sendBody(of streamID: Int32) {
-        guard var stream = streams[streamID], var body = stream.body else { return }
+    /// Writes as much of `body` as the windows allow as DATA frames, the last with END_STREAM.
+    /// - Returns: whether all of it went; if not, the rest waits for a WINDOW_UPDATE or SETTINGS.
+    private func writeBody(_ body: inout ByteBuffer, streamID: Int32, streamWindow: inout Int) -> Bool {
         while true {
-            let length = min(body.readableBytes, connectionSendWindow, stream.sendWindow, remoteMaxFrameSize)
-            if length <= 0 {
-                if !stream.isBlocked {
-                    stream.isBlocked = true
-                    blockedStreams.append(streamID)
-                }
-                stream.body = body
-                streams[streamID] = stream
-                return
-            }
+            let length = min(body.readableBytes, connectionSendWindow, streamWindow, remoteMaxFrameSize)
+            if length <= 0 { return false }
             let last = length == body.readableBytes
             writeFrameHeader(length: length, type: .data, flags: last ? Flags.endStream : 0, streamID: streamID)
             var chunk = body.readSlice(length: length)!
             output.writeBuffer(&chunk)
             connectionSendWindow -= length
-            stream.sendWindow -= length
-            if last {
-                stream.body = nil
-                streams[streamID] = stream
-                return
-            }
+            streamWindow -= length
+            if last { return true }
         }
     }
 
-    /// Sends what the windows now let blocked streams send.
+    /// Sends what the windows now let blocked streams send, in the order they blocked; stops at
+    /// the first the connection's window cannot serve, so the rest are not visited for nothing.
     private func resumeBlockedStreams() {
         guard !blockedStreams.isEmpty, connectionSendWindow > 0 else { return }
-        let blocked = blockedStreams
-        blockedStreams.removeAll()
-        for streamID in blocked {
-            guard var stream = streams[streamID] else { continue }
-            stream.isBlocked = false
+        stillBlocked.removeAll(keepingCapacity: true)
+        var index = 0
+        while index < blockedStreams.count, connectionSendWindow > 0 {
+            let streamID = blockedStreams[index]
+            index += 1
+            guard var stream = streams[streamID], var body = stream.body else { continue }
+            if stream.sendWindow <= 0 {
+                stillBlocked.append(streamID)
+                continue
+            }
+            stream.body = nil
+            let finished = writeBody(&body, streamID: streamID, streamWindow: &stream.sendWindow)
+            if !finished {
+                stream.body = body
+                stillBlocked.append(streamID)
+            }
+            stream.isBlocked = !finished
             streams[streamID] = stream
-            sendBody(of: streamID)
         }
+        stillBlocked.append(contentsOf: blockedStreams[index...])
+        swap(&blockedStreams, &stillBlocked)
     }
 
     /// Opens waiting requests while the server's stream limit leaves room.
@@ -555,15 +566,16 @@ final class HTTP2ClientSession {
             closeStream(streamID, errorCode: .flowControlError, reset: true)
             return
         }
-        streams[streamID] = stream
-        if stream.body != nil && stream.sendWindow > 0 && connectionSendWindow > 0 {
-            if stream.isBlocked {
+        if var body = stream.body, stream.sendWindow > 0, connectionSendWindow > 0 {
+            stream.body = nil
+            if writeBody(&body, streamID: streamID, streamWindow: &stream.sendWindow) {
                 stream.isBlocked = false
-                streams[streamID] = stream
                 blockedStreams.removeAll { $0 == streamID }
+            } else {
+                stream.body = body
             }
-            sendBody(of: streamID)
         }
+        streams[streamID] = stream
     }
 
     /// Ends a stream this side still had open and tells the handler (with `errorCode`,
