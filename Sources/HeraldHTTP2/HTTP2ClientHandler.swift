@@ -125,6 +125,11 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
             pending.finish(.failure(HTTP2Error(.goAway(goAway), requestWasNotProcessed: true)))
             return
         }
+        guard session.isAcceptingRequests else {
+            // This side sent GOAWAY (closing, or after the server broke the protocol).
+            pending.finish(.failure(HTTP2Error(.connectionClosed, requestWasNotProcessed: true)))
+            return
+        }
         do {
             requestHeaders.removeAll()
             let body = compose(&requestHeaders)

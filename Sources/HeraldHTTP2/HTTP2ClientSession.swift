@@ -181,6 +181,9 @@ final class HTTP2ClientSession {
         return true
     }
 
+    /// Whether a request submitted now would be sent: no GOAWAY either way, stream ids left.
+    var isAcceptingRequests: Bool { !goAwaySent && !goAwayReceived && nextStreamID > 0 }
+
     /// Whether the connection is done: a GOAWAY went either way and no stream is left.
     var isFinished: Bool {
         (goAwaySent || goAwayReceived) && streams.isEmpty && firstWaiting == waiting.count
