@@ -73,7 +73,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
 
     private let shared: HTTP2ClientSharedState
     private let usesTLS: Bool
-    private var session: HTTP2ClientSession?
+    private var session: HTTP2ClientSession<HTTP2ClientHandler>?
     private var context: ChannelHandlerContext?
     private var streams = HTTP2StreamTable<PendingHTTP2Request>()
     /// The request whose response header block is being read (its fields arrive one callback
@@ -343,7 +343,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     }
 }
 
-extension HTTP2ClientHandler {
+extension HTTP2ClientHandler: HTTP2SessionDelegate {
     func sessionBeganHeaders(streamID: Int32) {
         receivingHeaders = streams[streamID]
     }

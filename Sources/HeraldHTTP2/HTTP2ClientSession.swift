@@ -11,7 +11,8 @@ struct HTTP2ConnectionError: Error, CustomStringConvertible {
 
 /// The client side of one HTTP/2 connection, framed by Herald itself: it writes requests
 /// straight into the bytes the connection sends, and reads the server's frames into the calls
-/// of its ``HTTP2ClientHandler``.
+/// of its delegate (the connection's ``HTTP2ClientHandler``; a test's recorder in
+/// `HTTP2ClientSessionTests`, which drive it frame by frame without a socket).
 ///
 /// Why not nghttp2 here as on the server side: under `make bench-sender` nghttp2 was a third of
 /// herald-sender's CPU, much of it work an APNs client does not need — a queue item and stream
@@ -29,7 +30,7 @@ struct HTTP2ConnectionError: Error, CustomStringConvertible {
 /// bytes for what it sends.
 ///
 /// Not thread-safe: its handler uses it on the connection's event loop only.
-final class HTTP2ClientSession {
+final class HTTP2ClientSession<Delegate: HTTP2SessionDelegate> {
     /// What the session knows of one open stream.
     struct Stream {
         /// How much DATA the server lets this stream send.
@@ -52,8 +53,9 @@ final class HTTP2ClientSession {
 
     /// The handler that owns this session and hears what the server sent. Unowned and
     /// unretained: the handler holds the session strongly and calls into it only while alive,
-    /// and the session calls back only inside those calls.
-    private unowned(unsafe) let handler: HTTP2ClientHandler
+    /// and the session calls back only inside those calls. (Generic, not an existential, so
+    /// that each call is a direct one: see ``NGHTTP2Session/Owner``.)
+    private unowned(unsafe) let handler: Delegate
     private let allocator: ByteBufferAllocator
     /// Bytes to send, written as frames are made and handed to the channel by ``flush(to:)``.
     private var output: ByteBuffer
@@ -81,12 +83,12 @@ final class HTTP2ClientSession {
     private var connectionSendWindow = 65_535
     private var receivedSettings = false
 
-    // What this side announced.
-    static let localMaxFrameSize = 16_384
-    static let localInitialWindowSize = 1 << 20
-    static let localConnectionWindowSize = 1 << 24
-    static let maximumHeaderBlockSize = 64 << 10
-    private var connectionReceiveWindow = HTTP2ClientSession.localConnectionWindowSize
+    // What this side announced (computed: a generic type has no static stored properties).
+    static var localMaxFrameSize: Int { 16_384 }
+    static var localInitialWindowSize: Int { 1 << 20 }
+    static var localConnectionWindowSize: Int { 1 << 24 }
+    static var maximumHeaderBlockSize: Int { 64 << 10 }
+    private var connectionReceiveWindow = 1 << 24
 
     /// A header block that continues in CONTINUATION frames: its stream and the bytes so far.
     private var continuation: (streamID: Int32, endStream: Bool, block: [UInt8])?
@@ -97,7 +99,7 @@ final class HTTP2ClientSession {
 
     /// Starts the connection: the client preface, SETTINGS (no push, the stream limit and window
     /// this side grants) and a WINDOW_UPDATE that opens the connection's window as wide.
-    init(handler: HTTP2ClientHandler, allocator: ByteBufferAllocator, maxConcurrentStreams: UInt32) throws {
+    init(handler: Delegate, allocator: ByteBufferAllocator, maxConcurrentStreams: UInt32) throws {
         self.handler = handler
         self.allocator = allocator
         self.output = allocator.buffer(capacity: 4096)
@@ -105,8 +107,8 @@ final class HTTP2ClientSession {
         output.writeString("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
         writeFrameHeader(length: 18, type: .settings, flags: 0, streamID: 0)
         let settings: [(UInt16, UInt32)] = [
-            (Setting.enablePush, 0), (Setting.maxConcurrentStreams, maxConcurrentStreams),
-            (Setting.initialWindowSize, UInt32(Self.localInitialWindowSize)),
+            (HTTP2Frame.Setting.enablePush, 0), (HTTP2Frame.Setting.maxConcurrentStreams, maxConcurrentStreams),
+            (HTTP2Frame.Setting.initialWindowSize, UInt32(Self.localInitialWindowSize)),
         ]
         for (identifier, value) in settings {
             output.writeInteger(identifier)
@@ -170,15 +172,19 @@ final class HTTP2ClientSession {
     /// - Returns: false when the channel is being closed.
     @discardableResult
     func flush(to context: ChannelHandlerContext) -> Bool {
-        if output.readableBytes > 0 {
-            context.writeAndFlush(NIOAny(output), promise: nil)
-            output = allocator.buffer(capacity: 4096)
-        }
+        if let bytes = takeOutput() { context.writeAndFlush(NIOAny(bytes), promise: nil) }
         if isFinished {
             context.close(promise: nil)
             return false
         }
         return true
+    }
+
+    /// The bytes waiting to be sent, if any; the session starts a new buffer.
+    func takeOutput() -> ByteBuffer? {
+        guard output.readableBytes > 0 else { return nil }
+        defer { output = allocator.buffer(capacity: 4096) }
+        return output
     }
 
     /// Whether a request submitted now would be sent: no GOAWAY either way, stream ids left.
@@ -192,7 +198,7 @@ final class HTTP2ClientSession {
     private func open(_ streamID: Int32, _ block: borrowing HTTP2HeaderBlock, body: ByteBuffer?) {
         encoded.removeAll(keepingCapacity: true)
         encoder.encode(block, into: &encoded)
-        let endStream: UInt8 = body == nil ? Flags.endStream : 0
+        let endStream: UInt8 = body == nil ? HTTP2Frame.Flags.endStream : 0
         encoded.withUnsafeBytes { block in
             var offset = 0
             var first = true
@@ -201,7 +207,7 @@ final class HTTP2ClientSession {
                 let last = offset + length == block.count
                 writeFrameHeader(
                     length: length, type: first ? .headers : .continuation,
-                    flags: (first ? endStream : 0) | (last ? Flags.endHeaders : 0), streamID: streamID)
+                    flags: (first ? endStream : 0) | (last ? HTTP2Frame.Flags.endHeaders : 0), streamID: streamID)
                 output.writeBytes(UnsafeRawBufferPointer(rebasing: block[offset..<(offset + length)]))
                 offset += length
                 first = false
@@ -226,7 +232,8 @@ final class HTTP2ClientSession {
             let length = min(body.readableBytes, connectionSendWindow, streamWindow, remoteMaxFrameSize)
             if length <= 0 { return false }
             let last = length == body.readableBytes
-            writeFrameHeader(length: length, type: .data, flags: last ? Flags.endStream : 0, streamID: streamID)
+            writeFrameHeader(
+                length: length, type: .data, flags: last ? HTTP2Frame.Flags.endStream : 0, streamID: streamID)
             var chunk = body.readSlice(length: length)!
             output.writeBuffer(&chunk)
             connectionSendWindow -= length
@@ -329,13 +336,13 @@ final class HTTP2ClientSession {
     }
 
     private func readFrame(type: UInt8, flags: UInt8, streamID: Int32, payload: UnsafeRawBufferPointer) throws {
-        if let continuation, type != FrameType.continuation.rawValue || streamID != continuation.streamID {
+        if let continuation, type != HTTP2Frame.Kind.continuation.rawValue || streamID != continuation.streamID {
             throw HTTP2ConnectionError(code: .protocolError, reason: "a header block interrupted by another frame")
         }
-        if !receivedSettings && type != FrameType.settings.rawValue {
+        if !receivedSettings && type != HTTP2Frame.Kind.settings.rawValue {
             throw HTTP2ConnectionError(code: .protocolError, reason: "the server's first frame is not SETTINGS")
         }
-        switch FrameType(rawValue: type) {
+        switch HTTP2Frame.Kind(rawValue: type) {
         case .data: try readData(flags: flags, streamID: streamID, payload: payload)
         case .headers: try readHeaders(flags: flags, streamID: streamID, payload: payload)
         case .continuation: try readContinuation(flags: flags, streamID: streamID, payload: payload)
@@ -368,7 +375,7 @@ final class HTTP2ClientSession {
     {
         var start = 0
         var end = payload.count
-        if flags & Flags.padded != 0 {
+        if flags & HTTP2Frame.Flags.padded != 0 {
             guard payload.count >= 1 else {
                 throw HTTP2ConnectionError(code: .frameSizeError, reason: "a padded frame without its pad length")
             }
@@ -399,7 +406,7 @@ final class HTTP2ClientSession {
             closeStream(streamID, errorCode: .flowControlError, reset: true)
             return
         }
-        let endStream = flags & Flags.endStream != 0
+        let endStream = flags & HTTP2Frame.Flags.endStream != 0
         if !endStream && stream.receiveWindow <= Self.localInitialWindowSize / 2 {
             writeWindowUpdate(streamID: streamID, increment: Self.localInitialWindowSize - stream.receiveWindow)
             stream.receiveWindow = Self.localInitialWindowSize
@@ -411,12 +418,12 @@ final class HTTP2ClientSession {
 
     private func readHeaders(flags: UInt8, streamID: Int32, payload: UnsafeRawBufferPointer) throws {
         try checkPeerMayUse(streamID, in: "HEADERS")
-        let fragment = try unpadded(payload, flags: flags, skipping: flags & Flags.priority != 0 ? 5 : 0)
-        let endStream = flags & Flags.endStream != 0
-        if flags & Flags.endHeaders != 0 {
+        let fragment = try unpadded(payload, flags: flags, skipping: flags & HTTP2Frame.Flags.priority != 0 ? 5 : 0)
+        let endStream = flags & HTTP2Frame.Flags.endStream != 0
+        if flags & HTTP2Frame.Flags.endHeaders != 0 {
             try deliverHeaders(fragment, streamID: streamID, endStream: endStream)
         } else {
-            continuation = (streamID, endStream, Array(fragment))
+            continuation = (streamID, endStream, Self.bytes(of: fragment, from: 0))
         }
     }
 
@@ -430,7 +437,7 @@ final class HTTP2ClientSession {
             throw HTTP2ConnectionError(
                 code: .enhanceYourCalm, reason: "a header block over \(Self.maximumHeaderBlockSize >> 10) KiB")
         }
-        if flags & Flags.endHeaders != 0 {
+        if flags & HTTP2Frame.Flags.endHeaders != 0 {
             try pending.block.withUnsafeBytes {
                 try deliverHeaders($0, streamID: streamID, endStream: pending.endStream)
             }
@@ -460,7 +467,7 @@ final class HTTP2ClientSession {
 
     private func readSettings(flags: UInt8, streamID: Int32, payload: UnsafeRawBufferPointer) throws {
         if streamID != 0 { throw HTTP2ConnectionError(code: .protocolError, reason: "SETTINGS on a stream") }
-        if flags & Flags.ack != 0 {
+        if flags & HTTP2Frame.Flags.ack != 0 {
             if payload.count != 0 {
                 throw HTTP2ConnectionError(code: .frameSizeError, reason: "a SETTINGS acknowledgement with a payload")
             }
@@ -473,18 +480,18 @@ final class HTTP2ClientSession {
             let identifier = payload.loadUnaligned(fromByteOffset: offset, as: UInt16.self).bigEndian
             let value = payload.loadUnaligned(fromByteOffset: offset + 2, as: UInt32.self).bigEndian
             switch identifier {
-            case Setting.headerTableSize:
+            case HTTP2Frame.Setting.headerTableSize:
                 encoder.setPeerTableSize(Int(value))
-            case Setting.maxConcurrentStreams:
+            case HTTP2Frame.Setting.maxConcurrentStreams:
                 remoteMaxConcurrentStreams = value
-            case Setting.initialWindowSize:
+            case HTTP2Frame.Setting.initialWindowSize:
                 guard value <= 0x7fff_ffff else {
                     throw HTTP2ConnectionError(code: .flowControlError, reason: "an initial window over 2^31-1")
                 }
                 let change = Int(value) - remoteInitialWindowSize
                 remoteInitialWindowSize = Int(value)
                 if change != 0 { try changeSendWindows(by: change) }
-            case Setting.maxFrameSize:
+            case HTTP2Frame.Setting.maxFrameSize:
                 guard (16_384...16_777_215).contains(value) else {
                     throw HTTP2ConnectionError(code: .protocolError, reason: "a maximum frame size of \(value)")
                 }
@@ -493,7 +500,7 @@ final class HTTP2ClientSession {
                 break  // SETTINGS_ENABLE_PUSH and SETTINGS_MAX_HEADER_LIST_SIZE ask nothing of a client.
             }
         }
-        writeFrameHeader(length: 0, type: .settings, flags: Flags.ack, streamID: 0)
+        writeFrameHeader(length: 0, type: .settings, flags: HTTP2Frame.Flags.ack, streamID: 0)
         receivedSettings = true
         handler.sessionReceivedFrame(.settings(ack: false))
         openWaitingRequests()
@@ -515,10 +522,10 @@ final class HTTP2ClientSession {
     private func readPing(flags: UInt8, streamID: Int32, payload: UnsafeRawBufferPointer) throws {
         if streamID != 0 { throw HTTP2ConnectionError(code: .protocolError, reason: "PING on a stream") }
         if payload.count != 8 { throw HTTP2ConnectionError(code: .frameSizeError, reason: "PING not 8 bytes") }
-        if flags & Flags.ack != 0 {
+        if flags & HTTP2Frame.Flags.ack != 0 {
             handler.sessionReceivedFrame(.ping(ack: true, opaqueData: payload.loadUnaligned(as: UInt64.self)))
         } else {
-            writeFrameHeader(length: 8, type: .ping, flags: Flags.ack, streamID: 0)
+            writeFrameHeader(length: 8, type: .ping, flags: HTTP2Frame.Flags.ack, streamID: 0)
             output.writeBytes(payload)
         }
     }
@@ -530,7 +537,7 @@ final class HTTP2ClientSession {
         let code = payload.loadUnaligned(fromByteOffset: 4, as: UInt32.self).bigEndian
         goAwayReceived = true
         handler.sessionReceivedFrame(
-            .goAway(lastStreamID: lastStreamID, errorCode: code, debugData: Array(payload[8...])))
+            .goAway(lastStreamID: lastStreamID, errorCode: code, debugData: Self.bytes(of: payload, from: 8)))
         // Streams above the last one the server processed never reached it: they end now, as
         // do requests still waiting to be sent.
         var unprocessed: [Int32] = []
@@ -595,9 +602,22 @@ final class HTTP2ClientSession {
         openWaitingRequests()
     }
 
+    /// A copy of `buffer`'s bytes from `offset` on, made by one memory copy. (`Array` of a
+    /// buffer slice went through the runtime's generic conformance lookup, which crashed in a
+    /// debug build of this generic class.)
+    private static func bytes(of buffer: UnsafeRawBufferPointer, from offset: Int) -> [UInt8] {
+        let count = buffer.count - offset
+        guard count > 0 else { return [] }
+        return [UInt8](unsafeUninitializedCapacity: count) { storage, initialized in
+            UnsafeMutableRawBufferPointer(storage).copyMemory(
+                from: UnsafeRawBufferPointer(rebasing: buffer[offset...]))
+            initialized = count
+        }
+    }
+
     // MARK: Frames
 
-    private func writeFrameHeader(length: Int, type: FrameType, flags: UInt8, streamID: Int32) {
+    private func writeFrameHeader(length: Int, type: HTTP2Frame.Kind, flags: UInt8, streamID: Int32) {
         output.writeInteger(UInt32(length) << 8 | UInt32(type.rawValue))
         output.writeInteger(flags)
         output.writeInteger(UInt32(bitPattern: streamID))
@@ -621,8 +641,12 @@ final class HTTP2ClientSession {
         output.writeInteger(errorCode)
         output.writeBytes(debugData)
     }
+}
 
-    enum FrameType: UInt8 {
+/// HTTP/2's frame types, flags and SETTINGS identifiers (RFC 9113 §6), as the client session
+/// reads and writes them.
+enum HTTP2Frame {
+    enum Kind: UInt8 {
         case data = 0
         case headers, priority, resetStream, settings, pushPromise, ping, goAway, windowUpdate, continuation
     }

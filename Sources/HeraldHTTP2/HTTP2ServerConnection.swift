@@ -286,7 +286,7 @@ public final class HTTP2ServerConnection: ChannelInboundHandler {
 
 }
 
-extension HTTP2ServerConnection: NGHTTP2SessionDelegate {
+extension HTTP2ServerConnection: HTTP2SessionDelegate {
     func sessionBeganHeaders(streamID: Int32) {
         receivingHeadersOf = streamID
         receivingHeaders = spareHeaders.popLast() ?? HTTP2HeaderFields()

@@ -1,30 +1,6 @@
 import CNGHTTP2
 import NIOCore
 
-/// What an nghttp2 session parsed, handed to the connection that owns the session.
-///
-/// Every method is called synchronously from inside ``NGHTTP2Session/receive(_:)`` or
-/// ``NGHTTP2Session/drainOutput(into:)``, so on the owning connection's event loop. The raw
-/// buffers are only valid for the duration of the call.
-protocol NGHTTP2SessionDelegate: AnyObject {
-    func sessionBeganHeaders(streamID: Int32)
-    func sessionReceivedHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
-    func sessionReceivedData(streamID: Int32, bytes: UnsafeRawBufferPointer)
-    func sessionReceivedFrame(_ frame: HTTP2ReceivedFrame)
-    func sessionClosedStream(streamID: Int32, errorCode: UInt32)
-}
-
-/// A frame an HTTP/2 session finished receiving, reduced to what Herald's connections act on.
-enum HTTP2ReceivedFrame {
-    case headers(streamID: Int32, endStream: Bool)
-    case data(streamID: Int32, endStream: Bool)
-    case settings(ack: Bool)
-    case ping(ack: Bool, opaqueData: UInt64)
-    case goAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])
-    case resetStream(streamID: Int32, errorCode: UInt32)
-    case other
-}
-
 /// SETTINGS identifiers, as nghttp2's settings entries take them.
 enum NGHTTP2SettingsIdentifier {
     static let maxConcurrentStreams = Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue)
@@ -265,7 +241,7 @@ final class NGHTTP2Session {
 
     /// Calls `body` with the owner, without retaining it (see ``Owner``).
     @inline(__always)
-    fileprivate func withDelegate<Result>(_ body: (any NGHTTP2SessionDelegate) -> Result) -> Result {
+    fileprivate func withDelegate<Result>(_ body: (any HTTP2SessionDelegate) -> Result) -> Result {
         switch owner {
         case .server(let connection): connection._withUnsafeGuaranteedRef { body($0) }
         }
