@@ -89,11 +89,13 @@ extension HTTP2HeaderValue {
 
 /// The header block of one outgoing request or response, written field by field — pseudo-headers
 /// first — into storage a connection keeps and reuses from one message to the next, so that
-/// handing a block to nghttp2 makes no String, array or field value per message.
+/// sending a block makes no String, array or field value per message.
 ///
 /// A connection gives its block, emptied, to whoever composes the next message (see
-/// ``HTTP2ClientConnection/submit(_:timeout:compose:onResponse:)``); nghttp2 copies the bytes
-/// while the message is submitted, so nothing written here outlives that call.
+/// ``HTTP2ClientConnection/submit(_:timeout:compose:onResponse:)``). The client encodes it at
+/// once (``HPACKEncoder``, in ``HTTP2ClientSession``); apns-sim's server side hands it to nghttp2,
+/// which copies the bytes while the response is submitted. Either way nothing written here
+/// outlives that call (a request waiting for the server's stream limit keeps a copy).
 public struct HTTP2HeaderBlock: Sendable {
     /// Where a field's name and value lie in `bytes` (or, for a name given as a `StaticString`,
     /// the address of the name's constant bytes), and its HPACK flags.
@@ -137,7 +139,8 @@ public struct HTTP2HeaderBlock: Sendable {
         _ name: StaticString, _ valuePrefix: StaticString, _ value: some HTTP2HeaderValue, neverIndexed: Bool
     ) {
         // A literal's bytes are constant and live as long as the program: nghttp2 takes them as
-        // they are (HTTP/2 names are lower case, and every name Herald writes is).
+        // they are, and the client's encoder finds its static-table index once per literal
+        // (HTTP/2 names are lower case, and every name Herald writes is).
         let staticName = name.hasPointerRepresentation ? UInt(bitPattern: name.utf8Start) : 0
         let nameStart = bytes.count
         if staticName == 0 { name.withUTF8Buffer { bytes.append(contentsOf: $0) } }
