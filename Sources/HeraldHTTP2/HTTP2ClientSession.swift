@@ -54,7 +54,7 @@ final class HTTP2ClientSession<Delegate: HTTP2SessionDelegate> {
     /// The handler that owns this session and hears what the server sent. Unowned and
     /// unretained: the handler holds the session strongly and calls into it only while alive,
     /// and the session calls back only inside those calls. (Generic, not an existential, so
-    /// that each call is a direct one: see ``NGHTTP2Session/Owner``.)
+    /// that each call is a direct one: as in ``NGHTTP2Session``.)
     private unowned(unsafe) let handler: Delegate
     private let allocator: ByteBufferAllocator
     /// Bytes to send, written as frames are made and handed to the channel by ``flush(to:)``.
@@ -423,7 +423,7 @@ final class HTTP2ClientSession<Delegate: HTTP2SessionDelegate> {
         if flags & HTTP2Frame.Flags.endHeaders != 0 {
             try deliverHeaders(fragment, streamID: streamID, endStream: endStream)
         } else {
-            continuation = (streamID, endStream, Self.bytes(of: fragment, from: 0))
+            continuation = (streamID, endStream, Array(fragment))
         }
     }
 
@@ -537,7 +537,7 @@ final class HTTP2ClientSession<Delegate: HTTP2SessionDelegate> {
         let code = payload.loadUnaligned(fromByteOffset: 4, as: UInt32.self).bigEndian
         goAwayReceived = true
         handler.sessionReceivedFrame(
-            .goAway(lastStreamID: lastStreamID, errorCode: code, debugData: Self.bytes(of: payload, from: 8)))
+            .goAway(lastStreamID: lastStreamID, errorCode: code, debugData: Array(payload[8...])))
         // Streams above the last one the server processed never reached it: they end now, as
         // do requests still waiting to be sent.
         var unprocessed: [Int32] = []
@@ -600,19 +600,6 @@ final class HTTP2ClientSession<Delegate: HTTP2SessionDelegate> {
         }
         handler.sessionClosedStream(streamID: streamID, errorCode: errorCode.rawValue)
         openWaitingRequests()
-    }
-
-    /// A copy of `buffer`'s bytes from `offset` on, made by one memory copy. (`Array` of a
-    /// buffer slice went through the runtime's generic conformance lookup, which crashed in a
-    /// debug build of this generic class.)
-    private static func bytes(of buffer: UnsafeRawBufferPointer, from offset: Int) -> [UInt8] {
-        let count = buffer.count - offset
-        guard count > 0 else { return [] }
-        return [UInt8](unsafeUninitializedCapacity: count) { storage, initialized in
-            UnsafeMutableRawBufferPointer(storage).copyMemory(
-                from: UnsafeRawBufferPointer(rebasing: buffer[offset...]))
-            initialized = count
-        }
     }
 
     // MARK: Frames

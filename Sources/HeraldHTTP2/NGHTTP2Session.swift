@@ -25,20 +25,16 @@ struct NGHTTP2LibraryError: Error, CustomStringConvertible {
 /// (``drainOutput(into:)``). It is not thread-safe: its owner (a channel handler) uses it on
 /// one event loop only.
 final class NGHTTP2Session {
+    /// The nghttp2 session. Created in `init` (nil only until then: creating it needs `self`
+    /// as user data), deleted in `deinit`; never leaves this class.
+    private var session: OpaquePointer!
     /// The server connection that owns this session and hears what it parses. Held
     /// unretained: the owner holds this session strongly (a strong reference back would be a
     /// cycle), and callbacks only run inside this class's own calls, which the owner makes while
     /// it is alive. A concrete class, not an existential: calling a delegate through an unowned
     /// existential retained and released it on every callback — several per request. (Herald's
     /// client frames HTTP/2 itself: ``HTTP2ClientSession``.)
-    enum Owner {
-        case server(Unmanaged<HTTP2ServerConnection>)
-    }
-
-    /// The nghttp2 session. Created in `init` (nil only until then: creating it needs `self`
-    /// as user data), deleted in `deinit`; never leaves this class.
-    private var session: OpaquePointer!
-    private let owner: Owner
+    private let owner: Unmanaged<HTTP2ServerConnection>
     /// Request or response bodies waiting to be sent, by stream; read by nghttp2 through
     /// `readOutgoingBody` during `drainOutput`.
     private var outgoingBodies = HTTP2StreamTable<ByteBuffer>()
@@ -46,12 +42,8 @@ final class NGHTTP2Session {
     private let memory = NGHTTP2MemoryPool()
 
     /// A server session owned by `connection`.
-    convenience init(server connection: HTTP2ServerConnection) throws {
-        try self.init(owner: .server(.passUnretained(connection)))
-    }
-
-    private init(owner: Owner) throws {
-        self.owner = owner
+    init(server connection: HTTP2ServerConnection) throws {
+        self.owner = .passUnretained(connection)
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
             throw NGHTTP2LibraryError(operation: "callbacks_new", code: Int(NGHTTP2_ERR_NOMEM.rawValue))
@@ -69,11 +61,8 @@ final class NGHTTP2Session {
         // So the pointer never outlives the object it points to.
         let userData = Unmanaged.passUnretained(self).toOpaque()
         var created: OpaquePointer?
-        let result: Int32
         var allocator = memory.allocator
-        switch owner {
-        case .server: result = nghttp2_session_server_new3(&created, callbacks, userData, nil, &allocator)
-        }
+        let result = nghttp2_session_server_new3(&created, callbacks, userData, nil, &allocator)
         guard result == 0, let created else {
             throw NGHTTP2LibraryError(operation: "session_new", code: Int(result))
         }
@@ -239,12 +228,10 @@ final class NGHTTP2Session {
         return count
     }
 
-    /// Calls `body` with the owner, without retaining it (see ``Owner``).
+    /// Calls `body` with the owner, without retaining it (see ``owner``).
     @inline(__always)
     fileprivate func withDelegate<Result>(_ body: (any HTTP2SessionDelegate) -> Result) -> Result {
-        switch owner {
-        case .server(let connection): connection._withUnsafeGuaranteedRef { body($0) }
-        }
+        owner._withUnsafeGuaranteedRef { body($0) }
     }
 
     fileprivate func forgetStream(_ streamID: Int32) {

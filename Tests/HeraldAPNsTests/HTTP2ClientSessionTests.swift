@@ -58,7 +58,10 @@ struct HTTP2ClientSessionTests {
 
     static func word(_ value: UInt32) -> [UInt8] { withUnsafeBytes(of: value.bigEndian, Array.init) }
 
-    /// The session with the server's first SETTINGS read, and what it sent so far dropped.
+    /// The session with the server's first SETTINGS read, and what it sent so far dropped. The
+    /// session holds its owner unretained (as a connection's handler owns its session): every
+    /// test keeps the recorder alive until it ends (`withExtendedLifetime`), or the session
+    /// would call into a freed object.
     static func connected(_ settings: [(UInt16, UInt32)] = [(3, 100)]) throws -> (
         HTTP2ClientSession<Recorder>, Recorder
     ) {
@@ -97,6 +100,7 @@ struct HTTP2ClientSessionTests {
     @Test("it opens with the preface, its SETTINGS and a wider connection window, and acknowledges the server's")
     func preface() throws {
         let recorder = Recorder()
+        defer { withExtendedLifetime(recorder) {} }
         let session = try HTTP2ClientSession(
             handler: recorder, allocator: ByteBufferAllocator(), maxConcurrentStreams: 100)
         var opening = try #require(session.takeOutput())
@@ -118,6 +122,7 @@ struct HTTP2ClientSessionTests {
     @Test("a request goes out as HEADERS and DATA; its response, cut into pieces, ends the stream")
     func requestAndResponse() throws {
         let (session, recorder) = try Self.connected()
+        defer { withExtendedLifetime(recorder) {} }
         let streamID = try session.submitRequest(Self.request("/3/device/ab"), body: ByteBuffer(string: "{\"aps\":{}}"))
         #expect(streamID == 1)
         let frames = Self.sent(session)
@@ -139,6 +144,7 @@ struct HTTP2ClientSessionTests {
     @Test("over the server's stream limit requests wait and go out in order; a GOAWAY ends those it never saw")
     func streamLimitAndGoAway() throws {
         let (session, recorder) = try Self.connected([(3, 1)])
+        defer { withExtendedLifetime(recorder) {} }
         #expect(try (0..<3).map { try session.submitRequest(Self.request("/\($0)"), body: nil) } == [1, 3, 5])
         #expect(Self.sent(session).map(\.streamID) == [1])
         try session.receive(ByteBuffer(bytes: Self.frame(.headers, flags: 0x5, stream: 1, [0x88])))
@@ -154,7 +160,8 @@ struct HTTP2ClientSessionTests {
 
     @Test("a body waits for the windows: a zero initial window, a stream's WINDOW_UPDATE, then SETTINGS raising it")
     func flowControl() throws {
-        let (session, _) = try Self.connected([(3, 100), (4, 0)])
+        let (session, recorder) = try Self.connected([(3, 100), (4, 0)])
+        defer { withExtendedLifetime(recorder) {} }
         _ = try session.submitRequest(Self.request("/a"), body: ByteBuffer(repeating: 0x61, count: 100))
         #expect(Self.sent(session).map(\.kind) == [1])
         try session.receive(ByteBuffer(bytes: Self.frame(.windowUpdate, stream: 1, Self.word(60))))
@@ -169,6 +176,7 @@ struct HTTP2ClientSessionTests {
     @Test("PING is answered with the same bytes; an answer to this side's PING reaches the owner")
     func ping() throws {
         let (session, recorder) = try Self.connected()
+        defer { withExtendedLifetime(recorder) {} }
         try session.receive(ByteBuffer(bytes: Self.frame(.ping, stream: 0, Array(1...8))))
         #expect(Self.sent(session) == [Frame(kind: 6, flags: 1, streamID: 0, payload: Array(1...8))])
         session.submitPing(opaqueData: 42)
@@ -192,6 +200,7 @@ struct HTTP2ClientSessionTests {
         ])
     func malformed(bytes: [UInt8], code: HTTP2ErrorCode) throws {
         let (session, recorder) = try Self.connected()
+        defer { withExtendedLifetime(recorder) {} }
         _ = try session.submitRequest(Self.request("/a"), body: nil)
         _ = Self.sent(session)
         #expect(throws: (any Error).self) { try session.receive(ByteBuffer(bytes: bytes)) }
