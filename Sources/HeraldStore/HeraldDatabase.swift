@@ -178,6 +178,33 @@ extension PostgresClient {
         try await withDeadline(within) { try await self.query(query, logger: logger, file: file, line: line) }
     }
 
+    /// `query`'s rows, read to the end on the connection's event loop, each batch taken as it
+    /// arrives; given up with ``DeadlineExceeded`` after `within` (the whole read, not only its
+    /// start).
+    ///
+    /// For results that span many socket reads (an audience page, a batch list). postgres-nio
+    /// 1.33.2's backpressured row stream (what `query(_:logger:)` returns) stops reading while
+    /// rows handed over are unconsumed; if the server closes the connection just then (PostgreSQL
+    /// shutting down), NIO still delivers what the socket holds and postgres-nio ends the process
+    /// on a precondition (`RowStreamStateMachine.channelReadComplete`: "How can we receive a body
+    /// part, after a channelReadComplete, but no read has been forwarded yet"). Rows taken as
+    /// they arrive never leave that stream waiting, so the server's close is an error instead.
+    /// The price is memory: the whole result is held, so bound the statement with a `LIMIT`.
+    func readRows(
+        _ query: PostgresQuery, logger: Logger, within: Duration = HeraldDatabase.answerWithin,
+        file: String = #fileID, line: Int = #line
+    ) async throws -> [PostgresRow] {
+        try await withDeadline(within) {
+            try await self.withConnection { connection in
+                let gathered = GatheredRows()
+                _ = try await connection.query(query, logger: logger, file: file, line: line) {
+                    gathered.rows.append($0)
+                }.get()
+                return gathered.rows
+            }
+        }
+    }
+
     /// Runs `body` in a transaction; if `body` throws, rolls back and rethrows *its* error (not
     /// postgres-nio's wrapper), so callers see what went wrong in their own terms.
     /// - Parameter within: given up with ``DeadlineExceeded`` after this (PostgreSQL rolls back a
@@ -222,4 +249,13 @@ extension HeraldDatabase {
             }
         }
     }
+}
+
+/// The rows ``PostgresClient/readRows(_:logger:within:file:line:)`` gathers.
+///
+/// `@unchecked Sendable`: rows are appended only on the connection's event loop, one call at a
+/// time, and read only after the query's future has completed, which orders every append
+/// before the read.
+private final class GatheredRows: @unchecked Sendable {
+    var rows: [PostgresRow] = []
 }

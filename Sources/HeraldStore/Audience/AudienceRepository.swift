@@ -51,10 +51,11 @@ public struct AudienceRepository: Sendable {
         let columns = Self.columns(selection, values: &values)
         let sql = Self.sql(
             selection, columns: columns, after: cursor, tail: "ORDER BY d.id", limit: limit, values: &values)
-        let rows = try await client.boundedQuery(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger)
+        // Read whole (no row stream left waiting when PostgreSQL goes away mid-page: readRows).
+        let rows = try await client.readRows(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger)
         let fields = selection.personalization.count
-        var page = AudiencePage(devices: DeviceTokens(reservingCapacity: limit, valuesPerDevice: fields))
-        for try await row in rows {
+        var page = AudiencePage(devices: DeviceTokens(reservingCapacity: rows.count, valuesPerDevice: fields))
+        for row in rows {
             let cells = row.makeRandomAccess()
             let (id, token, environment, topic) = try row.decode((Int64, ByteBuffer, String, String).self)
             let group = page.group(

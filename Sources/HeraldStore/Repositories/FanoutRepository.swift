@@ -268,7 +268,7 @@ public struct FanoutRepository: Sendable {
     /// The devices push `pushID` put into batches, in the pages overlapping `first...last`.
     public func targets(pushID: UUID, from first: Int64, through last: Int64) async throws -> [TargetBitmap] {
         try await Self.bitmaps(
-            client.boundedQuery(
+            client.readRows(
                 """
                 SELECT first_device, last_device, bits FROM push_targets
                 WHERE push_id = \(pushID) AND first_device <= \(last) AND last_device >= \(first)
@@ -282,7 +282,7 @@ public struct FanoutRepository: Sendable {
         appID: UUID, excluding pushID: UUID, since: Date, from first: Int64, through last: Int64
     ) async throws -> [TargetBitmap] {
         try await Self.bitmaps(
-            client.boundedQuery(
+            client.readRows(
                 """
                 SELECT first_device, last_device, bits FROM push_targets
                 WHERE app_id = \(appID) AND targeted_at > \(since) AND last_device >= \(first)
@@ -290,9 +290,10 @@ public struct FanoutRepository: Sendable {
                 """, logger: logger))
     }
 
-    private static func bitmaps(_ rows: PostgresRowSequence) async throws -> [TargetBitmap] {
+    private static func bitmaps(_ rows: [PostgresRow]) throws -> [TargetBitmap] {
         var bitmaps: [TargetBitmap] = []
-        for try await (first, last, bits) in rows.decode((Int64, Int64, ByteBuffer).self) {
+        for row in rows {
+            let (first, last, bits) = try row.decode((Int64, Int64, ByteBuffer).self)
             bitmaps.append(TargetBitmap(firstDevice: first, lastDevice: last, bits: bits.bytes))
         }
         return bitmaps
@@ -318,24 +319,24 @@ public struct FanoutRepository: Sendable {
 
     /// Batches recorded but never acknowledged by the broker (their center died in between).
     public func unproducedBatches(pushID: UUID) async throws -> [RecordedBatch] {
-        let rows = try await client.boundedQuery(
+        let rows = try await client.readRows(
             """
             SELECT \(unescaped: Self.batchColumns) FROM push_batches
             WHERE push_id = \(pushID) AND produced_at IS NULL AND completed_at IS NULL ORDER BY sequence
             """, logger: logger)
-        return try await Self.batches(from: rows)
+        return try Self.batches(from: rows)
     }
 
     /// Produced batches still without an outcome `after` they were last produced, oldest first.
     public func batchesWithoutOutcome(after: Duration, limit: Int) async throws -> [RecordedBatch] {
-        let rows = try await client.boundedQuery(
+        let rows = try await client.readRows(
             """
             SELECT \(unescaped: Self.batchColumns) FROM push_batches
             WHERE completed_at IS NULL AND produced_at IS NOT NULL
               AND emitted_at < now() - \(after.wholeMilliseconds) * interval '1 millisecond'
             ORDER BY emitted_at LIMIT \(limit)
             """, logger: logger)
-        return try await Self.batches(from: rows)
+        return try Self.batches(from: rows)
     }
 
     /// Notes that a batch was produced again. Returns false when its outcome arrived meanwhile.
@@ -773,11 +774,11 @@ public struct FanoutRepository: Sendable {
     static let batchColumns =
         "push_id, sequence, first_device, last_device, target_count, environment, topic, redriven"
 
-    static func batches(from rows: PostgresRowSequence) async throws -> [RecordedBatch] {
+    static func batches(from rows: [PostgresRow]) throws -> [RecordedBatch] {
         var batches: [RecordedBatch] = []
-        for try await (pushID, sequence, first, last, count, environment, topic, redriven)
-            in rows.decode((UUID, Int32, Int64, Int64, Int32, String, String, Int32).self)
-        {
+        for row in rows {
+            let (pushID, sequence, first, last, count, environment, topic, redriven) = try row.decode(
+                (UUID, Int32, Int64, Int64, Int32, String, String, Int32).self)
             batches.append(
                 RecordedBatch(
                     pushID: pushID, sequence: Int(sequence), firstDevice: first, lastDevice: last,
