@@ -168,40 +168,16 @@ extension HeraldDatabase {
 }
 
 extension PostgresClient {
-    /// `query(_:logger:)`, given up with ``DeadlineExceeded`` after `within`. The rows may be
-    /// left unread (a statement run for what it changes).
+    /// `query`'s rows, read whole (``PostgresConnection/run(_:logger:file:line:)``) on a
+    /// connection of the pool, given up with ``DeadlineExceeded`` after `within` — the whole
+    /// read, not only its start.
     @discardableResult
     func boundedQuery(
         _ query: PostgresQuery, logger: Logger, within: Duration = HeraldDatabase.answerWithin,
         file: String = #fileID, line: Int = #line
-    ) async throws -> PostgresRowSequence {
-        try await withDeadline(within) { try await self.query(query, logger: logger, file: file, line: line) }
-    }
-
-    /// `query`'s rows, read to the end on the connection's event loop, each batch taken as it
-    /// arrives; given up with ``DeadlineExceeded`` after `within` (the whole read, not only its
-    /// start).
-    ///
-    /// For results that span many socket reads (an audience page, a batch list). postgres-nio
-    /// 1.33.2's backpressured row stream (what `query(_:logger:)` returns) stops reading while
-    /// rows handed over are unconsumed; if the server closes the connection just then (PostgreSQL
-    /// shutting down), NIO still delivers what the socket holds and postgres-nio ends the process
-    /// on a precondition (`RowStreamStateMachine.channelReadComplete`: "How can we receive a body
-    /// part, after a channelReadComplete, but no read has been forwarded yet"). Rows taken as
-    /// they arrive never leave that stream waiting, so the server's close is an error instead.
-    /// The price is memory: the whole result is held, so bound the statement with a `LIMIT`.
-    func readRows(
-        _ query: PostgresQuery, logger: Logger, within: Duration = HeraldDatabase.answerWithin,
-        file: String = #fileID, line: Int = #line
-    ) async throws -> [PostgresRow] {
+    ) async throws -> ReadRows {
         try await withDeadline(within) {
-            try await self.withConnection { connection in
-                let gathered = GatheredRows()
-                _ = try await connection.query(query, logger: logger, file: file, line: line) {
-                    gathered.rows.append($0)
-                }.get()
-                return gathered.rows
-            }
+            try await self.withConnection { try await $0.run(query, logger: logger, file: file, line: line) }
         }
     }
 
@@ -251,7 +227,45 @@ extension HeraldDatabase {
     }
 }
 
-/// The rows ``PostgresClient/readRows(_:logger:within:file:line:)`` gathers.
+extension PostgresConnection {
+    /// Runs `query` and returns its rows, read to the end on the connection's event loop, each
+    /// taken as it arrives.
+    ///
+    /// Every read of Herald's goes this way. postgres-nio 1.33.2's backpressured row stream
+    /// (what `query(_:logger:)` returns) stops reading while rows handed over are unconsumed; if
+    /// the server closes the connection just then (PostgreSQL shutting down), NIO still delivers
+    /// what the socket holds and postgres-nio ends the process on a precondition
+    /// (`RowStreamStateMachine.channelReadComplete`: "How can we receive a body part, after a
+    /// channelReadComplete, but no read has been forwarded yet"). Rows taken as they arrive never
+    /// leave that stream waiting, so the server's close is an error instead. The price is memory:
+    /// the whole result is held, so every statement's result is bounded (a `LIMIT`, a page, a
+    /// batch; docs/limits.md).
+    @discardableResult
+    func run(
+        _ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line
+    ) async throws -> ReadRows {
+        let gathered = GatheredRows()
+        _ = try await self.query(query, logger: logger, file: file, line: line) { gathered.rows.append($0) }.get()
+        return ReadRows(rows: gathered.rows)
+    }
+}
+
+/// A statement's rows, read whole: an `AsyncSequence`, so a loop (and postgres-nio's `decode`)
+/// reads them as it would the row stream.
+struct ReadRows: AsyncSequence, Sendable {
+    typealias Element = PostgresRow
+
+    let rows: [PostgresRow]
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var rows: IndexingIterator<[PostgresRow]>
+        mutating func next() async throws -> PostgresRow? { rows.next() }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(rows: rows.makeIterator()) }
+}
+
+/// The rows ``PostgresConnection/run(_:logger:file:line:)`` gathers.
 ///
 /// `@unchecked Sendable`: rows are appended only on the connection's event loop, one call at a
 /// time, and read only after the query's future has completed, which orders every append

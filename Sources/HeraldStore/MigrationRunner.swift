@@ -43,13 +43,13 @@ public struct MigrationRunner: Sendable {
     @discardableResult
     public func migrate() async throws -> [Int] {
         try await client.withConnection { connection in
-            try await connection.query("SELECT pg_advisory_lock(\(Self.advisoryLockKey))", logger: logger)
+            try await connection.run("SELECT pg_advisory_lock(\(Self.advisoryLockKey))", logger: logger)
             do {
                 let applied = try await applyPending(on: connection)
-                try await connection.query("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
+                try await connection.run("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
                 return applied
             } catch {
-                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
+                _ = try? await connection.run("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
                 throw error
             }
         }
@@ -61,7 +61,7 @@ public struct MigrationRunner: Sendable {
     }
 
     private func appliedVersions(on connection: PostgresConnection) async throws -> [Int] {
-        try await connection.query(
+        try await connection.run(
             """
             CREATE TABLE IF NOT EXISTS herald_schema_migrations (
                 version    integer PRIMARY KEY,
@@ -70,7 +70,7 @@ public struct MigrationRunner: Sendable {
             )
             """, logger: logger)
         var versions: [Int] = []
-        let rows = try await connection.query(
+        let rows = try await connection.run(
             "SELECT version FROM herald_schema_migrations ORDER BY version", logger: logger)
         for try await version in rows.decode(Int.self) {
             versions.append(version)

@@ -7,10 +7,10 @@ import Testing
 
 @testable import HeraldStore
 
-/// `readRows`, the read the audience pages and batch lists use: PostgreSQL ending a connection
-/// in the middle of a result is an error for that read, not the end of the process.
+/// How Herald reads a statement's rows (`boundedQuery`, `PostgresConnection.run`): PostgreSQL ending a
+/// connection in the middle of a result is an error for that read, not the end of the process.
 @Suite struct ReadRowsTests {
-    /// Runs `statement` (which must name `marker` as a column alias) through `readRows` and
+    /// Runs `statement` (which must name `marker` as a column alias) through `boundedQuery` and
     /// terminates its backend once pg_stat_activity shows it in `waitEvent` (any wait when nil).
     /// - Returns: whether the backend was found and terminated, and how the read ended.
     func cutOff(
@@ -21,21 +21,21 @@ import Testing
         let ended = Mutex(false)
         let reading = Task {
             defer { ended.withLock { $0 = true } }
-            return try await client.readRows(query, logger: logger, within: .seconds(20))
+            return try await client.boundedQuery(query, logger: logger, within: .seconds(20)).rows
         }
         var terminated = false
         for _ in 0..<100 where !terminated && !ended.withLock({ $0 }) {
             try await Task.sleep(for: .milliseconds(100))
             // Like the reads, this one may be handed a connection an earlier termination closed.
             guard
-                let rows = try? await client.readRows(
+                let rows = try? await client.boundedQuery(
                     """
                     SELECT pg_terminate_backend(pid) FROM pg_stat_activity
                     WHERE query LIKE '%AS ' || \(marker) || ',%' AND pid <> pg_backend_pid()
                       AND (\(waitEvent)::text IS NULL OR wait_event = \(waitEvent))
                     """, logger: logger)
             else { continue }
-            terminated = try rows.contains { try $0.decode(Bool.self) }
+            terminated = try rows.rows.contains { try $0.decode(Bool.self) }
         }
         return (terminated, await reading.result)
     }
@@ -44,11 +44,11 @@ import Testing
     /// terminations closed (postgres-nio's pool learns of a closed connection when it is used).
     func readsAgain(_ client: PostgresClient, logger: Logger) async throws -> [Int] {
         for _ in 0..<4 {
-            if let rows = try? await client.readRows("SELECT g FROM generate_series(1, 3) g", logger: logger) {
-                return try rows.map { try $0.decode(Int.self) }
+            if let rows = try? await client.boundedQuery("SELECT g FROM generate_series(1, 3) g", logger: logger) {
+                return try rows.rows.map { try $0.decode(Int.self) }
             }
         }
-        return try await client.readRows("SELECT g FROM generate_series(1, 3) g", logger: logger).map {
+        return try await client.boundedQuery("SELECT g FROM generate_series(1, 3) g", logger: logger).rows.map {
             try $0.decode(Int.self)
         }
     }
@@ -74,7 +74,7 @@ import Testing
     /// What ended a center in the end-to-end database-outage test: the server closing the
     /// connection while rows were still arriving. Through postgres-nio's own row stream that
     /// stops the process on a precondition whenever the rows already handed over are unconsumed
-    /// at that moment (see `readRows`): with a consumer slower than the network, every time; with
+    /// at that moment (see `PostgresConnection.run`): with a consumer slower than the network, every time; with
     /// a quick one, now and then (these two tests ended the process in some runs against the
     /// row stream). Repeated, so the moment has chances to come.
     @Test("a result cut off while its rows stream in throws, each of five times")

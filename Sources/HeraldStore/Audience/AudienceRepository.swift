@@ -51,8 +51,8 @@ public struct AudienceRepository: Sendable {
         let columns = Self.columns(selection, values: &values)
         let sql = Self.sql(
             selection, columns: columns, after: cursor, tail: "ORDER BY d.id", limit: limit, values: &values)
-        // Read whole (no row stream left waiting when PostgreSQL goes away mid-page: readRows).
-        let rows = try await client.readRows(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger)
+        let rows = try await client.boundedQuery(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger)
+            .rows
         let fields = selection.personalization.count
         var page = AudiencePage(devices: DeviceTokens(reservingCapacity: rows.count, valuesPerDevice: fields))
         for row in rows {

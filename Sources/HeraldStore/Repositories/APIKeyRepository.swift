@@ -88,7 +88,7 @@ public struct APIKeyRepository: Sendable {
         makeKey: @escaping @Sendable (APIKeyKind) -> String
     ) async throws -> (record: APIKeyRecord, key: String)? {
         try await client.transaction(logger: logger) { connection in
-            let old = try await connection.query(
+            let old = try await connection.run(
                 """
                 UPDATE api_keys SET revoked_at = now() + make_interval(secs => \(Double(graceSeconds)))
                 WHERE id = \(id) AND app_id = \(appID) AND (revoked_at IS NULL OR revoked_at > now())
@@ -100,7 +100,7 @@ public struct APIKeyRepository: Sendable {
             let newKey = makeKey(APIKeyKind(rawValue: kind) ?? .server)
             let hash = SecretHasher.hash(newKey)
             let prefix = String(newKey.prefix(8))
-            let rows = try await connection.query(
+            let rows = try await connection.run(
                 """
                 INSERT INTO api_keys (id, app_id, kind, key_hash, key_prefix, name, scopes)
                 VALUES (\(newID), \(appID), \(kind), \(hash.bytea), \(prefix), \(name), \(scopes)::text[])
@@ -112,11 +112,11 @@ public struct APIKeyRepository: Sendable {
 
     static let columns = "id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at, scopes"
 
-    private static func first(_ rows: PostgresRowSequence) async throws -> APIKeyRecord? {
+    private static func first(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> APIKeyRecord? {
         try await all(rows).first
     }
 
-    private static func all(_ rows: PostgresRowSequence) async throws -> [APIKeyRecord] {
+    private static func all(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [APIKeyRecord] {
         var keys: [APIKeyRecord] = []
         for try await (id, appID, kind, prefix, name, createdAt, lastUsedAt, revokedAt, scopes)
             in rows.decode((UUID, UUID, String, String, String, Date, Date?, Date?, [String]?).self)

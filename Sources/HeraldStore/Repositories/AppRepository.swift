@@ -30,7 +30,7 @@ public struct AppRepository: Sendable {
 
     /// Apps in creation order, `limit` at a time after `cursor` (an app id).
     public func list(after cursor: UUID? = nil, limit: Int = 100) async throws -> [App] {
-        let rows: PostgresRowSequence
+        let rows: ReadRows
         if let cursor {
             rows = try await client.boundedQuery(
                 """
@@ -102,11 +102,11 @@ public struct AppRepository: Sendable {
     static let columns =
         "id, name, bundle_id, created_at, updated_at, identity_verification, legacy_client_access, client_tags, delivery_policy::text"
 
-    private static func first(_ rows: PostgresRowSequence) async throws -> App? {
+    private static func first(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> App? {
         try await all(rows).first
     }
 
-    private static func all(_ rows: PostgresRowSequence) async throws -> [App] {
+    private static func all(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [App] {
         var apps: [App] = []
         for try await (id, name, bundleID, createdAt, updatedAt, verification, legacy, tags, policy) in rows.decode(
             (UUID, String, String, Date, Date, Bool, Bool, [String]?, String?).self)

@@ -69,7 +69,7 @@ extension CredentialRepository {
     public func resealWithSealingKey(_ cipher: CredentialCipher) async throws -> Int {
         let logger = logger
         return try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query(
+            let rows = try await connection.run(
                 """
                 SELECT \(unescaped: Self.columns) FROM apns_credentials
                 WHERE sealing_key_id IS DISTINCT FROM \(cipher.sealingKeyID) FOR UPDATE
@@ -77,7 +77,7 @@ extension CredentialRepository {
             let stale = try await Self.records(rows)
             for var record in stale {
                 try record.seal(try record.openSecret(with: cipher), with: cipher)
-                try await connection.query(
+                try await connection.run(
                     """
                     UPDATE apns_credentials SET sealed_secret = \(record.sealedSecret.bytea),
                         sealing_key_id = \(record.sealingKeyID) WHERE id = \(record.id)

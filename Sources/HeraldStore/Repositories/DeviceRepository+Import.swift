@@ -24,12 +24,12 @@ extension DeviceRepository {
     where Chunks.Element == [ImportLine] {
         let (imported, overLimits) = try await client.transaction(logger: logger, within: nil) { connection in
             // One import of an app at a time, whichever herald-api runs it.
-            let locked = try await connection.query(
+            let locked = try await connection.run(
                 "SELECT pg_try_advisory_xact_lock(hashtextextended('herald-device-import:' || \(appID)::text, 0))",
                 logger: logger)
             for try await granted in locked.decode(Bool.self) where !granted { throw ImportInProgress(appID: appID) }
             started()
-            try await connection.query(
+            try await connection.run(
                 """
                 CREATE TEMPORARY TABLE device_import (
                     line bigint, token bytea, environment text, topic text, alias text, tags text[], locale text, time_zone text,
@@ -57,12 +57,12 @@ extension DeviceRepository {
             // whose lines all keep them (nearly every file) pays no check of its own. Only when
             // the triggers refuse the merge is it undone and done again without the lines that
             // would break a limit (found by a precise, heavier query).
-            try await connection.query("SAVEPOINT device_import_merge", logger: logger)
+            try await connection.run("SAVEPOINT device_import_merge", logger: logger)
             do {
                 let count = try await Self.mergeImport(appID: appID, on: connection, logger: logger)
                 return (count, [(line: Int, message: String)]())
             } catch let error as PSQLError where ["tags", "alias"].contains(DeviceLimits.refusal(error)?.field) {
-                try await connection.query("ROLLBACK TO SAVEPOINT device_import_merge", logger: logger)
+                try await connection.run("ROLLBACK TO SAVEPOINT device_import_merge", logger: logger)
                 let overLimits = try await Self.rejectLinesOverLimits(appID: appID, on: connection, logger: logger)
                 let count = try await Self.mergeImport(appID: appID, on: connection, logger: logger)
                 return (count, overLimits)
@@ -85,7 +85,7 @@ extension DeviceRepository {
         // (An INSERT … ON CONFLICT DO UPDATE cannot see the removed attributes, which are no
         // column of `devices`, but by a look-up per conflicting row: quadratic, minutes for
         // 100,000 updates.)
-        let merged = try await connection.query(
+        let merged = try await connection.run(
             """
             WITH latest AS (
                 SELECT DISTINCT ON (token) token, environment, topic, alias, locale, time_zone, country, app_version,
@@ -134,7 +134,7 @@ extension DeviceRepository {
         for try await value in merged.decode(Int64.self) { count = value }
         // A tag twice for a device (two lines of a token) is skipped by ON CONFLICT as one
         // already there: no DISTINCT (a sort of every tag row) needed.
-        try await connection.query(
+        try await connection.run(
             """
             INSERT INTO device_tags (app_id, tag, device_id)
             SELECT \(appID), tag, d.id
@@ -154,7 +154,7 @@ extension DeviceRepository {
     {
         let tags = DeviceLimits.maximumTagsPerDevice
         let devices = DeviceLimits.maximumDevicesPerAlias
-        let rows = try await connection.query(
+        let rows = try await connection.run(
             """
             WITH latest AS (
                 -- Only tokens that add a tag or set an alias can break a limit: a plain import

@@ -30,7 +30,7 @@ public struct DeviceRepository: Sendable {
     public func register(_ registration: DeviceRegistration) async throws -> Registered {
         try await DeviceLimits.enforced {
             try await client.transaction(logger: logger) { connection in
-                let rows = try await connection.query(
+                let rows = try await connection.run(
                     """
                     INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone, country, app_version,
                                          os_version, attributes)
@@ -157,14 +157,14 @@ public struct DeviceRepository: Sendable {
     public func updateTags(adding: [String], removing: [String], deviceID: Int64, appID: UUID) async throws -> Bool {
         try await DeviceLimits.enforced {
             try await client.transaction(logger: logger) { connection in
-                let rows = try await connection.query(
+                let rows = try await connection.run(
                     "UPDATE devices SET updated_at = now() WHERE id = \(deviceID) AND app_id = \(appID) RETURNING id",
                     logger: logger)
                 var found = false
                 for try await _ in rows.decode(Int64.self) { found = true }
                 guard found else { return false }
                 if !removing.isEmpty {
-                    try await connection.query(
+                    try await connection.run(
                         """
                         DELETE FROM device_tags WHERE app_id = \(appID) AND device_id = \(deviceID) AND tag = ANY(\(removing))
                         """, logger: logger)
@@ -231,7 +231,7 @@ public struct DeviceRepository: Sendable {
         d.country, d.app_version, d.os_version, COALESCE(d.first_registered_at, d.registered_at), d.attributes::text
         """
 
-    static func devices(from rows: PostgresRowSequence) async throws -> [Device] {
+    static func devices(from rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [Device] {
         var devices: [Device] = []
         for try await row in rows {
             let cells = row.makeRandomAccess()
@@ -261,7 +261,7 @@ public struct DeviceRepository: Sendable {
         _ tags: [String], deviceID: Int64, appID: UUID, on connection: PostgresConnection,
         logger: Logger
     ) async throws {
-        try await connection.query(
+        try await connection.run(
             """
             INSERT INTO device_tags (app_id, tag, device_id)
             SELECT \(appID), tag, \(deviceID) FROM unnest(\(tags)::text[]) AS tag

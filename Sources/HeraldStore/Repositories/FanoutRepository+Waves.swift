@@ -27,7 +27,7 @@ extension FanoutRepository {
     /// - Returns: the push's plan; nil when `center` no longer holds the push.
     public func planWaves(pushID: UUID, by center: String, waves: [PushWave]) async throws -> [PushWave]? {
         let stored: Bool? = try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query(
+            let rows = try await connection.run(
                 """
                 SELECT waves FROM pushes WHERE id = \(pushID) AND state = 'fanning_out' AND claimed_by = \(center)
                 FOR UPDATE
@@ -37,13 +37,13 @@ extension FanoutRepository {
             guard case .some(let planned) = found else { return nil }
             guard planned == nil else { return false }
             for wave in waves {
-                try await connection.query(
+                try await connection.run(
                     """
                     INSERT INTO push_waves (push_id, wave, due_at, time_zones, devices)
                     VALUES (\(pushID), \(Int32(wave.index)), \(wave.dueAt), \(wave.timeZones), \(wave.devices))
                     """, logger: logger)
             }
-            try await connection.query(
+            try await connection.run(
                 """
                 UPDATE pushes SET waves = \(Int32(waves.count)), wave = 0,
                     audience_size = COALESCE(audience_size, \(waves.reduce(0) { $0 + $1.devices }))

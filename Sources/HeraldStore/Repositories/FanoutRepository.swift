@@ -206,7 +206,7 @@ public struct FanoutRepository: Sendable {
         -> PageRecording
     {
         try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query(
+            let rows = try await connection.run(
                 "SELECT state, claimed_by, paused_at IS NOT NULL FROM pushes WHERE id = \(pushID) FOR UPDATE",
                 logger: logger)
             var control: (state: String, claimedBy: String?, paused: Bool)?
@@ -216,7 +216,7 @@ public struct FanoutRepository: Sendable {
             guard control.state == PushState.fanningOut.rawValue, control.claimedBy == center else { return .claimLost }
             var added: Int64 = 0
             if !batches.isEmpty {
-                let inserted = try await connection.query(
+                let inserted = try await connection.run(
                     """
                     INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, environment, topic)
                     SELECT \(pushID), * FROM unnest(\(batches.map { Int32($0.sequence) })::integer[],
@@ -228,14 +228,14 @@ public struct FanoutRepository: Sendable {
                 for try await count in inserted.decode(Int32.self) { added += Int64(count) }
             }
             let emitted = Int32((batches.map(\.sequence).max() ?? -1) + 1)
-            try await connection.query(
+            try await connection.run(
                 """
                 UPDATE pushes SET fanout_cursor = GREATEST(fanout_cursor, \(cursor)),
                                   batches_emitted = GREATEST(batches_emitted, \(emitted)), claimed_at = now()
                 WHERE id = \(pushID)
                 """, logger: logger)
             if added > 0 {
-                try await connection.query(
+                try await connection.run(
                     "UPDATE push_counters SET targeted = targeted + \(added), updated_at = now() WHERE push_id = \(pushID)",
                     logger: logger)
             }
@@ -245,7 +245,7 @@ public struct FanoutRepository: Sendable {
                     decoding: JSONEncoder().encode(
                         Dictionary(uniqueKeysWithValues: skipped.map { ($0.key.rawValue, $0.value) })),
                     as: UTF8.self)
-                try await connection.query(
+                try await connection.run(
                     """
                     UPDATE push_counters SET targeted = targeted + \(skippedTotal), skipped = skipped + \(skippedTotal),
                         skipped_by_reason = herald_add_counts(skipped_by_reason, \(reasons)::jsonb), updated_at = now()
@@ -253,7 +253,7 @@ public struct FanoutRepository: Sendable {
                     """, logger: logger)
             }
             if let targets {
-                try await connection.query(
+                try await connection.run(
                     """
                     INSERT INTO push_targets (push_id, app_id, wave, first_device, last_device, bits)
                     SELECT id, app_id, wave, \(targets.firstDevice), \(targets.lastDevice), \(ByteBuffer(bytes: targets.bits))
@@ -268,7 +268,7 @@ public struct FanoutRepository: Sendable {
     /// The devices push `pushID` put into batches, in the pages overlapping `first...last`.
     public func targets(pushID: UUID, from first: Int64, through last: Int64) async throws -> [TargetBitmap] {
         try await Self.bitmaps(
-            client.readRows(
+            client.boundedQuery(
                 """
                 SELECT first_device, last_device, bits FROM push_targets
                 WHERE push_id = \(pushID) AND first_device <= \(last) AND last_device >= \(first)
@@ -282,7 +282,7 @@ public struct FanoutRepository: Sendable {
         appID: UUID, excluding pushID: UUID, since: Date, from first: Int64, through last: Int64
     ) async throws -> [TargetBitmap] {
         try await Self.bitmaps(
-            client.readRows(
+            client.boundedQuery(
                 """
                 SELECT first_device, last_device, bits FROM push_targets
                 WHERE app_id = \(appID) AND targeted_at > \(since) AND last_device >= \(first)
@@ -290,10 +290,9 @@ public struct FanoutRepository: Sendable {
                 """, logger: logger))
     }
 
-    private static func bitmaps(_ rows: [PostgresRow]) throws -> [TargetBitmap] {
+    private static func bitmaps(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [TargetBitmap] {
         var bitmaps: [TargetBitmap] = []
-        for row in rows {
-            let (first, last, bits) = try row.decode((Int64, Int64, ByteBuffer).self)
+        for try await (first, last, bits) in rows.decode((Int64, Int64, ByteBuffer).self) {
             bitmaps.append(TargetBitmap(firstDevice: first, lastDevice: last, bits: bits.bytes))
         }
         return bitmaps
@@ -319,24 +318,24 @@ public struct FanoutRepository: Sendable {
 
     /// Batches recorded but never acknowledged by the broker (their center died in between).
     public func unproducedBatches(pushID: UUID) async throws -> [RecordedBatch] {
-        let rows = try await client.readRows(
+        let rows = try await client.boundedQuery(
             """
             SELECT \(unescaped: Self.batchColumns) FROM push_batches
             WHERE push_id = \(pushID) AND produced_at IS NULL AND completed_at IS NULL ORDER BY sequence
             """, logger: logger)
-        return try Self.batches(from: rows)
+        return try await Self.batches(from: rows)
     }
 
     /// Produced batches still without an outcome `after` they were last produced, oldest first.
     public func batchesWithoutOutcome(after: Duration, limit: Int) async throws -> [RecordedBatch] {
-        let rows = try await client.readRows(
+        let rows = try await client.boundedQuery(
             """
             SELECT \(unescaped: Self.batchColumns) FROM push_batches
             WHERE completed_at IS NULL AND produced_at IS NOT NULL
               AND emitted_at < now() - \(after.wholeMilliseconds) * interval '1 millisecond'
             ORDER BY emitted_at LIMIT \(limit)
             """, logger: logger)
-        return try Self.batches(from: rows)
+        return try await Self.batches(from: rows)
     }
 
     /// Notes that a batch was produced again. Returns false when its outcome arrived meanwhile.
@@ -356,7 +355,7 @@ public struct FanoutRepository: Sendable {
     /// released. Returns false when `center` no longer holds it.
     public func finishFanout(pushID: UUID, by center: String) async throws -> Bool {
         let finished = try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query(
+            let rows = try await connection.run(
                 """
                 UPDATE pushes SET state = 'sending', fanout_finished_at = now(), claimed_by = NULL, eta_at = NULL
                 WHERE id = \(pushID) AND state = 'fanning_out' AND claimed_by = \(center) RETURNING id
@@ -375,7 +374,7 @@ public struct FanoutRepository: Sendable {
     /// - Returns: the pushes completed.
     public func completeSettled(after: Duration, limit: Int) async throws -> [UUID] {
         try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query(
+            let rows = try await connection.run(
                 """
                 SELECT p.id FROM pushes p
                 WHERE p.state = 'sending' AND p.completed_at IS NULL
@@ -401,7 +400,7 @@ public struct FanoutRepository: Sendable {
         pushID: UUID, by center: String, lease: Duration, unsentBatches: Bool = false
     ) async throws -> Int64? {
         try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query(
+            let rows = try await connection.run(
                 """
                 SELECT app_id, audience::text, recall_of, fanout_cursor, wave FROM pushes
                 WHERE id = \(pushID) AND state = 'canceled' AND fanout_finished_at IS NULL
@@ -416,7 +415,7 @@ public struct FanoutRepository: Sendable {
                 appID: found.appID, audience: (try? PushAudience(json: found.audience)) ?? PushAudience(),
                 acceptedByPush: found.recallOf)
             // A push in waves: what is left of its wave, and every later wave's devices.
-            let waveRows = try await connection.query(
+            let waveRows = try await connection.run(
                 """
                 SELECT wave, time_zones FROM push_waves WHERE push_id = \(pushID) AND wave >= \(found.wave) ORDER BY wave
                 """, logger: logger)
@@ -428,14 +427,14 @@ public struct FanoutRepository: Sendable {
             var remainder: Int64 = 0
             for part in parts {
                 selection.timeZones = part.timeZones
-                let counted = try await connection.query(
+                let counted = try await connection.run(
                     AudienceRepository.countQuery(selection, after: part.after), logger: logger)
                 for try await count in counted.decode(Int64.self) { remainder += count }
             }
             var unsent: Int64 = 0
             if unsentBatches {
                 // Recorded (so already targeted) and never produced: nobody will send them now.
-                let ended = try await connection.query(
+                let ended = try await connection.run(
                     """
                     WITH ended AS (
                         UPDATE push_batches SET completed_at = now()
@@ -446,13 +445,13 @@ public struct FanoutRepository: Sendable {
                     """, logger: logger)
                 for try await count in ended.decode(Int64.self) { unsent = count }
             }
-            try await connection.query(
+            try await connection.run(
                 """
                 UPDATE push_counters SET targeted = targeted + \(remainder), canceled = canceled + \(remainder + unsent),
                     updated_at = now()
                 WHERE push_id = \(pushID)
                 """, logger: logger)
-            try await connection.query(
+            try await connection.run(
                 """
                 UPDATE pushes SET fanout_finished_at = now(), claimed_by = NULL, eta_at = NULL WHERE id = \(pushID)
                 """, logger: logger)
@@ -492,7 +491,7 @@ public struct FanoutRepository: Sendable {
     public func applyOutcomes(_ outcomes: [BatchOutcome]) async throws -> AppliedOutcomes {
         guard !outcomes.isEmpty else { return AppliedOutcomes() }
         return try await client.transaction(logger: logger) { connection in
-            let locked = try await connection.query(
+            let locked = try await connection.run(
                 """
                 SELECT id FROM pushes WHERE id = ANY(\(Array(Set(outcomes.map(\.pushID))))) ORDER BY id FOR NO KEY UPDATE
                 """, logger: logger)
@@ -535,7 +534,7 @@ public struct FanoutRepository: Sendable {
                 applied.notificationsCounted += reported
             }
             if !failed.isEmpty {
-                try await connection.query(
+                try await connection.run(
                     """
                     INSERT INTO failed_deliveries (push_id, device_id, status, reason, http_status, attempts)
                     SELECT * FROM unnest(\(failed.map(\.pushID))::uuid[], \(failed.map(\.failure.deviceID))::bigint[],
@@ -629,7 +628,7 @@ public struct FanoutRepository: Sendable {
         guard !dead.isEmpty else { return [:] }
         var pushOfDevice: [Int64: UUID] = [:]
         for entry in dead { pushOfDevice[entry.failure.deviceID] = entry.pushID }
-        let rows = try await connection.query(
+        let rows = try await connection.run(
             """
             WITH invalidated AS (
                 UPDATE devices d SET status = 'invalid', invalidated_at = now(), invalid_reason = u.reason, updated_at = now()
@@ -672,7 +671,7 @@ public struct FanoutRepository: Sendable {
         }
         guard !refused.isEmpty else { return }
         let pushes = Array(refused.keys)
-        try await connection.query(
+        try await connection.run(
             """
             SELECT herald_webhook_push_failed(u.app_id, jsonb_build_object(
                 'push_id', u.push_id, 'reason', u.reason, 'http_status', u.status, 'refused', u.refused,
@@ -774,11 +773,11 @@ public struct FanoutRepository: Sendable {
     static let batchColumns =
         "push_id, sequence, first_device, last_device, target_count, environment, topic, redriven"
 
-    static func batches(from rows: [PostgresRow]) throws -> [RecordedBatch] {
+    static func batches(from rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [RecordedBatch] {
         var batches: [RecordedBatch] = []
-        for row in rows {
-            let (pushID, sequence, first, last, count, environment, topic, redriven) = try row.decode(
-                (UUID, Int32, Int64, Int64, Int32, String, String, Int32).self)
+        for try await (pushID, sequence, first, last, count, environment, topic, redriven)
+            in rows.decode((UUID, Int32, Int64, Int64, Int32, String, String, Int32).self)
+        {
             batches.append(
                 RecordedBatch(
                     pushID: pushID, sequence: Int(sequence), firstDevice: first, lastDevice: last,

@@ -58,7 +58,7 @@ public struct IdentitySecretRepository: Sendable {
     /// second step of a master key rotation, with ``CredentialRepository/resealWithSealingKey(_:)``).
     /// - Returns: how many secrets were sealed again.
     func resealWithSealingKey(_ cipher: CredentialCipher, connection: PostgresConnection) async throws -> Int {
-        let rows = try await connection.query(
+        let rows = try await connection.run(
             """
             SELECT app_id, sealed_secret, sealing_key_id, previous_sealed_secret, previous_sealing_key_id
             FROM app_identity_secrets
@@ -76,7 +76,7 @@ public struct IdentitySecretRepository: Sendable {
             let earlier = try previous.map { previous in
                 try Self.reseal(previous, keyID: previousKeyID ?? keyID, appID: appID, cipher: cipher)
             }
-            try await connection.query(
+            try await connection.run(
                 """
                 UPDATE app_identity_secrets SET sealed_secret = \(current.bytea), sealing_key_id = \(cipher.sealingKeyID),
                     previous_sealed_secret = \(earlier?.bytea),

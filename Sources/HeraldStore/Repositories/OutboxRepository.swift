@@ -18,7 +18,7 @@ public struct OutboxRepository: Sendable {
     static func append(_ record: PushRepository.OutboxDraft, on connection: PostgresConnection, logger: Logger)
         async throws
     {
-        try await connection.query(
+        try await connection.run(
             """
             INSERT INTO outbox (topic, record_key, record_value, traceparent)
             VALUES (\(record.topic), \(record.key?.bytea), \(record.value.bytea), \(record.traceparent))
@@ -61,7 +61,7 @@ public struct OutboxRepository: Sendable {
         async throws -> Int
     {
         try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query(
+            let rows = try await connection.run(
                 """
                 SELECT id, topic, record_key, record_value, traceparent FROM outbox
                 WHERE published_at IS NULL ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED
@@ -75,7 +75,7 @@ public struct OutboxRepository: Sendable {
             }
             guard !records.isEmpty else { return 0 }
             try await publish(records)
-            try await connection.query(
+            try await connection.run(
                 "UPDATE outbox SET published_at = now() WHERE id = ANY(\(records.map(\.id)))", logger: logger)
             return records.count
         }

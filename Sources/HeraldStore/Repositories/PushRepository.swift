@@ -164,7 +164,7 @@ public struct PushRepository: Sendable {
     @discardableResult
     public func cancel(id: UUID, appID: UUID, outbox: [OutboxDraft] = []) async throws -> Bool {
         try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query(
+            let rows = try await connection.run(
                 """
                 UPDATE pushes SET state = 'canceled', canceled_at = now(), paused_at = NULL
                 WHERE id = \(id) AND app_id = \(appID) AND state IN ('scheduled', 'accepted', 'fanning_out', 'sending')
@@ -211,7 +211,7 @@ public struct PushRepository: Sendable {
     /// How many columns ``pushColumns`` names: a query's own columns come after them.
     static let pushColumnCount = 30
 
-    static func pushes(from rows: PostgresRowSequence) async throws -> [Push] {
+    static func pushes(from rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [Push] {
         var pushes: [Push] = []
         for try await row in rows { pushes.append(try push(from: row)) }
         return pushes

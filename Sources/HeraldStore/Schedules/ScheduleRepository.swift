@@ -148,7 +148,7 @@ public struct ScheduleRepository: Sendable {
     private func fireOne(now: Date, pushesTopic: String) async throws -> FiredOccurrence? {
         try await client.transaction(logger: logger) { connection in
             var due: UUID?
-            for try await id in try await connection.query(
+            for try await id in try await connection.run(
                 """
                 SELECT id FROM schedules WHERE NOT paused AND next_occurrence_at <= \(now)
                 ORDER BY next_occurrence_at LIMIT 1 FOR UPDATE SKIP LOCKED
@@ -159,7 +159,7 @@ public struct ScheduleRepository: Sendable {
             do {
                 guard
                     let read = try await Self.records(
-                        connection.query(
+                        connection.run(
                             "SELECT \(unescaped: Self.columns) FROM schedules WHERE id = \(due)", logger: logger)
                     ).first
                 else { return nil }
@@ -168,7 +168,7 @@ public struct ScheduleRepository: Sendable {
                 // Written by something other than the Open API: paused with why, so it neither
                 // blocks the schedules due after it nor fires something nobody asked for.
                 let reason = "paused: its stored push cannot be read (\(error))"
-                try await connection.query(
+                try await connection.run(
                     "UPDATE schedules SET paused = true, last_skip_reason = \(reason) WHERE id = \(due)",
                     logger: logger)
                 return FiredOccurrence(
@@ -182,7 +182,7 @@ public struct ScheduleRepository: Sendable {
                 let reason =
                     "found due \(Int(lateness)) s after its time, past the schedule's late window of \(schedule.lateWindowSeconds) s (was herald-center down?)"
                 result.skipReason = reason
-                try await connection.query(
+                try await connection.run(
                     """
                     UPDATE schedules SET occurrences_skipped = occurrences_skipped + 1, last_skipped_at = \(occurrence),
                         last_skip_reason = \(reason)
@@ -198,19 +198,19 @@ public struct ScheduleRepository: Sendable {
                     InsertPushWithAnnouncement(push: push, record: announcement), logger: logger)
                 for try await _ in inserted { result.created = true }
                 let key = push.idempotencyKey ?? ""
-                let linked = try await connection.query(
+                let linked = try await connection.run(
                     """
                     UPDATE pushes SET schedule_id = \(schedule.id), occurrence_at = \(occurrence)
                     WHERE app_id = \(schedule.appID) AND idempotency_key = \(key) RETURNING id
                     """, logger: logger)
                 for try await id in linked.decode(UUID.self) { result.pushID = id }
                 if result.created {
-                    try await connection.query(
+                    try await connection.run(
                         "UPDATE schedules SET pushes_created = pushes_created + 1 WHERE id = \(schedule.id)",
                         logger: logger)
                 }
             }
-            try await connection.query(
+            try await connection.run(
                 """
                 UPDATE schedules SET next_occurrence_at = \(schedule.timing?.next(after: occurrence))
                 WHERE id = \(schedule.id)
@@ -221,11 +221,11 @@ public struct ScheduleRepository: Sendable {
 
     // MARK: Rows
 
-    private func first(_ rows: PostgresRowSequence) async throws -> ScheduleRecord? {
+    private func first(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> ScheduleRecord? {
         try await Self.records(rows).first
     }
 
-    static func records(_ rows: PostgresRowSequence) async throws -> [ScheduleRecord] {
+    static func records(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [ScheduleRecord] {
         var records: [ScheduleRecord] = []
         for try await row in rows {
             let (
