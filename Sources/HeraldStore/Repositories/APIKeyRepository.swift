@@ -112,11 +112,11 @@ public struct APIKeyRepository: Sendable {
 
     static let columns = "id, app_id, kind, key_prefix, name, created_at, last_used_at, revoked_at, scopes"
 
-    private static func first(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> APIKeyRecord? {
+    private static func first(_ rows: ReadRows) async throws -> APIKeyRecord? {
         try await all(rows).first
     }
 
-    private static func all(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [APIKeyRecord] {
+    private static func all(_ rows: ReadRows) async throws -> [APIKeyRecord] {
         var keys: [APIKeyRecord] = []
         for try await (id, appID, kind, prefix, name, createdAt, lastUsedAt, revokedAt, scopes)
             in rows.decode((UUID, UUID, String, String, String, Date, Date?, Date?, [String]?).self)

@@ -102,11 +102,11 @@ public struct AppRepository: Sendable {
     static let columns =
         "id, name, bundle_id, created_at, updated_at, identity_verification, legacy_client_access, client_tags, delivery_policy::text"
 
-    private static func first(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> App? {
+    private static func first(_ rows: ReadRows) async throws -> App? {
         try await all(rows).first
     }
 
-    private static func all(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [App] {
+    private static func all(_ rows: ReadRows) async throws -> [App] {
         var apps: [App] = []
         for try await (id, name, bundleID, createdAt, updatedAt, verification, legacy, tags, policy) in rows.decode(
             (UUID, String, String, Date, Date, Bool, Bool, [String]?, String?).self)

@@ -45,7 +45,7 @@ public struct CredentialRepository: Sendable {
         "id, app_id, environment, kind, key_id, team_id, sealed_secret, sealing_key_id, certificate_expires_at, updated_at"
 
     /// The credentials of rows of ``columns``.
-    static func records(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [APNsCredentialRecord] {
+    static func records(_ rows: ReadRows) async throws -> [APNsCredentialRecord] {
         var credentials: [APNsCredentialRecord] = []
         for try await (id, appID, environment, kind, keyID, teamID, secret, sealingKeyID, expiresAt, updatedAt)
             in rows.decode((UUID, UUID, String, String, String?, String?, ByteBuffer, String?, Date?, Date).self)

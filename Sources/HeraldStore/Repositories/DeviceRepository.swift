@@ -231,7 +231,7 @@ public struct DeviceRepository: Sendable {
         d.country, d.app_version, d.os_version, COALESCE(d.first_registered_at, d.registered_at), d.attributes::text
         """
 
-    static func devices(from rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [Device] {
+    static func devices(from rows: ReadRows) async throws -> [Device] {
         var devices: [Device] = []
         for try await row in rows {
             let cells = row.makeRandomAccess()

@@ -290,7 +290,7 @@ public struct FanoutRepository: Sendable {
                 """, logger: logger))
     }
 
-    private static func bitmaps(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [TargetBitmap] {
+    private static func bitmaps(_ rows: ReadRows) async throws -> [TargetBitmap] {
         var bitmaps: [TargetBitmap] = []
         for try await (first, last, bits) in rows.decode((Int64, Int64, ByteBuffer).self) {
             bitmaps.append(TargetBitmap(firstDevice: first, lastDevice: last, bits: bits.bytes))
@@ -773,7 +773,7 @@ public struct FanoutRepository: Sendable {
     static let batchColumns =
         "push_id, sequence, first_device, last_device, target_count, environment, topic, redriven"
 
-    static func batches(from rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [RecordedBatch] {
+    static func batches(from rows: ReadRows) async throws -> [RecordedBatch] {
         var batches: [RecordedBatch] = []
         for try await (pushID, sequence, first, last, count, environment, topic, redriven)
             in rows.decode((UUID, Int32, Int64, Int64, Int32, String, String, Int32).self)

@@ -211,7 +211,7 @@ public struct PushRepository: Sendable {
     /// How many columns ``pushColumns`` names: a query's own columns come after them.
     static let pushColumnCount = 30
 
-    static func pushes(from rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [Push] {
+    static func pushes(from rows: ReadRows) async throws -> [Push] {
         var pushes: [Push] = []
         for try await row in rows { pushes.append(try push(from: row)) }
         return pushes

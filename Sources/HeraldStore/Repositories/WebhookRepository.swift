@@ -387,8 +387,7 @@ public struct WebhookRepository: Sendable {
             """, logger: logger)
     }
 
-    static func endpoints(from rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [WebhookEndpointRecord]
-    {
+    static func endpoints(from rows: ReadRows) async throws -> [WebhookEndpointRecord] {
         var endpoints: [WebhookEndpointRecord] = []
         for try await row in rows {
             let cells = row.makeRandomAccess()

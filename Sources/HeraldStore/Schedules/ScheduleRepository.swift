@@ -221,11 +221,11 @@ public struct ScheduleRepository: Sendable {
 
     // MARK: Rows
 
-    private func first(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> ScheduleRecord? {
+    private func first(_ rows: ReadRows) async throws -> ScheduleRecord? {
         try await Self.records(rows).first
     }
 
-    static func records(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [ScheduleRecord] {
+    static func records(_ rows: ReadRows) async throws -> [ScheduleRecord] {
         var records: [ScheduleRecord] = []
         for try await row in rows {
             let (
