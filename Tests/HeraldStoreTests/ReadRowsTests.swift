@@ -44,13 +44,13 @@ import Testing
     /// A small read after the cut ones; the first tries may be handed connections the
     /// terminations closed (postgres-nio's pool learns of a closed connection when it is used).
     func readsAgain(_ client: PostgresClient, logger: Logger) async throws -> [Int] {
-        for _ in 0..<4 {
-            if let rows = try? await client.boundedQuery("SELECT g FROM generate_series(1, 3) g", logger: logger) {
-                return try rows.rows.map { try $0.decode(Int.self) }
-            }
-        }
-        return try await client.boundedQuery("SELECT g FROM generate_series(1, 3) g", logger: logger).rows.map {
-            try $0.decode(Int.self)
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await client.boundedQuery("SELECT g FROM generate_series(1, 3) g", logger: logger).rows
+                    .map { try $0.decode(Int.self) }
+            } catch  where attempt < 5 {}
         }
     }
 
