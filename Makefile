@@ -11,7 +11,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 KEEP ?= 0
 
-.PHONY: help deps build test test-tsan format demo check-image bench-e2e bench-import bench-api bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
+.PHONY: help deps deps-demo build test test-tsan format demo check-image bench-e2e bench-import bench-api bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
 
 help:
 	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
@@ -31,8 +31,13 @@ help:
 	@echo "make bench-fanout  # a 1,000,000-device broadcast fanned out by herald-center, against psql COPY"
 	@echo "make check-image  # the Containerfile's runtime packages proven in a debootstrap'ed bookworm root (root needed)"
 
+# What the demo builds with and runs (scripts/packages-demo.txt); the tests and benchmarks add
+# scripts/packages-test.txt.
+deps-demo:
+	@scripts/install-dependencies.sh demo
+
 deps:
-	@scripts/install-dependencies.sh
+	@scripts/install-dependencies.sh test
 
 build: deps
 	$(SWIFT) build --build-tests
@@ -42,6 +47,7 @@ format:
 
 test: deps
 	scripts/format.sh --check
+	scripts/check-package-names.sh
 	$(SWIFT) package dump-package | scripts/check-imports.py
 	scripts/generate-openapi.sh --check
 	scripts/test-deploy.sh
@@ -67,7 +73,7 @@ test-tsan: deps
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" scripts/with-infrastructure.sh .build/debug \
 	  $(SWIFT) test --skip-build $(TSAN_BUILD) --filter '$(TSAN_TESTS)'
 
-demo: deps
+demo: deps-demo
 	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
 	  echo "swift build -c release --product $$product"; $(SWIFT) build -c release --product $$product || exit 1; done
 	KEEP=$(KEEP) scripts/demo.sh .build/release

@@ -63,24 +63,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$packages" ]; then
   [ -d "$root" ] && stop_processes_in_root
   unmount_all
   rm -rf "$root"
-  echo "check-image: debootstrap --variant=minbase bookworm (about a minute)"
-  debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian >.local/image-root.log 2>&1 \
-    || { tail -20 .local/image-root.log >&2; exit 1; }
-  # The sources debian:bookworm-slim ships: the release, its updates and its security updates.
-  rm -f "$root/etc/apt/sources.list"
-  cat >"$root/etc/apt/sources.list.d/debian.sources" <<'EOF'
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: bookworm bookworm-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb
-URIs: http://deb.debian.org/debian-security
-Suites: bookworm-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
+  scripts/bookworm-root.sh .local/bookworm-base
+  cp -a .local/bookworm-base "$root"
   # The Containerfile's two runtime RUN lines, word for word in what they install and create.
   # shellcheck disable=SC2086
   chroot "$root" /bin/sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $packages >/dev/null && rm -rf /var/lib/apt/lists/*"

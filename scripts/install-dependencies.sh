@@ -1,29 +1,24 @@
 #!/usr/bin/env bash
-# Installs the system packages Herald builds and tests with, if any is missing.
-# Debian/Ubuntu: apt packages; needs root (or sudo) only when something is missing.
+# Installs the Debian packages Herald needs, if any is missing.
+#
+#   scripts/install-dependencies.sh demo   # what `make demo` builds with and runs (scripts/packages-demo.txt)
+#   scripts/install-dependencies.sh test   # that, and what the tests and benchmarks use (scripts/packages-test.txt)
+#
+# Debian 12 (bookworm) is what is supported and proven (README.md): every name in both lists is a
+# package of bookworm's own archive, which `make test` checks in a debootstrap'ed bookworm root
+# (scripts/check-package-names.sh). Needs root (or sudo) only when something is missing.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
-packages=(
-  librdkafka-dev      # Kafka client (and the development broker's mock cluster)
-  libnghttp2-dev      # HTTP/2 engine for the APNs client and apns-sim
-  libpq-dev           # libpq: herald-center streams audiences with COPY
-  postgresql          # a throwaway local PostgreSQL server for development and tests
-  postgresql-contrib
-  kcat                # reference producer for the Kafka benchmark
-  nghttp2-client      # h2load: load generator for the apns-sim benchmark
-  nghttp2-server      # nghttpd: the C reference server in the apns-sim benchmark
-  wrk                 # HTTP load generator for the Open API benchmark
-  curl                # an HTTP/2 client that is not Herald's, for apns-sim's tests
-  python3-venv        # a virtualenv for the Python HTTP/2 clients in apns-sim's tests
-  prometheus          # promtool: the end-to-end run lints every process's /metrics with it
-  openssl             # makes the local PostgreSQL cluster's TLS certificates (scripts/postgres.sh)
-  haproxy             # the load balancer in front of several herald-api (herald dev up --apis N)
-  kubectl             # kubectl kustomize renders Deploy/kubernetes for scripts/check-kubernetes.py
-  debootstrap         # make check-image: the container's runtime packages in a minimal bookworm root
-  chromium            # the console's browser tests (Selenium drives it headless)
-  chromium-driver
-  pkg-config
-)
+set_name=${1:-test}
+case "$set_name" in
+  demo) lists=(scripts/packages-demo.txt) ;;
+  test) lists=(scripts/packages-demo.txt scripts/packages-test.txt) ;;
+  *) echo "usage: $0 demo|test" >&2; exit 2 ;;
+esac
+
+# The package names of the lists: the first word of each line that is not a comment.
+mapfile -t packages < <(sed -e 's/#.*//' "${lists[@]}" | awk 'NF { print $1 }')
 
 missing=()
 for package in "${packages[@]}"; do
@@ -33,11 +28,11 @@ for package in "${packages[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "dependencies: all system packages present"
+  echo "dependencies ($set_name): all system packages present"
   exit 0
 fi
 
-echo "dependencies: installing ${missing[*]}"
+echo "dependencies ($set_name): installing ${missing[*]}"
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null || { echo "need root or sudo to install: ${missing[*]}" >&2; exit 1; }
@@ -46,4 +41,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "dependencies: installed ${missing[*]}"
+echo "dependencies ($set_name): installed ${missing[*]}"
