@@ -153,8 +153,8 @@ bench-kafka: deps
 # binaries, built as the Containerfile builds them, run in a minimal bookworm root.
 check-image: deps
 	@for product in herald herald-api herald-center herald-sender apns-sim; do \
-	  echo "swift build -c release --static-swift-stdlib --product $$product"; \
-	  $(SWIFT) build -c release --static-swift-stdlib --product $$product || exit 1; done
+	  echo "swift build --force-resolved-versions -c release --static-swift-stdlib --product $$product"; \
+	  $(SWIFT) build --force-resolved-versions -c release --static-swift-stdlib --product $$product || exit 1; done
 	$(SWIFT) build -c release --product herald-kafka-dev
 	scripts/with-infrastructure.sh .build/release scripts/check-image.sh .build/release
 
