@@ -95,13 +95,26 @@ done
 rm -rf "$root/usr/local/bin/herald_HeraldStore.resources"
 cp -r "$build_dir/herald_HeraldStore.resources" "$root/usr/local/bin/"
 
-# Secrets as files, as the Kubernetes manifests mount them; the database's CA as a ConfigMap would.
+# Secrets as files, mounted the way the kubelet mounts the manifests' Secret volume: owned by
+# root, with the volume's defaultMode; with the pod's fsGroup, the files get that group and the
+# group read bit (what the kubelet does to a read-only volume). Read from herald-api's
+# Deployment, so a manifest whose user cannot read its secrets fails here.
+manifest=Deploy/kubernetes/base/api.yaml
+secret_mode=$(awk '/defaultMode:/ { print $2; exit }' "$manifest")
+fs_group=$(awk '/^ *fsGroup:/ { print $2; exit }' "$manifest")
+[ -n "$secret_mode" ] || { echo "check-image: no defaultMode on the Secret volume in $manifest" >&2; exit 1; }
 mkdir -p "$root/run/secrets/herald" "$root/etc/herald/postgres-ca" "$root/var/herald"
 printf '%s' "$HERALD_MASTER_KEY" >"$root/run/secrets/herald/master-key"
 printf '%s\n' "$HERALD_POSTGRES_PASSWORD" >"$root/run/secrets/herald/postgres-password"
 head -c 32 /dev/urandom | base64 | tr -d '\n' >"$root/run/secrets/herald/admin-token"
-chown -R 10001:10001 "$root/run/secrets/herald" "$root/var/herald"
-chmod 0400 "$root"/run/secrets/herald/*
+chown 10001:10001 "$root/var/herald"
+chown -R 0:0 "$root/run/secrets/herald"
+chmod "$secret_mode" "$root"/run/secrets/herald/*
+if [ -n "$fs_group" ]; then
+  chgrp -R "$fs_group" "$root/run/secrets/herald"
+  chmod g+r "$root"/run/secrets/herald/*
+fi
+echo "check-image: secrets mounted as the kubelet would: root:${fs_group:-0}, mode $(stat -c %a "$root/run/secrets/herald/master-key")"
 cp .local/postgres/tls/ca.crt "$root/etc/herald/postgres-ca/ca.crt"
 
 settings=(
