@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Checks Herald's Kubernetes manifests and compose file (run by scripts/test-deploy.sh).
 
-For each overlay under Deploy/kubernetes/overlays, rendered by `kubectl kustomize`:
+For the base and each overlay under Deploy/kubernetes/overlays, rendered by scripts/kustomize_render.py
+(the subset of kustomize these manifests use, in Python: Debian ships no kubectl able to render them;
+scripts/test_kustomize_render.py holds it to kustomize's output):
   - every core object is valid for the Kubernetes version given (kubernetes-validate, strict:
     an unknown field fails);
   - KEDA objects are valid against Deploy/kubernetes/schemas/keda.schema.json (Herald's subset);
@@ -17,12 +19,14 @@ values, as its Deployment in the base, apart from the differences listed in COMP
 import json
 import pathlib
 import re
-import subprocess
 import sys
 
 import jsonschema
 import kubernetes_validate
 import yaml
+
+sys.dont_write_bytecode = True  # no scripts/__pycache__ left in the working tree
+import kustomize_render  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 KUBERNETES_VERSION = "1.30.0"
@@ -72,11 +76,12 @@ def documented_settings():
 
 
 def render(overlay):
-    result = subprocess.run(["kubectl", "kustomize", str(overlay)], capture_output=True, text=True)
-    if result.returncode != 0:
-        fail(overlay.name, f"kubectl kustomize failed: {result.stderr.strip()}")
+    try:
+        documents = kustomize_render.render(overlay)
+    except kustomize_render.KustomizeError as error:
+        fail(overlay.name, f"kustomize_render failed: {error}")
         return []
-    return [document for document in yaml.safe_load_all(result.stdout) if document]
+    return [document for document in documents if document]
 
 
 def pod_environment(pod_spec, config_maps):
@@ -175,8 +180,24 @@ def check_overlay(overlay, keda_schema, documented):
                     fail(where, f"{name} sets the secret {variable} in the clear: mount it and set {variable}_FILE")
                 if variable.endswith("_FILE") and value and not file_is_mounted(value, files):
                     fail(where, f"{name}: {variable}={value} is not a file the pod mounts")
+        # The kubelet mounts Secret files owned by root with the volume's mode; a non-root user
+        # reads them only through fsGroup (the files' group) and the mode's group read bit.
+        context = pod.get("securityContext", {})
+        user = context.get("runAsUser", 0)
+        for volume in pod.get("volumes", []):
+            secret = volume.get("secret")
+            if not secret or user == 0:
+                continue
+            mode = secret.get("defaultMode", 0o644)
+            if mode & 0o004:
+                continue
+            if "fsGroup" not in context or not mode & 0o040:
+                fail(where, f"{name}: user {user} cannot read Secret volume {volume['name']} (root-owned, mode "
+                            f"{mode:04o}): set the pod's fsGroup and a defaultMode with group read (0440)")
         if workload["kind"] == "Deployment":
             container = pod["containers"][0]
+            if "startupProbe" not in container:
+                fail(where, f"{name}: no startupProbe (migrations run before the operations port listens)")
             port = OPERATIONS_PORTS.get(name)
             named_ports = {p.get("name"): p["containerPort"] for p in container.get("ports", [])}
             for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
@@ -233,9 +254,14 @@ def check_overlay(overlay, keda_schema, documented):
         selector = budget["spec"]["selector"]["matchLabels"]
         if not any(selector.items() <= d["spec"]["template"]["metadata"]["labels"].items() for d in deployments.values()):
             fail(where, f"PodDisruptionBudget {budget['metadata']['name']} selects no Deployment's pods")
+    autoscaled = [a["spec"]["scaleTargetRef"]["name"] for a in by_kind.get("HorizontalPodAutoscaler", {}).values()]
+    autoscaled += [s["spec"]["scaleTargetRef"]["name"] for s in by_kind.get("ScaledObject", {}).values()]
     for autoscaler in by_kind.get("HorizontalPodAutoscaler", {}).values():
         if autoscaler["spec"]["scaleTargetRef"]["name"] not in deployments:
             fail(where, f"HorizontalPodAutoscaler {autoscaler['metadata']['name']} targets a Deployment that is not here")
+    for target in autoscaled:
+        if "replicas" in deployments.get(target, {}).get("spec", {}):
+            fail(where, f"{target} sets replicas, which its autoscaler owns (each apply would reset the count)")
     print(f"check-kubernetes: {where}: {len(documents)} objects ({', '.join(sorted(by_kind))})")
     return environments
 
