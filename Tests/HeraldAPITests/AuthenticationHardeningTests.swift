@@ -3,6 +3,8 @@ import HTTPTypes
 import HeraldCore
 import HeraldStore
 import Logging
+import NIOCore
+import NIOHTTPTypes
 import Testing
 
 @testable import HeraldAPI
@@ -64,15 +66,10 @@ struct AuthenticationHardeningTests {
     }
 
     @Test(
-        "a source that presented unknown keys past the limit gets 429 for the rest of the minute, admin token included; a key already known still works"
+        "a source past the failure limit gets 429 for its further failures, but every valid key and the admin token it presents are served (no lock-out by guessing)"
     )
     func failedAuthenticationIsThrottled() async throws {
-        try await withAPI(configure: {
-            $0.authenticationFailuresPerMinute = 3
-            $0.keyCacheTTL = .seconds(60)
-        }) { api in
-            let app = try await api.createApp()
-            #expect(try await api.call(.get, "/v1/pushes", key: app.serverKey).status == .ok)
+        try await withAPI(configure: { $0.authenticationFailuresPerMinute = 3 }) { api in
             for _ in 0..<2 {
                 #expect(try await api.call(.get, "/v1/pushes", key: Self.madeUpKey()).status == .unauthorized)
             }
@@ -82,9 +79,55 @@ struct AuthenticationHardeningTests {
             #expect(throttled.status == .tooManyRequests)
             #expect(throttled.errorCode == "too_many_failed_authentications")
             #expect(Int(throttled.headers[HTTPField.Name("Retry-After")!] ?? "") ?? 0 > 0)
-            #expect(try await api.call(.get, "/v1/apps", key: APITest.adminToken).status == .tooManyRequests)
-            #expect(try await api.call(.get, "/v1/pushes", key: app.serverKey).status == .ok, "a known key")
+            // The source is throttled; its valid credentials are not. The admin token, and a key
+            // this process has never looked up (made after the throttle began; the test's key
+            // cache is off, so every key below is a database look-up).
+            #expect(try await api.call(.get, "/v1/apps", key: APITest.adminToken).status == .ok, "the admin token")
+            let app = try await api.createApp()
+            #expect(try await api.call(.get, "/v1/pushes", key: app.serverKey).status == .ok, "a new server key")
+            let registration = try await api.call(
+                .post, "/v1/devices", key: app.clientKey,
+                json: #"{"token":"\#(APITest.randomToken())","environment":"production"}"#)
+            #expect(registration.status.code < 300, "a client key: \(registration.text)")
+            #expect(try await api.call(.get, "/v1/pushes", key: Self.madeUpKey()).status == .tooManyRequests)
             #expect(try await Self.metric("herald_api_authentication_throttled_total", api) == 2)
+        }
+    }
+
+    /// A request with a made-up key that claims `forwardedFor` in X-Forwarded-For.
+    static func fail(_ api: APITest, from forwardedFor: String) async throws -> HTTPResponse.Status {
+        var headers = HTTPFields()
+        headers[HTTPField.Name("X-Forwarded-For")!] = forwardedFor
+        return try await api.call(.get, "/v1/pushes", key: madeUpKey(), headers: headers).status
+    }
+
+    @Test(
+        "behind a trusted proxy each client named in X-Forwarded-For is throttled on its own; from an untrusted peer the header is ignored"
+    )
+    func trustedProxyNamesTheClient() async throws {
+        try await withAPI(configure: {
+            $0.authenticationFailuresPerMinute = 2
+            $0.trustedProxies = "10.9.0.0/16, 127.0.0.1"
+        }) { api in
+            // The attacker's chain: a forged first hop, then what the proxy appended.
+            for _ in 0..<2 {
+                let status = try await Self.fail(api, from: "198.51.100.1, 203.0.113.7")
+                #expect(status == .unauthorized)
+            }
+            let overLimit = try await Self.fail(api, from: "198.51.100.2, 203.0.113.7")
+            #expect(overLimit == .tooManyRequests)
+            // Another client behind the same proxy (and one more trusted hop) is not affected.
+            let neighbour = try await Self.fail(api, from: "203.0.113.8, 10.9.1.1")
+            #expect(neighbour == .unauthorized)
+        }
+        try await withAPI(configure: { $0.authenticationFailuresPerMinute = 2 }) { api in
+            // Nothing trusted: every request counts under the peer, 127.0.0.1, whatever it claims.
+            let first = try await Self.fail(api, from: "203.0.113.1")
+            #expect(first == .unauthorized)
+            let second = try await Self.fail(api, from: "203.0.113.2")
+            #expect(second == .unauthorized)
+            let third = try await Self.fail(api, from: "203.0.113.3")
+            #expect(third == .tooManyRequests)
         }
     }
 
@@ -138,5 +181,81 @@ struct AuthenticationHardeningTests {
             let closed = await connection.waitForClose(within: 10)
             #expect(closed, "the server closed the connection")
         }
+    }
+
+    @Test("an upload that stops while the server waits for its body is closed after the idle timeout")
+    func stalledUploadIsClosed() async throws {
+        try await withAPI(configure: { $0.idleTimeout = .milliseconds(500) }) { api in
+            let app = try await api.createApp()
+            let connection = try RawConnection(port: try #require(api.client.port))
+            try connection.send(
+                "POST /v1/devices/import HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(app.serverKey)\r\n"
+                    + "Content-Type: application/x-ndjson\r\nContent-Length: 100000\r\n\r\n{\"token\":")
+            let closed = await connection.waitForClose(within: 10)
+            #expect(closed, "the server closed the stalled upload")
+        }
+    }
+}
+
+/// When herald-api's connection clock runs: only while it waits on its client.
+@Suite("Open API: the client-wait timeout")
+struct ClientWaitTimeoutStateTests {
+    typealias State = ClientWaitTimeoutHandler.State
+
+    static let head = HTTPRequestPart.head(
+        HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/v1/devices/import"))
+    static let body = HTTPRequestPart.body(ByteBuffer(string: "{}\n"))
+
+    @Test(
+        "an idle connection waits on its client; the clock stops at a request's head and runs again after its response")
+    func betweenRequests() {
+        var state = State()
+        #expect(state.connectionStarted() == .startClock)
+        #expect(state.received(Self.head) == .stopClock)
+        #expect(state.received(.end(nil)) == .none)
+        #expect(!state.isWaitingOnClient, "the server works on a read request")
+        #expect(state.responseEnded() == .startClock)
+        #expect(state.isWaitingOnClient)
+    }
+
+    @Test(
+        "a body runs the clock only while the server asked for more and none came; a server busy with what it has is never timed"
+    )
+    func body() {
+        var state = State()
+        _ = state.connectionStarted()
+        _ = state.received(Self.head)
+        #expect(!state.isWaitingOnClient, "the server has not asked for the body yet")
+        #expect(state.serverAskedForMore() == .startClock)
+        #expect(state.serverAskedForMore() == .none, "a second read while waiting changes nothing")
+        #expect(state.received(Self.body) == .stopClock)
+        // The import merges this batch for minutes: no read, no clock.
+        #expect(!state.isWaitingOnClient)
+        #expect(state.serverAskedForMore() == .startClock)
+        #expect(state.received(.end(nil)) == .stopClock)
+        // Reads after the end (the next request's head) do not count while this one is answered.
+        #expect(state.serverAskedForMore() == .none && !state.isWaitingOnClient)
+        #expect(state.responseEnded() == .startClock)
+    }
+
+    @Test("pipelined requests: the clock runs only once every response has ended")
+    func pipelined() {
+        var state = State()
+        _ = state.connectionStarted()
+        _ = state.received(Self.head)
+        _ = state.received(.end(nil))
+        _ = state.received(Self.head)
+        _ = state.received(.end(nil))
+        #expect(state.responseEnded() == .none && !state.isWaitingOnClient)
+        #expect(state.responseEnded() == .startClock)
+
+        // A request pipelined behind a live stream: its body is not timed while the stream runs.
+        var streaming = State()
+        _ = streaming.connectionStarted()
+        _ = streaming.received(Self.head)
+        _ = streaming.received(.end(nil))
+        _ = streaming.received(Self.head)
+        #expect(streaming.serverAskedForMore() == .none && !streaming.isWaitingOnClient)
+        #expect(streaming.responseEnded() == .startClock, "the stream ended: the pipelined body is waited on")
     }
 }

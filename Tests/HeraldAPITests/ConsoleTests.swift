@@ -96,6 +96,21 @@ struct ConsoleTests {
         }
     }
 
+    @Test("sign-in past the failure limit: further wrong keys answer 429, a valid server key still signs in")
+    func signInThrottlesFailuresOnly() async throws {
+        try await withAPI(configure: { $0.authenticationFailuresPerMinute = 2 }) { api in
+            var browser = Browser(api: api)
+            for _ in 0..<2 {
+                #expect(try await browser.signIn("hs_" + String(repeating: "y", count: 43)).status == .unauthorized)
+            }
+            let throttled = try await browser.signIn("hs_" + String(repeating: "z", count: 43))
+            #expect(throttled.status == .tooManyRequests && throttled.text.contains("try again in"))
+            let app = try await api.createApp()
+            let signedIn = try await browser.signIn(app.serverKey)
+            #expect(signedIn.status == .seeOther && browser.cookies["herald_console"] != nil, "\(signedIn.text)")
+        }
+    }
+
     @Test("compose: the dry run, one push per Idempotency-Key, and forms without the CSRF token refused")
     func compose() async throws {
         try await withAPI { api in

@@ -15,14 +15,16 @@ import Synchronization
 ///   constant time; a token not shaped like a Herald key is refused without a query; a key is
 ///   looked up through ``KeyAuthenticator``'s caches. A token that fails answers 401 at once,
 ///   the body unread and the connection closed, and counts against its source address
-///   (``FailedAuthenticationThrottle``): a source past the limit gets 429 for the rest of its
-///   minute, except with a key this process already knows.
+///   (``FailedAuthenticationThrottle``): past the limit, the source's failures answer 429 for
+///   the rest of its minute. Only failures are throttled: a valid key or admin token is always
+///   looked up and served, from any source, so that nobody who shares an address with the
+///   caller (a load balancer, a carrier NAT) can lock a key out by guessing.
 /// - Without a token, at most ``preAuthenticationBodyBytes`` of body are read: no operation that
 ///   takes a body is open, so anything larger answers 401 `missing_key`.
 ///
 /// The OpenAPI ``AuthenticationMiddleware`` then checks what the operation demands of the
 /// principal.
-struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddleware {
+struct AuthenticationGate<Context: ClientAddressRequestContext>: RouterMiddleware {
     /// The most body bytes read from a request that presents no key.
     static var preAuthenticationBodyBytes: Int { 4096 }
 
@@ -53,15 +55,7 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
             }
             return try await next(request, context)
         }
-        let source = Self.source(of: context)
-        if let wait = throttle.retryAfter(source: source), !authenticator.isCachedKey(token) {
-            metrics.authenticationThrottled.add(1, ordering: .relaxed)
-            let seconds = max(1, Int((wait.fractionalSeconds).rounded(.up)))
-            return refusal(
-                .tooManyRequests(
-                    "\(throttle.limit) requests from \(source) presented a key Herald does not know within a minute; retry after \(seconds) s with a valid key.",
-                    code: "too_many_failed_authentications", retryAfterSeconds: seconds), to: request)
-        }
+        let source = context.sourceAddress
         let principal: Principal?
         do {
             principal = try await resolve(token)
@@ -71,8 +65,15 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
             )
         }
         guard let principal else {
-            throttle.recordFailure(source: source)
             metrics.authenticationFailures.add(1, ordering: .relaxed)
+            if let wait = throttle.recordFailure(source: source) {
+                metrics.authenticationThrottled.add(1, ordering: .relaxed)
+                let seconds = max(1, Int((wait.fractionalSeconds).rounded(.up)))
+                return refusal(
+                    .tooManyRequests(
+                        "\(throttle.limit) requests from \(source) presented a key Herald does not know within a minute; retry after \(seconds) s with a valid key.",
+                        code: "too_many_failed_authentications", retryAfterSeconds: seconds), to: request)
+            }
             return refusal(
                 APIError(
                     .unauthorized, code: "unknown_key", message: "This key is not known to Herald, or it was revoked."),
@@ -108,10 +109,6 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
         return bytes.isEmpty ? nil : Substring(bytes)
     }
 
-    static func source(of context: Context) -> String {
-        context.remoteAddress?.ipAddress ?? "unknown"
-    }
-
     /// An answer to a request whose body is left unread: when it has one, the connection is
     /// closed after the answer, so the rest of that body is never read either.
     func refusal(_ error: APIError, to request: Request) -> Response {
@@ -124,14 +121,50 @@ struct AuthenticationGate<Context: RemoteAddressRequestContext>: RouterMiddlewar
     }
 }
 
+/// A request context that knows the address its request is counted under: the peer's, or the
+/// client's behind a trusted proxy (``ClientAddressMiddleware``).
+protocol ClientAddressRequestContext: RequestContext {
+    /// The client's address as ``ClientAddressMiddleware`` settled it (nil before it ran).
+    var clientAddress: String? { get set }
+    /// The connection's remote address.
+    var remoteAddress: SocketAddress? { get }
+    /// The address failed authentications, sign-ins and the audit log count this request under.
+    var sourceAddress: String { get }
+}
+
 /// Herald's request context: Hummingbird's, plus the caller's address (for
-/// ``FailedAuthenticationThrottle``).
-public struct APIRequestContext: RequestContext, RemoteAddressRequestContext {
+/// ``FailedAuthenticationThrottle`` and the audit log).
+public struct APIRequestContext: RequestContext, RemoteAddressRequestContext, ClientAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
+    public var clientAddress: String?
+    public var sourceAddress: String { clientAddress ?? remoteAddress?.ipAddress ?? "unknown" }
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
     }
 }
+
+/// Settles the address a request is counted under before anything else reads it: the peer's,
+/// or, when the peer is a trusted proxy (`HERALD_API_TRUSTED_PROXIES`), the client it names in
+/// `X-Forwarded-For` (``TrustedProxies``).
+struct ClientAddressMiddleware<Context: ClientAddressRequestContext>: RouterMiddleware {
+    let proxies: TrustedProxies
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        var context = context
+        let peer = context.remoteAddress?.ipAddress
+        if proxies.networks.isEmpty {
+            context.clientAddress = peer
+        } else {
+            context.clientAddress = proxies.clientAddress(
+                peer: peer, forwardedFor: request.headers[values: forwardedForField].map { Substring($0) })
+        }
+        return try await next(request, context)
+    }
+}
+
+private let forwardedForField = HTTPField.Name("X-Forwarded-For")!

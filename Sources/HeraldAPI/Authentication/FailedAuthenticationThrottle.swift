@@ -1,11 +1,14 @@
 import Synchronization
 
 /// Counts failed authentications (unknown keys, wrong admin tokens) per source address in
-/// one-minute windows. A source past `limit` in its window is refused until the window ends:
-/// guessing keys then costs nothing but the refusal.
+/// one-minute windows. A source past `limit` in its window has its further failures answered
+/// 429 until the window ends. Successes are never throttled: the caller looks a token up first
+/// and asks here only when it failed, so a guesser sharing an address with real clients (a load
+/// balancer, a carrier NAT) cannot lock their keys out.
 ///
 /// Addresses are remembered up to `remembered` (least recently failing forgotten first). Behind
-/// a proxy every caller shares the proxy's address; see docs/limits.md.
+/// a proxy every caller shares the proxy's address unless the proxy is trusted
+/// (``TrustedProxies``); see docs/limits.md.
 final class FailedAuthenticationThrottle: Sendable {
     private struct Window {
         var start: ContinuousClock.Instant
@@ -22,24 +25,18 @@ final class FailedAuthenticationThrottle: Sendable {
         windows = Mutex(LeastRecentlyUsed(capacity: remembered))
     }
 
-    /// How long `source` must wait, if it is past the limit now.
-    func retryAfter(source: String, now: ContinuousClock.Instant = .now) -> Duration? {
+    /// Notes a failed authentication from `source`.
+    /// - Returns: how long `source` must wait when this failure is past the limit (answer 429),
+    ///   or nil while it is within it (answer 401).
+    @discardableResult
+    func recordFailure(source: String, now: ContinuousClock.Instant = .now) -> Duration? {
         guard limit > 0 else { return nil }
         return windows.withLock { windows in
-            guard let window = windows.value(for: source), window.failures >= limit else { return nil }
-            let ends = window.start + Self.window
-            return ends > now ? ends - now : nil
-        }
-    }
-
-    /// Notes a failed authentication from `source`.
-    func recordFailure(source: String, now: ContinuousClock.Instant = .now) {
-        guard limit > 0 else { return }
-        windows.withLock { windows in
             var window = windows.value(for: source) ?? Window(start: now, failures: 0)
             if now - window.start >= Self.window { window = Window(start: now, failures: 0) }
             window.failures += 1
             windows.set(window, for: source)
+            return window.failures > limit ? window.start + Self.window - now : nil
         }
     }
 }

@@ -62,8 +62,7 @@ final class KeyAuthenticator: Sendable {
         return record
     }
 
-    /// Whether `key` is a live key this process knows without asking the database (what a
-    /// source throttled for failed authentication may still use).
+    /// Whether `key` is a live key this process knows without asking the database.
     func isCachedKey(_ key: Substring) -> Bool {
         guard APIKeySecret.isWellFormed(key) else { return false }
         let digest = SecretHasher.hash(String(key))

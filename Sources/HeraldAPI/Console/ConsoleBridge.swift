@@ -24,20 +24,21 @@ struct ConsoleBridge: ConsoleGateway {
     let logger: Logger
 
     func signIn(secret: String, source: String) async throws(ConsoleError) -> ConsoleIdentity {
-        if let wait = throttle.retryAfter(source: source), !authenticator.isCachedKey(Substring(secret)) {
-            metrics.authenticationThrottled.add(1, ordering: .relaxed)
-            let seconds = max(1, Int(wait.fractionalSeconds.rounded(.up)))
-            throw ConsoleError(
-                .tooManyRequests, code: "too_many_failed_authentications",
-                message: "Too many unknown keys were tried from your address; try again in \(seconds) s.")
-        }
         if let adminToken, !adminToken.isEmpty, SecretHasher.matches(secret, adminToken) {
             return ConsoleIdentity(role: .admin, appName: nil, owner: .admin(digest: Self.digest(adminToken)))
         }
         let record = try await lookUp { [authenticator] in try await authenticator.authenticate(Substring(secret)) }
         guard let record else {
-            throttle.recordFailure(source: source)
+            // Only failures are throttled: a valid key signs in from any address (see
+            // AuthenticationGate).
             metrics.authenticationFailures.add(1, ordering: .relaxed)
+            if let wait = throttle.recordFailure(source: source) {
+                metrics.authenticationThrottled.add(1, ordering: .relaxed)
+                let seconds = max(1, Int(wait.fractionalSeconds.rounded(.up)))
+                throw ConsoleError(
+                    .tooManyRequests, code: "too_many_failed_authentications",
+                    message: "Too many unknown keys were tried from your address; try again in \(seconds) s.")
+            }
             throw ConsoleError(
                 .unauthorized, code: "unknown_key",
                 message: "Herald does not know this key, or it was revoked. Check it and try again.")
@@ -137,6 +138,4 @@ struct ConsoleBridge: ConsoleGateway {
     }
 }
 
-extension APIRequestContext: ConsoleRequestContext {
-    public var sourceAddress: String { remoteAddress?.ipAddress ?? "unknown" }
-}
+extension APIRequestContext: ConsoleRequestContext {}

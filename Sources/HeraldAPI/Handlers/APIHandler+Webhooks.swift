@@ -211,6 +211,12 @@ extension APIHandler {
         guard url.user == nil, url.password == nil else {
             throw APIError.invalid("url", "url must not carry a user name or password")
         }
+        if NetworkAddress.isNonCanonicalNumericHost(host) {
+            throw APIError.invalid(
+                "url",
+                "\(host) is an address in a form resolvers read differently (octal, hexadecimal or shortened); write it as a.b.c.d or use a name"
+            )
+        }
         let loopback = NetworkAddress.isLoopback(host)
         guard scheme == "https" || (scheme == "http" && loopback) else {
             throw APIError.invalid("url", "url must be https:// (http:// only on a loopback address)")

@@ -70,7 +70,9 @@ public struct APIServer: Service {
         let rateLimiter = RateLimiter(ratePerSecond: settings.rateLimitPerSecond, burst: settings.rateLimitBurst)
         let clientRateLimiter = RateLimiter(
             ratePerSecond: settings.clientRateLimitPerSecond, burst: settings.clientRateLimitBurst)
+        let proxies = try TrustedProxies(parsing: settings.trustedProxies)
         let router = Router(context: APIRequestContext.self)
+        router.add(middleware: ClientAddressMiddleware(proxies: proxies))
         router.add(middleware: RequestIDMiddleware())
         let failedAuthentications = FailedAuthenticationThrottle(limit: settings.authenticationFailuresPerMinute)
         if settings.consoleEnabled {
@@ -118,7 +120,12 @@ public struct APIServer: Service {
         }
         application = Application(
             router: router,
-            server: .http1(configuration: .init(idleTimeout: TimeAmount(settings.idleTimeout))),
+            // Herald's own client-wait timeout instead of Hummingbird's idle timeout, which also
+            // ran while the server worked on a request whose end it had not read yet.
+            server: .http1(
+                configuration: .init(
+                    additionalChannelHandlers: [ClientWaitTimeoutHandler(timeout: TimeAmount(settings.idleTimeout))],
+                    idleTimeout: nil)),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "herald-api"),
             services: services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },

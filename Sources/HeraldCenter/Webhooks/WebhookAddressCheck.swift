@@ -19,6 +19,9 @@ enum WebhookAddressCheck {
     /// Why a request to `url` is refused, or nil when every address of its host is public.
     static func refusal(url: String) async -> String? {
         guard let host = URLComponents(string: url)?.host, !host.isEmpty else { return "the URL has no host" }
+        if NetworkAddress.isNonCanonicalNumericHost(host) {
+            return "refused: \(host) is a number, not a dotted-quad address or a name; write the address as a.b.c.d"
+        }
         if NetworkAddress.isIPAddress(host) {
             return NetworkAddress.isPublic(host) ? nil : Self.message(host: host, address: host)
         }

@@ -55,14 +55,20 @@ public struct APISettings: Sendable {
     /// `HERALD_API_PUSH_BATCH` to a statement.
     public var pushWriters: Int
     public var pushBatch: Int
-    /// A connection that sends nothing for this long, between requests or in the middle of one,
-    /// is closed (`HERALD_API_IDLE_TIMEOUT_MS`); a response being written (a live progress
-    /// stream) keeps it open.
+    /// A connection that keeps herald-api waiting this long is closed
+    /// (`HERALD_API_IDLE_TIMEOUT_MS`): idle between requests, or a body the server asked for that
+    /// does not come. The clock stops while the server works on a request (reading it no faster
+    /// than it can handle it, or answering it: a live progress stream stays open).
     public var idleTimeout: Duration
     /// Requests with an unknown key or a wrong admin token one source address may make in a
     /// minute before its requests are refused 429 for the rest of that minute
     /// (`HERALD_API_AUTH_FAILURES_PER_MINUTE`; 0 turns it off).
     public var authenticationFailuresPerMinute: Int
+    /// Load balancers and proxies whose `X-Forwarded-For` names the client
+    /// (`HERALD_API_TRUSTED_PROXIES`: comma-separated addresses or CIDR ranges; empty, the
+    /// default, trusts none). Per-source throttles and the audit log then count the client, not
+    /// the balancer; the header of any other peer is ignored (``TrustedProxies``).
+    public var trustedProxies: String
     /// The operations port: `/metrics`, `/healthz` and `/readyz` apart from the public API
     /// (`HERALD_API_METRICS_HOST`, `HERALD_API_METRICS_PORT`; 0 turns it off).
     public var metricsHost: String
@@ -106,6 +112,7 @@ public struct APISettings: Sendable {
         pushBatch = max(1, config.int(forKey: "api.pushBatch", default: 64))
         idleTimeout = config.milliseconds(forKey: "api.idleTimeoutMs", default: 60_000, minimum: 100)
         authenticationFailuresPerMinute = max(0, config.int(forKey: "api.authFailuresPerMinute", default: 30))
+        trustedProxies = config.string(forKey: "api.trustedProxies", default: "")
         metricsHost = config.string(forKey: "api.metrics.host", default: "0.0.0.0")
         metricsPort = config.int(forKey: "api.metrics.port", default: 9467)
         metricsOnAPIPort = config.bool(forKey: "api.metricsOnApiPort", default: false)

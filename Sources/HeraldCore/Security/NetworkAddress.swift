@@ -6,6 +6,23 @@ public enum NetworkAddress {
     /// Whether `text` is an IP address (v4 dotted, or v6, with or without brackets).
     public static func isIPAddress(_ text: String) -> Bool { ipv4(text) != nil || ipv6(unbracketed(text)) != nil }
 
+    /// Whether `host` is a number written as something other than a canonical dotted quad:
+    /// `012.0.0.1` (octal, 10.0.0.1 to the resolver), `0x7f.1`, `127.1`, `2130706433`. Such a host
+    /// names an address by a form that checks and resolvers read differently, so it is refused
+    /// outright rather than interpreted. A name is numeric when its last label is (WHATWG's URL
+    /// rule: no top-level domain is a number).
+    public static func isNonCanonicalNumericHost(_ host: String) -> Bool {
+        guard !host.contains(":") else { return false }  // IPv6, whose tail may be a dotted quad
+        var labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        if labels.count > 1, labels.last?.isEmpty == true { labels.removeLast() }
+        guard let last = labels.last, !last.isEmpty else { return false }
+        let lowered = last.lowercased()
+        let numeric =
+            lowered.allSatisfy({ $0.isASCII && $0.isNumber })
+            || (lowered.hasPrefix("0x") && lowered.dropFirst(2).allSatisfy { $0.isASCII && $0.isHexDigit })
+        return numeric && ipv4(host) == nil
+    }
+
     /// Whether `text`, an IP address, is a public unicast one. Not an address: false.
     public static func isPublic(_ text: String) -> Bool {
         if let v4 = ipv4(text) { return isPublic(v4: v4) }
@@ -22,6 +39,12 @@ public enum NetworkAddress {
         if v6[0] == 0xFE && v6[1] & 0xC0 == 0x80 { return false }  // fe80::/10 link local
         if v6[0] == 0xFF { return false }  // multicast
         if v6[0] == 0x20 && v6[1] == 0x01 && v6[2] == 0x0D && v6[3] == 0xB8 { return false }  // documentation
+        if v6[0..<12].allSatisfy({ $0 == 0 }) { return false }  // ::/96, IPv4-compatible (deprecated)
+        if v6[0] == 0x20 && v6[1] == 0x02 { return false }  // 2002::/16 6to4: relays reach the IPv4 inside
+        if v6[0] == 0x20 && v6[1] == 0x01 && v6[2] == 0 && v6[3] == 0 { return false }  // 2001::/32 Teredo
+        if v6[0] == 0x00 && v6[1] == 0x64 && v6[2] == 0xFF && v6[3] == 0x9B && v6[4] == 0 && v6[5] == 1 {
+            return false  // 64:ff9b:1::/48, NAT64 for local use
+        }
         return true
     }
 
@@ -54,13 +77,16 @@ public enum NetworkAddress {
         text.hasPrefix("[") && text.hasSuffix("]") ? String(text.dropFirst().dropLast()) : text
     }
 
-    /// Four bytes of a dotted IPv4 address (decimal parts only).
+    /// Four bytes of a canonical dotted IPv4 address: four decimal parts, none with a leading
+    /// zero (`012` is octal to the C resolver, so it is not read as twelve here).
     static func ipv4(_ text: String) -> [UInt8]? {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 4 else { return nil }
         var bytes: [UInt8] = []
         for part in parts {
-            guard (1...3).contains(part.count), part.allSatisfy(\.isASCII), let value = UInt8(part) else { return nil }
+            guard (1...3).contains(part.count), part.allSatisfy(\.isASCII), part.count == 1 || part.first != "0",
+                let value = UInt8(part)
+            else { return nil }
             bytes.append(value)
         }
         return bytes
