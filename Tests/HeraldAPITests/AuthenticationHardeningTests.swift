@@ -94,11 +94,16 @@ struct AuthenticationHardeningTests {
         }
     }
 
-    /// A request with a made-up key that claims `forwardedFor` in X-Forwarded-For.
-    static func fail(_ api: APITest, from forwardedFor: String) async throws -> HTTPResponse.Status {
+    /// Expects a request with a made-up key that claims `forwardedFor` in X-Forwarded-For to
+    /// answer `status`.
+    static func expectFailure(
+        _ api: APITest, from forwardedFor: String, answers status: HTTPResponse.Status,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         var headers = HTTPFields()
         headers[HTTPField.Name("X-Forwarded-For")!] = forwardedFor
-        return try await api.call(.get, "/v1/pushes", key: madeUpKey(), headers: headers).status
+        let answer = try await api.call(.get, "/v1/pushes", key: madeUpKey(), headers: headers)
+        #expect(answer.status == status, "from \(forwardedFor)", sourceLocation: sourceLocation)
     }
 
     @Test(
@@ -111,23 +116,17 @@ struct AuthenticationHardeningTests {
         }) { api in
             // The attacker's chain: a forged first hop, then what the proxy appended.
             for _ in 0..<2 {
-                let status = try await Self.fail(api, from: "198.51.100.1, 203.0.113.7")
-                #expect(status == .unauthorized)
+                try await Self.expectFailure(api, from: "198.51.100.1, 203.0.113.7", answers: .unauthorized)
             }
-            let overLimit = try await Self.fail(api, from: "198.51.100.2, 203.0.113.7")
-            #expect(overLimit == .tooManyRequests)
+            try await Self.expectFailure(api, from: "198.51.100.2, 203.0.113.7", answers: .tooManyRequests)
             // Another client behind the same proxy (and one more trusted hop) is not affected.
-            let neighbour = try await Self.fail(api, from: "203.0.113.8, 10.9.1.1")
-            #expect(neighbour == .unauthorized)
+            try await Self.expectFailure(api, from: "203.0.113.8, 10.9.1.1", answers: .unauthorized)
         }
         try await withAPI(configure: { $0.authenticationFailuresPerMinute = 2 }) { api in
             // Nothing trusted: every request counts under the peer, 127.0.0.1, whatever it claims.
-            let first = try await Self.fail(api, from: "203.0.113.1")
-            #expect(first == .unauthorized)
-            let second = try await Self.fail(api, from: "203.0.113.2")
-            #expect(second == .unauthorized)
-            let third = try await Self.fail(api, from: "203.0.113.3")
-            #expect(third == .tooManyRequests)
+            try await Self.expectFailure(api, from: "203.0.113.1", answers: .unauthorized)
+            try await Self.expectFailure(api, from: "203.0.113.2", answers: .unauthorized)
+            try await Self.expectFailure(api, from: "203.0.113.3", answers: .tooManyRequests)
         }
     }
 

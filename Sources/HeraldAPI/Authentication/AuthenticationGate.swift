@@ -31,7 +31,6 @@ struct AuthenticationGate<Context: ClientAddressRequestContext>: RouterMiddlewar
     let adminToken: String?
     let authenticator: KeyAuthenticator
     let throttle: FailedAuthenticationThrottle
-    let metrics: APIMetrics
     /// Key look-ups get the request timeout.
     let deadlines: RequestDeadlines
     let logger: Logger
@@ -65,10 +64,7 @@ struct AuthenticationGate<Context: ClientAddressRequestContext>: RouterMiddlewar
             )
         }
         guard let principal else {
-            metrics.authenticationFailures.add(1, ordering: .relaxed)
-            if let wait = throttle.recordFailure(source: source) {
-                metrics.authenticationThrottled.add(1, ordering: .relaxed)
-                let seconds = max(1, Int((wait.fractionalSeconds).rounded(.up)))
+            if let seconds = throttle.recordFailure(source: source) {
                 return refusal(
                     .tooManyRequests(
                         "\(throttle.limit) requests from \(source) presented a key Herald does not know within a minute; retry after \(seconds) s with a valid key.",
@@ -123,18 +119,17 @@ struct AuthenticationGate<Context: ClientAddressRequestContext>: RouterMiddlewar
 
 /// A request context that knows the address its request is counted under: the peer's, or the
 /// client's behind a trusted proxy (``ClientAddressMiddleware``).
-protocol ClientAddressRequestContext: RequestContext {
-    /// The client's address as ``ClientAddressMiddleware`` settled it (nil before it ran).
+protocol ClientAddressRequestContext: RemoteAddressRequestContext {
+    /// The client's address behind a trusted proxy, set by ``ClientAddressMiddleware`` (nil:
+    /// the peer is the client).
     var clientAddress: String? { get set }
-    /// The connection's remote address.
-    var remoteAddress: SocketAddress? { get }
     /// The address failed authentications, sign-ins and the audit log count this request under.
     var sourceAddress: String { get }
 }
 
 /// Herald's request context: Hummingbird's, plus the caller's address (for
 /// ``FailedAuthenticationThrottle`` and the audit log).
-public struct APIRequestContext: RequestContext, RemoteAddressRequestContext, ClientAddressRequestContext {
+public struct APIRequestContext: ClientAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
     public var clientAddress: String?
@@ -146,9 +141,9 @@ public struct APIRequestContext: RequestContext, RemoteAddressRequestContext, Cl
     }
 }
 
-/// Settles the address a request is counted under before anything else reads it: the peer's,
-/// or, when the peer is a trusted proxy (`HERALD_API_TRUSTED_PROXIES`), the client it names in
-/// `X-Forwarded-For` (``TrustedProxies``).
+/// When the peer is a trusted proxy (`HERALD_API_TRUSTED_PROXIES`), sets the client it names in
+/// `X-Forwarded-For` (``TrustedProxies``) before anything reads the request's address. Added to
+/// the router only when some proxy is trusted.
 struct ClientAddressMiddleware<Context: ClientAddressRequestContext>: RouterMiddleware {
     let proxies: TrustedProxies
 
@@ -156,13 +151,9 @@ struct ClientAddressMiddleware<Context: ClientAddressRequestContext>: RouterMidd
         -> Response
     {
         var context = context
-        let peer = context.remoteAddress?.ipAddress
-        if proxies.networks.isEmpty {
-            context.clientAddress = peer
-        } else {
-            context.clientAddress = proxies.clientAddress(
-                peer: peer, forwardedFor: request.headers[values: forwardedForField].map { Substring($0) })
-        }
+        context.clientAddress = proxies.clientAddress(
+            peer: context.remoteAddress?.ipAddress,
+            forwardedFor: request.headers[values: forwardedForField].map { Substring($0) })
         return try await next(request, context)
     }
 }

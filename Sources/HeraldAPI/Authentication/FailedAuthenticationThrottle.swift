@@ -19,24 +19,31 @@ final class FailedAuthenticationThrottle: Sendable {
     /// Failures a source may have in a window; 0 turns the throttle off.
     let limit: Int
     private let windows: Mutex<LeastRecentlyUsed<String, Window>>
+    /// `herald_api_authentication_failures_total` and `…_throttled_total`, counted here for the
+    /// API and the console alike.
+    private let metrics: APIMetrics
 
-    init(limit: Int, remembered: Int = 100_000) {
+    init(limit: Int, metrics: APIMetrics, remembered: Int = 100_000) {
         self.limit = limit
+        self.metrics = metrics
         windows = Mutex(LeastRecentlyUsed(capacity: remembered))
     }
 
     /// Notes a failed authentication from `source`.
-    /// - Returns: how long `source` must wait when this failure is past the limit (answer 429),
-    ///   or nil while it is within it (answer 401).
-    @discardableResult
-    func recordFailure(source: String, now: ContinuousClock.Instant = .now) -> Duration? {
+    /// - Returns: the whole seconds (at least 1) `source` must wait when this failure is past
+    ///   the limit (answer 429 with them as `Retry-After`), or nil while it is within it (401).
+    func recordFailure(source: String, now: ContinuousClock.Instant = .now) -> Int? {
+        metrics.authenticationFailures.add(1, ordering: .relaxed)
         guard limit > 0 else { return nil }
-        return windows.withLock { windows in
+        let wait: Duration? = windows.withLock { windows in
             var window = windows.value(for: source) ?? Window(start: now, failures: 0)
             if now - window.start >= Self.window { window = Window(start: now, failures: 0) }
             window.failures += 1
             windows.set(window, for: source)
             return window.failures > limit ? window.start + Self.window - now : nil
         }
+        guard let wait else { return nil }
+        metrics.authenticationThrottled.add(1, ordering: .relaxed)
+        return max(1, Int(wait.fractionalSeconds.rounded(.up)))
     }
 }

@@ -19,7 +19,6 @@ struct ConsoleBridge: ConsoleGateway {
     let apps: AppRepository
     let throttle: FailedAuthenticationThrottle
     let rateLimiter: RateLimiter
-    let metrics: APIMetrics
     let deadlines: RequestDeadlines
     let logger: Logger
 
@@ -31,10 +30,7 @@ struct ConsoleBridge: ConsoleGateway {
         guard let record else {
             // Only failures are throttled: a valid key signs in from any address (see
             // AuthenticationGate).
-            metrics.authenticationFailures.add(1, ordering: .relaxed)
-            if let wait = throttle.recordFailure(source: source) {
-                metrics.authenticationThrottled.add(1, ordering: .relaxed)
-                let seconds = max(1, Int(wait.fractionalSeconds.rounded(.up)))
+            if let seconds = throttle.recordFailure(source: source) {
                 throw ConsoleError(
                     .tooManyRequests, code: "too_many_failed_authentications",
                     message: "Too many unknown keys were tried from your address; try again in \(seconds) s.")

@@ -72,9 +72,10 @@ public struct APIServer: Service {
             ratePerSecond: settings.clientRateLimitPerSecond, burst: settings.clientRateLimitBurst)
         let proxies = try TrustedProxies(parsing: settings.trustedProxies)
         let router = Router(context: APIRequestContext.self)
-        router.add(middleware: ClientAddressMiddleware(proxies: proxies))
+        if !proxies.networks.isEmpty { router.add(middleware: ClientAddressMiddleware(proxies: proxies)) }
         router.add(middleware: RequestIDMiddleware())
-        let failedAuthentications = FailedAuthenticationThrottle(limit: settings.authenticationFailuresPerMinute)
+        let failedAuthentications = FailedAuthenticationThrottle(
+            limit: settings.authenticationFailuresPerMinute, metrics: metrics)
         if settings.consoleEnabled {
             // Registered before the API's authentication gate: the console authenticates by its
             // session cookie, then runs the same operations through ConsoleBridge.
@@ -82,7 +83,7 @@ public struct APIServer: Service {
                 gateway: ConsoleBridge(
                     handler: handler, adminToken: security.adminToken, authenticator: authenticator, keys: keys,
                     apps: AppRepository(client: database, logger: logger), throttle: failedAuthentications,
-                    rateLimiter: rateLimiter, metrics: metrics, deadlines: deadlines, logger: logger),
+                    rateLimiter: rateLimiter, deadlines: deadlines, logger: logger),
                 sessions: ConsoleSessionRepository(client: database, logger: logger),
                 idleTimeout: settings.consoleIdleTimeout, sessionLifetime: settings.consoleSessionLifetime,
                 secureCookies: settings.consoleSecureCookies, logger: logger
@@ -91,7 +92,7 @@ public struct APIServer: Service {
         router.add(
             middleware: AuthenticationGate(
                 adminToken: security.adminToken, authenticator: authenticator, throttle: failedAuthentications,
-                metrics: metrics, deadlines: deadlines, logger: logger))
+                deadlines: deadlines, logger: logger))
         router.add(middleware: RouteErrorMiddleware(maximumBodyBytes: settings.maximumBodyBytes))
         try handler.registerHandlers(
             on: router,

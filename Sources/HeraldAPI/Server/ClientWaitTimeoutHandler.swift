@@ -92,7 +92,7 @@ final class ClientWaitTimeoutHandler: ChannelDuplexHandler, RemovableChannelHand
     }
 
     /// Whether herald-api is waiting on the client now, as parts come and go.
-    struct State: Equatable {
+    struct State {
         enum Action: Equatable {
             case startClock, stopClock, none
         }

@@ -4,7 +4,17 @@
 /// reserved or unspecified ones.
 public enum NetworkAddress {
     /// Whether `text` is an IP address (v4 dotted, or v6, with or without brackets).
-    public static func isIPAddress(_ text: String) -> Bool { ipv4(text) != nil || ipv6(unbracketed(text)) != nil }
+    public static func isIPAddress(_ text: String) -> Bool { bytes(of: text) != nil }
+
+    /// The bytes of an IP address (canonical dotted v4, or v6 with or without brackets): four
+    /// for IPv4 and for an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, how a dual-stack socket
+    /// shows an IPv4 peer), sixteen for any other IPv6 address. Not an address: nil.
+    public static func bytes(of text: String) -> [UInt8]? {
+        if let v4 = ipv4(text) { return v4 }
+        guard let v6 = ipv6(unbracketed(text)) else { return nil }
+        if v6[0..<10].allSatisfy({ $0 == 0 }) && v6[10] == 0xFF && v6[11] == 0xFF { return Array(v6[12..<16]) }
+        return v6
+    }
 
     /// Whether `host` is a number written as something other than a canonical dotted quad:
     /// `012.0.0.1` (octal, 10.0.0.1 to the resolver), `0x7f.1`, `127.1`, `2130706433`. Such a host
@@ -25,21 +35,19 @@ public enum NetworkAddress {
 
     /// Whether `text`, an IP address, is a public unicast one. Not an address: false.
     public static func isPublic(_ text: String) -> Bool {
-        if let v4 = ipv4(text) { return isPublic(v4: v4) }
-        guard let v6 = ipv6(unbracketed(text)) else { return false }
-        // IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d): the IPv4 address decides.
-        if v6[0..<10].allSatisfy({ $0 == 0 }) && v6[10] == 0xFF && v6[11] == 0xFF
-            || v6[0] == 0x00 && v6[1] == 0x64 && v6[2] == 0xFF && v6[3] == 0x9B && v6[4..<12].allSatisfy({ $0 == 0 })
-        {
+        // IPv4, and IPv4-mapped IPv6 (four bytes here): the IPv4 address decides.
+        guard let v6 = bytes(of: text) else { return false }
+        if v6.count == 4 { return isPublic(v4: v6) }
+        // NAT64 (64:ff9b::a.b.c.d): the IPv4 address decides too.
+        if v6[0] == 0x00 && v6[1] == 0x64 && v6[2] == 0xFF && v6[3] == 0x9B && v6[4..<12].allSatisfy({ $0 == 0 }) {
             return isPublic(v4: Array(v6[12..<16]))
         }
-        if v6.allSatisfy({ $0 == 0 }) { return false }  // ::
-        if v6[0..<15].allSatisfy({ $0 == 0 }) && v6[15] == 1 { return false }  // ::1
+        // ::/96: unspecified (::), loopback (::1) and IPv4-compatible (deprecated).
+        if v6[0..<12].allSatisfy({ $0 == 0 }) { return false }
         if v6[0] & 0xFE == 0xFC { return false }  // fc00::/7 unique local
         if v6[0] == 0xFE && v6[1] & 0xC0 == 0x80 { return false }  // fe80::/10 link local
         if v6[0] == 0xFF { return false }  // multicast
         if v6[0] == 0x20 && v6[1] == 0x01 && v6[2] == 0x0D && v6[3] == 0xB8 { return false }  // documentation
-        if v6[0..<12].allSatisfy({ $0 == 0 }) { return false }  // ::/96, IPv4-compatible (deprecated)
         if v6[0] == 0x20 && v6[1] == 0x02 { return false }  // 2002::/16 6to4: relays reach the IPv4 inside
         if v6[0] == 0x20 && v6[1] == 0x01 && v6[2] == 0 && v6[3] == 0 { return false }  // 2001::/32 Teredo
         if v6[0] == 0x00 && v6[1] == 0x64 && v6[2] == 0xFF && v6[3] == 0x9B && v6[4] == 0 && v6[5] == 1 {

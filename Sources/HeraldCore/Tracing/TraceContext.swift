@@ -81,12 +81,3 @@ public struct TraceContext: Sendable, Equatable {
         }
     }
 }
-
-extension StringProtocol {
-    fileprivate func trimmingWhitespace() -> Substring {
-        let characters = Substring(self)
-        let start = characters.firstIndex { !$0.isWhitespace } ?? characters.endIndex
-        let end = characters.lastIndex { !$0.isWhitespace }.map { characters.index(after: $0) } ?? start
-        return characters[start..<end]
-    }
-}
