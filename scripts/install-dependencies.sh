@@ -3,6 +3,7 @@
 #
 #   scripts/install-dependencies.sh demo   # what `make demo` builds with and runs (scripts/packages-demo.txt)
 #   scripts/install-dependencies.sh test   # that, and what the tests and benchmarks use (scripts/packages-test.txt)
+#   scripts/install-dependencies.sh --names demo|test   # print the set's package names, install nothing
 #
 # Debian 12 (bookworm) is what is supported and proven (README.md): every name in both lists is a
 # package of bookworm's own archive, which `make test` checks in a debootstrap'ed bookworm root
@@ -10,6 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+names_only=0
+if [ "${1:-}" = --names ]; then names_only=1; shift; fi
 set_name=${1:-test}
 case "$set_name" in
   demo) lists=(scripts/packages-demo.txt) ;;
@@ -19,6 +22,7 @@ esac
 
 # The package names of the lists: the first word of each line that is not a comment.
 mapfile -t packages < <(sed -e 's/#.*//' "${lists[@]}" | awk 'NF { print $1 }')
+if [ "$names_only" = 1 ]; then printf '%s\n' "${packages[@]}"; exit 0; fi
 
 missing=()
 for package in "${packages[@]}"; do
