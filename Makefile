@@ -10,6 +10,8 @@ SHELL := /bin/bash
 
 SWIFT ?= swift
 KEEP ?= 0
+# Each step's time goes to .local/step-times.txt (scripts/step.sh); .ci/run prints them.
+STEP := scripts/step.sh
 
 .PHONY: help deps deps-demo build test test-tsan format demo check-image bench-e2e bench-import bench-api bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
 
@@ -34,10 +36,10 @@ help:
 # What the demo builds with and runs (scripts/packages-demo.txt); the tests and benchmarks add
 # scripts/packages-test.txt.
 deps-demo:
-	@scripts/install-dependencies.sh demo
+	@$(STEP) deps scripts/install-dependencies.sh demo
 
 deps:
-	@scripts/install-dependencies.sh test
+	@$(STEP) deps scripts/install-dependencies.sh test
 
 build: deps
 	$(SWIFT) build --build-tests
@@ -46,18 +48,18 @@ format:
 	scripts/format.sh
 
 test: deps
-	scripts/format.sh --check
-	scripts/check-package-names.sh
-	$(SWIFT) package dump-package | scripts/check-imports.py
-	scripts/generate-openapi.sh --check
-	scripts/test-deploy.sh
-	$(SWIFT) build --build-tests
-	scripts/with-infrastructure.sh .build/debug $(SWIFT) test --skip-build --skip HostileServerTests
-	scripts/with-infrastructure.sh .build/debug scripts/test-api-contract.sh .build/debug
-	scripts/with-infrastructure.sh .build/debug scripts/test-abuse.sh .build/debug
-	scripts/test-external-clients.sh .build/debug
-	scripts/test-end-to-end.sh .build/debug
-	scripts/test-scale-out.sh .build/debug
+	$(STEP) format scripts/format.sh --check
+	$(STEP) package-names scripts/check-package-names.sh
+	$(STEP) imports bash -c '$(SWIFT) package dump-package | scripts/check-imports.py'
+	$(STEP) openapi scripts/generate-openapi.sh --check
+	$(STEP) deploy scripts/test-deploy.sh
+	$(STEP) build $(SWIFT) build --build-tests
+	$(STEP) swift-tests scripts/with-infrastructure.sh .build/debug $(SWIFT) test --skip-build --skip HostileServerTests
+	$(STEP) api-contract scripts/with-infrastructure.sh .build/debug scripts/test-api-contract.sh .build/debug
+	$(STEP) abuse scripts/with-infrastructure.sh .build/debug scripts/test-abuse.sh .build/debug
+	$(STEP) external-clients scripts/test-external-clients.sh .build/debug
+	$(STEP) end-to-end scripts/test-end-to-end.sh .build/debug
+	$(STEP) scale-out scripts/test-scale-out.sh .build/debug
 
 # The HTTP/2 engine (HeraldHTTP2, through the APNs client's and apns-sim's tests) under
 # ThreadSanitizer: a build of its own in .build-tsan (slow the first time), with -DHERALD_TSAN so
@@ -154,9 +156,9 @@ bench-kafka: deps
 check-image: deps
 	@for product in herald herald-api herald-center herald-sender apns-sim; do \
 	  echo "swift build --force-resolved-versions -c release --static-swift-stdlib --product $$product"; \
-	  $(SWIFT) build --force-resolved-versions -c release --static-swift-stdlib --product $$product || exit 1; done
-	$(SWIFT) build -c release --product herald-kafka-dev
-	scripts/with-infrastructure.sh .build/release scripts/check-image.sh .build/release
+	  $(STEP) release-$$product $(SWIFT) build --force-resolved-versions -c release --static-swift-stdlib --product $$product || exit 1; done
+	$(STEP) release-kafka-dev $(SWIFT) build -c release --product herald-kafka-dev
+	$(STEP) check-image scripts/with-infrastructure.sh .build/release scripts/check-image.sh .build/release
 
 infra-up: deps
 	$(SWIFT) build --product herald-kafka-dev
