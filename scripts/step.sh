@@ -13,5 +13,5 @@ start=$(date +%s)
 status=$?
 outcome=ok
 [ $status -eq 0 ] || outcome=failed
-printf '%-18s %6d s  %s\n' "$label" $(($(date +%s) - start)) "$outcome" >>.local/step-times.txt
+printf '%-24s %6d s  %s\n' "$label" $(($(date +%s) - start)) "$outcome" >>.local/step-times.txt
 exit $status
