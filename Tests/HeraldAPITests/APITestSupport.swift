@@ -8,6 +8,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import PostgresNIO
+import Synchronization
 import Testing
 
 @testable import HeraldAPI
@@ -126,6 +127,7 @@ struct APITest: Sendable {
 func withAPI(
     rateLimitPerSecond: Int = 100_000, burst: Int = 100_000,
     configure: @Sendable (inout APISettings) -> Void = { _ in }, logger: Logger = Logger(label: "test.api"),
+    rateLimitClock: @escaping RateLimiter.Clock = RateLimiter.now,
     _ body: @Sendable (APITest) async throws -> Void
 ) async throws {
     let configuration = try await HeraldConfiguration.load()
@@ -152,10 +154,21 @@ func withAPI(
             ProcessInfo.processInfo.environment["HERALD_MASTER_KEY"], "run through scripts/with-infrastructure.sh")
         security.masterKey = masterKey
         let server = try APIServer(
-            settings: settings, security: security, database: database, postgres: configuration.postgres, logger: logger
-        )
+            settings: settings, security: security, database: database, postgres: configuration.postgres,
+            logger: logger,
+            rateLimitClock: rateLimitClock)
         try await server.application.test(.live) { client in
             try await body(APITest(client: client, database: database, logger: logger, masterKey: masterKey))
         }
     }
+}
+
+/// A clock for herald-api's rate limiters that stands still until the test moves it: a test of
+/// the limits then sees the same answers however slowly the machine serves its requests.
+final class StoppedClock: Sendable {
+    private let seconds = Mutex<Double>(1000)
+
+    var clock: RateLimiter.Clock { { [self] in seconds.withLock { $0 } } }
+
+    func advance(seconds step: Double) { seconds.withLock { $0 += step } }
 }

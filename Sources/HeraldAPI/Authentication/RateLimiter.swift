@@ -30,17 +30,26 @@ final class RateLimiter: Sendable {
     /// dropping it changes no decision): the map stays bounded whatever the number of apps.
     let maximumBuckets: Int
 
-    init(ratePerSecond: Int, burst: Int, maximumBuckets: Int = 100_000) {
+    /// Seconds on a monotonic clock: ``now()`` in herald-api; a clock the test moves in tests, so
+    /// that what a test sees never depends on how fast the machine answers.
+    typealias Clock = @Sendable () -> Double
+    let clock: Clock
+
+    init(ratePerSecond: Int, burst: Int, maximumBuckets: Int = 100_000, clock: @escaping Clock = RateLimiter.now) {
         self.ratePerSecond = max(1, ratePerSecond)
         self.burst = max(1, burst)
         self.maximumBuckets = max(1, maximumBuckets)
+        self.clock = clock
     }
 
     /// Buckets held now.
     var bucketCount: Int { buckets.withLock { $0.count } }
 
+    /// Takes one token for `appID` now, by the limiter's clock.
+    func take(appID: UUID) -> Decision { take(appID: appID, now: clock()) }
+
     /// Takes one token for `appID` at time `now` (seconds, monotonic).
-    func take(appID: UUID, now: Double = RateLimiter.now()) -> Decision {
+    func take(appID: UUID, now: Double) -> Decision {
         let share = Double(max(1, replicas.load(ordering: .relaxed)))
         let rate = Double(ratePerSecond) / share
         let burst = max(1, Double(self.burst) / share)

@@ -29,6 +29,17 @@ public struct APIServer: Service {
         logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
+        try self.init(
+            settings: settings, security: security, database: database, postgres: postgres, logger: logger,
+            rateLimitClock: RateLimiter.now, onServerRunning: onServerRunning)
+    }
+
+    /// - Parameter rateLimitClock: the rate limiters' clock (tests move one of their own).
+    init(
+        settings: APISettings, security: SecuritySettings, database: PostgresClient, postgres: PostgresSettings,
+        logger: Logger, rateLimitClock: @escaping RateLimiter.Clock,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) throws {
         let cipher = try security.cipher()
         let keys = APIKeyRepository(client: database, logger: logger)
         let metrics = APIMetrics()
@@ -67,9 +78,11 @@ public struct APIServer: Service {
             cipher: cipher,
             settings: settings, metrics: metrics, deadlines: deadlines, logger: logger)
 
-        let rateLimiter = RateLimiter(ratePerSecond: settings.rateLimitPerSecond, burst: settings.rateLimitBurst)
+        let rateLimiter = RateLimiter(
+            ratePerSecond: settings.rateLimitPerSecond, burst: settings.rateLimitBurst, clock: rateLimitClock)
         let clientRateLimiter = RateLimiter(
-            ratePerSecond: settings.clientRateLimitPerSecond, burst: settings.clientRateLimitBurst)
+            ratePerSecond: settings.clientRateLimitPerSecond, burst: settings.clientRateLimitBurst,
+            clock: rateLimitClock)
         let proxies = try TrustedProxies(parsing: settings.trustedProxies)
         let router = Router(context: APIRequestContext.self)
         if !proxies.networks.isEmpty { router.add(middleware: ClientAddressMiddleware(proxies: proxies)) }

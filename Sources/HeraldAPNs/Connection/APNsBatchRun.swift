@@ -251,16 +251,22 @@ final class APNsBatchRun: Sendable {
         }
     }
 
-    /// Ends every notification not sent yet with `failure`.
+    /// Ends every notification not sent yet with `failure`, and gives back the streams the pool
+    /// handed over for them: ``APNsClient/send(_:urgent:)`` returns only when the run holds no
+    /// stream (a stream handed over and left for a pump that was still to come was once counted
+    /// in flight after the cancelled send had returned).
     private func finishUnsent(with failure: APNsTransportFailure) {
-        let finished = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let (finished, unused) = state.withLock { state -> (CheckedContinuation<Void, Never>?, [APNsLease]) in
             state.phase = .stopped
-            guard state.unsent > 0 else { return nil }
+            let unused = state.handedOver
+            state.handedOver.removeAll()
+            guard state.unsent > 0 else { return (nil, unused) }
             for index in state.queue[state.next...] { state.outcomes[index] = .failed(failure) }
             state.unanswered -= state.unsent
             state.next = state.queue.count
-            return state.continuationIfDone()
+            return (state.continuationIfDone(), unused)
         }
+        for lease in unused { client.release(lease, authenticated: false) }
         finished?.resume()
     }
 }
