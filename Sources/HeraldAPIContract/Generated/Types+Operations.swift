@@ -556,7 +556,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/get(listApps)/responses/429`.
             ///
@@ -794,7 +794,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/post(createApp)/responses/429`.
             ///
@@ -1106,7 +1106,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/get(getApp)/responses/429`.
             ///
@@ -1381,7 +1381,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/patch(updateApp)/responses/429`.
             ///
@@ -1700,7 +1700,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/delete(deleteApp)/responses/429`.
             ///
@@ -1966,7 +1966,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/get(listKeys)/responses/429`.
             ///
@@ -2241,7 +2241,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/post(createKey)/responses/429`.
             ///
@@ -2567,7 +2567,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/{keyId}/delete(revokeKey)/responses/429`.
             ///
@@ -2849,7 +2849,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/{keyId}/rotate/post(rotateKey)/responses/429`.
             ///
@@ -3184,7 +3184,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/credentials/get(listCredentials)/responses/429`.
             ///
@@ -3468,7 +3468,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/credentials/{environment}/put(putCredential)/responses/429`.
             ///
@@ -3794,7 +3794,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/credentials/{environment}/delete(deleteCredential)/responses/429`.
             ///
@@ -4191,7 +4191,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/identity-secret/post(rotateIdentitySecret)/responses/429`.
             ///
@@ -4416,7 +4416,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/segments/get(listSegments)/responses/429`.
             ///
@@ -4744,7 +4744,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/segments/post(createSegment)/responses/429`.
             ///
@@ -5010,7 +5010,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/segments/{segmentId}/get(getSegment)/responses/429`.
             ///
@@ -5377,7 +5377,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/segments/{segmentId}/patch(updateSegment)/responses/429`.
             ///
@@ -5627,7 +5627,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/segments/{segmentId}/delete(deleteSegment)/responses/429`.
             ///
@@ -5852,7 +5852,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/templates/get(listTemplates)/responses/429`.
             ///
@@ -6180,7 +6180,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/templates/post(createTemplate)/responses/429`.
             ///
@@ -6446,7 +6446,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/templates/{templateId}/get(getTemplate)/responses/429`.
             ///
@@ -6813,7 +6813,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/templates/{templateId}/patch(updateTemplate)/responses/429`.
             ///
@@ -7063,7 +7063,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/templates/{templateId}/delete(deleteTemplate)/responses/429`.
             ///
@@ -7288,7 +7288,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/schedules/get(listSchedules)/responses/429`.
             ///
@@ -7616,7 +7616,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/schedules/post(createSchedule)/responses/429`.
             ///
@@ -7882,7 +7882,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/get(getSchedule)/responses/429`.
             ///
@@ -8249,7 +8249,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/patch(updateSchedule)/responses/429`.
             ///
@@ -8499,7 +8499,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/delete(deleteSchedule)/responses/429`.
             ///
@@ -8765,7 +8765,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/pause/post(pauseSchedule)/responses/429`.
             ///
@@ -9031,7 +9031,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/schedules/{scheduleId}/resume/post(resumeSchedule)/responses/429`.
             ///
@@ -9297,7 +9297,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/get(listWebhooks)/responses/429`.
             ///
@@ -9671,7 +9671,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/post(createWebhook)/responses/429`.
             ///
@@ -10026,7 +10026,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/patch(updateWebhook)/responses/429`.
             ///
@@ -10283,7 +10283,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/delete(deleteWebhook)/responses/429`.
             ///
@@ -10556,7 +10556,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/test/post(sendTestWebhook)/responses/429`.
             ///
@@ -10856,7 +10856,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/attempts/get(listWebhookAttempts)/responses/429`.
             ///
@@ -11212,7 +11212,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/rotate-secret/post(rotateWebhookSecret)/responses/429`.
             ///
@@ -11517,7 +11517,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/deliveries/get(listWebhookDeliveries)/responses/429`.
             ///
@@ -11873,7 +11873,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/webhooks/{webhookId}/deliveries/replay/post(replayWebhookDeliveries)/responses/429`.
             ///
@@ -12171,7 +12171,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/apps/{appId}/audit-events/get(listAuditEvents)/responses/429`.
             ///
@@ -12472,7 +12472,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/get(listDevices)/responses/429`.
             ///
@@ -12897,7 +12897,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/post(registerDevice)/responses/429`.
             ///
@@ -13267,7 +13267,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/import/post(importDevices)/responses/429`.
             ///
@@ -13588,7 +13588,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/by-token/{token}/get(getDeviceByToken)/responses/429`.
             ///
@@ -13966,7 +13966,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/by-token/{token}/patch(updateDeviceByToken)/responses/429`.
             ///
@@ -14241,7 +14241,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/by-token/{token}/delete(deleteDeviceByToken)/responses/429`.
             ///
@@ -14537,7 +14537,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/{registrationId}/get(getDevice)/responses/429`.
             ///
@@ -14911,7 +14911,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/{registrationId}/patch(updateDevice)/responses/429`.
             ///
@@ -15161,7 +15161,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/devices/{registrationId}/delete(deleteDevice)/responses/429`.
             ///
@@ -15457,7 +15457,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/get(listPushes)/responses/429`.
             ///
@@ -15860,7 +15860,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/post(createPush)/responses/429`.
             ///
@@ -16218,7 +16218,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/validate/post(validatePush)/responses/429`.
             ///
@@ -16514,7 +16514,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/get(getPush)/responses/429`.
             ///
@@ -16833,7 +16833,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/delete(cancelPush)/responses/429`.
             ///
@@ -17152,7 +17152,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/pause/post(pausePush)/responses/429`.
             ///
@@ -17471,7 +17471,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/resume/post(resumePush)/responses/429`.
             ///
@@ -17796,7 +17796,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/recall/post(recallPush)/responses/429`.
             ///
@@ -18070,7 +18070,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/events/get(streamPushEvents)/responses/429`.
             ///
@@ -18406,7 +18406,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/failures/get(listPushFailures)/responses/429`.
             ///
@@ -18695,7 +18695,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/stats/get(getStatistics)/responses/429`.
             ///
@@ -18988,7 +18988,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`; a key this herald-api already knows still passes).
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
             ///
             /// - Remark: Generated from `#/paths//v1/stats/tags/get(listTagStatistics)/responses/429`.
             ///
