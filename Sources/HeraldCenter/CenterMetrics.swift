@@ -147,6 +147,14 @@ public final class CenterMetrics: Sendable {
                 text.sample(
                     "herald_postgres_connections", ["application": key.application, "state": key.state], value: count)
             }
+            text.single(
+                "herald_postgres_server_connections", .gauge,
+                help:
+                    "Client connections to the whole PostgreSQL server, every database and program (pg_stat_activity).",
+                value: system.serverConnections)
+            text.single(
+                "herald_postgres_max_connections", .gauge, help: "The PostgreSQL server's max_connections.",
+                value: system.maximumConnections)
             text.family(
                 "herald_apns_certificate_expiry_timestamp_seconds", .gauge,
                 help: "When each app's stored APNs certificate expires (certificate credentials only), Unix time.")

@@ -6,10 +6,17 @@ extension KafkaClientHealth {
     /// each broker's connection and round trip, and for consumers the lag of each partition they
     /// own. Labels are bounded: the client's role in the process, the broker's node id, topic and
     /// partition. Clients without statistics yet are left out.
+    /// Also the process's count of dead letters (``DeadLetterCount``), from 0 at start so that an
+    /// alert sees the first one.
     public static func prometheusText(_ clients: [(client: String, health: KafkaClientHealth)]) -> String {
         var text = PrometheusText()
+        text.single(
+            "herald_dead_letters_total", .counter,
+            help:
+                "Records this process sent to herald.deadletter (it could not use them; see the dead-letter runbook).",
+            value: DeadLetterCount.value)
         let reporting = clients.compactMap { client in client.health.statistics.map { (client.client, $0) } }
-        guard !reporting.isEmpty else { return "" }
+        guard !reporting.isEmpty else { return text.text }
         text.family(
             "herald_kafka_queued_messages", .gauge,
             help: "Records and requests waiting in librdkafka's queues (msg_cnt), per client.")

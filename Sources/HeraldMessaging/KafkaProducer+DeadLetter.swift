@@ -3,6 +3,17 @@ import HeraldKafka
 import HeraldRecords
 import HeraldTiming
 import Logging
+import Synchronization
+
+/// Records this process sent to `herald.deadletter` since it started
+/// (`herald_dead_letters_total`, written with the Kafka clients' families by
+/// ``KafkaClientHealth/prometheusText(_:)``): one process-wide count, as a dead letter is rare and
+/// each one wants an operator (docs/operations.md, the dead-letter runbook).
+public enum DeadLetterCount {
+    static let sent = Atomic<Int>(0)
+
+    public static var value: Int { sent.load(ordering: .relaxed) }
+}
 
 extension KafkaProducer {
     /// Sends a record a consumer cannot use to `herald.deadletter`, with where it came from and
@@ -23,6 +34,7 @@ extension KafkaProducer {
         try await send(
             KafkaProducerMessage(
                 topic: HeraldTopic.deadLetter.name, key: message.key, value: try letter.encodedRecord()))
+        DeadLetterCount.sent.add(1, ordering: .relaxed)
     }
 
     /// ``sendToDeadLetter(_:reason:consumer:)`` until the broker acknowledges it, waiting out an

@@ -43,6 +43,7 @@ struct BadRecordTests {
                 (try outcome { $0.batchID = Data(repeating: 7, count: 16) + Data([0, 0, 0, 0]) }, "not its push id"),
                 (try outcome { $0.acceptedDeviceIds = [UInt64.max] }, "device id 18446744073709551615 is out of range"),
             ]
+            let deadLettersBefore = DeadLetterCount.value
             let producer = try KafkaProducer(
                 configuration: env.configuration.kafka.producerConfiguration(clientID: "test-bad-records"),
                 logger: env.logger)
@@ -82,6 +83,12 @@ struct BadRecordTests {
                 let letter = eventLetters.first { Array($0.originalValue) == value }
                 #expect(letter?.reason.contains(reason) == true, "\(reason): \(letter?.reason ?? "no dead letter")")
             }
+            // Counted for the alert (other tests of this process may add theirs).
+            let counted = DeadLetterCount.value - deadLettersBefore
+            #expect(counted >= crafted.count + craftedEvents.count, "\(counted) dead letters counted")
+            #expect(
+                KafkaClientHealth.prometheusText([]).contains(
+                    "\n# TYPE herald_dead_letters_total counter\nherald_dead_letters_total "))
             // And the center still claims what is announced after them.
             let next = try await env.createPush(audience: .everyone)
             #expect(try await env.eventually { !jobs.read(push: next).isEmpty })

@@ -122,6 +122,12 @@ struct FanoutTests {
             #expect(text.contains("herald_outbox_backlog_records "))
             #expect(text.contains("herald_pushes_oldest_unfinished_age_seconds "))
             #expect(text.contains(#"herald_postgres_connections{application="herald",state="#))
+            let server = text.split(separator: "\n").first { $0.hasPrefix("herald_postgres_server_connections ") }
+            let maximum = text.split(separator: "\n").first { $0.hasPrefix("herald_postgres_max_connections ") }
+            #expect(
+                (server.flatMap { Double($0.split(separator: " ")[1]) } ?? 0) >= 2,
+                "at least the two centers' connections")
+            #expect((maximum.flatMap { Double($0.split(separator: " ")[1]) } ?? 0) > 0)
             #expect(
                 text.contains(
                     #"herald_apns_certificate_expiry_timestamp_seconds{app="\#(env.app.id.uuidString.lowercased())",environment="production"} 1900000000"#

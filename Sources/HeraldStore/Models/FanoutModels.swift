@@ -156,6 +156,10 @@ public struct SystemGauges: Sendable, Equatable {
     /// Connections of Herald's processes to the database, by process and state (`active`, `idle`,
     /// `idle in transaction`, …), as `pg_stat_activity` shows them.
     public var connections: [Connections: Int64] = [:]
+    /// Client connections to the whole PostgreSQL server (every database and program, Herald's or
+    /// not), and the server's `max_connections`: how close it is to refusing new ones.
+    public var serverConnections: Int64 = 0
+    public var maximumConnections: Int64 = 0
     /// When each stored APNs certificate (.p12/PEM credential) expires, seconds since the epoch.
     public var certificateExpiries: [CertificateExpiry] = []
 

@@ -756,6 +756,15 @@ public struct FanoutRepository: Sendable {
         for try await (application, state, count) in connections.decode((String, String, Int64).self) {
             gauges.connections[SystemGauges.Connections(application: application, state: state)] = count
         }
+        let server = try await client.boundedQuery(
+            """
+            SELECT (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'),
+                   current_setting('max_connections')::int8
+            """, logger: logger)
+        for try await (count, maximum) in server.decode((Int64, Int64).self) {
+            gauges.serverConnections = count
+            gauges.maximumConnections = maximum
+        }
         let certificates = try await client.boundedQuery(
             """
             SELECT app_id, environment, EXTRACT(EPOCH FROM certificate_expires_at)::float8 FROM apns_credentials
