@@ -4,6 +4,7 @@
 #     (promtool test rules: each alert quiet on healthy input, firing after its `for` window);
 #   - every herald_* metric the rules read is one a Herald process writes (its name appears as a
 #     family in Sources/), so a renamed metric cannot leave an alert silently watching nothing;
+#   - every alert has a unit test and a runbook_url naming its section of docs/operations.md;
 #   - the Containerfile passes hadolint (Deploy/container/hadolint.yaml);
 #   - scripts/kustomize_render.py, the Python kustomize subset the checks render with (Debian 12
 #     has no kubectl able to), renders as kustomize does (scripts/test_kustomize_render.py; also
@@ -33,6 +34,20 @@ for metric in $(grep -oE '\bherald_[a-z0-9_]+' "$rules" | sort -u); do
 done
 [ "$missing" = 0 ] || exit 1
 echo "deploy: rules and alert tests pass; every metric they read is written by Herald"
+
+# Every alert has a unit test and a runbook: a runbook_url naming a `### AlertName` section of
+# docs/operations.md (GitHub's anchor of a heading of one word is the word in lower case).
+for alert in $(grep -oE '^ +- alert: [A-Za-z]+' "$rules" | awk '{print $3}'); do
+  grep -qE "alertname: $alert\$" Deploy/prometheus/herald-rules.test.yml ||
+    { echo "deploy: alert $alert has no unit test in herald-rules.test.yml" >&2; missing=1; }
+  anchor=$(echo "$alert" | tr '[:upper:]' '[:lower:]')
+  grep -qF "runbook_url: \"docs/operations.md#$anchor\"" "$rules" ||
+    { echo "deploy: alert $alert has no runbook_url docs/operations.md#$anchor" >&2; missing=1; }
+  grep -qE "^### $alert\$" docs/operations.md ||
+    { echo "deploy: docs/operations.md has no runbook section '### $alert'" >&2; missing=1; }
+done
+[ "$missing" = 0 ] || exit 1
+echo "deploy: every alert has a unit test and a runbook section in docs/operations.md"
 
 venv=.local/venv-deploy
 requirements=scripts/deploy-requirements.txt
