@@ -36,6 +36,12 @@ SECRETS = {"HERALD_MASTER_KEY", "HERALD_MASTER_KEY_DECRYPT_ONLY", "HERALD_ADMIN_
 PRODUCER_FLUSH_SECONDS = 30
 SENDER_DEFAULTS = {"HERALD_SENDER_MAX_ATTEMPTS": 8, "HERALD_SENDER_RETRY_BASE_MS": 200,
                    "HERALD_SENDER_RETRY_MAX_MS": 30000, "HERALD_SENDER_REQUEST_TIMEOUT_MS": 10000}
+# What each Job carries so that Argo CD and Flux run it before the services (Deploy/README.md).
+JOB_ORDERING = {
+    "argocd.argoproj.io/hook": "PreSync",
+    "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
+    "kustomize.toolkit.fluxcd.io/force": "enabled",
+}
 OPERATIONS_PORTS = {"herald-api": 9467, "herald-center": 9466, "herald-sender": 9465}
 # A staging box differs from a cluster in where things are and how they are reached, never in
 # how Herald behaves: these variables may differ between compose and the Kubernetes base.
@@ -210,6 +216,19 @@ def check_overlay(overlay, keda_schema, documented):
                     fail(where, f"{name}: {probe} probes port {probe_port}, the operations port is {port}")
             if not pod.get("securityContext", {}).get("runAsNonRoot"):
                 fail(where, f"{name} does not set runAsNonRoot")
+            own = workload["spec"]["template"]["metadata"]["labels"]
+            spread = [c for c in pod.get("topologySpreadConstraints", [])
+                      if c.get("topologyKey") == "kubernetes.io/hostname"
+                      and c.get("labelSelector", {}).get("matchLabels", {}).items() <= own.items()]
+            if not spread:
+                fail(where, f"{name}: no topologySpreadConstraints over kubernetes.io/hostname selecting its own pods")
+        else:
+            annotations = workload["metadata"].get("annotations", {})
+            for key, value in JOB_ORDERING.items():
+                if annotations.get(key) != value:
+                    fail(where, f"Job {name}: annotation {key}: {value} missing (GitOps ordering, Deploy/README.md)")
+
+    check_network_policies(where, by_kind.get("NetworkPolicy", {}).values(), workloads)
 
     sender = deployments.get("herald-sender")
     if sender:
@@ -264,6 +283,41 @@ def check_overlay(overlay, keda_schema, documented):
             fail(where, f"{target} sets replicas, which its autoscaler owns (each apply would reset the count)")
     print(f"check-kubernetes: {where}: {len(documents)} objects ({', '.join(sorted(by_kind))})")
     return environments
+
+
+def selects(policy, labels):
+    return policy["spec"].get("podSelector", {}).get("matchLabels", {}).items() <= labels.items()
+
+
+def check_network_policies(where, policies, workloads):
+    """Every Herald pod isolated both ways; the API's port open; the senders able to reach APNs
+    and nobody else; only the centers reaching out to webhook receivers (public addresses)."""
+    policies = list(policies)
+    for workload in workloads:
+        name = workload["metadata"]["name"]
+        labels = workload["spec"]["template"]["metadata"]["labels"]
+        mine = [p for p in policies if selects(p, labels)]
+        types = {t for p in mine for t in p["spec"].get("policyTypes", [])}
+        if not {"Ingress", "Egress"} <= types:
+            fail(where, f"{name}: no NetworkPolicy isolates its pods for ingress and egress")
+        apns = [rule for p in mine for rule in p["spec"].get("egress", [])
+                if any(peer.get("ipBlock", {}).get("cidr") == "17.0.0.0/8" for peer in rule.get("to", []))]
+        if (name == "herald-sender") != bool(apns):
+            fail(where, f"{name}: {'cannot reach' if name == 'herald-sender' else 'may reach'} APNs (17.0.0.0/8)")
+        for policy in mine:
+            for rule in policy["spec"].get("egress", []):
+                for peer in rule.get("to", []):
+                    block = peer.get("ipBlock", {})
+                    if block.get("cidr") in ("0.0.0.0/0", "::/0"):
+                        if name != "herald-center":
+                            fail(where, f"{name}: NetworkPolicy {policy['metadata']['name']} opens the whole internet")
+                        private = {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "127.0.0.0/8"}
+                        if block["cidr"] == "0.0.0.0/0" and not private <= set(block.get("except", [])):
+                            fail(where, f"{name}: webhook egress must leave out private ranges {sorted(private)}")
+    api = [p for p in policies if p["metadata"]["name"] == "herald-api-ingress"]
+    if not any(port.get("port") == "http" for p in api for rule in p["spec"].get("ingress", [])
+               for port in rule.get("ports", [])):
+        fail(where, "no NetworkPolicy lets clients reach herald-api's http port")
 
 
 def check_compose(base_environments, documented):
