@@ -229,6 +229,7 @@ def check_overlay(overlay, keda_schema, documented):
                     fail(where, f"Job {name}: annotation {key}: {value} missing (GitOps ordering, Deploy/README.md)")
 
     check_network_policies(where, by_kind.get("NetworkPolicy", {}).values(), workloads)
+    check_kafka_users(where, workloads, environments)
 
     sender = deployments.get("herald-sender")
     if sender:
@@ -283,6 +284,32 @@ def check_overlay(overlay, keda_schema, documented):
             fail(where, f"{target} sets replicas, which its autoscaler owns (each apply would reset the count)")
     print(f"check-kubernetes: {where}: {len(documents)} objects ({', '.join(sorted(by_kind))})")
     return environments
+
+
+def check_kafka_users(where, workloads, environments):
+    """Each workload that logs in to Kafka does so as a user of its own (whose ACLs fit its role);
+    herald-api and herald-migrate, which use no Kafka, hold no Kafka credentials."""
+    users = {}
+    for workload in workloads:
+        name = workload["metadata"]["name"]
+        environment = environments.get(name, {})
+        if name in ("herald-api", "herald-migrate"):
+            held = sorted(v for v in environment if v.startswith(("HERALD_KAFKA_SASL", "HERALD_KAFKA_SSL_KEY")))
+            if held:
+                fail(where, f"{name} uses no Kafka but is given Kafka credentials: {', '.join(held)}")
+            continue
+        if not (environment.get("HERALD_KAFKA_SECURITY_PROTOCOL") or "").startswith("sasl"):
+            continue
+        container = workload["spec"]["template"]["spec"]["containers"][0]
+        variable = next((e for e in container.get("env", []) if e["name"] == "HERALD_KAFKA_SASL_USERNAME"), {})
+        user = (variable.get("valueFrom", {}).get("secretKeyRef", {}).get("name")
+                or environment.get("HERALD_KAFKA_SASL_USERNAME"))
+        users.setdefault(user, []).append(name)
+    for user, names in users.items():
+        if len(names) > 1:
+            fail(where, f"{' and '.join(sorted(names))} log in to Kafka as the same user ({user}): give each role its own")
+    if users:
+        print(f"check-kubernetes: {where}: Kafka users: " + ", ".join(f"{n[0]} as {u}" for u, n in sorted(users.items())))
 
 
 def selects(policy, labels):
