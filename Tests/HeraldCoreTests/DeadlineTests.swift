@@ -74,3 +74,41 @@ private final class Gate: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 }
+
+/// A deadline on getting started only: an import waits for its connection a few seconds at most,
+/// then runs as long as its upload.
+@Suite struct StartDeadlineTests {
+    @Test("started in time, the operation may run past the limit")
+    func startedInTimeRunsOn() async throws {
+        let answer = try await withStartDeadline(.milliseconds(50)) { started in
+            started()
+            try await Task.sleep(for: .milliseconds(300))
+            return 7
+        }
+        #expect(answer == 7)
+    }
+
+    @Test("never started (a pool that neither answers nor reacts to cancellation): the caller goes on")
+    func neverStartedThrows() async throws {
+        let gate = Gate()
+        // The gate opens only after the call returned: had it waited for the operation, it would
+        // never return.
+        await #expect(throws: DeadlineExceeded.self) {
+            try await withStartDeadline(.milliseconds(50)) { _ in
+                await gate.wait()
+                return 1
+            }
+        }
+        gate.open()
+    }
+
+    @Test func theOperationsErrorIsThrown() async {
+        struct Refused: Error {}
+        await #expect(throws: Refused.self) {
+            try await withStartDeadline(.seconds(10)) { started -> Int in
+                started()
+                throw Refused()
+            }
+        }
+    }
+}

@@ -1,8 +1,11 @@
 import Foundation
 import HTTPTypes
 import HeraldAPIContract
+import HeraldCore
 import HeraldStore
+import HeraldTiming
 import OpenAPIRuntime
+import PostgresNIO
 import Synchronization
 
 // Devices: registration (also with a client key), look-ups, changes, bulk import.
@@ -144,8 +147,10 @@ extension APIHandler {
         let counted = Mutex(false)
         defer { if counted.withLock({ $0 }) { metrics.importsRunning.subtract(1, ordering: .relaxed) } }
         do {
-            (accepted, overLimits) = try await imports.devices.importDevices(appID: appID, chunks: chunks) {
-                [metrics] in
+            (accepted, overLimits) = try await imports.devices.importDevices(
+                appID: appID, chunks: chunks, connectionWithin: settings.importConnectionTimeout,
+                mergeWithin: settings.importMergeTimeout
+            ) { [metrics] in
                 counted.withLock { $0 = true }
                 metrics.importsRunning.add(1, ordering: .relaxed)
             }
@@ -153,6 +158,18 @@ extension APIHandler {
             throw APIError(
                 .conflict, code: "import_in_progress",
                 message: "an import of this app is already running; send the next one when it has answered")
+        } catch is DeadlineExceeded {
+            throw APIError(
+                .serviceUnavailable, code: "database_unavailable",
+                message:
+                    "no database connection for the import within \(settings.importConnectionTimeout.wholeMilliseconds / 1000) s; retry in a while (nothing of this one was imported)",
+                headers: [.retryAfter: "30"])
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "57014" {
+            throw APIError(
+                .serviceUnavailable, code: "import_timed_out",
+                message:
+                    "merging the import into the app's devices took longer than \(settings.importMergeTimeout.wholeMilliseconds / 1000) s (HERALD_API_IMPORT_MERGE_TIMEOUT_MS); split the file or retry when the database is less busy (nothing of this one was imported)",
+                headers: [.retryAfter: "60"])
         }
         var result = parser.result
         result.rejected += overLimits.count
@@ -313,12 +330,15 @@ struct ImportChunks: AsyncSequence, Sendable {
 
         mutating func next() async throws -> [ImportLine]? {
             while !finished {
+                // Only the time spent waiting for the client counts against its pace: not the
+                // parsing, nor the COPY into PostgreSQL, which hold the next read back.
+                let asked = ContinuousClock.now
                 guard let chunk = try await chunks.next() else {
                     finished = true
                     let last = progress.parser.finish()
                     return last.isEmpty ? nil : last
                 }
-                try pace.received(chunk.count)
+                try pace.received(chunk.count, waited: .now - asked)
                 let rows = await progress.parser.feed(chunk)
                 if !rows.isEmpty { return rows }
             }
@@ -331,34 +351,32 @@ struct ImportChunks: AsyncSequence, Sendable {
     }
 }
 
-/// The bounds of one import's upload: its size, its deadline, and the slowest rate it may
-/// arrive at (over each ``window``). An upload that stops altogether is closed by the server's
-/// idle timeout.
+/// The bounds of one import's upload: its size, how long herald-api may wait for it, and the
+/// slowest rate it may arrive at (over each ``window`` of waiting). Only the time herald-api
+/// spends waiting for the client counts: while it parses and copies what has come, the client
+/// is not slow, however long that takes on a busy database (an import once read as too slow
+/// for the server's own work). An upload that stops altogether is closed by the server's idle
+/// timeout; the database's side has deadlines of its own (``DeviceImports``).
 struct ImportPace: Sendable {
     static let window: Duration = .seconds(30)
 
     let maximumBytes: Int
     let deadline: Duration
     let minimumBytesPerSecond: Int
-    private let start: ContinuousClock.Instant
     private var read = 0
-    private var windowStart: ContinuousClock.Instant
+    private var waited: Duration = .zero
+    private var windowWaited: Duration = .zero
     private var windowBytes = 0
 
-    init(
-        maximumBytes: Int, deadline: Duration, minimumBytesPerSecond: Int,
-        start: ContinuousClock.Instant = .now
-    ) {
+    init(maximumBytes: Int, deadline: Duration, minimumBytesPerSecond: Int) {
         self.maximumBytes = maximumBytes
         self.deadline = deadline
         self.minimumBytesPerSecond = minimumBytesPerSecond
-        self.start = start
-        windowStart = start
     }
 
-    /// Counts `bytes` more of the upload.
+    /// Counts `bytes` more of the upload, which herald-api waited `waited` for.
     /// - Throws: ``APIError`` 413 past the size, 408 past the deadline or below the rate.
-    mutating func received(_ bytes: Int, now: ContinuousClock.Instant = .now) throws(APIError) {
+    mutating func received(_ bytes: Int, waited: Duration) throws(APIError) {
         read += bytes
         if read > maximumBytes {
             throw APIError(
@@ -366,16 +384,18 @@ struct ImportPace: Sendable {
                 message: "an import is at most \(maximumBytes) bytes; split the file (nothing of this one was imported)"
             )
         }
-        if now - start > deadline {
+        self.waited += waited
+        if self.waited > deadline {
             throw APIError(
                 .requestTimeout, code: "import_too_slow",
                 message:
-                    "an import must arrive within \(deadline.wholeMilliseconds / 1000) s; split the file (nothing of this one was imported)"
+                    "an import must arrive within \(deadline.wholeMilliseconds / 1000) s of waiting for it; split the file (nothing of this one was imported)"
             )
         }
         windowBytes += bytes
-        guard now - windowStart >= Self.window else { return }
-        let rate = Double(windowBytes) / (now - windowStart).fractionalSeconds
+        windowWaited += waited
+        guard windowWaited >= Self.window else { return }
+        let rate = Double(windowBytes) / windowWaited.fractionalSeconds
         if minimumBytesPerSecond > 0, rate < Double(minimumBytesPerSecond) {
             throw APIError(
                 .requestTimeout, code: "import_too_slow",
@@ -383,7 +403,7 @@ struct ImportPace: Sendable {
                     "the upload arrived at \(Int(rate)) bytes/s, below the \(minimumBytesPerSecond) an import needs; send it over a faster link (nothing of this one was imported)"
             )
         }
-        windowStart = now
+        windowWaited = .zero
         windowBytes = 0
     }
 }

@@ -22,19 +22,49 @@ public func withDeadline<Result: Sendable>(
     _ limit: Duration,
     _ operation: @escaping @Sendable () async throws -> Result
 ) async throws -> Result {
+    try await race(limit, whenStarted: .keepsTheDeadline) { _ in try await operation() }
+}
+
+/// Runs `operation`, which must call the `started` it is given within `limit` (it got what it
+/// waited for: a connection from a pool); from then on it may run as long as it needs. When
+/// `started` was not called in time, the caller goes on with ``DeadlineExceeded`` and the
+/// operation is cancelled and left to end by itself, as with ``withDeadline(_:_:)`` — a pool
+/// need not react to cancellation for the caller to be free.
+///
+/// For work that waits for a resource and is then bounded otherwise: a device import waits for
+/// its connection a few seconds at most, then runs as long as its upload, which is paced.
+///
+/// - Throws: what `operation` throws, ``DeadlineExceeded``, or `CancellationError` when the
+///   calling task is cancelled first.
+public func withStartDeadline<Result: Sendable>(
+    _ limit: Duration,
+    _ operation: @escaping @Sendable (_ started: @escaping @Sendable () -> Void) async throws -> Result
+) async throws -> Result {
+    try await race(limit, whenStarted: .liftsTheDeadline, operation)
+}
+
+private enum DeadlineKind {
+    case keepsTheDeadline, liftsTheDeadline
+}
+
+private func race<Result: Sendable>(
+    _ limit: Duration, whenStarted kind: DeadlineKind,
+    _ operation: @escaping @Sendable (_ started: @escaping @Sendable () -> Void) async throws -> Result
+) async throws -> Result {
     let race = DeadlineRace<Result>()
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { continuation in
             race.start(continuation)
             let work = Task {
                 do {
-                    race.finish(.success(try await operation()))
+                    race.finish(.success(try await operation { race.markStarted() }))
                 } catch {
                     race.finish(.failure(error))
                 }
             }
             let timer = Task {
                 try? await Task.sleep(for: limit)
+                if kind == .liftsTheDeadline, race.hasStarted { return }
                 race.finish(.failure(DeadlineExceeded(limit: limit)))
             }
             race.hold(work: work, timer: timer)
@@ -56,6 +86,12 @@ private final class DeadlineRace<Result: Sendable>: Sendable {
     }
 
     private let state = Mutex(State())
+    private let started = Atomic<Bool>(false)
+
+    /// The operation got what it waited for (``withStartDeadline(_:_:)``).
+    func markStarted() { started.store(true, ordering: .releasing) }
+
+    var hasStarted: Bool { started.load(ordering: .acquiring) }
 
     func start(_ continuation: CheckedContinuation<Result, any Error>) {
         let early: Swift.Result<Result, any Error>? = state.withLock { state in

@@ -29,12 +29,17 @@ public struct APISettings: Sendable {
     /// (`HERALD_API_IMPORT_CONNECTIONS`), so slow uploads never hold the connections every other
     /// request shares. One more answers 429. An app runs one import at a time across processes.
     public var importConnections: Int
-    /// An import not finished after this long is abandoned, nothing of it kept
-    /// (`HERALD_API_IMPORT_DEADLINE_MS`).
+    /// An import herald-api has waited for this long (the time it spent on its own work not
+    /// counted) is abandoned, nothing of it kept (`HERALD_API_IMPORT_DEADLINE_MS`).
     public var importDeadline: Duration
     /// The slowest upload an import takes, in bytes a second over each 30 s
     /// (`HERALD_API_IMPORT_MIN_BYTES_PER_SECOND`; 0 turns it off).
     public var importMinimumBytesPerSecond: Int
+    /// How long an import waits for its database connection (`HERALD_API_IMPORT_CONNECTION_TIMEOUT_MS`).
+    public var importConnectionTimeout: Duration
+    /// How long each statement of an import's merge may run (`HERALD_API_IMPORT_MERGE_TIMEOUT_MS`,
+    /// PostgreSQL's `statement_timeout` for it).
+    public var importMergeTimeout: Duration
     /// How long an app key stays cached after a look-up (`HERALD_API_KEY_CACHE_MS`): a key revoked
     /// through another herald-api process stops working within this time.
     public var keyCacheTTL: Duration
@@ -102,6 +107,9 @@ public struct APISettings: Sendable {
         importConnections = max(1, config.int(forKey: "api.importConnections", default: 2))
         importDeadline = config.milliseconds(forKey: "api.importDeadlineMs", default: 900_000, minimum: 1000)
         importMinimumBytesPerSecond = max(0, config.int(forKey: "api.importMinBytesPerSecond", default: 16_384))
+        importConnectionTimeout = config.milliseconds(
+            forKey: "api.importConnectionTimeoutMs", default: 10_000, minimum: 100)
+        importMergeTimeout = config.milliseconds(forKey: "api.importMergeTimeoutMs", default: 600_000, minimum: 1000)
         keyCacheTTL = config.milliseconds(forKey: "api.keyCacheMs", default: 5_000)
         streamsPerApp = max(1, config.int(forKey: "api.streamsPerApp", default: 100))
         streams = max(1, config.int(forKey: "api.streams", default: 2_000))

@@ -1,5 +1,7 @@
 import Foundation
 import HeraldAPNs
+import HeraldCore
+import HeraldTiming
 import Logging
 import NIOCore
 import PostgresNIO
@@ -15,14 +17,44 @@ extension DeviceRepository {
     /// process runs it); `started` is called once this one holds it, before the first row is read.
     /// A line whose device would break a ``DeviceLimits`` limit (more tags than allowed, an alias
     /// naming more devices than allowed) is rejected alone, with every other line of its token.
+    ///
+    /// The upload has no deadline here (the caller paces it); the database's side has two: a
+    /// connection must come from the pool within `connectionWithin`, and each statement of the
+    /// merge must end within `mergeWithin` (the transaction's `statement_timeout`, so PostgreSQL
+    /// itself stops it and rolls everything back).
     /// - Returns: how many devices were registered or refreshed, and the lines rejected for the
     ///   limits, by their numbers.
-    /// - Throws: ``ImportInProgress`` when another import of the app runs.
+    /// - Throws: ``ImportInProgress`` when another import of the app runs; ``DeadlineExceeded``
+    ///   without a connection in time; PostgreSQL's `query_canceled` (SQLSTATE 57014) when the
+    ///   merge ran past `mergeWithin`.
     public func importDevices<Chunks: AsyncSequence & Sendable>(
-        appID: UUID, chunks: Chunks, started: @escaping @Sendable () -> Void = {}
+        appID: UUID, chunks: Chunks, connectionWithin: Duration = .seconds(10),
+        mergeWithin: Duration = .seconds(600), started: @escaping @Sendable () -> Void = {}
     ) async throws -> (imported: Int, overLimits: [(line: Int, message: String)])
     where Chunks.Element == [ImportLine] {
-        let (imported, overLimits) = try await client.transaction(logger: logger, within: nil) { connection in
+        let (imported, overLimits) = try await withStartDeadline(connectionWithin) { leased in
+            try await importTransaction(appID: appID, chunks: chunks, mergeWithin: mergeWithin) {
+                leased()
+            } started: {
+                started()
+            }
+        }
+        // A bulk import can multiply the tables' size before autovacuum's next look; without
+        // fresh statistics the planner treats them as small and the next fan-out's tag query
+        // picks a nested loop that runs for minutes (seen: 70 s for 100,000 devices, 25 ms after).
+        if imported >= 1_000 {
+            try await client.boundedQuery("ANALYZE devices, device_tags", logger: logger)
+        }
+        return (imported, overLimits)
+    }
+
+    private func importTransaction<Chunks: AsyncSequence & Sendable>(
+        appID: UUID, chunks: Chunks, mergeWithin: Duration, leased: @escaping @Sendable () -> Void,
+        started: @escaping @Sendable () -> Void
+    ) async throws -> (Int, [(line: Int, message: String)])
+    where Chunks.Element == [ImportLine] {
+        try await client.transaction(logger: logger, within: nil) { connection in
+            leased()
             // One import of an app at a time, whichever herald-api runs it.
             let locked = try await connection.run(
                 "SELECT pg_try_advisory_xact_lock(hashtextextended('herald-device-import:' || \(appID)::text, 0))",
@@ -53,6 +85,9 @@ extension DeviceRepository {
                     if buffer.readableBytes > 0 { try await writer.write(buffer) }
                 }
             }
+            // The merge, and what follows in this transaction, is bounded by PostgreSQL itself.
+            let timeout = "\(mergeWithin.wholeMilliseconds)"
+            try await connection.run("SELECT set_config('statement_timeout', \(timeout), true)", logger: logger)
             // Optimistic: the schema's triggers check the limits as the rows go in, so a file
             // whose lines all keep them (nearly every file) pays no check of its own. Only when
             // the triggers refuse the merge is it undone and done again without the lines that
@@ -68,13 +103,6 @@ extension DeviceRepository {
                 return (count, overLimits)
             }
         }
-        // A bulk import can multiply the tables' size before autovacuum's next look; without
-        // fresh statistics the planner treats them as small and the next fan-out's tag query
-        // picks a nested loop that runs for minutes (seen: 70 s for 100,000 devices, 25 ms after).
-        if imported >= 1_000 {
-            try await client.boundedQuery("ANALYZE devices, device_tags", logger: logger)
-        }
-        return (imported, overLimits)
     }
 
     /// Merges `device_import` into the app's devices (and their tags); returns how many devices
