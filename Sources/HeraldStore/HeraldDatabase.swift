@@ -27,6 +27,10 @@ public enum HeraldDatabase {
             ),
             ("application_name", settings.applicationName),
         ]
+        if settings.statementTimeout > .zero {
+            configuration.options.additionalStartupParameters.append(
+                ("statement_timeout", String(settings.statementTimeout.wholeMilliseconds)))
+        }
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 }

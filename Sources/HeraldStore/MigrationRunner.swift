@@ -43,13 +43,24 @@ public struct MigrationRunner: Sendable {
     @discardableResult
     public func migrate() async throws -> [Int] {
         try await client.withConnection { connection in
-            try await connection.run("SELECT pg_advisory_lock(\(Self.advisoryLockKey))", logger: logger)
+            // Waiting for another process's migrations, and a migration of a large table, take
+            // as long as they take: a pool's statement_timeout (herald-api's) is lifted for this
+            // connection, and put back (RESET: the value it started with) before it returns to
+            // the pool.
+            try await connection.run("SET statement_timeout = 0", logger: logger)
             do {
-                let applied = try await applyPending(on: connection)
-                try await connection.run("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
-                return applied
+                try await connection.run("SELECT pg_advisory_lock(\(Self.advisoryLockKey))", logger: logger)
+                do {
+                    let applied = try await applyPending(on: connection)
+                    try await connection.run("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
+                    try await connection.run("RESET statement_timeout", logger: logger)
+                    return applied
+                } catch {
+                    _ = try? await connection.run("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
+                    throw error
+                }
             } catch {
-                _ = try? await connection.run("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
+                _ = try? await connection.run("RESET statement_timeout", logger: logger)
                 throw error
             }
         }

@@ -24,7 +24,14 @@ do {
 }
 
 do {
-    try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
+    // The pool's statements end within the statement timeout (migrations lift it for their own
+    // connection); the import pool APIServer opens has none (a COPY lasts as long as its upload).
+    let postgres = {
+        var postgres = configuration.postgres
+        postgres.statementTimeout = settings.statementTimeout
+        return postgres
+    }()
+    try await HeraldDatabase.withClient(settings: postgres, logger: logger) { database in
         try await MigrationRunner(client: database, logger: logger).migrate()
         if configuration.security.adminToken?.isEmpty ?? true {
             logger.warning(
@@ -46,7 +53,7 @@ do {
                 "no master key configured (HERALD_MASTER_KEY): APNs credentials cannot be stored through this process")
         }
         let server = try APIServer(
-            settings: settings, security: configuration.security, database: database, postgres: configuration.postgres,
+            settings: settings, security: configuration.security, database: database, postgres: postgres,
             logger: logger
         ) { port in
             logger.info(

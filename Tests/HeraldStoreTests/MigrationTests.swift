@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import PostgresNIO
 import Testing
 
@@ -26,6 +27,40 @@ import Testing
                     "device_tags", "pushes", "push_counters", "push_batches", "failed_deliveries", "outbox", "schedules"]))
                 """, logger: logger)
             for try await count in rows.decode(Int64.self) { #expect(count == 11) }
+        }
+    }
+
+    @Test(
+        "with a pool's statement timeout (herald-api's): PostgreSQL stops a longer statement; migrations waiting longer than it on another process still apply, and the connection goes back to the pool with the timeout"
+    )
+    func statementTimeout() async throws {
+        try await withEmptyDatabaseNamed { plain, logger, name in
+            var settings = try await HeraldConfiguration.load().postgres
+            settings.database = name
+            settings.statementTimeout = .milliseconds(300)
+            // One connection: the one the migration used is the one asked afterwards.
+            settings.maximumConnections = 1
+            try await HeraldDatabase.withClient(settings: settings, logger: logger) { bounded in
+                await #expect {
+                    for try await _ in try await bounded.query("SELECT pg_sleep(2)", logger: logger) {}
+                } throws: { ($0 as? PSQLError)?.serverInfo?[.sqlState] == "57014" }
+
+                // Another process holds the migrations' lock for a second, three times the timeout.
+                try await plain.withConnection { holder in
+                    try await holder.query(
+                        "SELECT pg_advisory_lock(\(MigrationRunner.advisoryLockKey))", logger: logger)
+                    async let migrated = MigrationRunner(client: bounded, logger: logger).migrate()
+                    try await Task.sleep(for: .seconds(1))
+                    try await holder.query(
+                        "SELECT pg_advisory_unlock(\(MigrationRunner.advisoryLockKey))", logger: logger)
+                    #expect(try await !migrated.isEmpty)
+                }
+                for try await setting in try await bounded.query("SHOW statement_timeout", logger: logger).decode(
+                    String.self)
+                {
+                    #expect(setting == "300ms")
+                }
+            }
         }
     }
 

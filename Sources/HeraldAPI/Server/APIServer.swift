@@ -47,6 +47,9 @@ public struct APIServer: Service {
         let deadlines = RequestDeadlines(timeout: settings.requestTimeout)
         var importPostgres = postgres
         importPostgres.maximumConnections = settings.importConnections
+        // A COPY lasts as long as its upload: the import's bounds are its own (its merge's
+        // statement_timeout is set in its transaction).
+        importPostgres.statementTimeout = .zero
         let importDatabase = try HeraldDatabase.makeClient(settings: importPostgres, logger: logger)
         let progressHub = PushProgressHub(
             pushes: PushRepository(client: database, logger: logger),

@@ -55,6 +55,11 @@ public struct APISettings: Sendable {
     /// An operation that has not finished after this long (the database unreachable or stuck)
     /// answers 503 (`HERALD_API_REQUEST_TIMEOUT_MS`); live progress streams and imports have none.
     public var requestTimeout: Duration
+    /// PostgreSQL stops a statement of herald-api's pool that runs longer
+    /// (`HERALD_API_STATEMENT_TIMEOUT_MS`, `statement_timeout`; default the request timeout and
+    /// 5 s): a request answered 503 `timed_out` leaves no query running on. 0 turns it off. Imports
+    /// have their own pool and bounds.
+    public var statementTimeout: Duration
     /// Statements storing new pushes that may run at once (`HERALD_API_PUSH_WRITERS`); pushes
     /// arriving while all are busy are stored together by the next one, up to
     /// `HERALD_API_PUSH_BATCH` to a statement.
@@ -116,6 +121,8 @@ public struct APISettings: Sendable {
         streamLifetime = config.milliseconds(forKey: "api.streamLifetimeMs", default: 3_600_000, minimum: 1000)
         validateExactUpTo = max(1, config.int(forKey: "api.validateExactUpTo", default: 100_000))
         requestTimeout = config.milliseconds(forKey: "api.requestTimeoutMs", default: 10_000, minimum: 100)
+        statementTimeout = config.milliseconds(
+            forKey: "api.statementTimeoutMs", default: Int(requestTimeout.wholeMilliseconds) + 5_000, minimum: 0)
         pushWriters = max(1, config.int(forKey: "api.pushWriters", default: 2))
         pushBatch = max(1, config.int(forKey: "api.pushBatch", default: 64))
         idleTimeout = config.milliseconds(forKey: "api.idleTimeoutMs", default: 60_000, minimum: 100)

@@ -161,6 +161,11 @@ public struct PostgresSettings: Sendable {
     /// (`idle_in_transaction_session_timeout`), so a process stuck mid-transaction cannot hold
     /// its row locks — and with them the counting of outcomes — for ever. 0 turns it off.
     public var idleInTransactionTimeout: Duration
+    /// PostgreSQL stops any statement of these connections that runs longer (`statement_timeout`);
+    /// zero: no limit. Not a setting of its own: herald-api gives its pool the limit of
+    /// `HERALD_API_STATEMENT_TIMEOUT_MS`, so a query whose request has been answered 503 does not
+    /// run on in the database; migrations lift it for their own connection.
+    public var statementTimeout: Duration = .zero
     /// TLS for every connection (`HERALD_POSTGRES_TLS_*`).
     public var tls: PostgresTLSSettings
     /// What PostgreSQL shows as the connections' `application_name`: the process (`herald-api`, …),
