@@ -203,6 +203,21 @@ try:
     wait(driver, 15, expected_conditions.url_contains("/console/pushes/"), "sending opens the push page")
     throttled = push_id(driver)
     wait(driver, 60, lambda d: (number(text(d, "count-accepted")) or 0) > 0, "the throttled push makes progress")
+    # While it is still sending, every part of the page follows the stream: the Outcomes legend
+    # and the progress card say what the API says (the stream trails it by at most a poll).
+    before = status(throttled)["counters"]["accepted"]
+    wait(driver, 15, lambda d: (number(text(d, "legend-accepted")) or 0) >= before,
+         f"the Outcomes legend catches up with the API's accepted count ({before})")
+    legend, card = number(text(driver, "legend-accepted")), number(text(driver, "count-accepted"))
+    after = status(throttled)
+    check(after["state"] in ("fanning_out", "sending"), f"the push is still sending while the legend is read ({after['state']})")
+    check(before <= legend <= after["counters"]["accepted"],
+          f"the legend's Accepted ({legend}) lies between the API's before and after ({before}..{after['counters']['accepted']})")
+    check(legend == card or abs(legend - card) <= 2000, f"the legend and the progress card agree ({legend}, {card})")
+    pause_form = driver.find_element(By.CSS_SELECTOR, "form[data-action=pause]")
+    check(pause_form.is_displayed() == (after["state"] == "fanning_out"),
+          f"Pause is offered exactly while the push fans out ({after['state']})")
+    screenshot(driver, "04a-push-sending-live")
     driver.find_element(By.CSS_SELECTOR, f"form[action='/console/pushes/{throttled}/pause'] button").click()
     wait(driver, 15, expected_conditions.url_contains("done=pause"), "pausing answers with the push's page")
     wait(driver, 15, lambda d: text(d, "push-state") == "paused", "the page shows the push paused")
@@ -226,6 +241,10 @@ try:
             break
         time.sleep(0.5)
     check(final["state"] == "canceled", "the throttled push is canceled")
+    wait(driver, 30, lambda d: text(d, "push-state") == "canceled", "the page shows the push canceled")
+    check(not any(form.is_displayed() for form in driver.find_elements(
+        By.CSS_SELECTOR, "form[data-action=pause], form[data-action=resume], form[data-action=cancel]")),
+          "an ended push offers no Pause, Resume or Cancel")
     check(total == (final.get("audience_size") or c["targeted"]) and c["canceled"] > 0,
           f"its counts add up: {c['accepted']} accepted + {c['rejected']} rejected + {c['expired']} expired + "
           f"{c['canceled']} canceled = {final.get('audience_size')}")

@@ -157,8 +157,13 @@ struct ConsoleTests {
 
             let detail = try await browser.request(.get, location)
             #expect(detail.status == .ok && detail.text.contains(pushID))
-            #expect(detail.text.contains("/console/pushes/\(pushID)/cancel"), "a running push offers Cancel")
-            #expect(!detail.text.contains("Nothing left to do"))
+            // Every button is on the page (the live script shows the ones that apply as the push
+            // moves on); those that do not apply now are hidden.
+            #expect(
+                detail.text.contains(#"action="/console/pushes/\#(pushID)/cancel" data-action="cancel" data-confirm"#),
+                "a running push offers Cancel")
+            #expect(detail.text.contains(#"data-action="resume" hidden"#), "a push that is not paused offers no Resume")
+            #expect(detail.text.contains(#"id="no-actions" hidden"#))
             let listed = try await browser.request(.get, "/console/pushes")
             #expect(listed.text.contains("/console/pushes/\(pushID)") && !listed.text.contains("No pushes"))
             let cancelWithoutToken = try await browser.request(

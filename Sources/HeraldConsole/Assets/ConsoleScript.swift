@@ -114,6 +114,56 @@ enum ConsoleScript {
             check();
           }
 
+          // Push detail: what the delivery policy left out, by reason.
+          function showSkipped(c) {
+            var detail = $("#skipped-detail"); if (!detail) { return; }
+            var byReason = c.skipped_by_reason || {};
+            detail.hidden = !(c.skipped > 0);
+            detail.textContent = "Skipped by the app's delivery policy: " + Object.keys(byReason).sort().map(function (name) {
+              return (name === "quiet_hours" ? "in their quiet hours" : name === "capped" ? "at the frequency cap" : name) + " " + number(byReason[name]);
+            }).join(", ");
+          }
+
+          // Push detail: the rejections by reason, drawn as the page draws them (PushView.swift).
+          function drawReasons(byReason) {
+            var box = $("#reasons"), chart = $("#reasons-chart"); if (!box || !chart) { return; }
+            var entries = Object.keys(byReason || {}).map(function (name) { return [name, byReason[name]]; })
+              .sort(function (a, b) { return a[1] === b[1] ? (a[0] < b[0] ? -1 : 1) : b[1] - a[1]; });
+            box.hidden = entries.length === 0;
+            var ns = "http://www.w3.org/2000/svg", largest = entries.length > 0 ? entries[0][1] : 1;
+            while (chart.firstChild) { chart.removeChild(chart.firstChild); }
+            function element(name, attributes, text) {
+              var node = document.createElementNS(ns, name);
+              Object.keys(attributes).forEach(function (key) { node.setAttribute(key, attributes[key]); });
+              if (text !== undefined) { node.textContent = text; }
+              chart.appendChild(node);
+            }
+            entries.forEach(function (entry, index) {
+              var width = Math.max(2, (entry[1] / largest) * 320), top = index * 24;
+              element("text", { x: 0, y: top + 16 }, entry[0]);
+              element("rect", { "class": "reason-bar", x: 200, y: top + 4, width: width.toFixed(1), height: 14, rx: 3 });
+              element("text", { x: (208 + width).toFixed(1), y: top + 16 }, number(entry[1]));
+            });
+            chart.setAttribute("viewBox", "0 0 600 " + (entries.length * 24 + 4));
+          }
+
+          // Push detail: the buttons that apply now, by the rules of PushActions (PushView.swift).
+          function showActions(push) {
+            var ended = push.state === "completed" || push.state === "canceled", isRecall = !!push.recall_of;
+            var allowed = {
+              pause: !ended && !push.paused && push.state !== "sending" && !isRecall,
+              resume: !ended && !!push.paused,
+              cancel: !ended,
+              recall: !isRecall && push.state !== "scheduled"
+            };
+            var any = !!$(".actions a.button");
+            Object.keys(allowed).forEach(function (name) {
+              var form = $("form[data-action=" + name + "]");
+              if (form) { form.hidden = !allowed[name]; any = any || allowed[name]; }
+            });
+            var none = $("#no-actions"); if (none) { none.hidden = any; }
+          }
+
           // Push detail: live progress over Server-Sent Events until the push ends.
           var live = $("#live[data-events]");
           if (live && window.EventSource) {
@@ -148,12 +198,22 @@ enum ConsoleScript {
               $("#eta").textContent = eta;
               var total = Math.max(target, 1);
               var x = 0;
-              [["accepted", c.accepted], ["rejected", c.rejected], ["expired", c.expired], ["canceled", c.canceled], ["skipped", c.skipped || 0]].forEach(function (pair) {
+              var outcomes = [["accepted", c.accepted], ["rejected", c.rejected], ["expired", c.expired], ["canceled", c.canceled], ["skipped", c.skipped || 0]];
+              outcomes.forEach(function (pair) {
+                var legend = $("#legend-" + pair[0]); if (legend) { legend.textContent = number(pair[1]); }
                 var rect = $("#seg-" + pair[0]); if (!rect) { return; }
                 var width = (100 * pair[1]) / total;
                 rect.setAttribute("x", x.toFixed(3) + "%"); rect.setAttribute("width", width.toFixed(3) + "%");
                 x += width;
               });
+              var chart = $("#outcomes-chart");
+              if (chart) {
+                chart.setAttribute("aria-label", outcomes.filter(function (pair) { return pair[0] !== "skipped" || pair[1] > 0; })
+                  .map(function (pair, index) { return (index === 0 ? "Accepted" : pair[0]) + " " + number(pair[1]); }).join(", ") + " of " + number(target));
+              }
+              showSkipped(c);
+              drawReasons(c.rejected_by_reason);
+              showActions(push);
               if (push.state === "completed" || push.state === "canceled") {
                 $("#progress-bar").classList.add("done");
                 source.close();

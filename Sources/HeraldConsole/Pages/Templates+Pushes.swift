@@ -65,24 +65,24 @@ extension ConsoleTemplates {
             </div>
             <div class="card">
               <h2>Outcomes</h2>
-              <svg class="chart" role="img" aria-label="{{push.outcomeSummary}}">
+              <svg id="outcomes-chart" class="chart" role="img" aria-label="{{push.outcomeSummary}}">
                 <rect class="seg-pending" width="100%" height="100%" rx="6"/>
                 {{#push.segments}}<rect id="seg-{{name}}" class="seg-{{name}}" x="{{x}}%" width="{{width}}%" height="100%"/>{{/push.segments}}
               </svg>
               <div class="legend">
-                {{#push.segments}}<span><svg aria-hidden="true"><rect class="seg-{{name}}" width="10" height="10" rx="2"/></svg>{{label}} {{count}}</span>{{/push.segments}}
+                {{#push.segments}}<span><svg aria-hidden="true"><rect class="seg-{{name}}" width="10" height="10" rx="2"/></svg>{{label}} <span id="legend-{{name}}">{{count}}</span></span>{{/push.segments}}
               </div>
-              {{#push.skippedDetail}}<p class="hint" id="skipped-detail">{{push.skippedDetail}}</p>{{/push.skippedDetail}}
-              {{#push.hasReasons}}
+              <p class="hint" id="skipped-detail"{{^push.skippedDetail}} hidden{{/push.skippedDetail}}>{{push.skippedDetail}}</p>
+              <div id="reasons"{{^push.hasReasons}} hidden{{/push.hasReasons}}>
               <h2 class="reasons-title">Failed, by reason</h2>
-              <svg class="reasons" viewBox="0 0 600 {{push.reasonsHeight}}" role="img" aria-label="Rejections by reason">
+              <svg id="reasons-chart" class="reasons" viewBox="0 0 600 {{push.reasonsHeight}}" role="img" aria-label="Rejections by reason">
                 {{#push.reasons}}
                 <text x="0" y="{{textY}}">{{reason}}</text>
                 <rect class="reason-bar" x="200" y="{{barY}}" width="{{barWidth}}" height="14" rx="3"/>
                 <text x="{{countX}}" y="{{textY}}">{{count}}</text>
                 {{/push.reasons}}
               </svg>
-              {{/push.hasReasons}}
+              </div>
             </div>
             {{#push.hasWaves}}
             <div class="card" id="waves">
@@ -114,13 +114,13 @@ extension ConsoleTemplates {
             <div class="card">
               <h2>Actions</h2>
               <div class="actions">
-                {{#actions.pause}}<form method="post" action="/console/pushes/{{push.id}}/pause"><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="confirmed" value="1"><button class="secondary" type="submit">Pause</button></form>{{/actions.pause}}
-                {{#actions.resume}}<form method="post" action="/console/pushes/{{push.id}}/resume"><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="confirmed" value="1"><button class="secondary" type="submit">Resume</button></form>{{/actions.resume}}
-                {{#actions.cancel}}<form method="post" action="/console/pushes/{{push.id}}/cancel" data-confirm="Cancel this push? Devices not reached yet will not get it."><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="confirmed" value=""><button class="danger" type="submit">Cancel</button></form>{{/actions.cancel}}
-                {{#actions.recall}}<form method="post" action="/console/pushes/{{push.id}}/recall" data-confirm="Recall this push? It is canceled, and every device that got it is told to remove it."><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="confirmed" value=""><button class="danger" type="submit">Recall</button></form>{{/actions.recall}}
+                <form method="post" action="/console/pushes/{{push.id}}/pause" data-action="pause"{{^actions.pause}} hidden{{/actions.pause}}><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="confirmed" value="1"><button class="secondary" type="submit">Pause</button></form>
+                <form method="post" action="/console/pushes/{{push.id}}/resume" data-action="resume"{{^actions.resume}} hidden{{/actions.resume}}><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="confirmed" value="1"><button class="secondary" type="submit">Resume</button></form>
+                <form method="post" action="/console/pushes/{{push.id}}/cancel" data-action="cancel"{{^actions.cancel}} hidden{{/actions.cancel}} data-confirm="Cancel this push? Devices not reached yet will not get it."><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="confirmed" value=""><button class="danger" type="submit">Cancel</button></form>
+                <form method="post" action="/console/pushes/{{push.id}}/recall" data-action="recall"{{^actions.recall}} hidden{{/actions.recall}} data-confirm="Recall this push? It is canceled, and every device that got it is told to remove it."><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="confirmed" value=""><button class="danger" type="submit">Recall</button></form>
                 {{#actions.correct}}<a class="button secondary" href="/console/compose?replaces={{push.id}}">Send a correction</a>{{/actions.correct}}
               </div>
-              {{^actions.any}}<p class="muted">Nothing left to do: this push has ended.</p>{{/actions.any}}
+              <p class="muted" id="no-actions"{{#actions.any}} hidden{{/actions.any}}>Nothing left to do: this push has ended.</p>
             </div>
             <div class="card">
               <h2>Details</h2>
