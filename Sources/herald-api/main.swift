@@ -26,11 +26,7 @@ do {
 do {
     // The pool's statements end within the statement timeout (migrations lift it for their own
     // connection); the import pool APIServer opens has none (a COPY lasts as long as its upload).
-    let postgres = {
-        var postgres = configuration.postgres
-        postgres.statementTimeout = settings.statementTimeout
-        return postgres
-    }()
+    let postgres = APIServer.poolSettings(configuration.postgres, api: settings)
     try await HeraldDatabase.withClient(settings: postgres, logger: logger) { database in
         try await MigrationRunner(client: database, logger: logger).migrate()
         if configuration.security.adminToken?.isEmpty ?? true {

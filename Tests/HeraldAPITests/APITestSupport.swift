@@ -131,21 +131,23 @@ func withAPI(
     _ body: @Sendable (APITest) async throws -> Void
 ) async throws {
     let configuration = try await HeraldConfiguration.load()
-    try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
+    var settings = configuration.api
+    settings.port = 0
+    settings.rateLimitPerSecond = rateLimitPerSecond
+    settings.rateLimitBurst = burst
+    settings.keyCacheTTL = .zero
+    // Every test's herald-api shares the test database; counted together they would divide
+    // each other's rate limits. The sharing has tests of its own (APIReplicaRepositoryTests,
+    // the scale-out test through a load balancer).
+    settings.replicaHeartbeat = .zero
+    // Counters are read through the API port here; tests of the operations port turn it on.
+    settings.metricsPort = 0
+    settings.metricsOnAPIPort = true
+    configure(&settings)
+    // herald-api's pool, as herald-api makes it (its statement timeout).
+    let postgres = APIServer.poolSettings(configuration.postgres, api: settings)
+    try await HeraldDatabase.withClient(settings: postgres, logger: logger) { [settings] database in
         try await MigrationRunner(client: database, logger: logger).migrate()
-        var settings = configuration.api
-        settings.port = 0
-        settings.rateLimitPerSecond = rateLimitPerSecond
-        settings.rateLimitBurst = burst
-        settings.keyCacheTTL = .zero
-        // Every test's herald-api shares the test database; counted together they would divide
-        // each other's rate limits. The sharing has tests of its own (APIReplicaRepositoryTests,
-        // the scale-out test through a load balancer).
-        settings.replicaHeartbeat = .zero
-        // Counters are read through the API port here; tests of the operations port turn it on.
-        settings.metricsPort = 0
-        settings.metricsOnAPIPort = true
-        configure(&settings)
         var security = configuration.security
         security.adminToken = APITest.adminToken
         // The local cluster's key (scripts/with-infrastructure.sh): one key per database, as in

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldCore
 import HeraldRecords
 import HeraldStore
 import PostgresNIO
@@ -330,6 +331,22 @@ struct PushesAPITests {
             // Limits are per app: another app is not slowed down.
             let other = try await api.createApp()
             #expect(try await api.call(.get, "/v1/pushes", key: other.serverKey).status == .ok)
+        }
+    }
+
+    @Test(
+        "herald-api's pool carries its statement timeout, so PostgreSQL stops a query whose request was answered 503 (MigrationTests.statementTimeout: the stop itself)"
+    )
+    func poolCarriesTheStatementTimeout() async throws {
+        // By default the request timeout and 5 s.
+        let loaded = try await HeraldConfiguration.load(environment: ["HERALD_API_REQUEST_TIMEOUT_MS": "2000"])
+        #expect(loaded.api.statementTimeout == .seconds(7))
+        try await withAPI(configure: { $0.statementTimeout = .seconds(7) }) { api in
+            for try await setting in try await api.database.query("SHOW statement_timeout", logger: api.logger)
+                .decode(String.self)
+            {
+                #expect(setting == "7s")
+            }
         }
     }
 

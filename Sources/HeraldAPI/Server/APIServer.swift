@@ -21,7 +21,16 @@ public struct APIServer: Service {
     /// The Hummingbird application (tests drive it with HummingbirdTesting).
     let application: Application<RouterResponder<APIRequestContext>>
 
+    /// The settings of herald-api's own pool: `postgres` with the statement timeout of
+    /// `settings` (PostgreSQL stops a statement whose request was answered 503 long ago).
+    public static func poolSettings(_ postgres: PostgresSettings, api settings: APISettings) -> PostgresSettings {
+        var postgres = postgres
+        postgres.statementTimeout = settings.statementTimeout
+        return postgres
+    }
+
     /// - Parameters:
+    ///   - database: a pool made with ``poolSettings(_:api:)``.
     ///   - postgres: where imports open a pool of their own (`importConnections` connections).
     ///   - onServerRunning: called with the port once the server listens (useful with port 0).
     public init(
