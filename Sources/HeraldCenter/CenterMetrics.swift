@@ -155,6 +155,11 @@ public final class CenterMetrics: Sendable {
             text.single(
                 "herald_postgres_max_connections", .gauge, help: "The PostgreSQL server's max_connections.",
                 value: system.maximumConnections)
+            text.single(
+                "herald_apps_legacy_mode", .gauge,
+                help:
+                    "Apps whose client keys still follow the rules from before the trust migration (legacy client access on, or identity verification off).",
+                value: system.appsInLegacyMode)
             text.family(
                 "herald_apns_certificate_expiry_timestamp_seconds", .gauge,
                 help: "When each app's stored APNs certificate expires (certificate credentials only), Unix time.")

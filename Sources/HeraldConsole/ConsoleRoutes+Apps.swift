@@ -53,6 +53,8 @@ extension ConsoleRoutes {
 
         var chrome: Chrome
         var app: AppInfo
+        /// The app's client keys still have the rules from before the trust migration.
+        var legacyMode: String?
         var credentials: [CredentialRow]
         var hasCredentials: Bool
         var keys: [KeyRow]
@@ -175,7 +177,8 @@ extension ConsoleRoutes {
         chrome.notice = Self.appNotice(request.uri.queryParameters.get("done"))
         let page = AppPage(
             chrome: chrome, app: .init(id: app.id, name: app.name, bundleID: app.bundleId),
-            credentials: credentialRows, hasCredentials: !credentialRows.isEmpty, keys: keyRows)
+            legacyMode: app.legacyModeWarning, credentials: credentialRows, hasCredentials: !credentialRows.isEmpty,
+            keys: keyRows)
         return Self.html(ConsoleTemplates.render("app", page))
     }
 

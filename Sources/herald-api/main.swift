@@ -29,6 +29,18 @@ do {
     let postgres = APIServer.poolSettings(configuration.postgres, api: settings)
     try await HeraldDatabase.withClient(settings: postgres, logger: logger) { database in
         try await MigrationRunner(client: database, logger: logger).migrate()
+        let legacy = try await AppRepository(client: database, logger: logger).legacyModeApps()
+        if legacy.count > 0 {
+            // Loud on purpose: these apps' public client keys can change devices by registration id
+            // or bind aliases unsigned (docs/security.md, "Apps created before these rules").
+            logger.warning(
+                "apps in legacy client mode: their client keys may change devices by registration id or bind aliases unsigned; switch each with herald app update --app ID --identity-verification on --legacy-client-access off",
+                metadata: [
+                    "apps": "\(legacy.count)",
+                    "bundle-ids":
+                        "\(legacy.bundleIDs.joined(separator: ","))\(legacy.count > legacy.bundleIDs.count ? ",…" : "")",
+                ])
+        }
         if configuration.security.adminToken?.isEmpty ?? true {
             logger.warning(
                 "no admin token configured (HERALD_ADMIN_TOKEN): apps cannot be managed through this process")

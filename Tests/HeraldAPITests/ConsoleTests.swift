@@ -243,6 +243,17 @@ struct ConsoleTests {
 
             let page = try await admin.request(.get, "/console/apps/\(appID)")
             #expect(page.status == .ok && page.text.contains(bundleID))
+            #expect(!page.text.contains("id=\"legacy-mode\""), "a new app has the strict client rules")
+            // An app switched back to the rules from before the trust migration says so, loudly.
+            let loosened = try await api.call(
+                .patch, "/v1/apps/\(appID)", key: APITest.adminToken, json: #"{"legacy_client_access":true}"#)
+            #expect(loosened.status == .ok, "\(loosened.text)")
+            let legacyPage = try await admin.request(.get, "/console/apps/\(appID)")
+            #expect(
+                legacyPage.text.contains("id=\"legacy-mode\"")
+                    && legacyPage.text.contains("change any device of the app by its registration id"))
+            _ = try await api.call(
+                .patch, "/v1/apps/\(appID)", key: APITest.adminToken, json: #"{"legacy_client_access":false}"#)
             #expect(!page.text.contains(String(serverKey)), "a key is shown once, never again")
             #expect(page.text.contains(String(serverKey.prefix(8))))
 

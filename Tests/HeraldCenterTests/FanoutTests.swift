@@ -128,6 +128,7 @@ struct FanoutTests {
                 (server.flatMap { Double($0.split(separator: " ")[1]) } ?? 0) >= 2,
                 "at least the two centers' connections")
             #expect((maximum.flatMap { Double($0.split(separator: " ")[1]) } ?? 0) > 0)
+            #expect(text.contains("\nherald_apps_legacy_mode "))
             #expect(
                 text.contains(
                     #"herald_apns_certificate_expiry_timestamp_seconds{app="\#(env.app.id.uuidString.lowercased())",environment="production"} 1900000000"#

@@ -38,6 +38,9 @@ struct TrustMigrationTests {
             let apps = AppRepository(client: client, logger: logger)
             let before = try #require(try await apps.app(id: appID))
             #expect(before.clientRules == ClientKeyRules(identityVerification: false, legacyAccess: true))
+            // Loud: counted and named (the gauge, herald-api's warning at start).
+            let legacy = try await apps.legacyModeApps()
+            #expect(legacy.count == 1 && legacy.bundleIDs.count == 1)
             let record = try #require(try await APIKeyRepository(client: client, logger: logger).authenticate(key: key))
             #expect(record.kind == .server && record.scopes == nil, "a server key from before keeps every scope")
             let devices = try await DeviceRepository(client: client, logger: logger).devices(
@@ -47,6 +50,7 @@ struct TrustMigrationTests {
             let switched = try await apps.update(
                 id: appID, .init(identityVerification: true, legacyClientAccess: false))
             #expect(switched?.clientRules == ClientKeyRules())
+            #expect(try await apps.legacyModeApps().count == 0, "switched over, no longer in legacy mode")
             let new = try await apps.create(name: "after", bundleID: "com.herald.after")
             #expect(
                 new.clientRules == ClientKeyRules(identityVerification: true, legacyAccess: false, allowedTags: nil))

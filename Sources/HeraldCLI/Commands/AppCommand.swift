@@ -41,6 +41,7 @@ extension Components.Schemas.App {
         ]
         if legacyClientAccess { rules.append("legacy client access on (client keys may use registration ids)") }
         var text = "  client keys: " + rules.joined(separator: "; ")
+        if let warning = legacyModeWarning { text += "\n  WARNING: " + warning }
         if let policy = deliveryPolicy {
             var parts: [String] = []
             if let quiet = policy.quietHours { parts.append("quiet hours \(quiet.start)–\(quiet.end)") }

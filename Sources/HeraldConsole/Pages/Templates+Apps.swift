@@ -35,6 +35,7 @@ extension ConsoleTemplates {
         {{#chrome.globalAdmin}}<p><a href="/console/apps">← Apps</a></p>{{/chrome.globalAdmin}}
         <h1>{{app.name}}</h1>
         <p class="lede"><span class="mono">{{app.bundleID}}</span> · app id <span class="mono">{{app.id}}</span></p>
+        {{#legacyMode}}<div class="alert" role="alert" id="legacy-mode">{{legacyMode}}</div>{{/legacyMode}}
         <div class="card">
           <h2>APNs credentials</h2>
           <table>

@@ -160,6 +160,9 @@ public struct SystemGauges: Sendable, Equatable {
     /// not), and the server's `max_connections`: how close it is to refusing new ones.
     public var serverConnections: Int64 = 0
     public var maximumConnections: Int64 = 0
+    /// Apps whose client keys still follow the rules from before the trust migration
+    /// (``AppRepository/legacyModeApps(limit:)``).
+    public var appsInLegacyMode: Int64 = 0
     /// When each stored APNs certificate (.p12/PEM credential) expires, seconds since the epoch.
     public var certificateExpiries: [CertificateExpiry] = []
 

@@ -29,6 +29,24 @@ public struct AppRepository: Sendable {
     }
 
     /// Apps in creation order, `limit` at a time after `cursor` (an app id).
+    /// Apps whose client keys still follow the rules from before the trust migration (legacy
+    /// client access on, or identity verification off): how many, and the bundle ids of the first
+    /// `limit` of them.
+    public func legacyModeApps(limit: Int = 10) async throws -> (count: Int, bundleIDs: [String]) {
+        let rows = try await client.boundedQuery(
+            """
+            SELECT count(*) OVER (), bundle_id FROM apps WHERE legacy_client_access OR NOT identity_verification
+            ORDER BY created_at, id LIMIT \(limit)
+            """, logger: logger)
+        var count = 0
+        var bundleIDs: [String] = []
+        for try await (total, bundleID) in rows.decode((Int64, String).self) {
+            count = Int(total)
+            bundleIDs.append(bundleID)
+        }
+        return (count, bundleIDs)
+    }
+
     public func list(after cursor: UUID? = nil, limit: Int = 100) async throws -> [App] {
         let rows: ReadRows
         if let cursor {

@@ -759,11 +759,13 @@ public struct FanoutRepository: Sendable {
         let server = try await client.boundedQuery(
             """
             SELECT (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'),
-                   current_setting('max_connections')::int8
+                   current_setting('max_connections')::int8,
+                   (SELECT count(*) FROM apps WHERE legacy_client_access OR NOT identity_verification)
             """, logger: logger)
-        for try await (count, maximum) in server.decode((Int64, Int64).self) {
+        for try await (count, maximum, legacy) in server.decode((Int64, Int64, Int64).self) {
             gauges.serverConnections = count
             gauges.maximumConnections = maximum
+            gauges.appsInLegacyMode = legacy
         }
         let certificates = try await client.boundedQuery(
             """
