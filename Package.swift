@@ -205,7 +205,7 @@ let package = Package(
             name: "HeraldAPI",
             dependencies: [
                 "HeraldAPIContract", "HeraldConsole", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore",
-                "HeraldMetrics",
+                "HeraldMetrics", "HeraldTiming",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
