@@ -38,10 +38,12 @@ SENDER_DEFAULTS = {"HERALD_SENDER_MAX_ATTEMPTS": 8, "HERALD_SENDER_RETRY_BASE_MS
                    "HERALD_SENDER_RETRY_MAX_MS": 30000, "HERALD_SENDER_REQUEST_TIMEOUT_MS": 10000}
 # What each Job carries so that Argo CD and Flux run it before the services (Deploy/README.md).
 JOB_ORDERING = {
-    "argocd.argoproj.io/hook": "PreSync",
-    "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
+    "argocd.argoproj.io/sync-wave": "1",
+    "argocd.argoproj.io/sync-options": "Force=true,Replace=true",
     "kustomize.toolkit.fluxcd.io/force": "enabled",
 }
+# Services come after the Jobs (a PreSync hook would run before the generated settings exist).
+DEPLOYMENT_WAVE = "2"
 OPERATIONS_PORTS = {"herald-api": 9467, "herald-center": 9466, "herald-sender": 9465}
 # A staging box differs from a cluster in where things are and how they are reached, never in
 # how Herald behaves: these variables may differ between compose and the Kubernetes base.
@@ -222,6 +224,9 @@ def check_overlay(overlay, keda_schema, documented):
                       and c.get("labelSelector", {}).get("matchLabels", {}).items() <= own.items()]
             if not spread:
                 fail(where, f"{name}: no topologySpreadConstraints over kubernetes.io/hostname selecting its own pods")
+            wave = workload["metadata"].get("annotations", {}).get("argocd.argoproj.io/sync-wave")
+            if wave != DEPLOYMENT_WAVE:
+                fail(where, f"{name}: argocd.argoproj.io/sync-wave must be {DEPLOYMENT_WAVE} (after the Jobs), not {wave}")
         else:
             annotations = workload["metadata"].get("annotations", {})
             for key, value in JOB_ORDERING.items():

@@ -299,7 +299,23 @@ struct PushesAPITests {
             let appID = try #require(UUID(uuidString: app.id))
             let repository = PushRepository(client: api.database, logger: api.logger)
             let canceler = Task {
-                try await Task.sleep(for: .milliseconds(1200))
+                // Canceled once the stream is open and the hub has polled the push since (its first
+                // event read), whenever that is on a loaded machine; metrics over a connection of
+                // their own, the test client's being the stream's.
+                func gauge(_ name: String) async throws -> Double {
+                    let text = try await api.callUnhurried(.get, "/metrics", key: app.serverKey).text
+                    let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+                    return line.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+                }
+                var pollsAtOpen: Double?
+                for _ in 0..<600 {
+                    if let opened = pollsAtOpen {
+                        if try await gauge("herald_api_progress_polls_total") > opened { break }
+                    } else if try await gauge("herald_api_progress_streams") >= 1 {
+                        pollsAtOpen = try await gauge("herald_api_progress_polls_total")
+                    }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
                 return try await repository.cancel(id: liveID, appID: appID)
             }
             let events = try await api.call(.get, "/v1/pushes/\(liveID.uuidString)/events", key: app.serverKey)

@@ -81,7 +81,7 @@ private final class Gate: Sendable {
     @Test("started in time, the operation may run past the limit")
     func startedInTimeRunsOn() async throws {
         let answer = try await withStartDeadline(.milliseconds(50)) { started in
-            started()
+            #expect(started())
             try await Task.sleep(for: .milliseconds(300))
             return 7
         }
@@ -106,9 +106,49 @@ private final class Gate: Sendable {
         struct Refused: Error {}
         await #expect(throws: Refused.self) {
             try await withStartDeadline(.seconds(10)) { started -> Int in
-                started()
+                _ = started()
                 throw Refused()
             }
         }
+    }
+
+    @Test("started after the deadline: started() says so, and the operation gives up what it got")
+    func startedTooLate() async throws {
+        let gate = Gate()
+        let late = Mutex<Bool?>(nil)
+        await #expect(throws: DeadlineExceeded.self) {
+            try await withStartDeadline(.milliseconds(50)) { started -> Int in
+                await gate.wait()
+                late.withLock { $0 = started() }
+                return 1
+            }
+        }
+        gate.open()
+        for _ in 0..<500 where late.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(late.withLock { $0 } == false)
+    }
+
+    @Test("the caller cancelled after the start waits for the operation, which sees the cancellation")
+    func cancelledAfterTheStartWaits() async throws {
+        let ended = Mutex(false)
+        let began = Mutex(false)
+        let running = Task {
+            try await withStartDeadline(.seconds(10)) { started -> Int in
+                _ = started()
+                began.withLock { $0 = true }
+                do {
+                    try await Task.sleep(for: .seconds(60))
+                } catch {
+                    try? await Task.sleep(for: .milliseconds(100))
+                    ended.withLock { $0 = true }
+                    throw error
+                }
+                return 1
+            }
+        }
+        for _ in 0..<500 where !began.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
+        running.cancel()
+        await #expect(throws: CancellationError.self) { try await running.value }
+        #expect(ended.withLock { $0 }, "the caller was answered only once the operation had ended")
     }
 }

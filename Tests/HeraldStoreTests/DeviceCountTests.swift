@@ -123,7 +123,8 @@ struct DeviceCountTests {
                 continuation.yield(Array(lines[20...]))
                 continuation.finish()
             }
-            _ = try await devices.importDevices(appID: app, chunks: chunks)
+            _ = try await devices.importDevices(
+                appID: app, chunks: chunks, connectionWithin: .seconds(10), mergeWithin: .seconds(600))
             try await Self.expectExact(client, logger, app: app, "an import, five of its lines known devices")
 
             #expect(try await devices.delete(id: ids[5], appID: app))

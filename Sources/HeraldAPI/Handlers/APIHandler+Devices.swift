@@ -158,7 +158,7 @@ extension APIHandler {
             throw APIError(
                 .conflict, code: "import_in_progress",
                 message: "an import of this app is already running; send the next one when it has answered")
-        } catch is DeadlineExceeded {
+        } catch is ImportConnectionUnavailable {
             throw APIError(
                 .serviceUnavailable, code: "database_unavailable",
                 message:

@@ -26,19 +26,23 @@ public func withDeadline<Result: Sendable>(
 }
 
 /// Runs `operation`, which must call the `started` it is given within `limit` (it got what it
-/// waited for: a connection from a pool); from then on it may run as long as it needs. When
-/// `started` was not called in time, the caller goes on with ``DeadlineExceeded`` and the
-/// operation is cancelled and left to end by itself, as with ``withDeadline(_:_:)`` — a pool
-/// need not react to cancellation for the caller to be free.
+/// waited for: a connection from a pool); from then on it may run as long as it needs, and the
+/// caller waits for it. When `started` was not called in time, the caller goes on at once with
+/// ``DeadlineExceeded`` and the operation is cancelled and left to end by itself, as with
+/// ``withDeadline(_:_:)`` — a pool need not react to cancellation for the caller to be free.
+///
+/// `started` returns whether the operation may go on: false when the deadline came first (the
+/// caller has already been answered), and then the operation must give up what it got and stop.
+/// Cancelling the caller after the start cancels the operation and waits for it to end.
 ///
 /// For work that waits for a resource and is then bounded otherwise: a device import waits for
 /// its connection a few seconds at most, then runs as long as its upload, which is paced.
 ///
 /// - Throws: what `operation` throws, ``DeadlineExceeded``, or `CancellationError` when the
-///   calling task is cancelled first.
+///   calling task is cancelled before the start.
 public func withStartDeadline<Result: Sendable>(
     _ limit: Duration,
-    _ operation: @escaping @Sendable (_ started: @escaping @Sendable () -> Void) async throws -> Result
+    _ operation: @escaping @Sendable (_ started: @escaping @Sendable () -> Bool) async throws -> Result
 ) async throws -> Result {
     try await race(limit, whenStarted: .liftsTheDeadline, operation)
 }
@@ -49,9 +53,9 @@ private enum DeadlineKind {
 
 private func race<Result: Sendable>(
     _ limit: Duration, whenStarted kind: DeadlineKind,
-    _ operation: @escaping @Sendable (_ started: @escaping @Sendable () -> Void) async throws -> Result
+    _ operation: @escaping @Sendable (_ started: @escaping @Sendable () -> Bool) async throws -> Result
 ) async throws -> Result {
-    let race = DeadlineRace<Result>()
+    let race = DeadlineRace<Result>(liftedByStart: kind == .liftsTheDeadline)
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { continuation in
             race.start(continuation)
@@ -64,18 +68,19 @@ private func race<Result: Sendable>(
             }
             let timer = Task {
                 try? await Task.sleep(for: limit)
-                if kind == .liftsTheDeadline, race.hasStarted { return }
-                race.finish(.failure(DeadlineExceeded(limit: limit)))
+                race.expire(DeadlineExceeded(limit: limit))
             }
             race.hold(work: work, timer: timer)
         }
     } onCancel: {
-        race.finish(.failure(CancellationError()))
+        race.cancelledByCaller()
     }
 }
 
 /// The first of an operation's result, its deadline and the caller's cancellation resumes the
-/// caller; whatever comes later is dropped, and both tasks are cancelled.
+/// caller; whatever comes later is dropped, and both tasks are cancelled. With a deadline lifted
+/// by the start (``withStartDeadline(_:_:)``), once the operation has started only its own end
+/// resumes the caller.
 private final class DeadlineRace<Result: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<Result, any Error>?
@@ -83,15 +88,26 @@ private final class DeadlineRace<Result: Sendable>: Sendable {
         var outcome: Swift.Result<Result, any Error>?
         var tasks: [Task<Void, Never>] = []
         var finished = false
+        var started = false
+        /// The caller was cancelled after the start: the work is cancelled (now, or when held).
+        var workCancelled = false
     }
 
     private let state = Mutex(State())
-    private let started = Atomic<Bool>(false)
+    private let liftedByStart: Bool
 
-    /// The operation got what it waited for (``withStartDeadline(_:_:)``).
-    func markStarted() { started.store(true, ordering: .releasing) }
+    init(liftedByStart: Bool) {
+        self.liftedByStart = liftedByStart
+    }
 
-    var hasStarted: Bool { started.load(ordering: .acquiring) }
+    /// The operation got what it waited for; false when the race was already decided.
+    func markStarted() -> Bool {
+        state.withLock { state in
+            guard !state.finished else { return false }
+            state.started = true
+            return true
+        }
+    }
 
     func start(_ continuation: CheckedContinuation<Result, any Error>) {
         let early: Swift.Result<Result, any Error>? = state.withLock { state in
@@ -103,20 +119,42 @@ private final class DeadlineRace<Result: Sendable>: Sendable {
     }
 
     func hold(work: Task<Void, Never>, timer: Task<Void, Never>) {
-        let finished = state.withLock { state in
+        let (finished, cancelWork) = state.withLock { state in
             state.tasks = [work, timer]
-            return state.finished
+            return (state.finished, state.workCancelled)
         }
         if finished {
             work.cancel()
             timer.cancel()
+        } else if cancelWork {
+            work.cancel()
         }
     }
 
-    func finish(_ outcome: Swift.Result<Result, any Error>) {
+    /// The deadline passed: it decides the race unless the start lifted it.
+    func expire(_ error: DeadlineExceeded) {
+        finish(.failure(error), unlessStarted: liftedByStart)
+    }
+
+    /// The caller was cancelled: before the start (or without one) that ends the wait; after it,
+    /// the work is cancelled and the caller waits for it to end.
+    func cancelledByCaller() {
+        let work: Task<Void, Never>?? = state.withLock { state in
+            guard liftedByStart, state.started, !state.finished else { return .none }
+            state.workCancelled = true
+            return .some(state.tasks.first)
+        }
+        switch work {
+        case .none: finish(.failure(CancellationError()), unlessStarted: liftedByStart)
+        case .some(let task): task?.cancel()
+        }
+    }
+
+    /// - Parameter unlessStarted: leave the race to the work once it has started.
+    func finish(_ outcome: Swift.Result<Result, any Error>, unlessStarted: Bool = false) {
         let (continuation, tasks): (CheckedContinuation<Result, any Error>?, [Task<Void, Never>]) = state.withLock {
             state in
-            guard !state.finished else { return (nil, []) }
+            guard !state.finished, !(unlessStarted && state.started) else { return (nil, []) }
             state.finished = true
             state.outcome = outcome
             defer { state.continuation = nil }

@@ -28,7 +28,6 @@ public struct AppRepository: Sendable {
         return try await Self.first(rows)
     }
 
-    /// Apps in creation order, `limit` at a time after `cursor` (an app id).
     /// Apps whose client keys still follow the rules from before the trust migration (legacy
     /// client access on, or identity verification off): how many, and the bundle ids of the first
     /// `limit` of them.
@@ -47,6 +46,7 @@ public struct AppRepository: Sendable {
         return (count, bundleIDs)
     }
 
+    /// Apps in creation order, `limit` at a time after `cursor` (an app id).
     public func list(after cursor: UUID? = nil, limit: Int = 100) async throws -> [App] {
         let rows: ReadRows
         if let cursor {
@@ -111,10 +111,17 @@ public struct AppRepository: Sendable {
 
     /// Deletes an app and everything that belongs to it. Returns whether it existed.
     @discardableResult
+    /// Deletes the app with everything it owns (devices, pushes and their outcomes, by the
+    /// schema's cascades). For an app of millions of devices that is one long statement: the
+    /// pool's statement timeout (herald-api's) is lifted for it, so it ends even after its caller
+    /// was answered.
     public func delete(id: UUID) async throws -> Bool {
-        let rows = try await client.boundedQuery("DELETE FROM apps WHERE id = \(id) RETURNING id", logger: logger)
-        for try await _ in rows.decode(UUID.self) { return true }
-        return false
+        try await client.transaction(logger: logger) { connection in
+            try await connection.run("SET LOCAL statement_timeout = 0", logger: logger)
+            let rows = try await connection.run("DELETE FROM apps WHERE id = \(id) RETURNING id", logger: logger)
+            for try await _ in rows.decode(UUID.self) { return true }
+            return false
+        }
     }
 
     static let columns =

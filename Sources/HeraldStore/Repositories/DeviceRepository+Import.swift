@@ -24,37 +24,50 @@ extension DeviceRepository {
     /// itself stops it and rolls everything back).
     /// - Returns: how many devices were registered or refreshed, and the lines rejected for the
     ///   limits, by their numbers.
-    /// - Throws: ``ImportInProgress`` when another import of the app runs; ``DeadlineExceeded``
-    ///   without a connection in time; PostgreSQL's `query_canceled` (SQLSTATE 57014) when the
-    ///   merge ran past `mergeWithin`.
+    /// - Throws: ``ImportInProgress`` when another import of the app runs;
+    ///   ``ImportConnectionUnavailable`` without a connection in time (nothing of it was read);
+    ///   PostgreSQL's `query_canceled` (SQLSTATE 57014) when the merge ran past `mergeWithin`.
     public func importDevices<Chunks: AsyncSequence & Sendable>(
-        appID: UUID, chunks: Chunks, connectionWithin: Duration = .seconds(10),
-        mergeWithin: Duration = .seconds(600), started: @escaping @Sendable () -> Void = {}
+        appID: UUID, chunks: Chunks, connectionWithin: Duration, mergeWithin: Duration,
+        started: @escaping @Sendable () -> Void = {}
     ) async throws -> (imported: Int, overLimits: [(line: Int, message: String)])
     where Chunks.Element == [ImportLine] {
-        let (imported, overLimits) = try await withStartDeadline(connectionWithin) { leased in
-            try await importTransaction(appID: appID, chunks: chunks, mergeWithin: mergeWithin) {
-                leased()
-            } started: {
-                started()
+        let (imported, overLimits): (Int, [(line: Int, message: String)])
+        do {
+            (imported, overLimits) = try await withStartDeadline(connectionWithin) { leased in
+                try await importTransaction(appID: appID, chunks: chunks, mergeWithin: mergeWithin) {
+                    leased()
+                } started: {
+                    started()
+                }
             }
+        } catch is DeadlineExceeded {
+            throw ImportConnectionUnavailable(waited: connectionWithin)
         }
         // A bulk import can multiply the tables' size before autovacuum's next look; without
         // fresh statistics the planner treats them as small and the next fan-out's tag query
         // picks a nested loop that runs for minutes (seen: 70 s for 100,000 devices, 25 ms after).
+        // The import is committed by now: a failure here is logged, never the import's.
         if imported >= 1_000 {
-            try await client.boundedQuery("ANALYZE devices, device_tags", logger: logger)
+            do {
+                try await client.boundedQuery("ANALYZE devices, device_tags", logger: logger)
+            } catch {
+                logger.warning(
+                    "cannot analyze the devices after an import; autovacuum will",
+                    metadata: ["error": "\(String(reflecting: error))"])
+            }
         }
         return (imported, overLimits)
     }
 
     private func importTransaction<Chunks: AsyncSequence & Sendable>(
-        appID: UUID, chunks: Chunks, mergeWithin: Duration, leased: @escaping @Sendable () -> Void,
+        appID: UUID, chunks: Chunks, mergeWithin: Duration, leased: @escaping @Sendable () -> Bool,
         started: @escaping @Sendable () -> Void
     ) async throws -> (Int, [(line: Int, message: String)])
     where Chunks.Element == [ImportLine] {
         try await client.transaction(logger: logger, within: nil) { connection in
-            leased()
+            // Too late: the caller was answered that no connection came; nothing is read.
+            guard leased() else { throw CancellationError() }
             // One import of an app at a time, whichever herald-api runs it.
             let locked = try await connection.run(
                 "SELECT pg_try_advisory_xact_lock(hashtextextended('herald-device-import:' || \(appID)::text, 0))",
@@ -256,6 +269,12 @@ public struct ImportLine: Sendable {
 }
 
 /// Another import of the app is running (in this or another herald-api process).
+/// No connection for an import came from its pool in time; nothing of the import was read.
+public struct ImportConnectionUnavailable: Error, CustomStringConvertible {
+    public var waited: Duration
+    public var description: String { "no database connection for the import within \(waited)" }
+}
+
 public struct ImportInProgress: Error, CustomStringConvertible {
     public var appID: UUID
     public var description: String { "an import of app \(appID) is already running" }
