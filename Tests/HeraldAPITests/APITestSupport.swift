@@ -72,6 +72,20 @@ struct APITest: Sendable {
     func callUnhurried(
         _ method: HTTPRequest.Method, _ path: String, key: String, body: String? = nil, contentType: String? = nil
     ) async throws -> Answer {
+        let response = try await openUnhurried(method, path, key: key, body: body, contentType: contentType)
+        let text = String(buffer: try await response.body.collect(upTo: 16 << 20))
+        var headers = HTTPFields()
+        for header in response.headers {
+            if let name = HTTPField.Name(header.name) { headers.append(HTTPField(name: name, value: header.value)) }
+        }
+        return Answer(status: HTTPResponse.Status(code: Int(response.status.code)), headers: headers, text: text)
+    }
+
+    /// The same request as ``callUnhurried(_:_:key:body:contentType:)``, answered as it streams in
+    /// (an event stream read event by event).
+    func openUnhurried(
+        _ method: HTTPRequest.Method, _ path: String, key: String, body: String? = nil, contentType: String? = nil
+    ) async throws -> HTTPClientResponse {
         guard let port = client.port else { throw HTTPClientError.invalidURL }
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         request.method = .init(rawValue: method.rawValue)
@@ -80,13 +94,7 @@ struct APITest: Sendable {
             request.headers.add(name: "Content-Type", value: contentType ?? "application/octet-stream")
             request.body = .bytes(ByteBuffer(string: body))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .minutes(5))
-        let text = String(buffer: try await response.body.collect(upTo: 16 << 20))
-        var headers = HTTPFields()
-        for header in response.headers {
-            if let name = HTTPField.Name(header.name) { headers.append(HTTPField(name: name, value: header.value)) }
-        }
-        return Answer(status: HTTPResponse.Status(code: Int(response.status.code)), headers: headers, text: text)
+        return try await HTTPClient.shared.execute(request, timeout: .minutes(5))
     }
 
     func createApp(name: String = "test app") async throws -> CreatedApp {

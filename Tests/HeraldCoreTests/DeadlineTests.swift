@@ -19,21 +19,23 @@ import Testing
     /// cancellation (a pool waiting for a database that is gone). The caller goes on; the
     /// operation, released later, ends by itself.
     @Test func anOperationThatIgnoresCancellationDoesNotHoldTheCaller() async throws {
+        let clock = ManualClock()
         let gate = Gate()
-        let ended = Atomic<Bool>(false)
-        await #expect(throws: DeadlineExceeded.self) {
-            try await withDeadline(.milliseconds(50)) { () async -> Int in
+        let ended = Gate()
+        let call = Task {
+            try await withDeadline(.milliseconds(50), clock: clock) { () async -> Int in
                 await gate.wait()
-                ended.store(true, ordering: .relaxed)
+                ended.open()
                 return 1
             }
         }
-        let endedAtDeadline = ended.load(ordering: .relaxed)
-        #expect(!endedAtDeadline)
+        await clock.waitForSleepers(1)
+        clock.advance(by: .milliseconds(50))
+        await #expect(throws: DeadlineExceeded.self) { try await call.value }
+        #expect(!ended.isOpen, "the caller was answered while the operation still waited")
         gate.open()
-        for _ in 0..<200 where !ended.load(ordering: .relaxed) { try await Task.sleep(for: .milliseconds(10)) }
-        let endedAfterRelease = ended.load(ordering: .relaxed)
-        #expect(endedAfterRelease)
+        // The operation, released, ends by itself.
+        await ended.wait()
     }
 
     @Test func theCallersCancellationEndsTheWait() async {
@@ -65,6 +67,8 @@ private final class Gate: Sendable {
         }
     }
 
+    var isOpen: Bool { state.withLock { $0.open } }
+
     func open() {
         let waiters = state.withLock { state in
             state.open = true
@@ -80,25 +84,38 @@ private final class Gate: Sendable {
 @Suite struct StartDeadlineTests {
     @Test("started in time, the operation may run past the limit")
     func startedInTimeRunsOn() async throws {
-        let answer = try await withStartDeadline(.milliseconds(50)) { started in
-            #expect(started())
-            try await Task.sleep(for: .milliseconds(300))
-            return 7
+        let clock = ManualClock()
+        let gate = Gate()
+        let call = Task {
+            try await withStartDeadline(.milliseconds(50), clock: clock) { started in
+                #expect(started())
+                await gate.wait()
+                return 7
+            }
         }
-        #expect(answer == 7)
+        // The limit passes while the operation runs: its deadline fires, and is ignored.
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(1))
+        await clock.waitForSleepers(0)
+        gate.open()
+        #expect(try await call.value == 7)
     }
 
     @Test("never started (a pool that neither answers nor reacts to cancellation): the caller goes on")
     func neverStartedThrows() async throws {
+        let clock = ManualClock()
         let gate = Gate()
         // The gate opens only after the call returned: had it waited for the operation, it would
         // never return.
-        await #expect(throws: DeadlineExceeded.self) {
-            try await withStartDeadline(.milliseconds(50)) { _ in
+        let call = Task {
+            try await withStartDeadline(.milliseconds(50), clock: clock) { _ in
                 await gate.wait()
                 return 1
             }
         }
+        await clock.waitForSleepers(1)
+        clock.advance(by: .milliseconds(50))
+        await #expect(throws: DeadlineExceeded.self) { try await call.value }
         gate.open()
     }
 
@@ -114,40 +131,55 @@ private final class Gate: Sendable {
 
     @Test("started after the deadline: started() says so, and the operation gives up what it got")
     func startedTooLate() async throws {
+        let clock = ManualClock()
         let gate = Gate()
+        let decided = Gate()
         let late = Mutex<Bool?>(nil)
-        await #expect(throws: DeadlineExceeded.self) {
-            try await withStartDeadline(.milliseconds(50)) { started -> Int in
+        let call = Task {
+            try await withStartDeadline(.milliseconds(50), clock: clock) { started -> Int in
                 await gate.wait()
                 late.withLock { $0 = started() }
+                decided.open()
                 return 1
             }
         }
+        await clock.waitForSleepers(1)
+        clock.advance(by: .milliseconds(50))
+        await #expect(throws: DeadlineExceeded.self) { try await call.value }
         gate.open()
-        for _ in 0..<500 where late.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        await decided.wait()
         #expect(late.withLock { $0 } == false)
     }
 
     @Test("the caller cancelled after the start waits for the operation, which sees the cancellation")
     func cancelledAfterTheStartWaits() async throws {
+        let clock = ManualClock()
+        let began = Gate()
+        let sawCancellation = Gate()
+        let release = Gate()
         let ended = Mutex(false)
-        let began = Mutex(false)
         let running = Task {
-            try await withStartDeadline(.seconds(10)) { started -> Int in
+            try await withStartDeadline(.seconds(10), clock: clock) { started -> Int in
                 _ = started()
-                began.withLock { $0 = true }
+                began.open()
                 do {
-                    try await Task.sleep(for: .seconds(60))
+                    // Only cancellation ends this sleep: the test never advances the clock so far.
+                    try await clock.sleep(for: .seconds(3600))
                 } catch {
-                    try? await Task.sleep(for: .milliseconds(100))
+                    sawCancellation.open()
+                    // Held until the test lets go: a caller answered at the cancellation would
+                    // be answered now, before `ended`.
+                    await release.wait()
                     ended.withLock { $0 = true }
                     throw error
                 }
                 return 1
             }
         }
-        for _ in 0..<500 where !began.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
+        await began.wait()
         running.cancel()
+        await sawCancellation.wait()
+        release.open()
         await #expect(throws: CancellationError.self) { try await running.value }
         #expect(ended.withLock { $0 }, "the caller was answered only once the operation had ended")
     }

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import PostgresNIO
+import Synchronization
 import Testing
 
 @testable import HeraldStore
@@ -45,15 +46,35 @@ import Testing
                     for try await _ in try await bounded.query("SELECT pg_sleep(2)", logger: logger) {}
                 } throws: { ($0 as? PSQLError)?.serverInfo?[.sqlState] == "57014" }
 
-                // Another process holds the migrations' lock for a second, three times the timeout.
+                // Another process holds the migrations' lock until the migration has waited for it
+                // three times the timeout, by PostgreSQL's own clock: a wait the timeout would cut.
                 try await plain.withConnection { holder in
                     try await holder.query(
                         "SELECT pg_advisory_lock(\(MigrationRunner.advisoryLockKey))", logger: logger)
-                    async let migrated = MigrationRunner(client: bounded, logger: logger).migrate()
-                    try await Task.sleep(for: .seconds(1))
+                    let ended = Mutex(false)
+                    let migration = Task {
+                        defer { ended.withLock { $0 = true } }
+                        return try await MigrationRunner(client: bounded, logger: logger).migrate()
+                    }
+                    var waited: Double?
+                    while !ended.withLock({ $0 }) {
+                        var waiting: Double?
+                        let rows = try await holder.query(
+                            """
+                            SELECT extract(epoch FROM clock_timestamp() - activity.query_start)::float8
+                            FROM pg_locks AS lock JOIN pg_stat_activity AS activity ON activity.pid = lock.pid
+                            WHERE lock.locktype = 'advisory' AND NOT lock.granted
+                              AND activity.datname = current_database()
+                            """, logger: logger)
+                        for try await seconds in rows.decode(Double.self) { waiting = seconds }
+                        if let waiting { waited = waiting } else if waited != nil { break }
+                        if let waited, waited >= 0.9 { break }
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                    #expect((waited ?? 0) >= 0.9, "the migration stopped waiting for the lock after \(waited ?? 0) s")
                     try await holder.query(
                         "SELECT pg_advisory_unlock(\(MigrationRunner.advisoryLockKey))", logger: logger)
-                    #expect(try await !migrated.isEmpty)
+                    #expect(try await !migration.value.isEmpty)
                 }
                 for try await setting in try await bounded.query("SHOW statement_timeout", logger: logger).decode(
                     String.self)

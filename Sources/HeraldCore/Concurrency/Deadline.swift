@@ -16,13 +16,14 @@ public struct DeadlineExceeded: Error, CustomStringConvertible, Sendable {
 /// the operation's task is cancelled and left to end by itself; its result is dropped. Give it
 /// only operations whose late completion is harmless (a repeated read, an idempotent write).
 ///
+/// - Parameter clock: what the deadline is measured on (tests give one they advance).
 /// - Throws: what `operation` throws, ``DeadlineExceeded``, or `CancellationError` when the
 ///   calling task is cancelled first.
-public func withDeadline<Result: Sendable>(
-    _ limit: Duration,
+public func withDeadline<Result: Sendable, DeadlineClock: Clock<Duration>>(
+    _ limit: Duration, clock: DeadlineClock = ContinuousClock(),
     _ operation: @escaping @Sendable () async throws -> Result
 ) async throws -> Result {
-    try await race(limit, whenStarted: .keepsTheDeadline) { _ in try await operation() }
+    try await race(limit, clock: clock, whenStarted: .keepsTheDeadline) { _ in try await operation() }
 }
 
 /// Runs `operation`, which must call the `started` it is given within `limit` (it got what it
@@ -38,21 +39,22 @@ public func withDeadline<Result: Sendable>(
 /// For work that waits for a resource and is then bounded otherwise: a device import waits for
 /// its connection a few seconds at most, then runs as long as its upload, which is paced.
 ///
+/// - Parameter clock: what the deadline is measured on (tests give one they advance).
 /// - Throws: what `operation` throws, ``DeadlineExceeded``, or `CancellationError` when the
 ///   calling task is cancelled before the start.
-public func withStartDeadline<Result: Sendable>(
-    _ limit: Duration,
+public func withStartDeadline<Result: Sendable, DeadlineClock: Clock<Duration>>(
+    _ limit: Duration, clock: DeadlineClock = ContinuousClock(),
     _ operation: @escaping @Sendable (_ started: @escaping @Sendable () -> Bool) async throws -> Result
 ) async throws -> Result {
-    try await race(limit, whenStarted: .liftsTheDeadline, operation)
+    try await race(limit, clock: clock, whenStarted: .liftsTheDeadline, operation)
 }
 
 private enum DeadlineKind {
     case keepsTheDeadline, liftsTheDeadline
 }
 
-private func race<Result: Sendable>(
-    _ limit: Duration, whenStarted kind: DeadlineKind,
+private func race<Result: Sendable, DeadlineClock: Clock<Duration>>(
+    _ limit: Duration, clock: DeadlineClock, whenStarted kind: DeadlineKind,
     _ operation: @escaping @Sendable (_ started: @escaping @Sendable () -> Bool) async throws -> Result
 ) async throws -> Result {
     let race = DeadlineRace<Result>(liftedByStart: kind == .liftsTheDeadline)
@@ -67,7 +69,7 @@ private func race<Result: Sendable>(
                 }
             }
             let timer = Task {
-                try? await Task.sleep(for: limit)
+                try? await clock.sleep(for: limit)
                 race.expire(DeadlineExceeded(limit: limit))
             }
             race.hold(work: work, timer: timer)
@@ -137,30 +139,47 @@ private final class DeadlineRace<Result: Sendable>: Sendable {
     }
 
     /// The caller was cancelled: before the start (or without one) that ends the wait; after it,
-    /// the work is cancelled and the caller waits for it to end.
+    /// the work is cancelled and the caller waits for it to end. Decided under the one lock that
+    /// `markStarted` takes, so a start at the same moment is either before (the work is
+    /// cancelled) or after (the caller is answered and `started` says false).
     func cancelledByCaller() {
-        let work: Task<Void, Never>?? = state.withLock { state in
-            guard liftedByStart, state.started, !state.finished else { return .none }
-            state.workCancelled = true
-            return .some(state.tasks.first)
+        let (work, answer) = state.withLock { state -> (Task<Void, Never>?, Answer?) in
+            if liftedByStart, state.started, !state.finished {
+                state.workCancelled = true
+                return (state.tasks.first, nil)
+            }
+            return (nil, Self.decide(&state, .failure(CancellationError()), unlessStarted: false))
         }
-        switch work {
-        case .none: finish(.failure(CancellationError()), unlessStarted: liftedByStart)
-        case .some(let task): task?.cancel()
-        }
+        work?.cancel()
+        answer?.deliver()
     }
 
     /// - Parameter unlessStarted: leave the race to the work once it has started.
     func finish(_ outcome: Swift.Result<Result, any Error>, unlessStarted: Bool = false) {
-        let (continuation, tasks): (CheckedContinuation<Result, any Error>?, [Task<Void, Never>]) = state.withLock {
-            state in
-            guard !state.finished, !(unlessStarted && state.started) else { return (nil, []) }
-            state.finished = true
-            state.outcome = outcome
-            defer { state.continuation = nil }
-            return (state.continuation, state.tasks)
+        state.withLock { Self.decide(&$0, outcome, unlessStarted: unlessStarted) }?.deliver()
+    }
+
+    /// Who to answer with what, and the tasks to cancel, once the race is decided.
+    private struct Answer {
+        var continuation: CheckedContinuation<Result, any Error>?
+        var outcome: Swift.Result<Result, any Error>
+        var tasks: [Task<Void, Never>]
+
+        func deliver() {
+            for task in tasks { task.cancel() }
+            continuation?.resume(with: outcome)
         }
-        for task in tasks { task.cancel() }
-        continuation?.resume(with: outcome)
+    }
+
+    /// Decides the race with `outcome` unless it is decided already (or, `unlessStarted`, the
+    /// work has started); the caller delivers the answer outside the lock.
+    private static func decide(
+        _ state: inout State, _ outcome: Swift.Result<Result, any Error>, unlessStarted: Bool
+    ) -> Answer? {
+        guard !state.finished, !(unlessStarted && state.started) else { return nil }
+        state.finished = true
+        state.outcome = outcome
+        defer { state.continuation = nil }
+        return Answer(continuation: state.continuation, outcome: outcome, tasks: state.tasks)
     }
 }
