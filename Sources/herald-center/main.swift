@@ -61,6 +61,7 @@ do {
         if settings.webhookMaxInFlight > 0 {
             var webhookSettings = WebhookDispatcher.Settings()
             webhookSettings.maxInFlight = settings.webhookMaxInFlight
+            webhookSettings.maxInFlightPerApp = settings.webhookMaxInFlightPerApp
             webhookSettings.requestTimeout = settings.webhookTimeout
             webhookSettings.firstRetryDelay = settings.webhookFirstRetry
             webhookSettings.retryWindow = settings.webhookRetryWindow

@@ -1,6 +1,5 @@
 import Foundation
 import HTTPTypes
-import HeraldCenter
 import HeraldCore
 import HeraldStore
 import Hummingbird
@@ -10,6 +9,8 @@ import ServiceLifecycle
 import StoreTestSupport
 import Synchronization
 import Testing
+
+@testable import HeraldCenter
 
 /// A real HTTP receiver on loopback: `/ok` answers 200, `/flaky` 500 to its first `failures`
 /// requests then 200, `/hang` never answers within the dispatcher's timeout. It keeps every
@@ -23,6 +24,8 @@ final class WebhookReceiver: Sendable {
     }
 
     let received = Mutex<[Received]>([])
+    /// Requests that arrived, by path, counted before they are answered (or hang).
+    let arrived = Mutex<[String: Int]>([:])
     let failures: Int
     let port = Mutex<Int>(0)
 
@@ -32,6 +35,7 @@ final class WebhookReceiver: Sendable {
         let router = Router()
         for path in ["ok", "flaky", "hang"] {
             router.post(RouterPath(stringLiteral: path)) { request, _ -> Response in
+                self.arrived.withLock { $0[path, default: 0] += 1 }
                 let body = Array(try await request.body.collect(upTo: 1 << 20).readableBytesView)
                 let signature = request.headers[HTTPField.Name("Herald-Signature")!] ?? ""
                 if path == "hang" { try await Task.sleep(for: .seconds(30)) }
@@ -68,24 +72,28 @@ struct WebhookDispatcherTests {
 
     func endpoint(
         _ env: CenterEnvironment, path: String, port: Int, secret: [UInt8], cipher: CredentialCipher,
-        types: [String] = ["push.completed"]
+        types: [String] = ["push.completed"], host: String = "127.0.0.1", app: UUID? = nil, maxConcurrency: Int = 2
     ) async throws -> UUID {
         let id = UUID()
         let sealed = try cipher.seal(secret) { WebhookSecret.associatedData(endpointID: id, sealingKeyID: $0) }
         _ = try await WebhookRepository(client: env.database, logger: env.logger).createEndpoint(
-            id: id, appID: env.app.id, url: "http://127.0.0.1:\(port)/\(path)", description: path,
-            eventTypes: types, maxConcurrency: 2,
+            id: id, appID: app ?? env.app.id, url: "http://\(host):\(port)/\(path)", description: path,
+            eventTypes: types, maxConcurrency: maxConcurrency,
             secret: WebhookSecret(sealed: sealed.sealed, sealingKeyID: sealed.keyID))
         return id
     }
 
     func dispatcher(
         _ env: CenterEnvironment, cipher: CredentialCipher, name: String, retryWindow: Duration = .seconds(3600),
-        metrics: CenterMetrics = CenterMetrics(), allowPrivateNetworks: Bool = true
+        metrics: CenterMetrics = CenterMetrics(), allowPrivateNetworks: Bool = true,
+        maxInFlight: Int = 64, maxInFlightPerApp: Int = 16, requestTimeout: Duration = .seconds(1),
+        resolver: @escaping WebhookAddressCheck.Resolver = WebhookAddressCheck.systemResolver
     ) -> WebhookDispatcher {
         var settings = WebhookDispatcher.Settings()
         settings.pollInterval = .milliseconds(50)
-        settings.requestTimeout = .seconds(1)
+        settings.requestTimeout = requestTimeout
+        settings.maxInFlight = maxInFlight
+        settings.maxInFlightPerApp = maxInFlightPerApp
         settings.firstRetryDelay = .milliseconds(200)
         settings.maximumRetryDelay = .milliseconds(400)
         settings.retryWindow = retryWindow
@@ -93,7 +101,7 @@ struct WebhookDispatcherTests {
         settings.allowPrivateNetworks = allowPrivateNetworks
         return WebhookDispatcher(
             settings: settings, center: name, webhooks: WebhookRepository(client: env.database, logger: env.logger),
-            cipher: cipher, metrics: metrics, logger: env.logger)
+            cipher: cipher, metrics: metrics, resolver: resolver, logger: env.logger)
     }
 
     /// The events written so far, oldest first: type, data (as JSON) and the endpoints they are for.
@@ -410,8 +418,143 @@ struct WebhookDispatcherTests {
             let attempt = try #require(
                 try await webhooks.attempts(endpointID: ok, appID: env.app.id, before: nil, limit: 10)?.first)
             #expect(attempt.status == nil)
-            #expect(attempt.error?.contains("127.0.0.1, not a public address") == true, "\(attempt.error ?? "-")")
+            #expect(attempt.error == "refused: 127.0.0.1 is not a public address", "\(attempt.error ?? "-")")
             #expect(receiver.received.withLock { $0 }.isEmpty, "nothing reached the receiver")
+        }
+    }
+
+    @Test("the address check: which literals and resolved addresses are refused, and where a delivery connects")
+    func addressDecisions() async {
+        func decide(_ url: String, resolving addresses: [String] = [], allowPrivate: Bool = false) async
+            -> WebhookAddressCheck.Decision
+        {
+            await WebhookAddressCheck.decide(url: url, allowPrivateNetworks: allowPrivate) { _ in addresses }
+        }
+        func tenantText(_ decision: WebhookAddressCheck.Decision) -> String? {
+            if case .refused(let tenant, _) = decision { return tenant }
+            return nil
+        }
+        // Literals: public ones connect as written, every other range is refused.
+        #expect(await decide("https://93.184.216.34/hook") == .connect(host: "93.184.216.34", address: nil))
+        for literal in [
+            "127.0.0.1", "10.1.2.3", "169.254.169.254", "100.64.0.1", "[::1]", "[fd00::1]", "[::ffff:10.0.0.1]",
+            "[::a00:1]", "[2002:a00:1::1]", "[2001:0:a00:1::1]", "[64:ff9b:1::a00:1]",
+        ] {
+            #expect(tenantText(await decide("https://\(literal)/hook")) != nil, "\(literal)")
+        }
+        // Numbers in forms the resolver reads differently from a dotted quad: refused outright.
+        for numeric in ["012.0.0.1", "0x7f.1", "127.1", "2130706433"] {
+            #expect(tenantText(await decide("https://\(numeric)/hook"))?.contains("is a number") == true, "\(numeric)")
+        }
+        // A name connects to the address that was checked, IPv4 first.
+        #expect(
+            await decide("https://hooks.example.com/x", resolving: ["93.184.216.34"])
+                == .connect(host: "hooks.example.com", address: "93.184.216.34"))
+        #expect(
+            await decide("https://hooks.example.com/x", resolving: ["2606:2800:220:1::1", "93.184.216.34"])
+                == .connect(host: "hooks.example.com", address: "93.184.216.34"))
+        // Any address that is not public refuses the name; the app is not told which address.
+        let rebound = await decide("https://rebind.example.com/x", resolving: ["93.184.216.34", "10.0.0.7"])
+        guard case .refused(let tenant, let detail) = rebound else {
+            Issue.record("a name resolving to 10.0.0.7 was not refused")
+            return
+        }
+        #expect(!tenant.contains("10.0.0.7") && detail.contains("10.0.0.7"))
+        #expect(
+            tenantText(await decide("https://nowhere.example.com/x")) == "nowhere.example.com resolves to no address")
+        // A center allowed into private networks still connects to what it resolved.
+        #expect(
+            await decide("http://receiver.internal/x", resolving: ["10.0.0.7"], allowPrivate: true)
+                == .connect(host: "receiver.internal", address: "10.0.0.7"))
+    }
+
+    @Test(
+        "a delivery connects to the address its check resolved, never resolving the name again; a failed one shows the app a class of error, not the center's error text"
+    )
+    func connectsToTheCheckedAddress() async throws {
+        try await withCenterEnvironment { env in
+            let cipher = try CredentialCipher(masterKeyBase64: Self.masterKey)
+            let receiver = WebhookReceiver(failures: 0)
+            let serving = Task { try await receiver.run() }
+            defer { serving.cancel() }
+            #expect(try await env.eventually(timeout: .seconds(10)) { receiver.port.withLock { $0 } > 0 })
+            let port = receiver.port.withLock { $0 }
+            let webhooks = WebhookRepository(client: env.database, logger: env.logger)
+            // `.invalid` is never in DNS: only the check's resolver knows this name.
+            let named = try await endpoint(
+                env, path: "ok", port: port, secret: Array("s".utf8), cipher: cipher, host: "receiver.herald.invalid")
+            // A port nothing listens on (the receiver's, once it is closed, is not: port 9 is discard).
+            let closed = try await endpoint(env, path: "ok", port: 9, secret: Array("s".utf8), cipher: cipher)
+            _ = try await webhooks.queueTest(endpointID: named, appID: env.app.id)
+            _ = try await webhooks.queueTest(endpointID: closed, appID: env.app.id)
+            let resolved = Mutex<[String]>([])
+            let running = dispatcher(env, cipher: cipher, name: "pinned", retryWindow: .zero) { host in
+                resolved.withLock { $0.append(host) }
+                return host == "receiver.herald.invalid" ? ["127.0.0.1"] : []
+            }
+            let run = Task { try await running.run() }
+            defer { run.cancel() }
+            #expect(
+                try await env.eventually(timeout: .seconds(20)) {
+                    guard receiver.events("ok").delivered.count == 1 else { return false }
+                    let attempts = try await webhooks.attempts(
+                        endpointID: closed, appID: env.app.id, before: nil, limit: 10)
+                    return !(attempts ?? []).isEmpty
+                })
+            #expect(resolved.withLock { $0 } == ["receiver.herald.invalid"])
+            let failed = try #require(
+                try await webhooks.attempts(endpointID: closed, appID: env.app.id, before: nil, limit: 10)?.first)
+            #expect(failed.status == nil)
+            #expect(failed.error == "connection refused", "\(failed.error ?? "-")")
+        }
+    }
+
+    @Test(
+        "an app whose endpoints hang holds its share of the center's slots and each endpoint its max_concurrency, decided in the claim; another app's event goes out while they hang"
+    )
+    func aHangingAppLeavesTheOthersTheirSlots() async throws {
+        try await withCenterEnvironment { env in
+            let cipher = try CredentialCipher(masterKeyBase64: Self.masterKey)
+            let receiver = WebhookReceiver(failures: 0)
+            let serving = Task { try await receiver.run() }
+            defer { serving.cancel() }
+            #expect(try await env.eventually(timeout: .seconds(10)) { receiver.port.withLock { $0 } > 0 })
+            let port = receiver.port.withLock { $0 }
+            let webhooks = WebhookRepository(client: env.database, logger: env.logger)
+            let secret = Array("s".utf8)
+            // The tarpit app: two endpoints that never answer in time, their events older than
+            // the other app's. One endpoint allows 2 requests at once, the other 50.
+            let narrow = try await endpoint(env, path: "hang", port: port, secret: secret, cipher: cipher)
+            for _ in 0..<5 { _ = try await webhooks.queueTest(endpointID: narrow, appID: env.app.id) }
+            let wide = try await endpoint(
+                env, path: "hang", port: port, secret: secret, cipher: cipher, maxConcurrency: 32)
+            for _ in 0..<10 { _ = try await webhooks.queueTest(endpointID: wide, appID: env.app.id) }
+            let other = try await endpoint(
+                env, path: "ok", port: port, secret: secret, cipher: cipher, app: env.otherApp.id)
+            _ = try await webhooks.queueTest(endpointID: other, appID: env.otherApp.id)
+            // 8 slots, 4 an app; requests time out after a minute, well after this test.
+            let running = dispatcher(
+                env, cipher: cipher, name: "shared", maxInFlight: 8, maxInFlightPerApp: 4, requestTimeout: .seconds(60))
+            let run = Task { try await running.run() }
+            defer { run.cancel() }
+            #expect(try await env.eventually(timeout: .seconds(30)) { receiver.events("ok").delivered.count == 1 })
+            // The other app's event went out while the tarpit's requests still hung: none has
+            // come to an attempt yet.
+            for endpoint in [narrow, wide] {
+                let attempts = try await webhooks.attempts(
+                    endpointID: endpoint, appID: env.app.id, before: nil, limit: 10)
+                #expect(attempts?.isEmpty == true)
+            }
+            // The tarpit app holds 4 of the 8 slots (its share), never more; its narrow endpoint 2.
+            #expect(try await env.eventually(timeout: .seconds(30)) { receiver.arrived.withLock { $0["hang"] } == 4 })
+            let leased = try await env.database.query(
+                """
+                SELECT endpoint_id, count(*)::int8 FROM webhook_deliveries
+                WHERE state = 'pending' AND leased_until >= now() GROUP BY endpoint_id
+                """, logger: env.logger)
+            var byEndpoint: [UUID: Int64] = [:]
+            for try await (endpoint, count) in leased.decode((UUID, Int64).self) { byEndpoint[endpoint] = count }
+            #expect(byEndpoint[narrow] == 2 && byEndpoint[wide] == 2, "\(byEndpoint)")
         }
     }
 }

@@ -8,33 +8,64 @@ import Glibc
 import Musl
 #endif
 
-/// Refuses webhook requests to addresses that are not public (docs/security.md): an app admin
-/// chooses the URL, and must not make herald-center POST into the network it runs in — its own
-/// loopback, private ranges, the cloud's metadata service. The host is resolved just before each
-/// request; a name that resolves to any address that is not public is refused.
-///
-/// - Important: the HTTP client resolves the name again when it connects: a DNS answer that
-///   changes in between (rebinding) is not caught here. Restrict the centers' egress as well.
+/// Decides where a webhook request may go (docs/security.md): an app admin chooses the URL, and
+/// must not make herald-center POST into the network it runs in — its own loopback, private
+/// ranges, the cloud's metadata service. The host is resolved just before each request; a name
+/// that resolves to any address that is not public is refused, and otherwise the request
+/// connects to the very address that was checked (the HTTP client does not resolve the name
+/// again), so a DNS answer that changes between the check and the connection (rebinding) cannot
+/// lead it elsewhere. TLS still verifies the certificate for the name.
 enum WebhookAddressCheck {
-    /// Why a request to `url` is refused, or nil when every address of its host is public.
-    static func refusal(url: String) async -> String? {
-        guard let host = URLComponents(string: url)?.host, !host.isEmpty else { return "the URL has no host" }
+    enum Decision: Equatable, Sendable {
+        /// Connect to `address`, the one checked; nil when the URL's host is an address itself.
+        case connect(host: String, address: String?)
+        /// Not sent. `tenant` goes to the app's attempt log (what to fix, never an address the
+        /// name resolved to); `operator` to herald-center's log.
+        case refused(tenant: String, operator: String)
+    }
+
+    /// Every address a host name resolves to, as text.
+    typealias Resolver = @Sendable (_ host: String) async throws -> [String]
+
+    /// The system's resolver (getaddrinfo), on NIO's thread pool.
+    static let systemResolver: Resolver = { host in
+        try await NIOThreadPool.singleton.runIfActive { try resolve(host) }
+    }
+
+    /// Where a request to `url` goes, or why it does not.
+    ///
+    /// - Parameter allowPrivateNetworks: addresses that are not public are allowed (still
+    ///   resolved once and connected to as checked).
+    static func decide(url: String, allowPrivateNetworks: Bool, resolver: Resolver) async -> Decision {
+        guard let host = URLComponents(string: url)?.host, !host.isEmpty else {
+            return .refused(tenant: "the URL has no host", operator: "the URL has no host")
+        }
         if NetworkAddress.isNonCanonicalNumericHost(host) {
-            return "refused: \(host) is a number, not a dotted-quad address or a name; write the address as a.b.c.d"
+            let reason =
+                "refused: \(host) is a number, not a dotted-quad address or a name; write the address as a.b.c.d"
+            return .refused(tenant: reason, operator: reason)
         }
         if NetworkAddress.isIPAddress(host) {
-            return NetworkAddress.isPublic(host) ? nil : Self.message(host: host, address: host)
+            if allowPrivateNetworks || NetworkAddress.isPublic(host) { return .connect(host: host, address: nil) }
+            return .refused(
+                tenant: "refused: \(host) is not a public address", operator: message(host: host, address: host))
         }
         let addresses: [String]
         do {
-            addresses = try await NIOThreadPool.singleton.runIfActive { try Self.resolve(host) }
+            addresses = try await resolver(host)
         } catch {
-            return "cannot resolve \(host): \(error)"
+            return .refused(tenant: "cannot resolve \(host)", operator: "cannot resolve \(host): \(error)")
         }
-        if let address = addresses.first(where: { !NetworkAddress.isPublic($0) }) {
-            return message(host: host, address: address)
+        if !allowPrivateNetworks, let address = addresses.first(where: { !NetworkAddress.isPublic($0) }) {
+            return .refused(
+                tenant: "refused: \(host) resolves to an address that is not public",
+                operator: message(host: host, address: address))
         }
-        return addresses.isEmpty ? "\(host) resolves to no address" : nil
+        // IPv4 first: a center without an IPv6 route still reaches a dual-stack endpoint.
+        guard let address = addresses.first(where: { !$0.contains(":") }) ?? addresses.first else {
+            return .refused(tenant: "\(host) resolves to no address", operator: "\(host) resolves to no address")
+        }
+        return .connect(host: host, address: address)
     }
 
     static func message(host: String, address: String) -> String {

@@ -4,6 +4,8 @@ import HeraldCore
 import HeraldStore
 import Logging
 import NIOCore
+import NIOPosix
+import NIOSSL
 import ServiceLifecycle
 import Synchronization
 
@@ -18,6 +20,8 @@ public final class WebhookDispatcher: Service, Sendable {
         public var pollInterval: Duration = .milliseconds(500)
         /// Requests in flight in this center at most.
         public var maxInFlight = 64
+        /// Of those, one app's at most.
+        public var maxInFlightPerApp = 16
         /// A request without an answer in this time failed.
         public var requestTimeout: Duration = .seconds(10)
         /// How long after its event a delivery is tried before it is dead.
@@ -41,22 +45,38 @@ public final class WebhookDispatcher: Service, Sendable {
     private let webhooks: WebhookRepository
     private let cipher: CredentialCipher?
     private let http: HTTPClient
+    private let httpConfiguration: HTTPClient.Configuration
+    private let resolver: WebhookAddressCheck.Resolver
     private let logger: Logger
     private let metrics: CenterMetrics
+    /// Each app's requests in flight in this center, for the claim's per-app bound.
+    private let appInFlight = Mutex<[UUID: Int]>([:])
 
-    public init(
+    public convenience init(
         settings: Settings = Settings(), center: String, webhooks: WebhookRepository, cipher: CredentialCipher?,
         metrics: CenterMetrics = CenterMetrics(), logger: Logger
+    ) {
+        self.init(
+            settings: settings, center: center, webhooks: webhooks, cipher: cipher, metrics: metrics,
+            resolver: WebhookAddressCheck.systemResolver, logger: logger)
+    }
+
+    /// - Parameter resolver: how hosts are resolved (tests name hosts no DNS knows).
+    init(
+        settings: Settings, center: String, webhooks: WebhookRepository, cipher: CredentialCipher?,
+        metrics: CenterMetrics, resolver: @escaping WebhookAddressCheck.Resolver, logger: Logger
     ) {
         self.settings = settings
         self.metrics = metrics
         self.center = center
         self.webhooks = webhooks
         self.cipher = cipher
+        self.resolver = resolver
         self.logger = logger
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         configuration.timeout = .init(
             connect: .seconds(5), read: .seconds(Int64(settings.requestTimeout.wholeMilliseconds / 1000)))
+        httpConfiguration = configuration
         http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
@@ -73,7 +93,8 @@ public final class WebhookDispatcher: Service, Sendable {
                 if free > 0 {
                     do {
                         claimed = try await webhooks.claimDue(
-                            limit: free, by: center, lease: settings.requestTimeout * 3)
+                            limit: free, by: center, lease: settings.requestTimeout * 3,
+                            appInFlight: appInFlight.withLock { $0 }, appShare: settings.maxInFlightPerApp)
                     } catch {
                         logger.warning(
                             "cannot claim webhook deliveries; trying again",
@@ -82,8 +103,15 @@ public final class WebhookDispatcher: Service, Sendable {
                 }
                 for delivery in claimed {
                     metrics.webhookInFlight.add(1, ordering: .relaxed)
+                    appInFlight.withLock { $0[delivery.appID, default: 0] += 1 }
                     group.addTask {
-                        defer { self.metrics.webhookInFlight.subtract(1, ordering: .relaxed) }
+                        defer {
+                            self.appInFlight.withLock { inFlight in
+                                inFlight[delivery.appID, default: 1] -= 1
+                                if inFlight[delivery.appID] == 0 { inFlight[delivery.appID] = nil }
+                            }
+                            self.metrics.webhookInFlight.subtract(1, ordering: .relaxed)
+                        }
                         await self.deliver(delivery)
                     }
                 }
@@ -113,13 +141,16 @@ public final class WebhookDispatcher: Service, Sendable {
     func deliver(_ delivery: WebhookDelivery) async {
         let body = Self.body(delivery)
         let started = ContinuousClock.now
-        var status: Int?
-        var failure: String?
-        if !settings.allowPrivateNetworks, let refusal = await WebhookAddressCheck.refusal(url: delivery.url) {
-            failure = refusal
-        } else {
-            await send(delivery, body: body, status: &status, failure: &failure)
+        var outcome: Outcome
+        switch await WebhookAddressCheck.decide(
+            url: delivery.url, allowPrivateNetworks: settings.allowPrivateNetworks, resolver: resolver)
+        {
+        case .refused(let tenant, let detail):
+            outcome = Outcome(failure: tenant, cause: detail)
+        case .connect(let host, let address):
+            outcome = await send(delivery, body: body, host: host, address: address)
         }
+        let status = outcome.status
         let delivered = status.map { (200..<300).contains($0) } ?? false
         let retryAt = delivered ? nil : retryTime(delivery)
         if delivered {
@@ -135,13 +166,14 @@ public final class WebhookDispatcher: Service, Sendable {
                     ? "webhook delivery dead: retry window over" : "webhook delivery failed; tried again later",
                 metadata: [
                     "endpoint": "\(delivery.endpointID)", "event": "\(delivery.eventID)",
-                    "status": "\(status.map(String.init) ?? "-")", "error": "\(failure ?? "-")",
+                    "status": "\(status.map(String.init) ?? "-")",
+                    "error": "\(outcome.cause ?? outcome.failure ?? "-")",
                 ])
         }
         do {
             try await webhooks.recordAttempt(
-                endpointID: delivery.endpointID, eventID: delivery.eventID, by: center, status: status, error: failure,
-                duration: ContinuousClock.now - started, delivered: delivered, retryAt: retryAt)
+                endpointID: delivery.endpointID, eventID: delivery.eventID, by: center, status: status,
+                error: outcome.failure, duration: ContinuousClock.now - started, delivered: delivered, retryAt: retryAt)
         } catch {
             // The lease runs out and the delivery is tried again: at least once.
             logger.warning(
@@ -150,8 +182,28 @@ public final class WebhookDispatcher: Service, Sendable {
         }
     }
 
+    /// What an attempt came to: the endpoint's status, or what went wrong — `failure` for the
+    /// app's attempt log (a class of error), `cause` for herald-center's log (the error itself).
+    struct Outcome {
+        var status: Int?
+        var failure: String?
+        var cause: String?
+    }
+
+    /// The request, sent to `address` when the check resolved one: a client of its own connects
+    /// there (TLS verifying `host`), so nothing resolves the name a second time.
+    private func send(_ delivery: WebhookDelivery, body: [UInt8], host: String, address: String?) async -> Outcome {
+        guard let address else { return await attempt(delivery, body: body, on: http) }
+        var configuration = httpConfiguration
+        configuration.dnsOverride = [host: address]
+        let pinned = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let outcome = await attempt(delivery, body: body, on: pinned)
+        try? await pinned.shutdown()
+        return outcome
+    }
+
     /// The request itself: signed, sent, its status or what went wrong.
-    private func send(_ delivery: WebhookDelivery, body: [UInt8], status: inout Int?, failure: inout String?) async {
+    private func attempt(_ delivery: WebhookDelivery, body: [UInt8], on client: HTTPClient) async -> Outcome {
         do {
             let secrets = try delivery.secrets.map { secret -> [UInt8] in
                 guard let cipher else {
@@ -172,12 +224,14 @@ public final class WebhookDispatcher: Service, Sendable {
                 value: WebhookSignature.header(
                     body: body, timestamp: Int64(Date().timeIntervalSince1970), secrets: secrets))
             request.body = .bytes(ByteBuffer(bytes: body))
-            let response = try await http.execute(
+            let response = try await client.execute(
                 request, timeout: .milliseconds(Int64(settings.requestTimeout.wholeMilliseconds)))
-            status = Int(response.status.code)
             _ = try? await response.body.collect(upTo: 64 * 1024)
+            return Outcome(status: Int(response.status.code))
+        } catch let error as WebhookError {
+            return Outcome(failure: "\(error)")
         } catch {
-            failure = "\(error)"
+            return Outcome(failure: WebhookFailure.tenantClass(of: error), cause: "\(error)")
         }
     }
 
@@ -202,6 +256,34 @@ public final class WebhookDispatcher: Service, Sendable {
             {"id":"\(delivery.eventID.uuidString.lowercased())","type":"\(delivery.type)",\
             "app_id":"\(delivery.appID.uuidString.lowercased())","created_at":"\(created)","data":\(delivery.data)}
             """.utf8)
+    }
+}
+
+/// The class of a failed request an app's attempt log shows: what the endpoint's owner can act
+/// on, without the center's own error text (addresses, library internals); herald-center logs
+/// the error itself.
+enum WebhookFailure {
+    static func tenantClass(of error: any Error) -> String {
+        switch error {
+        case let error as HTTPClientError:
+            switch error {
+            case .connectTimeout: return "connection timed out"
+            case .deadlineExceeded, .readTimeout: return "no answer within the request timeout"
+            case .remoteConnectionClosed: return "the endpoint closed the connection before answering"
+            case .bodyLengthMismatch: return "the endpoint's answer was not valid HTTP"
+            default: return "the request failed"
+            }
+        case is NIOSSLError, is BoringSSLError:
+            return "TLS failed (the endpoint's certificate or TLS version)"
+        case let error as IOError where error.errnoCode == ECONNREFUSED:
+            return "connection refused"
+        case let error as NIOConnectionError:
+            return error.connectionErrors.contains {
+                ($0.error as? IOError)?.errnoCode == ECONNREFUSED
+            } ? "connection refused" : "cannot connect"
+        default:
+            return "the request failed"
+        }
     }
 }
 

@@ -62,6 +62,9 @@ public struct CenterSettings: Sendable {
     /// Webhook requests in flight in this center at most (`HERALD_CENTER_WEBHOOK_MAX_IN_FLIGHT`,
     /// 64; 0: this center delivers no webhooks).
     public var webhookMaxInFlight: Int
+    /// Of those, one app's at most (`HERALD_CENTER_WEBHOOK_MAX_IN_FLIGHT_PER_APP`, a quarter of
+    /// them, at least 1): an app whose endpoints hang leaves the rest to the other apps.
+    public var webhookMaxInFlightPerApp: Int
     /// A webhook request without an answer in this time failed (`HERALD_CENTER_WEBHOOK_TIMEOUT_MS`, 10 s).
     public var webhookTimeout: Duration
     /// The first retry of a failed webhook delivery; each next one doubles, up to an hour
@@ -107,6 +110,8 @@ public struct CenterSettings: Sendable {
         retentionInterval = config.milliseconds(forKey: "center.retentionIntervalMs", default: 600_000, minimum: 1000)
         deviceCountInterval = config.milliseconds(forKey: "center.deviceCountIntervalMs", default: 2000)
         webhookMaxInFlight = max(0, config.int(forKey: "center.webhook.maxInFlight", default: 64))
+        webhookMaxInFlightPerApp = max(
+            1, config.int(forKey: "center.webhook.maxInFlightPerApp", default: max(1, webhookMaxInFlight / 4)))
         webhookTimeout = config.milliseconds(forKey: "center.webhook.timeoutMs", default: 10_000, minimum: 100)
         webhookFirstRetry = config.milliseconds(forKey: "center.webhook.firstRetryMs", default: 30_000, minimum: 100)
         webhookRetryWindow = config.milliseconds(
