@@ -45,6 +45,8 @@ struct ErrorResponseMiddleware: ServerMiddleware {
         let cause = serverError?.underlyingError ?? error
         if let apiError = cause as? APIError { return apiError }
         if let decodingError = cause as? DecodingError { return describe(decodingError) }
+        // A statement PostgreSQL stopped at herald-api's statement_timeout: slow, not down.
+        if (cause as? PSQLError)?.serverInfo?[.sqlState] == "57014" { return .timedOut }
         if isDatabaseUnavailable(cause) { return .unavailable }
         if let rejected = rejectedValue(cause) { return rejected }
         if let serverError, serverError.httpStatus == .unsupportedMediaType {

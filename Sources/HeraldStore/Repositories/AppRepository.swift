@@ -109,12 +109,11 @@ public struct AppRepository: Sendable {
         return try await Self.first(rows)
     }
 
-    /// Deletes an app and everything that belongs to it. Returns whether it existed.
-    @discardableResult
     /// Deletes the app with everything it owns (devices, pushes and their outcomes, by the
-    /// schema's cascades). For an app of millions of devices that is one long statement: the
-    /// pool's statement timeout (herald-api's) is lifted for it, so it ends even after its caller
-    /// was answered.
+    /// schema's cascades); returns whether it existed. For an app of millions of devices that is
+    /// one long statement: the pool's statement timeout (herald-api's) is lifted for it, so it
+    /// ends even after its caller was answered.
+    @discardableResult
     public func delete(id: UUID) async throws -> Bool {
         try await client.transaction(logger: logger) { connection in
             try await connection.run("SET LOCAL statement_timeout = 0", logger: logger)

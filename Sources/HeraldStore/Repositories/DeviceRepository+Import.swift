@@ -268,13 +268,13 @@ public struct ImportLine: Sendable {
     }
 }
 
-/// Another import of the app is running (in this or another herald-api process).
 /// No connection for an import came from its pool in time; nothing of the import was read.
 public struct ImportConnectionUnavailable: Error, CustomStringConvertible {
     public var waited: Duration
     public var description: String { "no database connection for the import within \(waited)" }
 }
 
+/// Another import of the app is running (in this or another herald-api process).
 public struct ImportInProgress: Error, CustomStringConvertible {
     public var appID: UUID
     public var description: String { "an import of app \(appID) is already running" }
