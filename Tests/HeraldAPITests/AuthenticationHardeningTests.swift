@@ -131,6 +131,47 @@ struct AuthenticationHardeningTests {
     }
 
     @Test(
+        "client keys: one source address gets its own slice of the app's client budget (429 past it), another source and the server keys go on"
+    )
+    func clientKeysAreLimitedPerSource() async throws {
+        let time = StoppedClock()
+        try await withAPI(
+            configure: {
+                $0.trustedProxies = "127.0.0.1"
+                $0.clientSourceRateLimitPerSecond = 1
+                $0.clientSourceRateLimitBurst = 3
+            }, rateLimitClock: time.clock
+        ) { api in
+            let app = try await api.createApp()
+            func lookUp(from source: String) async throws -> APITest.Answer {
+                var headers = HTTPFields()
+                headers[HTTPField.Name("X-Forwarded-For")!] = source
+                return try await api.call(
+                    .get, "/v1/devices/by-token/\(String(repeating: "ab", count: 32))", key: app.clientKey,
+                    headers: headers)
+            }
+            for _ in 0..<3 { #expect(try await lookUp(from: "203.0.113.7").status == .notFound) }
+            let refused = try await lookUp(from: "203.0.113.7")
+            #expect(refused.status == .tooManyRequests)
+            #expect(refused.errorCode == "rate_limited")
+            #expect(
+                (refused["error"] as? [String: Any])?["message"] as? String
+                    == "This app's client keys may make 1 requests a second from one address (bursts of 3); retry after 1 s."
+            )
+            // Another address of the same /64 is the same subscriber; another /64 is not.
+            #expect(try await lookUp(from: "2001:db8:1:2::1").status == .notFound)
+            for _ in 0..<2 { _ = try await lookUp(from: "2001:db8:1:2::ffff") }
+            #expect(try await lookUp(from: "2001:db8:1:2:abcd::9").status == .tooManyRequests)
+            #expect(try await lookUp(from: "2001:db8:1:3::1").status == .notFound)
+            #expect(try await lookUp(from: "198.51.100.4").status == .notFound)
+            #expect(try await api.call(.get, "/v1/pushes", key: app.serverKey).status == .ok)
+            // A second later by the limiter's clock, the source has one request again.
+            time.advance(seconds: 1)
+            #expect(try await lookUp(from: "203.0.113.7").status == .notFound)
+        }
+    }
+
+    @Test(
         "a request with an unknown key is refused before its body is read (401, not 413) and its connection closed; without a key at most 4 KiB are read"
     )
     func bodyIsNotReadBeforeAuthentication() async throws {

@@ -154,6 +154,47 @@ struct DevicesAPITests {
     /// The import's batches take far longer to merge than herald-api's idle timeout (1 s here): the
     /// connection's clock runs only while herald-api waits on its client, so the import is
     /// answered (``ClientWaitTimeoutHandler``).
+    @Test(
+        "an app at its quota of active devices: a new device is refused 403 (by either key, and an import), a registered one registers again, an invalid one frees its place, another app goes on; refusals are counted"
+    )
+    func deviceQuota() async throws {
+        try await withAPI(configure: {
+            $0.maximumActiveDevicesPerApp = 2
+            $0.deviceQuotaRefresh = .zero
+        }) { api in
+            let app = try await api.createApp()
+            let other = try await api.createApp(name: "other app")
+            func register(_ token: String, key: String) async throws -> APITest.Answer {
+                try await api.call(
+                    .post, "/v1/devices", key: key, json: #"{"token":"\#(token)","environment":"production"}"#)
+            }
+            let tokens = (0..<3).map { _ in APITest.randomToken() }
+            let first = try await register(tokens[0], key: app.clientKey)
+            #expect(first.status == .created)
+            #expect(try await register(tokens[1], key: app.clientKey).status == .created)
+            let refused = try await register(tokens[2], key: app.clientKey)
+            #expect(refused.status == .forbidden && refused.errorCode == "device_quota_reached", "\(refused.text)")
+            #expect(try await register(tokens[2], key: app.serverKey).errorCode == "device_quota_reached")
+            let line = #"{"token":"\#(tokens[2])","environment":"production"}"#
+            let imported = try await api.call(
+                .post, "/v1/devices/import", key: app.serverKey, body: line + "\n", contentType: "application/x-ndjson")
+            #expect(imported.errorCode == "device_quota_reached", "\(imported.text)")
+            // Registered already: registers again (by the server key, which sees its registration id).
+            #expect(try await register(tokens[0], key: app.clientKey).status == .ok)
+            let again = try await register(tokens[0], key: app.serverKey)
+            #expect(again.status == .ok)
+            #expect(try await register(tokens[2], key: other.clientKey).status == .created)
+            let metrics = try await api.call(.get, "/metrics", key: app.serverKey).text
+            #expect(metrics.contains("\nherald_api_device_quota_refusals_total 3\n"))
+            #expect(metrics.contains("\nherald_api_device_quota_used_ratio 1"))
+            // APNs said one is dead: its place is free.
+            let id = try #require((again["registration_id"] as? NSNumber)?.int64Value)
+            try await markInvalid([id], reason: "Unregistered", client: api.database, logger: api.logger)
+            let freed = try await register(tokens[2], key: app.clientKey)
+            #expect(freed.status == .created, "\(freed.text)")
+        }
+    }
+
     @Test func bulkImportOfAHundredThousandLinesReportsBadOnes() async throws {
         try await withAPI(configure: { $0.idleTimeout = .seconds(1) }) { api in
             let app = try await api.createApp()

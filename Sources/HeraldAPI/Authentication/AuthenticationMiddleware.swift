@@ -12,6 +12,9 @@ struct AuthenticationMiddleware: ServerMiddleware {
     let rateLimiter: RateLimiter
     /// The buckets of client keys.
     let clientRateLimiter: RateLimiter
+    /// The client keys' sub-buckets, one per app and source address: one source (a script with
+    /// the public key) gets a slice of the app's client budget, never all of it.
+    let clientSourceRateLimiter: RateLimiter
 
     func intercept(
         _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
@@ -40,6 +43,18 @@ struct AuthenticationMiddleware: ServerMiddleware {
             key = appKey
         }
         try Self.check(key, against: permission, path: Substring(request.path ?? ""))
+        if key.kind == .client {
+            let source = RequestIdentity.sourceAddress ?? "unknown"
+            let fromSource = clientSourceRateLimiter.take(appID: key.appID, source: source)
+            guard fromSource.allowed else {
+                var fields = HTTPFields()
+                fields[.rateLimitLimit] = String(clientSourceRateLimiter.ratePerSecond)
+                fields[.rateLimitRemaining] = "0"
+                throw APIError.tooManyRequests(
+                    "This app's client keys may make \(clientSourceRateLimiter.ratePerSecond) requests a second from one address (bursts of \(clientSourceRateLimiter.burst)); retry after \(fromSource.retryAfterSeconds) s.",
+                    code: "rate_limited", retryAfterSeconds: fromSource.retryAfterSeconds, headers: fields)
+            }
+        }
         let limiter = key.kind == .client ? clientRateLimiter : rateLimiter
         let decision = limiter.take(appID: key.appID)
         var limitFields = HTTPFields()

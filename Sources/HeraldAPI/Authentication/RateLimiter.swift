@@ -1,7 +1,8 @@
 import Foundation
+import HeraldCore
 import Synchronization
 
-/// Per-app token buckets: an app may make `ratePerSecond` requests a second on average and
+/// Per-app token buckets (or per app and source address, for the client keys' sub-buckets): an app may make `ratePerSecond` requests a second on average and
 /// `burst` at once, across every herald-api process. Buckets live in this process's memory; each
 /// process fills them at its ``share`` of the limit (the limit divided by the processes alive,
 /// counted by ``APIReplicaHeartbeat``), so a load balancer spreading requests evenly over N
@@ -25,7 +26,25 @@ final class RateLimiter: Sendable {
     let burst: Int
     /// herald-api processes sharing the limit (this one included), at least 1.
     let replicas = Atomic<Int>(1)
-    private let buckets = Mutex<[UUID: Bucket]>([:])
+    private let buckets = Mutex<[Key: Bucket]>([:])
+
+    /// Whose bucket: an app's, or an app's requests from one source (an IPv4 address, or an
+    /// IPv6 address's /64, which one subscriber holds whole).
+    struct Key: Hashable {
+        var app: UUID
+        var source: String?
+
+        init(app: UUID, source: String? = nil) {
+            self.app = app
+            self.source = source.map(Self.network)
+        }
+
+        /// The part of `address` one client holds: an IPv4 address whole, an IPv6 one's /64.
+        static func network(_ address: String) -> String {
+            guard let bytes = NetworkAddress.bytes(of: address), bytes.count == 16 else { return address }
+            return bytes[0..<8].map { String($0, radix: 16) }.joined(separator: ":") + "::/64"
+        }
+    }
     /// Buckets kept before the full ones are dropped (a full bucket is what a new one is, so
     /// dropping it changes no decision): the map stays bounded whatever the number of apps.
     let maximumBuckets: Int
@@ -46,22 +65,28 @@ final class RateLimiter: Sendable {
     var bucketCount: Int { buckets.withLock { $0.count } }
 
     /// Takes one token for `appID` now, by the limiter's clock.
-    func take(appID: UUID) -> Decision { take(appID: appID, now: clock()) }
+    func take(appID: UUID) -> Decision { take(Key(app: appID), now: clock()) }
+
+    /// Takes one token for `appID`'s requests from `source` now.
+    func take(appID: UUID, source: String) -> Decision { take(Key(app: appID, source: source), now: clock()) }
 
     /// Takes one token for `appID` at time `now` (seconds, monotonic).
-    func take(appID: UUID, now: Double) -> Decision {
+    func take(appID: UUID, now: Double) -> Decision { take(Key(app: appID), now: now) }
+
+    /// Takes one token from `key`'s bucket at time `now` (seconds, monotonic).
+    func take(_ key: Key, now: Double) -> Decision {
         let share = Double(max(1, replicas.load(ordering: .relaxed)))
         let rate = Double(ratePerSecond) / share
         let burst = max(1, Double(self.burst) / share)
         return buckets.withLock { buckets in
-            if buckets.count >= maximumBuckets, buckets[appID] == nil {
+            if buckets.count >= maximumBuckets, buckets[key] == nil {
                 // Full again once `burst / rate` seconds have passed since the last request.
                 let fullAfter = burst / rate
                 buckets = buckets.filter { now - $0.value.updated < fullAfter }
             }
-            var bucket = buckets[appID] ?? Bucket(tokens: burst, updated: now)
+            var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
             let decision = Self.take(&bucket, now: now, rate: rate, burst: burst)
-            buckets[appID] = bucket
+            buckets[key] = bucket
             return decision
         }
     }

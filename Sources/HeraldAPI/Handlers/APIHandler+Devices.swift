@@ -16,6 +16,11 @@ extension APIHandler {
         let app = try await callingApp(appID)
         let registration = try DeviceInput.registration(body, appID: appID, bundleID: app.bundleID)
         try await checkClientRules(app: app, alias: body.alias, signature: body.aliasSignature, tags: body.tags ?? [])
+        if let active = try await deviceQuota.reached(appID: appID),
+            try await devices.device(token: registration.token, appID: appID) == nil
+        {
+            throw quotaReached(active: active)
+        }
         let registered = try await withDeviceLimits { try await devices.register(registration) }
         guard let device = try await devices.device(id: registered.id, appID: appID) else {
             throw APIError.notFound("device")
@@ -130,6 +135,7 @@ extension APIHandler {
             case .applicationXNdjson(let body): (.ndjson, body)
             case .csv(let body): (.csv, body)
             }
+        if let active = try await deviceQuota.reached(appID: appID) { throw quotaReached(active: active) }
         guard imports.slots.tryAcquire() else {
             throw APIError.tooManyRequests(
                 "this herald-api runs \(settings.importConnections) imports at once and all are busy; retry in a while (nothing of this one was imported)",
@@ -405,5 +411,17 @@ struct ImportPace: Sendable {
         }
         windowWaited = .zero
         windowBytes = 0
+    }
+}
+
+extension APIHandler {
+    /// 403 for a new device of an app that has its quota of active devices (counted).
+    func quotaReached(active: Int64) -> APIError {
+        metrics.deviceQuotaRefusals.add(1, ordering: .relaxed)
+        return APIError(
+            .forbidden, code: "device_quota_reached",
+            message:
+                "This app has \(active) active devices, its quota of \(deviceQuota.limit) (HERALD_API_MAX_ACTIVE_DEVICES_PER_APP): a device already registered may register again, a new one is refused until devices are deleted or found invalid, or the operator raises the quota."
+        )
     }
 }

@@ -30,6 +30,8 @@ struct APIHandler: APIProtocol {
     let devices: DeviceRepository
     /// Devices counted by environment, status and tag, kept as they change.
     let deviceCounts: DeviceCountRepository
+    /// Each app's active devices against its quota.
+    let deviceQuota: DeviceQuota
     /// Device imports: their own connections and slots.
     let imports: DeviceImports
     let pushes: PushRepository

@@ -33,6 +33,10 @@ final class APIMetrics: Sendable {
     let importsRunning = Atomic<Int>(0)
     /// App keys looked up in the database (``KeyAuthenticator``'s cache misses).
     let keyLookups = Atomic<Int>(0)
+    /// New devices refused because their app has its quota of active devices (403).
+    let deviceQuotaRefusals = Atomic<Int>(0)
+    /// Where the quota gauge comes from (set once the server exists).
+    let deviceQuota = Mutex<DeviceQuota?>(nil)
     private let state = Mutex(State())
 
     func record(operationID: String, status: Int, seconds: Double) {
@@ -86,6 +90,15 @@ final class APIMetrics: Sendable {
         text.single(
             "herald_api_key_lookups_total", .counter, help: "App keys looked up in the database (cache misses).",
             value: keyLookups.load(ordering: .relaxed))
+        text.single(
+            "herald_api_device_quota_refusals_total", .counter,
+            help: "New devices refused 403 device_quota_reached: their app has its quota of active devices.",
+            value: deviceQuotaRefusals.load(ordering: .relaxed))
+        text.single(
+            "herald_api_device_quota_used_ratio", .gauge,
+            help:
+                "The highest share of the active-device quota an app that registered lately uses (0 without a quota).",
+            value: deviceQuota.withLock { $0 }?.highestShare ?? 0)
         return text.text
     }
 }

@@ -66,6 +66,10 @@ public struct APIServer: Service {
                 perApp: settings.streamsPerApp, perProcess: settings.streams, lifetime: settings.streamLifetime),
             logger: logger)
         metrics.progressHub.withLock { $0 = progressHub }
+        let deviceQuota = DeviceQuota(
+            limit: settings.maximumActiveDevicesPerApp, refresh: settings.deviceQuotaRefresh,
+            counts: DeviceCountRepository(client: database, logger: logger))
+        metrics.deviceQuota.withLock { $0 = deviceQuota }
         let handler = APIHandler(
             database: database, apps: AppRepository(client: database, logger: logger), keys: keys,
             credentials: CredentialRepository(client: database, logger: logger),
@@ -76,7 +80,7 @@ public struct APIServer: Service {
             templates: TemplateRepository(client: database, logger: logger),
             schedules: ScheduleRepository(client: database, logger: logger),
             devices: DeviceRepository(client: database, logger: logger),
-            deviceCounts: DeviceCountRepository(client: database, logger: logger),
+            deviceCounts: DeviceCountRepository(client: database, logger: logger), deviceQuota: deviceQuota,
             imports: DeviceImports(
                 devices: DeviceRepository(client: importDatabase, logger: logger),
                 slots: ImportSlots(limit: settings.importConnections)),
@@ -94,6 +98,9 @@ public struct APIServer: Service {
             ratePerSecond: settings.rateLimitPerSecond, burst: settings.rateLimitBurst, clock: rateLimitClock)
         let clientRateLimiter = RateLimiter(
             ratePerSecond: settings.clientRateLimitPerSecond, burst: settings.clientRateLimitBurst,
+            clock: rateLimitClock)
+        let clientSourceRateLimiter = RateLimiter(
+            ratePerSecond: settings.clientSourceRateLimitPerSecond, burst: settings.clientSourceRateLimitBurst,
             clock: rateLimitClock)
         let proxies = try TrustedProxies(parsing: settings.trustedProxies)
         let router = Router(context: APIRequestContext.self)
@@ -126,14 +133,16 @@ public struct APIServer: Service {
             middlewares: [
                 MetricsMiddleware(metrics: metrics),
                 ErrorResponseMiddleware(logger: logger, deadlines: deadlines),
-                AuthenticationMiddleware(rateLimiter: rateLimiter, clientRateLimiter: clientRateLimiter),
+                AuthenticationMiddleware(
+                    rateLimiter: rateLimiter, clientRateLimiter: clientRateLimiter,
+                    clientSourceRateLimiter: clientSourceRateLimiter),
             ])
         var services: [any Service] = [deadlines, importDatabase, progressHub]
         if settings.replicaHeartbeat > .zero {
             services.append(
                 APIReplicaHeartbeat(
                     replicas: APIReplicaRepository(client: database, logger: logger),
-                    rateLimiters: [rateLimiter, clientRateLimiter],
+                    rateLimiters: [rateLimiter, clientRateLimiter, clientSourceRateLimiter],
                     interval: settings.replicaHeartbeat, name: "\(ProcessInfo.processInfo.hostName):\(getpid())",
                     logger: logger))
         }

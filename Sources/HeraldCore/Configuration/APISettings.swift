@@ -16,6 +16,17 @@ public struct APISettings: Sendable {
     /// registrations from the app's installations cannot starve its back-end.
     public var clientRateLimitPerSecond: Int
     public var clientRateLimitBurst: Int
+    /// Of that, what one source address may use (`HERALD_API_CLIENT_RATE_LIMIT_PER_SOURCE_PER_SECOND`,
+    /// `HERALD_API_CLIENT_RATE_LIMIT_PER_SOURCE_BURST`; an IPv6 address counts by its /64): the
+    /// public client key in a script on one machine cannot use up the app's installations' budget.
+    public var clientSourceRateLimitPerSecond: Int
+    /// Active devices each app may have (`HERALD_API_MAX_ACTIVE_DEVICES_PER_APP`, 50,000,000;
+    /// 0: no quota): a new device past it is refused 403, an imported file too.
+    public var maximumActiveDevicesPerApp: Int64
+    /// How long an app's count of active devices is used for the quota before it is read again
+    /// (`HERALD_API_DEVICE_QUOTA_REFRESH_MS`, 10 s).
+    public var deviceQuotaRefresh: Duration
+    public var clientSourceRateLimitBurst: Int
     /// How often each herald-api renews its row in `api_replicas` and recounts the processes
     /// sharing the rate limits (`HERALD_API_REPLICA_HEARTBEAT_MS`); a process not renewed for 3
     /// of these no longer counts. Zero turns the sharing off: this process allows every app the
@@ -105,6 +116,12 @@ public struct APISettings: Sendable {
         rateLimitBurst = max(1, config.int(forKey: "api.rateLimit.burst", default: 2_000))
         clientRateLimitPerSecond = max(1, config.int(forKey: "api.clientRateLimit.perSecond", default: 1_000))
         clientRateLimitBurst = max(1, config.int(forKey: "api.clientRateLimit.burst", default: 2_000))
+        clientSourceRateLimitPerSecond = max(
+            1, config.int(forKey: "api.clientRateLimit.perSourcePerSecond", default: 50))
+        clientSourceRateLimitBurst = max(1, config.int(forKey: "api.clientRateLimit.perSourceBurst", default: 100))
+        maximumActiveDevicesPerApp = Int64(
+            max(0, config.int(forKey: "api.devices.maxActivePerApp", default: 50_000_000)))
+        deviceQuotaRefresh = config.milliseconds(forKey: "api.devices.quotaRefreshMs", default: 10_000, minimum: 0)
         let heartbeat = config.int(forKey: "api.replicaHeartbeatMs", default: 1_000)
         replicaHeartbeat = heartbeat <= 0 ? .zero : .milliseconds(max(100, heartbeat))
         maximumBodyBytes = max(1024, config.int(forKey: "api.maxBodyBytes", default: 1 << 20))
