@@ -48,7 +48,7 @@ OPERATIONS_PORTS = {"herald-api": 9467, "herald-center": 9466, "herald-sender": 
 # A staging box differs from a cluster in where things are and how they are reached, never in
 # how Herald behaves: these variables may differ between compose and the Kubernetes base.
 COMPOSE_MAY_DIFFER = {
-    "HERALD_KAFKA_BROKERS", "HERALD_POSTGRES_HOST", "HERALD_POSTGRES_TLS_MODE",
+    "HERALD_KAFKA_BROKERS", "HERALD_POSTGRES_HOST", "HERALD_POSTGRES_TLS_MODE", "HERALD_POSTGRES_ALLOW_PLAINTEXT",
     # One broker: no replicas to spare.
     "HERALD_KAFKA_TOPICS_REPLICATION_FACTOR", "HERALD_KAFKA_TOPICS_MIN_INSYNC_REPLICAS",
     # Sandbox pushes go to apns-sim on the staging box.

@@ -63,6 +63,11 @@ public struct ConsoleIdentity: Sendable, Equatable {
     /// Whether the identity manages apps: the admin token (all of them) or an app's admin key (its
     /// own).
     public var managesApps: Bool { role == .admin || key?.kind == .admin }
+
+    /// Whether the identity manages the app `appID`: the admin token, or that app's admin key.
+    public func manages(appID: String) -> Bool {
+        role == .admin || (key?.kind == .admin && key?.appID.uuidString.lowercased() == appID.lowercased())
+    }
 }
 
 /// The request the console serves, for the operations' logs and audit log.

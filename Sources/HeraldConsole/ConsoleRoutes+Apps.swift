@@ -272,6 +272,14 @@ extension ConsoleRoutes {
     /// The credential upload: a multipart form with the file.
     func putCredential(_ request: Request, context: Context) async throws -> Response {
         guard let signedIn = try await signedIn(request, context: context) else { return Self.signInAgain }
+        let appID = context.parameters.get("appId") ?? ""
+        // Refused before the body is read: only who manages the app uploads its credentials.
+        guard signedIn.identity.manages(appID: appID) else {
+            return Self.message(
+                signedIn, status: .forbidden, heading: "Not uploaded",
+                text: "Uploading an app's APNs credential takes the admin token or that app's admin key.",
+                link: .init(href: "/console", label: "Back to the console"))
+        }
         var request = request
         let buffer: ByteBuffer
         do {
@@ -280,7 +288,6 @@ extension ConsoleRoutes {
             throw HTTPError(
                 .contentTooLarge, message: "A credential file is at most \(Self.maximumFormBytes / 1024) KiB.")
         }
-        let appID = context.parameters.get("appId") ?? ""
         let back = "/console/apps/\(appID)"
         guard let boundary = request.headers[.contentType].flatMap(MultipartForm.boundary(contentType:)),
             let form = MultipartForm(body: Array(buffer.readableBytesView), boundary: boundary)

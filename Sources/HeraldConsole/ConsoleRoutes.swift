@@ -118,7 +118,7 @@ extension ConsoleRoutes {
         }
         guard let session, let identity = try await gateway.identity(of: session.owner) else { return nil }
         let origin = ConsoleRequestOrigin(
-            requestID: request.headers[.requestID] ?? UUID().uuidString.lowercased(),
+            requestID: RequestID.acceptable(request.headers[.requestID]) ?? UUID().uuidString.lowercased(),
             sourceAddress: context.sourceAddress)
         return SignedIn(identity: identity, csrf: session.csrfToken, origin: origin)
     }

@@ -188,6 +188,16 @@ struct AccessControlTests {
             #expect(pushes.status == .forbidden && pushes.errorCode == "server_key_required")
             let serverOnAdmin = try await api.call(.get, "/v1/apps/\(app.id)/keys", key: app.serverKey)
             #expect(serverOnAdmin.status == .forbidden && serverOnAdmin.errorCode == "admin_only")
+            // What only the admin token does: delete the app, turn legacy client access back on.
+            let deleted = try await api.call(.delete, "/v1/apps/\(app.id)", key: adminKey)
+            #expect(deleted.status == .forbidden && deleted.errorCode == "admin_only")
+            let loosened = try await api.call(
+                .patch, "/v1/apps/\(app.id)", key: adminKey, json: #"{"legacy_client_access":true}"#)
+            #expect(loosened.status == .forbidden && loosened.errorCode == "admin_only")
+            let tightened = try await api.call(
+                .patch, "/v1/apps/\(app.id)", key: adminKey, json: #"{"legacy_client_access":false}"#)
+            #expect(tightened.status == .ok)
+            #expect(try await api.call(.get, "/v1/apps/\(app.id)", key: adminKey).status == .ok, "still there")
         }
     }
 

@@ -185,6 +185,33 @@ struct AppsAPITests {
         }
     }
 
+    @Test("an app has at most 100 live keys: one more answers 409 key_limit, a revoked key frees a place")
+    func keysPerAppAreCapped() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            func create() async throws -> APITest.Answer {
+                try await api.call(
+                    .post, "/v1/apps/\(app.id)/keys", key: APITest.adminToken, json: #"{"kind":"server"}"#)
+            }
+            var live =
+                (try await api.call(.get, "/v1/apps/\(app.id)/keys", key: APITest.adminToken)["keys"]
+                as? [[String: Any]] ?? []).count
+            var lastID = ""
+            while live < APIHandler.keysPerApp {
+                let created = try await create()
+                #expect(created.status == .created)
+                lastID = created["id"] as? String ?? ""
+                live += 1
+            }
+            let refused = try await create()
+            #expect(refused.status == .conflict && refused.errorCode == "key_limit", "\(refused.text)")
+            #expect(
+                try await api.call(.delete, "/v1/apps/\(app.id)/keys/\(lastID)", key: APITest.adminToken).status
+                    == .noContent)
+            #expect(try await create().status == .created)
+        }
+    }
+
     @Test func credentialsAreSealedAndNeverReturned() async throws {
         try await withAPI { api in
             let app = try await api.createApp()

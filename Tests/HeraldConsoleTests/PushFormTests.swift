@@ -148,3 +148,16 @@ struct ConsoleFigureTests {
         #expect(PushView.time(Date(timeIntervalSince1970: 1_795_552_297)) == "2026-11-24 20:31:37 UTC")
     }
 }
+
+@Suite("console: multipart uploads")
+struct MultipartBoundaryTests {
+    @Test("a boundary is 1 to 70 characters (RFC 2046); anything else is not an upload form")
+    func boundaryLength() {
+        let longest = String(repeating: "b", count: 70)
+        #expect(MultipartForm.boundary(contentType: "multipart/form-data; boundary=\(longest)") == longest)
+        #expect(MultipartForm.boundary(contentType: "multipart/form-data; boundary=\"----x\"") == "----x")
+        #expect(MultipartForm.boundary(contentType: "multipart/form-data; boundary=\(longest)b") == nil)
+        #expect(MultipartForm.boundary(contentType: "multipart/form-data; boundary=") == nil)
+        #expect(MultipartForm.boundary(contentType: "application/json; boundary=x") == nil)
+    }
+}

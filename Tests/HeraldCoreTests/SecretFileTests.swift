@@ -24,4 +24,30 @@ struct SecretFileTests {
             _ = try await HeraldConfiguration.load(environment: ["HERALD_MASTER_KEY_FILE": "/nonexistent/key"])
         } throws: { "\($0)".contains("cannot read HERALD_MASTER_KEY_FILE /nonexistent/key") }
     }
+
+    @Test(
+        "plain TCP to a PostgreSQL that is not this machine is refused unless allowed; loopback, a Unix socket and TLS go"
+    )
+    func plaintextPostgresAcrossTheNetwork() async throws {
+        await #expect {
+            _ = try await HeraldConfiguration.load(environment: ["HERALD_POSTGRES_HOST": "db.internal"])
+        } throws: { "\($0)".contains("HERALD_POSTGRES_ALLOW_PLAINTEXT=true") }
+        await #expect(throws: (any Error).self) {
+            _ = try await HeraldConfiguration.load(environment: [
+                "HERALD_POSTGRES_HOST": "10.0.3.7", "HERALD_POSTGRES_TLS_MODE": "disable",
+            ])
+        }
+        for host in ["127.0.0.1", "localhost", "::1", "/var/run/postgresql"] {
+            #expect(
+                try await HeraldConfiguration.load(environment: ["HERALD_POSTGRES_HOST": host]).postgres.host == host)
+        }
+        let allowed = try await HeraldConfiguration.load(environment: [
+            "HERALD_POSTGRES_HOST": "postgres", "HERALD_POSTGRES_ALLOW_PLAINTEXT": "true",
+        ])
+        #expect(allowed.postgres.tls.mode == .disable)
+        let encrypted = try await HeraldConfiguration.load(environment: [
+            "HERALD_POSTGRES_HOST": "db.internal", "HERALD_POSTGRES_TLS_MODE": "require",
+        ])
+        #expect(encrypted.postgres.tls.mode == .require)
+    }
 }

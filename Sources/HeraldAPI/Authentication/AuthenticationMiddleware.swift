@@ -82,7 +82,7 @@ struct AuthenticationMiddleware: ServerMiddleware {
         case (.globalAdmin, _):
             throw APIError(
                 .forbidden, code: "admin_only",
-                message: "Creating and listing apps takes the admin token, not an app key.")
+                message: "Creating, listing and deleting apps take the admin token, not an app key.")
         case (.appAdmin, .admin):
             guard Self.appID(inPath: path) == key.appID else {
                 throw APIError(

@@ -57,8 +57,9 @@ enum Permission: Equatable {
     static func of(operationID: String) -> Permission {
         switch operationID {
         case "getHealth", "getReadiness", "getMetrics": .open
-        case "createApp", "listApps": .globalAdmin
-        case "getApp", "updateApp", "deleteApp", "listKeys", "createKey", "revokeKey", "rotateKey", "listCredentials",
+        // Deleting an app takes everything it has: the admin token only, never a key of the app.
+        case "createApp", "listApps", "deleteApp": .globalAdmin
+        case "getApp", "updateApp", "listKeys", "createKey", "revokeKey", "rotateKey", "listCredentials",
             "putCredential", "deleteCredential", "rotateIdentitySecret", "listAuditEvents", "createWebhook",
             "listWebhooks", "deleteWebhook", "sendTestWebhook", "listWebhookAttempts", "updateWebhook",
             "rotateWebhookSecret", "listWebhookDeliveries", "replayWebhookDeliveries":

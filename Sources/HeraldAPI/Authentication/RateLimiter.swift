@@ -41,7 +41,9 @@ final class RateLimiter: Sendable {
 
         /// The part of `address` one client holds: an IPv4 address whole, an IPv6 one's /64.
         static func network(_ address: String) -> String {
-            guard let bytes = NetworkAddress.bytes(of: address), bytes.count == 16 else { return address }
+            guard let bytes = NetworkAddress.bytes(of: address) else { return address }
+            // IPv4, and IPv4-mapped IPv6 (a dual-stack socket's view of an IPv4 peer).
+            if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
             return bytes[0..<8].map { String($0, radix: 16) }.joined(separator: ":") + "::/64"
         }
     }

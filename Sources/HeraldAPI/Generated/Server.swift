@@ -2126,6 +2126,8 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
     }
     /// Create a server or client key; the key is shown in this answer only.
     ///
+    /// An app has at most 100 live keys (revoked ones, and rotated ones past their grace, do not count); one more answers 409 `key_limit`.
+    ///
     /// - Remark: HTTP `POST /v1/apps/{appId}/keys`.
     /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/post(createKey)`.
     func createKey(
@@ -2284,6 +2286,24 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                 case let .notFound(value):
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 404)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .conflict(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 409)
                     suppressMutabilityWarning(&response)
                     let body: OpenAPIRuntime.HTTPBody
                     switch value.body {

@@ -62,6 +62,15 @@ extension APIHandler {
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the changes as JSON") }
         if let name = body.name { try Self.checkName(name, field: "name") }
         if let bundleID = body.bundleId { try Self.checkBundleID(bundleID) }
+        // Legacy client access loosens what the app's public key may do: an app's admin key may
+        // turn it off, only the admin token back on.
+        if body.legacyClientAccess == true, Principal.currentKey != nil {
+            throw APIError(
+                .forbidden, code: "admin_only",
+                message:
+                    "Turning legacy client access back on takes the admin token: it lets the app's public client key change devices by id and bind aliases unsigned."
+            )
+        }
         try DeviceInput.tags(body.clientTags, field: "client_tags", maximum: 1000)
         var allowedTags: [String]?? = body.clientTags.map { $0 }
         if body.clientTagsUnrestricted == true {
@@ -103,6 +112,9 @@ extension APIHandler {
         return .ok(.init(body: .json(.init(keys: try await keys.keys(appID: app.id).map(Components.Schemas.Key.init)))))
     }
 
+    /// Live keys an app may have at once.
+    static let keysPerApp = 100
+
     func createKey(_ input: Operations.CreateKey.Input) async throws -> Operations.CreateKey.Output {
         let app = try await existingApp(input.path.appId)
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the key's kind as JSON") }
@@ -118,7 +130,15 @@ extension APIHandler {
             }
         }
         let secret = APIKeySecret.generate(kind: kind)
-        let key = try await keys.create(appID: app.id, kind: kind, key: secret, name: body.name ?? "", scopes: scopes)
+        guard
+            let key = try await keys.create(
+                appID: app.id, kind: kind, key: secret, name: body.name ?? "", scopes: scopes,
+                liveAtMost: Self.keysPerApp)
+        else {
+            throw APIError.conflict(
+                "the app has \(Self.keysPerApp) live keys already; revoke one it no longer uses first",
+                code: "key_limit")
+        }
         var details = ["kind": kind.rawValue]
         if let scopes { details["scopes"] = scopes.map(\.rawValue).joined(separator: ",") }
         await recordAudit("key.created", appID: app.id, target: key.id.lowercased, details: details)

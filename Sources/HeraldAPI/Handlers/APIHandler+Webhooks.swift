@@ -26,7 +26,8 @@ extension APIHandler {
             id: id, appID: app.id, url: body.url, description: body.description,
             eventTypes: changes.eventTypes ?? [], maxConcurrency: changes.maxConcurrency ?? 4, secret: sealed)
         await recordAudit(
-            "webhook.created", appID: app.id, details: ["webhook": id.uuidString.lowercased(), "url": body.url])
+            "webhook.created", appID: app.id,
+            details: ["webhook": id.uuidString.lowercased(), "url": Self.auditedURL(body.url)])
         return .created(.init(body: .json(.init(webhook: .init(endpoint), secret: secret))))
     }
 
@@ -49,7 +50,7 @@ extension APIHandler {
             throw APIError.notFound("webhook")
         }
         var details = ["webhook": id.uuidString.lowercased()]
-        if let url = changes.url { details["url"] = url }
+        if let url = changes.url { details["url"] = Self.auditedURL(url) }
         if let enabled = changes.enabled { details["enabled"] = "\(enabled)" }
         await recordAudit("webhook.updated", appID: appID, details: details)
         return .ok(.init(body: .json(.init(endpoint))))
@@ -235,5 +236,16 @@ extension Components.Schemas.Webhook {
             eventTypes: endpoint.eventTypes.compactMap(Components.Schemas.WebhookEventType.init(rawValue:)),
             description: endpoint.description, maxConcurrency: endpoint.maxConcurrency, enabled: endpoint.enabled,
             createdAt: endpoint.createdAt)
+    }
+}
+
+extension APIHandler {
+    /// A webhook URL as the audit log keeps it: without its query and fragment, where receivers
+    /// often carry a token (`?token=…`); the scheme, host, port and path say which endpoint.
+    static func auditedURL(_ url: String) -> String {
+        guard var components = URLComponents(string: url) else { return "(not a URL)" }
+        if components.query != nil { components.query = "redacted" }
+        components.fragment = nil
+        return components.string ?? "(not a URL)"
     }
 }

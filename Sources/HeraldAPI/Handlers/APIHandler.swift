@@ -47,6 +47,8 @@ struct APIHandler: APIProtocol {
     let settings: APISettings
     let metrics: APIMetrics
     let deadlines: RequestDeadlines
+    /// The last readiness answer, kept a second.
+    let readiness = ReadinessCache(keep: .seconds(1))
     let logger: Logger
 
     // MARK: System
@@ -56,14 +58,20 @@ struct APIHandler: APIProtocol {
     }
 
     func getReadiness(_ input: Operations.GetReadiness.Input) async throws -> Operations.GetReadiness.Output {
-        do {
-            try await deadlines.guarding(timeout: min(.seconds(2), deadlines.timeout / 2)) { [database, logger] in
-                let rows = try await database.query("SELECT 1", logger: logger)
-                for try await _ in rows.decode(Int32.self) {}
+        // /readyz is open to anyone: its answer is kept a second, so a flood of probes asks
+        // PostgreSQL once a second, not once a request.
+        let ready = await readiness.answer { [deadlines, database, logger] in
+            do {
+                try await deadlines.guarding(timeout: min(.seconds(2), deadlines.timeout / 2)) {
+                    let rows = try await database.query("SELECT 1", logger: logger)
+                    for try await _ in rows.decode(Int32.self) {}
+                }
+                return true
+            } catch {
+                return false
             }
-        } catch {
-            throw APIError.unavailable
         }
+        guard ready else { throw APIError.unavailable }
         return .ok(.init(body: .json(.init(status: "ready"))))
     }
 
@@ -119,4 +127,36 @@ final class ImportSlots: Sendable {
     }
 
     func release() { running.withLock { $0 -= 1 } }
+}
+
+/// A readiness answer kept for `keep`: callers within it get the last answer; the first after it
+/// asks again (others at that moment get the last answer meanwhile, so one probe at a time asks).
+final class ReadinessCache: Sendable {
+    private struct State {
+        var ready = false
+        var answeredAt: ContinuousClock.Instant?
+        var asking = false
+    }
+
+    let keep: Duration
+    private let state = Mutex(State())
+
+    init(keep: Duration) { self.keep = keep }
+
+    func answer(_ ask: @Sendable () async -> Bool) async -> Bool {
+        let now = ContinuousClock.now
+        let cached: Bool? = state.withLock { state in
+            if let at = state.answeredAt, now - at < keep || state.asking { return state.ready }
+            state.asking = true
+            return nil
+        }
+        if let cached { return cached }
+        let ready = await ask()
+        state.withLock { state in
+            state.ready = ready
+            state.answeredAt = .now
+            state.asking = false
+        }
+        return ready
+    }
 }

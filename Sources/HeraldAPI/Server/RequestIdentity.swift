@@ -13,22 +13,6 @@ enum RequestIdentity {
     /// The W3C trace context of the request: the caller's `traceparent` when it is well formed,
     /// else a new trace. A push created by the request is stored with it.
     @TaskLocal static var trace: TraceContext?
-
-    /// The caller's id if it is 1 to 128 letters, digits, `-`, `_`, `.` or `:` (anything else could
-    /// forge log fields); nil otherwise.
-    static func acceptable(_ sent: String?) -> String? {
-        guard let sent, (1...128).contains(sent.utf8.count) else { return nil }
-        let allowed = sent.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
-                UInt8(ascii: ":"):
-                true
-            default: false
-            }
-        }
-        return allowed ? sent : nil
-    }
 }
 
 extension HTTPField.Name {
@@ -42,7 +26,7 @@ struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        let id = RequestIdentity.acceptable(request.headers[.requestID]) ?? UUID.random().uuidString.lowercased()
+        let id = RequestID.acceptable(request.headers[.requestID]) ?? UUID.random().uuidString.lowercased()
         let trace = request.headers[.traceparent].flatMap { TraceContext(traceparent: $0) } ?? .start()
         var response = try await RequestIdentity.$requestID.withValue(id) {
             try await RequestIdentity.$trace.withValue(trace) { try await next(request, context) }

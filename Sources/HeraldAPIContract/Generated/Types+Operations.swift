@@ -2091,6 +2091,8 @@ public enum Operations {
     }
     /// Create a server or client key; the key is shown in this answer only.
     ///
+    /// An app has at most 100 live keys (revoked ones, and rotated ones past their grace, do not count); one more answers 409 `key_limit`.
+    ///
     /// - Remark: HTTP `POST /v1/apps/{appId}/keys`.
     /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/post(createKey)`.
     public enum CreateKey {
@@ -2305,6 +2307,29 @@ public enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request contradicts the current state (for example, canceling a completed push).
+            ///
+            /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/post(createKey)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Components.Responses.Conflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            public var conflict: Components.Responses.Conflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
                             response: self
                         )
                     }

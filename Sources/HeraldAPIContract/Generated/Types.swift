@@ -69,6 +69,8 @@ public protocol APIProtocol: Sendable {
     func listKeys(_ input: Operations.ListKeys.Input) async throws -> Operations.ListKeys.Output
     /// Create a server or client key; the key is shown in this answer only.
     ///
+    /// An app has at most 100 live keys (revoked ones, and rotated ones past their grace, do not count); one more answers 409 `key_limit`.
+    ///
     /// - Remark: HTTP `POST /v1/apps/{appId}/keys`.
     /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/post(createKey)`.
     func createKey(_ input: Operations.CreateKey.Input) async throws -> Operations.CreateKey.Output
@@ -531,6 +533,8 @@ extension APIProtocol {
         ))
     }
     /// Create a server or client key; the key is shown in this answer only.
+    ///
+    /// An app has at most 100 live keys (revoked ones, and rotated ones past their grace, do not count); one more answers 409 `key_limit`.
     ///
     /// - Remark: HTTP `POST /v1/apps/{appId}/keys`.
     /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/post(createKey)`.

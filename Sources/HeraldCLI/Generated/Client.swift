@@ -1724,6 +1724,8 @@ internal struct Client: APIProtocol {
     }
     /// Create a server or client key; the key is shown in this answer only.
     ///
+    /// An app has at most 100 live keys (revoked ones, and rotated ones past their grace, do not count); one more answers 409 `key_limit`.
+    ///
     /// - Remark: HTTP `POST /v1/apps/{appId}/keys`.
     /// - Remark: Generated from `#/paths//v1/apps/{appId}/keys/post(createKey)`.
     internal func createKey(_ input: Operations.CreateKey.Input) async throws -> Operations.CreateKey.Output {
@@ -1911,6 +1913,28 @@ internal struct Client: APIProtocol {
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
                     return .notFound(.init(body: body))
+                case 409:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.Conflict.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .conflict(.init(body: body))
                 case 413:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.TooLarge.Body

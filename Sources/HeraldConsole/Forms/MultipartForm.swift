@@ -29,7 +29,9 @@ struct MultipartForm {
         for parameter in contentType.split(separator: ";").dropFirst() {
             let pair = parameter.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
             if pair.count == 2, pair[0].lowercased() == "boundary" {
-                return pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                // RFC 2046: 1 to 70 characters; a longer one is not a form a browser sends.
+                let boundary = pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                return (1...70).contains(boundary.utf8.count) ? boundary : nil
             }
         }
         return nil

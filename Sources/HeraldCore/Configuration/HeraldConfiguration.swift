@@ -73,6 +73,8 @@ public struct HeraldConfiguration: Sendable {
                 forKey: "postgres.idleInTransactionTimeoutMs", default: 60_000),
             tls: try PostgresTLSSettings(reader: config)
         )
+        try postgres.refusePlaintextAcrossNetworks(
+            allowed: config.bool(forKey: "postgres.allowPlaintext", default: false))
         security = SecuritySettings(
             masterKey: try Self.secret(config, "masterKey", variable: "HERALD_MASTER_KEY"),
             adminToken: try Self.secret(config, "adminToken", variable: "HERALD_ADMIN_TOKEN"),
@@ -228,6 +230,18 @@ public struct SecuritySettings: Sendable {
 }
 
 /// A setting Herald cannot start with; the message names it and says how to fix it.
+extension PostgresSettings {
+    /// Refuses TLS mode `disable` for a host that is not on this machine (loopback, or a Unix
+    /// socket's directory) unless `allowed` (`HERALD_POSTGRES_ALLOW_PLAINTEXT=true`): the
+    /// password and every device token would cross the network in the clear.
+    func refusePlaintextAcrossNetworks(allowed: Bool) throws(SettingError) {
+        guard tls.mode == .disable, !allowed, !host.hasPrefix("/"), !NetworkAddress.isLoopback(host) else { return }
+        throw SettingError(
+            "HERALD_POSTGRES_HOST is \(host), not this machine, and TLS to PostgreSQL is off: set HERALD_POSTGRES_TLS_MODE=verify-full (with HERALD_POSTGRES_TLS_CA_FILE), or, on a network you trust, HERALD_POSTGRES_ALLOW_PLAINTEXT=true"
+        )
+    }
+}
+
 public struct SettingError: Error, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }

@@ -18,16 +18,34 @@ public struct APIKeyRepository: Sendable {
     public func create(
         appID: UUID, kind: APIKeyKind, key: String, name: String = "", scopes: [APIKeyScope]? = nil, id: UUID = UUID()
     ) async throws -> APIKeyRecord {
+        try await create(appID: appID, kind: kind, key: key, name: name, scopes: scopes, id: id, liveAtMost: .max)!
+    }
+
+    /// The same, unless the app has `liveAtMost` live keys already (revoked ones, and rotated
+    /// ones past their grace, do not count): then nil, and nothing is stored. The app's row is
+    /// locked for the count, so two keys created at once cannot both take the last place.
+    public func create(
+        appID: UUID, kind: APIKeyKind, key: String, name: String = "", scopes: [APIKeyScope]? = nil, id: UUID = UUID(),
+        liveAtMost: Int
+    ) async throws -> APIKeyRecord? {
         let scopeNames = scopes.map { $0.map(\.rawValue) }
         let hash = SecretHasher.hash(key)
         let prefix = String(key.prefix(8))
-        let rows = try await client.boundedQuery(
-            """
-            INSERT INTO api_keys (id, app_id, kind, key_hash, key_prefix, name, scopes)
-            VALUES (\(id), \(appID), \(kind.rawValue), \(hash.bytea), \(prefix), \(name), \(scopeNames)::text[])
-            RETURNING \(unescaped: Self.columns)
-            """, logger: logger)
-        return try await Self.first(rows)!
+        let limit = Int64(min(liveAtMost, Int(Int64.max)))
+        return try await client.transaction(logger: logger) { connection in
+            if liveAtMost < .max {
+                try await connection.run("SELECT 1 FROM apps WHERE id = \(appID) FOR UPDATE", logger: logger)
+            }
+            let rows = try await connection.run(
+                """
+                INSERT INTO api_keys (id, app_id, kind, key_hash, key_prefix, name, scopes)
+                SELECT \(id), \(appID), \(kind.rawValue), \(hash.bytea), \(prefix), \(name), \(scopeNames)::text[]
+                WHERE (SELECT count(*) FROM api_keys
+                       WHERE app_id = \(appID) AND (revoked_at IS NULL OR revoked_at > now())) < \(limit)
+                RETURNING \(unescaped: Self.columns)
+                """, logger: logger)
+            return try await Self.first(rows)
+        }
     }
 
     /// The live key (not revoked, or rotated but still in its grace period) whose hash matches
