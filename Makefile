@@ -2,22 +2,29 @@
 #   make demo   install what is missing, build (release), start the whole stack (herald dev up),
 #               send a broadcast and a tag push to 100,000 simulated devices with live progress,
 #               check them against apns-sim, stop everything (KEEP=1 leaves it up)
-#   make test   install what is missing, build once (debug, with tests), start the
-#               infrastructure, run every test (end to end on one stack, then on two APIs behind
-#               HAProxy, two centers and four senders), stop everything (the exit status is the tests')
+#   make test   install what is missing, build once for the Swift tests (debug) and once for
+#               the processes (release), start the infrastructure, run every test (end to end on
+#               one stack, then on two APIs behind HAProxy, two centers and four senders), stop
+#               everything (the exit status is the tests')
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 SWIFT ?= swift
 KEEP ?= 0
+# The one release build: every product, built as the Containerfile builds it (the committed
+# Package.resolved, the static Swift runtime). The end-to-end and scale-out tests, the image check,
+# the demo and the benchmarks all run its binaries in .build/release, so nothing is compiled for
+# release twice.
+RELEASE_BUILD := $(SWIFT) build --force-resolved-versions -c release --static-swift-stdlib
 # Each step's time goes to .local/step-times.txt (scripts/step.sh); .ci/run prints them.
 STEP := scripts/step.sh
 
-.PHONY: help deps deps-demo build test test-tsan format demo check-image bench-e2e bench-import bench-api bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
+.PHONY: help deps deps-demo build release test test-tsan format demo check-image bench-e2e bench-import bench-api bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
 
 help:
 	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
 	@echo "make test     # build once and run all tests against real PostgreSQL and Kafka"
+	@echo "make release  # every product, built as the Containerfile builds them (what the demo, the end-to-end tests and the benchmarks run)"
 	@echo "make test-tsan  # the HTTP/2 (APNs client, apns-sim) and Kafka tests under ThreadSanitizer"
 	@echo "make bench-e2e  # a 1,000,000-device broadcast through the whole herald dev stack"
 	@echo "make bench-import  # herald-api's import of 1,000,000 devices (half updates) against psql COPY + merge, as a ratio"
@@ -58,8 +65,12 @@ test: deps
 	$(STEP) api-contract scripts/with-infrastructure.sh .build/debug scripts/test-api-contract.sh .build/debug
 	$(STEP) abuse scripts/with-infrastructure.sh .build/debug scripts/test-abuse.sh .build/debug
 	$(STEP) external-clients scripts/test-external-clients.sh .build/debug
-	$(STEP) end-to-end scripts/test-end-to-end.sh .build/debug
-	$(STEP) scale-out scripts/test-scale-out.sh .build/debug
+	$(STEP) release $(RELEASE_BUILD)
+	$(STEP) end-to-end scripts/test-end-to-end.sh .build/release
+	$(STEP) scale-out scripts/test-scale-out.sh .build/release
+
+release: deps
+	$(RELEASE_BUILD)
 
 # The HTTP/2 engine (HeraldHTTP2, through the APNs client's and apns-sim's tests) under
 # ThreadSanitizer: a build of its own in .build-tsan (slow the first time), with -DHERALD_TSAN so
@@ -76,88 +87,54 @@ test-tsan: deps
 	  $(SWIFT) test --skip-build $(TSAN_BUILD) --filter '$(TSAN_TESTS)'
 
 demo: deps-demo
-	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
-	  echo "swift build -c release --product $$product"; $(SWIFT) build -c release --product $$product || exit 1; done
+	$(RELEASE_BUILD)
 	KEEP=$(KEEP) scripts/demo.sh .build/release
 
-bench-soak: deps
-	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
-	  $(SWIFT) build -c release --product $$product || exit 1; done
+bench-soak: release
 	Benchmarks/Soak/run.sh .build/release $${SOAK_MINUTES:-30}
 
-bench-priority: deps
-	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
-	  $(SWIFT) build -c release --product $$product || exit 1; done
+bench-priority: release
 	Benchmarks/PriorityLatency/run.sh .build/release $${PRIORITY_DEVICES:-1000000} $${PRIORITY_PHASE_SECONDS:-40}
 
-bench-console: deps
-	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
-	  $(SWIFT) build -c release --product $$product || exit 1; done
+bench-console: release
 	Benchmarks/Console/run.sh .build/release $${CONSOLE_DEVICES:-1000000}
 
-bench-e2e: deps
-	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
-	  $(SWIFT) build -c release --product $$product || exit 1; done
+bench-e2e: release
 	Benchmarks/EndToEnd/run.sh .build/release
 
-bench-import: deps
-	@for product in herald herald-api herald-center herald-sender apns-sim herald-kafka-dev; do \
-	  $(SWIFT) build -c release --product $$product || exit 1; done
+bench-import: release
 	Benchmarks/DeviceImport/run.sh .build/release $${IMPORT_DEVICES:-1000000}
 
-bench-apns-sim: deps
-	$(SWIFT) build -c release --product apns-sim
-	$(SWIFT) build -c release --product apns-sim-throughput
+bench-apns-sim: release
 	.build/release/apns-sim-throughput --apns-sim .build/release/apns-sim
 
-bench-apns-client: deps
-	$(SWIFT) build -c release --product apns-sim
-	$(SWIFT) build -c release --product apns-client-throughput
+bench-apns-client: release
 	.build/release/apns-client-throughput --apns-sim .build/release/apns-sim
 
-bench-sender: deps
-	$(SWIFT) build -c release --product apns-sim
-	$(SWIFT) build -c release --product herald-sender
-	$(SWIFT) build -c release --product herald-kafka-dev
-	$(SWIFT) build -c release --product sender-throughput
+bench-sender: release
 	HERALD_LOG_LEVEL=warning scripts/with-infrastructure.sh .build/release .build/release/sender-throughput
 
 # Senders 1, 2 and 4 against the same backlog, each run on a fresh broker and PostgreSQL with its
 # own h2load reference (docs/benchmarks.md, docs/operations.md's capacity table).
-bench-scale: deps
-	$(SWIFT) build -c release --product apns-sim
-	$(SWIFT) build -c release --product herald-sender
-	$(SWIFT) build -c release --product herald-kafka-dev
-	$(SWIFT) build -c release --product sender-throughput
+bench-scale: release
 	@for senders in 1 2 4; do \
 	  echo "== $$senders sender(s)"; \
 	  HERALD_LOG_LEVEL=warning scripts/with-infrastructure.sh .build/release .build/release/sender-throughput --senders $$senders || exit 1; \
 	done
 
-bench-api: deps
-	$(SWIFT) build -c release --product herald-api
-	$(SWIFT) build -c release --product herald-kafka-dev
-	$(SWIFT) build -c release --product api-throughput
+bench-api: release
 	HERALD_LOG_LEVEL=warning scripts/with-infrastructure.sh .build/release .build/release/api-throughput
 
-bench-fanout: deps
-	$(SWIFT) build -c release --product herald-center
-	$(SWIFT) build -c release --product herald-kafka-dev
-	$(SWIFT) build -c release --product fanout-throughput
+bench-fanout: release
 	HERALD_LOG_LEVEL=warning scripts/with-infrastructure.sh .build/release .build/release/fanout-throughput
 
-bench-kafka: deps
-	$(SWIFT) build -c release --product herald-kafka-dev
-	$(SWIFT) build -c release --product kafka-throughput
+bench-kafka: release
 	.build/release/kafka-throughput --broker-binary .build/release/herald-kafka-dev
 
 # The container image's runtime stage without a registry (scripts/check-image.sh): the release
 # binaries, built as the Containerfile builds them, run in a minimal bookworm root.
 check-image: deps
-	@for product in herald herald-api herald-center herald-sender apns-sim; do \
-	  echo "swift build --force-resolved-versions -c release --static-swift-stdlib --product $$product"; \
-	  $(STEP) release-$$product $(SWIFT) build --force-resolved-versions -c release --static-swift-stdlib --product $$product || exit 1; done
-	$(STEP) release-kafka-dev $(SWIFT) build -c release --product herald-kafka-dev
+	$(STEP) release $(RELEASE_BUILD)
 	$(STEP) check-image scripts/with-infrastructure.sh .build/release scripts/check-image.sh .build/release
 
 infra-up: deps
