@@ -321,6 +321,37 @@ struct PushesAPITests {
         }
     }
 
+    @Test("a live progress stream ends once the key it was opened with is revoked; its next event is not sent")
+    func progressStreamEndsWithItsKey() async throws {
+        try await withAPI(configure: { $0.streamKeyCheck = .zero }) { api in
+            let app = try await api.createApp()
+            let made = try await api.call(
+                .post, "/v1/apps/\(app.id)/keys", key: APITest.adminToken, json: #"{"kind":"server"}"#)
+            let watcherKey = try #require(made["key"] as? String)
+            let watcherID = try #require(made["id"] as? String)
+            let push = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: Self.hello)
+            let id = try #require(push["id"] as? String)
+            let events = try await api.openUnhurried(.get, "/v1/pushes/\(id)/events", key: watcherKey)
+            #expect(events.status == .ok)
+            var text = ""
+            var revoked = false
+            for try await part in events.body {
+                text += String(buffer: part)
+                if !revoked, text.contains("data: "), text.hasSuffix("\n\n") {
+                    revoked = true
+                    let revocation = try await api.call(
+                        .delete, "/v1/apps/\(app.id)/keys/\(watcherID)", key: APITest.adminToken)
+                    #expect(revocation.status == .noContent)
+                    // A change the stream would show: it ends instead.
+                    #expect(try await api.call(.post, "/v1/pushes/\(id)/pause", key: app.serverKey).status == .ok)
+                }
+            }
+            let data = text.components(separatedBy: "\n").filter { $0.hasPrefix("data: ") }
+            #expect(data.count == 1, "\(text)")
+            #expect(!text.contains(#""paused":true"#))
+        }
+    }
+
     @Test func rateLimitAnswers429WithRetryAfter() async throws {
         let time = StoppedClock()
         try await withAPI(rateLimitPerSecond: 1, burst: 3, rateLimitClock: time.clock) { api in

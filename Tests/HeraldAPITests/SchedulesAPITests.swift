@@ -12,6 +12,50 @@ struct SchedulesAPITests {
     static let weekdays =
         #"{"name":"morning briefing","recurrence":{"rrule":"FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;BYHOUR=8;BYMINUTE=0","time_zone":"Europe/Berlin","starts_at":"2030-01-01T08:00"},"push":{"audience":{"tags":{"any":["news"]}},"notification":{"alert":{"title":"Good morning","body":"Your briefing"}},"options":{"time_to_live_seconds":3600}}}"#
 
+    @Test(
+        "a schedule runs on its key's authority: revoking the key pauses it, a live key resumes it, a rotated key's schedules follow the new key"
+    )
+    func revokedKeyPausesItsSchedules() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            func newKey() async throws -> (key: String, id: String) {
+                let made = try await api.call(
+                    .post, "/v1/apps/\(app.id)/keys", key: APITest.adminToken, json: #"{"kind":"server"}"#)
+                return (try #require(made["key"] as? String), try #require(made["id"] as? String))
+            }
+            func state(_ id: String) async throws -> String? {
+                try await api.call(.get, "/v1/schedules/\(id)", key: app.serverKey)["state"] as? String
+            }
+            let marketing = try await newKey()
+            let created = try await api.call(.post, "/v1/schedules", key: marketing.key, json: Self.weekdays)
+            let id = try #require(created["id"] as? String)
+            #expect(
+                try await api.call(.delete, "/v1/apps/\(app.id)/keys/\(marketing.id)", key: APITest.adminToken).status
+                    == .noContent)
+            #expect(try await state(id) == "paused")
+            #expect(
+                try await api.call(.post, "/v1/schedules/\(id)/resume", key: app.serverKey)["state"] as? String
+                    == "active")
+
+            // Rotated: the schedule follows the new key, and stops with it.
+            let rotating = try await newKey()
+            let second = try await api.call(
+                .post, "/v1/schedules", key: rotating.key,
+                json: Self.weekdays.replacingOccurrences(
+                    of: "morning briefing", with: "evening briefing"))
+            let secondID = try #require(second["id"] as? String)
+            let rotated = try await api.call(
+                .post, "/v1/apps/\(app.id)/keys/\(rotating.id)/rotate", key: APITest.adminToken)
+            let newID = try #require(rotated["id"] as? String)
+            #expect(try await state(secondID) == "active", "the old key's end does not stop it")
+            #expect(
+                try await api.call(.delete, "/v1/apps/\(app.id)/keys/\(newID)", key: APITest.adminToken).status
+                    == .noContent)
+            #expect(try await state(secondID) == "paused")
+            #expect(try await state(id) == "active", "the other key's schedule goes on")
+        }
+    }
+
     @Test("a schedule: its next occurrences in UTC, paused, resumed, changed, listed, deleted")
     func lifecycle() async throws {
         try await withAPI { api in

@@ -212,7 +212,20 @@ extension APIHandler {
         guard try await pushes.progress(id: id, appID: appID) != nil else {
             throw APIError.notFound("push \(input.path.pushId)")
         }
-        let events = PushProgressEvents(events: try progressHub.subscribe(pushID: id, appID: appID))
+        // The stream ends once the key it was opened with is revoked (checked every few seconds):
+        // a revoked key, or a console session of it, does not go on watching.
+        let keyID = Principal.currentKey?.keyID
+        let events = PushProgressEvents(
+            events: try progressHub.subscribe(pushID: id, appID: appID), checkEvery: settings.streamKeyCheck
+        ) { [keys, logger] in
+            guard let keyID else { return true }
+            do {
+                return try await keys.liveKey(id: keyID) != nil
+            } catch {
+                logger.debug("cannot check a stream's key; it goes on", metadata: ["error": "\(error)"])
+                return true
+            }
+        }
         return .ok(.init(body: .textEventStream(HTTPBody(events, length: .unknown, iterationBehavior: .single))))
     }
 
@@ -319,12 +332,23 @@ extension APIHandler {
 struct PushProgressEvents: AsyncSequence, Sendable {
     typealias Element = ArraySlice<UInt8>
     let events: AsyncStream<PushProgressHub.Event>
+    /// How often the stream asks `keyIsLive`.
+    let checkEvery: Duration
+    /// Whether the key the stream was opened with is still live; false ends the stream.
+    let keyIsLive: @Sendable () async -> Bool
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var events: AsyncStream<PushProgressHub.Event>.AsyncIterator
+        let checkEvery: Duration
+        let keyIsLive: @Sendable () async -> Bool
+        var checked = ContinuousClock.now
 
         mutating func next() async -> ArraySlice<UInt8>? {
             let event = await events.next()
+            if event != nil, ContinuousClock.now - checked >= checkEvery {
+                checked = .now
+                guard await keyIsLive() else { return nil }
+            }
             switch event {
             case .progress(let json)?:
                 return ArraySlice(Array("event: progress\ndata: ".utf8) + json + Array("\n\n".utf8))
@@ -334,5 +358,7 @@ struct PushProgressEvents: AsyncSequence, Sendable {
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(events: events.makeAsyncIterator()) }
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(events: events.makeAsyncIterator(), checkEvery: checkEvery, keyIsLive: keyIsLive)
+    }
 }

@@ -25,7 +25,8 @@ extension APIHandler {
                 id: UUID(), appID: appID, name: body.name, rrule: timing.rule.rrule,
                 timeZone: body.recurrence.timeZone, startsAtLocal: timing.start.text,
                 pushRequestJSON: PushComposer.json(body.push), blueprint: blueprint,
-                lateWindowSeconds: (body.lateWindowMinutes ?? 60) * 60, next: next)
+                lateWindowSeconds: (body.lateWindowMinutes ?? 60) * 60, next: next,
+                savedBy: Principal.currentKey?.keyID)
         }
         await recordAudit(
             "schedule.created", appID: appID,
@@ -76,7 +77,10 @@ extension APIHandler {
                 schedule.nextOccurrenceAt = next
             }
         }
-        guard let updated = try await naming("schedule", { try await schedules.update(schedule) }) else {
+        guard
+            let updated = try await naming(
+                "schedule", { try await schedules.update(schedule, savedBy: Principal.currentKey?.keyID) })
+        else {
             throw APIError.notFound("schedule")
         }
         await recordAudit(
@@ -96,7 +100,9 @@ extension APIHandler {
     func pauseSchedule(_ input: Operations.PauseSchedule.Input) async throws -> Operations.PauseSchedule.Output {
         var schedule = try await existingSchedule(input.path.scheduleId)
         schedule.paused = true
-        guard let updated = try await schedules.update(schedule) else { throw APIError.notFound("schedule") }
+        guard let updated = try await schedules.update(schedule, savedBy: Principal.currentKey?.keyID) else {
+            throw APIError.notFound("schedule")
+        }
         await recordAudit("schedule.paused", appID: updated.appID, details: ["schedule": updated.id.lowercased])
         return .ok(.init(body: .json(try .init(updated))))
     }
@@ -110,7 +116,9 @@ extension APIHandler {
                 schedule.nextOccurrenceAt = timing.next(after: Date())
             }
         }
-        guard let updated = try await schedules.update(schedule) else { throw APIError.notFound("schedule") }
+        guard let updated = try await schedules.update(schedule, savedBy: Principal.currentKey?.keyID) else {
+            throw APIError.notFound("schedule")
+        }
         await recordAudit("schedule.resumed", appID: updated.appID, details: ["schedule": updated.id.lowercased])
         return .ok(.init(body: .json(try .init(updated))))
     }

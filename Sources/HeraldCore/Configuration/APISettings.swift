@@ -26,6 +26,9 @@ public struct APISettings: Sendable {
     /// How long an app's count of active devices is used for the quota before it is read again
     /// (`HERALD_API_DEVICE_QUOTA_REFRESH_MS`, 10 s).
     public var deviceQuotaRefresh: Duration
+    /// How often a live progress stream checks that its key is not revoked
+    /// (`HERALD_API_STREAM_KEY_CHECK_MS`, 5 s); a revoked key's streams end at the next check.
+    public var streamKeyCheck: Duration
     public var clientSourceRateLimitBurst: Int
     /// How often each herald-api renews its row in `api_replicas` and recounts the processes
     /// sharing the rate limits (`HERALD_API_REPLICA_HEARTBEAT_MS`); a process not renewed for 3
@@ -122,6 +125,7 @@ public struct APISettings: Sendable {
         maximumActiveDevicesPerApp = Int64(
             max(0, config.int(forKey: "api.devices.maxActivePerApp", default: 50_000_000)))
         deviceQuotaRefresh = config.milliseconds(forKey: "api.devices.quotaRefreshMs", default: 10_000, minimum: 0)
+        streamKeyCheck = config.milliseconds(forKey: "api.streamKeyCheckMs", default: 5_000, minimum: 0)
         let heartbeat = config.int(forKey: "api.replicaHeartbeatMs", default: 1_000)
         replicaHeartbeat = heartbeat <= 0 ? .zero : .milliseconds(max(100, heartbeat))
         maximumBodyBytes = max(1024, config.int(forKey: "api.maxBodyBytes", default: 1 << 20))

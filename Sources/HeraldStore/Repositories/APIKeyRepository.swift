@@ -88,10 +88,19 @@ public struct APIKeyRepository: Sendable {
     /// Revokes a key of `appID` at once. Returns whether a live key was revoked.
     @discardableResult
     public func revoke(id: UUID, appID: UUID) async throws -> Bool {
+        // The schedules the key saved stop with it: their occurrences were sent on its authority.
         let rows = try await client.boundedQuery(
             """
-            UPDATE api_keys SET revoked_at = now()
-            WHERE id = \(id) AND app_id = \(appID) AND (revoked_at IS NULL OR revoked_at > now()) RETURNING id
+            WITH revoked AS (
+                UPDATE api_keys SET revoked_at = now()
+                WHERE id = \(id) AND app_id = \(appID) AND (revoked_at IS NULL OR revoked_at > now()) RETURNING id
+            ), paused AS (
+                UPDATE schedules SET paused = true, updated_at = now(),
+                    last_skip_reason = 'paused: the key that saved it was revoked; resume it with a live key'
+                WHERE saved_by_key IN (SELECT id FROM revoked) AND NOT paused
+                RETURNING id
+            )
+            SELECT id FROM revoked
             """, logger: logger)
         for try await _ in rows.decode(UUID.self) { return true }
         return false
@@ -124,7 +133,11 @@ public struct APIKeyRepository: Sendable {
                 VALUES (\(newID), \(appID), \(kind), \(hash.bytea), \(prefix), \(name), \(scopes)::text[])
                 RETURNING \(unescaped: Self.columns)
                 """, logger: logger)
-            return try await Self.first(rows).map { ($0, newKey) }
+            let record = try await Self.first(rows).map { ($0, newKey) }
+            // The old key's schedules are the new key's now: they go on when the old one ends.
+            try await connection.run(
+                "UPDATE schedules SET saved_by_key = \(newID) WHERE saved_by_key = \(id)", logger: logger)
+            return record
         }
     }
 

@@ -71,16 +71,16 @@ public struct ScheduleRepository: Sendable {
     public func create(
         id: UUID, appID: UUID, name: String, rrule: String, timeZone: String, startsAtLocal: String,
         pushRequestJSON: String, blueprint: PushBlueprint, lateWindowSeconds: Int,
-        next: Date?
+        next: Date?, savedBy key: UUID? = nil
     ) async throws -> ScheduleRecord {
         try await NameTaken.translating {
             try await first(
                 client.boundedQuery(
                     """
                     INSERT INTO schedules (id, app_id, name, rrule, time_zone, starts_at_local, push_request, blueprint,
-                                           late_window_s, next_occurrence_at)
+                                           late_window_s, next_occurrence_at, saved_by_key)
                     VALUES (\(id), \(appID), \(name), \(rrule), \(timeZone), \(startsAtLocal), \(pushRequestJSON)::jsonb,
-                            \(blueprint.json)::jsonb, \(Int32(lateWindowSeconds)), \(next))
+                            \(blueprint.json)::jsonb, \(Int32(lateWindowSeconds)), \(next), \(key))
                     RETURNING \(unescaped: Self.columns)
                     """, logger: logger))
         }!
@@ -107,9 +107,10 @@ public struct ScheduleRepository: Sendable {
                 logger: logger))
     }
 
-    /// Replaces what a schedule is (name, rule, push, late window) and its next occurrence.
+    /// Replaces what a schedule is (name, rule, push, late window) and its next occurrence;
+    /// `key`, when given, is the key it is now saved by.
     /// - Throws: ``NameTaken``.
-    public func update(_ schedule: ScheduleRecord) async throws -> ScheduleRecord? {
+    public func update(_ schedule: ScheduleRecord, savedBy key: UUID? = nil) async throws -> ScheduleRecord? {
         try await NameTaken.translating {
             try await first(
                 client.boundedQuery(
@@ -117,7 +118,8 @@ public struct ScheduleRepository: Sendable {
                     UPDATE schedules SET name = \(schedule.name), rrule = \(schedule.rrule), time_zone = \(schedule.timeZone),
                         starts_at_local = \(schedule.startsAtLocal), push_request = \(schedule.pushRequestJSON)::jsonb,
                         blueprint = \(schedule.blueprint.json)::jsonb, late_window_s = \(Int32(schedule.lateWindowSeconds)),
-                        paused = \(schedule.paused), next_occurrence_at = \(schedule.nextOccurrenceAt), updated_at = now()
+                        paused = \(schedule.paused), next_occurrence_at = \(schedule.nextOccurrenceAt), updated_at = now(),
+                        saved_by_key = COALESCE(\(key), saved_by_key)
                     WHERE id = \(schedule.id) AND app_id = \(schedule.appID)
                     RETURNING \(unescaped: Self.columns)
                     """, logger: logger))
