@@ -32,8 +32,11 @@ struct FanoutLaneTests {
             #expect(try await env.eventually { try await env.state(of: campaign) == .fanningOut })
             let first = try await env.createPush(
                 audience: PushAudience(aliases: ["vip-0", "vip-1"]), priorityClass: .transactional)
-            try await Task.sleep(for: .seconds(2))
+            // Sweeps find it and have no slot for it.
+            await waiting.center.sweep()
+            await waiting.center.sweep()
             #expect(try await env.state(of: first) == .accepted, "no slot: the campaign holds the only one")
+            #expect(waiting.center.metrics.fanoutsStarted.load(ordering: .relaxed) == 1)
             await waiting.stop()
             // …with one, it is sent while the campaign still fans out.
             let express = try env.startCenter(settings(env, name: "center-lanes", express: 2))
@@ -68,7 +71,10 @@ struct FanoutLaneTests {
             #expect(try await env.eventually { try await env.state(of: other) == .completed })
             #expect(try await env.state(of: slow) == .fanningOut)
             let emitted = try await env.pushes.push(id: slow.id, appID: env.app.id)?.batchesEmitted ?? 0
-            try await Task.sleep(for: .seconds(1))
+            // Sweeps while it is paused start nothing of it.
+            await center.center.sweep()
+            await center.center.sweep()
+            #expect(center.center.metrics.fanoutsStarted.load(ordering: .relaxed) == 2)
             #expect(
                 try await env.pushes.push(id: slow.id, appID: env.app.id)?.batchesEmitted == emitted,
                 "nothing of it moves while paused")

@@ -182,16 +182,30 @@ struct FanoutTests {
             let reader = try env.startFakeSender()
             let first = try env.startCenter(env.settings(name: "center-1"))
             let second = try env.startCenter(env.settings(name: "center-2"))
-            let due = Date().addingTimeInterval(2)
-            let push = try await env.createPush(audience: .everyone, state: .scheduled, scheduledAt: due)
-            try await Task.sleep(for: .seconds(1))
+            // Due in an hour: both centers sweep, and neither starts it early.
+            let push = try await env.createPush(
+                audience: .everyone, state: .scheduled, scheduledAt: Date().addingTimeInterval(3600))
+            await first.center.sweep()
+            await second.center.sweep()
             #expect(try await env.state(of: push) == .scheduled)
             #expect(reader.read(push: push).isEmpty, "not early")
+            // Its time comes (by PostgreSQL's clock, which the claim reads).
+            let moved = try await env.database.query(
+                "UPDATE pushes SET scheduled_at = now() WHERE id = \(push.id) RETURNING scheduled_at",
+                logger: env.logger)
+            var due = Date.distantFuture
+            for try await at in moved.decode(Date.self) { due = at }
             #expect(try await env.eventually { try await env.state(of: push) == .completed })
             let batches = reader.read(push: push)
             #expect(batches.count == 1)
-            #expect(batches.allSatisfy { $0.createdAtMs >= Int64(due.timeIntervalSince1970 * 1000) })
-            try await Task.sleep(for: .seconds(1))
+            #expect(batches.allSatisfy { $0.createdAtMs >= Int64((due.timeIntervalSince1970 * 1000).rounded(.down)) })
+            // Once done, the centers' sweeps never start it again.
+            await first.center.sweep()
+            await second.center.sweep()
+            let started =
+                first.center.metrics.fanoutsStarted.load(ordering: .relaxed)
+                + second.center.metrics.fanoutsStarted.load(ordering: .relaxed)
+            #expect(started == 1)
             #expect(reader.read(push: push).count == 1, "not twice")
             await first.stop()
             await second.stop()
@@ -234,8 +248,14 @@ struct FanoutTests {
                 try await env.eventually {
                     try await env.pushes.push(id: push.id, appID: env.app.id)?.completedAt != nil
                 })
+            // The fan-out ends, and every batch it produced reaches the reader; a sweep after it
+            // produces nothing more.
+            let metrics = center.center.metrics
+            #expect(try await env.eventually { metrics.fanoutsRunning.load(ordering: .relaxed) == 0 })
+            #expect(try await env.eventually { reader.deviceCounts(push: push).count == metrics.devicesEmittedCount })
             let sentAfterCancel = reader.read(push: push).count
-            try await Task.sleep(for: .seconds(1))
+            await center.center.sweep()
+            #expect(metrics.fanoutsStarted.load(ordering: .relaxed) == 1)
             #expect(reader.read(push: push).count == sentAfterCancel, "nothing produced after the cancel took effect")
             let counters = try #require(try await env.pushes.counters(pushID: push.id))
             let emitted = Int64(reader.deviceCounts(push: push).count)
@@ -261,11 +281,17 @@ struct FanoutTests {
             func targeted() async throws -> Int64 { try await env.pushes.counters(pushID: push.id)?.targeted ?? 0 }
             #expect(try await env.eventually { try await emitted() >= 1 })
             #expect(try await env.fanouts.setPaused(true, pushID: push.id, appID: env.app.id))
-            // The page being paced may finish its current batch; then nothing moves.
-            try await Task.sleep(for: .milliseconds(500))
+            // The page being paced may finish its current batch; then the fan-out gives its slot
+            // up, and every batch it produced reaches the reader.
+            let metrics = center.center.metrics
+            #expect(try await env.eventually { metrics.fanoutsRunning.load(ordering: .relaxed) == 0 })
+            #expect(try await env.eventually { reader.deviceCounts(push: push).count == metrics.devicesEmittedCount })
             let held = reader.deviceCounts(push: push).count
             let heldTargeted = try await targeted()
-            try await Task.sleep(for: .seconds(1))
+            // Sweeps while it is paused claim nothing.
+            await center.center.sweep()
+            await center.center.sweep()
+            #expect(metrics.fanoutsStarted.load(ordering: .relaxed) == 1 && metrics.devicesEmittedCount == held)
             #expect(reader.deviceCounts(push: push).count == held, "no batch while paused")
             #expect(try await targeted() == heldTargeted, "no page while paused")
             #expect(try await env.state(of: push) == .fanningOut)

@@ -10,8 +10,15 @@ struct TokenLifecycleTests {
     @Test func unregisteredInvalidatesOnlyTokensNotRegisteredAgainAfterApnsTimestamp() async throws {
         try await withCenterEnvironment { env in
             let ids = try await env.register(2)
-            let stoppedAt = Date()
-            try await Task.sleep(for: .milliseconds(50))
+            // APNs saw the tokens stop now, by PostgreSQL's clock (which stamps registrations):
+            // after the first registrations, before the second device's next one.
+            var readNow = Date.distantPast
+            for try await now in try await env.database.query("SELECT clock_timestamp()", logger: env.logger)
+                .decode(Date.self)
+            {
+                readNow = now
+            }
+            let stoppedAt = readNow
             // The second device registers again after APNs saw its token stop: it keeps it.
             let again = try await env.devices.register(
                 DeviceRegistration(

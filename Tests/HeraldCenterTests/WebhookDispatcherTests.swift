@@ -13,7 +13,7 @@ import Testing
 @testable import HeraldCenter
 
 /// A real HTTP receiver on loopback: `/ok` answers 200, `/flaky` 500 to its first `failures`
-/// requests then 200, `/hang` never answers within the dispatcher's timeout. It keeps every
+/// requests then 200, `/hang` never answers (until the receiver stops). It keeps every
 /// request's event id, signature header and body.
 final class WebhookReceiver: Sendable {
     struct Received: Sendable {
@@ -38,7 +38,7 @@ final class WebhookReceiver: Sendable {
                 self.arrived.withLock { $0[path, default: 0] += 1 }
                 let body = Array(try await request.body.collect(upTo: 1 << 20).readableBytesView)
                 let signature = request.headers[HTTPField.Name("Herald-Signature")!] ?? ""
-                if path == "hang" { try await Task.sleep(for: .seconds(30)) }
+                if path == "hang" { try await Task.sleep(for: .seconds(86_400)) }
                 let status = self.received.withLock { received -> Int in
                     let earlier = received.filter { $0.path == "flaky" }.count
                     let status = path == "flaky" && earlier < self.failures ? 500 : 200
@@ -532,7 +532,7 @@ struct WebhookDispatcherTests {
             let other = try await endpoint(
                 env, path: "ok", port: port, secret: secret, cipher: cipher, app: env.otherApp.id)
             _ = try await webhooks.queueTest(endpointID: other, appID: env.otherApp.id)
-            // 8 slots, 4 an app; requests time out after a minute, well after this test.
+            // 8 slots, 4 an app; the tarpit's requests time out after a minute, well after this test.
             let running = dispatcher(
                 env, cipher: cipher, name: "shared", maxInFlight: 8, maxInFlightPerApp: 4, requestTimeout: .seconds(60))
             let run = Task { try await running.run() }

@@ -29,6 +29,9 @@ public final class PushWriter: Sendable {
     /// each of them).
     public var statements: Int { statementCount.load(ordering: .relaxed) }
 
+    /// Pushes waiting for a writer now.
+    public var waitingCount: Int { state.withLock { $0.waiting.count } }
+
     private struct State {
         var writers = 0
         var waiting: [Waiting] = []
