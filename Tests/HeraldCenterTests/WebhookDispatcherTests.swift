@@ -523,7 +523,7 @@ struct WebhookDispatcherTests {
             let webhooks = WebhookRepository(client: env.database, logger: env.logger)
             let secret = Array("s".utf8)
             // The tarpit app: two endpoints that never answer in time, their events older than
-            // the other app's. One endpoint allows 2 requests at once, the other 50.
+            // the other app's. One endpoint allows 2 requests at once, the other 32.
             let narrow = try await endpoint(env, path: "hang", port: port, secret: secret, cipher: cipher)
             for _ in 0..<5 { _ = try await webhooks.queueTest(endpointID: narrow, appID: env.app.id) }
             let wide = try await endpoint(
