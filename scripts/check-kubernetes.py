@@ -318,7 +318,20 @@ def check_kafka_users(where, workloads, environments):
 
 
 def selects(policy, labels):
-    return policy["spec"].get("podSelector", {}).get("matchLabels", {}).items() <= labels.items()
+    selector = policy["spec"].get("podSelector", {})
+    if not selector.get("matchLabels", {}).items() <= labels.items():
+        return False
+    for expression in selector.get("matchExpressions", []):
+        value, values = labels.get(expression["key"]), expression.get("values", [])
+        matched = {"In": value in values, "NotIn": value not in values,
+                   "Exists": value is not None, "DoesNotExist": value is None}.get(expression["operator"])
+        if not matched:
+            return False
+    return True
+
+
+# Who reaches the brokers: herald-api and herald-migrate have no Kafka credentials (below).
+KAFKA_CLIENTS = {"herald-center", "herald-sender", "herald-create-topics"}
 
 
 def check_network_policies(where, policies, workloads):
@@ -336,6 +349,10 @@ def check_network_policies(where, policies, workloads):
                 if any(peer.get("ipBlock", {}).get("cidr") == "17.0.0.0/8" for peer in rule.get("to", []))]
         if (name == "herald-sender") != bool(apns):
             fail(where, f"{name}: {'cannot reach' if name == 'herald-sender' else 'may reach'} APNs (17.0.0.0/8)")
+        kafka = [rule for p in mine for rule in p["spec"].get("egress", [])
+                 if any(port.get("port") == 9092 for port in rule.get("ports", []))]
+        if (name in KAFKA_CLIENTS) != bool(kafka):
+            fail(where, f"{name}: {'cannot reach' if name in KAFKA_CLIENTS else 'may reach'} Kafka (9092-9096)")
         for policy in mine:
             for rule in policy["spec"].get("egress", []):
                 for peer in rule.get("to", []):
