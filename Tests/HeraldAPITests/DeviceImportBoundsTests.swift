@@ -54,6 +54,12 @@ struct DeviceImportBoundsTests {
         #expect(throws: APIError.self) { try late.received(1 << 20, waited: .seconds(2)) }
         var large = ImportPace(maximumBytes: 1000, deadline: .seconds(60), minimumBytesPerSecond: 0)
         #expect { try large.received(1001, waited: .zero) } throws: { ($0 as? APIError)?.code == "import_too_large" }
+        // A database that takes the rows ever slower: the whole upload stops at twice the deadline.
+        var crawling = ImportPace(maximumBytes: 1 << 30, deadline: .seconds(60), minimumBytesPerSecond: 0)
+        try crawling.received(100, waited: .milliseconds(1), elapsed: .seconds(120))
+        #expect {
+            try crawling.received(100, waited: .milliseconds(1), elapsed: .seconds(121))
+        } throws: { ($0 as? APIError)?.code == "import_timed_out" && ($0 as? APIError)?.status == .serviceUnavailable }
     }
 
     /// An import whose chunked body arrives as the test writes it, over a socket of its own.

@@ -333,6 +333,7 @@ struct ImportChunks: AsyncSequence, Sendable {
         let progress: ImportProgress
         var pace: ImportPace
         var finished = false
+        let started = ContinuousClock.now
 
         mutating func next() async throws -> [ImportLine]? {
             while !finished {
@@ -344,7 +345,7 @@ struct ImportChunks: AsyncSequence, Sendable {
                     let last = progress.parser.finish()
                     return last.isEmpty ? nil : last
                 }
-                try pace.received(chunk.count, waited: .now - asked)
+                try pace.received(chunk.count, waited: .now - asked, elapsed: .now - started)
                 let rows = await progress.parser.feed(chunk)
                 if !rows.isEmpty { return rows }
             }
@@ -362,13 +363,18 @@ struct ImportChunks: AsyncSequence, Sendable {
 /// spends waiting for the client counts: while it parses and copies what has come, the client
 /// is not slow, however long that takes on a busy database (an import once read as too slow
 /// for the server's own work). An upload that stops altogether is closed by the server's idle
-/// timeout; the database's side has deadlines of its own (``DeviceImports``).
+/// timeout; the database's side has deadlines of its own (``DeviceImports``). The whole upload,
+/// waiting and copying together, has a ceiling of its own (``ceiling``, twice the deadline): a
+/// database that takes the rows slower and slower holds an import slot, a connection and the
+/// app's import lock no longer than that.
 struct ImportPace: Sendable {
     static let window: Duration = .seconds(30)
 
     let maximumBytes: Int
     let deadline: Duration
     let minimumBytesPerSecond: Int
+    /// The upload's whole time at most, herald-api's own work included.
+    var ceiling: Duration { deadline * 2 }
     private var read = 0
     private var waited: Duration = .zero
     private var windowWaited: Duration = .zero
@@ -380,9 +386,17 @@ struct ImportPace: Sendable {
         self.minimumBytesPerSecond = minimumBytesPerSecond
     }
 
-    /// Counts `bytes` more of the upload, which herald-api waited `waited` for.
-    /// - Throws: ``APIError`` 413 past the size, 408 past the deadline or below the rate.
-    mutating func received(_ bytes: Int, waited: Duration) throws(APIError) {
+    /// Counts `bytes` more of the upload, which herald-api waited `waited` for, `elapsed` into it.
+    /// - Throws: ``APIError`` 413 past the size, 408 past the deadline or below the rate, 503
+    ///   past the ceiling.
+    mutating func received(_ bytes: Int, waited: Duration, elapsed: Duration = .zero) throws(APIError) {
+        if elapsed > ceiling {
+            throw APIError(
+                .serviceUnavailable, code: "import_timed_out",
+                message:
+                    "herald-api has spent \(elapsed.wholeMilliseconds / 1000) s on this import, past its ceiling of \(ceiling.wholeMilliseconds / 1000) s (twice HERALD_API_IMPORT_DEADLINE_MS): the database takes the rows slowly; retry when it is less busy, or split the file (nothing of this one was imported)",
+                headers: [.retryAfter: "60"])
+        }
         read += bytes
         if read > maximumBytes {
             throw APIError(
