@@ -857,11 +857,18 @@ def call(method, path, key, body=None):
 app = json.loads(call("POST", "/v1/apps", stack["adminToken"], {"name": "secrets", "bundle_id": "com.herald.secrets"}))
 identity = app["identity_secret"]
 secrets["identity secret"], secrets["client key"] = identity, app["client_key"]["key"]
-signature = hmac.new(identity.encode(), b"user-7", hashlib.sha256).hexdigest()
-secrets["alias signature"] = signature
+# The v2 signature as docs/security.md defines it: bound to the device's token and an expiry.
+import time
 token = randomness.token_hex(32)
+expires = int(time.time()) + 3600
+mac = hmac.new(identity.encode(), f"herald-alias-v2\n{token}\nuser-7\n{expires}".encode(), hashlib.sha256).hexdigest()
+signature = f"v2.{expires}.{mac}"
+secrets["alias signature"] = mac
 texts["signed registration"] = call("POST", "/v1/devices", app["client_key"]["key"],
     {"token": token, "environment": "sandbox", "alias": "user-7", "alias_signature": signature})
+if '"alias":"user-7"' not in texts["signed registration"].replace(" ", ""):
+    print("the v2 alias signature computed from docs/security.md was refused: " + texts["signed registration"])
+    sys.exit(1)
 texts["forged registration"] = call("POST", "/v1/devices", app["client_key"]["key"],
     {"token": token, "environment": "sandbox", "alias": "user-8", "alias_signature": signature})
 texts["unsigned registration"] = call("PATCH", f"/v1/devices/by-token/{token}", app["client_key"]["key"], {"alias": "user-9"})

@@ -198,6 +198,9 @@ public final class APNsClient: Service, Sendable {
         return run.result
     }
 
+    /// Sends waiting for a stream now (urgent ones and the others).
+    public var waitingSends: Int { state.withLock { $0.urgentWaiters.count + $0.waiters.count } }
+
     /// Connections now: the server's stream limit on each (0 while not connected), and what is in flight.
     public var status: (streamLimits: [Int], inFlight: Int) {
         state.withLock { state in
@@ -223,17 +226,32 @@ public final class APNsClient: Service, Sendable {
         for (waiter, lease) in woken { waiter(lease) }
     }
 
-    /// Up to `count` streams, or nil after registering `waiter` to be called with one stream
+    /// What ``lease(upTo:urgent:orWait:)`` came to.
+    enum LeaseAnswer {
+        case leased(APNsLease, streams: Int)
+        case noConnection
+        /// `waiter` is registered under this id (``cancelWait(_:)``).
+        case waiting(UInt64)
+    }
+
+    /// Up to `count` streams, or the id of `waiter`, registered to be called with one stream
     /// (or nil: no connection) when there is room.
-    func lease(upTo count: Int, urgent: Bool, orWait waiter: @escaping APNsPoolState.Waiter)
-        -> (lease: APNsLease, streams: Int)??
-    {
+    func lease(upTo count: Int, urgent: Bool, orWait waiter: @escaping APNsPoolState.Waiter) -> LeaseAnswer {
         state.withLock { state in
-            if state.stopped { return .some(nil) }
-            if let leased = state.tryLease(upTo: count, urgent: urgent) { return .some(leased) }
-            state.wait(waiter, urgent: urgent)
-            return nil
+            if state.stopped { return .noConnection }
+            if let leased = state.tryLease(upTo: count, urgent: urgent) {
+                return .leased(leased.lease, streams: leased.streams)
+            }
+            return .waiting(state.wait(waiter, urgent: urgent))
         }
+    }
+
+    /// Withdraws the waiter `id` (a send that stopped); false when it was already called.
+    @discardableResult
+    func cancelWait(_ id: UInt64) -> Bool {
+        let (withdrawn, woken) = state.withLock { $0.cancelWait(id) }
+        for (waiter, lease) in woken { waiter(lease) }
+        return withdrawn
     }
 
     /// Whether the client was stopped.

@@ -51,6 +51,9 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
         self.logger = logger
     }
 
+    /// Unknown session cookies and the sources sending them, looked up no more than needed.
+    let lookups = SessionLookupGuard()
+
     /// Adds the console's routes to `router`, under `/console`, behind ``ConsoleHeadersMiddleware``.
     public func register(on router: Router<Context>) {
         let console = router.group("console").add(middleware: ConsoleHeadersMiddleware<Context>())
@@ -108,6 +111,8 @@ extension ConsoleRoutes {
     /// The session the request's cookie names, if it is live and its owner still may sign in.
     func signedIn(_ request: Request, context: Context) async throws -> SignedIn? {
         guard let token = ConsoleCookies.value(ConsoleCookies.session, in: request.headers) else { return nil }
+        let cookie = Data(SecretHasher.hash(token)).base64EncodedString()
+        guard lookups.mayLookUp(cookie, from: context.sourceAddress) else { return nil }
         let session: ConsoleSessionRepository.Session?
         do {
             session = try await sessions.resume(token: token, idle: idleTimeout, lifetime: sessionLifetime)
@@ -116,7 +121,12 @@ extension ConsoleRoutes {
                 .serviceUnavailable, code: "database_unavailable",
                 message: "Herald cannot reach its database right now. Retry in a few seconds.")
         }
-        guard let session, let identity = try await gateway.identity(of: session.owner) else { return nil }
+        guard let session else {
+            lookups.failed(cookie, from: context.sourceAddress)
+            return nil
+        }
+        lookups.succeeded(cookie)
+        guard let identity = try await gateway.identity(of: session.owner) else { return nil }
         let origin = ConsoleRequestOrigin(
             requestID: RequestID.acceptable(request.headers[.requestID]) ?? UUID().uuidString.lowercased(),
             sourceAddress: context.sourceAddress)

@@ -11,8 +11,19 @@ import Testing
 /// keys, separate rate-limit buckets, and the audit log that records who did it.
 @Suite("Open API: access control")
 struct AccessControlTests {
-    static func sign(_ alias: String, _ secret: String) -> String {
-        AliasSignature.sign(alias: alias, secret: Array(secret.utf8))
+    /// A v2 signature of `alias` for the device `token` (hexadecimal), valid for an hour from now
+    /// (`expiresIn` seconds).
+    static func sign(_ alias: String, _ secret: String, token: String, expiresIn: Int64 = 3600) -> String {
+        AliasSignature.sign(
+            alias: alias, token: bytes(hexadecimal: token), expires: Int64(Date().timeIntervalSince1970) + expiresIn,
+            secret: Array(secret.utf8))
+    }
+
+    static func bytes(hexadecimal: String) -> [UInt8] {
+        let digits = Array(hexadecimal.utf8)
+        return stride(from: 0, to: digits.count - 1, by: 2).map { index in
+            UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) ?? 0
+        }
     }
 
     @Test("a client key cannot put its phone on someone else's alias, nor touch devices by registration id")
@@ -38,11 +49,15 @@ struct AccessControlTests {
             #expect(unsigned.status == .forbidden && unsigned.errorCode == "alias_signature_required")
             let forged = try await api.call(
                 .patch, "/v1/devices/by-token/\(attackerToken)", key: app.clientKey,
-                json: #"{"alias":"user-42","alias_signature":"\#(Self.sign("user-41", app.identitySecret))"}"#)
+                json:
+                    #"{"alias":"user-42","alias_signature":"\#(Self.sign("user-41", app.identitySecret, token: attackerToken))"}"#
+            )
             #expect(forged.status == .forbidden && forged.errorCode == "alias_signature_invalid")
             let wrongSecret = try await api.call(
                 .patch, "/v1/devices/by-token/\(attackerToken)", key: app.clientKey,
-                json: #"{"alias":"user-42","alias_signature":"\#(Self.sign("user-42", "hid_guess"))"}"#)
+                json:
+                    #"{"alias":"user-42","alias_signature":"\#(Self.sign("user-42", "hid_guess", token: attackerToken))"}"#
+            )
             #expect(wrongSecret.status == .forbidden && wrongSecret.errorCode == "alias_signature_invalid")
             let stillAnonymous = try await api.call(.get, "/v1/devices/by-token/\(attackerToken)", key: app.serverKey)
             #expect(stillAnonymous.status == .ok && stillAnonymous["alias"] == nil)
@@ -61,12 +76,54 @@ struct AccessControlTests {
             #expect(victimDevice["tags"] as? [String] == ["vip"] && victimDevice["alias"] as? String == "user-42")
 
             // The real user's app, with its back-end's signature, binds the alias.
+            let userToken = APITest.randomToken()
+            let signature = Self.sign("user-43", app.identitySecret, token: userToken)
             let legitimate = try await api.call(
                 .post, "/v1/devices", key: app.clientKey,
                 json:
-                    #"{"token":"\#(APITest.randomToken())","environment":"production","alias":"user-43","alias_signature":"\#(Self.sign("user-43", app.identitySecret).uppercased())"}"#
+                    #"{"token":"\#(userToken)","environment":"production","alias":"user-43","alias_signature":"\#(signature.uppercased().replacingOccurrences(of: "V2.", with: "v2."))"}"#
             )
-            #expect(legitimate.status == .created && legitimate["alias"] as? String == "user-43")
+            #expect(legitimate.status == .created && legitimate["alias"] as? String == "user-43", "\(legitimate.text)")
+            // The signature is the device's: seen on the wire, it binds no other phone to user-43.
+            let replayed = try await api.call(
+                .patch, "/v1/devices/by-token/\(attackerToken)", key: app.clientKey,
+                json: #"{"alias":"user-43","alias_signature":"\#(signature)"}"#)
+            #expect(replayed.status == .forbidden && replayed.errorCode == "alias_signature_invalid")
+            // Nor does one past its expiry, one that would last past 30 days, or the old form.
+            let expired = try await api.call(
+                .patch, "/v1/devices/by-token/\(userToken)", key: app.clientKey,
+                json:
+                    #"{"alias":"user-43","alias_signature":"\#(Self.sign("user-43", app.identitySecret, token: userToken, expiresIn: -1))"}"#
+            )
+            #expect(expired.status == .forbidden && expired.errorCode == "alias_signature_expired")
+            let lasting = try await api.call(
+                .patch, "/v1/devices/by-token/\(userToken)", key: app.clientKey,
+                json:
+                    #"{"alias":"user-43","alias_signature":"\#(Self.sign("user-43", app.identitySecret, token: userToken, expiresIn: 31 * 86_400))"}"#
+            )
+            #expect(lasting.status == .forbidden && lasting.errorCode == "alias_signature_invalid")
+            let v1 = AliasSignature.sign(alias: "user-43", secret: Array(app.identitySecret.utf8))
+            let oldForm = try await api.call(
+                .patch, "/v1/devices/by-token/\(userToken)", key: app.clientKey,
+                json: #"{"alias":"user-43","alias_signature":"\#(v1)"}"#)
+            #expect(oldForm.status == .forbidden && oldForm.errorCode == "alias_signature_invalid")
+            // An app that takes the old form (those from before v2; only the admin token turns it on).
+            let adminKey =
+                try await api.call(
+                    .post, "/v1/apps/\(app.id)/keys", key: APITest.adminToken, json: #"{"kind":"admin"}"#)["key"]
+                as? String
+            let byAppAdmin = try await api.call(
+                .patch, "/v1/apps/\(app.id)", key: adminKey ?? "", json: #"{"alias_signatures_v1":true}"#)
+            #expect(byAppAdmin.status == .forbidden && byAppAdmin.errorCode == "admin_only")
+            let takesV1 = try await api.call(
+                .patch, "/v1/apps/\(app.id)", key: APITest.adminToken, json: #"{"alias_signatures_v1":true}"#)
+            #expect(takesV1.status == .ok && takesV1["alias_signatures_v1"] as? Bool == true)
+            let oldFormTaken = try await api.call(
+                .patch, "/v1/devices/by-token/\(userToken)", key: app.clientKey,
+                json: #"{"alias":"user-43","alias_signature":"\#(v1)"}"#)
+            #expect(oldFormTaken.status == .ok)
+            _ = try await api.call(
+                .patch, "/v1/apps/\(app.id)", key: APITest.adminToken, json: #"{"alias_signatures_v1":false}"#)
 
             // A client changes and deletes the device whose token it holds, and only that one.
             let tagged = try await api.call(
@@ -119,14 +176,14 @@ struct AccessControlTests {
             for secret in [app.identitySecret, newSecret] {
                 let bound = try await api.call(
                     .patch, "/v1/devices/by-token/\(token)", key: app.clientKey,
-                    json: #"{"alias":"carol","alias_signature":"\#(Self.sign("carol", secret))"}"#)
+                    json: #"{"alias":"carol","alias_signature":"\#(Self.sign("carol", secret, token: token))"}"#)
                 #expect(bound.status == .ok, "\(bound.text)")
             }
             _ = try await api.call(
                 .post, "/v1/apps/\(app.id)/identity-secret", key: APITest.adminToken, json: #"{"grace_seconds":0}"#)
             let stale = try await api.call(
                 .patch, "/v1/devices/by-token/\(token)", key: app.clientKey,
-                json: #"{"alias":"carol","alias_signature":"\#(Self.sign("carol", newSecret))"}"#)
+                json: #"{"alias":"carol","alias_signature":"\#(Self.sign("carol", newSecret, token: token))"}"#)
             #expect(stale.status == .forbidden && stale.errorCode == "alias_signature_invalid")
             let unbind = try await api.call(
                 .patch, "/v1/devices/by-token/\(token)", key: app.clientKey, json: #"{"alias":""}"#)

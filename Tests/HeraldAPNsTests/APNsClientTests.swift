@@ -244,13 +244,25 @@ struct APNsClientTests {
             let campaigns = (0..<4).map { batch in
                 Task { await client.send((0..<25).map { ClientFixture.notification(1000 + batch * 25 + $0) }) }
             }
-            for _ in 0..<1000 where client.status.inFlight < 4 { try await Task.sleep(for: .milliseconds(5)) }
+            var busy = false
+            for _ in 0..<2000 {
+                busy = client.status.inFlight == 4 && client.waitingSends >= 4
+                if busy { break }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            try #require(busy, "every stream busy, the campaigns in line")
             // …a fifth starts waiting behind them, then an urgent one, the same size.
             let waiting = Task {
                 _ = await client.send((0..<4).map { ClientFixture.notification(2000 + $0) })
                 return ContinuousClock.now
             }
-            try await Task.sleep(for: .milliseconds(10))
+            var queued = false
+            for _ in 0..<2000 {
+                queued = client.waitingSends >= 5
+                if queued { break }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            try #require(queued, "the fifth send waits in line before the urgent one comes")
             let urgent = Task {
                 _ = await client.send((0..<4).map { ClientFixture.notification(3000 + $0) }, urgent: true)
                 return ContinuousClock.now

@@ -61,4 +61,32 @@ struct ScheduleFiringTests {
             await reader.stop()
         }
     }
+
+    @Test("a due schedule whose key has ended since it was saved pauses instead of firing")
+    func aScheduleWhoseKeyEndedPauses() async throws {
+        try await withCenterEnvironment { env in
+            let schedules = ScheduleRepository(client: env.database, logger: env.logger)
+            let keys = APIKeyRepository(client: env.database, logger: env.logger)
+            let key = try await keys.create(appID: env.app.id, kind: .server, key: "hs_" + UUID().uuidString)
+            let keyID = key.id
+            let schedule = try await schedules.create(
+                id: UUID(), appID: env.app.id, name: "rotated away", rrule: "FREQ=DAILY", timeZone: "UTC",
+                startsAtLocal: "2030-01-01T08:00", pushRequestJSON: "{}",
+                blueprint: PushBlueprint(
+                    audienceJSON: PushAudience.everyone.json, notificationJSON: "{}", optionsJSON: "{}",
+                    payload: Array(#"{"aps":{"alert":"x"}}"#.utf8), template: nil, pushType: "alert",
+                    priority: 10, priorityClass: .campaign, collapseID: nil, timeToLiveSeconds: nil,
+                    throttlePerSecond: nil, finishWithinSeconds: nil),
+                lateWindowSeconds: 3600, next: Date().addingTimeInterval(-1), savedBy: keyID)
+            // The key's rotation grace ran out a moment ago: nothing revoked it by hand.
+            try await env.database.query(
+                "UPDATE api_keys SET revoked_at = now() - interval '1 second' WHERE id = \(keyID)", logger: env.logger)
+            let fired = try await schedules.fireDue(now: Date(), pushesTopic: "unused", limit: 10)
+            #expect(fired.map(\.skipReason) == [ScheduleRepository.keyEndedReason])
+            #expect(fired.first?.pushID == nil)
+            let stored = try #require(try await schedules.schedule(id: schedule.id, appID: env.app.id))
+            #expect(stored.paused)
+            #expect(try await schedules.fireDue(now: Date(), pushesTopic: "unused", limit: 10).isEmpty)
+        }
+    }
 }

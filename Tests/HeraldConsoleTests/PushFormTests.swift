@@ -161,3 +161,25 @@ struct MultipartBoundaryTests {
         #expect(MultipartForm.boundary(contentType: "application/json; boundary=x") == nil)
     }
 }
+
+@Suite("console: session look-ups")
+struct SessionLookupGuardTests {
+    @Test(
+        "an unknown cookie is not looked up again for a minute; past the failures of a minute a source's unknown cookies are not looked up, its live sessions still are"
+    )
+    func lookUpsAreBounded() {
+        let lookups = SessionLookupGuard(failuresPerMinute: 3, remembered: 100)
+        let start = ContinuousClock.now
+        lookups.succeeded("alice", now: start)
+        #expect(lookups.mayLookUp("guess-1", from: "nat", now: start))
+        lookups.failed("guess-1", from: "nat", now: start)
+        #expect(!lookups.mayLookUp("guess-1", from: "elsewhere", now: start + .seconds(59)), "known to name nothing")
+        #expect(lookups.mayLookUp("guess-1", from: "elsewhere", now: start + .seconds(60)))
+        lookups.failed("guess-2", from: "nat", now: start)
+        lookups.failed("guess-3", from: "nat", now: start)
+        #expect(!lookups.mayLookUp("guess-4", from: "nat", now: start + .seconds(1)), "the source is past its failures")
+        #expect(lookups.mayLookUp("alice", from: "nat", now: start + .seconds(1)), "a live session behind it is not")
+        #expect(lookups.mayLookUp("guess-4", from: "elsewhere", now: start + .seconds(1)))
+        #expect(lookups.mayLookUp("guess-4", from: "nat", now: start + .seconds(61)), "its minute is over")
+    }
+}

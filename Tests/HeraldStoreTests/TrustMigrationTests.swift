@@ -37,7 +37,10 @@ struct TrustMigrationTests {
 
             let apps = AppRepository(client: client, logger: logger)
             let before = try #require(try await apps.app(id: appID))
-            #expect(before.clientRules == ClientKeyRules(identityVerification: false, legacyAccess: true))
+            // An app from before also keeps taking the old form of alias signature (migration 0027).
+            #expect(
+                before.clientRules
+                    == ClientKeyRules(identityVerification: false, legacyAccess: true, aliasSignaturesV1: true))
             // Loud: counted and named (the gauge, herald-api's warning at start).
             let legacy = try await apps.legacyModeApps()
             #expect(legacy.count == 1 && legacy.bundleIDs.count == 1)
@@ -49,7 +52,7 @@ struct TrustMigrationTests {
 
             let switched = try await apps.update(
                 id: appID, .init(identityVerification: true, legacyClientAccess: false))
-            #expect(switched?.clientRules == ClientKeyRules())
+            #expect(switched?.clientRules == ClientKeyRules(aliasSignaturesV1: true))
             #expect(try await apps.legacyModeApps().count == 0, "switched over, no longer in legacy mode")
             let new = try await apps.create(name: "after", bundleID: "com.herald.after")
             #expect(

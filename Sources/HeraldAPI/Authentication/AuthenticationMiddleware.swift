@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldCore
 import HeraldStore
 import OpenAPIRuntime
 
@@ -15,6 +16,9 @@ struct AuthenticationMiddleware: ServerMiddleware {
     /// The client keys' sub-buckets, one per app and source address: one source (a script with
     /// the public key) gets a slice of the app's client budget, never all of it.
     let clientSourceRateLimiter: RateLimiter
+    /// Whether `HERALD_API_TRUSTED_PROXIES` names the proxies in front: the source address is then
+    /// the client's own.
+    let clientAddressesTrusted: Bool
 
     func intercept(
         _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
@@ -43,8 +47,12 @@ struct AuthenticationMiddleware: ServerMiddleware {
             key = appKey
         }
         try Self.check(key, against: permission, path: Substring(request.path ?? ""))
-        if key.kind == .client {
-            let source = RequestIdentity.sourceAddress ?? "unknown"
+        // Per source only where the source is the client: named by a trusted proxy, or a public
+        // address that reached herald-api itself. Behind an untrusted proxy every installation
+        // would share the proxy's address (and the app's budget is the bound then).
+        if key.kind == .client, let source = RequestIdentity.sourceAddress,
+            clientAddressesTrusted || NetworkAddress.isPublic(source)
+        {
             let fromSource = clientSourceRateLimiter.take(appID: key.appID, source: source)
             guard fromSource.allowed else {
                 var fields = HTTPFields()

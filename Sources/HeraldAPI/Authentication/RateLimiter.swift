@@ -26,7 +26,7 @@ final class RateLimiter: Sendable {
     let burst: Int
     /// herald-api processes sharing the limit (this one included), at least 1.
     let replicas = Atomic<Int>(1)
-    private let buckets = Mutex<[Key: Bucket]>([:])
+    private let buckets = Mutex<(map: [Key: Bucket], swept: Double)>(([:], -.infinity))
 
     /// Whose bucket: an app's, or an app's requests from one source (an IPv4 address, or an
     /// IPv6 address's /64, which one subscriber holds whole).
@@ -64,7 +64,7 @@ final class RateLimiter: Sendable {
     }
 
     /// Buckets held now.
-    var bucketCount: Int { buckets.withLock { $0.count } }
+    var bucketCount: Int { buckets.withLock { $0.map.count } }
 
     /// Takes one token for `appID` now, by the limiter's clock.
     func take(appID: UUID) -> Decision { take(Key(app: appID), now: clock()) }
@@ -81,14 +81,22 @@ final class RateLimiter: Sendable {
         let rate = Double(ratePerSecond) / share
         let burst = max(1, Double(self.burst) / share)
         return buckets.withLock { buckets in
-            if buckets.count >= maximumBuckets, buckets[key] == nil {
-                // Full again once `burst / rate` seconds have passed since the last request.
+            var key = key
+            if buckets.map.count >= maximumBuckets, buckets.map[key] == nil {
+                // Full again once `burst / rate` seconds have passed since the last request: those
+                // go (a full bucket is what a new one is), at most once in that time.
                 let fullAfter = burst / rate
-                buckets = buckets.filter { now - $0.value.updated < fullAfter }
+                if now - buckets.swept >= fullAfter {
+                    buckets.map = buckets.map.filter { now - $0.value.updated < fullAfter }
+                    buckets.swept = now
+                }
+                // Still full (callers that keep changing their address, an IPv6 /64 each): the
+                // newcomers of an app share one bucket, so the map and its sweeps stay bounded.
+                if buckets.map.count >= maximumBuckets, key.source != nil { key.source = "overflow" }
             }
-            var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
+            var bucket = buckets.map[key] ?? Bucket(tokens: burst, updated: now)
             let decision = Self.take(&bucket, now: now, rate: rate, burst: burst)
-            buckets[key] = bucket
+            buckets.map[key] = bucket
             return decision
         }
     }

@@ -64,6 +64,13 @@ extension APIHandler {
         if let bundleID = body.bundleId { try Self.checkBundleID(bundleID) }
         // Legacy client access loosens what the app's public key may do: an app's admin key may
         // turn it off, only the admin token back on.
+        if body.aliasSignaturesV1 == true, Principal.currentKey != nil {
+            throw APIError(
+                .forbidden, code: "admin_only",
+                message:
+                    "Taking the old form of alias signature again takes the admin token: a v1 signature is valid for any device and for ever."
+            )
+        }
         if body.legacyClientAccess == true, Principal.currentKey != nil {
             throw APIError(
                 .forbidden, code: "admin_only",
@@ -83,13 +90,15 @@ extension APIHandler {
         let policy: DeliveryPolicy?? = try body.deliveryPolicy.map { .some(try DeliveryPolicy($0.value1)) }
         let changes = AppRepository.Changes(
             name: body.name, bundleID: body.bundleId, identityVerification: body.identityVerification,
-            legacyClientAccess: body.legacyClientAccess, allowedClientTags: allowedTags, deliveryPolicy: policy)
+            legacyClientAccess: body.legacyClientAccess, aliasSignaturesV1: body.aliasSignaturesV1,
+            allowedClientTags: allowedTags, deliveryPolicy: policy)
         guard let app = try await apps.update(id: id, changes) else { throw APIError.notFound("app") }
         var details: [String: String] = [:]
         if let name = body.name { details["name"] = name }
         if let bundleID = body.bundleId { details["bundle_id"] = bundleID }
         if let verification = body.identityVerification { details["identity_verification"] = "\(verification)" }
         if let legacy = body.legacyClientAccess { details["legacy_client_access"] = "\(legacy)" }
+        if let v1 = body.aliasSignaturesV1 { details["alias_signatures_v1"] = "\(v1)" }
         if let tags = allowedTags { details["client_tags"] = tags?.joined(separator: ",") ?? "(any)" }
         if let policy { details["delivery_policy"] = policy.flatMap { $0.isEmpty ? nil : $0.json } ?? "(none)" }
         await recordAudit("app.updated", appID: id, details: details)

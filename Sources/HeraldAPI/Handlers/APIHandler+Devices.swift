@@ -5,7 +5,6 @@ import HeraldCore
 import HeraldStore
 import HeraldTiming
 import OpenAPIRuntime
-import PostgresNIO
 import Synchronization
 
 // Devices: registration (also with a client key), look-ups, changes, bulk import.
@@ -15,7 +14,9 @@ extension APIHandler {
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the device as JSON") }
         let app = try await callingApp(appID)
         let registration = try DeviceInput.registration(body, appID: appID, bundleID: app.bundleID)
-        try await checkClientRules(app: app, alias: body.alias, signature: body.aliasSignature, tags: body.tags ?? [])
+        try await checkClientRules(
+            app: app, token: registration.token, alias: body.alias, signature: body.aliasSignature,
+            tags: body.tags ?? [])
         if let active = try await deviceQuota.reached(appID: appID),
             try await devices.device(token: registration.token, appID: appID) == nil
         {
@@ -143,11 +144,10 @@ extension APIHandler {
         }
         defer { imports.slots.release() }
         let parser = ImportProgress(parser: DeviceImportParser(format: format, appID: appID, bundleID: app.bundleID))
-        let chunks = ImportChunks(
-            body: body, progress: parser,
-            pace: ImportPace(
-                maximumBytes: settings.maximumImportBytes, deadline: settings.importDeadline,
-                minimumBytesPerSecond: settings.importMinimumBytesPerSecond))
+        let pace = ImportPace(
+            maximumBytes: settings.maximumImportBytes, deadline: settings.importDeadline,
+            minimumBytesPerSecond: settings.importMinimumBytesPerSecond)
+        let chunks = ImportChunks(body: body, progress: parser, pace: pace)
         let accepted: Int
         let overLimits: [(line: Int, message: String)]
         let counted = Mutex(false)
@@ -155,7 +155,7 @@ extension APIHandler {
         do {
             (accepted, overLimits) = try await imports.devices.importDevices(
                 appID: appID, chunks: chunks, connectionWithin: settings.importConnectionTimeout,
-                mergeWithin: settings.importMergeTimeout
+                uploadWithin: pace.ceiling, mergeWithin: settings.importMergeTimeout
             ) { [metrics] in
                 counted.withLock { $0 = true }
                 metrics.importsRunning.add(1, ordering: .relaxed)
@@ -170,12 +170,16 @@ extension APIHandler {
                 message:
                     "no database connection for the import within \(settings.importConnectionTimeout.wholeMilliseconds / 1000) s; retry in a while (nothing of this one was imported)",
                 headers: [.retryAfter: "30"])
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "57014" {
-            throw APIError(
-                .serviceUnavailable, code: "import_timed_out",
-                message:
-                    "merging the import into the app's devices took longer than \(settings.importMergeTimeout.wholeMilliseconds / 1000) s (HERALD_API_IMPORT_MERGE_TIMEOUT_MS); split the file or retry when the database is less busy (nothing of this one was imported)",
-                headers: [.retryAfter: "60"])
+        } catch let timedOut as ImportTimedOut {
+            switch timedOut.stage {
+            case .upload: throw ImportPace.pastCeiling(timedOut.limit, ceiling: pace.ceiling)
+            case .merge:
+                throw APIError(
+                    .serviceUnavailable, code: "import_timed_out",
+                    message:
+                        "merging the import into the app's devices took longer than \(settings.importMergeTimeout.wholeMilliseconds / 1000) s (HERALD_API_IMPORT_MERGE_TIMEOUT_MS); split the file or retry when the database is less busy (nothing of this one was imported)",
+                    headers: [.retryAfter: "60"])
+            }
         }
         var result = parser.result
         result.rejected += overLimits.count
@@ -216,10 +220,12 @@ extension APIHandler {
         try DeviceInput.tags(body.removeTags, field: "remove_tags")
         let described = try DeviceInput.described(
             country: body.country, appVersion: body.appVersion, osVersion: body.osVersion, attributes: body.attributes)
+        guard let device = try await devices.device(id: id, appID: app.id) else {
+            throw APIError.notFound("device \(id)")
+        }
         try await checkClientRules(
-            app: app, alias: body.alias, signature: body.aliasSignature,
+            app: app, token: device.token, alias: body.alias, signature: body.aliasSignature,
             tags: (body.addTags ?? []) + (body.removeTags ?? []))
-        guard try await devices.device(id: id, appID: app.id) != nil else { throw APIError.notFound("device \(id)") }
         try await withDeviceLimits {
             if let alias = body.alias {
                 try await devices.setAlias(alias.isEmpty ? nil : alias, deviceID: id, appID: app.id)
@@ -252,26 +258,49 @@ extension APIHandler {
     /// bound only with the back-end's signature when the app verifies identities (clearing one
     /// needs none), and only the app's client tags may be added or removed.
     /// - Throws: ``APIError`` 403 naming the rule.
-    func checkClientRules(app: App, alias: String?, signature: String?, tags: [String]) async throws {
+    func checkClientRules(app: App, token: [UInt8], alias: String?, signature: String?, tags: [String]) async throws {
         guard Principal.isClient else { return }
         if let alias, !alias.isEmpty, app.clientRules.identityVerification {
             guard let signature else {
                 throw APIError(
                     .forbidden, code: "alias_signature_required",
                     message:
-                        "This app verifies identities: a client key binds an alias only with alias_signature, the HMAC-SHA256 of the alias under the app's identity secret, computed by your back-end (docs/security.md).",
+                        "This app verifies identities: a client key binds an alias only with alias_signature, v2.EXPIRES.HMAC computed by your back-end under the app's identity secret (docs/security.md).",
                     field: "alias_signature")
             }
             let secrets = try await identitySecrets.secrets(
                 appID: app.id, cipher: try requireCipher(for: "identity secrets"))
-            guard AliasSignature.verify(signature, alias: alias, secrets: secrets) else {
-                throw APIError(
-                    .forbidden, code: "alias_signature_invalid",
-                    message:
-                        secrets.isEmpty
-                        ? "This app has no identity secret yet: its admin makes one (POST /v1/apps/{appId}/identity-secret)."
-                        : "alias_signature is not the HMAC-SHA256 of this alias under the app's identity secret.",
-                    field: "alias_signature")
+            let check = AliasSignature.check(
+                signature, alias: alias, token: token, secrets: secrets, acceptsV1: app.clientRules.aliasSignaturesV1,
+                now: Int64(Date().timeIntervalSince1970))
+            let refusal: (code: String, message: String)? =
+                switch check {
+                case .valid: nil
+                case .invalid:
+                    secrets.isEmpty
+                        ? (
+                            "alias_signature_invalid",
+                            "This app has no identity secret yet: its admin makes one (POST /v1/apps/{appId}/identity-secret)."
+                        )
+                        : (
+                            "alias_signature_invalid",
+                            "alias_signature does not sign this alias for this device under the app's identity secret (v2.EXPIRES.HMAC of herald-alias-v2, the token in hexadecimal, the alias and EXPIRES, one per line)."
+                        )
+                case .expired:
+                    ("alias_signature_expired", "alias_signature has expired; ask the app's back-end for a new one.")
+                case .tooLong:
+                    (
+                        "alias_signature_invalid",
+                        "alias_signature expires more than 30 days ahead; the back-end signs for 30 days at most."
+                    )
+                case .oldForm:
+                    (
+                        "alias_signature_invalid",
+                        "This app takes only v2 alias signatures, bound to the device's token and an expiry (v2.EXPIRES.HMAC; docs/security.md)."
+                    )
+                }
+            if let refusal {
+                throw APIError(.forbidden, code: refusal.code, message: refusal.message, field: "alias_signature")
             }
         }
         if let allowed = app.clientRules.allowedTags, let refused = tags.first(where: { !allowed.contains($0) }) {
@@ -375,6 +404,15 @@ struct ImportPace: Sendable {
     let minimumBytesPerSecond: Int
     /// The upload's whole time at most, herald-api's own work included.
     var ceiling: Duration { deadline * 2 }
+
+    /// 503 for an upload that took `elapsed`, past `ceiling`.
+    static func pastCeiling(_ elapsed: Duration, ceiling: Duration) -> APIError {
+        APIError(
+            .serviceUnavailable, code: "import_timed_out",
+            message:
+                "herald-api has spent \(elapsed.wholeMilliseconds / 1000) s on this import, past its ceiling of \(ceiling.wholeMilliseconds / 1000) s (twice HERALD_API_IMPORT_DEADLINE_MS): the database takes the rows slowly; retry when it is less busy, or split the file (nothing of this one was imported)",
+            headers: [.retryAfter: "60"])
+    }
     private var read = 0
     private var waited: Duration = .zero
     private var windowWaited: Duration = .zero
@@ -390,13 +428,7 @@ struct ImportPace: Sendable {
     /// - Throws: ``APIError`` 413 past the size, 408 past the deadline or below the rate, 503
     ///   past the ceiling.
     mutating func received(_ bytes: Int, waited: Duration, elapsed: Duration = .zero) throws(APIError) {
-        if elapsed > ceiling {
-            throw APIError(
-                .serviceUnavailable, code: "import_timed_out",
-                message:
-                    "herald-api has spent \(elapsed.wholeMilliseconds / 1000) s on this import, past its ceiling of \(ceiling.wholeMilliseconds / 1000) s (twice HERALD_API_IMPORT_DEADLINE_MS): the database takes the rows slowly; retry when it is less busy, or split the file (nothing of this one was imported)",
-                headers: [.retryAfter: "60"])
-        }
+        if elapsed > ceiling { throw Self.pastCeiling(elapsed, ceiling: ceiling) }
         read += bytes
         if read > maximumBytes {
             throw APIError(

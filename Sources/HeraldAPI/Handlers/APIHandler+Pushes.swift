@@ -212,7 +212,8 @@ extension APIHandler {
         guard try await pushes.progress(id: id, appID: appID) != nil else {
             throw APIError.notFound("push \(input.path.pushId)")
         }
-        // The stream ends once the key it was opened with is revoked (checked every few seconds):
+        // The stream ends once the key it was opened with is revoked, checked as its events go out
+        // (every few seconds at most, and at least at each keep-alive):
         // a revoked key, or a console session of it, does not go on watching.
         let keyID = Principal.currentKey?.keyID
         let events = PushProgressEvents(

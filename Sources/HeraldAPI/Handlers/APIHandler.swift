@@ -146,7 +146,10 @@ final class ReadinessCache: Sendable {
     func answer(_ ask: @Sendable () async -> Bool) async -> Bool {
         let now = ContinuousClock.now
         let cached: Bool? = state.withLock { state in
-            if let at = state.answeredAt, now - at < keep || state.asking { return state.ready }
+            // One probe asks at a time; the others meanwhile get the last answer (before the
+            // first one: not ready yet).
+            if state.asking { return state.ready }
+            if let at = state.answeredAt, now - at < keep { return state.ready }
             state.asking = true
             return nil
         }

@@ -10,7 +10,8 @@ extension Components.Schemas.App {
         self.init(
             id: app.id.lowercased, name: app.name, bundleId: app.bundleID, createdAt: app.createdAt,
             updatedAt: app.updatedAt, identityVerification: app.clientRules.identityVerification,
-            legacyClientAccess: app.clientRules.legacyAccess, clientTags: app.clientRules.allowedTags,
+            legacyClientAccess: app.clientRules.legacyAccess,
+            aliasSignaturesV1: app.clientRules.aliasSignaturesV1, clientTags: app.clientRules.allowedTags,
             deliveryPolicy: app.deliveryPolicy.map(Components.Schemas.DeliveryPolicy.init))
     }
 }

@@ -99,6 +99,7 @@ public struct APIServer: Service {
         let clientRateLimiter = RateLimiter(
             ratePerSecond: settings.clientRateLimitPerSecond, burst: settings.clientRateLimitBurst,
             clock: rateLimitClock)
+        // Per process, not shared out among the replicas: one client's connection stays on one.
         let clientSourceRateLimiter = RateLimiter(
             ratePerSecond: settings.clientSourceRateLimitPerSecond, burst: settings.clientSourceRateLimitBurst,
             clock: rateLimitClock)
@@ -135,14 +136,14 @@ public struct APIServer: Service {
                 ErrorResponseMiddleware(logger: logger, deadlines: deadlines),
                 AuthenticationMiddleware(
                     rateLimiter: rateLimiter, clientRateLimiter: clientRateLimiter,
-                    clientSourceRateLimiter: clientSourceRateLimiter),
+                    clientSourceRateLimiter: clientSourceRateLimiter, clientAddressesTrusted: !proxies.networks.isEmpty),
             ])
         var services: [any Service] = [deadlines, importDatabase, progressHub]
         if settings.replicaHeartbeat > .zero {
             services.append(
                 APIReplicaHeartbeat(
                     replicas: APIReplicaRepository(client: database, logger: logger),
-                    rateLimiters: [rateLimiter, clientRateLimiter, clientSourceRateLimiter],
+                    rateLimiters: [rateLimiter, clientRateLimiter],
                     interval: settings.replicaHeartbeat, name: "\(ProcessInfo.processInfo.hostName):\(getpid())",
                     logger: logger))
         }

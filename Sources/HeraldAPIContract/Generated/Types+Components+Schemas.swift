@@ -202,6 +202,10 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/AppUpdate/legacy_client_access`.
             public var legacyClientAccess: Swift.Bool?
+            /// Set false to take only alias signatures bound to the device's token and an expiry (v2); true again takes the admin token (docs/security.md).
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppUpdate/alias_signatures_v1`.
+            public var aliasSignaturesV1: Swift.Bool?
             /// - Remark: Generated from `#/components/schemas/AppUpdate/client_tags`.
             public var clientTags: Components.Schemas.ClientTags?
             /// true lets client keys set any tag again (clears `client_tags`).
@@ -239,6 +243,7 @@ extension Components {
             ///   - bundleId:
             ///   - identityVerification:
             ///   - legacyClientAccess: Set false to hold an app that existed before these rules to them (docs/security.md).
+            ///   - aliasSignaturesV1: Set false to take only alias signatures bound to the device's token and an expiry (v2); true again takes the admin token (docs/security.md).
             ///   - clientTags:
             ///   - clientTagsUnrestricted: true lets client keys set any tag again (clears `client_tags`).
             ///   - deliveryPolicy: Replaces the app's quiet hours and frequency cap; `{}` removes them.
@@ -247,6 +252,7 @@ extension Components {
                 bundleId: Swift.String? = nil,
                 identityVerification: Swift.Bool? = nil,
                 legacyClientAccess: Swift.Bool? = nil,
+                aliasSignaturesV1: Swift.Bool? = nil,
                 clientTags: Components.Schemas.ClientTags? = nil,
                 clientTagsUnrestricted: Swift.Bool? = nil,
                 deliveryPolicy: Components.Schemas.AppUpdate.DeliveryPolicyPayload? = nil
@@ -255,6 +261,7 @@ extension Components {
                 self.bundleId = bundleId
                 self.identityVerification = identityVerification
                 self.legacyClientAccess = legacyClientAccess
+                self.aliasSignaturesV1 = aliasSignaturesV1
                 self.clientTags = clientTags
                 self.clientTagsUnrestricted = clientTagsUnrestricted
                 self.deliveryPolicy = deliveryPolicy
@@ -264,6 +271,7 @@ extension Components {
                 case bundleId = "bundle_id"
                 case identityVerification = "identity_verification"
                 case legacyClientAccess = "legacy_client_access"
+                case aliasSignaturesV1 = "alias_signatures_v1"
                 case clientTags = "client_tags"
                 case clientTagsUnrestricted = "client_tags_unrestricted"
                 case deliveryPolicy = "delivery_policy"
@@ -286,6 +294,10 @@ extension Components {
                     Swift.Bool.self,
                     forKey: .legacyClientAccess
                 )
+                self.aliasSignaturesV1 = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .aliasSignaturesV1
+                )
                 self.clientTags = try container.decodeIfPresent(
                     Components.Schemas.ClientTags.self,
                     forKey: .clientTags
@@ -303,6 +315,7 @@ extension Components {
                     "bundle_id",
                     "identity_verification",
                     "legacy_client_access",
+                    "alias_signatures_v1",
                     "client_tags",
                     "client_tags_unrestricted",
                     "delivery_policy"
@@ -470,6 +483,10 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/App/legacy_client_access`.
             public var legacyClientAccess: Swift.Bool
+            /// The old form of `alias_signature` (of the alias alone, valid for ever) is taken besides the v2 form bound to the device's token and an expiry (true only for apps created before v2; docs/security.md).
+            ///
+            /// - Remark: Generated from `#/components/schemas/App/alias_signatures_v1`.
+            public var aliasSignaturesV1: Swift.Bool?
             /// The only tags client keys may add or remove (absent - any tag).
             ///
             /// - Remark: Generated from `#/components/schemas/App/client_tags`.
@@ -486,6 +503,7 @@ extension Components {
             ///   - updatedAt:
             ///   - identityVerification: A client key binds an alias only with the back-end's `alias_signature` of it.
             ///   - legacyClientAccess: Client keys also see registration ids and change or delete devices by them, as before Herald had client key rules (true only for apps created before; docs/security.md).
+            ///   - aliasSignaturesV1: The old form of `alias_signature` (of the alias alone, valid for ever) is taken besides the v2 form bound to the device's token and an expiry (true only for apps created before v2; docs/security.md).
             ///   - clientTags: The only tags client keys may add or remove (absent - any tag).
             ///   - deliveryPolicy:
             public init(
@@ -496,6 +514,7 @@ extension Components {
                 updatedAt: Foundation.Date,
                 identityVerification: Swift.Bool,
                 legacyClientAccess: Swift.Bool,
+                aliasSignaturesV1: Swift.Bool? = nil,
                 clientTags: [Swift.String]? = nil,
                 deliveryPolicy: Components.Schemas.DeliveryPolicy? = nil
             ) {
@@ -506,6 +525,7 @@ extension Components {
                 self.updatedAt = updatedAt
                 self.identityVerification = identityVerification
                 self.legacyClientAccess = legacyClientAccess
+                self.aliasSignaturesV1 = aliasSignaturesV1
                 self.clientTags = clientTags
                 self.deliveryPolicy = deliveryPolicy
             }
@@ -517,6 +537,7 @@ extension Components {
                 case updatedAt = "updated_at"
                 case identityVerification = "identity_verification"
                 case legacyClientAccess = "legacy_client_access"
+                case aliasSignaturesV1 = "alias_signatures_v1"
                 case clientTags = "client_tags"
                 case deliveryPolicy = "delivery_policy"
             }
@@ -1327,7 +1348,7 @@ extension Components {
                 try encoder.encodeAdditionalProperties(additionalProperties)
             }
         }
-        /// The app back-end's proof that the alias is this user's - HMAC-SHA256 of the alias under the app's identity secret, in hexadecimal. A client key needs it to bind an alias when the app has identity verification on; a server key never does.
+        /// The app back-end's proof that the alias is this user's, for this device, until a time - `v2.EXPIRES.HMAC`: EXPIRES in Unix seconds (at most 30 days ahead), HMAC the HMAC-SHA256 in hexadecimal of "herald-alias-v2", the device's token in lower-case hexadecimal, the alias and EXPIRES, joined by line feeds, under the app's identity secret. Apps created before v2 also take the old form, the HMAC of the alias alone (`alias_signatures_v1`). A client key needs it to bind an alias when the app has identity verification on; a server key never does.
         ///
         /// - Remark: Generated from `#/components/schemas/AliasSignature`.
         public typealias AliasSignature = Swift.String

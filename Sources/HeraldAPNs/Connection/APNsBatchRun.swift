@@ -47,12 +47,15 @@ final class APNsBatchRun: Sendable {
         var handedOver: [APNsLease] = []
         /// A `pump()` is due on an event loop.
         var pumpScheduled = false
+        /// The run's waiter in the pool, while it waits for a stream.
+        var waiterID: UInt64?
 
         var unsent: Int { queue.count - next }
 
         /// The pool answered the run's wait (with a stream, or with none to be had).
         mutating func streamHandedOver() {
             if phase == .waitingForStream { phase = .sending }
+            waiterID = nil
         }
 
         /// The continuation, taken, once every notification has its outcome.
@@ -128,10 +131,11 @@ final class APNsBatchRun: Sendable {
                 if grants.isEmpty {
                     if state.phase == .waitingForStream { return .wait }
                     switch client.lease(upTo: state.unsent, urgent: urgent, orWait: { [self] in self.woken($0) }) {
-                    case .some(let lease?): grants = [lease]
-                    case .some(nil): return .noConnection
-                    case nil:
+                    case .leased(let lease, let streams): grants = [(lease: lease, streams: streams)]
+                    case .noConnection: return .noConnection
+                    case .waiting(let id):
                         state.phase = .waitingForStream
+                        state.waiterID = id
                         return .wait
                     }
                 }
@@ -255,17 +259,24 @@ final class APNsBatchRun: Sendable {
     /// handed over for them: ``APNsClient/send(_:urgent:)`` returns only when the run holds no
     /// stream (a stream handed over and left for a pump that was still to come was once counted
     /// in flight after the cancelled send had returned).
+    /// Its waiter, if it still waits, leaves the pool's queue too: a stopped urgent run held
+    /// every other send's streams back until one was handed to it.
     private func finishUnsent(with failure: APNsTransportFailure) {
-        let (finished, unused) = state.withLock { state -> (CheckedContinuation<Void, Never>?, [APNsLease]) in
+        let (finished, unused, waiter) = state.withLock {
+            state -> (CheckedContinuation<Void, Never>?, [APNsLease], UInt64?) in
             state.phase = .stopped
             let unused = state.handedOver
             state.handedOver.removeAll()
-            guard state.unsent > 0 else { return (nil, unused) }
+            let waiter = state.waiterID
+            state.waiterID = nil
+            guard state.unsent > 0 else { return (nil, unused, waiter) }
             for index in state.queue[state.next...] { state.outcomes[index] = .failed(failure) }
             state.unanswered -= state.unsent
             state.next = state.queue.count
-            return (state.continuationIfDone(), unused)
+            return (state.continuationIfDone(), unused, waiter)
         }
+        // Withdrawn, it is never called; already called, `woken` gives its stream back.
+        if let waiter { client.cancelWait(waiter) }
         for lease in unused { client.release(lease, authenticated: false) }
         finished?.resume()
     }

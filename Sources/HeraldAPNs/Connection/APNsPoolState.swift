@@ -27,13 +27,20 @@ struct APNsPoolState {
     /// there is no connection (or the client stopped).
     typealias Waiter = @Sendable (APNsLease?) -> Void
 
+    /// A waiter in its queue, with the id its send may withdraw it by (``cancelWait(_:)``).
+    struct Waiting {
+        let id: UInt64
+        let waiter: Waiter
+    }
+
     var slots: [Slot]
     var inFlight = 0
     let maxInFlight: Int
-    var waiters = CircularBuffer<Waiter>()
+    var waiters = CircularBuffer<Waiting>()
     /// Those waiting for a stream for an urgent send (a transactional push's batch): served
     /// before `waiters`, and while any waits no other send takes a free stream.
-    var urgentWaiters = CircularBuffer<Waiter>()
+    var urgentWaiters = CircularBuffer<Waiting>()
+    private var nextWaiterID: UInt64 = 0
     var stopped = false
 
     init(connections: Int, maxInFlight: Int) {
@@ -88,24 +95,42 @@ struct APNsPoolState {
     mutating func wakeWaiters() -> [(Waiter, APNsLease?)] {
         var woken: [(Waiter, APNsLease?)] = []
         while !urgentWaiters.isEmpty, let lease = tryLease(urgent: true) {
-            woken.append((urgentWaiters.removeFirst(), lease))
+            woken.append((urgentWaiters.removeFirst().waiter, lease))
         }
         while !waiters.isEmpty, let lease = tryLease() {
-            woken.append((waiters.removeFirst(), lease))
+            woken.append((waiters.removeFirst().waiter, lease))
         }
         return woken
     }
 
-    /// Registers `waiter` in its queue.
-    mutating func wait(_ waiter: @escaping Waiter, urgent: Bool) {
-        if urgent { urgentWaiters.append(waiter) } else { waiters.append(waiter) }
+    /// Registers `waiter` in its queue; returns the id that withdraws it.
+    @discardableResult
+    mutating func wait(_ waiter: @escaping Waiter, urgent: Bool) -> UInt64 {
+        nextWaiterID += 1
+        let waiting = Waiting(id: nextWaiterID, waiter: waiter)
+        if urgent { urgentWaiters.append(waiting) } else { waiters.append(waiting) }
+        return waiting.id
+    }
+
+    /// Withdraws the waiter `id` (its send stopped): it will not be called. Returns whether it
+    /// still waited, and the waiters its leaving lets lease (an urgent one held the others back).
+    mutating func cancelWait(_ id: UInt64) -> (withdrawn: Bool, woken: [(Waiter, APNsLease?)]) {
+        if let index = urgentWaiters.firstIndex(where: { $0.id == id }) {
+            urgentWaiters.remove(at: index)
+            return (true, wakeWaiters())
+        }
+        if let index = waiters.firstIndex(where: { $0.id == id }) {
+            waiters.remove(at: index)
+            return (true, [])
+        }
+        return (false, [])
     }
 
     /// Every waiter, to be told there is no connection (or the client stopped).
     mutating func failWaiters() -> [(Waiter, APNsLease?)] {
         var failed: [(Waiter, APNsLease?)] = []
-        while !urgentWaiters.isEmpty { failed.append((urgentWaiters.removeFirst(), nil)) }
-        while !waiters.isEmpty { failed.append((waiters.removeFirst(), nil)) }
+        while !urgentWaiters.isEmpty { failed.append((urgentWaiters.removeFirst().waiter, nil)) }
+        while !waiters.isEmpty { failed.append((waiters.removeFirst().waiter, nil)) }
         return failed
     }
 

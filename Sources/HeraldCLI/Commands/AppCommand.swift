@@ -40,6 +40,7 @@ extension Components.Schemas.App {
             "client tags \(clientTags.map { $0.isEmpty ? "none" : $0.joined(separator: ",") } ?? "any")",
         ]
         if legacyClientAccess { rules.append("legacy client access on (client keys may use registration ids)") }
+        if aliasSignaturesV1 == true { rules.append("old-form alias signatures taken (not bound to a device)") }
         var text = "  client keys: " + rules.joined(separator: "; ")
         if let warning = legacyModeWarning { text += "\n  WARNING: " + warning }
         if let policy = deliveryPolicy {
@@ -149,6 +150,10 @@ struct AppUpdateCommand: AsyncParsableCommand {
         help: "off: hold an app created before the client key rules to them (docs/security.md).")
     var legacyClientAccess: Switch?
     @Option(
+        name: .customLong("alias-signatures-v1"),
+        help: "off: take only alias signatures bound to the device's token and an expiry (docs/security.md).")
+    var aliasSignaturesV1: Switch?
+    @Option(
         name: .customLong("client-tags"), help: "The only tags client keys may set, comma-separated (\"\" for none).")
     var clientTags: String?
     @Flag(name: .customLong("any-client-tags"), help: "Let client keys set any tag again.")
@@ -185,11 +190,11 @@ struct AppUpdateCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        if name == nil, bundleID == nil, identityVerification == nil, legacyClientAccess == nil, clientTags == nil,
-            !anyClientTags, try deliveryPolicy == nil
+        if name == nil, bundleID == nil, identityVerification == nil, legacyClientAccess == nil,
+            aliasSignaturesV1 == nil, clientTags == nil, !anyClientTags, try deliveryPolicy == nil
         {
             throw ValidationError(
-                "give what to change: --name, --bundle-id, --identity-verification, --legacy-client-access, --client-tags, --any-client-tags, --quiet-hours, --default-time-zone, --cap or --no-delivery-policy"
+                "give what to change: --name, --bundle-id, --identity-verification, --legacy-client-access, --alias-signatures-v1, --client-tags, --any-client-tags, --quiet-hours, --default-time-zone, --cap or --no-delivery-policy"
             )
         }
         if clientTags != nil, anyClientTags {
@@ -208,7 +213,8 @@ struct AppUpdateCommand: AsyncParsableCommand {
             body: .json(
                 .init(
                     name: name, bundleId: bundleID, identityVerification: identityVerification?.isOn,
-                    legacyClientAccess: legacyClientAccess?.isOn, clientTags: tags,
+                    legacyClientAccess: legacyClientAccess?.isOn, aliasSignaturesV1: aliasSignaturesV1?.isOn,
+                    clientTags: tags,
                     clientTagsUnrestricted: anyClientTags ? true : nil, deliveryPolicy: try deliveryPolicy))
         ).ok.body.json
         try output.print(updated) { "updated \($0.line)\n\($0.clientRules)" }

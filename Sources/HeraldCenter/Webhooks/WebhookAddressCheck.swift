@@ -37,7 +37,9 @@ enum WebhookAddressCheck {
     /// - Parameter allowPrivateNetworks: addresses that are not public are allowed (still
     ///   resolved once and connected to as checked).
     static func decide(url: String, allowPrivateNetworks: Bool, resolver: Resolver) async -> Decision {
-        guard let host = URLComponents(string: url)?.host, !host.isEmpty else {
+        // The host as the HTTP client reads it (Foundation's URL): the address it is told to use is
+        // looked up under this name, so a parser that read the URL otherwise could not bypass it.
+        guard let host = URL(string: url)?.host, !host.isEmpty else {
             return .refused(tenant: "the URL has no host", operator: "the URL has no host")
         }
         if NetworkAddress.isNonCanonicalNumericHost(host) {

@@ -26,11 +26,19 @@ public struct ClientKeyRules: Sendable, Equatable {
     public var legacyAccess: Bool
     /// The tags a client key may add or remove; `nil`: any tag.
     public var allowedTags: [String]?
+    /// The old form of alias signature (of the alias alone, valid for ever) is taken besides the
+    /// v2 form (bound to the device's token and an expiry). Off for new apps; on for apps that
+    /// existed before v2, until their admin switches it off.
+    public var aliasSignaturesV1: Bool
 
-    public init(identityVerification: Bool = true, legacyAccess: Bool = false, allowedTags: [String]? = nil) {
+    public init(
+        identityVerification: Bool = true, legacyAccess: Bool = false, allowedTags: [String]? = nil,
+        aliasSignaturesV1: Bool = false
+    ) {
         self.identityVerification = identityVerification
         self.legacyAccess = legacyAccess
         self.allowedTags = allowedTags
+        self.aliasSignaturesV1 = aliasSignaturesV1
     }
 }
 

@@ -34,7 +34,9 @@ public struct APIKeyRepository: Sendable {
         let limit = Int64(min(liveAtMost, Int(Int64.max)))
         return try await client.transaction(logger: logger) { connection in
             if liveAtMost < .max {
-                try await connection.run("SELECT 1 FROM apps WHERE id = \(appID) FOR UPDATE", logger: logger)
+                // NO KEY UPDATE: the app's devices and pushes (which take KEY SHARE on it) go on.
+                try await connection.run(
+                    "SELECT 1 FROM apps WHERE id = \(appID) FOR NO KEY UPDATE", logger: logger)
             }
             let rows = try await connection.run(
                 """
@@ -96,7 +98,7 @@ public struct APIKeyRepository: Sendable {
                 WHERE id = \(id) AND app_id = \(appID) AND (revoked_at IS NULL OR revoked_at > now()) RETURNING id
             ), paused AS (
                 UPDATE schedules SET paused = true, updated_at = now(),
-                    last_skip_reason = 'paused: the key that saved it was revoked; resume it with a live key'
+                    last_skip_reason = \(ScheduleRepository.keyEndedReason)
                 WHERE saved_by_key IN (SELECT id FROM revoked) AND NOT paused
                 RETURNING id
             )

@@ -70,6 +70,7 @@ public struct AppRepository: Sendable {
         public var bundleID: String?
         public var identityVerification: Bool?
         public var legacyClientAccess: Bool?
+        public var aliasSignaturesV1: Bool?
         /// `.some(nil)` lets client keys set any tag again.
         public var allowedClientTags: [String]??
         /// `.some(nil)` removes the policy.
@@ -77,9 +78,10 @@ public struct AppRepository: Sendable {
 
         public init(
             name: String? = nil, bundleID: String? = nil, identityVerification: Bool? = nil,
-            legacyClientAccess: Bool? = nil, allowedClientTags: [String]?? = nil,
+            legacyClientAccess: Bool? = nil, aliasSignaturesV1: Bool? = nil, allowedClientTags: [String]?? = nil,
             deliveryPolicy: DeliveryPolicy?? = nil
         ) {
+            self.aliasSignaturesV1 = aliasSignaturesV1
             self.deliveryPolicy = deliveryPolicy
             self.name = name
             self.bundleID = bundleID
@@ -100,6 +102,7 @@ public struct AppRepository: Sendable {
             UPDATE apps SET name = COALESCE(\(changes.name), name), bundle_id = COALESCE(\(changes.bundleID), bundle_id),
                             identity_verification = COALESCE(\(changes.identityVerification), identity_verification),
                             legacy_client_access = COALESCE(\(changes.legacyClientAccess), legacy_client_access),
+                            alias_signatures_v1 = COALESCE(\(changes.aliasSignaturesV1), alias_signatures_v1),
                             client_tags = CASE WHEN \(changesTags) THEN \(tags)::text[] ELSE client_tags END,
                             delivery_policy = CASE WHEN \(changesPolicy) THEN \(policy)::jsonb ELSE delivery_policy END,
                             updated_at = now()
@@ -124,7 +127,7 @@ public struct AppRepository: Sendable {
     }
 
     static let columns =
-        "id, name, bundle_id, created_at, updated_at, identity_verification, legacy_client_access, client_tags, delivery_policy::text"
+        "id, name, bundle_id, created_at, updated_at, identity_verification, legacy_client_access, client_tags, delivery_policy::text, alias_signatures_v1"
 
     private static func first(_ rows: ReadRows) async throws -> App? {
         try await all(rows).first
@@ -132,14 +135,15 @@ public struct AppRepository: Sendable {
 
     private static func all(_ rows: ReadRows) async throws -> [App] {
         var apps: [App] = []
-        for try await (id, name, bundleID, createdAt, updatedAt, verification, legacy, tags, policy) in rows.decode(
-            (UUID, String, String, Date, Date, Bool, Bool, [String]?, String?).self)
+        for try await (id, name, bundleID, createdAt, updatedAt, verification, legacy, tags, policy, v1) in rows.decode(
+            (UUID, String, String, Date, Date, Bool, Bool, [String]?, String?, Bool).self)
         {
             apps.append(
                 App(
                     id: id, name: name, bundleID: bundleID, createdAt: createdAt, updatedAt: updatedAt,
                     clientRules: ClientKeyRules(
-                        identityVerification: verification, legacyAccess: legacy, allowedTags: tags),
+                        identityVerification: verification, legacyAccess: legacy, allowedTags: tags,
+                        aliasSignaturesV1: v1),
                     deliveryPolicy: DeliveryPolicy(json: policy)))
         }
         return apps

@@ -286,6 +286,9 @@ public struct WebhookRepository: Sendable {
         return found ? attempts : nil
     }
 
+    /// The advisory lock webhook claims take turns by ("HRLDWHCL").
+    static let claimLockKey: Int64 = 0x4852_4C44_5748_434C
+
     /// Claims up to `limit` deliveries that are due, for `lease`, oldest first, within two bounds
     /// decided inside the statement: an endpoint's leased deliveries (by any center) never exceed
     /// its `max_concurrency`, and an app's requests in flight in this center (`appInFlight`,
@@ -300,56 +303,62 @@ public struct WebhookRepository: Sendable {
         // Due deliveries are read a few times the claim's size deep, so that one endpoint's
         // backlog leaves room for others in the same claim.
         let depth = max(limit * 8, 64)
-        let rows = try await client.boundedQuery(
-            """
-            WITH in_flight (app_id, requests) AS (
-                SELECT * FROM unnest(\(busyApps)::uuid[], \(busyCounts)::int8[])
-            ),
-            candidates AS (
-                SELECT d.endpoint_id, d.event_id, d.next_attempt_at, w.app_id, w.max_concurrency
-                FROM webhook_deliveries d
-                JOIN webhook_endpoints w ON w.id = d.endpoint_id
-                WHERE d.state = 'pending' AND d.next_attempt_at <= now()
-                  AND (d.leased_until IS NULL OR d.leased_until < now()) AND w.enabled
-                  AND (SELECT count(*) FROM webhook_deliveries l
-                       WHERE l.endpoint_id = d.endpoint_id AND l.state = 'pending' AND l.leased_until >= now())
-                      < w.max_concurrency
-                  AND COALESCE((SELECT f.requests FROM in_flight f WHERE f.app_id = w.app_id), 0) < \(share)
-                ORDER BY d.next_attempt_at LIMIT \(depth)
-                FOR UPDATE OF d SKIP LOCKED
-            ),
-            leased AS (
-                SELECT c.endpoint_id, count(l.event_id) AS busy
-                FROM (SELECT DISTINCT endpoint_id FROM candidates) c
-                LEFT JOIN webhook_deliveries l
-                  ON l.endpoint_id = c.endpoint_id AND l.state = 'pending' AND l.leased_until >= now()
-                GROUP BY c.endpoint_id
-            ),
-            due AS (
-                SELECT endpoint_id, event_id FROM (
-                    SELECT c.endpoint_id, c.event_id, c.next_attempt_at,
-                           c.max_concurrency - e.busy AS endpoint_room,
-                           \(share) - COALESCE(f.requests, 0) AS app_room,
-                           row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at) AS endpoint_rank,
-                           row_number() OVER (PARTITION BY c.app_id ORDER BY c.next_attempt_at) AS app_rank
-                    FROM candidates c
-                    JOIN leased e ON e.endpoint_id = c.endpoint_id
-                    LEFT JOIN in_flight f ON f.app_id = c.app_id
-                ) ranked
-                WHERE endpoint_rank <= endpoint_room AND app_rank <= app_room
-                ORDER BY next_attempt_at LIMIT \(limit)
-            )
-            UPDATE webhook_deliveries d
-            SET leased_until = now() + \(lease.wholeMilliseconds) * interval '1 millisecond', leased_by = \(center)
-            FROM due, webhook_endpoints w, webhook_events e
-            WHERE d.endpoint_id = due.endpoint_id AND d.event_id = due.event_id
-              AND w.id = d.endpoint_id AND e.id = d.event_id
-            RETURNING d.endpoint_id, w.url, w.max_concurrency, w.secret_sealed, w.sealing_key_id,
-                      CASE WHEN w.previous_secret_until > now() THEN w.previous_secret_sealed END,
-                      CASE WHEN w.previous_secret_until > now() THEN w.previous_sealing_key_id END,
-                      e.id, e.app_id, e.type, e.data::text, e.created_at, d.attempts,
-                      COALESCE(d.retry_from, e.created_at)
-            """, logger: logger)
+        // Claims take turns across centers (a transaction-scoped lock, then the claim as a
+        // statement of its own, whose snapshot sees every lease committed before it): two
+        // centers claiming at once could each count an endpoint's leases without the other's.
+        let rows = try await client.transaction(logger: logger) { connection in
+            try await connection.run("SELECT pg_advisory_xact_lock(\(Self.claimLockKey))", logger: logger)
+            return try await connection.run(
+                """
+                WITH in_flight (app_id, requests) AS (
+                    SELECT * FROM unnest(\(busyApps)::uuid[], \(busyCounts)::int8[])
+                ),
+                candidates AS (
+                    SELECT d.endpoint_id, d.event_id, d.next_attempt_at, w.app_id, w.max_concurrency
+                    FROM webhook_deliveries d
+                    JOIN webhook_endpoints w ON w.id = d.endpoint_id
+                    WHERE d.state = 'pending' AND d.next_attempt_at <= now()
+                      AND (d.leased_until IS NULL OR d.leased_until < now()) AND w.enabled
+                      AND (SELECT count(*) FROM webhook_deliveries l
+                           WHERE l.endpoint_id = d.endpoint_id AND l.state = 'pending' AND l.leased_until >= now())
+                          < w.max_concurrency
+                      AND COALESCE((SELECT f.requests FROM in_flight f WHERE f.app_id = w.app_id), 0) < \(share)
+                    ORDER BY d.next_attempt_at LIMIT \(depth)
+                    FOR UPDATE OF d SKIP LOCKED
+                ),
+                leased AS (
+                    SELECT c.endpoint_id, count(l.event_id) AS busy
+                    FROM (SELECT DISTINCT endpoint_id FROM candidates) c
+                    LEFT JOIN webhook_deliveries l
+                      ON l.endpoint_id = c.endpoint_id AND l.state = 'pending' AND l.leased_until >= now()
+                    GROUP BY c.endpoint_id
+                ),
+                due AS (
+                    SELECT endpoint_id, event_id FROM (
+                        SELECT c.endpoint_id, c.event_id, c.next_attempt_at,
+                               c.max_concurrency - e.busy AS endpoint_room,
+                               \(share) - COALESCE(f.requests, 0) AS app_room,
+                               row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at) AS endpoint_rank,
+                               row_number() OVER (PARTITION BY c.app_id ORDER BY c.next_attempt_at) AS app_rank
+                        FROM candidates c
+                        JOIN leased e ON e.endpoint_id = c.endpoint_id
+                        LEFT JOIN in_flight f ON f.app_id = c.app_id
+                    ) ranked
+                    WHERE endpoint_rank <= endpoint_room AND app_rank <= app_room
+                    ORDER BY next_attempt_at LIMIT \(limit)
+                )
+                UPDATE webhook_deliveries d
+                SET leased_until = now() + \(lease.wholeMilliseconds) * interval '1 millisecond', leased_by = \(center)
+                FROM due, webhook_endpoints w, webhook_events e
+                WHERE d.endpoint_id = due.endpoint_id AND d.event_id = due.event_id
+                  AND w.id = d.endpoint_id AND e.id = d.event_id
+                RETURNING d.endpoint_id, w.url, w.max_concurrency, w.secret_sealed, w.sealing_key_id,
+                          CASE WHEN w.previous_secret_until > now() THEN w.previous_secret_sealed END,
+                          CASE WHEN w.previous_secret_until > now() THEN w.previous_sealing_key_id END,
+                          e.id, e.app_id, e.type, e.data::text, e.created_at, d.attempts,
+                          COALESCE(d.retry_from, e.created_at)
+                """, logger: logger)
+        }
         var deliveries: [WebhookDelivery] = []
         for try await row in rows {
             let cells = row.makeRandomAccess()

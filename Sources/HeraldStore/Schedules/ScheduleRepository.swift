@@ -57,6 +57,9 @@ public struct ScheduleRepository: Sendable {
         self.logger = logger
     }
 
+    /// Why a schedule was paused when the key that saved it ended.
+    public static let keyEndedReason = "paused: the key that saved it was revoked; resume it with a live key"
+
     /// Schedules an app may keep at most.
     public static let maximumPerApp = 1_000
 
@@ -157,6 +160,23 @@ public struct ScheduleRepository: Sendable {
                 """, logger: logger
             ).decode(UUID.self) { due = id }
             guard let due else { return nil }
+            // It runs on the authority of the key that saved it: that key ended (revoked, or
+            // rotated and past its grace) since, and it pauses instead of firing.
+            var keyEnded = false
+            for try await ended in try await connection.run(
+                """
+                SELECT EXISTS (SELECT 1 FROM schedules s JOIN api_keys k ON k.id = s.saved_by_key
+                               WHERE s.id = \(due) AND k.revoked_at IS NOT NULL AND k.revoked_at <= now())
+                """, logger: logger
+            ).decode(Bool.self) { keyEnded = ended }
+            if keyEnded {
+                let reason = Self.keyEndedReason
+                try await connection.run(
+                    "UPDATE schedules SET paused = true, last_skip_reason = \(reason), updated_at = now() WHERE id = \(due)",
+                    logger: logger)
+                return FiredOccurrence(
+                    scheduleID: due, occurrence: now, pushID: nil, created: false, skipReason: reason)
+            }
             let schedule: ScheduleRecord
             do {
                 guard
