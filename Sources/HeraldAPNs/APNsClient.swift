@@ -198,8 +198,17 @@ public final class APNsClient: Service, Sendable {
         return run.result
     }
 
-    /// Sends waiting for a stream now (urgent ones and the others).
-    public var waitingSends: Int { state.withLock { $0.urgentWaiters.count + $0.waiters.count } }
+    /// Returns once `count` sends (or more) wait in line for a stream; for tests of the line.
+    public func waitUntilWaiting(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state in
+                if state.inLine >= count { return true }
+                state.lineWatchers.append((count, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
 
     /// Connections now: the server's stream limit on each (0 while not connected), and what is in flight.
     public var status: (streamLimits: [Int], inFlight: Int) {
@@ -211,12 +220,14 @@ public final class APNsClient: Service, Sendable {
     private func lease() async -> APNsLease? {
         if let lease = state.withLock({ $0.tryLease() }) { return lease }
         return await withCheckedContinuation { continuation in
-            let immediate: APNsLease?? = state.withLock { state in
-                if state.stopped { return .some(nil) }
-                if let lease = state.tryLease() { return .some(lease) }
+            let (immediate, watchers) = state.withLock {
+                state -> (APNsLease??, [CheckedContinuation<Void, Never>]) in
+                if state.stopped { return (.some(nil), []) }
+                if let lease = state.tryLease() { return (.some(lease), []) }
                 state.wait({ continuation.resume(returning: $0) }, urgent: false)
-                return nil
+                return (nil, state.satisfiedLineWatchers())
             }
+            for watcher in watchers { watcher.resume() }
             if let immediate { continuation.resume(returning: immediate) }
         }
     }
@@ -237,13 +248,16 @@ public final class APNsClient: Service, Sendable {
     /// Up to `count` streams, or the id of `waiter`, registered to be called with one stream
     /// (or nil: no connection) when there is room.
     func lease(upTo count: Int, urgent: Bool, orWait waiter: @escaping APNsPoolState.Waiter) -> LeaseAnswer {
-        state.withLock { state in
-            if state.stopped { return .noConnection }
+        let (answer, watchers) = state.withLock { state -> (LeaseAnswer, [CheckedContinuation<Void, Never>]) in
+            if state.stopped { return (.noConnection, []) }
             if let leased = state.tryLease(upTo: count, urgent: urgent) {
-                return .leased(leased.lease, streams: leased.streams)
+                return (.leased(leased.lease, streams: leased.streams), [])
             }
-            return .waiting(state.wait(waiter, urgent: urgent))
+            let id = state.wait(waiter, urgent: urgent)
+            return (.waiting(id), state.satisfiedLineWatchers())
         }
+        for watcher in watchers { watcher.resume() }
+        return answer
     }
 
     /// Withdraws the waiter `id` (a send that stopped); false when it was already called.

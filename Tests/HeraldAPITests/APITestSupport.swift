@@ -81,6 +81,23 @@ struct APITest: Sendable {
         return Answer(status: HTTPResponse.Status(code: Int(response.status.code)), headers: headers, text: text)
     }
 
+    /// An event stream's text, read as it arrives to its end; `afterFirstEvent` runs once the
+    /// first whole event has come (to change what the stream shows next).
+    static func readEvents(
+        _ body: HTTPClientResponse.Body, afterFirstEvent: () async throws -> Void
+    ) async throws -> String {
+        var text = ""
+        var first = true
+        for try await part in body {
+            text += String(buffer: part)
+            if first, text.contains("data: "), text.hasSuffix("\n\n") {
+                first = false
+                try await afterFirstEvent()
+            }
+        }
+        return text
+    }
+
     /// The same request as ``callUnhurried(_:_:key:body:contentType:)``, answered as it streams in
     /// (an event stream read event by event).
     func openUnhurried(

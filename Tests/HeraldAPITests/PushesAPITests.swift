@@ -304,14 +304,9 @@ struct PushesAPITests {
             #expect(
                 events.status == .ok
                     && events.headers.first(name: "Content-Type")?.hasPrefix("text/event-stream") == true)
-            var text = ""
-            var canceled = false
-            for try await part in events.body {
-                text += String(buffer: part)
-                if !canceled, text.contains("data: "), text.hasSuffix("\n\n") {
-                    canceled = true
-                    #expect(try await repository.cancel(id: liveID, appID: appID))
-                }
+            let text = try await APITest.readEvents(events.body) {
+                let canceled = try await repository.cancel(id: liveID, appID: appID)
+                #expect(canceled)
             }
             let data = text.components(separatedBy: "\n").filter { $0.hasPrefix("data: ") }
             #expect(data.count >= 2)
@@ -333,18 +328,12 @@ struct PushesAPITests {
             let id = try #require(push["id"] as? String)
             let events = try await api.openUnhurried(.get, "/v1/pushes/\(id)/events", key: watcherKey)
             #expect(events.status == .ok)
-            var text = ""
-            var revoked = false
-            for try await part in events.body {
-                text += String(buffer: part)
-                if !revoked, text.contains("data: "), text.hasSuffix("\n\n") {
-                    revoked = true
-                    let revocation = try await api.call(
-                        .delete, "/v1/apps/\(app.id)/keys/\(watcherID)", key: APITest.adminToken)
-                    #expect(revocation.status == .noContent)
-                    // A change the stream would show: it ends instead.
-                    #expect(try await api.call(.post, "/v1/pushes/\(id)/pause", key: app.serverKey).status == .ok)
-                }
+            let text = try await APITest.readEvents(events.body) {
+                let revocation = try await api.call(
+                    .delete, "/v1/apps/\(app.id)/keys/\(watcherID)", key: APITest.adminToken)
+                #expect(revocation.status == .noContent)
+                // A change the stream would show: it ends instead.
+                #expect(try await api.call(.post, "/v1/pushes/\(id)/pause", key: app.serverKey).status == .ok)
             }
             let data = text.components(separatedBy: "\n").filter { $0.hasPrefix("data: ") }
             #expect(data.count == 1, "\(text)")

@@ -244,25 +244,15 @@ struct APNsClientTests {
             let campaigns = (0..<4).map { batch in
                 Task { await client.send((0..<25).map { ClientFixture.notification(1000 + batch * 25 + $0) }) }
             }
-            var busy = false
-            for _ in 0..<2000 {
-                busy = client.status.inFlight == 4 && client.waitingSends >= 4
-                if busy { break }
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            try #require(busy, "every stream busy, the campaigns in line")
+            // (A send waits in line only while every stream is taken.)
+            await client.waitUntilWaiting(4)
             // …a fifth starts waiting behind them, then an urgent one, the same size.
             let waiting = Task {
                 _ = await client.send((0..<4).map { ClientFixture.notification(2000 + $0) })
                 return ContinuousClock.now
             }
-            var queued = false
-            for _ in 0..<2000 {
-                queued = client.waitingSends >= 5
-                if queued { break }
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            try #require(queued, "the fifth send waits in line before the urgent one comes")
+            // The fifth waits in line before the urgent one comes.
+            await client.waitUntilWaiting(5)
             let urgent = Task {
                 _ = await client.send((0..<4).map { ClientFixture.notification(3000 + $0) }, urgent: true)
                 return ContinuousClock.now

@@ -27,9 +27,27 @@ final class WebhookReceiver: Sendable {
     /// Requests that arrived, by path, counted before they are answered (or hang).
     let arrived = Mutex<[String: Int]>([:])
     let failures: Int
-    let port = Mutex<Int>(0)
+    /// The port, once the receiver listens.
+    private let listening: AsyncStream<Int>
+    private let announce: AsyncStream<Int>.Continuation
 
-    init(failures: Int) { self.failures = failures }
+    init(failures: Int) {
+        self.failures = failures
+        (listening, announce) = AsyncStream<Int>.makeStream()
+    }
+
+    /// A receiver serving on loopback, once it listens: its port, and the task serving it
+    /// (cancel it to stop the receiver).
+    static func start(failures: Int) async throws -> (WebhookReceiver, port: Int, serving: Task<Void, any Error>) {
+        let receiver = WebhookReceiver(failures: failures)
+        let serving = Task { try await receiver.run() }
+        var ports = receiver.listening.makeAsyncIterator()
+        guard let port = await ports.next() else {
+            serving.cancel()
+            throw CancellationError()
+        }
+        return (receiver, port, serving)
+    }
 
     func run() async throws {
         let router = Router()
@@ -38,7 +56,13 @@ final class WebhookReceiver: Sendable {
                 self.arrived.withLock { $0[path, default: 0] += 1 }
                 let body = Array(try await request.body.collect(upTo: 1 << 20).readableBytesView)
                 let signature = request.headers[HTTPField.Name("Herald-Signature")!] ?? ""
-                if path == "hang" { try await Task.sleep(for: .seconds(86_400)) }
+                if path == "hang" {
+                    // No answer: held until the receiver stops (its task cancelled).
+                    let (never, held) = AsyncStream<Void>.makeStream()
+                    for await _ in never {}
+                    held.finish()
+                    throw CancellationError()
+                }
                 let status = self.received.withLock { received -> Int in
                     let earlier = received.filter { $0.path == "flaky" }.count
                     let status = path == "flaky" && earlier < self.failures ? 500 : 200
@@ -50,7 +74,7 @@ final class WebhookReceiver: Sendable {
         }
         let application = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in self.port.withLock { $0 = channel.localAddress?.port ?? 0 } })
+            onServerRunning: { channel in self.announce.yield(channel.localAddress?.port ?? 0) })
         try await application.runService()
     }
 
@@ -126,11 +150,8 @@ struct WebhookDispatcherTests {
     func deliveries() async throws {
         try await withCenterEnvironment { env in
             let cipher = try CredentialCipher(masterKeyBase64: Self.masterKey)
-            let receiver = WebhookReceiver(failures: 3)
-            let serving = Task { try await receiver.run() }
+            let (receiver, port, serving) = try await WebhookReceiver.start(failures: 3)
             defer { serving.cancel() }
-            #expect(try await env.eventually(timeout: .seconds(10)) { receiver.port.withLock { $0 } > 0 })
-            let port = receiver.port.withLock { $0 }
             let secret = Array("whsec-test-secret-0123456789".utf8)
             let okEndpoint = try await endpoint(env, path: "ok", port: port, secret: secret, cipher: cipher)
             let flakyEndpoint = try await endpoint(env, path: "flaky", port: port, secret: secret, cipher: cipher)
@@ -337,11 +358,8 @@ struct WebhookDispatcherTests {
     func endpointLifecycle() async throws {
         try await withCenterEnvironment { env in
             let cipher = try CredentialCipher(masterKeyBase64: Self.masterKey)
-            let receiver = WebhookReceiver(failures: 1)
-            let serving = Task { try await receiver.run() }
+            let (receiver, port, serving) = try await WebhookReceiver.start(failures: 1)
             defer { serving.cancel() }
-            #expect(try await env.eventually(timeout: .seconds(10)) { receiver.port.withLock { $0 } > 0 })
-            let port = receiver.port.withLock { $0 }
             let webhooks = WebhookRepository(client: env.database, logger: env.logger)
             let old = Array("whsec-old".utf8)
             let new = Array("whsec-new".utf8)
@@ -399,11 +417,8 @@ struct WebhookDispatcherTests {
     func privateAddressesRefused() async throws {
         try await withCenterEnvironment { env in
             let cipher = try CredentialCipher(masterKeyBase64: Self.masterKey)
-            let receiver = WebhookReceiver(failures: 0)
-            let serving = Task { try await receiver.run() }
+            let (receiver, port, serving) = try await WebhookReceiver.start(failures: 0)
             defer { serving.cancel() }
-            #expect(try await env.eventually(timeout: .seconds(10)) { receiver.port.withLock { $0 } > 0 })
-            let port = receiver.port.withLock { $0 }
             let webhooks = WebhookRepository(client: env.database, logger: env.logger)
             let ok = try await endpoint(env, path: "ok", port: port, secret: Array("s".utf8), cipher: cipher)
             _ = try await webhooks.queueTest(endpointID: ok, appID: env.app.id)
@@ -474,11 +489,8 @@ struct WebhookDispatcherTests {
     func connectsToTheCheckedAddress() async throws {
         try await withCenterEnvironment { env in
             let cipher = try CredentialCipher(masterKeyBase64: Self.masterKey)
-            let receiver = WebhookReceiver(failures: 0)
-            let serving = Task { try await receiver.run() }
+            let (receiver, port, serving) = try await WebhookReceiver.start(failures: 0)
             defer { serving.cancel() }
-            #expect(try await env.eventually(timeout: .seconds(10)) { receiver.port.withLock { $0 } > 0 })
-            let port = receiver.port.withLock { $0 }
             let webhooks = WebhookRepository(client: env.database, logger: env.logger)
             // `.invalid` is never in DNS: only the check's resolver knows this name.
             let named = try await endpoint(
@@ -515,11 +527,8 @@ struct WebhookDispatcherTests {
     func aHangingAppLeavesTheOthersTheirSlots() async throws {
         try await withCenterEnvironment { env in
             let cipher = try CredentialCipher(masterKeyBase64: Self.masterKey)
-            let receiver = WebhookReceiver(failures: 0)
-            let serving = Task { try await receiver.run() }
+            let (receiver, port, serving) = try await WebhookReceiver.start(failures: 0)
             defer { serving.cancel() }
-            #expect(try await env.eventually(timeout: .seconds(10)) { receiver.port.withLock { $0 } > 0 })
-            let port = receiver.port.withLock { $0 }
             let webhooks = WebhookRepository(client: env.database, logger: env.logger)
             let secret = Array("s".utf8)
             // The tarpit app: two endpoints that never answer in time, their events older than

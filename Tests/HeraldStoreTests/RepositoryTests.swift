@@ -284,20 +284,14 @@ import Testing
                     try await writer.create(first, announcement: .init(topic: "t", key: nil, value: [1]))
                 }
                 // The first statement holds the only writer once PostgreSQL shows it waiting on the lock.
-                while true {
-                    let rows = try await connection.query(
-                        "SELECT count(*) FROM pg_locks WHERE relation = 'outbox'::regclass AND NOT granted",
-                        logger: logger)
-                    var blocked: Int64 = 0
-                    for try await count in rows.decode(Int64.self) { blocked = count }
-                    if blocked > 0 { break }
-                    try await Task.sleep(for: .milliseconds(20))
-                }
+                try await awaitInPostgres(
+                    "EXISTS (SELECT 1 FROM pg_locks WHERE relation = 'outbox'::regclass AND NOT granted)",
+                    client: client, logger: logger)
                 let waiting = Task {
                     try await writer.create(second, announcement: .init(topic: "t", key: nil, value: [2]))
                 }
                 // In line behind it, then cancelled.
-                while writer.waitingCount == 0 { try await Task.sleep(for: .milliseconds(10)) }
+                await writer.waitUntilWaiting(1)
                 waiting.cancel()
                 // It answers while the statement ahead of it is still stuck (the lock is held).
                 let answer = await waiting.result

@@ -144,10 +144,11 @@ extension APIHandler {
         }
         defer { imports.slots.release() }
         let parser = ImportProgress(parser: DeviceImportParser(format: format, appID: appID, bundleID: app.bundleID))
-        let pace = ImportPace(
-            maximumBytes: settings.maximumImportBytes, deadline: settings.importDeadline,
-            minimumBytesPerSecond: settings.importMinimumBytesPerSecond)
-        let chunks = ImportChunks(body: body, progress: parser, pace: pace)
+        let chunks = ImportChunks(
+            body: body, progress: parser,
+            pace: ImportPace(
+                maximumBytes: settings.maximumImportBytes, deadline: settings.importDeadline,
+                minimumBytesPerSecond: settings.importMinimumBytesPerSecond))
         let accepted: Int
         let overLimits: [(line: Int, message: String)]
         let counted = Mutex(false)
@@ -155,7 +156,7 @@ extension APIHandler {
         do {
             (accepted, overLimits) = try await imports.devices.importDevices(
                 appID: appID, chunks: chunks, connectionWithin: settings.importConnectionTimeout,
-                uploadWithin: pace.ceiling, mergeWithin: settings.importMergeTimeout
+                mergeWithin: settings.importMergeTimeout
             ) { [metrics] in
                 counted.withLock { $0 = true }
                 metrics.importsRunning.add(1, ordering: .relaxed)
@@ -170,16 +171,12 @@ extension APIHandler {
                 message:
                     "no database connection for the import within \(settings.importConnectionTimeout.wholeMilliseconds / 1000) s; retry in a while (nothing of this one was imported)",
                 headers: [.retryAfter: "30"])
-        } catch let timedOut as ImportTimedOut {
-            switch timedOut.stage {
-            case .upload: throw ImportPace.pastCeiling(timedOut.limit, ceiling: pace.ceiling)
-            case .merge:
-                throw APIError(
-                    .serviceUnavailable, code: "import_timed_out",
-                    message:
-                        "merging the import into the app's devices took longer than \(settings.importMergeTimeout.wholeMilliseconds / 1000) s (HERALD_API_IMPORT_MERGE_TIMEOUT_MS); split the file or retry when the database is less busy (nothing of this one was imported)",
-                    headers: [.retryAfter: "60"])
-            }
+        } catch is ImportMergeTimedOut {
+            throw APIError(
+                .serviceUnavailable, code: "import_timed_out",
+                message:
+                    "merging the import into the app's devices took longer than \(settings.importMergeTimeout.wholeMilliseconds / 1000) s (HERALD_API_IMPORT_MERGE_TIMEOUT_MS); split the file or retry when the database is less busy (nothing of this one was imported)",
+                headers: [.retryAfter: "60"])
         }
         var result = parser.result
         result.rejected += overLimits.count
@@ -393,9 +390,10 @@ struct ImportChunks: AsyncSequence, Sendable {
 /// is not slow, however long that takes on a busy database (an import once read as too slow
 /// for the server's own work). An upload that stops altogether is closed by the server's idle
 /// timeout; the database's side has deadlines of its own (``DeviceImports``). The whole upload,
-/// waiting and copying together, has a ceiling of its own (``ceiling``, twice the deadline): a
-/// database that takes the rows slower and slower holds an import slot, a connection and the
-/// app's import lock no longer than that.
+/// waiting and copying together, has a ceiling of its own (``ceiling``, twice the deadline),
+/// checked as each part is read: a database that takes the rows slower and slower holds an
+/// import slot, a connection and the app's import lock no longer than that (a write it never
+/// takes at all is not bounded: ``DeviceRepository/importDevices`` says why).
 struct ImportPace: Sendable {
     static let window: Duration = .seconds(30)
 
@@ -405,14 +403,6 @@ struct ImportPace: Sendable {
     /// The upload's whole time at most, herald-api's own work included.
     var ceiling: Duration { deadline * 2 }
 
-    /// 503 for an upload that took `elapsed`, past `ceiling`.
-    static func pastCeiling(_ elapsed: Duration, ceiling: Duration) -> APIError {
-        APIError(
-            .serviceUnavailable, code: "import_timed_out",
-            message:
-                "herald-api has spent \(elapsed.wholeMilliseconds / 1000) s on this import, past its ceiling of \(ceiling.wholeMilliseconds / 1000) s (twice HERALD_API_IMPORT_DEADLINE_MS): the database takes the rows slowly; retry when it is less busy, or split the file (nothing of this one was imported)",
-            headers: [.retryAfter: "60"])
-    }
     private var read = 0
     private var waited: Duration = .zero
     private var windowWaited: Duration = .zero
@@ -428,7 +418,13 @@ struct ImportPace: Sendable {
     /// - Throws: ``APIError`` 413 past the size, 408 past the deadline or below the rate, 503
     ///   past the ceiling.
     mutating func received(_ bytes: Int, waited: Duration, elapsed: Duration = .zero) throws(APIError) {
-        if elapsed > ceiling { throw Self.pastCeiling(elapsed, ceiling: ceiling) }
+        if elapsed > ceiling {
+            throw APIError(
+                .serviceUnavailable, code: "import_timed_out",
+                message:
+                    "herald-api has spent \(elapsed.wholeMilliseconds / 1000) s on this import, past its ceiling of \(ceiling.wholeMilliseconds / 1000) s (twice HERALD_API_IMPORT_DEADLINE_MS): the database takes the rows slowly; retry when it is less busy, or split the file (nothing of this one was imported)",
+                headers: [.retryAfter: "60"])
+        }
         read += bytes
         if read > maximumBytes {
             throw APIError(

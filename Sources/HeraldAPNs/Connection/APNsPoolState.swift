@@ -42,6 +42,19 @@ struct APNsPoolState {
     var urgentWaiters = CircularBuffer<Waiting>()
     private var nextWaiterID: UInt64 = 0
     var stopped = false
+    /// Those waiting until the line is at least this long (``APNsClient/waitUntilWaiting(_:)``).
+    var lineWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+    /// Sends in line now, urgent or not.
+    var inLine: Int { urgentWaiters.count + waiters.count }
+
+    /// The line watchers the line's length now satisfies, taken.
+    mutating func satisfiedLineWatchers() -> [CheckedContinuation<Void, Never>] {
+        let length = inLine
+        let satisfied = lineWatchers.filter { $0.count <= length }.map(\.continuation)
+        lineWatchers.removeAll { $0.count <= length }
+        return satisfied
+    }
 
     init(connections: Int, maxInFlight: Int) {
         slots = Array(repeating: Slot(), count: connections)

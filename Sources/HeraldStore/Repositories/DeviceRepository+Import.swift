@@ -5,7 +5,6 @@ import HeraldTiming
 import Logging
 import NIOCore
 import PostgresNIO
-import Synchronization
 
 extension DeviceRepository {
     /// Registers (or refreshes) every device `chunks` yields (checked by the caller; their
@@ -27,32 +26,31 @@ extension DeviceRepository {
     ///   limits, by their numbers.
     /// - Throws: ``ImportInProgress`` when another import of the app runs;
     ///   ``ImportConnectionUnavailable`` without a connection in time (nothing of it was read);
-    ///   ``ImportTimedOut`` when the upload ran past `uploadWithin` or the merge past `mergeWithin`
-    ///   (PostgreSQL stopped it: its `statement_timeout`).
+    ///   ``ImportMergeTimedOut`` when the merge ran past `mergeWithin` (PostgreSQL stopped it: its
+    ///   `statement_timeout`).
+    ///
+    /// The COPY itself has no `statement_timeout`: postgres-nio (1.x) ends the process when the
+    /// server stops a COPY while rows are still being written to it (seen in a test of this:
+    /// "Invalid query state machine action in state: .closing, action: wait"). The upload is
+    /// bounded by its reader instead (`chunks`: herald-api's pace and ceiling, checked per chunk).
     public func importDevices<Chunks: AsyncSequence & Sendable>(
-        appID: UUID, chunks: Chunks, connectionWithin: Duration, uploadWithin: Duration = .zero,
-        mergeWithin: Duration, started: @escaping @Sendable () -> Void = {}
+        appID: UUID, chunks: Chunks, connectionWithin: Duration, mergeWithin: Duration,
+        started: @escaping @Sendable () -> Void = {}
     ) async throws -> (imported: Int, overLimits: [(line: Int, message: String)])
     where Chunks.Element == [ImportLine] {
         let (imported, overLimits): (Int, [(line: Int, message: String)])
-        let stage = Mutex(ImportTimedOut.Stage.upload)
         do {
             (imported, overLimits) = try await withStartDeadline(connectionWithin) { leased in
-                try await importTransaction(
-                    appID: appID, chunks: chunks, uploadWithin: uploadWithin, mergeWithin: mergeWithin
-                ) {
+                try await importTransaction(appID: appID, chunks: chunks, mergeWithin: mergeWithin) {
                     leased()
                 } started: {
                     started()
-                } merging: {
-                    stage.withLock { $0 = .merge }
                 }
             }
         } catch is DeadlineExceeded {
             throw ImportConnectionUnavailable(waited: connectionWithin)
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "57014" {
-            let stage = stage.withLock { $0 }
-            throw ImportTimedOut(stage: stage, limit: stage == .upload ? uploadWithin : mergeWithin)
+            throw ImportMergeTimedOut(limit: mergeWithin)
         }
         // A bulk import can multiply the tables' size before autovacuum's next look; without
         // fresh statistics the planner treats them as small and the next fan-out's tag query
@@ -71,9 +69,8 @@ extension DeviceRepository {
     }
 
     private func importTransaction<Chunks: AsyncSequence & Sendable>(
-        appID: UUID, chunks: Chunks, uploadWithin: Duration, mergeWithin: Duration,
-        leased: @escaping @Sendable () -> Bool, started: @escaping @Sendable () -> Void,
-        merging: @escaping @Sendable () -> Void
+        appID: UUID, chunks: Chunks, mergeWithin: Duration, leased: @escaping @Sendable () -> Bool,
+        started: @escaping @Sendable () -> Void
     ) async throws -> (Int, [(line: Int, message: String)])
     where Chunks.Element == [ImportLine] {
         try await client.transaction(logger: logger, within: nil) { connection in
@@ -92,11 +89,6 @@ extension DeviceRepository {
                     country text, app_version text, os_version text, attributes jsonb, attributes_removed text[]
                 ) ON COMMIT DROP
                 """, logger: logger)
-            // The upload is bounded by PostgreSQL too (0: by its reader only): a COPY whose rows
-            // the database takes ever slower, or that waits on a write, ends at the limit.
-            let uploadTimeout = "\(uploadWithin.wholeMilliseconds)"
-            try await connection.run(
-                "SELECT set_config('statement_timeout', \(uploadTimeout), true)", logger: logger)
             try await connection.copyFrom(
                 table: "device_import",
                 columns: [
@@ -115,7 +107,6 @@ extension DeviceRepository {
                 }
             }
             // The merge, and what follows in this transaction, is bounded by PostgreSQL itself.
-            merging()
             let timeout = "\(mergeWithin.wholeMilliseconds)"
             try await connection.run("SELECT set_config('statement_timeout', \(timeout), true)", logger: logger)
             // Optimistic: the schema's triggers check the limits as the rows go in, so a file
@@ -291,13 +282,10 @@ public struct ImportConnectionUnavailable: Error, CustomStringConvertible {
     public var description: String { "no database connection for the import within \(waited)" }
 }
 
-/// PostgreSQL stopped an import at its `statement_timeout`: the upload (the COPY) or the merge
-/// took longer than its limit; nothing of the import was kept.
-public struct ImportTimedOut: Error, CustomStringConvertible {
-    public enum Stage: Sendable { case upload, merge }
-    public var stage: Stage
+/// PostgreSQL stopped an import's merge at its `statement_timeout`; nothing of the import was kept.
+public struct ImportMergeTimedOut: Error, CustomStringConvertible {
     public var limit: Duration
-    public var description: String { "the import's \(stage) ran past \(limit)" }
+    public var description: String { "the import's merge ran past \(limit)" }
 }
 
 /// Another import of the app is running (in this or another herald-api process).

@@ -29,12 +29,30 @@ public final class PushWriter: Sendable {
     /// each of them).
     public var statements: Int { statementCount.load(ordering: .relaxed) }
 
-    /// Pushes waiting for a writer now.
-    public var waitingCount: Int { state.withLock { $0.waiting.count } }
+    /// Returns once `count` pushes (or more) wait for a writer; for tests of the line.
+    public func waitUntilWaiting(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state in
+                if state.waiting.count >= count { return true }
+                state.lineWatchers.append((count, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
 
     private struct State {
         var writers = 0
         var waiting: [Waiting] = []
+        /// ``waitUntilWaiting(_:)``'s callers, with the line's length each waits for.
+        var lineWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+        /// The watchers the line's length now satisfies, taken.
+        mutating func satisfiedWatchers() -> [CheckedContinuation<Void, Never>] {
+            let satisfied = lineWatchers.filter { $0.count <= waiting.count }.map(\.continuation)
+            lineWatchers.removeAll { $0.count <= waiting.count }
+            return satisfied
+        }
     }
 
     private struct Waiting {
@@ -81,6 +99,7 @@ public final class PushWriter: Sendable {
         let turn: Turn = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 enum Arrival { case write, wait, cancelled }
+                var watchers: [CheckedContinuation<Void, Never>] = []
                 let arrival = state.withLock { state -> Arrival in
                     caller.phase.withLock { phase in
                         if phase == .cancelledOnArrival { return .cancelled }
@@ -91,9 +110,11 @@ public final class PushWriter: Sendable {
                         }
                         state.waiting.append(Waiting(entry: entry, continuation: continuation, caller: caller))
                         phase = .inLine
+                        watchers = state.satisfiedWatchers()
                         return .wait
                     }
                 }
+                for watcher in watchers { watcher.resume() }
                 switch arrival {
                 case .write: continuation.resume(returning: .write)
                 case .cancelled: continuation.resume(returning: .written(.failure(CancellationError())))
