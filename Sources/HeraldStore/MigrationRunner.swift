@@ -72,14 +72,22 @@ public struct MigrationRunner: Sendable {
     }
 
     private func appliedVersions(on connection: PostgresConnection) async throws -> [Int] {
-        try await connection.run(
-            """
-            CREATE TABLE IF NOT EXISTS herald_schema_migrations (
-                version    integer PRIMARY KEY,
-                name       text NOT NULL,
-                applied_at timestamptz NOT NULL DEFAULT now()
-            )
-            """, logger: logger)
+        // Looked for first: the runtime role (docs/security.md) may not create tables, and
+        // PostgreSQL checks that privilege even for a table that exists.
+        let table = try await connection.run(
+            "SELECT to_regclass('herald_schema_migrations') IS NOT NULL", logger: logger)
+        var exists = false
+        for try await found in table.decode(Bool.self) { exists = found }
+        if !exists {
+            try await connection.run(
+                """
+                CREATE TABLE IF NOT EXISTS herald_schema_migrations (
+                    version    integer PRIMARY KEY,
+                    name       text NOT NULL,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                )
+                """, logger: logger)
+        }
         var versions: [Int] = []
         let rows = try await connection.run(
             "SELECT version FROM herald_schema_migrations ORDER BY version", logger: logger)

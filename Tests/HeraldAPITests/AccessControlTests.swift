@@ -125,7 +125,10 @@ struct AccessControlTests {
             _ = try await api.call(
                 .patch, "/v1/apps/\(app.id)", key: APITest.adminToken, json: #"{"alias_signatures_v1":false}"#)
 
-            // A client changes and deletes the device whose token it holds, and only that one.
+            // A client changes and deletes the device whose token it holds, and only that one
+            // (with a tag its app lets clients set: a new app names none).
+            _ = try await api.call(
+                .patch, "/v1/apps/\(app.id)", key: APITest.adminToken, json: #"{"client_tags":["news"]}"#)
             let tagged = try await api.call(
                 .patch, "/v1/devices/by-token/\(attackerToken)", key: app.clientKey, json: #"{"add_tags":["news"]}"#)
             #expect(tagged.status == .ok && tagged["tags"] as? [String] == ["news"] && tagged["registration_id"] == nil)
@@ -203,6 +206,59 @@ struct AccessControlTests {
             let byID = try await api.call(
                 .patch, "/v1/devices/\(id)", key: app.clientKey, json: #"{"add_tags":["sport"]}"#)
             #expect(byID.status == .ok)
+        }
+    }
+
+    @Test("client keys set only the custom attributes and tags their app allows; a new app allows none")
+    func clientAttributesPerApp() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let fresh = try await api.call(.get, "/v1/apps/\(app.id)", key: APITest.adminToken)
+            #expect(fresh["client_tags"] as? [String] == [] && fresh["client_attributes"] as? [String] == [])
+            let token = APITest.randomToken()
+            for (body, code) in [
+                (#"{"token":"\#(token)","environment":"production","tags":["news"]}"#, "tag_not_allowed"),
+                (
+                    #"{"token":"\#(token)","environment":"production","attributes":{"plan":"gold"}}"#,
+                    "attribute_not_allowed"
+                ),
+            ] {
+                let refused = try await api.call(.post, "/v1/devices", key: app.clientKey, json: body)
+                #expect(refused.status == .forbidden && refused.errorCode == code, "\(refused.text)")
+            }
+            let named = try await api.call(
+                .patch, "/v1/apps/\(app.id)", key: APITest.adminToken, json: #"{"client_attributes":["locale"]}"#)
+            #expect(named.status == .ok && named["client_attributes"] as? [String] == ["locale"])
+            let registered = try await api.call(
+                .post, "/v1/devices", key: app.clientKey,
+                json: #"{"token":"\#(token)","environment":"production","attributes":{"locale":"de_DE"}}"#)
+            #expect(registered.status == .created, "\(registered.text)")
+            // What the back-end sets (segments trust it) is not the client's to change or remove.
+            let server = try await api.call(
+                .patch, "/v1/devices/by-token/\(token)", key: app.serverKey,
+                json: #"{"attributes":{"lifetime_value":120}}"#)
+            #expect(server.status == .ok)
+            for attributes in [
+                #"{"lifetime_value":9999}"#, #"{"lifetime_value":null}"#, #"{"locale":"fr_FR","plan":"x"}"#,
+            ] {
+                let refused = try await api.call(
+                    .patch, "/v1/devices/by-token/\(token)", key: app.clientKey, json: #"{"attributes":\#(attributes)}"#
+                )
+                #expect(refused.status == .forbidden && refused.errorCode == "attribute_not_allowed", "\(attributes)")
+            }
+            let device = try await api.call(.get, "/v1/devices/by-token/\(token)", key: app.serverKey)
+            let stored = device["attributes"] as? [String: Any]
+            #expect(stored?["lifetime_value"] as? Int == 120 && stored?["locale"] as? String == "de_DE")
+            let bad = try await api.call(
+                .patch, "/v1/apps/\(app.id)", key: APITest.adminToken, json: #"{"client_attributes":["Not A Name"]}"#)
+            #expect(bad.status == .unprocessableContent && bad.errorField == "client_attributes", "\(bad.text)")
+            let any = try await api.call(
+                .patch, "/v1/apps/\(app.id)", key: APITest.adminToken,
+                json: #"{"client_attributes_unrestricted":true}"#)
+            #expect(any.status == .ok && any["client_attributes"] == nil)
+            let open = try await api.call(
+                .patch, "/v1/devices/by-token/\(token)", key: app.clientKey, json: #"{"attributes":{"plan":"x"}}"#)
+            #expect(open.status == .ok)
         }
     }
 

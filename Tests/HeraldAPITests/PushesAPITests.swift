@@ -378,6 +378,79 @@ struct PushesAPITests {
         }
     }
 
+    @Test(
+        "a validate past its deadline answers 503, and PostgreSQL ends its statement: no backend of herald-api's is left waiting"
+    )
+    func deadlineEndsTheQuery() async throws {
+        let configuration = try await HeraldConfiguration.load()
+        let logger = Logger(label: "test.api.deadline")
+        // A database of its own: the test locks the devices tables, which every other test uses.
+        let name = "herald_test_deadline_\(UUID().uuidString.prefix(8).lowercased())"
+        try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) {
+            try await $0.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
+        }
+        var postgres = configuration.postgres
+        postgres.database = name
+        do {
+            try await Self.validateBehindALock(postgres, database: name, configuration: configuration, logger: logger)
+        } catch {
+            Issue.record("\(String(reflecting: error))")
+        }
+        try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) {
+            try await $0.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"), logger: logger)
+        }
+    }
+
+    /// herald-api with a 1 s request timeout and its pool's 2 s statement timeout, asked to
+    /// validate while another session holds the devices tables.
+    static func validateBehindALock(
+        _ postgres: PostgresSettings, database name: String, configuration: HeraldConfiguration, logger: Logger
+    ) async throws {
+        try await HeraldDatabase.withClient(settings: postgres, logger: logger) { owner in
+            try await MigrationRunner(client: owner, logger: logger).migrate()
+            var settings = configuration.api
+            settings.port = 0
+            settings.replicaHeartbeat = .zero
+            settings.metricsPort = 0
+            settings.keyCacheTTL = .zero
+            settings.requestTimeout = .seconds(1)
+            settings.statementTimeout = .seconds(2)
+            var security = configuration.security
+            security.adminToken = APITest.adminToken
+            let masterKey = try #require(ProcessInfo.processInfo.environment["HERALD_MASTER_KEY"])
+            security.masterKey = masterKey
+            try await HeraldDatabase.withClient(
+                settings: APIServer.poolSettings(postgres, api: settings), logger: logger
+            ) { [settings, security] database in
+                let server = try APIServer(
+                    settings: settings, security: security, database: database, postgres: postgres, logger: logger)
+                try await server.application.test(.live) { http in
+                    let api = APITest(client: http, database: database, logger: logger, masterKey: masterKey)
+                    let app = try await api.createApp()
+                    _ = try await api.register(app)
+                    try await owner.withConnection { holder in
+                        try await holder.query("BEGIN", logger: logger)
+                        try await holder.query(
+                            "LOCK TABLE devices, device_tags, device_counts IN ACCESS EXCLUSIVE MODE", logger: logger)
+                        let answer = try await api.call(
+                            .post, "/v1/pushes/validate", key: app.serverKey,
+                            json: #"{"audience":{"all":true},"notification":{"alert":{"body":"hi"}}}"#)
+                        #expect(
+                            answer.status == .serviceUnavailable && answer.errorCode == "timed_out", "\(answer.text)")
+                        // The lock is still held: only PostgreSQL's statement timeout can free the
+                        // backend that was counting (without it, this waits until it fails).
+                        try await awaitInPostgres(
+                            """
+                            NOT EXISTS (SELECT 1 FROM pg_stat_activity
+                                        WHERE datname = '\(name)' AND wait_event_type = 'Lock' AND state = 'active')
+                            """, client: owner, logger: logger, within: .seconds(30))
+                        try await holder.query("ROLLBACK", logger: logger)
+                    }
+                }
+            }
+        }
+    }
+
     @Test("validate counts an audience exactly up to its bound and estimates past it, saying so")
     func validateIsBounded() async throws {
         try await withAPI(configure: { $0.validateExactUpTo = 2 }) { api in

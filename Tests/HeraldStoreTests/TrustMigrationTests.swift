@@ -40,7 +40,9 @@ struct TrustMigrationTests {
             // An app from before also keeps taking the old form of alias signature (migration 0027).
             #expect(
                 before.clientRules
-                    == ClientKeyRules(identityVerification: false, legacyAccess: true, aliasSignaturesV1: true))
+                    == ClientKeyRules(
+                        identityVerification: false, legacyAccess: true, allowedTags: nil, allowedAttributes: nil,
+                        aliasSignaturesV1: true))
             // Loud: counted and named (the gauge, herald-api's warning at start).
             let legacy = try await apps.legacyModeApps()
             #expect(legacy.count == 1 && legacy.bundleIDs.count == 1)
@@ -52,11 +54,17 @@ struct TrustMigrationTests {
 
             let switched = try await apps.update(
                 id: appID, .init(identityVerification: true, legacyClientAccess: false))
-            #expect(switched?.clientRules == ClientKeyRules(aliasSignaturesV1: true))
+            // Client tags and attributes stay open for an app from before (migration 0028).
+            #expect(
+                switched?.clientRules
+                    == ClientKeyRules(allowedTags: nil, allowedAttributes: nil, aliasSignaturesV1: true))
             #expect(try await apps.legacyModeApps().count == 0, "switched over, no longer in legacy mode")
             let new = try await apps.create(name: "after", bundleID: "com.herald.after")
+            // New apps: strict, and no client tags or attributes until their admin names some.
             #expect(
-                new.clientRules == ClientKeyRules(identityVerification: true, legacyAccess: false, allowedTags: nil))
+                new.clientRules
+                    == ClientKeyRules(
+                        identityVerification: true, legacyAccess: false, allowedTags: [], allowedAttributes: []))
         }
     }
 }

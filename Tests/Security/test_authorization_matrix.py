@@ -73,7 +73,9 @@ class World:
         self.api = api
         admin = api.admin
         suffix = uuid.uuid4().hex[:8]
-        t = api.ok("POST", "/v1/apps", admin, {"name": "matrix T", "bundle_id": f"com.herald.matrix.t{suffix}"})
+        # T lets its client key set the tag the device operations use (a new app names none).
+        t = api.ok("POST", "/v1/apps", admin, {"name": "matrix T", "bundle_id": f"com.herald.matrix.t{suffix}",
+                                               "client_tags": ["news", "sport"]})
         o = api.ok("POST", "/v1/apps", admin, {"name": "matrix O", "bundle_id": f"com.herald.matrix.o{suffix}"})
         self.app = t["app"]["id"]
         self.keys = {

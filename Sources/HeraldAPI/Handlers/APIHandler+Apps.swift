@@ -11,15 +11,14 @@ extension APIHandler {
         try Self.checkName(body.name, field: "name")
         try Self.checkBundleID(body.bundleId)
         try DeviceInput.tags(body.clientTags, field: "client_tags", maximum: 1000)
-        var app = try await apps.create(name: body.name, bundleID: body.bundleId)
-        if body.identityVerification != nil || body.clientTags != nil {
-            app =
-                try await apps.update(
-                    id: app.id,
-                    .init(
-                        identityVerification: body.identityVerification, allowedClientTags: body.clientTags.map { $0 })
-                ) ?? app
-        }
+        try Self.checkClientAttributes(body.clientAttributes)
+        let id = UUID()
+        let app = try await apps.create(
+            name: body.name, bundleID: body.bundleId, id: id,
+            rules: .init(
+                identityVerification: body.identityVerification, allowedClientTags: body.clientTags.map { $0 },
+                allowedClientAttributes: body.clientAttributes.map { $0 }),
+            audit: auditEntry("app.created", appID: id, details: ["name": body.name, "bundle_id": body.bundleId]))
         let serverSecret = APIKeySecret.generate(kind: .server)
         let clientSecret = APIKeySecret.generate(kind: .client)
         let serverKey = try await keys.create(appID: app.id, kind: .server, key: serverSecret, name: "first server key")
@@ -30,7 +29,6 @@ extension APIHandler {
             try await identitySecrets.replace(appID: app.id, secret: secret, graceSeconds: 0, cipher: cipher)
             identitySecret = secret
         }
-        await recordAudit("app.created", appID: app.id, details: ["name": app.name, "bundle_id": app.bundleID])
         logger.info("app created", metadata: ["app": "\(app.id)"])
         return .created(
             .init(
@@ -87,12 +85,21 @@ extension APIHandler {
             }
             allowedTags = .some(nil)
         }
+        try Self.checkClientAttributes(body.clientAttributes)
+        var allowedAttributes: [String]?? = body.clientAttributes.map { $0 }
+        if body.clientAttributesUnrestricted == true {
+            guard body.clientAttributes == nil else {
+                throw APIError.invalid(
+                    "client_attributes_unrestricted",
+                    "send client_attributes or client_attributes_unrestricted, not both")
+            }
+            allowedAttributes = .some(nil)
+        }
         let policy: DeliveryPolicy?? = try body.deliveryPolicy.map { .some(try DeliveryPolicy($0.value1)) }
         let changes = AppRepository.Changes(
             name: body.name, bundleID: body.bundleId, identityVerification: body.identityVerification,
             legacyClientAccess: body.legacyClientAccess, aliasSignaturesV1: body.aliasSignaturesV1,
-            allowedClientTags: allowedTags, deliveryPolicy: policy)
-        guard let app = try await apps.update(id: id, changes) else { throw APIError.notFound("app") }
+            allowedClientTags: allowedTags, allowedClientAttributes: allowedAttributes, deliveryPolicy: policy)
         var details: [String: String] = [:]
         if let name = body.name { details["name"] = name }
         if let bundleID = body.bundleId { details["bundle_id"] = bundleID }
@@ -100,16 +107,23 @@ extension APIHandler {
         if let legacy = body.legacyClientAccess { details["legacy_client_access"] = "\(legacy)" }
         if let v1 = body.aliasSignaturesV1 { details["alias_signatures_v1"] = "\(v1)" }
         if let tags = allowedTags { details["client_tags"] = tags?.joined(separator: ",") ?? "(any)" }
+        if let attributes = allowedAttributes {
+            details["client_attributes"] = attributes?.joined(separator: ",") ?? "(any)"
+        }
         if let policy { details["delivery_policy"] = policy.flatMap { $0.isEmpty ? nil : $0.json } ?? "(none)" }
-        await recordAudit("app.updated", appID: id, details: details)
+        guard
+            let app = try await apps.update(
+                id: id, changes, audit: auditEntry("app.updated", appID: id, details: details))
+        else { throw APIError.notFound("app") }
         return .ok(.init(body: .json(.init(app))))
     }
 
     func deleteApp(_ input: Operations.DeleteApp.Input) async throws -> Operations.DeleteApp.Output {
         let id = try Self.uuid(input.path.appId, "appId")
-        guard try await apps.delete(id: id) else { throw APIError.notFound("app") }
+        guard try await apps.delete(id: id, audit: auditEntry("app.deleted", appID: id)) else {
+            throw APIError.notFound("app")
+        }
         authenticator.forget(appID: id)
-        await recordAudit("app.deleted", appID: id)
         logger.info("app deleted", metadata: ["app": "\(id)"])
         return .noContent(.init())
     }
@@ -139,27 +153,30 @@ extension APIHandler {
             }
         }
         let secret = APIKeySecret.generate(kind: kind)
+        var details = ["kind": kind.rawValue]
+        if let scopes { details["scopes"] = scopes.map(\.rawValue).joined(separator: ",") }
+        let id = UUID()
         guard
             let key = try await keys.create(
-                appID: app.id, kind: kind, key: secret, name: body.name ?? "", scopes: scopes,
-                liveAtMost: Self.keysPerApp)
+                appID: app.id, kind: kind, key: secret, name: body.name ?? "", scopes: scopes, id: id,
+                liveAtMost: Self.keysPerApp,
+                audit: auditEntry("key.created", appID: app.id, target: id.lowercased, details: details))
         else {
             throw APIError.conflict(
                 "the app has \(Self.keysPerApp) live keys already; revoke one it no longer uses first",
                 code: "key_limit")
         }
-        var details = ["kind": kind.rawValue]
-        if let scopes { details["scopes"] = scopes.map(\.rawValue).joined(separator: ",") }
-        await recordAudit("key.created", appID: app.id, target: key.id.lowercased, details: details)
         return .created(.init(body: .json(.init(key, secret: secret))))
     }
 
     func revokeKey(_ input: Operations.RevokeKey.Input) async throws -> Operations.RevokeKey.Output {
         let appID = try Self.uuid(input.path.appId, "appId")
         let keyID = try Self.uuid(input.path.keyId, "keyId")
-        guard try await keys.revoke(id: keyID, appID: appID) else { throw APIError.notFound("a live key with this id") }
+        guard
+            try await keys.revoke(
+                id: keyID, appID: appID, audit: auditEntry("key.revoked", appID: appID, target: keyID.lowercased))
+        else { throw APIError.notFound("a live key with this id") }
         authenticator.forget(appID: appID)
-        await recordAudit("key.revoked", appID: appID, target: keyID.lowercased)
         return .noContent(.init())
     }
 
@@ -171,14 +188,15 @@ extension APIHandler {
         case .json(let body)?: grace = try Self.gracePeriod(seconds: body.graceSeconds)
         case nil: grace = 0
         }
+        let newID = UUID()
         guard
             let (key, secret) = try await keys.rotate(
-                id: keyID, appID: appID, graceSeconds: grace, makeKey: APIKeySecret.generate)
+                id: keyID, appID: appID, graceSeconds: grace, newID: newID, makeKey: APIKeySecret.generate,
+                audit: auditEntry(
+                    "key.rotated", appID: appID, target: keyID.lowercased,
+                    details: ["new_key": newID.lowercased, "grace_seconds": "\(grace)"]))
         else { throw APIError.notFound("a live key with this id") }
         authenticator.forget(appID: appID)
-        await recordAudit(
-            "key.rotated", appID: appID, target: keyID.lowercased,
-            details: ["new_key": key.id.lowercased, "grace_seconds": "\(grace)"])
         return .created(.init(body: .json(.init(key, secret: secret))))
     }
 
@@ -199,10 +217,11 @@ extension APIHandler {
             checked.secret, appID: app.id, environment: input.path.environment.store, kind: checked.kind,
             keyID: checked.keyID,
             teamID: checked.teamID, certificateExpiresAt: checked.certificateExpiresAt, cipher: cipher)
-        try await credentials.upsert(record)
-        await recordAudit(
-            "credential.stored", appID: app.id, target: record.environment.rawValue,
-            details: ["kind": record.kind.rawValue])
+        try await credentials.upsert(
+            record,
+            audit: auditEntry(
+                "credential.stored", appID: app.id, target: record.environment.rawValue,
+                details: ["kind": record.kind.rawValue]))
         logger.info(
             "APNs credential stored",
             metadata: [
@@ -222,10 +241,13 @@ extension APIHandler {
     func deleteCredential(_ input: Operations.DeleteCredential.Input) async throws -> Operations.DeleteCredential.Output
     {
         let appID = try Self.uuid(input.path.appId, "appId")
-        guard try await credentials.delete(appID: appID, environment: input.path.environment.store) else {
+        guard
+            try await credentials.delete(
+                appID: appID, environment: input.path.environment.store,
+                audit: auditEntry("credential.deleted", appID: appID, target: input.path.environment.rawValue))
+        else {
             throw APIError.notFound("a credential for this app and environment")
         }
-        await recordAudit("credential.deleted", appID: appID, target: input.path.environment.rawValue)
         return .noContent(.init())
     }
 
@@ -244,8 +266,9 @@ extension APIHandler {
         }
         let cipher = try requireCipher(for: "identity secrets")
         let secret = AliasSignature.newSecret()
-        try await identitySecrets.replace(appID: app.id, secret: secret, graceSeconds: grace, cipher: cipher)
-        await recordAudit("identity_secret.rotated", appID: app.id, details: ["grace_seconds": "\(grace)"])
+        try await identitySecrets.replace(
+            appID: app.id, secret: secret, graceSeconds: grace, cipher: cipher,
+            audit: auditEntry("identity_secret.rotated", appID: app.id, details: ["grace_seconds": "\(grace)"]))
         return .created(.init(body: .json(.init(identitySecret: secret))))
     }
 
@@ -278,22 +301,34 @@ extension APIHandler {
 
     // MARK: Helpers
 
-    /// Appends an entry to the audit log, as the calling principal through this request. The
-    /// action already happened: an entry that cannot be written is logged as an error (the
-    /// answer still says what happened), never silently dropped.
-    func recordAudit(_ action: String, appID: UUID?, target: String? = nil, details: [String: String] = [:]) async {
-        let origin = Principal.auditOrigin
-        do {
-            try await audit.record(action, appID: appID, target: target, origin: origin, details: details)
-        } catch {
-            metrics.auditWriteFailures.add(1, ordering: .relaxed)
-            logger.error(
-                "audit entry not written",
-                metadata: [
-                    "action": "\(action)", "app": "\(appID.map { "\($0)" } ?? "-")", "target": "\(target ?? "-")",
-                    "request": "\(origin.requestID ?? "-")", "error": "\(String(reflecting: type(of: error)))",
-                ])
+    /// The audit entry of an action by the calling principal through this request, for the
+    /// repository method that makes the change to append in the change's transaction.
+    func auditEntry(_ action: String, appID: UUID?, target: String? = nil, details: [String: String] = [:])
+        -> AuditEntry
+    {
+        AuditEntry(action, appID: appID, target: target, origin: Principal.auditOrigin, details: details)
+    }
+
+    /// An app's client attributes: each a valid attribute name, at most as many as a device
+    /// may have.
+    static func checkClientAttributes(_ names: [String]?) throws(APIError) {
+        guard let names else { return }
+        guard names.count <= DeviceAttributes.maximumCount else {
+            throw .invalid("client_attributes", "at most \(DeviceAttributes.maximumCount) client attributes")
         }
+        if let bad = names.first(where: { !DeviceAttributes.isValidName($0) }) {
+            throw .invalid(
+                "client_attributes",
+                "\"\(bad)\" is not an attribute name: 1 to 64 lower-case letters, digits and _, starting with a letter")
+        }
+    }
+
+    /// The audit details of a segment's or template's update: its id, and its name when that
+    /// changed.
+    static func changed(_ id: UUID, name: String?, kind: String = "segment") -> [String: String] {
+        var details = [kind: id.lowercased]
+        if let name { details["name"] = name }
+        return details
     }
 
     /// The cipher that seals secrets, or a 503 naming the missing master key.

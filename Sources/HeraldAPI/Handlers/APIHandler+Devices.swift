@@ -16,7 +16,7 @@ extension APIHandler {
         let registration = try DeviceInput.registration(body, appID: appID, bundleID: app.bundleID)
         try await checkClientRules(
             app: app, token: registration.token, alias: body.alias, signature: body.aliasSignature,
-            tags: body.tags ?? [])
+            tags: body.tags ?? [], attributes: body.attributes.map { Array($0.additionalProperties.value.keys) } ?? [])
         if let active = try await deviceQuota.reached(appID: appID),
             try await devices.device(token: registration.token, appID: appID) == nil
         {
@@ -222,7 +222,8 @@ extension APIHandler {
         }
         try await checkClientRules(
             app: app, token: device.token, alias: body.alias, signature: body.aliasSignature,
-            tags: (body.addTags ?? []) + (body.removeTags ?? []))
+            tags: (body.addTags ?? []) + (body.removeTags ?? []),
+            attributes: body.attributes.map { Array($0.additionalProperties.value.keys) } ?? [])
         try await withDeviceLimits {
             if let alias = body.alias {
                 try await devices.setAlias(alias.isEmpty ? nil : alias, deviceID: id, appID: app.id)
@@ -253,9 +254,12 @@ extension APIHandler {
 
     /// The rules a client key's device write is held to (nothing for a server key): an alias is
     /// bound only with the back-end's signature when the app verifies identities (clearing one
-    /// needs none), and only the app's client tags may be added or removed.
+    /// needs none), only the app's client tags may be added or removed, and only its client
+    /// attributes set or removed.
     /// - Throws: ``APIError`` 403 naming the rule.
-    func checkClientRules(app: App, token: [UInt8], alias: String?, signature: String?, tags: [String]) async throws {
+    func checkClientRules(
+        app: App, token: [UInt8], alias: String?, signature: String?, tags: [String], attributes: [String]
+    ) async throws {
         guard Principal.isClient else { return }
         if let alias, !alias.isEmpty, app.clientRules.identityVerification {
             guard let signature else {
@@ -303,8 +307,18 @@ extension APIHandler {
         if let allowed = app.clientRules.allowedTags, let refused = tags.first(where: { !allowed.contains($0) }) {
             throw APIError(
                 .forbidden, code: "tag_not_allowed",
-                message: "A client key may set only this app's client tags; \"\(refused)\" is not one of them.",
+                message:
+                    "A client key may set only this app's client tags (client_tags, named by its admin); \"\(refused)\" is not one of them.",
                 field: "tags")
+        }
+        if let allowed = app.clientRules.allowedAttributes,
+            let refused = attributes.sorted().first(where: { !allowed.contains($0) })
+        {
+            throw APIError(
+                .forbidden, code: "attribute_not_allowed",
+                message:
+                    "A client key may set only this app's client attributes (client_attributes, named by its admin); \"\(refused)\" is not one of them.",
+                field: "attributes.\(refused)")
         }
     }
 

@@ -130,14 +130,14 @@ extension APIHandler {
         let appID = try Principal.requireApp()
         let id = try Self.uuid(input.path.pushId, "pushId")
         if try await !pushes.cancel(
-            id: id, appID: appID, outbox: [try announcement(.canceled, pushID: id, appID: appID)])
+            id: id, appID: appID, outbox: [try announcement(.canceled, pushID: id, appID: appID)],
+            audit: auditEntry("push.canceled", appID: appID, target: id.lowercased))
         {
             let current = try await progress(input.path.pushId)
             throw APIError.conflict(
                 "the push is \(current.state.rawValue) already; only scheduled and running pushes can be canceled",
                 code: "push_finished")
         }
-        await recordAudit("push.canceled", appID: appID, target: id.lowercased)
         logger.info("push canceled", metadata: ["push": "\(id)"])
         return .ok(.init(body: .json(try await progress(input.path.pushId))))
     }
@@ -162,11 +162,9 @@ extension APIHandler {
         if let existing = try await pushes.recall(of: id, appID: appID) {
             return .accepted(.init(body: .json(.init(existing))))
         }
-        if try await pushes.cancel(
-            id: id, appID: appID, outbox: [try announcement(.canceled, pushID: id, appID: appID)])
-        {
-            await recordAudit("push.canceled", appID: appID, target: id.lowercased, details: ["by": "recall"])
-        }
+        try await pushes.cancel(
+            id: id, appID: appID, outbox: [try announcement(.canceled, pushID: id, appID: appID)],
+            audit: auditEntry("push.canceled", appID: appID, target: id.lowercased, details: ["by": "recall"]))
         var payload = APNsPayload()
         payload.contentAvailable = true
         payload.custom["herald"] = .object(["revoke": .string(id.lowercased)])
@@ -283,13 +281,15 @@ extension APIHandler {
     private func setPaused(_ paused: Bool, _ text: String) async throws -> Components.Schemas.PushStatus {
         let appID = try Principal.requireApp()
         let id = try Self.uuid(text, "pushId")
-        if try await !fanouts.setPaused(paused, pushID: id, appID: appID) {
+        if try await !fanouts.setPaused(
+            paused, pushID: id, appID: appID,
+            audit: auditEntry(paused ? "push.paused" : "push.resumed", appID: appID, target: id.lowercased))
+        {
             let current = try await progress(text)
             throw APIError.conflict(
                 "the push is \(current.state.rawValue); only scheduled pushes and fan-outs in progress can be paused or resumed",
                 code: "push_not_running")
         }
-        await recordAudit(paused ? "push.paused" : "push.resumed", appID: appID, target: id.lowercased)
         return try await progress(text)
     }
 

@@ -20,17 +20,18 @@ extension APIHandler {
                 "the app has \(ScheduleRepository.maximumPerApp) schedules already; delete one first",
                 code: "schedule_limit")
         }
+        let id = UUID()
         let schedule = try await naming("schedule") {
             try await schedules.create(
-                id: UUID(), appID: appID, name: body.name, rrule: timing.rule.rrule,
+                id: id, appID: appID, name: body.name, rrule: timing.rule.rrule,
                 timeZone: body.recurrence.timeZone, startsAtLocal: timing.start.text,
                 pushRequestJSON: PushComposer.json(body.push), blueprint: blueprint,
                 lateWindowSeconds: (body.lateWindowMinutes ?? 60) * 60, next: next,
-                savedBy: Principal.currentKey?.keyID)
+                savedBy: Principal.currentKey?.keyID,
+                audit: auditEntry(
+                    "schedule.created", appID: appID,
+                    details: ["schedule": id.lowercased, "name": body.name, "rrule": timing.rule.rrule]))
         }
-        await recordAudit(
-            "schedule.created", appID: appID,
-            details: ["schedule": schedule.id.lowercased, "name": schedule.name, "rrule": schedule.rrule])
         return .created(.init(body: .json(try .init(schedule))))
     }
 
@@ -79,32 +80,37 @@ extension APIHandler {
         }
         guard
             let updated = try await naming(
-                "schedule", { try await schedules.update(schedule, savedBy: Principal.currentKey?.keyID) })
+                "schedule",
+                {
+                    try await schedules.update(
+                        schedule, savedBy: Principal.currentKey?.keyID,
+                        audit: auditEntry(
+                            "schedule.updated", appID: schedule.appID,
+                            details: [
+                                "schedule": schedule.id.lowercased, "name": schedule.name, "rrule": schedule.rrule,
+                            ]))
+                })
         else {
             throw APIError.notFound("schedule")
         }
-        await recordAudit(
-            "schedule.updated", appID: updated.appID,
-            details: ["schedule": updated.id.lowercased, "name": updated.name, "rrule": updated.rrule])
         return .ok(.init(body: .json(try .init(updated))))
     }
 
     func deleteSchedule(_ input: Operations.DeleteSchedule.Input) async throws -> Operations.DeleteSchedule.Output {
         let appID = try Principal.requireApp()
         let id = try Self.uuid(input.path.scheduleId, "scheduleId")
-        guard try await schedules.delete(id: id, appID: appID) else { throw APIError.notFound("schedule") }
-        await recordAudit("schedule.deleted", appID: appID, details: ["schedule": id.lowercased])
+        guard
+            try await schedules.delete(
+                id: id, appID: appID,
+                audit: auditEntry("schedule.deleted", appID: appID, details: ["schedule": id.lowercased]))
+        else { throw APIError.notFound("schedule") }
         return .noContent(.init())
     }
 
     func pauseSchedule(_ input: Operations.PauseSchedule.Input) async throws -> Operations.PauseSchedule.Output {
         var schedule = try await existingSchedule(input.path.scheduleId)
         schedule.paused = true
-        guard let updated = try await schedules.update(schedule, savedBy: Principal.currentKey?.keyID) else {
-            throw APIError.notFound("schedule")
-        }
-        await recordAudit("schedule.paused", appID: updated.appID, details: ["schedule": updated.id.lowercased])
-        return .ok(.init(body: .json(try .init(updated))))
+        return .ok(.init(body: .json(try .init(try await saved(schedule, as: "schedule.paused")))))
     }
 
     func resumeSchedule(_ input: Operations.ResumeSchedule.Input) async throws -> Operations.ResumeSchedule.Output {
@@ -116,11 +122,19 @@ extension APIHandler {
                 schedule.nextOccurrenceAt = timing.next(after: Date())
             }
         }
-        guard let updated = try await schedules.update(schedule, savedBy: Principal.currentKey?.keyID) else {
+        return .ok(.init(body: .json(try .init(try await saved(schedule, as: "schedule.resumed")))))
+    }
+
+    /// Saves a paused or resumed schedule by the calling key, with its audit entry.
+    private func saved(_ schedule: ScheduleRecord, as action: String) async throws -> ScheduleRecord {
+        guard
+            let updated = try await schedules.update(
+                schedule, savedBy: Principal.currentKey?.keyID,
+                audit: auditEntry(action, appID: schedule.appID, details: ["schedule": schedule.id.lowercased]))
+        else {
             throw APIError.notFound("schedule")
         }
-        await recordAudit("schedule.resumed", appID: updated.appID, details: ["schedule": updated.id.lowercased])
-        return .ok(.init(body: .json(try .init(updated))))
+        return updated
     }
 
     private func existingSchedule(_ text: String) async throws -> ScheduleRecord {

@@ -14,12 +14,13 @@ extension APIHandler {
                 "the app has \(SegmentRepository.maximumPerApp) segments already; delete one first",
                 code: "segment_limit")
         }
+        let id = UUID()
         let segment = try await naming("segment") {
             try await segments.create(
-                id: UUID(), appID: appID, name: body.name, description: body.description, filter: filter)
+                id: id, appID: appID, name: body.name, description: body.description, filter: filter,
+                audit: auditEntry(
+                    "segment.created", appID: appID, details: ["segment": id.lowercased, "name": body.name]))
         }
-        await recordAudit(
-            "segment.created", appID: appID, details: ["segment": segment.id.lowercased, "name": body.name])
         return .created(.init(body: .json(try .init(segment))))
     }
 
@@ -49,18 +50,21 @@ extension APIHandler {
                 "segment",
                 {
                     try await segments.update(
-                        id: id, appID: appID, name: body.name, description: body.description, filter: filter)
+                        id: id, appID: appID, name: body.name, description: body.description, filter: filter,
+                        audit: auditEntry("segment.updated", appID: appID, details: Self.changed(id, name: body.name)))
                 })
         else { throw APIError.notFound("segment") }
-        await recordAudit("segment.updated", appID: appID, details: ["segment": id.lowercased, "name": segment.name])
         return .ok(.init(body: .json(try .init(segment))))
     }
 
     func deleteSegment(_ input: Operations.DeleteSegment.Input) async throws -> Operations.DeleteSegment.Output {
         let appID = try Principal.requireApp()
         let id = try Self.uuid(input.path.segmentId, "segmentId")
-        guard try await segments.delete(id: id, appID: appID) else { throw APIError.notFound("segment") }
-        await recordAudit("segment.deleted", appID: appID, details: ["segment": id.lowercased])
+        guard
+            try await segments.delete(
+                id: id, appID: appID,
+                audit: auditEntry("segment.deleted", appID: appID, details: ["segment": id.lowercased]))
+        else { throw APIError.notFound("segment") }
         return .noContent(.init())
     }
 

@@ -15,13 +15,14 @@ extension APIHandler {
                 "the app has \(TemplateRepository.maximumPerApp) templates already; delete one first",
                 code: "template_limit")
         }
+        let id = UUID()
         let template = try await naming("template") {
             try await templates.create(
-                id: UUID(), appID: appID, name: body.name, description: body.description,
-                notificationJSON: checked.notificationJSON)
+                id: id, appID: appID, name: body.name, description: body.description,
+                notificationJSON: checked.notificationJSON,
+                audit: auditEntry(
+                    "template.created", appID: appID, details: ["template": id.lowercased, "name": body.name]))
         }
-        await recordAudit(
-            "template.created", appID: appID, details: ["template": template.id.lowercased, "name": body.name])
         return .created(.init(body: .json(try .init(template))))
     }
 
@@ -57,19 +58,23 @@ extension APIHandler {
                 {
                     try await templates.update(
                         id: id, appID: appID, name: body.name, description: body.description,
-                        notificationJSON: checked?.notificationJSON)
+                        notificationJSON: checked?.notificationJSON,
+                        audit: auditEntry(
+                            "template.updated", appID: appID,
+                            details: Self.changed(id, name: body.name, kind: "template")))
                 })
         else { throw APIError.notFound("template") }
-        await recordAudit(
-            "template.updated", appID: appID, details: ["template": id.lowercased, "name": template.name])
         return .ok(.init(body: .json(try .init(template))))
     }
 
     func deleteTemplate(_ input: Operations.DeleteTemplate.Input) async throws -> Operations.DeleteTemplate.Output {
         let appID = try Principal.requireApp()
         let id = try Self.uuid(input.path.templateId, "templateId")
-        guard try await templates.delete(id: id, appID: appID) else { throw APIError.notFound("template") }
-        await recordAudit("template.deleted", appID: appID, details: ["template": id.lowercased])
+        guard
+            try await templates.delete(
+                id: id, appID: appID,
+                audit: auditEntry("template.deleted", appID: appID, details: ["template": id.lowercased]))
+        else { throw APIError.notFound("template") }
         return .noContent(.init())
     }
 

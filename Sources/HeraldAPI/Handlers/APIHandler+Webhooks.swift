@@ -24,10 +24,10 @@ extension APIHandler {
         let (secret, sealed) = try Self.newWebhookSecret(endpointID: id, cipher: cipher)
         let endpoint = try await webhooks.createEndpoint(
             id: id, appID: app.id, url: body.url, description: body.description,
-            eventTypes: changes.eventTypes ?? [], maxConcurrency: changes.maxConcurrency ?? 4, secret: sealed)
-        await recordAudit(
-            "webhook.created", appID: app.id,
-            details: ["webhook": id.uuidString.lowercased(), "url": Self.auditedURL(body.url)])
+            eventTypes: changes.eventTypes ?? [], maxConcurrency: changes.maxConcurrency ?? 4, secret: sealed,
+            audit: auditEntry(
+                "webhook.created", appID: app.id,
+                details: ["webhook": id.uuidString.lowercased(), "url": Self.auditedURL(body.url)]))
         return .created(.init(body: .json(.init(webhook: .init(endpoint), secret: secret))))
     }
 
@@ -46,13 +46,15 @@ extension APIHandler {
             throw APIError.badRequest(
                 "name what to change: url, event_types, description, max_concurrency or enabled")
         }
-        guard let endpoint = try await webhooks.updateEndpoint(id: id, appID: appID, changes) else {
-            throw APIError.notFound("webhook")
-        }
         var details = ["webhook": id.uuidString.lowercased()]
         if let url = changes.url { details["url"] = Self.auditedURL(url) }
         if let enabled = changes.enabled { details["enabled"] = "\(enabled)" }
-        await recordAudit("webhook.updated", appID: appID, details: details)
+        guard
+            let endpoint = try await webhooks.updateEndpoint(
+                id: id, appID: appID, changes, audit: auditEntry("webhook.updated", appID: appID, details: details))
+        else {
+            throw APIError.notFound("webhook")
+        }
         return .ok(.init(body: .json(.init(endpoint))))
     }
 
@@ -71,11 +73,11 @@ extension APIHandler {
         let previousUntil = grace > 0 ? Date().addingTimeInterval(Double(grace)) : nil
         guard
             let endpoint = try await webhooks.replaceSecret(
-                id: id, appID: appID, secret: sealed, previousUntil: previousUntil)
+                id: id, appID: appID, secret: sealed, previousUntil: previousUntil,
+                audit: auditEntry(
+                    "webhook.secret_rotated", appID: appID,
+                    details: ["webhook": id.uuidString.lowercased(), "grace_seconds": "\(grace)"]))
         else { throw APIError.notFound("webhook") }
-        await recordAudit(
-            "webhook.secret_rotated", appID: appID,
-            details: ["webhook": id.uuidString.lowercased(), "grace_seconds": "\(grace)"])
         return .ok(
             .init(
                 body: .json(
@@ -124,11 +126,9 @@ extension APIHandler {
         }
         guard
             let replayed = try await webhooks.replayDead(
-                endpointID: id, appID: appID, eventIDs: events, limit: events?.count ?? Self.replayBatch)
+                endpointID: id, appID: appID, eventIDs: events, limit: events?.count ?? Self.replayBatch,
+                audit: auditEntry("webhook.replayed", appID: appID, details: ["webhook": id.uuidString.lowercased()]))
         else { throw APIError.notFound("webhook") }
-        await recordAudit(
-            "webhook.replayed", appID: appID,
-            details: ["webhook": id.uuidString.lowercased(), "deliveries": "\(replayed)"])
         return .ok(.init(body: .json(.init(replayed: replayed))))
     }
 
@@ -168,8 +168,11 @@ extension APIHandler {
     func deleteWebhook(_ input: Operations.DeleteWebhook.Input) async throws -> Operations.DeleteWebhook.Output {
         let appID = try Self.uuid(input.path.appId, "appId")
         let id = try Self.uuid(input.path.webhookId, "webhookId")
-        guard try await webhooks.deleteEndpoint(id: id, appID: appID) else { throw APIError.notFound("webhook") }
-        await recordAudit("webhook.deleted", appID: appID, details: ["webhook": id.uuidString.lowercased()])
+        guard
+            try await webhooks.deleteEndpoint(
+                id: id, appID: appID,
+                audit: auditEntry("webhook.deleted", appID: appID, details: ["webhook": id.uuidString.lowercased()]))
+        else { throw APIError.notFound("webhook") }
         return .noContent(.init())
     }
 

@@ -12,6 +12,7 @@ extension Components.Schemas.App {
             updatedAt: app.updatedAt, identityVerification: app.clientRules.identityVerification,
             legacyClientAccess: app.clientRules.legacyAccess,
             aliasSignaturesV1: app.clientRules.aliasSignaturesV1, clientTags: app.clientRules.allowedTags,
+            clientAttributes: app.clientRules.allowedAttributes,
             deliveryPolicy: app.deliveryPolicy.map(Components.Schemas.DeliveryPolicy.init))
     }
 }

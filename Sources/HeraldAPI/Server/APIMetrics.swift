@@ -25,8 +25,6 @@ final class APIMetrics: Sendable {
     let authenticationFailures = Atomic<Int>(0)
     /// Requests refused because their source failed to authenticate too often (429).
     let authenticationThrottled = Atomic<Int>(0)
-    /// Audit entries that could not be written (each also logged as an error).
-    let auditWriteFailures = Atomic<Int>(0)
     /// Where the live progress gauges come from (set once the server exists).
     let progressHub = Mutex<PushProgressHub?>(nil)
     /// Device imports uploading (holding their app's import lock).
@@ -72,10 +70,6 @@ final class APIMetrics: Sendable {
             "herald_api_authentication_throttled_total", .counter,
             help: "Requests refused 429 because their source address failed to authenticate too often.",
             value: authenticationThrottled.load(ordering: .relaxed))
-        text.single(
-            "herald_api_audit_write_failures_total", .counter,
-            help: "Audit log entries that could not be written (each is logged as an error).",
-            value: auditWriteFailures.load(ordering: .relaxed))
         let hub = progressHub.withLock { $0 }
         text.single(
             "herald_api_progress_streams", .gauge, help: "Live progress streams (Server-Sent Events) open.",

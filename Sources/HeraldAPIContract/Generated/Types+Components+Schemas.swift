@@ -122,10 +122,14 @@ extension Components {
         public typealias Alias = Swift.String
         /// - Remark: Generated from `#/components/schemas/Tag`.
         public typealias Tag = Swift.String
-        /// The only tags a client key may add or remove.
+        /// The only tags a client key may add or remove (none for a new app unless named here).
         ///
         /// - Remark: Generated from `#/components/schemas/ClientTags`.
         public typealias ClientTags = [Components.Schemas.Tag]
+        /// The only custom attributes a client key may set or remove (none for a new app unless named here): attribute names, 1 to 64 lower-case letters, digits and `_` starting with a letter.
+        ///
+        /// - Remark: Generated from `#/components/schemas/ClientAttributes`.
+        public typealias ClientAttributes = [Swift.String]
         /// - Remark: Generated from `#/components/schemas/AppCreate`.
         public struct AppCreate: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/AppCreate/name`.
@@ -140,6 +144,8 @@ extension Components {
             public var identityVerification: Swift.Bool?
             /// - Remark: Generated from `#/components/schemas/AppCreate/client_tags`.
             public var clientTags: Components.Schemas.ClientTags?
+            /// - Remark: Generated from `#/components/schemas/AppCreate/client_attributes`.
+            public var clientAttributes: Components.Schemas.ClientAttributes?
             /// Creates a new `AppCreate`.
             ///
             /// - Parameters:
@@ -147,22 +153,26 @@ extension Components {
             ///   - bundleId: The app's bundle id, the APNs topic of its alert pushes.
             ///   - identityVerification: A client key binds an alias only with `alias_signature` (default true).
             ///   - clientTags:
+            ///   - clientAttributes:
             public init(
                 name: Swift.String,
                 bundleId: Swift.String,
                 identityVerification: Swift.Bool? = nil,
-                clientTags: Components.Schemas.ClientTags? = nil
+                clientTags: Components.Schemas.ClientTags? = nil,
+                clientAttributes: Components.Schemas.ClientAttributes? = nil
             ) {
                 self.name = name
                 self.bundleId = bundleId
                 self.identityVerification = identityVerification
                 self.clientTags = clientTags
+                self.clientAttributes = clientAttributes
             }
             public enum CodingKeys: String, CodingKey {
                 case name
                 case bundleId = "bundle_id"
                 case identityVerification = "identity_verification"
                 case clientTags = "client_tags"
+                case clientAttributes = "client_attributes"
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -182,11 +192,16 @@ extension Components {
                     Components.Schemas.ClientTags.self,
                     forKey: .clientTags
                 )
+                self.clientAttributes = try container.decodeIfPresent(
+                    Components.Schemas.ClientAttributes.self,
+                    forKey: .clientAttributes
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "name",
                     "bundle_id",
                     "identity_verification",
-                    "client_tags"
+                    "client_tags",
+                    "client_attributes"
                 ])
             }
         }
@@ -212,6 +227,12 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/AppUpdate/client_tags_unrestricted`.
             public var clientTagsUnrestricted: Swift.Bool?
+            /// - Remark: Generated from `#/components/schemas/AppUpdate/client_attributes`.
+            public var clientAttributes: Components.Schemas.ClientAttributes?
+            /// true lets client keys set any custom attribute again (clears `client_attributes`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppUpdate/client_attributes_unrestricted`.
+            public var clientAttributesUnrestricted: Swift.Bool?
             /// Replaces the app's quiet hours and frequency cap; `{}` removes them.
             ///
             /// - Remark: Generated from `#/components/schemas/AppUpdate/delivery_policy`.
@@ -246,6 +267,8 @@ extension Components {
             ///   - aliasSignaturesV1: Set false to take only alias signatures bound to the device's token and an expiry (v2); true again takes the admin token (docs/security.md).
             ///   - clientTags:
             ///   - clientTagsUnrestricted: true lets client keys set any tag again (clears `client_tags`).
+            ///   - clientAttributes:
+            ///   - clientAttributesUnrestricted: true lets client keys set any custom attribute again (clears `client_attributes`).
             ///   - deliveryPolicy: Replaces the app's quiet hours and frequency cap; `{}` removes them.
             public init(
                 name: Swift.String? = nil,
@@ -255,6 +278,8 @@ extension Components {
                 aliasSignaturesV1: Swift.Bool? = nil,
                 clientTags: Components.Schemas.ClientTags? = nil,
                 clientTagsUnrestricted: Swift.Bool? = nil,
+                clientAttributes: Components.Schemas.ClientAttributes? = nil,
+                clientAttributesUnrestricted: Swift.Bool? = nil,
                 deliveryPolicy: Components.Schemas.AppUpdate.DeliveryPolicyPayload? = nil
             ) {
                 self.name = name
@@ -264,6 +289,8 @@ extension Components {
                 self.aliasSignaturesV1 = aliasSignaturesV1
                 self.clientTags = clientTags
                 self.clientTagsUnrestricted = clientTagsUnrestricted
+                self.clientAttributes = clientAttributes
+                self.clientAttributesUnrestricted = clientAttributesUnrestricted
                 self.deliveryPolicy = deliveryPolicy
             }
             public enum CodingKeys: String, CodingKey {
@@ -274,6 +301,8 @@ extension Components {
                 case aliasSignaturesV1 = "alias_signatures_v1"
                 case clientTags = "client_tags"
                 case clientTagsUnrestricted = "client_tags_unrestricted"
+                case clientAttributes = "client_attributes"
+                case clientAttributesUnrestricted = "client_attributes_unrestricted"
                 case deliveryPolicy = "delivery_policy"
             }
             public init(from decoder: any Swift.Decoder) throws {
@@ -306,6 +335,14 @@ extension Components {
                     Swift.Bool.self,
                     forKey: .clientTagsUnrestricted
                 )
+                self.clientAttributes = try container.decodeIfPresent(
+                    Components.Schemas.ClientAttributes.self,
+                    forKey: .clientAttributes
+                )
+                self.clientAttributesUnrestricted = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .clientAttributesUnrestricted
+                )
                 self.deliveryPolicy = try container.decodeIfPresent(
                     Components.Schemas.AppUpdate.DeliveryPolicyPayload.self,
                     forKey: .deliveryPolicy
@@ -318,6 +355,8 @@ extension Components {
                     "alias_signatures_v1",
                     "client_tags",
                     "client_tags_unrestricted",
+                    "client_attributes",
+                    "client_attributes_unrestricted",
                     "delivery_policy"
                 ])
             }
@@ -491,6 +530,10 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/App/client_tags`.
             public var clientTags: [Swift.String]?
+            /// The only custom attributes client keys may set or remove (absent - any attribute).
+            ///
+            /// - Remark: Generated from `#/components/schemas/App/client_attributes`.
+            public var clientAttributes: [Swift.String]?
             /// - Remark: Generated from `#/components/schemas/App/delivery_policy`.
             public var deliveryPolicy: Components.Schemas.DeliveryPolicy?
             /// Creates a new `App`.
@@ -505,6 +548,7 @@ extension Components {
             ///   - legacyClientAccess: Client keys also see registration ids and change or delete devices by them, as before Herald had client key rules (true only for apps created before; docs/security.md).
             ///   - aliasSignaturesV1: The old form of `alias_signature` (of the alias alone, valid for ever) is taken besides the v2 form bound to the device's token and an expiry (true only for apps created before v2; docs/security.md).
             ///   - clientTags: The only tags client keys may add or remove (absent - any tag).
+            ///   - clientAttributes: The only custom attributes client keys may set or remove (absent - any attribute).
             ///   - deliveryPolicy:
             public init(
                 id: Swift.String,
@@ -516,6 +560,7 @@ extension Components {
                 legacyClientAccess: Swift.Bool,
                 aliasSignaturesV1: Swift.Bool? = nil,
                 clientTags: [Swift.String]? = nil,
+                clientAttributes: [Swift.String]? = nil,
                 deliveryPolicy: Components.Schemas.DeliveryPolicy? = nil
             ) {
                 self.id = id
@@ -527,6 +572,7 @@ extension Components {
                 self.legacyClientAccess = legacyClientAccess
                 self.aliasSignaturesV1 = aliasSignaturesV1
                 self.clientTags = clientTags
+                self.clientAttributes = clientAttributes
                 self.deliveryPolicy = deliveryPolicy
             }
             public enum CodingKeys: String, CodingKey {
@@ -539,6 +585,7 @@ extension Components {
                 case legacyClientAccess = "legacy_client_access"
                 case aliasSignaturesV1 = "alias_signatures_v1"
                 case clientTags = "client_tags"
+                case clientAttributes = "client_attributes"
                 case deliveryPolicy = "delivery_policy"
             }
         }

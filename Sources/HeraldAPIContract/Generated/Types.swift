@@ -286,7 +286,9 @@ public protocol APIProtocol: Sendable {
     /// (absent ones are kept), gains the tags given, and becomes active again if APNs had
     /// invalidated it. With a client key: the alias needs `alias_signature` when the app has
     /// identity verification on (403 `alias_signature_required` / `alias_signature_invalid`),
-    /// tags must be among the app's `client_tags` when it has them (403 `tag_not_allowed`), and
+    /// tags must be among the app's `client_tags` (403 `tag_not_allowed`), custom attributes among
+    /// its `client_attributes` (403 `attribute_not_allowed`; both lists are empty for a new app,
+    /// absent - anything - for apps from before), and
     /// the answer carries no registration id unless the app has `legacy_client_access`.
     ///
     ///
@@ -1041,7 +1043,9 @@ extension APIProtocol {
     /// (absent ones are kept), gains the tags given, and becomes active again if APNs had
     /// invalidated it. With a client key: the alias needs `alias_signature` when the app has
     /// identity verification on (403 `alias_signature_required` / `alias_signature_invalid`),
-    /// tags must be among the app's `client_tags` when it has them (403 `tag_not_allowed`), and
+    /// tags must be among the app's `client_tags` (403 `tag_not_allowed`), custom attributes among
+    /// its `client_attributes` (403 `attribute_not_allowed`; both lists are empty for a new app,
+    /// absent - anything - for apps from before), and
     /// the answer carries no registration id unless the app has `legacy_client_access`.
     ///
     ///

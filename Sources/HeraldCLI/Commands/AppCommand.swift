@@ -38,6 +38,7 @@ extension Components.Schemas.App {
         var rules = [
             "identity verification \(identityVerification ? "on" : "off")",
             "client tags \(clientTags.map { $0.isEmpty ? "none" : $0.joined(separator: ",") } ?? "any")",
+            "client attributes \(clientAttributes.map { $0.isEmpty ? "none" : $0.joined(separator: ",") } ?? "any")",
         ]
         if legacyClientAccess { rules.append("legacy client access on (client keys may use registration ids)") }
         if aliasSignaturesV1 == true { rules.append("old-form alias signatures taken (not bound to a device)") }
@@ -159,6 +160,12 @@ struct AppUpdateCommand: AsyncParsableCommand {
     @Flag(name: .customLong("any-client-tags"), help: "Let client keys set any tag again.")
     var anyClientTags = false
     @Option(
+        name: .customLong("client-attributes"),
+        help: "The only custom attributes client keys may set, comma-separated (\"\" for none).")
+    var clientAttributes: String?
+    @Flag(name: .customLong("any-client-attributes"), help: "Let client keys set any custom attribute again.")
+    var anyClientAttributes = false
+    @Option(
         name: .customLong("quiet-hours"),
         help: "No campaign reaches a device between these local times, e.g. 22:00-08:00 (docs/delivery-policy.md).")
     var quietHours: String?
@@ -191,14 +198,18 @@ struct AppUpdateCommand: AsyncParsableCommand {
 
     func validate() throws {
         if name == nil, bundleID == nil, identityVerification == nil, legacyClientAccess == nil,
-            aliasSignaturesV1 == nil, clientTags == nil, !anyClientTags, try deliveryPolicy == nil
+            aliasSignaturesV1 == nil, clientTags == nil, !anyClientTags, clientAttributes == nil,
+            !anyClientAttributes, try deliveryPolicy == nil
         {
             throw ValidationError(
-                "give what to change: --name, --bundle-id, --identity-verification, --legacy-client-access, --alias-signatures-v1, --client-tags, --any-client-tags, --quiet-hours, --default-time-zone, --cap or --no-delivery-policy"
+                "give what to change: --name, --bundle-id, --identity-verification, --legacy-client-access, --alias-signatures-v1, --client-tags, --any-client-tags, --client-attributes, --any-client-attributes, --quiet-hours, --default-time-zone, --cap or --no-delivery-policy"
             )
         }
         if clientTags != nil, anyClientTags {
             throw ValidationError("give --client-tags or --any-client-tags, not both")
+        }
+        if clientAttributes != nil, anyClientAttributes {
+            throw ValidationError("give --client-attributes or --any-client-attributes, not both")
         }
         if noDeliveryPolicy, quietHours != nil || defaultTimeZone != nil || cap != nil {
             throw ValidationError("give --no-delivery-policy or the policy's flags, not both")
@@ -208,6 +219,9 @@ struct AppUpdateCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try ClientConfiguration.load()
         let tags = clientTags.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        let attributes = clientAttributes.map {
+            $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
         let updated = try await APIConnection.admin(configuration).client.updateApp(
             path: .init(appId: try app.resolve(configuration)),
             body: .json(
@@ -215,7 +229,8 @@ struct AppUpdateCommand: AsyncParsableCommand {
                     name: name, bundleId: bundleID, identityVerification: identityVerification?.isOn,
                     legacyClientAccess: legacyClientAccess?.isOn, aliasSignaturesV1: aliasSignaturesV1?.isOn,
                     clientTags: tags,
-                    clientTagsUnrestricted: anyClientTags ? true : nil, deliveryPolicy: try deliveryPolicy))
+                    clientTagsUnrestricted: anyClientTags ? true : nil, clientAttributes: attributes,
+                    clientAttributesUnrestricted: anyClientAttributes ? true : nil, deliveryPolicy: try deliveryPolicy))
         ).ok.body.json
         try output.print(updated) { "updated \($0.line)\n\($0.clientRules)" }
     }

@@ -24,17 +24,20 @@ public struct ClientKeyRules: Sendable, Equatable {
     /// before Herald had these rules. Off for new apps; on for apps that existed before, until an
     /// operator switches it off (docs/security.md).
     public var legacyAccess: Bool
-    /// The tags a client key may add or remove; `nil`: any tag.
+    /// The tags a client key may add or remove; `nil`: any tag. None for new apps.
     public var allowedTags: [String]?
+    /// The attributes a client key may set or remove; `nil`: any attribute. None for new apps.
+    public var allowedAttributes: [String]?
     /// The old form of alias signature (of the alias alone, valid for ever) is taken besides the
     /// v2 form (bound to the device's token and an expiry). Off for new apps; on for apps that
     /// existed before v2, until their admin switches it off.
     public var aliasSignaturesV1: Bool
 
     public init(
-        identityVerification: Bool = true, legacyAccess: Bool = false, allowedTags: [String]? = nil,
-        aliasSignaturesV1: Bool = false
+        identityVerification: Bool = true, legacyAccess: Bool = false, allowedTags: [String]? = [],
+        allowedAttributes: [String]? = [], aliasSignaturesV1: Bool = false
     ) {
+        self.allowedAttributes = allowedAttributes
         self.identityVerification = identityVerification
         self.legacyAccess = legacyAccess
         self.allowedTags = allowedTags

@@ -24,9 +24,10 @@ public struct APIKeyRepository: Sendable {
     /// The same, unless the app has `liveAtMost` live keys already (revoked ones, and rotated
     /// ones past their grace, do not count): then nil, and nothing is stored. The app's row is
     /// locked for the count, so two keys created at once cannot both take the last place.
+    /// `audit` is appended with a key stored.
     public func create(
         appID: UUID, kind: APIKeyKind, key: String, name: String = "", scopes: [APIKeyScope]? = nil, id: UUID = UUID(),
-        liveAtMost: Int
+        liveAtMost: Int, audit: AuditEntry? = nil
     ) async throws -> APIKeyRecord? {
         let scopeNames = scopes.map { $0.map(\.rawValue) }
         let hash = SecretHasher.hash(key)
@@ -46,7 +47,9 @@ public struct APIKeyRepository: Sendable {
                        WHERE app_id = \(appID) AND (revoked_at IS NULL OR revoked_at > now())) < \(limit)
                 RETURNING \(unescaped: Self.columns)
                 """, logger: logger)
-            return try await Self.first(rows)
+            guard let created = try await Self.first(rows) else { return nil }
+            if let audit { try await connection.append(audit, logger: logger) }
+            return created
         }
     }
 
@@ -87,11 +90,12 @@ public struct APIKeyRepository: Sendable {
         return try await Self.all(rows)
     }
 
-    /// Revokes a key of `appID` at once. Returns whether a live key was revoked.
+    /// Revokes a key of `appID` at once, and appends `audit` with it. Returns whether a live key
+    /// was revoked.
     @discardableResult
-    public func revoke(id: UUID, appID: UUID) async throws -> Bool {
+    public func revoke(id: UUID, appID: UUID, audit: AuditEntry? = nil) async throws -> Bool {
         // The schedules the key saved stop with it: their occurrences were sent on its authority.
-        let rows = try await client.boundedQuery(
+        let rows = try await client.audited(
             """
             WITH revoked AS (
                 UPDATE api_keys SET revoked_at = now()
@@ -103,18 +107,20 @@ public struct APIKeyRepository: Sendable {
                 RETURNING id
             )
             SELECT id FROM revoked
-            """, logger: logger)
+            """, audit, logger: logger)
         for try await _ in rows.decode(UUID.self) { return true }
         return false
     }
 
     /// Replaces the live key `id` of `appID` by a new one of the same kind and name, in one
     /// transaction: the old key keeps working for `graceSeconds` (0: it stops at once).
-    /// - Parameter makeKey: makes the new key for the old one's kind (only its hash is stored).
+    /// - Parameters:
+    ///   - makeKey: makes the new key for the old one's kind (only its hash is stored).
+    ///   - audit: appended with the rotation.
     /// - Returns: the new key's record and the key, or `nil` when `id` is not a live key of `appID`.
     public func rotate(
         id: UUID, appID: UUID, graceSeconds: Int, newID: UUID = UUID(),
-        makeKey: @escaping @Sendable (APIKeyKind) -> String
+        makeKey: @escaping @Sendable (APIKeyKind) -> String, audit: AuditEntry? = nil
     ) async throws -> (record: APIKeyRecord, key: String)? {
         try await client.transaction(logger: logger) { connection in
             let old = try await connection.run(
@@ -139,6 +145,7 @@ public struct APIKeyRepository: Sendable {
             // The old key's schedules are the new key's now: they go on when the old one ends.
             try await connection.run(
                 "UPDATE schedules SET saved_by_key = \(newID) WHERE saved_by_key = \(id)", logger: logger)
+            if let audit { try await connection.append(audit, logger: logger) }
             return record
         }
     }

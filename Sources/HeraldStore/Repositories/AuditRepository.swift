@@ -44,8 +44,62 @@ public struct AuditEvent: Sendable, Equatable {
     public var detailsJSON: String
 }
 
-/// The append-only audit log (table `audit_events`; the database refuses changes, and deletions
-/// of entries younger than 30 days). Nothing secret is ever passed to it: callers record ids,
+/// An entry for the audit log, handed to the repository method that makes the change it records
+/// and appended in that change's transaction: the change and its entry are written together or
+/// not at all, so no action goes unrecorded because the log could not be written.
+public struct AuditEntry: Sendable, Equatable {
+    /// What happened, for example `key.revoked`.
+    public var action: String
+    public var appID: UUID?
+    /// What it touched: a push id, a key id, an environment.
+    public var target: String?
+    public var origin: AuditOrigin
+    /// Facts about the action that are not secret.
+    public var details: [String: String]
+
+    public init(
+        _ action: String, appID: UUID?, target: String? = nil, origin: AuditOrigin, details: [String: String] = [:]
+    ) {
+        self.action = action
+        self.appID = appID
+        self.target = target
+        self.origin = origin
+        self.details = details
+    }
+}
+
+extension PostgresConnection {
+    /// Appends `entry` on this connection: inside the transaction of the change it records.
+    func append(_ entry: AuditEntry, logger: Logger) async throws {
+        let detailsJSON = String(decoding: try JSONEncoder().encode(entry.details), as: UTF8.self)
+        try await run(
+            """
+            INSERT INTO audit_events (app_id, actor, key_id, action, target, request_id, source_address, details)
+            VALUES (\(entry.appID), \(AuditRepository.actorName(entry.origin.actor)), \(entry.origin.actor.keyID),
+                    \(entry.action), \(entry.target), \(entry.origin.requestID), \(entry.origin.sourceAddress),
+                    \(detailsJSON)::jsonb)
+            """, logger: logger)
+    }
+}
+
+extension PostgresClient {
+    /// Runs `query` and, when it answers a row (it changed something: the statements given here
+    /// say so with `RETURNING`), appends `entry` in the same transaction. Without an entry, the
+    /// statement alone.
+    @discardableResult
+    func audited(_ query: PostgresQuery, _ entry: AuditEntry?, logger: Logger) async throws -> ReadRows {
+        guard let entry else { return try await boundedQuery(query, logger: logger) }
+        return try await transaction(logger: logger) { connection in
+            let rows = try await connection.run(query, logger: logger)
+            if !rows.rows.isEmpty { try await connection.append(entry, logger: logger) }
+            return rows
+        }
+    }
+}
+
+/// The append-only audit log (table `audit_events`; the database refuses changes, truncation, and
+/// deletions of entries younger than 30 days; the runtime role `herald_runtime` may only read and
+/// append). Nothing secret is ever passed to it: callers record ids,
 /// kinds and names.
 public struct AuditRepository: Sendable {
     let client: PostgresClient
@@ -56,18 +110,10 @@ public struct AuditRepository: Sendable {
         self.logger = logger
     }
 
-    /// Appends an entry.
-    /// - Parameter details: string facts about the action, stored as a JSON object.
-    public func record(
-        _ action: String, appID: UUID?, target: String? = nil, origin: AuditOrigin, details: [String: String] = [:]
-    ) async throws {
-        let detailsJSON = String(decoding: try JSONEncoder().encode(details), as: UTF8.self)
-        _ = try await client.boundedQuery(
-            """
-            INSERT INTO audit_events (app_id, actor, key_id, action, target, request_id, source_address, details)
-            VALUES (\(appID), \(Self.actorName(origin.actor)), \(origin.actor.keyID), \(action), \(target),
-                    \(origin.requestID), \(origin.sourceAddress), \(detailsJSON)::jsonb)
-            """, logger: logger)
+    /// Appends an entry on its own: for what changes nothing in the database (the change an
+    /// entry records is otherwise made with it, in one transaction: ``AuditEntry``).
+    public func record(_ entry: AuditEntry) async throws {
+        try await client.boundedConnection { try await $0.append(entry, logger: logger) }
     }
 
     /// The entries of `appID`, oldest first, `limit` after the entry id `cursor`.
@@ -98,15 +144,12 @@ public struct AuditRepository: Sendable {
         let seconds = Double(max(age, .seconds(30 * 86_400)).components.seconds)
         var deleted = 0
         while true {
+            // As the log's owner: the runtime role may not delete from it (migration 0028).
             let rows = try await client.boundedQuery(
-                """
-                DELETE FROM audit_events WHERE id IN (
-                    SELECT id FROM audit_events WHERE occurred_at < now() - make_interval(secs => \(seconds))
-                    ORDER BY id LIMIT \(batch))
-                RETURNING 1
-                """, logger: logger)
+                "SELECT herald_delete_old_audit_events(make_interval(secs => \(seconds)), \(Int32(clamping: batch)))",
+                logger: logger)
             var count = 0
-            for try await _ in rows { count += 1 }
+            for try await gone in rows.decode(Int32.self) { count = Int(gone) }
             deleted += count
             if count < batch { return deleted }
         }

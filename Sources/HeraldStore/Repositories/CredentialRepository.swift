@@ -13,9 +13,10 @@ public struct CredentialRepository: Sendable {
         self.logger = logger
     }
 
-    /// Stores the credential, replacing the app's credential for the same environment.
-    public func upsert(_ credential: APNsCredentialRecord) async throws {
-        try await client.boundedQuery(
+    /// Stores the credential, replacing the app's credential for the same environment, and
+    /// appends `audit` with it.
+    public func upsert(_ credential: APNsCredentialRecord, audit: AuditEntry? = nil) async throws {
+        try await client.audited(
             """
             INSERT INTO apns_credentials (id, app_id, environment, kind, key_id, team_id, sealed_secret, sealing_key_id,
                                           certificate_expires_at)
@@ -26,7 +27,8 @@ public struct CredentialRepository: Sendable {
                 id = EXCLUDED.id, kind = EXCLUDED.kind, key_id = EXCLUDED.key_id, team_id = EXCLUDED.team_id,
                 sealed_secret = EXCLUDED.sealed_secret, sealing_key_id = EXCLUDED.sealing_key_id,
                 certificate_expires_at = EXCLUDED.certificate_expires_at, updated_at = now()
-            """, logger: logger)
+            RETURNING id
+            """, audit, logger: logger)
     }
 
     /// The app's credentials (at most one per environment).
@@ -64,13 +66,14 @@ public struct CredentialRepository: Sendable {
         return credentials
     }
 
-    /// Deletes the app's credential for `environment`. Returns whether there was one.
+    /// Deletes the app's credential for `environment`, and appends `audit` with it. Returns
+    /// whether there was one.
     @discardableResult
-    public func delete(appID: UUID, environment: APNsEnvironment) async throws -> Bool {
-        let rows = try await client.boundedQuery(
+    public func delete(appID: UUID, environment: APNsEnvironment, audit: AuditEntry? = nil) async throws -> Bool {
+        let rows = try await client.audited(
             """
             DELETE FROM apns_credentials WHERE app_id = \(appID) AND environment = \(environment.rawValue) RETURNING id
-            """, logger: logger)
+            """, audit, logger: logger)
         for try await _ in rows.decode(UUID.self) { return true }
         return false
     }

@@ -58,7 +58,8 @@ extension DeviceRepository {
         // The import is committed by now: a failure here is logged, never the import's.
         if imported >= 1_000 {
             do {
-                try await client.boundedQuery("ANALYZE devices, device_tags", logger: logger)
+                // As the tables' owner (the runtime role may not analyze them; migration 0028).
+                try await client.boundedQuery("SELECT herald_analyze_devices()", logger: logger)
             } catch {
                 logger.warning(
                     "cannot analyze the devices after an import; autovacuum will",

@@ -164,14 +164,15 @@ public struct FanoutRepository: Sendable {
         return false
     }
 
-    /// Pauses (`true`) or resumes a push's fan-out. Returns whether the push exists and is not finished.
+    /// Pauses (`true`) or resumes a push's fan-out, with `audit` appended. Returns whether the push
+    /// exists and is not finished.
     @discardableResult
-    public func setPaused(_ paused: Bool, pushID: UUID, appID: UUID) async throws -> Bool {
-        let rows = try await client.boundedQuery(
+    public func setPaused(_ paused: Bool, pushID: UUID, appID: UUID, audit: AuditEntry? = nil) async throws -> Bool {
+        let rows = try await client.audited(
             """
             UPDATE pushes SET paused_at = CASE WHEN \(paused) THEN COALESCE(paused_at, now()) ELSE NULL END
             WHERE id = \(pushID) AND app_id = \(appID) AND state IN ('scheduled', 'accepted', 'fanning_out') RETURNING id
-            """, logger: logger)
+            """, audit, logger: logger)
         for try await _ in rows.decode(UUID.self) { return true }
         return false
     }

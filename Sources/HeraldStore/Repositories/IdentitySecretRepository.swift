@@ -38,12 +38,14 @@ public struct IdentitySecretRepository: Sendable {
     }
 
     /// Makes `secret` the app's identity secret; the one it replaces keeps working for
-    /// `graceSeconds` (0: it stops at once).
-    public func replace(appID: UUID, secret: String, graceSeconds: Int, cipher: CredentialCipher) async throws {
+    /// `graceSeconds` (0: it stops at once). `audit` is appended with it.
+    public func replace(
+        appID: UUID, secret: String, graceSeconds: Int, cipher: CredentialCipher, audit: AuditEntry? = nil
+    ) async throws {
         let (sealed, keyID) = try cipher.seal(Array(secret.utf8)) {
             Self.associatedData(appID: appID, sealingKeyID: $0)
         }
-        try await client.boundedQuery(
+        try await client.audited(
             """
             INSERT INTO app_identity_secrets AS s (app_id, sealed_secret, sealing_key_id)
             VALUES (\(appID), \(sealed.bytea), \(keyID))
@@ -51,7 +53,8 @@ public struct IdentitySecretRepository: Sendable {
                 previous_sealed_secret = s.sealed_secret, previous_sealing_key_id = s.sealing_key_id,
                 previous_valid_until = now() + make_interval(secs => \(Double(graceSeconds))),
                 sealed_secret = excluded.sealed_secret, sealing_key_id = excluded.sealing_key_id, created_at = now()
-            """, logger: logger)
+            RETURNING app_id
+            """, audit, logger: logger)
     }
 
     /// Seals again, with the cipher's sealing key, every identity secret sealed with another (the

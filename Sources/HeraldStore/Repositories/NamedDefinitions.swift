@@ -26,7 +26,10 @@ struct NamedDefinitions: Sendable {
 
     private var columns: String { "id, app_id, name, description, \(column)::text, created_at, updated_at" }
 
-    func create(id: UUID, appID: UUID, name: String, description: String?, definitionJSON: String) async throws -> Row {
+    /// A new row, with `audit` appended.
+    func create(
+        id: UUID, appID: UUID, name: String, description: String?, definitionJSON: String, audit: AuditEntry?
+    ) async throws -> Row {
         var query = PostgresQuery(
             unsafeSQL: """
                 INSERT INTO \(table) (id, app_id, name, description, \(column)) VALUES ($1, $2, $3, $4, $5::jsonb)
@@ -37,7 +40,7 @@ struct NamedDefinitions: Sendable {
         query.binds.append(name)
         query.binds.append(description)
         query.binds.append(definitionJSON)
-        guard let row = try await NameTaken.translating({ try await rows(query).first }) else {
+        guard let row = try await NameTaken.translating({ try await rows(query, audit: audit).first }) else {
             throw StoreError(message: "saving into \(table) returned no row")
         }
         return row
@@ -65,10 +68,10 @@ struct NamedDefinitions: Sendable {
         return try await rows(query).first
     }
 
-    /// Changes what is given (nil stays). Nil when the app has no such row.
-    func update(id: UUID, appID: UUID, name: String?, description: String?, definitionJSON: String?) async throws
-        -> Row?
-    {
+    /// Changes what is given (nil stays), with `audit` appended. Nil when the app has no such row.
+    func update(
+        id: UUID, appID: UUID, name: String?, description: String?, definitionJSON: String?, audit: AuditEntry?
+    ) async throws -> Row? {
         var query = PostgresQuery(
             unsafeSQL: """
                 UPDATE \(table) SET name = COALESCE($3, name), description = COALESCE($4, description),
@@ -81,22 +84,22 @@ struct NamedDefinitions: Sendable {
         query.binds.append(name)
         query.binds.append(description)
         query.binds.append(definitionJSON)
-        return try await NameTaken.translating { try await rows(query).first }
+        return try await NameTaken.translating { try await rows(query, audit: audit).first }
     }
 
-    /// Returns whether the row existed.
-    func delete(id: UUID, appID: UUID) async throws -> Bool {
+    /// Returns whether the row existed; `audit` is appended when it did.
+    func delete(id: UUID, appID: UUID, audit: AuditEntry?) async throws -> Bool {
         var query = PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE id = $1 AND app_id = $2 RETURNING id")
         query.binds.append(id)
         query.binds.append(appID)
-        for try await _ in try await client.boundedQuery(query, logger: logger).decode(UUID.self) { return true }
+        for try await _ in try await client.audited(query, audit, logger: logger).decode(UUID.self) { return true }
         return false
     }
 
-    private func rows(_ query: PostgresQuery) async throws -> [Row] {
+    private func rows(_ query: PostgresQuery, audit: AuditEntry? = nil) async throws -> [Row] {
         var rows: [Row] = []
-        for try await (id, app, name, description, definition, created, updated) in try await client.boundedQuery(
-            query, logger: logger
+        for try await (id, app, name, description, definition, created, updated) in try await client.audited(
+            query, audit, logger: logger
         ).decode((UUID, UUID, String, String?, String, Date, Date).self) {
             rows.append(
                 Row(

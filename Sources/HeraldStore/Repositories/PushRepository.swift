@@ -158,11 +158,13 @@ public struct PushRepository: Sendable {
     }
 
     /// Cancels a push that is not finished (scheduled, accepted, fanning out or sending) and
-    /// appends `outbox` records in the same transaction. What was never sent is counted as
+    /// appends `outbox` records and `audit` in the same transaction. What was never sent is counted as
     /// canceled by herald-center; senders drop the push's remaining jobs.
     /// - Returns: whether the push was canceled by this call.
     @discardableResult
-    public func cancel(id: UUID, appID: UUID, outbox: [OutboxDraft] = []) async throws -> Bool {
+    public func cancel(id: UUID, appID: UUID, outbox: [OutboxDraft] = [], audit: AuditEntry? = nil) async throws
+        -> Bool
+    {
         try await client.transaction(logger: logger) { connection in
             let rows = try await connection.run(
                 """
@@ -174,6 +176,7 @@ public struct PushRepository: Sendable {
             for try await _ in rows.decode(UUID.self) { canceled = true }
             guard canceled else { return false }
             for record in outbox { try await OutboxRepository.append(record, on: connection, logger: logger) }
+            if let audit { try await connection.append(audit, logger: logger) }
             return true
         }
     }

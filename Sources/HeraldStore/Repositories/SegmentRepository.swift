@@ -25,12 +25,14 @@ public struct SegmentRepository: Sendable {
     public static let maximumPerApp = 100
 
     /// Saves a segment. - Throws: ``NameTaken``.
-    public func create(id: UUID, appID: UUID, name: String, description: String?, filter: AudienceFilter)
-        async throws -> SegmentRecord
-    {
+    public func create(
+        id: UUID, appID: UUID, name: String, description: String?, filter: AudienceFilter,
+        audit: AuditEntry? = nil
+    ) async throws -> SegmentRecord {
         try Self.segment(
             try await table.create(
-                id: id, appID: appID, name: name, description: description, definitionJSON: filter.json.jsonText))
+                id: id, appID: appID, name: name, description: description, definitionJSON: filter.json.jsonText,
+                audit: audit))
     }
 
     /// How many segments the app has.
@@ -47,16 +49,20 @@ public struct SegmentRepository: Sendable {
     }
 
     /// Changes what is given (nil stays). Nil when the app has no such segment. - Throws: ``NameTaken``.
-    public func update(id: UUID, appID: UUID, name: String?, description: String?, filter: AudienceFilter?)
-        async throws -> SegmentRecord?
-    {
+    public func update(
+        id: UUID, appID: UUID, name: String?, description: String?, filter: AudienceFilter?,
+        audit: AuditEntry? = nil
+    ) async throws -> SegmentRecord? {
         try await table.update(
-            id: id, appID: appID, name: name, description: description, definitionJSON: filter?.json.jsonText
+            id: id, appID: appID, name: name, description: description, definitionJSON: filter?.json.jsonText,
+            audit: audit
         ).map(Self.segment)
     }
 
-    /// Deletes the app's segment `id`. Returns whether it existed.
-    public func delete(id: UUID, appID: UUID) async throws -> Bool { try await table.delete(id: id, appID: appID) }
+    /// Deletes the app's segment `id`, with `audit` appended. Returns whether it existed.
+    public func delete(id: UUID, appID: UUID, audit: AuditEntry? = nil) async throws -> Bool {
+        try await table.delete(id: id, appID: appID, audit: audit)
+    }
 
     static func segment(_ row: NamedDefinitions.Row) throws -> SegmentRecord {
         SegmentRecord(

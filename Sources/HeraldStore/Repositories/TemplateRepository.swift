@@ -27,12 +27,14 @@ public struct TemplateRepository: Sendable {
     public static let maximumPerApp = 1_000
 
     /// Saves a template. - Throws: ``NameTaken``.
-    public func create(id: UUID, appID: UUID, name: String, description: String?, notificationJSON: String)
-        async throws -> TemplateRecord
-    {
+    public func create(
+        id: UUID, appID: UUID, name: String, description: String?, notificationJSON: String,
+        audit: AuditEntry? = nil
+    ) async throws -> TemplateRecord {
         Self.template(
             try await table.create(
-                id: id, appID: appID, name: name, description: description, definitionJSON: notificationJSON))
+                id: id, appID: appID, name: name, description: description, definitionJSON: notificationJSON,
+                audit: audit))
     }
 
     /// How many templates the app has.
@@ -49,16 +51,20 @@ public struct TemplateRepository: Sendable {
     }
 
     /// Changes what is given (nil stays). Nil when the app has no such template. - Throws: ``NameTaken``.
-    public func update(id: UUID, appID: UUID, name: String?, description: String?, notificationJSON: String?)
-        async throws -> TemplateRecord?
-    {
+    public func update(
+        id: UUID, appID: UUID, name: String?, description: String?, notificationJSON: String?,
+        audit: AuditEntry? = nil
+    ) async throws -> TemplateRecord? {
         try await table.update(
-            id: id, appID: appID, name: name, description: description, definitionJSON: notificationJSON
+            id: id, appID: appID, name: name, description: description, definitionJSON: notificationJSON,
+            audit: audit
         ).map(Self.template)
     }
 
-    /// Deletes the app's template `id`. Returns whether it existed.
-    public func delete(id: UUID, appID: UUID) async throws -> Bool { try await table.delete(id: id, appID: appID) }
+    /// Deletes the app's template `id`, with `audit` appended. Returns whether it existed.
+    public func delete(id: UUID, appID: UUID, audit: AuditEntry? = nil) async throws -> Bool {
+        try await table.delete(id: id, appID: appID, audit: audit)
+    }
 
     static func template(_ row: NamedDefinitions.Row) -> TemplateRecord {
         TemplateRecord(

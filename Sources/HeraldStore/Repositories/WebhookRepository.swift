@@ -60,17 +60,17 @@ public struct WebhookRepository: Sendable {
 
     static let endpointColumns = "id, app_id, url, description, event_types, max_concurrency, enabled, created_at"
 
-    /// Registers an endpoint with its sealed secret.
+    /// Registers an endpoint with its sealed secret, and appends `audit` with it.
     public func createEndpoint(
         id: UUID, appID: UUID, url: String, description: String?, eventTypes: [String], maxConcurrency: Int,
-        secret: WebhookSecret
+        secret: WebhookSecret, audit: AuditEntry? = nil
     ) async throws -> WebhookEndpointRecord {
-        let rows = try await client.boundedQuery(
+        let rows = try await client.audited(
             """
             INSERT INTO webhook_endpoints (id, app_id, url, description, event_types, max_concurrency, secret_sealed, sealing_key_id)
             VALUES (\(id), \(appID), \(url), \(description), \(eventTypes), \(Int32(maxConcurrency)), \(secret.sealed.bytea), \(secret.sealingKeyID))
             RETURNING \(unescaped: Self.endpointColumns)
-            """, logger: logger)
+            """, audit, logger: logger)
         guard let endpoint = try await Self.endpoints(from: rows).first else {
             throw StoreError(message: "creating a webhook endpoint returned no row")
         }
@@ -94,10 +94,11 @@ public struct WebhookRepository: Sendable {
         return 0
     }
 
-    /// Deletes the app's endpoint `id` with its deliveries and attempts. Returns whether it existed.
-    public func deleteEndpoint(id: UUID, appID: UUID) async throws -> Bool {
-        let rows = try await client.boundedQuery(
-            "DELETE FROM webhook_endpoints WHERE id = \(id) AND app_id = \(appID) RETURNING id", logger: logger)
+    /// Deletes the app's endpoint `id` with its deliveries and attempts, and appends `audit` with
+    /// it. Returns whether it existed.
+    public func deleteEndpoint(id: UUID, appID: UUID, audit: AuditEntry? = nil) async throws -> Bool {
+        let rows = try await client.audited(
+            "DELETE FROM webhook_endpoints WHERE id = \(id) AND app_id = \(appID) RETURNING id", audit, logger: logger)
         for try await _ in rows.decode(UUID.self) { return true }
         return false
     }
@@ -122,11 +123,12 @@ public struct WebhookRepository: Sendable {
         }
     }
 
-    /// Changes the app's endpoint `id`; nil when the app has no such endpoint.
-    public func updateEndpoint(id: UUID, appID: UUID, _ changes: EndpointChanges) async throws
-        -> WebhookEndpointRecord?
+    /// Changes the app's endpoint `id`, with `audit` appended; nil when the app has no such
+    /// endpoint.
+    public func updateEndpoint(id: UUID, appID: UUID, _ changes: EndpointChanges, audit: AuditEntry? = nil)
+        async throws -> WebhookEndpointRecord?
     {
-        let rows = try await client.boundedQuery(
+        let rows = try await client.audited(
             """
             UPDATE webhook_endpoints SET url = COALESCE(\(changes.url), url),
                 description = COALESCE(\(changes.description), description),
@@ -135,16 +137,17 @@ public struct WebhookRepository: Sendable {
                 enabled = COALESCE(\(changes.enabled), enabled), updated_at = now()
             WHERE id = \(id) AND app_id = \(appID)
             RETURNING \(unescaped: Self.endpointColumns)
-            """, logger: logger)
+            """, audit, logger: logger)
         return try await Self.endpoints(from: rows).first
     }
 
     /// Gives the app's endpoint `id` a new secret; the one it had signs too until `previousUntil`
-    /// (nil: at once no more). Returns the endpoint, or nil when the app has no such endpoint.
-    public func replaceSecret(id: UUID, appID: UUID, secret: WebhookSecret, previousUntil: Date?) async throws
-        -> WebhookEndpointRecord?
-    {
-        let rows = try await client.boundedQuery(
+    /// (nil: at once no more). `audit` is appended with it. Returns the endpoint, or nil when the
+    /// app has no such endpoint.
+    public func replaceSecret(
+        id: UUID, appID: UUID, secret: WebhookSecret, previousUntil: Date?, audit: AuditEntry? = nil
+    ) async throws -> WebhookEndpointRecord? {
+        let rows = try await client.audited(
             """
             UPDATE webhook_endpoints SET
                 previous_secret_sealed = CASE WHEN \(previousUntil)::timestamptz IS NULL THEN NULL ELSE secret_sealed END,
@@ -153,7 +156,7 @@ public struct WebhookRepository: Sendable {
                 secret_sealed = \(secret.sealed.bytea), sealing_key_id = \(secret.sealingKeyID), updated_at = now()
             WHERE id = \(id) AND app_id = \(appID)
             RETURNING \(unescaped: Self.endpointColumns)
-            """, logger: logger)
+            """, audit, logger: logger)
         return try await Self.endpoints(from: rows).first
     }
 
@@ -204,29 +207,43 @@ public struct WebhookRepository: Sendable {
 
     /// Makes dead deliveries of the app's endpoint `id` pending again, due now, with a new retry
     /// window: those of `eventIDs`, or (nil) the oldest `limit`. Returns how many, or nil when
-    /// the app has no such endpoint.
-    public func replayDead(endpointID: UUID, appID: UUID, eventIDs: [UUID]?, limit: Int) async throws -> Int? {
-        let rows = try await client.boundedQuery(
-            """
-            WITH endpoint AS (
-                SELECT id FROM webhook_endpoints WHERE id = \(endpointID) AND app_id = \(appID)
-            ), replayed AS (
-                UPDATE webhook_deliveries d SET state = 'pending', attempts = 0, next_attempt_at = now(),
-                    retry_from = now(), finished_at = NULL, leased_until = NULL, leased_by = NULL
-                WHERE d.endpoint_id IN (SELECT id FROM endpoint) AND d.state = 'dead'
-                  AND d.event_id IN (
-                      SELECT event_id FROM webhook_deliveries
-                      WHERE endpoint_id = \(endpointID) AND state = 'dead'
-                        AND (\(eventIDs)::uuid[] IS NULL OR event_id = ANY(\(eventIDs)::uuid[]))
-                      ORDER BY finished_at LIMIT \(limit))
-                RETURNING 1
-            )
-            SELECT (SELECT count(*) FROM endpoint), (SELECT count(*) FROM replayed)
-            """, logger: logger)
-        for try await (endpoints, replayed) in rows.decode((Int64, Int64).self) {
-            return endpoints == 0 ? nil : Int(replayed)
+    /// the app has no such endpoint. `audit` is appended with the replay, with how many
+    /// deliveries it took (`deliveries`).
+    public func replayDead(
+        endpointID: UUID, appID: UUID, eventIDs: [UUID]?, limit: Int, audit: AuditEntry? = nil
+    ) async throws -> Int? {
+        try await client.transaction(logger: logger) { connection in
+            let rows = try await connection.run(
+                Self.replaying(endpointID, appID: appID, eventIDs, limit), logger: logger)
+            for try await (endpoints, replayed) in rows.decode((Int64, Int64).self) {
+                guard endpoints > 0 else { return nil }
+                if var audit {
+                    audit.details["deliveries"] = "\(replayed)"
+                    try await connection.append(audit, logger: logger)
+                }
+                return Int(replayed)
+            }
+            return nil
         }
-        return nil
+    }
+
+    private static func replaying(_ endpointID: UUID, appID: UUID, _ eventIDs: [UUID]?, _ limit: Int) -> PostgresQuery {
+        """
+        WITH endpoint AS (
+            SELECT id FROM webhook_endpoints WHERE id = \(endpointID) AND app_id = \(appID)
+        ), replayed AS (
+            UPDATE webhook_deliveries d SET state = 'pending', attempts = 0, next_attempt_at = now(),
+                retry_from = now(), finished_at = NULL, leased_until = NULL, leased_by = NULL
+            WHERE d.endpoint_id IN (SELECT id FROM endpoint) AND d.state = 'dead'
+              AND d.event_id IN (
+                  SELECT event_id FROM webhook_deliveries
+                  WHERE endpoint_id = \(endpointID) AND state = 'dead'
+                    AND (\(eventIDs)::uuid[] IS NULL OR event_id = ANY(\(eventIDs)::uuid[]))
+                  ORDER BY finished_at LIMIT \(limit))
+            RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM endpoint), (SELECT count(*) FROM replayed)
+        """
     }
 
     /// Queues a `webhook.test` event for the app's endpoint `id` alone. Returns the event's id,

@@ -69,23 +69,23 @@ public struct ScheduleRepository: Sendable {
         last_skip_reason, created_at, updated_at
         """
 
-    /// A new schedule whose next occurrence the caller worked out.
+    /// A new schedule whose next occurrence the caller worked out, with `audit` appended.
     /// - Throws: ``NameTaken``.
     public func create(
         id: UUID, appID: UUID, name: String, rrule: String, timeZone: String, startsAtLocal: String,
         pushRequestJSON: String, blueprint: PushBlueprint, lateWindowSeconds: Int,
-        next: Date?, savedBy key: UUID? = nil
+        next: Date?, savedBy key: UUID? = nil, audit: AuditEntry? = nil
     ) async throws -> ScheduleRecord {
         try await NameTaken.translating {
             try await first(
-                client.boundedQuery(
+                client.audited(
                     """
                     INSERT INTO schedules (id, app_id, name, rrule, time_zone, starts_at_local, push_request, blueprint,
                                            late_window_s, next_occurrence_at, saved_by_key)
                     VALUES (\(id), \(appID), \(name), \(rrule), \(timeZone), \(startsAtLocal), \(pushRequestJSON)::jsonb,
                             \(blueprint.json)::jsonb, \(Int32(lateWindowSeconds)), \(next), \(key))
                     RETURNING \(unescaped: Self.columns)
-                    """, logger: logger))
+                    """, audit, logger: logger))
         }!
     }
 
@@ -111,12 +111,14 @@ public struct ScheduleRepository: Sendable {
     }
 
     /// Replaces what a schedule is (name, rule, push, late window) and its next occurrence;
-    /// `key`, when given, is the key it is now saved by.
+    /// `key`, when given, is the key it is now saved by. `audit` is appended with the change.
     /// - Throws: ``NameTaken``.
-    public func update(_ schedule: ScheduleRecord, savedBy key: UUID? = nil) async throws -> ScheduleRecord? {
+    public func update(_ schedule: ScheduleRecord, savedBy key: UUID? = nil, audit: AuditEntry? = nil) async throws
+        -> ScheduleRecord?
+    {
         try await NameTaken.translating {
             try await first(
-                client.boundedQuery(
+                client.audited(
                     """
                     UPDATE schedules SET name = \(schedule.name), rrule = \(schedule.rrule), time_zone = \(schedule.timeZone),
                         starts_at_local = \(schedule.startsAtLocal), push_request = \(schedule.pushRequestJSON)::jsonb,
@@ -125,14 +127,15 @@ public struct ScheduleRepository: Sendable {
                         saved_by_key = COALESCE(\(key), saved_by_key)
                     WHERE id = \(schedule.id) AND app_id = \(schedule.appID)
                     RETURNING \(unescaped: Self.columns)
-                    """, logger: logger))
+                    """, audit, logger: logger))
         }
     }
 
+    /// Deletes the schedule, with `audit` appended. Returns whether it existed.
     @discardableResult
-    public func delete(id: UUID, appID: UUID) async throws -> Bool {
-        for try await _ in try await client.boundedQuery(
-            "DELETE FROM schedules WHERE id = \(id) AND app_id = \(appID) RETURNING id", logger: logger
+    public func delete(id: UUID, appID: UUID, audit: AuditEntry? = nil) async throws -> Bool {
+        for try await _ in try await client.audited(
+            "DELETE FROM schedules WHERE id = \(id) AND app_id = \(appID) RETURNING id", audit, logger: logger
         ).decode(UUID.self) { return true }
         return false
     }
