@@ -10,6 +10,10 @@ struct DevStack: Codable {
         var user: String
         var password: String
         var database: String
+        /// The login role the services run as: a member of `herald_runtime`, which may only read
+        /// and append the audit log (docs/security.md); `user` owns the tables and migrates.
+        var serviceUser: String?
+        var servicePassword: String?
         var dataDirectory: String
         var binDirectory: String
         var log: String

@@ -1,5 +1,9 @@
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldStore
+import Logging
+import PostgresNIO
 
 /// Brings the development stack up in order (PostgreSQL, the broker, apns-sim, herald-api,
 /// herald-center, the senders), each awaited before the next, and down in reverse.
@@ -97,9 +101,18 @@ struct DevStackLauncher {
             environment: base, readiness: "file:" + stack.directory + "/apns-sim.ready")
         say("  ✔ apns-sim        https://127.0.0.1:\(simPort) (admin http://127.0.0.1:\(simAdmin))")
 
+        // The services run as a role that can change nothing in the audit log, as a production
+        // installation should (docs/security.md): the owner migrates first.
+        try await prepareDatabase(&stack)
+        var asService = base
+        if let user = stack.postgres.serviceUser, let password = stack.postgres.servicePassword {
+            asService["HERALD_POSTGRES_USER"] = user
+            asService["HERALD_POSTGRES_PASSWORD"] = password
+        }
+
         // A development stack listens on loopback only (production defaults listen on every
         // interface).
-        let services = base.merging([
+        let services = asService.merging([
             "HERALD_KAFKA_BROKERS": stack.kafkaBrokers,
             "HERALD_MASTER_KEY": stack.masterKey,
             "HERALD_API_HOST": "127.0.0.1", "HERALD_CENTER_METRICS_HOST": "127.0.0.1",
@@ -292,6 +305,26 @@ struct DevStackLauncher {
         try stack.save()
         try await ProcessControl.awaitReady(managed)
         say("  ✔ load balancer   \(stack.apiURL) (HAProxy, round robin over \(backends.count) herald-api)")
+    }
+
+    /// Migrates the stack's database as its owner, and makes the services' login role in
+    /// `herald_runtime` (migration 0028 makes that role).
+    private func prepareDatabase(_ stack: inout DevStack) async throws {
+        var quiet = Logger(label: "herald.dev")
+        quiet.logLevel = .warning
+        let logger = quiet
+        let configuration = try await HeraldConfiguration.load(environment: baseEnvironment(stack))
+        let user = "herald_service"
+        let password = randomToken(bytes: 18)
+        try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { client in
+            try await MigrationRunner(client: client, logger: logger).migrate()
+            try await client.query(
+                PostgresQuery(unsafeSQL: "CREATE ROLE \(user) LOGIN PASSWORD '\(password)' IN ROLE herald_runtime"),
+                logger: logger)
+        }
+        stack.postgres.serviceUser = user
+        stack.postgres.servicePassword = password
+        say("  ✔ migrated        as \(stack.postgres.user); the services run as \(user) (in herald_runtime)")
     }
 
     /// This shell's environment without settings that would point the stack elsewhere, plus the
