@@ -19,11 +19,12 @@ RELEASE_BUILD := $(SWIFT) build --force-resolved-versions -c release --static-sw
 # Each step's time goes to .local/step-times.txt (scripts/step.sh); .ci/run prints them.
 STEP := scripts/step.sh
 
-.PHONY: help deps deps-demo build release test test-tsan format demo check-image bench-e2e bench-import bench-api bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
+.PHONY: help deps deps-demo build release schema test test-tsan format demo check-image bench-e2e bench-import bench-api bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
 
 help:
 	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
 	@echo "make test     # build once and run all tests against real PostgreSQL and Kafka"
+	@echo "make schema   # Schemas/postgres-schema.sql written again from the migrations (after adding one)"
 	@echo "make release  # every product, built as the Containerfile builds them (what the demo, the end-to-end tests and the benchmarks run)"
 	@echo "make test-tsan  # the HTTP/2 (APNs client, apns-sim) and Kafka tests under ThreadSanitizer"
 	@echo "make bench-e2e  # a 1,000,000-device broadcast through the whole herald dev stack"
@@ -61,6 +62,7 @@ test: deps
 	$(STEP) openapi scripts/generate-openapi.sh --check
 	$(STEP) deploy scripts/test-deploy.sh
 	$(STEP) build $(SWIFT) build --build-tests
+	$(STEP) schema scripts/with-infrastructure.sh .build/debug scripts/schema-snapshot.sh .build/debug --check
 	$(STEP) swift-tests scripts/with-infrastructure.sh .build/debug $(SWIFT) test --skip-build --skip HostileServerTests
 	$(STEP) api-contract scripts/with-infrastructure.sh .build/debug scripts/test-api-contract.sh .build/debug
 	$(STEP) abuse scripts/with-infrastructure.sh .build/debug scripts/test-abuse.sh .build/debug
@@ -71,6 +73,11 @@ test: deps
 
 release: deps
 	$(RELEASE_BUILD)
+
+# Schemas/postgres-schema.sql written again from the migrations (after adding one).
+schema: deps
+	$(SWIFT) build --product herald
+	scripts/with-infrastructure.sh .build/debug scripts/schema-snapshot.sh .build/debug
 
 # The HTTP/2 engine (HeraldHTTP2, through the APNs client's and apns-sim's tests) under
 # ThreadSanitizer: a build of its own in .build-tsan (slow the first time), with -DHERALD_TSAN so

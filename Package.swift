@@ -120,7 +120,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Migrations")]
         ),
@@ -170,7 +169,7 @@ let package = Package(
         .target(
             name: "HeraldCenter",
             dependencies: [
-                "HeraldAPNs", "HeraldHTTP2", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore",
+                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore",
                 "HeraldCore", "HeraldMetrics", "HeraldTiming",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -208,7 +207,6 @@ let package = Package(
                 "HeraldAPIContract", "HeraldConsole", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore",
                 "HeraldMetrics", "HeraldTiming",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
@@ -232,8 +230,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -303,10 +299,8 @@ let package = Package(
             dependencies: [
                 "HeraldSender", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldRecords",
                 "HeraldStore",
-                "HeraldMetrics", "HeraldTiming",
+                "HeraldMetrics",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -322,8 +316,6 @@ let package = Package(
             name: "herald-api",
             dependencies: [
                 "HeraldAPI", "HeraldCore", "HeraldStore",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -375,7 +367,7 @@ let package = Package(
         .executableTarget(
             name: "fanout-throughput",
             dependencies: [
-                "HeraldAPNs", "HeraldCenter", "HeraldCore", "HeraldKafka", "HeraldRecords", "HeraldStore",
+                "HeraldAPNs", "HeraldCore", "HeraldRecords", "HeraldStore",
                 "BenchmarkSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -455,7 +447,6 @@ let package = Package(
                 "HeraldAPNs", "APNsSimulator", "HeraldHTTP2", "CNGHTTP2", "APNsTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -500,7 +491,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ]
