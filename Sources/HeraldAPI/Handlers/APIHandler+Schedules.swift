@@ -15,13 +15,8 @@ extension APIHandler {
             throw APIError.invalid(
                 "recurrence.rrule", "the rule has no occurrence after now (its COUNT or UNTIL has passed)")
         }
-        guard try await schedules.count(appID: appID) < ScheduleRepository.maximumPerApp else {
-            throw APIError.conflict(
-                "the app has \(ScheduleRepository.maximumPerApp) schedules already; delete one first",
-                code: "schedule_limit")
-        }
         let id = UUID()
-        let schedule = try await naming("schedule") {
+        let schedule = try await naming("schedule", limit: ("schedules", "schedule_limit")) {
             try await schedules.create(
                 id: id, appID: appID, name: body.name, rrule: timing.rule.rrule,
                 timeZone: body.recurrence.timeZone, startsAtLocal: timing.start.text,

@@ -9,13 +9,8 @@ extension APIHandler {
         guard case .json(let body) = input.body else { throw APIError.badRequest("a JSON body is required") }
         try Self.checkNamedText("segment", name: body.name, description: body.description)
         let filter = try PushComposer.filter(body.filter, field: "filter")
-        guard try await segments.count(appID: appID) < SegmentRepository.maximumPerApp else {
-            throw APIError.conflict(
-                "the app has \(SegmentRepository.maximumPerApp) segments already; delete one first",
-                code: "segment_limit")
-        }
         let id = UUID()
-        let segment = try await naming("segment") {
+        let segment = try await naming("segment", limit: ("segments", "segment_limit")) {
             try await segments.create(
                 id: id, appID: appID, name: body.name, description: body.description, filter: filter,
                 audit: auditEntry(
@@ -86,11 +81,18 @@ extension APIHandler {
     }
 
     /// Runs `write`, answering 409 `<kind>_name_taken` when the app has a `kind` of that name.
-    func naming<Result>(_ kind: String, _ write: () async throws -> Result) async throws -> Result {
+    /// Runs a write of a named definition, answering 409 `<kind>_name_taken` when the app has
+    /// the name already, and (for a create) 409 `limit.code` when it has as many as it may.
+    func naming<Result>(
+        _ kind: String, limit: (plural: String, code: String)? = nil, _ write: () async throws -> Result
+    ) async throws -> Result {
         do {
             return try await write()
         } catch is NameTaken {
             throw APIError.conflict("the app has a \(kind) of this name already", code: "\(kind)_name_taken")
+        } catch let reached as PerAppLimitReached {
+            let (plural, code) = limit ?? ("\(kind)s", "\(kind)_limit")
+            throw APIError.conflict("the app has \(reached.limit) \(plural) already; delete one first", code: code)
         }
     }
 

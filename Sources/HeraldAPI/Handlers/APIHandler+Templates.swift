@@ -10,13 +10,8 @@ extension APIHandler {
         guard case .json(let body) = input.body else { throw APIError.badRequest("a JSON body is required") }
         try Self.checkNamedText("template", name: body.name, description: body.description)
         let checked = try Self.checkedTemplate(body.notification)
-        guard try await templates.count(appID: appID) < TemplateRepository.maximumPerApp else {
-            throw APIError.conflict(
-                "the app has \(TemplateRepository.maximumPerApp) templates already; delete one first",
-                code: "template_limit")
-        }
         let id = UUID()
-        let template = try await naming("template") {
+        let template = try await naming("template", limit: ("templates", "template_limit")) {
             try await templates.create(
                 id: id, appID: appID, name: body.name, description: body.description,
                 notificationJSON: checked.notificationJSON,

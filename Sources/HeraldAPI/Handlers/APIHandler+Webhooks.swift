@@ -15,19 +15,17 @@ extension APIHandler {
             url: body.url, eventTypes: body.eventTypes, description: body.description,
             maxConcurrency: body.maxConcurrency)
         let cipher = try requireCipher(for: "webhook secrets")
-        guard try await webhooks.endpointCount(appID: app.id) < Self.webhooksPerApp else {
-            throw APIError.conflict(
-                "the app has \(Self.webhooksPerApp) webhook endpoints already; delete one first",
-                code: "webhook_limit")
-        }
         let id = UUID()
         let (secret, sealed) = try Self.newWebhookSecret(endpointID: id, cipher: cipher)
-        let endpoint = try await webhooks.createEndpoint(
-            id: id, appID: app.id, url: body.url, description: body.description,
-            eventTypes: changes.eventTypes ?? [], maxConcurrency: changes.maxConcurrency ?? 4, secret: sealed,
-            audit: auditEntry(
-                "webhook.created", appID: app.id,
-                details: ["webhook": id.uuidString.lowercased(), "url": Self.auditedURL(body.url)]))
+        let endpoint = try await naming("webhook", limit: ("webhook endpoints", "webhook_limit")) {
+            try await webhooks.createEndpoint(
+                id: id, appID: app.id, url: body.url, description: body.description,
+                eventTypes: changes.eventTypes ?? [], maxConcurrency: changes.maxConcurrency ?? 4, secret: sealed,
+                limit: Self.webhooksPerApp,
+                audit: auditEntry(
+                    "webhook.created", appID: app.id,
+                    details: ["webhook": id.uuidString.lowercased(), "url": Self.auditedURL(body.url)]))
+        }
         return .created(.init(body: .json(.init(webhook: .init(endpoint), secret: secret))))
     }
 

@@ -26,9 +26,11 @@ struct NamedDefinitions: Sendable {
 
     private var columns: String { "id, app_id, name, description, \(column)::text, created_at, updated_at" }
 
-    /// A new row, with `audit` appended.
+    /// A new row, with `audit` appended, unless the app has `limit` rows already.
+    /// - Throws: ``PerAppLimitReached``, ``NameTaken``.
     func create(
-        id: UUID, appID: UUID, name: String, description: String?, definitionJSON: String, audit: AuditEntry?
+        id: UUID, appID: UUID, name: String, description: String?, definitionJSON: String, limit: Int,
+        audit: AuditEntry?
     ) async throws -> Row {
         var query = PostgresQuery(
             unsafeSQL: """
@@ -40,9 +42,16 @@ struct NamedDefinitions: Sendable {
         query.binds.append(name)
         query.binds.append(description)
         query.binds.append(definitionJSON)
-        guard let row = try await NameTaken.translating({ try await rows(query, audit: audit).first }) else {
-            throw StoreError(message: "saving into \(table) returned no row")
+        let (table, insert) = (self.table, query)
+        let row = try await NameTaken.translating {
+            try await client.transaction(logger: logger) { connection in
+                let inserted = try await connection.insertWithinLimit(
+                    insert, appID: appID, table: table, limit: limit, logger: logger)
+                if let audit { try await connection.append(audit, logger: logger) }
+                return try await Self.rows(inserted).first
+            }
         }
+        guard let row else { throw StoreError(message: "saving into \(table) returned no row") }
         return row
     }
 
@@ -97,10 +106,14 @@ struct NamedDefinitions: Sendable {
     }
 
     private func rows(_ query: PostgresQuery, audit: AuditEntry? = nil) async throws -> [Row] {
+        try await Self.rows(client.audited(query, audit, logger: logger))
+    }
+
+    private static func rows(_ read: ReadRows) async throws -> [Row] {
         var rows: [Row] = []
-        for try await (id, app, name, description, definition, created, updated) in try await client.audited(
-            query, audit, logger: logger
-        ).decode((UUID, UUID, String, String?, String, Date, Date).self) {
+        for try await (id, app, name, description, definition, created, updated) in read.decode(
+            (UUID, UUID, String, String?, String, Date, Date).self)
+        {
             rows.append(
                 Row(
                     id: id, appID: app, name: name, description: description, definitionJSON: definition,

@@ -24,7 +24,8 @@ public struct SegmentRepository: Sendable {
     /// Segments an app may keep at most.
     public static let maximumPerApp = 100
 
-    /// Saves a segment. - Throws: ``NameTaken``.
+    /// Saves a segment, unless the app has ``maximumPerApp`` already.
+    /// - Throws: ``NameTaken``, ``PerAppLimitReached``.
     public func create(
         id: UUID, appID: UUID, name: String, description: String?, filter: AudienceFilter,
         audit: AuditEntry? = nil
@@ -32,7 +33,7 @@ public struct SegmentRepository: Sendable {
         try Self.segment(
             try await table.create(
                 id: id, appID: appID, name: name, description: description, definitionJSON: filter.json.jsonText,
-                audit: audit))
+                limit: Self.maximumPerApp, audit: audit))
     }
 
     /// How many segments the app has.

@@ -26,7 +26,8 @@ public struct TemplateRepository: Sendable {
     /// Templates an app may keep at most.
     public static let maximumPerApp = 1_000
 
-    /// Saves a template. - Throws: ``NameTaken``.
+    /// Saves a template, unless the app has ``maximumPerApp`` already.
+    /// - Throws: ``NameTaken``, ``PerAppLimitReached``.
     public func create(
         id: UUID, appID: UUID, name: String, description: String?, notificationJSON: String,
         audit: AuditEntry? = nil
@@ -34,7 +35,7 @@ public struct TemplateRepository: Sendable {
         Self.template(
             try await table.create(
                 id: id, appID: appID, name: name, description: description, definitionJSON: notificationJSON,
-                audit: audit))
+                limit: Self.maximumPerApp, audit: audit))
     }
 
     /// How many templates the app has.

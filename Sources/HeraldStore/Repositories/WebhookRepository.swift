@@ -60,17 +60,23 @@ public struct WebhookRepository: Sendable {
 
     static let endpointColumns = "id, app_id, url, description, event_types, max_concurrency, enabled, created_at"
 
-    /// Registers an endpoint with its sealed secret, and appends `audit` with it.
+    /// Registers an endpoint with its sealed secret, and appends `audit` with it, unless the app
+    /// has `limit` endpoints already.
+    /// - Throws: ``PerAppLimitReached``.
     public func createEndpoint(
         id: UUID, appID: UUID, url: String, description: String?, eventTypes: [String], maxConcurrency: Int,
-        secret: WebhookSecret, audit: AuditEntry? = nil
+        secret: WebhookSecret, limit: Int = .max, audit: AuditEntry? = nil
     ) async throws -> WebhookEndpointRecord {
-        let rows = try await client.audited(
-            """
-            INSERT INTO webhook_endpoints (id, app_id, url, description, event_types, max_concurrency, secret_sealed, sealing_key_id)
-            VALUES (\(id), \(appID), \(url), \(description), \(eventTypes), \(Int32(maxConcurrency)), \(secret.sealed.bytea), \(secret.sealingKeyID))
-            RETURNING \(unescaped: Self.endpointColumns)
-            """, audit, logger: logger)
+        let rows = try await client.transaction(logger: logger) { connection in
+            let inserted = try await connection.insertWithinLimit(
+                """
+                INSERT INTO webhook_endpoints (id, app_id, url, description, event_types, max_concurrency, secret_sealed, sealing_key_id)
+                VALUES (\(id), \(appID), \(url), \(description), \(eventTypes), \(Int32(maxConcurrency)), \(secret.sealed.bytea), \(secret.sealingKeyID))
+                RETURNING \(unescaped: Self.endpointColumns)
+                """, appID: appID, table: "webhook_endpoints", limit: limit, logger: logger)
+            if let audit { try await connection.append(audit, logger: logger) }
+            return inserted
+        }
         guard let endpoint = try await Self.endpoints(from: rows).first else {
             throw StoreError(message: "creating a webhook endpoint returned no row")
         }

@@ -69,23 +69,27 @@ public struct ScheduleRepository: Sendable {
         last_skip_reason, created_at, updated_at
         """
 
-    /// A new schedule whose next occurrence the caller worked out, with `audit` appended.
-    /// - Throws: ``NameTaken``.
+    /// A new schedule whose next occurrence the caller worked out, with `audit` appended, unless
+    /// the app has ``maximumPerApp`` already.
+    /// - Throws: ``NameTaken``, ``PerAppLimitReached``.
     public func create(
         id: UUID, appID: UUID, name: String, rrule: String, timeZone: String, startsAtLocal: String,
         pushRequestJSON: String, blueprint: PushBlueprint, lateWindowSeconds: Int,
         next: Date?, savedBy key: UUID? = nil, audit: AuditEntry? = nil
     ) async throws -> ScheduleRecord {
         try await NameTaken.translating {
-            try await first(
-                client.audited(
+            try await client.transaction(logger: logger) { connection in
+                let inserted = try await connection.insertWithinLimit(
                     """
                     INSERT INTO schedules (id, app_id, name, rrule, time_zone, starts_at_local, push_request, blueprint,
                                            late_window_s, next_occurrence_at, saved_by_key)
                     VALUES (\(id), \(appID), \(name), \(rrule), \(timeZone), \(startsAtLocal), \(pushRequestJSON)::jsonb,
                             \(blueprint.json)::jsonb, \(Int32(lateWindowSeconds)), \(next), \(key))
                     RETURNING \(unescaped: Self.columns)
-                    """, audit, logger: logger))
+                    """, appID: appID, table: "schedules", limit: Self.maximumPerApp, logger: logger)
+                if let audit { try await connection.append(audit, logger: logger) }
+                return try await Self.records(inserted).first
+            }
         }!
     }
 
