@@ -97,7 +97,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                "HeraldRecords", "HeraldTiming",
+                "HeraldTiming",
             ]
         ),
         // Herald's use of Kafka: settings into client configurations, dead letters.
@@ -280,7 +280,6 @@ let package = Package(
             name: "herald-kafka-dev",
             dependencies: [
                 "HeraldCore", "HeraldKafka", "CKafkaDevBind",
-                "HeraldRecords",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]

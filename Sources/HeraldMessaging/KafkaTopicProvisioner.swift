@@ -1,6 +1,5 @@
 import HeraldCore
 import HeraldKafka
-import HeraldRecords
 
 /// Creates the topics that are missing and reports on every one: what `herald kafka
 /// create-topics` (and the deploy's topic Job) does.

@@ -7,7 +7,7 @@ import Foundation
 #endif
 
 /// A record that could not be read, or read but not used as it is (numbers out of range, ids
-/// that do not fit together). Consumers send such records to ``HeraldTopic/deadLetter`` with it.
+/// that do not fit together). Consumers send such records to the dead-letter topic (`herald.deadletter`) with it.
 public struct RecordDecodingError: Error, Sendable, CustomStringConvertible {
     public var recordType: String
     public var reason: String

@@ -4,7 +4,6 @@ import CKafkaDevBind
 import Foundation
 import HeraldCore
 import HeraldKafka
-import HeraldRecords
 import Logging
 import ServiceLifecycle
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldMessaging
 import HeraldRecords
 import HeraldStore

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNs
+import HeraldCore
 import HeraldRecords
 import Testing
 
@@ -12,6 +13,12 @@ struct FanoutPlanningTests {
         -> AudienceTarget
     {
         AudienceTarget(deviceID: id, token: [1, 2, 3, 4, 5, 6, 7, 8], environment: environment, topic: topic)
+    }
+
+    @Test("the center's largest batch size is what a job batch record holds")
+    func batchSizeBoundIsTheRecords() {
+        // The settings (HeraldCore) cannot see the record (HeraldRecords): the two are held equal here.
+        #expect(CenterSettings.maximumBatchSize == Herald_V1_JobBatch.maximumTargets)
     }
 
     @Test func batchesHoldOneEnvironmentAndTopicAndCloseAtThePageEnd() {

@@ -114,7 +114,7 @@ public struct APISettings: Sendable {
     init(reader config: ConfigReader) {
         host = config.string(forKey: "api.host", default: "0.0.0.0")
         port = config.int(forKey: "api.port", default: 8080)
-        pushesTopic = config.string(forKey: "api.pushesTopic", default: "herald.pushes")
+        pushesTopic = config.string(forKey: "api.pushesTopic", default: HeraldTopic.pushes.name)
         rateLimitPerSecond = max(1, config.int(forKey: "api.rateLimit.perSecond", default: 1_000))
         rateLimitBurst = max(1, config.int(forKey: "api.rateLimit.burst", default: 2_000))
         clientRateLimitPerSecond = max(1, config.int(forKey: "api.clientRateLimit.perSecond", default: 1_000))

@@ -1,6 +1,5 @@
 import Configuration
 import Foundation
-import HeraldRecords
 
 /// herald-center's settings (`HERALD_CENTER_*`); every one is in docs/configuration.md.
 public struct CenterSettings: Sendable {
@@ -18,6 +17,9 @@ public struct CenterSettings: Sendable {
     public var pageSize: Int
     /// Targets per job batch (`HERALD_CENTER_BATCH_SIZE`, at most 500).
     public var batchSize: Int
+    /// The most targets a job batch holds: what its Kafka record takes
+    /// (`Herald_V1_JobBatch.maximumTargets` in HeraldRecords; a test holds the two equal).
+    public static let maximumBatchSize = 500
     /// Pushes fanned out at once by this center (`HERALD_CENTER_MAX_FANOUTS`): broadcasts, tag
     /// and segment audiences (the `bulk` lane).
     public var maxConcurrentFanouts: Int
@@ -85,15 +87,14 @@ public struct CenterSettings: Sendable {
         let host = ProcessInfo.processInfo.hostName
         name = config.string(forKey: "center.name", default: "\(host)-\(ProcessInfo.processInfo.processIdentifier)")
         groupID = config.string(forKey: "center.groupId", default: "herald-center")
-        pushesTopic = config.string(forKey: "center.pushesTopic", default: "herald.pushes")
-        jobsTopic = config.string(forKey: "center.jobsTopic", default: "herald.jobs")
+        pushesTopic = config.string(forKey: "center.pushesTopic", default: HeraldTopic.pushes.name)
+        jobsTopic = config.string(forKey: "center.jobsTopic", default: HeraldTopic.jobs.name)
         transactionalJobsTopic = config.string(
             forKey: "center.transactionalJobsTopic", default: HeraldTopic.transactionalJobs.name)
-        outcomesTopic = config.string(forKey: "center.outcomesTopic", default: "herald.outcomes")
+        outcomesTopic = config.string(forKey: "center.outcomesTopic", default: HeraldTopic.outcomes.name)
         pageSize = max(1, config.int(forKey: "center.pageSize", default: 10_000))
         batchSize = min(
-            Herald_V1_JobBatch.maximumTargets,
-            max(1, config.int(forKey: "center.batchSize", default: Herald_V1_JobBatch.maximumTargets)))
+            Self.maximumBatchSize, max(1, config.int(forKey: "center.batchSize", default: Self.maximumBatchSize)))
         maxConcurrentFanouts = max(1, config.int(forKey: "center.maxFanouts", default: 4))
         maxExpressFanouts = max(0, config.int(forKey: "center.maxExpressFanouts", default: 16))
         maxPacedFanouts = max(0, config.int(forKey: "center.maxPacedFanouts", default: 64))

@@ -1,6 +1,5 @@
 import Configuration
 import Foundation
-import HeraldRecords
 
 /// Settings of `herald-kafka-dev`, the development broker.
 public struct DevelopmentBrokerSettings: Sendable {

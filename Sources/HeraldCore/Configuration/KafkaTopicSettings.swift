@@ -1,5 +1,4 @@
 import Configuration
-import HeraldRecords
 
 /// How `herald kafka create-topics` creates Herald's topics on a real cluster.
 public struct KafkaTopicSettings: Sendable, Equatable {

@@ -1,5 +1,4 @@
 import Configuration
-import HeraldRecords
 import HeraldTiming
 
 /// herald-sender's settings (`HERALD_SENDER_*`); every one is in docs/configuration.md.
@@ -62,8 +61,8 @@ public struct SenderSettings: Sendable {
 
     init(reader config: ConfigReader) {
         groupID = config.string(forKey: "sender.groupId", default: "herald-sender")
-        jobsTopic = config.string(forKey: "sender.jobsTopic", default: "herald.jobs")
-        outcomesTopic = config.string(forKey: "sender.outcomesTopic", default: "herald.outcomes")
+        jobsTopic = config.string(forKey: "sender.jobsTopic", default: HeraldTopic.jobs.name)
+        outcomesTopic = config.string(forKey: "sender.outcomesTopic", default: HeraldTopic.outcomes.name)
         transactionalJobsTopic = config.string(
             forKey: "sender.transactionalJobsTopic", default: HeraldTopic.transactionalJobs.name)
         transactionalGroupID = config.string(
