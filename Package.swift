@@ -115,7 +115,7 @@ let package = Package(
         .target(
             name: "HeraldStore",
             dependencies: [
-                "HeraldAPNs", "HeraldCore", "HeraldPostgresCopy", "HeraldRecords", "HeraldTiming",
+                "HeraldAPNs", "HeraldCore", "HeraldMetrics", "HeraldPostgresCopy", "HeraldRecords", "HeraldTiming",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -159,7 +159,7 @@ let package = Package(
         .target(
             name: "HeraldMetrics",
             dependencies: [
-                "HeraldCore",
+                "HeraldTiming",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -390,7 +390,7 @@ let package = Package(
         .testTarget(
             name: "HeraldKafkaTests",
             dependencies: [
-                "HeraldKafka", "HeraldCore", "HeraldMessaging", "HeraldRecords",
+                "HeraldKafka", "HeraldCore", "HeraldMessaging", "HeraldMetrics", "HeraldRecords",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -409,7 +409,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldCoreTests",
-            dependencies: ["HeraldCore", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["HeraldCore", "HeraldTiming", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "HeraldMetricsTests", dependencies: ["HeraldMetrics", "HeraldCore"]),
         .testTarget(name: "HeraldRecordsTests", dependencies: ["HeraldRecords"]),
         // Plays herald-center's accounting through the store's production paths, for tests of

@@ -1,5 +1,6 @@
 import HeraldCore
 import HeraldKafka
+import HeraldMetrics
 
 extension KafkaClientHealth {
 

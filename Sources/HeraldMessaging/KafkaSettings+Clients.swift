@@ -1,5 +1,6 @@
 import HeraldCore
 import HeraldKafka
+import HeraldMetrics
 
 extension KafkaSettings {
     /// `/readyz` checks of a producer and of consumers made from these settings.

@@ -1,4 +1,3 @@
-import HeraldCore
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -26,18 +25,21 @@ public final class OperationsServer: Service, Sendable {
     }
 
     /// - Parameters:
-    ///   - service: the process (`herald-api`, …), for `herald_build_info`.
+    ///   - service: the process (`herald-api`, …), and `version` its build (`HeraldVersion`), for
+    ///     `herald_build_info`.
     ///   - render: the process's own metrics; the process's CPU, memory and descriptors and the
     ///     build are added to them (``ProcessMetrics``).
     public init(
-        service: String, host: String, port: Int, liveness: HealthProbe = HealthProbe([.cooperativePool]),
+        service: String, version: String, host: String, port: Int,
+        liveness: HealthProbe = HealthProbe([.cooperativePool]),
         readiness: HealthProbe, render: @escaping @Sendable () -> String
     ) {
         self.host = host
         self.port = port
         _ = ProcessMetrics.startTime
         self.routes = Routes(
-            render: { render() + ProcessMetrics.prometheusText(service: service) }, liveness: liveness,
+            render: { render() + ProcessMetrics.prometheusText(service: service, version: version) },
+            liveness: liveness,
             readiness: readiness)
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import HeraldCore
 
 #if canImport(Glibc)
 import Glibc
@@ -14,11 +13,11 @@ public enum ProcessMetrics {
 
     /// The families, in Prometheus text. Reads `/proc/self` (Linux); where it cannot, a family
     /// is left out rather than reported as 0.
-    public static func prometheusText(service: String) -> String {
+    public static func prometheusText(service: String, version: String) -> String {
         var text = PrometheusText()
         text.family("herald_build_info", .gauge, help: "1, labelled with the running build.")
         text.sample(
-            "herald_build_info", ["service": service, "version": HeraldVersion.current, "swift": swiftVersion],
+            "herald_build_info", ["service": service, "version": version, "swift": swiftVersion],
             value: 1)
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
         if let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),

@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldMetrics
 import HeraldTiming
 import Logging
 import PostgresNIO

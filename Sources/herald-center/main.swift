@@ -79,7 +79,8 @@ do {
         if settings.metricsPort > 0 {
             services.append(
                 OperationsServer(
-                    service: "herald-center", host: settings.metricsHost, port: settings.metricsPort,
+                    service: "herald-center", version: HeraldVersion.current, host: settings.metricsHost,
+                    port: settings.metricsPort,
                     liveness: HealthProbe([
                         .cooperativePool, producer.livenessCheck("kafka_producer"),
                         pushEvents.livenessCheck("kafka_consumer_pushes"),

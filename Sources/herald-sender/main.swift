@@ -82,7 +82,8 @@ do {
         if settings.metricsPort > 0 {
             services.append(
                 OperationsServer(
-                    service: "herald-sender", host: settings.metricsHost, port: settings.metricsPort,
+                    service: "herald-sender", version: HeraldVersion.current, host: settings.metricsHost,
+                    port: settings.metricsPort,
                     liveness: HealthProbe([
                         .cooperativePool, producer.livenessCheck("kafka_producer"),
                         consumer.livenessCheck("kafka_consumer_jobs"),

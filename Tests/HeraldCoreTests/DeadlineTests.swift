@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldTiming
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import HeraldCore
 import HeraldMessaging
+import HeraldMetrics
 import Testing
 
 @testable import HeraldKafka

@@ -150,7 +150,8 @@ public struct APIServer: Service {
         if settings.metricsPort > 0 {
             services.append(
                 OperationsServer(
-                    service: "herald-api", host: settings.metricsHost, port: settings.metricsPort,
+                    service: "herald-api", version: HeraldVersion.current, host: settings.metricsHost,
+                    port: settings.metricsPort,
                     readiness: HealthProbe([HeraldDatabase.readinessCheck(database, logger: logger)])
                 ) { metrics.prometheusText() })
         }

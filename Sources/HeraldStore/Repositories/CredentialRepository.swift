@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNs
+import HeraldTiming
 import Logging
 import PostgresNIO
 

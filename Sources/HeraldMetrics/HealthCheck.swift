@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTiming
 
 /// One thing a process checks about itself for `/healthz` (liveness: it works and has no fatal
 /// state) or `/readyz` (readiness: its dependencies answer and it can take work).
