@@ -401,20 +401,27 @@ struct PushesAPITests {
         }
     }
 
-    /// herald-api with a 1 s request timeout and its pool's 2 s statement timeout, asked to
-    /// validate while another session holds the devices tables.
+    /// herald-api with a 2 s request timeout and its pool's 3 s statement timeout, asked to
+    /// validate while another session holds the devices tables. The app and its key are stored
+    /// directly: only the validate goes through the short timeout (a loaded machine once took
+    /// longer than it to create an app).
     static func validateBehindALock(
         _ postgres: PostgresSettings, database name: String, configuration: HeraldConfiguration, logger: Logger
     ) async throws {
         try await HeraldDatabase.withClient(settings: postgres, logger: logger) { owner in
             try await MigrationRunner(client: owner, logger: logger).migrate()
+            let app = try await AppRepository(client: owner, logger: logger).create(
+                name: "deadline", bundleID: "com.example.deadline")
+            let serverKey = APIKeySecret.generate(kind: .server)
+            _ = try await APIKeyRepository(client: owner, logger: logger).create(
+                appID: app.id, kind: .server, key: serverKey)
             var settings = configuration.api
             settings.port = 0
             settings.replicaHeartbeat = .zero
             settings.metricsPort = 0
             settings.keyCacheTTL = .zero
-            settings.requestTimeout = .seconds(1)
-            settings.statementTimeout = .seconds(2)
+            settings.requestTimeout = .seconds(2)
+            settings.statementTimeout = .seconds(3)
             var security = configuration.security
             security.adminToken = APITest.adminToken
             let masterKey = try #require(ProcessInfo.processInfo.environment["HERALD_MASTER_KEY"])
@@ -426,14 +433,12 @@ struct PushesAPITests {
                     settings: settings, security: security, database: database, postgres: postgres, logger: logger)
                 try await server.application.test(.live) { http in
                     let api = APITest(client: http, database: database, logger: logger, masterKey: masterKey)
-                    let app = try await api.createApp()
-                    _ = try await api.register(app)
                     try await owner.withConnection { holder in
                         try await holder.query("BEGIN", logger: logger)
                         try await holder.query(
                             "LOCK TABLE devices, device_tags, device_counts IN ACCESS EXCLUSIVE MODE", logger: logger)
                         let answer = try await api.call(
-                            .post, "/v1/pushes/validate", key: app.serverKey,
+                            .post, "/v1/pushes/validate", key: serverKey,
                             json: #"{"audience":{"all":true},"notification":{"alert":{"body":"hi"}}}"#)
                         #expect(
                             answer.status == .serviceUnavailable && answer.errorCode == "timed_out", "\(answer.text)")
