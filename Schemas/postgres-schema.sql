@@ -32,7 +32,7 @@ $$;
 
 CREATE FUNCTION public.herald_analyze_devices() RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO '$user', 'public'
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 BEGIN
     ANALYZE devices, device_tags;
@@ -186,14 +186,16 @@ $$;
 
 CREATE FUNCTION public.herald_delete_old_audit_events(older_than interval, batch integer) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO '$user', 'public'
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
     deleted integer;
+    floor_age interval;
 BEGIN
+    SELECT kept_at_least INTO floor_age FROM herald_audit_policy;
     DELETE FROM audit_events WHERE id IN (
         SELECT id FROM audit_events
-        WHERE occurred_at < now() - greatest(older_than, interval '30 days')
+        WHERE occurred_at < now() - greatest(older_than, coalesce(floor_age, interval '400 days'), interval '30 days')
         ORDER BY id LIMIT batch);
     GET DIAGNOSTICS deleted = ROW_COUNT;
     RETURN deleted;
@@ -490,6 +492,13 @@ CREATE TABLE public.failed_deliveries (
     attempts smallint DEFAULT 1 NOT NULL,
     failed_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT failed_deliveries_status_check CHECK ((status = ANY (ARRAY['rejected'::text, 'expired'::text, 'canceled'::text])))
+);
+
+CREATE TABLE public.herald_audit_policy (
+    singleton boolean DEFAULT true NOT NULL,
+    kept_at_least interval DEFAULT '400 days'::interval NOT NULL,
+    CONSTRAINT herald_audit_policy_kept_at_least_check CHECK ((kept_at_least >= '30 days'::interval)),
+    CONSTRAINT herald_audit_policy_singleton_check CHECK (singleton)
 );
 
 CREATE TABLE public.outbox (
@@ -790,6 +799,9 @@ ALTER TABLE ONLY public.devices
 
 ALTER TABLE ONLY public.failed_deliveries
     ADD CONSTRAINT failed_deliveries_pkey PRIMARY KEY (push_id, device_id);
+
+ALTER TABLE ONLY public.herald_audit_policy
+    ADD CONSTRAINT herald_audit_policy_pkey PRIMARY KEY (singleton);
 
 ALTER TABLE ONLY public.outbox
     ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);

@@ -36,10 +36,25 @@ public struct RetentionSweeper: Service {
 
     public func run() async throws {
         guard pushRetention > .zero || auditRetention > .zero else { return }
+        await reportAuditFloor()
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             await sweep()
             await sleepUntilGracefulShutdown(for: interval)
         }
+    }
+
+    /// Says once, at start, when the database's own floor (set by the tables' owner) keeps audit
+    /// entries longer than this center was configured to: the floor wins.
+    func reportAuditFloor() async {
+        guard auditRetention > .zero, let floor = try? await audit.keptAtLeast(), floor > auditRetention else {
+            return
+        }
+        logger.notice(
+            "audit entries are kept longer than configured: the database's owner set a longer floor (herald_audit_policy, docs/security.md)",
+            metadata: [
+                "configured_days": "\(auditRetention.components.seconds / 86_400)",
+                "database_floor_days": "\(floor.components.seconds / 86_400)",
+            ])
     }
 
     /// One sweep of both tables. A database that does not answer is tried again next time.

@@ -93,11 +93,34 @@ struct AuditIntegrityTests {
                 PostgresQuery(unsafeSQL: "CREATE ROLE \(login) LOGIN PASSWORD '\(password)' IN ROLE herald_runtime"),
                 logger: logger)
             let appID = UUID()
-            try await owner.query(
-                """
-                INSERT INTO audit_events (app_id, actor, action, occurred_at)
-                VALUES (\(appID), 'admin', 'app.updated', now() - interval '400 days')
-                """, logger: logger)
+            // One entry past the owner's floor (400 days), one inside it.
+            for (action, daysAgo) in [("app.updated", 401), ("key.created", 399)] {
+                try await owner.query(
+                    """
+                    INSERT INTO audit_events (app_id, actor, action, occurred_at)
+                    VALUES (\(appID), 'admin', \(action), now() - make_interval(days => \(Int32(daysAgo))))
+                    """, logger: logger)
+            }
+
+            // The owner's functions are the runtime role's, not everyone's, and look up their
+            // tables with temporary objects last.
+            let outsider = "herald_outsider_\(UUID().uuidString.prefix(8).lowercased())"
+            try await owner.query(PostgresQuery(unsafeSQL: "CREATE ROLE \(outsider) NOLOGIN"), logger: logger)
+            for function in ["herald_delete_old_audit_events(interval, integer)", "herald_analyze_devices()"] {
+                let rows = try await owner.query(
+                    """
+                    SELECT has_function_privilege(\(outsider), \(function), 'EXECUTE'),
+                           has_function_privilege('herald_runtime', \(function), 'EXECUTE'),
+                           array_to_string(proconfig, ',')
+                    FROM pg_proc WHERE oid = \(function)::regprocedure
+                    """, logger: logger)
+                for try await (outsiders, runtime, config) in rows.decode((Bool, Bool, String).self) {
+                    #expect(!outsiders, "\(function): executable by any role")
+                    #expect(runtime, "\(function): not executable by herald_runtime")
+                    #expect(config.hasPrefix("search_path=pg_catalog, ") && config.hasSuffix(", pg_temp"), "\(config)")
+                }
+            }
+            try await owner.query(PostgresQuery(unsafeSQL: "DROP ROLE \(outsider)"), logger: logger)
 
             var settings = try await HeraldConfiguration.load().postgres
             settings.database = database
@@ -125,24 +148,29 @@ struct AuditIntegrityTests {
                 name: "Runtime", bundleID: "com.example.runtime", id: appID,
                 audit: AuditEntry("app.created", appID: appID, origin: Self.origin))
             let audit = AuditRepository(client: runtime, logger: logger)
-            #expect(try await audit.events(appID: appID).map(\.action) == ["app.updated", "app.created"])
+            #expect(
+                try await audit.events(appID: appID).map(\.action) == ["app.updated", "key.created", "app.created"])
             try await runtime.query("SELECT herald_analyze_devices()", logger: logger)
 
-            // Nothing in the log can be changed or removed by hand; retention goes through
-            // the owner's function, which keeps 30 days.
+            // Nothing in the log can be changed or removed by hand, nor the owner's floor lowered;
+            // retention goes through the owner's function, which keeps what the floor keeps.
             for statement in [
                 "UPDATE audit_events SET action = 'nothing.happened'",
                 "DELETE FROM audit_events",
                 "TRUNCATE audit_events",
                 "DELETE FROM herald_schema_migrations",
+                "UPDATE herald_audit_policy SET kept_at_least = interval '30 days'",
+                "DELETE FROM herald_audit_policy",
+                "SELECT setval(pg_get_serial_sequence('audit_events', 'id'), 1)",
             ] {
                 let error = await #expect(throws: PSQLError.self, "\(statement)") {
-                    try await runtime.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    _ = try await runtime.query(PostgresQuery(unsafeSQL: statement), logger: logger).collect()
                 }
                 #expect(error?.serverInfo?[.sqlState] == "42501", "\(statement): not a privilege error")
             }
+            #expect(try await audit.keptAtLeast() == .seconds(400 * 86_400))
             #expect(try await audit.deleteOlder(than: .seconds(86_400)) == 1)
-            #expect(try await audit.events(appID: appID).map(\.action) == ["app.created"])
+            #expect(try await audit.events(appID: appID).map(\.action) == ["key.created", "app.created"])
         }
     }
 }

@@ -103,7 +103,7 @@ struct PushRetentionTests {
         try await withEmptyDatabase { client, logger in
             try await MigrationRunner(client: client, logger: logger).migrate()
             let app = UUID()
-            for daysAgo in [400, 60, 40, 1] {
+            for daysAgo in [420, 60, 40, 1] {
                 try await client.query(
                     """
                     INSERT INTO audit_events (app_id, actor, action, occurred_at)
@@ -111,7 +111,13 @@ struct PushRetentionTests {
                     """, logger: logger)
             }
             let audit = AuditRepository(client: client, logger: logger)
-            #expect(try await audit.deleteOlder(than: .seconds(50 * 86_400), batch: 1) == 2)
+            // The owner's floor (400 days unless lowered) wins over a shorter retention.
+            #expect(try await audit.keptAtLeast() == .seconds(400 * 86_400))
+            #expect(try await audit.deleteOlder(than: .seconds(50 * 86_400), batch: 1) == 1)
+            #expect(try await audit.events(appID: app).count == 3)
+            try await client.query(
+                "UPDATE herald_audit_policy SET kept_at_least = interval '30 days'", logger: logger)
+            #expect(try await audit.deleteOlder(than: .seconds(50 * 86_400), batch: 1) == 1)
             #expect(try await audit.events(appID: app).count == 2)
             // Asked for less than the 30 days the table keeps, it still keeps them.
             #expect(try await audit.deleteOlder(than: .seconds(86_400)) == 1)

@@ -137,14 +137,16 @@ public struct AuditRepository: Sendable {
         return events
     }
 
-    /// Deletes entries older than `age` (at least 30 days: the table refuses younger ones),
-    /// `batch` at a time. Returns how many went.
+    /// Deletes entries older than `age`, `batch` at a time, and returns how many went. Never an
+    /// entry younger than the database's own floor (``keptAtLeast()``, which only the tables'
+    /// owner sets; 400 days unless lowered, never under 30), whatever `age` asks for.
     @discardableResult
     public func deleteOlder(than age: Duration, batch: Int = 5000) async throws -> Int {
         let seconds = Double(max(age, .seconds(30 * 86_400)).components.seconds)
         var deleted = 0
         while true {
-            // As the log's owner: the runtime role may not delete from it (migration 0028).
+            // As the log's owner, within the owner's floor: the runtime role may not delete from it
+            // (migrations 0028 and 0029).
             let rows = try await client.boundedQuery(
                 "SELECT herald_delete_old_audit_events(make_interval(secs => \(seconds)), \(Int32(clamping: batch)))",
                 logger: logger)
@@ -153,6 +155,15 @@ public struct AuditRepository: Sendable {
             deleted += count
             if count < batch { return deleted }
         }
+    }
+
+    /// How long the database keeps every entry whatever a retention asks: the owner's
+    /// `herald_audit_policy` (migration 0029).
+    public func keptAtLeast() async throws -> Duration {
+        let rows = try await client.boundedQuery(
+            "SELECT extract(epoch FROM kept_at_least)::float8 FROM herald_audit_policy", logger: logger)
+        for try await seconds in rows.decode(Double.self) { return .seconds(seconds) }
+        return .seconds(400 * 86_400)
     }
 
     static func actorName(_ actor: AuditActor) -> String {
