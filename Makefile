@@ -58,7 +58,7 @@ format:
 test: deps
 	$(STEP) format scripts/format.sh --check
 	$(STEP) package-names scripts/check-package-names.sh
-	$(STEP) imports bash -c '$(SWIFT) package dump-package | scripts/check-imports.py'
+	$(STEP) imports bash -c 'mkdir -p .local && $(SWIFT) package dump-package > .local/package.json && scripts/check-imports.py < .local/package.json && scripts/module-graph.py --check < .local/package.json'
 	$(STEP) openapi scripts/generate-openapi.sh --check
 	$(STEP) deploy scripts/test-deploy.sh
 	$(STEP) build $(SWIFT) build --build-tests

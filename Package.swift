@@ -115,7 +115,8 @@ let package = Package(
         .target(
             name: "HeraldStore",
             dependencies: [
-                "HeraldAPNs", "HeraldCore", "HeraldMetrics", "HeraldPostgresCopy", "HeraldRecords", "HeraldTiming",
+                "HeraldAPNsVocabulary", "HeraldCore", "HeraldMetrics", "HeraldPostgresCopy", "HeraldRecords",
+                "HeraldTiming",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -144,10 +145,14 @@ let package = Package(
             // `make test` runs keeps them, so an overlapping access traps in a test.
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
         ),
+        // The words of APNs without a connection: environments, push types, reasons, the payload
+        // and its JSON, templates, hexadecimal. The store, the API, the console and the center
+        // speak them without linking nghttp2 or NIO.
+        .target(name: "HeraldAPNsVocabulary"),
         .target(
             name: "HeraldAPNs",
             dependencies: [
-                "HeraldHTTP2", "HeraldTiming", "HeraldLocking",
+                "HeraldAPNsVocabulary", "HeraldHTTP2", "HeraldTiming", "HeraldLocking",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -169,7 +174,7 @@ let package = Package(
         .target(
             name: "HeraldCenter",
             dependencies: [
-                "HeraldAPNs", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore",
+                "HeraldAPNsVocabulary", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore",
                 "HeraldCore", "HeraldMetrics", "HeraldTiming",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -204,7 +209,8 @@ let package = Package(
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldAPIContract", "HeraldConsole", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore",
+                "HeraldAPIContract", "HeraldConsole", "HeraldAPNsVocabulary", "HeraldRecords", "HeraldStore",
+                "HeraldCore",
                 "HeraldMetrics", "HeraldTiming",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -225,7 +231,8 @@ let package = Package(
         .target(
             name: "HeraldSender",
             dependencies: [
-                "HeraldAPNs", "HeraldHTTP2", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore",
+                "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldHTTP2", "HeraldRecords", "HeraldKafka", "HeraldMessaging",
+                "HeraldStore",
                 "HeraldCore", "HeraldMetrics", "HeraldTiming",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -236,7 +243,7 @@ let package = Package(
         .target(
             name: "APNsSimulator",
             dependencies: [
-                "HeraldHTTP2", "HeraldAPNs", "HeraldMetrics", "HeraldLocking",
+                "HeraldHTTP2", "HeraldAPNsVocabulary", "HeraldMetrics", "HeraldLocking",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -256,7 +263,7 @@ let package = Package(
             name: "HeraldCLI",
             dependencies: [
                 "HeraldAPIContract", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldTiming", "HeraldRecords",
-                "HeraldStore", "HeraldAPNs",
+                "HeraldStore", "HeraldAPNs", "HeraldAPNsVocabulary",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
@@ -333,6 +340,7 @@ let package = Package(
         .executableTarget(
             name: "apns-sim-throughput",
             dependencies: [
+                "HeraldAPNsVocabulary",
                 "APNsSimulator", "HeraldAPNs", "BenchmarkSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -366,7 +374,7 @@ let package = Package(
         .executableTarget(
             name: "fanout-throughput",
             dependencies: [
-                "HeraldAPNs", "HeraldCore", "HeraldRecords", "HeraldStore",
+                "HeraldAPNsVocabulary", "HeraldCore", "HeraldRecords", "HeraldStore",
                 "BenchmarkSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -417,7 +425,7 @@ let package = Package(
         .target(
             name: "StoreTestSupport",
             dependencies: [
-                "HeraldAPNs", "HeraldStore",
+                "HeraldAPNsVocabulary", "HeraldStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
@@ -426,7 +434,8 @@ let package = Package(
         .testTarget(
             name: "HeraldStoreTests",
             dependencies: [
-                "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldPostgresCopy", "StoreTestSupport",
+                "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldPostgresCopy",
+                "StoreTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -439,6 +448,10 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/APNsTestSupport"
+        ),
+        .testTarget(
+            name: "HeraldAPNsVocabularyTests",
+            dependencies: ["HeraldAPNsVocabulary"]
         ),
         .testTarget(
             name: "HeraldAPNsTests",
@@ -454,7 +467,8 @@ let package = Package(
         .testTarget(
             name: "HeraldSenderTests",
             dependencies: [
-                "HeraldSender", "HeraldAPNs", "HeraldRecords", "APNsSimulator", "HeraldStore", "HeraldCore",
+                "HeraldSender", "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldRecords", "APNsSimulator", "HeraldStore",
+                "HeraldCore",
                 "HeraldKafka",
                 "HeraldMessaging", "HeraldTiming", "HeraldHTTP2", "APNsTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -467,7 +481,8 @@ let package = Package(
         .testTarget(
             name: "HeraldCenterTests",
             dependencies: [
-                "HeraldCenter", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore", "HeraldKafka",
+                "HeraldCenter", "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldRecords", "HeraldStore", "HeraldCore",
+                "HeraldKafka",
                 "HeraldMessaging",
                 "StoreTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -480,7 +495,8 @@ let package = Package(
         .testTarget(
             name: "HeraldAPITests",
             dependencies: [
-                "HeraldAPI", "HeraldAPIContract", "HeraldAPNs", "HeraldRecords", "HeraldStore", "HeraldCore",
+                "HeraldAPI", "HeraldAPIContract", "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldRecords", "HeraldStore",
+                "HeraldCore",
                 "StoreTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -497,7 +513,7 @@ let package = Package(
         .testTarget(
             name: "APNsSimulatorTests",
             dependencies: [
-                "APNsSimulator", "HeraldHTTP2", "HeraldAPNs",
+                "APNsSimulator", "HeraldHTTP2", "HeraldAPNsVocabulary",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -11,6 +11,7 @@ import BenchmarkSupport
 import Crypto
 import Foundation
 import HeraldAPNs
+import HeraldAPNsVocabulary
 
 @main
 struct APNsSimThroughput: AsyncParsableCommand {

@@ -13,7 +13,7 @@
 import ArgumentParser
 import BenchmarkSupport
 import Foundation
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldCore
 import HeraldRecords
 import HeraldStore

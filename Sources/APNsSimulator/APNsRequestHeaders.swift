@@ -1,4 +1,4 @@
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldHTTP2
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import HeraldAPNs
+import HeraldAPNsVocabulary
 
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,4 @@
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import Synchronization
 
 /// A device the simulator knows: its token, the topic (bundle id) it was issued for and, if the

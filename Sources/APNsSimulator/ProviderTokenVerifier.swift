@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import Synchronization
 
 /// A token-signing key registered with the simulator, as a developer account has them: an ES256

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldAPNsVocabulary
 import HeraldHTTP2
 import NIOCore
 
@@ -167,24 +168,10 @@ public struct APNsNotification: Sendable, Hashable {
     /// Why this notification cannot be sent as it is, or nil. Checked before sending, so a
     /// mistake costs no round trip to Apple.
     public var problem: String? {
-        if !Self.isEvenHex(deviceToken) {
-            return Self.deviceTokenProblem
+        if !APNsDeviceToken.isWellFormed(deviceToken) {
+            return APNsDeviceToken.problem
         }
         return shared.problem(payload: payload)
-    }
-
-    /// What ``problem`` says of a device token that is not hex digits of even, non-zero length.
-    public static let deviceTokenProblem = "the device token must be hex of even length"
-
-    /// Whether `token` is hex digits of even, non-zero length. Checked for every notification
-    /// sent, so the bytes are read through a pointer of a concrete type (the `UTF8View`'s
-    /// iterator cost 3% of the sender's CPU under `make bench-sender`, a generic check over the
-    /// contiguous bytes still 0.7% of the machine under `make bench-e2e`).
-    static func isEvenHex(_ token: String) -> Bool {
-        var token = token
-        return token.withUTF8 { bytes in
-            !bytes.isEmpty && bytes.count % 2 == 0 && bytes.allSatisfy(Hexadecimal.isDigit)
-        }
     }
 
     /// Writes the request for this notification into `block` and returns its body (see

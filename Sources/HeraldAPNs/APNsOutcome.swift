@@ -1,3 +1,4 @@
+import HeraldAPNsVocabulary
 import HeraldHTTP2
 
 /// What became of one send.

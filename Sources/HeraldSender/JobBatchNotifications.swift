@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldHTTP2
 import HeraldRecords
 import NIOCore
@@ -59,7 +60,7 @@ struct JobBatchNotifications: APNsNotificationBatch {
 
     func problem(at index: Int) -> String? {
         let target = target(at: index)
-        if targets.tokenLength(at: target) == 0 { return APNsNotification.deviceTokenProblem }
+        if targets.tokenLength(at: target) == 0 { return APNsDeviceToken.problem }
         return payloadProblems[Int(payloadIndexes[target])]
     }
 

@@ -3,6 +3,7 @@ import APNsTestSupport
 import Crypto
 import Foundation
 import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldRecords
 import HeraldTiming
 import ServiceLifecycle

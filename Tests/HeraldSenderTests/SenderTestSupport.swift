@@ -1,7 +1,7 @@
 import APNsSimulator
 import Crypto
 import Foundation
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldCore
 import HeraldMessaging
 import HeraldRecords

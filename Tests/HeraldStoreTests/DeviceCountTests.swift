@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldCore
 import PostgresNIO
 import Testing

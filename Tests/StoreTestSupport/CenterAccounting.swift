@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldStore
 import Logging
 import PostgresNIO

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldAPIContract
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldConsole
 import HeraldCore
 import HeraldStore

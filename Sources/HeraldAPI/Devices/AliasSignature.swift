@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldCore
 
 /// The proof an app's back-end gives that an alias belongs to the user of a device, HMAC-SHA256

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldAPIContract
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldStore
 
 /// The checks every device registration passes, from the API or an import line.

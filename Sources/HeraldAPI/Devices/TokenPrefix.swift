@@ -1,4 +1,4 @@
-import HeraldAPNs
+import HeraldAPNsVocabulary
 
 /// The range of device tokens that start with some hexadecimal digits: tokens from `lower`
 /// (inclusive) to `upper` (exclusive; nil when the digits are all `f`, and no token is above).

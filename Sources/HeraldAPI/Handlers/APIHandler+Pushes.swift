@@ -1,6 +1,6 @@
 import Foundation
 import HeraldAPIContract
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldRecords
 import HeraldStore
 import OpenAPIRuntime

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldAPIContract
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldStore
 
 // How Herald's stored things are shown through the Open API.

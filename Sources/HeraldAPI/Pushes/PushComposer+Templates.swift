@@ -1,6 +1,6 @@
 import Foundation
 import HeraldAPIContract
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldStore
 
 /// Personalized and localized notifications (docs/templates.md): placeholders in the alert's

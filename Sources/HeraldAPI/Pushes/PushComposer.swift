@@ -1,6 +1,6 @@
 import Foundation
 import HeraldAPIContract
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldStore
 import OpenAPIRuntime
 

@@ -1,7 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import NIOCore
 import NIOFoundationCompat
 

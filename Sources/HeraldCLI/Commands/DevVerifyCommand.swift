@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import HeraldAPIContract
 import HeraldAPNs
+import HeraldAPNsVocabulary
 import NIOCore
 import NIOFoundationCompat
 

@@ -1,5 +1,5 @@
 import Crypto
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldCore
 
 /// The `Herald-Signature` header of a webhook request: `t=<unix seconds>,v1=<hex>` where the hex

@@ -1,4 +1,4 @@
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldRecords
 
 /// Where a device's notifications go: its environment and app topic (bundle id). Every job

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldPostgresCopy
 import HeraldRecords
 import Synchronization

@@ -1,4 +1,4 @@
-import HeraldAPNs
+import HeraldAPNsVocabulary
 
 /// A device value a notification template may name in a placeholder (docs/templates.md): one of
 /// the attributes every device may have, or a custom attribute (`first_name` or

@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNs
+import HeraldAPNsVocabulary
 
 /// Who a push goes to, as the Open API stores it in `pushes.audience`.
 ///

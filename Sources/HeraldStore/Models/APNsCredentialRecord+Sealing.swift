@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldCore
 
 /// How an APNs credential's secret is kept: sealed by `CredentialCipher`, with the credential's

@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNs
+import HeraldAPNsVocabulary
 
 /// A batch of one push as herald-center cut it: `targetCount` devices of one environment and
 /// topic, with ids from `firstDevice` through `lastDevice`. With the push's audience these rebuild

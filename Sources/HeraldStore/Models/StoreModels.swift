@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNs
+import HeraldAPNsVocabulary
 
 /// An app: one iOS app (bundle id) and everything registered for it.
 public struct App: Sendable, Equatable {

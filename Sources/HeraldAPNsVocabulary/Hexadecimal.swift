@@ -1,5 +1,3 @@
-import HeraldHTTP2
-
 /// Lower-case hexadecimal, the way APNs carries device tokens in its request paths: the one
 /// encoder Herald uses (the sender per notification, the API for token prefixes, apns-sim and
 /// the tools).
@@ -47,23 +45,6 @@ public enum Hexadecimal {
             text[index] = digit(byte >> 4)
             text[index + 1] = digit(byte & 0x0F)
             index += 2
-        }
-    }
-
-    /// Bytes written as hex digits straight into a request's header block (a device token from
-    /// where a batch stores it, without a String per notification).
-    ///
-    /// - Important: `bytes` must stay valid while the value is used: make it inside the
-    ///   `withUnsafe…` call that lends the pointer, and do not keep it.
-    public struct Digits: HTTP2HeaderValue {
-        public let bytes: UnsafeBufferPointer<UInt8>
-
-        public init(_ bytes: UnsafeBufferPointer<UInt8>) {
-            self.bytes = bytes
-        }
-
-        public func append(to storage: inout [UInt8]) {
-            Self.append(bytes.count * 2, to: &storage) { Hexadecimal.write(bytes, into: $0) }
         }
     }
 

@@ -1,5 +1,5 @@
 import Foundation
-import HeraldAPNs
+import HeraldAPNsVocabulary
 import Testing
 
 /// Placeholders and localized variants: how a text is read, which variant a device gets, and
