@@ -236,6 +236,7 @@ let package = Package(
                 "HeraldCore", "HeraldMetrics", "HeraldTiming",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
@@ -303,9 +304,7 @@ let package = Package(
         .executableTarget(
             name: "herald-sender",
             dependencies: [
-                "HeraldSender", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldRecords",
-                "HeraldStore",
-                "HeraldMetrics",
+                "HeraldSender", "HeraldCore", "HeraldStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -313,7 +312,7 @@ let package = Package(
         .executableTarget(
             name: "herald-center",
             dependencies: [
-                "HeraldCenter", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldStore", "HeraldMetrics",
+                "HeraldCenter", "HeraldCore", "HeraldStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

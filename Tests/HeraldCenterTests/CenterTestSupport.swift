@@ -49,6 +49,8 @@ struct CenterEnvironment: Sendable {
         settings.sweepInterval = .milliseconds(100)
         settings.outboxInterval = .milliseconds(50)
         settings.metricsPort = 0
+        // Webhook tests run a dispatcher of their own, and watch it alone.
+        settings.webhookMaxInFlight = 0
         return settings
     }
 
@@ -182,35 +184,19 @@ struct RunningCenter: Sendable {
 }
 
 extension CenterEnvironment {
-    /// Starts a center with `settings` in a ServiceGroup; `stop()` shuts it down gracefully.
+    /// Starts a center with `settings` in a ServiceGroup, composed as herald-center composes it
+    /// (``CenterService``); `stop()` shuts it down gracefully.
     func startCenter(
         _ settings: CenterSettings, logger: Logger? = nil, clock: @escaping @Sendable () -> Date = Date.init
     ) throws -> RunningCenter {
         let logger = logger ?? self.logger
-        let kafka = configuration.kafka
-        let producer = try KafkaProducer(
-            configuration: kafka.producerConfiguration(clientID: "test-center"), logger: logger)
-        let events = try KafkaConsumer(
-            configuration: kafka.consumerConfiguration(
-                groupID: settings.groupID, topics: [settings.pushesTopic], clientID: "test-center-pushes"),
-            logger: logger)
-        let outcomes = try KafkaConsumer(
-            configuration: kafka.consumerConfiguration(
-                groupID: settings.groupID, topics: [settings.outcomesTopic], clientID: "test-center-outcomes"),
-            logger: logger)
-        let center = MsgCenter(
-            settings: settings, database: database, postgres: configuration.postgres, producer: producer,
-            pushEvents: events, logger: logger, clock: clock)
-        let accountant = OutcomeAccountant(
-            consumer: outcomes, fanouts: fanouts, deadLetters: producer, metrics: center.metrics, logger: logger)
-        let relay = OutboxRelay(
-            outbox: OutboxRepository(client: database, logger: logger), producer: producer,
-            interval: settings.outboxInterval, logger: logger)
-        let group = ServiceGroup(
-            configuration: .init(services: [producer, events, outcomes, center, accountant, relay], logger: logger))
+        let service = try CenterService(
+            settings: settings, configuration: configuration, database: database, logger: logger,
+            clientID: "test-center", clock: clock)
+        let group = ServiceGroup(configuration: .init(services: [service], logger: logger))
         let task = Task { try await group.run() }
         return RunningCenter(
-            center: center, task: task,
+            center: service.center, task: task,
             stop: {
                 await group.triggerGracefulShutdown()
                 _ = try? await task.value

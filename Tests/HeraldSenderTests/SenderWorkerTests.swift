@@ -353,8 +353,8 @@ private func craftedJobRecords(_ environment: WorkerEnvironment) async throws ->
     ]
 }
 
-/// A sender worker on the environment's topics, with its credential store, consumer and producer,
-/// in a service group to run.
+/// A sender worker on the environment's topics, composed as herald-sender composes it
+/// (``SenderService``), in a service group to run.
 private func makeWorker(_ environment: WorkerEnvironment, logger: Logger? = nil, maxBatchesInFlight: Int = 4) throws
     -> (SenderWorker, ServiceGroup)
 {
@@ -364,31 +364,21 @@ private func makeWorker(_ environment: WorkerEnvironment, logger: Logger? = nil,
     endpoints.sandbox = APNsEndpoint(
         host: "localhost", port: environment.simulator.port,
         trustedCertificates: environment.simulator.identity.certificateChain)
-    let credentials = CredentialStore(
-        repository: CredentialRepository(client: environment.database, logger: logger), cipher: environment.cipher,
-        endpoints: endpoints, clientConfiguration: APNsClientConfiguration(), logger: logger)
-    let consumer = try KafkaConsumer(
-        configuration: configuration.kafka.consumerConfiguration(
-            groupID: environment.group, topics: [environment.jobsTopic], clientID: "test-sender"),
-        logger: logger)
-    let transactionalConsumer = try KafkaConsumer(
-        configuration: configuration.kafka.consumerConfiguration(
-            groupID: "\(environment.group).transactional", topics: [environment.transactionalJobsTopic],
-            clientID: "test-sender-transactional"),
-        logger: logger)
-    let producer = try KafkaProducer(
-        configuration: configuration.kafka.producerConfiguration(clientID: "test-sender"), logger: logger)
-    let worker = SenderWorker(
-        consumer: consumer, transactionalConsumer: transactionalConsumer, producer: producer,
-        credentials: credentials,
-        gate: StoredBatchGate(pushes: PushRepository(client: environment.database, logger: logger)),
-        sender: JobBatchSender(
-            retryPolicy: RetryPolicy(
-                maxAttempts: 5, backoff: Backoff(initial: .milliseconds(5), maximum: .milliseconds(50)))),
-        maxBatchesInFlight: maxBatchesInFlight, maxTransactionalBatchesInFlight: 1,
-        outcomesTopic: environment.outcomesTopic, logger: logger)
-    let services = ServiceGroup(
-        configuration: .init(
-            services: [producer, consumer, transactionalConsumer, credentials, worker], logger: logger))
+    var settings = configuration.sender
+    settings.groupID = environment.group
+    settings.transactionalGroupID = "\(environment.group).transactional"
+    settings.jobsTopic = environment.jobsTopic
+    settings.transactionalJobsTopic = environment.transactionalJobsTopic
+    settings.outcomesTopic = environment.outcomesTopic
+    settings.maxAttempts = 5
+    settings.retryBackoff = Backoff(initial: .milliseconds(5), maximum: .milliseconds(50))
+    settings.maxBatchesInFlight = maxBatchesInFlight
+    settings.maxTransactionalBatchesInFlight = 1
+    settings.metricsPort = 0
+    let sender = try SenderService(
+        settings: settings, configuration: configuration, database: environment.database, cipher: environment.cipher,
+        endpoints: endpoints, logger: logger, clientID: "test-sender")
+    let worker = sender.worker
+    let services = ServiceGroup(configuration: .init(services: [sender], logger: logger))
     return (worker, services)
 }
