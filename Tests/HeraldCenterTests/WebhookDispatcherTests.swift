@@ -128,6 +128,28 @@ struct WebhookDispatcherTests {
             cipher: cipher, metrics: metrics, resolver: resolver, logger: env.logger)
     }
 
+    @Test(
+        "retries wait Herald's back-off: between half and all of 30 s doubling to an hour, and stop at the window's end"
+    )
+    func retryTimes() throws {
+        var settings = WebhookDispatcher.Settings()
+        settings.retryWindow = .seconds(24 * 3600)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        func wait(_ attempts: Int, unit: Double, now: Date = start) -> Double? {
+            WebhookDispatcher.retryTime(
+                afterAttempts: attempts, windowStart: start, settings: settings, now: now, unit: unit
+            ).map { $0.timeIntervalSince(now) }
+        }
+        #expect(wait(1, unit: 0) == 15 && wait(1, unit: 0.999_999)! > 29.99)
+        #expect(wait(2, unit: 0) == 30 && wait(3, unit: 0) == 60)
+        // The ceiling stops at an hour however many attempts were made.
+        #expect(wait(8, unit: 0) == 1800 && wait(30, unit: 0) == 1800)
+        // A retry that would fall past the window is none: the delivery is dead.
+        let late = start.addingTimeInterval(24 * 3600 - 10)
+        #expect(wait(1, unit: 0, now: late) == nil)
+        #expect(wait(1, unit: 0, now: start.addingTimeInterval(24 * 3600 - 20)) != nil)
+    }
+
     /// The events written so far, oldest first: type, data (as JSON) and the endpoints they are for.
     func events(_ env: CenterEnvironment) async throws -> [(type: String, data: [String: Any], endpoints: Set<UUID>)] {
         let rows = try await env.database.query(

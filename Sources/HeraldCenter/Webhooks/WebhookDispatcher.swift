@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldTiming
 import Logging
 import NIOCore
 import NIOPosix
@@ -26,7 +27,8 @@ public final class WebhookDispatcher: Service, Sendable {
         public var requestTimeout: Duration = .seconds(10)
         /// How long after its event a delivery is tried before it is dead.
         public var retryWindow: Duration = .seconds(24 * 3600)
-        /// The first retry's delay; each next one doubles, up to `maximumRetryDelay`.
+        /// The first retry's delay (its ceiling: Herald's ``Backoff`` waits between half and all
+        /// of it); each next one doubles, up to `maximumRetryDelay`.
         public var firstRetryDelay: Duration = .seconds(30)
         public var maximumRetryDelay: Duration = .seconds(3600)
         /// Whether requests may go to addresses that are not public (loopback, private ranges,
@@ -49,6 +51,8 @@ public final class WebhookDispatcher: Service, Sendable {
     private let resolver: WebhookAddressCheck.Resolver
     private let logger: Logger
     private let metrics: CenterMetrics
+    private let clock: @Sendable () -> Date
+    private let random: @Sendable () -> Double
     /// Each app's requests in flight in this center, for the claim's per-app bound.
     private let appInFlight = Mutex<[UUID: Int]>([:])
 
@@ -61,11 +65,18 @@ public final class WebhookDispatcher: Service, Sendable {
             resolver: WebhookAddressCheck.systemResolver, logger: logger)
     }
 
-    /// - Parameter resolver: how hosts are resolved (tests name hosts no DNS knows).
+    /// - Parameters:
+    ///   - resolver: how hosts are resolved (tests name hosts no DNS knows).
+    ///   - clock: the wall clock retries are timed by.
+    ///   - random: a number in 0..<1 for each retry's jitter.
     init(
         settings: Settings, center: String, webhooks: WebhookRepository, cipher: CredentialCipher?,
-        metrics: CenterMetrics, resolver: @escaping WebhookAddressCheck.Resolver, logger: Logger
+        metrics: CenterMetrics, resolver: @escaping WebhookAddressCheck.Resolver, logger: Logger,
+        clock: @escaping @Sendable () -> Date = Date.init,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
+        self.clock = clock
+        self.random = random
         self.settings = settings
         self.metrics = metrics
         self.center = center
@@ -222,7 +233,7 @@ public final class WebhookDispatcher: Service, Sendable {
             request.headers.add(
                 name: WebhookSignature.headerName,
                 value: WebhookSignature.header(
-                    body: body, timestamp: Int64(Date().timeIntervalSince1970), secrets: secrets))
+                    body: body, timestamp: Int64(clock().timeIntervalSince1970), secrets: secrets))
             request.body = .bytes(ByteBuffer(bytes: body))
             let response = try await client.execute(
                 request, timeout: .milliseconds(Int64(settings.requestTimeout.wholeMilliseconds)))
@@ -237,14 +248,20 @@ public final class WebhookDispatcher: Service, Sendable {
 
     /// When to try again after `delivery.attempts + 1` attempts, or nil once past the window.
     func retryTime(_ delivery: WebhookDelivery) -> Date? {
-        let doubling = min(Double(delivery.attempts), 20)
-        let delay =
-            min(
-                Double(settings.firstRetryDelay.wholeMilliseconds) * pow(2, doubling),
-                Double(settings.maximumRetryDelay.wholeMilliseconds)) / 1000 * Double.random(in: 0.8...1.2)
-        let at = Date().addingTimeInterval(delay)
-        let deadline = delivery.retryWindowStart.addingTimeInterval(
-            Double(settings.retryWindow.wholeMilliseconds) / 1000)
+        Self.retryTime(
+            afterAttempts: delivery.attempts + 1, windowStart: delivery.retryWindowStart, settings: settings,
+            now: clock(), unit: random())
+    }
+
+    /// When to try again after `attempts` failed attempts, or nil once that is past the retry
+    /// window opened at `windowStart`: Herald's ``Backoff`` from `firstRetryDelay` doubling to
+    /// `maximumRetryDelay`, its equal jitter drawn from `unit` (0..<1).
+    static func retryTime(afterAttempts attempts: Int, windowStart: Date, settings: Settings, now: Date, unit: Double)
+        -> Date?
+    {
+        let backoff = Backoff(initial: settings.firstRetryDelay, maximum: settings.maximumRetryDelay)
+        let at = now.addingTimeInterval(backoff.delay(afterFailures: attempts, unit: unit).fractionalSeconds)
+        let deadline = windowStart.addingTimeInterval(settings.retryWindow.fractionalSeconds)
         return at > deadline ? nil : at
     }
 

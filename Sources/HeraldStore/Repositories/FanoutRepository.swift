@@ -629,6 +629,11 @@ public struct FanoutRepository: Sendable {
         guard !dead.isEmpty else { return [:] }
         var pushOfDevice: [Int64: UUID] = [:]
         for entry in dead { pushOfDevice[entry.failure.deviceID] = entry.pushID }
+        // `invalidated` is an UPDATE, so PostgreSQL runs it whether or not anything reads it;
+        // `events` is a SELECT whose work is a side effect (herald_webhook_event inserts the
+        // event and its deliveries), and a SELECT in WITH runs only as far as something reads
+        // it. The final WHERE reads all of it — `count(*) >= 0` is always true — so every event
+        // is written before the invalidated ids are returned, in this one statement.
         let rows = try await connection.run(
             """
             WITH invalidated AS (
