@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNs
+import HeraldAPNsVocabulary
 import HeraldCore
 import PostgresNIO
 import Testing

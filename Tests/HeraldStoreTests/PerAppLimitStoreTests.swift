@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNsVocabulary
 import HeraldCore
 import Logging
 import PostgresNIO

@@ -52,7 +52,7 @@ struct PushComposer {
 
         // The payload: a notification, or a raw aps dictionary (written as given).
         var payload: APNsPayload?
-        var rawPayload: APNsJSON?
+        var rawPayload: JSONValue?
         let isSilent: Bool
         switch (request.notification, request.aps) {
         case (let notification?, nil):
@@ -65,7 +65,7 @@ struct PushComposer {
                 && notification.criticalSound == nil && notification.badge == nil
         case (nil, let aps?):
             var root = try custom(request.data, field: "data")
-            root["aps"] = APNsJSON(container: aps)
+            root["aps"] = JSONValue(container: aps)
             rawPayload = .object(root)
             isSilent = false
         case (.some, .some):
@@ -347,13 +347,13 @@ struct PushComposer {
         return payload
     }
 
-    private func custom(_ data: OpenAPIObjectContainer?, field: String) throws(APIError) -> [String: APNsJSON] {
+    private func custom(_ data: OpenAPIObjectContainer?, field: String) throws(APIError) -> [String: JSONValue] {
         guard let data else { return [:] }
         guard data.value["aps"] == nil else {
             throw .invalid(field, "custom data cannot use the key \"aps\", which is Apple's")
         }
-        var custom: [String: APNsJSON] = [:]
-        for (key, value) in data.value { custom[key] = APNsJSON(any: value) }
+        var custom: [String: JSONValue] = [:]
+        for (key, value) in data.value { custom[key] = JSONValue(any: value) }
         return custom
     }
 
@@ -442,10 +442,10 @@ struct PushComposer {
     }
 }
 
-extension APNsJSON {
+extension JSONValue {
     /// A JSON value the Open API decoded as a free-form object.
     init(container: OpenAPIObjectContainer) {
-        self = APNsJSON(any: container.value)
+        self = JSONValue(any: container.value)
     }
 
     init(any value: (any Sendable)?) {
@@ -457,11 +457,11 @@ extension APNsJSON {
         case let number as Double:
             self = number == number.rounded() && abs(number) < 1e15 ? .integer(Int(number)) : .number(number)
         case let text as String: self = .string(text)
-        case let array as [(any Sendable)?]: self = .array(array.map { APNsJSON(any: $0) })
-        case let object as [String: (any Sendable)?]: self = .object(object.mapValues { APNsJSON(any: $0) })
-        case let container as OpenAPIObjectContainer: self = APNsJSON(any: container.value)
-        case let container as OpenAPIValueContainer: self = APNsJSON(any: container.value)
-        case let container as OpenAPIArrayContainer: self = .array(container.value.map { APNsJSON(any: $0) })
+        case let array as [(any Sendable)?]: self = .array(array.map { JSONValue(any: $0) })
+        case let object as [String: (any Sendable)?]: self = .object(object.mapValues { JSONValue(any: $0) })
+        case let container as OpenAPIObjectContainer: self = JSONValue(any: container.value)
+        case let container as OpenAPIValueContainer: self = JSONValue(any: container.value)
+        case let container as OpenAPIArrayContainer: self = .array(container.value.map { JSONValue(any: $0) })
         default: self = .string(String(describing: value!))
         }
     }

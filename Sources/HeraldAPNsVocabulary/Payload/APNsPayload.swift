@@ -59,7 +59,7 @@ public struct APNsPayload: Sendable, Hashable {
         public enum Event: String, Sendable, Hashable { case start, update, end }
         public var event: Event
         /// `content-state`: the activity's dynamic content, as the app's `ContentState` decodes it.
-        public var contentState: APNsJSON
+        public var contentState: JSONValue
         /// `timestamp`, seconds since 1970.
         public var timestamp: Int
         /// `stale-date`, seconds since 1970.
@@ -68,11 +68,11 @@ public struct APNsPayload: Sendable, Hashable {
         public var dismissalDate: Int?
         /// `attributes-type` and `attributes`, for `start`.
         public var attributesType: String?
-        public var attributes: APNsJSON?
+        public var attributes: JSONValue?
 
         public init(
-            event: Event, contentState: APNsJSON, timestamp: Int, staleDate: Int? = nil, dismissalDate: Int? = nil,
-            attributesType: String? = nil, attributes: APNsJSON? = nil
+            event: Event, contentState: JSONValue, timestamp: Int, staleDate: Int? = nil, dismissalDate: Int? = nil,
+            attributesType: String? = nil, attributes: JSONValue? = nil
         ) {
             self.event = event
             self.contentState = contentState
@@ -100,7 +100,7 @@ public struct APNsPayload: Sendable, Hashable {
     public var filterCriteria: String?
     public var liveActivity: LiveActivity?
     /// Top-level keys beside `aps` (the app's own data). A key named `aps` is ignored.
-    public var custom: [String: APNsJSON] = [:]
+    public var custom: [String: JSONValue] = [:]
 
     public init(alert: Alert? = nil, badge: Int? = nil, sound: Sound? = nil) {
         self.alert = alert
@@ -133,7 +133,7 @@ public struct APNsPayload: Sendable, Hashable {
             switch sound {
             case .named(let name)?: aps.field("sound", name)
             case .critical(let name, let volume)?:
-                aps.field("sound", APNsJSON.object(["critical": 1, "name": .string(name), "volume": .number(volume)]))
+                aps.field("sound", JSONValue.object(["critical": 1, "name": .string(name), "volume": .number(volume)]))
             case nil: break
             }
             aps.field("thread-id", threadID)
@@ -142,7 +142,7 @@ public struct APNsPayload: Sendable, Hashable {
             if mutableContent { aps.field("mutable-content", 1) }
             aps.field("target-content-id", targetContentID)
             aps.field("interruption-level", interruptionLevel?.rawValue)
-            if let relevanceScore { aps.field("relevance-score", APNsJSON.number(relevanceScore)) }
+            if let relevanceScore { aps.field("relevance-score", JSONValue.number(relevanceScore)) }
             aps.field("filter-criteria", filterCriteria)
             if let liveActivity {
                 aps.field("event", liveActivity.event.rawValue)

@@ -1,7 +1,12 @@
-/// A JSON value for custom payload keys and Live Activity content state, written by Herald's
-/// own small encoder (no Foundation on the hot path; keys in sorted order, so equal payloads
-/// are equal bytes).
-public indirect enum APNsJSON: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+import Foundation
+
+/// Any JSON value, the one type Herald has for it: custom payload keys and Live Activity content
+/// state (written by Herald's own small encoder, ``write(to:)``: no Foundation on the hot path,
+/// keys in sorted order, so equal payloads are equal bytes), and device attributes and audience
+/// filters (decoded with their exact type: a boolean never reads as a number). A number without
+/// a fraction that fits an `Int` is `integer`, any other `number`; the two are equal when their
+/// values are (`5` and `5.0`).
+public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByFloatLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {
     case string(String)
@@ -9,16 +14,71 @@ public indirect enum APNsJSON: Sendable, Hashable, ExpressibleByStringLiteral, E
     case number(Double)
     case bool(Bool)
     case null
-    case array([APNsJSON])
-    case object([String: APNsJSON])
+    case array([JSONValue])
+    case object([String: JSONValue])
 
     public init(stringLiteral value: String) { self = .string(value) }
     public init(integerLiteral value: Int) { self = .integer(value) }
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     public init(floatLiteral value: Double) { self = .number(value) }
-    public init(arrayLiteral elements: APNsJSON...) { self = .array(elements) }
-    public init(dictionaryLiteral elements: (String, APNsJSON)...) {
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+
+    /// The value of `integer` or `number`, as a `Double`; nil for anything else.
+    public var numberValue: Double? {
+        switch self {
+        case .integer(let value): Double(value)
+        case .number(let value): value
+        default: nil
+        }
+    }
+
+    public static func == (left: JSONValue, right: JSONValue) -> Bool {
+        switch (left, right) {
+        case (.string(let a), .string(let b)): a == b
+        case (.integer(let a), .integer(let b)): a == b
+        case (.integer, .number), (.number, .integer), (.number, .number): left.numberValue == right.numberValue
+        case (.bool(let a), .bool(let b)): a == b
+        case (.null, .null): true
+        case (.array(let a), .array(let b)): a == b
+        case (.object(let a), .object(let b)): a == b
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .string(let text):
+            hasher.combine(0)
+            hasher.combine(text)
+        case .integer, .number:
+            hasher.combine(1)
+            hasher.combine(numberValue)
+        case .bool(let flag):
+            hasher.combine(2)
+            hasher.combine(flag)
+        case .null: hasher.combine(3)
+        case .array(let values):
+            hasher.combine(4)
+            hasher.combine(values)
+        case .object(let members):
+            hasher.combine(5)
+            hasher.combine(members)
+        }
+    }
+
+    /// Reads JSON text.
+    public init(jsonText: String) throws {
+        self = try JSONDecoder().decode(JSONValue.self, from: Data(jsonText.utf8))
+    }
+
+    /// As JSON text, keys sorted (Foundation's encoder: for storing, not for payloads).
+    public var jsonText: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "null"
     }
 
     /// Appends this value's JSON text to `output`.
@@ -70,7 +130,7 @@ enum JSONWriter {
             output.append(UInt8(ascii: ":"))
         }
 
-        mutating func field(_ name: String, _ value: APNsJSON) {
+        mutating func field(_ name: String, _ value: JSONValue) {
             key(name)
             value.write(to: &output)
         }
@@ -130,6 +190,40 @@ enum JSONWriter {
                 ])
             default: output.append(byte)
             }
+        }
+    }
+}
+
+extension JSONValue: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let integer = try? container.decode(Int.self) {
+            self = .integer(integer)
+        } else if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else if let text = try? container.decode(String.self) {
+            self = .string(text)
+        } else if let values = try? container.decode([JSONValue].self) {
+            self = .array(values)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let flag): try container.encode(flag)
+        case .integer(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let text): try container.encode(text)
+        case .array(let values): try container.encode(values)
+        case .object(let members): try container.encode(members)
         }
     }
 }

@@ -30,7 +30,7 @@ public struct PayloadTemplate: Sendable {
 
     /// Compiles a default payload and payloads per locale.
     /// - Throws: ``TemplateSyntaxError`` from the first alert text that holds a broken placeholder.
-    public init(default base: APNsJSON, localized: [String: APNsJSON] = [:]) throws(TemplateSyntaxError) {
+    public init(default base: JSONValue, localized: [String: JSONValue] = [:]) throws(TemplateSyntaxError) {
         var names: [String] = []
         var variants: [[Segment]] = []
         var variantByLocale: [String: Int] = [:]
@@ -57,8 +57,8 @@ public struct PayloadTemplate: Sendable {
     }
 
     private struct Stored: Decodable {
-        var `default`: APNsJSON
-        var localized: [String: APNsJSON]?
+        var `default`: JSONValue
+        var localized: [String: JSONValue]?
     }
 
     /// What a push stores: `{"default": payload, "localized": {"de": payload, …}}`, the payloads
@@ -136,12 +136,12 @@ public struct PayloadTemplate: Sendable {
     /// Where in the payload a value is being written: only strings under `aps.alert` are templates.
     private enum Path { case root, aps, alert, other }
 
-    /// Writes a payload as segments (APNsJSON's layout: keys sorted).
+    /// Writes a payload as segments (JSONValue's layout: keys sorted).
     private struct Writer {
         var segments: [Segment] = []
         var pending: [UInt8] = []
 
-        mutating func write(_ value: APNsJSON, path: Path, names: inout [String]) throws(TemplateSyntaxError) {
+        mutating func write(_ value: JSONValue, path: Path, names: inout [String]) throws(TemplateSyntaxError) {
             switch value {
             case .string(let text) where path == .alert && TemplateText.mayHold(text):
                 let template = try TemplateText(parsing: text)
@@ -200,27 +200,6 @@ public struct PayloadTemplate: Sendable {
         mutating func finish() -> [Segment] {
             flush()
             return segments
-        }
-    }
-}
-
-extension APNsJSON: Decodable {
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let flag = try? container.decode(Bool.self) {
-            self = .bool(flag)
-        } else if let integer = try? container.decode(Int.self) {
-            self = .integer(integer)
-        } else if let number = try? container.decode(Double.self) {
-            self = .number(number)
-        } else if let text = try? container.decode(String.self) {
-            self = .string(text)
-        } else if let values = try? container.decode([APNsJSON].self) {
-            self = .array(values)
-        } else {
-            self = .object(try container.decode([String: APNsJSON].self))
         }
     }
 }

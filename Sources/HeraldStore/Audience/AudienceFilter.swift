@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNsVocabulary
 
 /// A condition over what devices say about themselves (docs/segments.md): attributes compared,
 /// combined with `and`, `or` and `not`.
@@ -195,6 +196,7 @@ extension AudienceFilter {
         case nil, .null?: return nil
         case .bool(let flag)?: return .bool(flag)
         case .number(let number)?: return .number(number)
+        case .integer(let number)?: return .number(Double(number))
         case .string(let text)?:
             guard text.utf8.count <= 256 else {
                 throw AudienceFilterError(path: path, message: "a string value is at most 256 bytes")
@@ -208,7 +210,7 @@ extension AudienceFilter {
                 if case .string(let text) = $0, text.utf8.count <= 256 { text } else { nil }
             }
             if strings.count == list.count, !list.isEmpty { return .strings(strings) }
-            let numbers = list.compactMap { if case .number(let number) = $0 { number } else { nil } }
+            let numbers = list.compactMap(\.numberValue)
             if numbers.count == list.count, !list.isEmpty { return .numbers(numbers) }
             throw AudienceFilterError(
                 path: path, message: "a list holds 1 to \(maximumListSize) strings (each at most 256 bytes), or numbers"

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNsVocabulary
 
 /// The SQL of an ``AudienceFilter``: one condition over `devices d` that is never NULL (a device
 /// without the attribute fails a comparison, and passes `ne`, `not_in` and `not_exists`), so `not`

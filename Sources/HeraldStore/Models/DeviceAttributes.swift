@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNsVocabulary
 
 /// A device's custom attributes (docs/segments.md): names of lower-case letters, digits and `_`
 /// (starting with a letter, at most 64), values a string, a number, a boolean, or a time given as an
@@ -41,7 +42,7 @@ public enum DeviceAttributes {
             }
             switch value {
             case .null: removed.append(name)
-            case .bool, .number: set[name] = value
+            case .bool, .integer, .number: set[name] = value
             case .string(let text):
                 guard text.utf8.count <= maximumValueBytes else {
                     throw Invalid(name: name, message: "a string is at most \(maximumValueBytes) bytes")
