@@ -26,6 +26,14 @@ struct JSONValueTests {
         #expect(Set<JSONValue>([.integer(5), .number(5.0)]).count == 1)
         #expect(JSONValue.integer(1) != .bool(true) && JSONValue.string("5") != .integer(5))
         #expect(JSONValue.integer(5) != .number(5.5))
+        // Exactly the same number, not the nearest double: equality stays transitive.
+        let big = 1 << 53
+        #expect(JSONValue.integer(big + 1) != .number(Double(big)))
+        #expect(JSONValue.integer(big) == .number(Double(big)))
+        #expect(Set<JSONValue>([.integer(big), .integer(big + 1), .number(Double(big))]).count == 2)
+        // A NaN made in Swift (JSON has none) is equal to itself.
+        #expect(JSONValue.number(.nan) == .number(.nan))
+        #expect(Set<JSONValue>([.number(.nan), .number(.nan), .number(-0.0), .integer(0)]).count == 2)
     }
 
     @Test("the payload writer and the stored text say the same thing, keys sorted")

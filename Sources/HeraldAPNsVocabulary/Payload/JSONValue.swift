@@ -2,10 +2,11 @@ import Foundation
 
 /// Any JSON value, the one type Herald has for it: custom payload keys and Live Activity content
 /// state (written by Herald's own small encoder, ``write(to:)``: no Foundation on the hot path,
-/// keys in sorted order, so equal payloads are equal bytes), and device attributes and audience
-/// filters (decoded with their exact type: a boolean never reads as a number). A number without
-/// a fraction that fits an `Int` is `integer`, any other `number`; the two are equal when their
-/// values are (`5` and `5.0`).
+/// keys in sorted order, so one value is always the same bytes), and device attributes and
+/// audience filters (decoded with their exact type: a boolean never reads as a number). A number
+/// without a fraction that fits an `Int` decodes as `integer`, any other as `number`; the two are
+/// equal when they are exactly the same number (`5` and `5.0`, never `2⁵³ + 1` and `2⁵³`), and a
+/// NaN is equal to itself, so `==` is an equivalence and `Set` and `Dictionary` can rely on it.
 public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByFloatLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {
@@ -39,7 +40,8 @@ public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, 
         switch (left, right) {
         case (.string(let a), .string(let b)): a == b
         case (.integer(let a), .integer(let b)): a == b
-        case (.integer, .number), (.number, .integer), (.number, .number): left.numberValue == right.numberValue
+        case (.integer(let a), .number(let b)), (.number(let b), .integer(let a)): Int(exactly: b) == a
+        case (.number(let a), .number(let b)): a == b || (a.isNaN && b.isNaN)
         case (.bool(let a), .bool(let b)): a == b
         case (.null, .null): true
         case (.array(let a), .array(let b)): a == b
@@ -53,9 +55,20 @@ public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, 
         case .string(let text):
             hasher.combine(0)
             hasher.combine(text)
-        case .integer, .number:
+        // An integral number hashes as the integer it equals; any other by its value.
+        case .integer(let value):
             hasher.combine(1)
-            hasher.combine(numberValue)
+            hasher.combine(value)
+        case .number(let value):
+            if let integral = Int(exactly: value) {
+                hasher.combine(1)
+                hasher.combine(integral)
+            } else if value.isNaN {
+                hasher.combine(6)
+            } else {
+                hasher.combine(7)
+                hasher.combine(value)
+            }
         case .bool(let flag):
             hasher.combine(2)
             hasher.combine(flag)

@@ -88,7 +88,7 @@ public struct BatchOutcome: Sendable {
         public var attempts: Int
 
         /// Whether this failure proves the device's token dead for its topic and environment:
-        /// a rejection whose reason ``APNsReason/invalidatesToken`` (the one rule, in HeraldAPNs).
+        /// a rejection whose reason ``APNsReason/invalidatesToken`` (the one rule, in HeraldAPNsVocabulary).
         public var invalidatesToken: Bool { status == .rejected && APNsReason(reason).invalidatesToken }
 
         /// Herald's own reasons for a batch the sender could not send: the app has no credential
