@@ -142,7 +142,7 @@ public struct AuditRepository: Sendable {
     /// owner sets; 400 days unless lowered, never under 30), whatever `age` asks for.
     @discardableResult
     public func deleteOlder(than age: Duration, batch: Int = 5000) async throws -> Int {
-        let seconds = Double(max(age, .seconds(30 * 86_400)).components.seconds)
+        let seconds = Double(age.components.seconds)  // the function keeps the floor and 30 days itself
         var deleted = 0
         while true {
             // As the log's owner, within the owner's floor: the runtime role may not delete from it
