@@ -8,7 +8,9 @@ import PackageDescription
 /// `HeraldTiming` holds `Backoff` and Duration helpers; `HeraldCore` configuration, key hashing
 /// and credential sealing (no Kafka); `HeraldRecords` the Kafka record formats;
 /// `HeraldMessaging` Herald's use of Kafka (settings into client configurations, dead letters);
-/// `HeraldAPNs` the APNs vocabulary and client; `HeraldStore` the PostgreSQL store;
+/// `HeraldAPNsVocabulary` the words of APNs (no NIO), `HeraldAPNs` the APNs client;
+/// `HeraldDomain` what Herald knows without a database (models, audiences, policy, recurrence,
+/// waves), `HeraldStore` the PostgreSQL store;
 /// `HeraldMetrics` Prometheus text and the metrics endpoint; `HeraldAPI`, `HeraldCenter` and
 /// `HeraldSender` the three services, `APNsSimulator` apns-sim. Executables are thin: they read
 /// configuration and start a `ServiceGroup`.
@@ -112,10 +114,17 @@ let package = Package(
             name: "HeraldPostgresCopy",
             dependencies: ["CLibPQ"]
         ),
+        // What Herald knows without a database: audiences and their filters, recurrence, waves and
+        // local time, delivery policy, and the models the store reads and writes.
+        .target(
+            name: "HeraldDomain",
+            dependencies: ["HeraldAPNsVocabulary", "HeraldRecords"]
+        ),
         .target(
             name: "HeraldStore",
             dependencies: [
-                "HeraldAPNsVocabulary", "HeraldCore", "HeraldMetrics", "HeraldPostgresCopy", "HeraldRecords",
+                "HeraldAPNsVocabulary", "HeraldCore", "HeraldDomain", "HeraldMetrics", "HeraldPostgresCopy",
+                "HeraldRecords",
                 "HeraldTiming",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -174,7 +183,8 @@ let package = Package(
         .target(
             name: "HeraldCenter",
             dependencies: [
-                "HeraldAPNsVocabulary", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldStore",
+                "HeraldAPNsVocabulary", "HeraldRecords", "HeraldKafka", "HeraldMessaging", "HeraldDomain",
+                "HeraldStore",
                 "HeraldCore", "HeraldMetrics", "HeraldTiming",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -197,7 +207,7 @@ let package = Package(
         .target(
             name: "HeraldConsole",
             dependencies: [
-                "HeraldAPIContract", "HeraldCore", "HeraldStore",
+                "HeraldAPIContract", "HeraldCore", "HeraldDomain", "HeraldStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
@@ -209,7 +219,8 @@ let package = Package(
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldAPIContract", "HeraldConsole", "HeraldAPNsVocabulary", "HeraldRecords", "HeraldStore",
+                "HeraldAPIContract", "HeraldConsole", "HeraldAPNsVocabulary", "HeraldRecords", "HeraldDomain",
+                "HeraldStore",
                 "HeraldCore",
                 "HeraldMetrics", "HeraldTiming",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -232,7 +243,7 @@ let package = Package(
             name: "HeraldSender",
             dependencies: [
                 "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldHTTP2", "HeraldRecords", "HeraldKafka", "HeraldMessaging",
-                "HeraldStore",
+                "HeraldDomain", "HeraldStore",
                 "HeraldCore", "HeraldMetrics", "HeraldTiming",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -264,7 +275,7 @@ let package = Package(
             name: "HeraldCLI",
             dependencies: [
                 "HeraldAPIContract", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldTiming", "HeraldRecords",
-                "HeraldStore", "HeraldAPNs", "HeraldAPNsVocabulary",
+                "HeraldDomain", "HeraldStore", "HeraldAPNs", "HeraldAPNsVocabulary",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
@@ -361,7 +372,7 @@ let package = Package(
             name: "sender-throughput",
             dependencies: [
                 "APNsSimulator", "HeraldAPNs", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldRecords",
-                "HeraldStore",
+                "HeraldDomain", "HeraldStore",
                 "BenchmarkSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -373,7 +384,7 @@ let package = Package(
         .executableTarget(
             name: "fanout-throughput",
             dependencies: [
-                "HeraldAPNsVocabulary", "HeraldCore", "HeraldRecords", "HeraldStore",
+                "HeraldAPNsVocabulary", "HeraldCore", "HeraldRecords", "HeraldDomain", "HeraldStore",
                 "BenchmarkSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -424,7 +435,7 @@ let package = Package(
         .target(
             name: "StoreTestSupport",
             dependencies: [
-                "HeraldAPNsVocabulary", "HeraldStore",
+                "HeraldAPNsVocabulary", "HeraldDomain", "HeraldStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
@@ -433,7 +444,7 @@ let package = Package(
         .testTarget(
             name: "HeraldStoreTests",
             dependencies: [
-                "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldPostgresCopy",
+                "HeraldDomain", "HeraldStore", "HeraldCore", "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldPostgresCopy",
                 "StoreTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -448,6 +459,7 @@ let package = Package(
             ],
             path: "Tests/APNsTestSupport"
         ),
+        .testTarget(name: "HeraldDomainTests", dependencies: ["HeraldDomain"]),
         .testTarget(
             name: "HeraldAPNsVocabularyTests",
             dependencies: ["HeraldAPNsVocabulary"]
@@ -466,7 +478,8 @@ let package = Package(
         .testTarget(
             name: "HeraldSenderTests",
             dependencies: [
-                "HeraldSender", "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldRecords", "APNsSimulator", "HeraldStore",
+                "HeraldSender", "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldRecords", "APNsSimulator", "HeraldDomain",
+                "HeraldStore",
                 "HeraldCore",
                 "HeraldKafka",
                 "HeraldMessaging", "HeraldTiming", "HeraldHTTP2", "APNsTestSupport",
@@ -480,7 +493,8 @@ let package = Package(
         .testTarget(
             name: "HeraldCenterTests",
             dependencies: [
-                "HeraldCenter", "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldRecords", "HeraldStore", "HeraldCore",
+                "HeraldCenter", "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldRecords", "HeraldDomain", "HeraldStore",
+                "HeraldCore",
                 "HeraldKafka",
                 "HeraldMessaging",
                 "StoreTestSupport",
@@ -494,7 +508,8 @@ let package = Package(
         .testTarget(
             name: "HeraldAPITests",
             dependencies: [
-                "HeraldAPI", "HeraldAPIContract", "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldRecords", "HeraldStore",
+                "HeraldAPI", "HeraldAPIContract", "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldRecords", "HeraldDomain",
+                "HeraldStore",
                 "HeraldCore",
                 "StoreTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -21,6 +21,10 @@ RULES = [
     for module in ("HeraldStore", "HeraldAPI", "HeraldConsole", "HeraldCenter", "HeraldAPNsVocabulary")
 ] + [
     ("HeraldCore", "HeraldRecords", "configuration does not know Kafka's record formats"),
+] + [
+    ("HeraldDomain", forbidden, "the domain is what Herald knows without a database or a network")
+    for forbidden in ("PostgresNIO", "CLibPQ", "NIOCore", "CNGHTTP2", "CRdKafka")
+] + [
     ("HeraldMetrics", "HeraldCore", "the operations server and metrics stand below configuration"),
 ]
 

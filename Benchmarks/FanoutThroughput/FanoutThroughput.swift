@@ -15,6 +15,7 @@ import BenchmarkSupport
 import Foundation
 import HeraldAPNsVocabulary
 import HeraldCore
+import HeraldDomain
 import HeraldRecords
 import HeraldStore
 import Logging

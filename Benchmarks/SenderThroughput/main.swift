@@ -14,6 +14,7 @@ import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldCore
+import HeraldDomain
 import HeraldKafka
 import HeraldMessaging
 import HeraldRecords

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDomain
 import HeraldMetrics
 import HeraldStore
 import Synchronization

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldAPIContract
+import HeraldDomain
 import HeraldStore
 
 /// What the console needs of herald-api: who a key is, and the Open API's own operations, run

@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNs
 import HeraldAPNsVocabulary
 import HeraldCore
+import HeraldDomain
 import HeraldMetrics
 import HeraldRecords
 import HeraldStore

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNs
 import HeraldAPNsVocabulary
+import HeraldDomain
 import HeraldRecords
 import HeraldStore
 import HeraldTiming

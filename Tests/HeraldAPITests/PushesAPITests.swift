@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldDomain
 import HeraldRecords
 import HeraldStore
 import NIOCore

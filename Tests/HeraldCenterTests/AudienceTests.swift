@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNs
+import HeraldDomain
 import HeraldStore
 import StoreTestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldDomain
 import HeraldStore
 import Hummingbird
 import Logging

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HeraldAPNsVocabulary
 import HeraldCore
+import HeraldDomain
 import HeraldMessaging
 import HeraldRecords
 import HeraldSender

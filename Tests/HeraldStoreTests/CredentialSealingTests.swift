@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldAPNs
 import HeraldCore
+import HeraldDomain
 import HeraldStore
 import Logging
 import PostgresNIO

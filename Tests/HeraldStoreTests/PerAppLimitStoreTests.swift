@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNsVocabulary
 import HeraldCore
+import HeraldDomain
 import Logging
 import PostgresNIO
 import StoreTestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNs
 import HeraldCore
+import HeraldDomain
 import HeraldStore
 import PostgresNIO
 import StoreTestSupport

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDomain
 import HeraldStore
 import PostgresNIO
 import Testing

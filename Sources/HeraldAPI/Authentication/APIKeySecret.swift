@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldDomain
 import HeraldStore
 
 /// API keys: `hs_` (server), `hc_` (client) or `ha_` (an app's admin key) and 32 random bytes in

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDomain
 import HeraldStore
 
 /// Who is calling: the global admin (the configured token) or an app, through one of its keys.

@@ -4,6 +4,7 @@ import HeraldAPIContract
 import HeraldAPNsVocabulary
 import HeraldConsole
 import HeraldCore
+import HeraldDomain
 import HeraldStore
 import Logging
 

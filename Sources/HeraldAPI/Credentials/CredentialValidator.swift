@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldAPIContract
+import HeraldDomain
 import HeraldStore
 import NIOSSL
 import X509

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPIContract
+import HeraldDomain
 import HeraldStore
 
 /// Reads a bulk import line by line: NDJSON (one registration object a line) or CSV (a header

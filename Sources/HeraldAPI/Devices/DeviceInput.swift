@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPIContract
 import HeraldAPNsVocabulary
+import HeraldDomain
 import HeraldStore
 
 /// The checks every device registration passes, from the API or an import line.

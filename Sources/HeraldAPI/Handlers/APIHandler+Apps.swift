@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldAPIContract
 import HeraldCore
+import HeraldDomain
 import HeraldStore
 
 // Apps, their keys and their APNs credentials: the admin's side of the API.

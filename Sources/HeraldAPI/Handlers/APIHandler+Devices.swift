@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldAPIContract
 import HeraldCore
+import HeraldDomain
 import HeraldStore
 import HeraldTiming
 import OpenAPIRuntime

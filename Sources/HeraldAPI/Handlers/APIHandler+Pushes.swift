@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPIContract
 import HeraldAPNsVocabulary
+import HeraldDomain
 import HeraldRecords
 import HeraldStore
 import OpenAPIRuntime

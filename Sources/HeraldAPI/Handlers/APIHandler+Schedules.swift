@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPIContract
+import HeraldDomain
 import HeraldStore
 
 /// Recurring schedules (docs/schedules.md): a push request and an RRULE in a named time zone;

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPIContract
+import HeraldDomain
 import HeraldStore
 
 /// Saved segments (docs/segments.md): named filters over the app's devices, for a server key.

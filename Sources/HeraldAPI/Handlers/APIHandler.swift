@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPIContract
 import HeraldCore
+import HeraldDomain
 import HeraldStore
 import Logging
 import OpenAPIRuntime

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPIContract
 import HeraldAPNsVocabulary
+import HeraldDomain
 import HeraldStore
 
 // How Herald's stored things are shown through the Open API.
@@ -93,7 +94,7 @@ extension Components.Schemas.KeyScope {
 }
 
 extension Components.Schemas.AuditEvent {
-    init(_ event: HeraldStore.AuditEvent) {
+    init(_ event: HeraldDomain.AuditEvent) {
         let details =
             (try? JSONDecoder().decode([String: String].self, from: Data(event.detailsJSON.utf8))) ?? [:]
         let actor: Components.Schemas.AuditEvent.ActorPayload =

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPIContract
 import HeraldAPNsVocabulary
+import HeraldDomain
 import HeraldStore
 
 /// Personalized and localized notifications (docs/templates.md): placeholders in the alert's

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldDomain
 import HeraldKafka
 import HeraldMessaging
 import HeraldRecords

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDomain
 import HeraldStore
 
 /// An app's delivery policy applied to a campaign's fan-out pages (docs/delivery-policy.md):
@@ -100,9 +101,7 @@ struct DeliveryPolicyFilter: Sendable {
     /// IANA zone: the default zone).
     func isQuiet(zoneNamed name: String, at now: Date) -> Bool {
         guard let quiet = policy.quietHours else { return false }
-        let zone = name.isEmpty ? defaultTimeZone : TimeZone(identifier: name) ?? defaultTimeZone
-        let local = now.timeIntervalSince1970 + Double(zone.secondsFromGMT(for: now))
-        let minute = Int((local / 60).rounded(.down)) % 1440
-        return quiet.contains(minute: minute < 0 ? minute + 1440 : minute)
+        let zone = DeliveryPolicy.zone(ofDevice: name, fallback: defaultTimeZone)
+        return quiet.contains(minute: DeliveryPolicy.localMinute(at: now, in: zone))
     }
 }

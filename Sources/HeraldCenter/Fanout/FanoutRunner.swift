@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldDomain
 import HeraldKafka
 import HeraldStore
 import HeraldTiming

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNsVocabulary
+import HeraldDomain
 
 /// The SQL of an ``AudienceFilter``: one condition over `devices d` that is never NULL (a device
 /// without the attribute fails a comparison, and passes `ne`, `not_in` and `not_exists`), so `not`

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HeraldAPNsVocabulary
+import HeraldDomain
 import HeraldPostgresCopy
 import HeraldRecords
 import Synchronization

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNsVocabulary
 import HeraldCore
+import HeraldDomain
 
 /// How an APNs credential's secret is kept: sealed by `CredentialCipher`, with the credential's
 /// app, row id, environment and kind and the sealing master key's id as authenticated data, so

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDomain
 import Logging
 import PostgresNIO
 

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNsVocabulary
+import HeraldDomain
 import Logging
 import PostgresNIO
 

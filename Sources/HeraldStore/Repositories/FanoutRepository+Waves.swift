@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDomain
 import PostgresNIO
 
 /// A push sent in waves (docs/local-time.md): its plan, made once by the center that first claims

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDomain
 import HeraldTiming
 import Logging
 import PostgresNIO

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDomain
 import PostgresNIO
 
 /// What the Open API shows of a push: the push, its counters, and its fan-out progress.

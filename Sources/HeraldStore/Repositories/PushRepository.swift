@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldDomain
 import HeraldRecords
 import HeraldTiming
 import Logging

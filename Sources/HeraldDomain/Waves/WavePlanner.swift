@@ -58,8 +58,7 @@ public struct WavePlanner: Sendable {
     public func plan(groups: [(timeZone: String, devices: Int64)], start: Date) -> [PushWave] {
         var byMinute: [Int64: (zones: [String], devices: Int64)] = [:]
         for group in groups where group.devices > 0 {
-            let zone =
-                group.timeZone.isEmpty ? defaultTimeZone : TimeZone(identifier: group.timeZone) ?? defaultTimeZone
+            let zone = DeliveryPolicy.zone(ofDevice: group.timeZone, fallback: defaultTimeZone)
             let due = max(start, instant(in: zone, start: start))
             // Instants within the same minute share a wave (a zone 30 seconds off, or `start`).
             let minute = due <= start ? Int64.min : Int64((due.timeIntervalSince1970 / 60).rounded(.up))
@@ -110,10 +109,8 @@ public struct WavePlanner: Sendable {
 
     /// `at`, or — when it falls in the quiet hours of `calendar`'s zone — the end of them.
     func quietEnd(after at: Date, quiet: DeliveryPolicy.QuietHours, calendar: Calendar) -> Date {
-        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute], from: at)
-        let minute = (parts.hour ?? 0) * 60 + (parts.minute ?? 0)
-        guard quiet.contains(minute: minute) else { return at }
-        let day = DateComponents(year: parts.year, month: parts.month, day: parts.day)
+        guard quiet.contains(minute: DeliveryPolicy.localMinute(at: at, in: calendar.timeZone)) else { return at }
+        let day = calendar.dateComponents([.year, .month, .day], from: at)
         guard var end = Self.date(day, quiet.endMinute / 60, quiet.endMinute % 60, calendar: calendar) else {
             return at
         }

@@ -1,5 +1,5 @@
 import Foundation
-import HeraldStore
+import HeraldDomain
 import Testing
 
 /// Local-time delivery and held quiet hours planned without I/O (docs/local-time.md): an

@@ -75,6 +75,21 @@ public struct DeliveryPolicy: Sendable, Equatable, Codable {
         name.flatMap(TimeZone.init(identifier:)) ?? TimeZone(identifier: "UTC")!
     }
 
+    /// The zone of a device whose `time_zone` is `name`: that IANA zone, else (`""` for none, or a
+    /// name that is no IANA zone) `fallback`, the app's default. The one rule the wave planner and
+    /// the quiet-hours filter both use.
+    public static func zone(ofDevice name: String, fallback: TimeZone) -> TimeZone {
+        name.isEmpty ? fallback : TimeZone(identifier: name) ?? fallback
+    }
+
+    /// Minutes after local midnight (0..<1440) in `zone` at `instant`: the clock the quiet hours
+    /// are read on.
+    public static func localMinute(at instant: Date, in zone: TimeZone) -> Int {
+        let local = instant.timeIntervalSince1970 + Double(zone.secondsFromGMT(for: instant))
+        let minute = Int((local / 60).rounded(.down)) % 1440
+        return minute < 0 ? minute + 1440 : minute
+    }
+
     /// Whether it leaves anything out.
     public var isEmpty: Bool { quietHours == nil && frequencyCap == nil }
 

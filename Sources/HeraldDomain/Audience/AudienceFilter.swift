@@ -130,6 +130,11 @@ public indirect enum AudienceFilter: Sendable, Equatable {
 public struct AudienceFilterError: Error, Equatable, CustomStringConvertible {
     public var path: String
     public var message: String
+
+    public init(path: String, message: String) {
+        self.path = path
+        self.message = message
+    }
     public var description: String { "\(path): \(message)" }
 }
 

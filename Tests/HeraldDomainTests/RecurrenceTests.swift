@@ -1,5 +1,5 @@
 import Foundation
-import HeraldStore
+import HeraldDomain
 import Testing
 
 /// Schedules' recurrence rules (docs/schedules.md) without I/O: an RRULE subset read in a named

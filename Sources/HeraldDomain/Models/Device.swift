@@ -1,0 +1,101 @@
+import Foundation
+import HeraldAPNsVocabulary
+
+/// Whether a device is targeted.
+public enum DeviceStatus: String, Sendable, Codable {
+    case active
+    /// APNs said the token is dead; it is skipped until the device registers again.
+    case invalid
+}
+
+/// What an app's SDK sends to register (or refresh) a device.
+public struct DeviceRegistration: Sendable {
+    public var appID: UUID
+    public var token: [UInt8]
+    public var environment: APNsEnvironment
+    public var topic: String
+    public var alias: String?
+    public var tags: [String]
+    public var locale: String?
+    public var timeZone: String?
+    /// ISO 3166-1 alpha-2, upper case.
+    public var country: String?
+    public var appVersion: String?
+    public var osVersion: String?
+    /// Custom attributes to set (merged into the device's) and to remove, as
+    /// ``DeviceAttributes/normalized(_:)`` returns them.
+    public var attributes: (set: [String: JSONValue], removed: [String])
+
+    public init(
+        appID: UUID, token: [UInt8], environment: APNsEnvironment, topic: String, alias: String? = nil,
+        tags: [String] = [], locale: String? = nil, timeZone: String? = nil, country: String? = nil,
+        appVersion: String? = nil, osVersion: String? = nil,
+        attributes: (set: [String: JSONValue], removed: [String]) = ([:], [])
+    ) {
+        self.appID = appID
+        self.token = token
+        self.environment = environment
+        self.topic = topic
+        self.alias = alias
+        self.tags = tags
+        self.locale = locale
+        self.timeZone = timeZone
+        self.country = country
+        self.appVersion = appVersion
+        self.osVersion = osVersion
+        self.attributes = attributes
+    }
+}
+
+/// A registered device.
+public struct Device: Sendable, Equatable {
+    /// The registration id.
+    public var id: Int64
+    public var appID: UUID
+    public var token: [UInt8]
+    public var environment: APNsEnvironment
+    public var topic: String
+    public var alias: String?
+    public var tags: [String]
+    public var locale: String?
+    public var timeZone: String?
+    public var status: DeviceStatus
+    public var registeredAt: Date
+    public var updatedAt: Date
+    public var invalidatedAt: Date?
+    public var invalidReason: String?
+    public var country: String? = nil
+    public var appVersion: String? = nil
+    public var osVersion: String? = nil
+    /// The first registration (`registeredAt` is the last: the device's "last seen").
+    public var firstRegisteredAt: Date? = nil
+    public var attributes: [String: JSONValue] = [:]
+
+    public init(
+        id: Int64, appID: UUID, token: [UInt8], environment: APNsEnvironment, topic: String, alias: String? = nil,
+        tags: [String], locale: String? = nil, timeZone: String? = nil, status: DeviceStatus, registeredAt: Date,
+        updatedAt: Date, invalidatedAt: Date? = nil, invalidReason: String? = nil, country: String? = nil,
+        appVersion: String? = nil, osVersion: String? = nil, firstRegisteredAt: Date? = nil,
+        attributes: [String: JSONValue] = [:]
+    ) {
+        self.id = id
+        self.appID = appID
+        self.token = token
+        self.environment = environment
+        self.topic = topic
+        self.alias = alias
+        self.tags = tags
+        self.locale = locale
+        self.timeZone = timeZone
+        self.status = status
+        self.registeredAt = registeredAt
+        self.updatedAt = updatedAt
+        self.invalidatedAt = invalidatedAt
+        self.invalidReason = invalidReason
+        self.country = country
+        self.appVersion = appVersion
+        self.osVersion = osVersion
+        self.firstRegisteredAt = firstRegisteredAt
+        self.attributes = attributes
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import HeraldAPNsVocabulary
+
+/// Where a push is in its life.
+public enum PushState: String, Sendable, Codable {
+    case scheduled
+    case accepted
+    case fanningOut = "fanning_out"
+    case sending
+    case completed
+    case canceled
+}
+
+/// A stored push with its progress.
+public struct Push: Sendable {
+    public var definition: NewPush
+    public var fanoutCursor: Int64
+    public var batchesEmitted: Int
+    public var createdAt: Date
+    public var completedAt: Date?
+    public var canceledAt: Date?
+    /// The key that created it (`nil` for pushes from before keys were recorded).
+    public var createdByKey: UUID? = nil
+    /// The schedule whose occurrence it is, and the occurrence (docs/schedules.md).
+    public var scheduleID: UUID? = nil
+    public var occurrenceAt: Date? = nil
+    /// A push in waves (docs/local-time.md): the wave being, or next to be, fanned out, and how
+    /// many were planned (nil until its fan-out first starts, and for every other push).
+    public var wave: Int = 0
+    public var waves: Int? = nil
+
+    public init(
+        definition: NewPush, fanoutCursor: Int64, batchesEmitted: Int, createdAt: Date, completedAt: Date? = nil,
+        canceledAt: Date? = nil, createdByKey: UUID? = nil, scheduleID: UUID? = nil, occurrenceAt: Date? = nil,
+        wave: Int = 0, waves: Int? = nil
+    ) {
+        self.definition = definition
+        self.fanoutCursor = fanoutCursor
+        self.batchesEmitted = batchesEmitted
+        self.createdAt = createdAt
+        self.completedAt = completedAt
+        self.canceledAt = canceledAt
+        self.createdByKey = createdByKey
+        self.scheduleID = scheduleID
+        self.occurrenceAt = occurrenceAt
+        self.wave = wave
+        self.waves = waves
+    }
+
+    public var id: UUID { definition.id }
+    public var state: PushState { definition.state }
+}
+
+/// A push's counters. Once it is completed: targeted = accepted + rejected + expired + canceled.
+public struct PushCounters: Sendable, Equatable {
+    public var targeted: Int64 = 0
+    public var accepted: Int64 = 0
+    public var rejected: Int64 = 0
+    public var expired: Int64 = 0
+    public var canceled: Int64 = 0
+    public var tokensInvalidated: Int64 = 0
+    /// Rejections by APNs reason.
+    public var rejectedByReason: [String: Int64] = [:]
+    /// Devices the app's delivery policy left out at fan-out (never sent), and why
+    /// (``SkipReason``).
+    public var skipped: Int64 = 0
+    public var skippedByReason: [String: Int64] = [:]
+
+    public init() {}
+
+    /// Every target has a terminal outcome.
+    public var isComplete: Bool { targeted == accepted + rejected + expired + canceled + skipped }
+}
+
+/// Why the fan-out left a device of a campaign out (docs/delivery-policy.md).
+public enum SkipReason: String, Sendable, CaseIterable {
+    /// The device already got the app's `max_pushes` campaigns in the cap's window.
+    case capped
+    /// It was the app's quiet hours in the device's time zone.
+    case quietHours = "quiet_hours"
+}
+
+/// A device a push did not reach.
+public struct FailedDelivery: Sendable, Equatable {
+    public enum Status: String, Sendable, Codable {
+        case rejected
+        case expired
+        case canceled
+    }
+
+    public var pushID: UUID
+    public var deviceID: Int64
+    public var status: Status
+    public var reason: String?
+    public var httpStatus: Int?
+    public var attempts: Int
+
+    public init(
+        pushID: UUID, deviceID: Int64, status: Status, reason: String? = nil, httpStatus: Int? = nil, attempts: Int
+    ) {
+        self.pushID = pushID
+        self.deviceID = deviceID
+        self.status = status
+        self.reason = reason
+        self.httpStatus = httpStatus
+        self.attempts = attempts
+    }
+}
