@@ -52,7 +52,7 @@ public struct CenterService: Service {
             settings: settings, database: database, postgres: configuration.postgres, producer: producer,
             pushEvents: pushEvents, metrics: metrics, logger: logger, clock: clock)
         let accountant = OutcomeAccountant(
-            consumer: outcomes, fanouts: FanoutRepository(client: database, logger: logger),
+            consumer: outcomes, ledger: OutcomeLedger(client: database, logger: logger),
             deadLetters: producer, metrics: metrics, logger: logger)
         var services: [any Service] = [producer, pushEvents, outcomes, center, accountant]
         if settings.outboxInterval > .zero {

@@ -24,7 +24,10 @@ import Synchronization
 public final class MsgCenter: Service, Sendable {
     private let settings: CenterSettings
     private let clock: @Sendable () -> Date
-    private let fanouts: FanoutRepository
+    private let claims: FanoutClaimRepository
+    private let progress: FanoutProgressRepository
+    private let ledger: OutcomeLedger
+    private let gauges: SystemGaugeRepository
     private let devices: DeviceRepository
     private let audience: AudienceRepository
     private let schedules: ScheduleRepository
@@ -52,7 +55,10 @@ public final class MsgCenter: Service, Sendable {
     ) {
         self.clock = clock
         self.settings = settings
-        self.fanouts = FanoutRepository(client: database, logger: logger)
+        self.claims = FanoutClaimRepository(client: database, logger: logger)
+        self.progress = FanoutProgressRepository(client: database, logger: logger)
+        self.ledger = OutcomeLedger(client: database, logger: logger)
+        self.gauges = SystemGaugeRepository(client: database, logger: logger)
         self.devices = DeviceRepository(client: database, logger: logger)
         self.audience = AudienceRepository(client: database, postgres: postgres, logger: logger)
         self.schedules = ScheduleRepository(client: database, logger: logger)
@@ -67,7 +73,8 @@ public final class MsgCenter: Service, Sendable {
 
     var runner: FanoutRunner {
         FanoutRunner(
-            center: settings.name, fanouts: fanouts, audience: audience, producer: producer,
+            center: settings.name, claims: claims, progress: progress, ledger: ledger, audience: audience,
+            producer: producer,
             pageSize: settings.pageSize, batchSize: settings.batchSize, topics: JobTopics(settings),
             lease: lease, metrics: metrics, logger: logger, clock: clock)
     }
@@ -103,7 +110,7 @@ public final class MsgCenter: Service, Sendable {
                         // connection of its own.
                         try await runner.run(push, streaming: lane != .express)
                     } catch is CancellationError {
-                        try? await self.fanouts.releaseClaim(pushID: push.id, by: self.settings.name)
+                        try? await self.claims.releaseClaim(pushID: push.id, by: self.settings.name)
                     } catch {
                         // Another center (or this one, on its next sweep after the lease) takes it over.
                         self.logger.error(
@@ -154,7 +161,7 @@ public final class MsgCenter: Service, Sendable {
         }
         guard !chosen.isEmpty else { return }
         do {
-            for push in try await fanouts.claim(Array(chosen.keys), by: settings.name, lease: lease) {
+            for push in try await claims.claim(Array(chosen.keys), by: settings.name, lease: lease) {
                 let lane = chosen[push.id] ?? .bulk
                 guard running.withLock({ running in running.updateValue(lane, forKey: push.id) == nil }) else {
                     continue
@@ -200,7 +207,7 @@ public final class MsgCenter: Service, Sendable {
         switch event.kind {
         case .created, .scheduleDue:
             do {
-                await claimAndStart(try await fanouts.lanes(of: [pushID]))
+                await claimAndStart(try await claims.lanes(of: [pushID]))
             } catch {
                 // The sweep finds it.
                 logger.warning("cannot look a push up", metadata: ["error": "\(HeraldDatabase.describe(error))"])
@@ -208,7 +215,7 @@ public final class MsgCenter: Service, Sendable {
         case .canceled, .recalled:
             // A fan-out running here sees the cancel itself; otherwise count what was never sent.
             if !running.withLock({ $0[pushID] != nil }) {
-                _ = try? await fanouts.accountCanceledRemainder(
+                _ = try? await progress.accountCanceledRemainder(
                     pushID: pushID, by: settings.name, lease: lease, unsentBatches: true)
             }
         default:
@@ -252,10 +259,10 @@ public final class MsgCenter: Service, Sendable {
                 for own in FanoutLane.allCases where slotLane(own) == lane { limits[own, default: 0] += free }
             }
             if !limits.isEmpty {
-                await claimAndStart(try await fanouts.claimCandidates(lease: lease, limits: limits))
+                await claimAndStart(try await claims.claimCandidates(lease: lease, limits: limits))
             }
-            for pushID in try await fanouts.canceledUnaccounted(lease: lease, limit: 100) {
-                if let remainder = try await fanouts.accountCanceledRemainder(
+            for pushID in try await progress.canceledUnaccounted(lease: lease, limit: 100) {
+                if let remainder = try await progress.accountCanceledRemainder(
                     pushID: pushID, by: settings.name, lease: lease, unsentBatches: true)
                 {
                     logger.info(
@@ -263,7 +270,7 @@ public final class MsgCenter: Service, Sendable {
                         metadata: ["push": "\(pushID)", "devices": "\(remainder)"])
                 }
             }
-            let system = try await fanouts.systemGauges(
+            let system = try await gauges.systemGauges(
                 center: settings.name, lease: max(.seconds(15), settings.sweepInterval * 3))
             metrics.systemGauges.withLock { $0 = system }
         } catch {
@@ -296,33 +303,33 @@ public final class MsgCenter: Service, Sendable {
     /// `Undeliverable`, so its push (and a recall waiting on it) completes.
     func redrive() async {
         do {
-            for pushID in try await fanouts.completeSettled(after: .seconds(5), limit: 100) {
+            for pushID in try await progress.completeSettled(after: .seconds(5), limit: 100) {
                 metrics.pushesCompleted.add(1, ordering: .relaxed)
                 logger.warning(
                     "push completed by the sweep: its fan-out had ended and every batch had its outcome",
                     metadata: ["push": "\(pushID)"])
             }
-            let stale = try await fanouts.batchesWithoutOutcome(after: settings.redriveAfter, limit: 200)
+            let stale = try await progress.batchesWithoutOutcome(after: settings.redriveAfter, limit: 200)
             var contexts: [UUID: FanoutContext] = [:]
             for batch in stale {
-                if contexts[batch.pushID] == nil, let push = try await fanouts.push(id: batch.pushID) {
+                if contexts[batch.pushID] == nil, let push = try await claims.push(id: batch.pushID) {
                     contexts[batch.pushID] = try? FanoutContext(
                         push: push, batchSize: settings.batchSize, topics: JobTopics(settings),
-                        policy: try await fanouts.deliveryPolicy(appID: push.definition.appID),
-                        waves: push.waves == nil ? [] : try await fanouts.waves(pushID: push.id))
+                        policy: try await progress.deliveryPolicy(appID: push.definition.appID),
+                        waves: push.waves == nil ? [] : try await progress.waves(pushID: push.id))
                 }
                 guard let context = contexts[batch.pushID] else { continue }
-                let cut = try await context.rebuild(batch, from: audience, fanouts: fanouts)
+                let cut = try await context.rebuild(batch, from: audience, progress: progress)
                 if cut.targets.isEmpty {
                     // Every device left the audience: nothing to send, nothing will answer.
-                    _ = try await fanouts.applyOutcomes([
+                    _ = try await ledger.applyOutcomes([
                         BatchOutcome(
                             pushID: batch.pushID, sequence: batch.sequence, acceptedDeviceIDs: [], failures: [])
                     ])
                     continue
                 }
                 if batch.redriven >= settings.maxRedrives {
-                    let applied = try await fanouts.applyOutcomes([context.undeliverableOutcome(cut)])
+                    let applied = try await ledger.applyOutcomes([context.undeliverableOutcome(cut)])
                     guard applied.batchesCounted > 0 else { continue }  // its outcome came meanwhile
                     metrics.batchesUndeliverable.add(1, ordering: .relaxed)
                     metrics.notificationsCounted.add(applied.notificationsCounted, ordering: .relaxed)
@@ -336,7 +343,7 @@ public final class MsgCenter: Service, Sendable {
                     continue
                 }
                 _ = try await producer.send(try context.message(cut))
-                if try await fanouts.markRedriven(pushID: batch.pushID, sequence: batch.sequence) {
+                if try await progress.markRedriven(pushID: batch.pushID, sequence: batch.sequence) {
                     metrics.batchesRedriven.add(1, ordering: .relaxed)
                     logger.warning(
                         "batch without outcome produced again",

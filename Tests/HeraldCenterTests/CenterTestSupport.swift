@@ -29,7 +29,9 @@ struct CenterEnvironment: Sendable {
     var outcomesTopic: String { "herald.test.center.outcomes.\(suffix)" }
 
     var pushes: PushRepository { PushRepository(client: database, logger: logger) }
-    var fanouts: FanoutRepository { FanoutRepository(client: database, logger: logger) }
+    var claims: FanoutClaimRepository { FanoutClaimRepository(client: database, logger: logger) }
+    var progress: FanoutProgressRepository { FanoutProgressRepository(client: database, logger: logger) }
+    var ledger: OutcomeLedger { OutcomeLedger(client: database, logger: logger) }
     var devices: DeviceRepository { DeviceRepository(client: database, logger: logger) }
     var audience: AudienceRepository {
         AudienceRepository(client: database, postgres: configuration.postgres, logger: logger)

@@ -53,7 +53,7 @@ struct DeliveryPolicyFanoutTests {
                 RecordedBatch(
                     pushID: first.id, sequence: 0, firstDevice: ids.lowerBound, lastDevice: ids.lowerBound + 74,
                     targetCount: 50, environment: .production, topic: env.app.bundleID),
-                from: env.audience, fanouts: env.fanouts)
+                from: env.audience, progress: env.progress)
             #expect(rebuilt.targets.count == 50 && rebuilt.targets.deviceIDs.allSatisfy { !tokyo.contains($0) })
 
             // The second campaign the same day: everyone who got the first is at the cap.

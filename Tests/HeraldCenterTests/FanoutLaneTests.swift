@@ -66,7 +66,7 @@ struct FanoutLaneTests {
             let center = try env.startCenter(settings(env, name: "center-pause", express: 0))
             let slow = try await env.createPush(audience: .everyone, throttlePerSecond: 500)
             #expect(try await env.eventually { try await env.state(of: slow) == .fanningOut })
-            #expect(try await env.fanouts.setPaused(true, pushID: slow.id, appID: env.app.id))
+            #expect(try await env.claims.setPaused(true, pushID: slow.id, appID: env.app.id))
             // Once its page is paced out, the paused push lets go of the only slot…
             let other = try await env.createPush(audience: .everyone)
             #expect(try await env.eventually { try await env.state(of: other) == .completed })
@@ -80,7 +80,7 @@ struct FanoutLaneTests {
                 try await env.pushes.push(id: slow.id, appID: env.app.id)?.batchesEmitted == emitted,
                 "nothing of it moves while paused")
             // …and it goes on from its cursor when resumed: every device exactly once.
-            #expect(try await env.fanouts.setPaused(false, pushID: slow.id, appID: env.app.id))
+            #expect(try await env.claims.setPaused(false, pushID: slow.id, appID: env.app.id))
             #expect(try await env.eventually { try await env.state(of: slow) == .completed })
             let counts = reader.deviceCounts(push: slow)
             #expect(counts.count == 2000 && counts.values.allSatisfy { $0 == 1 })
@@ -104,10 +104,10 @@ struct FanoutLaneTests {
                 try await env.eventually {
                     try await env.pushes.push(id: slow.id, appID: env.app.id)?.batchesEmitted ?? 0 > 0
                 })
-            #expect(try await env.fanouts.setPaused(true, pushID: slow.id, appID: env.app.id))
+            #expect(try await env.claims.setPaused(true, pushID: slow.id, appID: env.app.id))
             // Released: nobody holds it, and it still has batches it recorded but never produced.
-            #expect(try await env.eventually { try await env.fanouts.control(pushID: slow.id)?.claimedBy == nil })
-            #expect(try await !env.fanouts.unproducedBatches(pushID: slow.id).isEmpty)
+            #expect(try await env.eventually { try await env.claims.control(pushID: slow.id)?.claimedBy == nil })
+            #expect(try await !env.progress.unproducedBatches(pushID: slow.id).isEmpty)
             #expect(try await env.pushes.cancel(id: slow.id, appID: env.app.id))
             // A sweep counts the never-recorded remainder and the recorded, unsent batches canceled.
             #expect(
@@ -130,9 +130,9 @@ struct FanoutLaneTests {
             let list = try await env.createPush(audience: PushAudience(aliases: ["someone"]))
             let paced = try await env.createPush(audience: .everyone, throttlePerSecond: 10)
             let paused = try await env.createPush(audience: .everyone, app: env.otherApp)
-            #expect(try await env.fanouts.setPaused(true, pushID: paused.id, appID: env.otherApp.id))
+            #expect(try await env.claims.setPaused(true, pushID: paused.id, appID: env.otherApp.id))
             let mine = Set((busy + [lone, list, paced, paused]).map(\.id))
-            let candidates = try await env.fanouts.claimCandidates(
+            let candidates = try await env.claims.claimCandidates(
                 lease: .seconds(30), limits: [.bulk: 10_000, .express: 10_000, .paced: 10_000]
             ).filter { mine.contains($0.id) }
             let bulk = candidates.filter { $0.lane == .bulk }.map(\.id)
@@ -141,7 +141,7 @@ struct FanoutLaneTests {
             #expect(candidates.filter { $0.lane == .express }.map(\.id) == [list.id])
             #expect(candidates.filter { $0.lane == .paced }.map(\.id) == [paced.id])
             #expect(!candidates.contains { $0.id == paused.id }, "a paused push is not claimed")
-            #expect(try await env.fanouts.claim([paused.id], by: "center-x", lease: .seconds(30)).isEmpty)
+            #expect(try await env.claims.claim([paused.id], by: "center-x", lease: .seconds(30)).isEmpty)
         }
     }
 }

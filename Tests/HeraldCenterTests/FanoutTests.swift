@@ -281,7 +281,7 @@ struct FanoutTests {
             }
             func targeted() async throws -> Int64 { try await env.pushes.counters(pushID: push.id)?.targeted ?? 0 }
             #expect(try await env.eventually { try await emitted() >= 1 })
-            #expect(try await env.fanouts.setPaused(true, pushID: push.id, appID: env.app.id))
+            #expect(try await env.claims.setPaused(true, pushID: push.id, appID: env.app.id))
             // The page being paced may finish its current batch; then the fan-out gives its slot
             // up, and every batch it produced reaches the reader.
             let metrics = center.center.metrics
@@ -296,7 +296,7 @@ struct FanoutTests {
             #expect(reader.deviceCounts(push: push).count == held, "no batch while paused")
             #expect(try await targeted() == heldTargeted, "no page while paused")
             #expect(try await env.state(of: push) == .fanningOut)
-            #expect(try await env.fanouts.setPaused(false, pushID: push.id, appID: env.app.id))
+            #expect(try await env.claims.setPaused(false, pushID: push.id, appID: env.app.id))
             #expect(try await env.eventually { try await env.state(of: push) == .completed })
             #expect(reader.deviceCounts(push: push).count == 4000)
             await center.stop()
@@ -308,7 +308,7 @@ struct FanoutTests {
         // An unthrottled fan-out learns of a pause from recording its page, not from a look-up.
         try await withCenterEnvironment { env in
             let push = try await env.createPush(audience: .everyone)
-            #expect(try await env.fanouts.claim([push.id], by: "center-x", lease: .seconds(30)).map(\.id) == [push.id])
+            #expect(try await env.claims.claim([push.id], by: "center-x", lease: .seconds(30)).map(\.id) == [push.id])
             func batch(_ sequence: Int) -> RecordedBatch {
                 RecordedBatch(
                     pushID: push.id, sequence: sequence, firstDevice: Int64(sequence * 10 + 1),
@@ -316,14 +316,14 @@ struct FanoutTests {
                     targetCount: 10, environment: .production, topic: env.app.bundleID)
             }
             #expect(
-                try await env.fanouts.recordPage(pushID: push.id, by: "center-x", cursor: 10, batches: [batch(0)])
+                try await env.progress.recordPage(pushID: push.id, by: "center-x", cursor: 10, batches: [batch(0)])
                     == .recorded(paused: false))
-            #expect(try await env.fanouts.setPaused(true, pushID: push.id, appID: env.app.id))
+            #expect(try await env.claims.setPaused(true, pushID: push.id, appID: env.app.id))
             #expect(
-                try await env.fanouts.recordPage(pushID: push.id, by: "center-x", cursor: 20, batches: [batch(1)])
+                try await env.progress.recordPage(pushID: push.id, by: "center-x", cursor: 20, batches: [batch(1)])
                     == .recorded(paused: true))
             #expect(
-                try await env.fanouts.recordPage(pushID: push.id, by: "center-y", cursor: 30, batches: [batch(2)])
+                try await env.progress.recordPage(pushID: push.id, by: "center-y", cursor: 30, batches: [batch(2)])
                     == .claimLost)
         }
     }

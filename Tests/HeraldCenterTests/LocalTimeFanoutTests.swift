@@ -33,7 +33,7 @@ struct LocalTimeFanoutTests {
     /// Time passes until wave `wave` of `push` is due: the center's clock moves on to it, and the
     /// push's scheduled time (which claims compare with the database's clock) to now.
     func arrive(at wave: Int, of push: Push, _ env: CenterEnvironment, clock: TestClock) async throws {
-        let due = try await env.fanouts.waves(pushID: push.id)[wave].dueAt
+        let due = try await env.progress.waves(pushID: push.id)[wave].dueAt
         clock.advance(to: due.addingTimeInterval(1))
         try await env.database.query(
             "UPDATE pushes SET scheduled_at = now() WHERE id = \(push.id) AND state = 'scheduled'", logger: env.logger)
@@ -41,7 +41,7 @@ struct LocalTimeFanoutTests {
 
     func waiting(_ push: Push, forWave wave: Int, _ env: CenterEnvironment, targeted: Int64) async throws -> Bool {
         try await env.eventually {
-            let stored = try await env.fanouts.push(id: push.id)
+            let stored = try await env.claims.push(id: push.id)
             let counters = try await env.pushes.counters(pushID: push.id)
             return stored?.state == .scheduled && stored?.wave == wave && counters?.targeted == targeted
                 && counters?.accepted == targeted
@@ -71,7 +71,7 @@ struct LocalTimeFanoutTests {
             let timing = tokyoNow()
             let push = try await env.createPush(audience: .everyone, timing: timing)
             #expect(try await waiting(push, forWave: 1, env, targeted: 100))
-            let waves = try await env.fanouts.waves(pushID: push.id)
+            let waves = try await env.progress.waves(pushID: push.id)
             #expect(waves.map(\.timeZones) == [["Asia/Tokyo"], [""], ["America/New_York"]])
             #expect(waves.map(\.devices) == [100, 100, 100])
             // Tokyo's wave went at once (its minute had begun); the others at that wall-clock time
@@ -85,16 +85,16 @@ struct LocalTimeFanoutTests {
             try await arrive(at: 1, of: push, env, clock: clock)
             #expect(try await waiting(push, forWave: 2, env, targeted: 200))
             #expect(Set(reader.deviceCounts(push: push).keys) == zones.tokyo.union(zones.none))
-            let stored = try #require(try await env.fanouts.push(id: push.id))
+            let stored = try #require(try await env.claims.push(id: push.id))
             let context = try FanoutContext(
                 push: stored, batchSize: 25, topics: JobTopics(campaign: "unused", transactional: "unused"),
-                waves: try await env.fanouts.waves(pushID: push.id))
-            let second = try #require(try await env.fanouts.waves(pushID: push.id)[1].firstSequence)
+                waves: try await env.progress.waves(pushID: push.id))
+            let second = try #require(try await env.progress.waves(pushID: push.id)[1].firstSequence)
             let rebuilt = try await context.rebuild(
                 RecordedBatch(
                     pushID: push.id, sequence: second, firstDevice: 1, lastDevice: .max, targetCount: 25,
                     environment: .production, topic: env.app.bundleID),
-                from: env.audience, fanouts: env.fanouts)
+                from: env.audience, progress: env.progress)
             #expect(!rebuilt.targets.isEmpty && rebuilt.targets.deviceIDs.allSatisfy { zones.none.contains($0) })
 
             try await arrive(at: 2, of: push, env, clock: clock)
@@ -118,7 +118,7 @@ struct LocalTimeFanoutTests {
             #expect(try await env.cancel(push))
             #expect(
                 try await env.eventually {
-                    try await env.fanouts.isCompleted(pushID: push.id)
+                    try await env.progress.isCompleted(pushID: push.id)
                 })
             let counters = try #require(try await env.pushes.counters(pushID: push.id))
             #expect(counters.targeted == 300 && counters.accepted == 100 && counters.canceled == 200)
@@ -144,7 +144,7 @@ struct LocalTimeFanoutTests {
 
             let held = try await env.createPush(audience: .everyone, timing: PushTiming(quietHours: .hold))
             #expect(try await waiting(held, forWave: 1, env, targeted: 200))
-            let waves = try await env.fanouts.waves(pushID: held.id)
+            let waves = try await env.progress.waves(pushID: held.id)
             #expect(waves.map(\.timeZones) == [["", "America/New_York"], ["Asia/Tokyo"]])
             let wait = waves[1].dueAt.timeIntervalSinceNow
             #expect(wait > 55 * 60 && wait <= 60 * 60, "Tokyo's quiet hours end within the hour")

@@ -41,7 +41,7 @@ struct TokenLifecycleTests {
             #expect(counters.tokensInvalidated == 1 && counters.rejected == 2 && counters.isComplete)
 
             // A redelivered outcome is not counted again.
-            let duplicate = try await env.fanouts.applyOutcomes([
+            let duplicate = try await env.ledger.applyOutcomes([
                 BatchOutcome(pushID: push.id, sequence: 0, acceptedDeviceIDs: ids, failures: [])
             ])
             #expect(duplicate.batchesCounted == 0 && duplicate.batchesIgnored == 1)

@@ -342,17 +342,17 @@ struct WebhookDispatcherTests {
             // A push whose two batches APNs refused for the app's credential: push.failed once.
             let refused = try await env.createPush(audience: .everyone)
             let center = "events-test"
-            _ = try await env.fanouts.claim([refused.id], by: center, lease: .seconds(60))
+            _ = try await env.claims.claim([refused.id], by: center, lease: .seconds(60))
             let live = Array(devices[2...])
             let batches = live.enumerated().map { index, device in
                 RecordedBatch(
                     pushID: refused.id, sequence: index, firstDevice: device, lastDevice: device, targetCount: 1,
                     environment: .production, topic: env.app.bundleID)
             }
-            _ = try await env.fanouts.recordPage(pushID: refused.id, by: center, cursor: live.last!, batches: batches)
-            _ = try await env.fanouts.finishFanout(pushID: refused.id, by: center)
+            _ = try await env.progress.recordPage(pushID: refused.id, by: center, cursor: live.last!, batches: batches)
+            _ = try await env.progress.finishFanout(pushID: refused.id, by: center)
             for (index, device) in live.enumerated() {
-                _ = try await env.fanouts.applyOutcomes([
+                _ = try await env.ledger.applyOutcomes([
                     BatchOutcome(
                         pushID: refused.id, sequence: index, acceptedDeviceIDs: [],
                         failures: [

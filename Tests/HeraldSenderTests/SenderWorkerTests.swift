@@ -301,7 +301,7 @@ struct SenderWorkerTests {
             #expect(await verdict("herald.jobs/5/2", gate: impatient) == .send)
             #expect(await verdict("herald.jobs/3/17") == .anotherCopySending)
             // herald-center counts the batch's outcome: it is accounted, and no copy is sent again.
-            let counted = try await FanoutRepository(client: environment.database, logger: environment.logger)
+            let counted = try await OutcomeLedger(client: environment.database, logger: environment.logger)
                 .applyOutcomes([
                     BatchOutcome(pushID: push, sequence: 0, acceptedDeviceIDs: Array(1...100), failures: [])
                 ])

@@ -206,8 +206,8 @@ import Testing
             #expect(try await devices.device(id: theirs, appID: other.id)?.status == .active, "another app's device")
             #expect(try await devices.device(id: outside, appID: app.id)?.status == .active, "not in the batch")
 
-            let fanouts = FanoutRepository(client: client, logger: logger)
-            let beyond = try await fanouts.applyOutcomes([
+            let ledger = OutcomeLedger(client: client, logger: logger)
+            let beyond = try await ledger.applyOutcomes([
                 BatchOutcome(pushID: push.id, sequence: Int(Int32.max) + 1, acceptedDeviceIDs: [first], failures: [])
             ])
             #expect(beyond.batchesIgnored == 1 && beyond.batchesCounted == 0)
@@ -432,10 +432,12 @@ import Testing
             }
 
             // Fan-out progress, as herald-center records it: a batch recorded twice counts once.
-            let fanouts = FanoutRepository(client: client, logger: logger)
-            #expect(try await fanouts.claim([first.id], by: "center-a", lease: .seconds(60)).map(\.id) == [first.id])
+            let claims = FanoutClaimRepository(client: client, logger: logger)
+            let progress = FanoutProgressRepository(client: client, logger: logger)
+            let ledger = OutcomeLedger(client: client, logger: logger)
+            #expect(try await claims.claim([first.id], by: "center-a", lease: .seconds(60)).map(\.id) == [first.id])
             #expect(
-                try await fanouts.claim([first.id], by: "center-b", lease: .seconds(60)).isEmpty, "one center at a time"
+                try await claims.claim([first.id], by: "center-b", lease: .seconds(60)).isEmpty, "one center at a time"
             )
             func batch(_ sequence: Int, _ firstDevice: Int64, _ lastDevice: Int64, _ count: Int) -> RecordedBatch {
                 RecordedBatch(
@@ -443,20 +445,20 @@ import Testing
                     targetCount: count, environment: .production, topic: app.bundleID)
             }
             #expect(
-                try await fanouts.recordPage(
+                try await progress.recordPage(
                     pushID: first.id, by: "center-a", cursor: 500, batches: [batch(0, 1, 500, 500)])
                     == .recorded(paused: false))
             #expect(
-                try await fanouts.recordPage(
+                try await progress.recordPage(
                     pushID: first.id, by: "center-a", cursor: 700,
                     batches: [batch(0, 1, 500, 500), batch(1, 501, 700, 150)]) == .recorded(paused: false))
             #expect(
-                try await fanouts.recordPage(pushID: first.id, by: "center-b", cursor: 900, batches: []) == .claimLost)
+                try await progress.recordPage(pushID: first.id, by: "center-b", cursor: 900, batches: []) == .claimLost)
             let progressed = try #require(try await pushes.push(id: first.id, appID: app.id))
             #expect(progressed.fanoutCursor == 700)
             #expect(progressed.batchesEmitted == 2)
             #expect(try await pushes.counters(pushID: first.id)?.targeted == 650)
-            #expect(try await fanouts.finishFanout(pushID: first.id, by: "center-a"))
+            #expect(try await progress.finishFanout(pushID: first.id, by: "center-a"))
 
             // Outcomes add up; a redelivered outcome is not counted again.
             func rejected(_ device: Int64, _ reason: String) -> BatchOutcome.Failure {
@@ -468,8 +470,8 @@ import Testing
                 pushID: first.id, sequence: 0, acceptedDeviceIDs: Array(1...460),
                 failures: (461...490).map { rejected($0, "TopicDisallowed") }
                     + (491...500).map { rejected($0, "PayloadTooLarge") })
-            #expect(try await fanouts.applyOutcomes([firstBatch]).batchesCounted == 1)
-            #expect(try await fanouts.applyOutcomes([firstBatch]).batchesIgnored == 1)
+            #expect(try await ledger.applyOutcomes([firstBatch]).batchesCounted == 1)
+            #expect(try await ledger.applyOutcomes([firstBatch]).batchesIgnored == 1)
             let expired = BatchOutcome.Failure(
                 deviceID: 503, status: .expired, reason: "", httpStatus: 0, unregisteredAt: nil, attempts: 4)
             let secondBatch = BatchOutcome(
@@ -477,7 +479,7 @@ import Testing
                 failures: [rejected(501, "PayloadTooLarge"), rejected(502, "PayloadTooLarge"), expired])
             // One call (as the center groups outcomes) with the first batch redelivered and the
             // second one twice: the second is counted once, with its own accepted devices.
-            let applied = try await fanouts.applyOutcomes([firstBatch, secondBatch, secondBatch])
+            let applied = try await ledger.applyOutcomes([firstBatch, secondBatch, secondBatch])
             #expect(applied.batchesCounted == 1 && applied.batchesIgnored == 2 && applied.notificationsCounted == 153)
             #expect(applied.pushesCompleted == [first.id])
             let stored = try await client.query(

@@ -6,7 +6,7 @@ import Logging
 import PostgresNIO
 
 /// Plays herald-center's part for one push, through the repositories herald-center itself uses
-/// (`FanoutRepository`): claims the push, records one batch holding `deviceIDs`, finishes the
+/// (`FanoutClaimRepository`, `FanoutProgressRepository`, `OutcomeLedger`): claims the push, records one batch holding `deviceIDs`, finishes the
 /// fan-out and applies the batch's outcome — `failures` for the devices they name, accepted for
 /// the rest. For tests of what an API caller or a sender sees after accounting, without running
 /// a center and a broker.
@@ -16,9 +16,11 @@ public func accountAsCenter(
     pushID: UUID, deviceIDs: [Int64], failures: [BatchOutcome.Failure] = [], environment: APNsEnvironment = .production,
     topic: String = "", client: PostgresClient, logger: Logger
 ) async throws -> AppliedOutcomes {
-    let fanouts = FanoutRepository(client: client, logger: logger)
+    let claims = FanoutClaimRepository(client: client, logger: logger)
+    let progress = FanoutProgressRepository(client: client, logger: logger)
+    let ledger = OutcomeLedger(client: client, logger: logger)
     let center = "test-center-\(UUID().uuidString.prefix(8))"
-    guard try await fanouts.claim([pushID], by: center, lease: .seconds(60)).count == 1 else {
+    guard try await claims.claim([pushID], by: center, lease: .seconds(60)).count == 1 else {
         throw TestAccountingError("push \(pushID) could not be claimed (not accepted, or another center holds it)")
     }
     let sorted = deviceIDs.sorted()
@@ -26,21 +28,21 @@ public func accountAsCenter(
         pushID: pushID, sequence: 0, firstDevice: sorted.first ?? 0, lastDevice: sorted.last ?? 0,
         targetCount: sorted.count, environment: environment, topic: topic)
     guard
-        case .recorded = try await fanouts.recordPage(
+        case .recorded = try await progress.recordPage(
             pushID: pushID, by: center, cursor: batch.lastDevice, batches: [batch])
     else { throw TestAccountingError("push \(pushID): the batch was not recorded") }
-    guard try await fanouts.finishFanout(pushID: pushID, by: center) else {
+    guard try await progress.finishFanout(pushID: pushID, by: center) else {
         throw TestAccountingError("push \(pushID): the fan-out could not be finished")
     }
     let failed = Set(failures.map(\.deviceID))
-    return try await fanouts.applyOutcomes([
+    return try await ledger.applyOutcomes([
         BatchOutcome(
             pushID: pushID, sequence: 0, acceptedDeviceIDs: sorted.filter { !failed.contains($0) }, failures: failures)
     ])
 }
 
 /// A device set up as invalid, as though APNs had rejected its token with `reason` earlier. A
-/// fixture only: Herald itself invalidates tokens through `FanoutRepository.applyOutcomes`
+/// fixture only: Herald itself invalidates tokens through `OutcomeLedger.applyOutcomes`
 /// (see ``accountAsCenter(pushID:deviceIDs:failures:environment:topic:client:logger:)``).
 public func markInvalid(_ deviceIDs: [Int64], reason: String, client: PostgresClient, logger: Logger) async throws {
     try await client.query(

@@ -282,7 +282,7 @@ extension APIHandler {
     private func setPaused(_ paused: Bool, _ text: String) async throws -> Components.Schemas.PushStatus {
         let appID = try Principal.requireApp()
         let id = try Self.uuid(text, "pushId")
-        if try await !fanouts.setPaused(
+        if try await !claims.setPaused(
             paused, pushID: id, appID: appID,
             audit: auditEntry(paused ? "push.paused" : "push.resumed", appID: appID, target: id.lowercased))
         {

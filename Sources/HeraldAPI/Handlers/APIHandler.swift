@@ -40,7 +40,8 @@ struct APIHandler: APIProtocol {
     let pushWriter: PushWriter
     /// Live progress streams: one poll per watched push.
     let progressHub: PushProgressHub
-    let fanouts: FanoutRepository
+    /// Pause and resume of a push's fan-out.
+    let claims: FanoutClaimRepository
     let audiences: AudienceRepository
     let authenticator: KeyAuthenticator
     /// Seals APNs private keys; `nil` when no master key is configured (credentials then cannot be stored).

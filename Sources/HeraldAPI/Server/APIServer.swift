@@ -89,7 +89,7 @@ public struct APIServer: Service {
                 client: database, logger: logger, maximumWriters: settings.pushWriters,
                 maximumBatch: settings.pushBatch),
             progressHub: progressHub,
-            fanouts: FanoutRepository(client: database, logger: logger),
+            claims: FanoutClaimRepository(client: database, logger: logger),
             audiences: AudienceRepository(client: database, logger: logger), authenticator: authenticator,
             cipher: cipher,
             settings: settings, metrics: metrics, deadlines: deadlines, logger: logger)

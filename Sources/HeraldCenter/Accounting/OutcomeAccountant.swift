@@ -10,23 +10,23 @@ import Logging
 import ServiceLifecycle
 
 /// Counts outcomes: a consumer-group member on `herald.outcomes` that turns each pull of outcome
-/// batches into one PostgreSQL transaction (``FanoutRepository/applyOutcomes(_:)``: batch
+/// batches into one PostgreSQL transaction (``OutcomeLedger/applyOutcomes(_:)``: batch
 /// completion, per-push counters, failed deliveries, token invalidation, completed pushes) and
 /// only then stores the offsets. A center killed in between counts nothing twice: a batch's
 /// outcome is counted once, when its batch row is completed.
 public final class OutcomeAccountant: Service, Sendable {
     private let consumer: KafkaConsumer
-    private let fanouts: FanoutRepository
+    private let ledger: OutcomeLedger
     private let deadLetters: KafkaProducer
     private let metrics: CenterMetrics
     private let logger: Logger
 
     public init(
-        consumer: KafkaConsumer, fanouts: FanoutRepository, deadLetters: KafkaProducer, metrics: CenterMetrics,
+        consumer: KafkaConsumer, ledger: OutcomeLedger, deadLetters: KafkaProducer, metrics: CenterMetrics,
         logger: Logger
     ) {
         self.consumer = consumer
-        self.fanouts = fanouts
+        self.ledger = ledger
         self.deadLetters = deadLetters
         self.metrics = metrics
         self.logger = logger
@@ -75,7 +75,7 @@ public final class OutcomeAccountant: Service, Sendable {
         var waits = Backoff.outage.delays()
         while true {
             do {
-                return try await fanouts.applyOutcomes(outcomes)
+                return try await ledger.applyOutcomes(outcomes)
             } catch is CancellationError {
                 throw CancellationError()
             } catch {

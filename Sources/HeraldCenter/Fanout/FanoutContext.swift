@@ -24,8 +24,8 @@ struct FanoutContext: Sendable {
     private(set) var waves: [PushWave] = []
 
     /// - Parameters:
-    ///   - policy: the app's delivery policy (``FanoutRepository/deliveryPolicy(appID:)``).
-    ///   - waves: the push's waves (``FanoutRepository/waves(pushID:)``), when it is sent in waves.
+    ///   - policy: the app's delivery policy (``FanoutProgressRepository/deliveryPolicy(appID:)``).
+    ///   - waves: the push's waves (``FanoutProgressRepository/waves(pushID:)``), when it is sent in waves.
     /// - Throws: ``UnreadableAudience`` when the stored audience is not one.
     init(push: Push, batchSize: Int, topics: JobTopics, policy: DeliveryPolicy? = nil, waves: [PushWave] = []) throws {
         self.push = push
@@ -99,7 +99,8 @@ struct FanoutContext: Sendable {
     /// Reads `batch`'s devices again (those still active and still in the audience; under a
     /// delivery policy, only those the push put into batches) and cuts them into the same batch:
     /// same sequence, so the same batch id.
-    func rebuild(_ batch: RecordedBatch, from audience: AudienceRepository, fanouts: FanoutRepository) async throws
+    func rebuild(_ batch: RecordedBatch, from audience: AudienceRepository, progress: FanoutProgressRepository)
+        async throws
         -> BatchCutter.Cut
     {
         // Under a policy the range also holds the devices it skipped: read all of it.
@@ -108,7 +109,7 @@ struct FanoutContext: Sendable {
             selection(rebuilding: batch), after: batch.firstDevice - 1,
             limit: max(batch.targetCount, cutter.batchSize, policy == nil ? 0 : span))
         if policy != nil {
-            let targets = try await fanouts.targets(
+            let targets = try await progress.targets(
                 pushID: push.id, from: batch.firstDevice, through: batch.lastDevice)
             page = page.keeping { index in
                 let device = page.devices.deviceIDs[index]
@@ -122,7 +123,7 @@ struct FanoutContext: Sendable {
 
     /// `page` without the devices the app's delivery policy leaves out now (counted by reason),
     /// and the devices kept, for the cap and for rebuilds; `page` as it is without a policy.
-    func applyingPolicy(to page: AudiencePage, now: Date, fanouts: FanoutRepository) async throws
+    func applyingPolicy(to page: AudiencePage, now: Date, progress: FanoutProgressRepository) async throws
         -> DeliveryPolicyFilter.Result
     {
         guard let policy, let first = page.devices.deviceIDs.first, let last = page.devices.deviceIDs.last else {
@@ -130,7 +131,7 @@ struct FanoutContext: Sendable {
         }
         var earlier: [TargetBitmap] = []
         if let since = policy.capWindowStart(now: now) {
-            earlier = try await fanouts.campaignTargets(
+            earlier = try await progress.campaignTargets(
                 appID: push.definition.appID, excluding: push.id, since: since, from: first, through: last)
         }
         return policy.apply(to: page, now: now, earlier: earlier)

@@ -15,7 +15,9 @@ import Logging
 /// produces the batches its previous center recorded but never got acknowledged.
 struct FanoutRunner: Sendable {
     let center: String
-    let fanouts: FanoutRepository
+    let claims: FanoutClaimRepository
+    let progress: FanoutProgressRepository
+    let ledger: OutcomeLedger
     let audience: AudienceRepository
     let producer: KafkaProducer
     let pageSize: Int
@@ -36,25 +38,25 @@ struct FanoutRunner: Sendable {
         if let trace = push.definition.traceparent.flatMap({ TraceContext(traceparent: $0) }) {
             logger[metadataKey: "trace"] = "\(trace.traceID)"
         }
-        let policy = try await fanouts.deliveryPolicy(appID: push.definition.appID)
+        let policy = try await progress.deliveryPolicy(appID: push.definition.appID)
         let whole: FanoutContext
         do {
             whole = try FanoutContext(push: push, batchSize: batchSize, topics: topics, policy: policy)
         } catch {
             // Nothing can be sent: end the fan-out with nothing targeted rather than retry forever.
             logger.error("fan-out impossible", metadata: ["error": "\(error)"])
-            _ = try await fanouts.finishFanout(pushID: push.id, by: center)
+            _ = try await progress.finishFanout(pushID: push.id, by: center)
             return
         }
         guard let context = try await inWaves(whole, policy: policy, logger: logger) else { return }
         var pacer = try await makePacer(context, after: push.fanoutCursor)
-        let resumed = try await fanouts.unproducedBatches(pushID: push.id)
+        let resumed = try await progress.unproducedBatches(pushID: push.id)
         if !resumed.isEmpty {
             logger.info(
                 "resuming a fan-out: producing the batches its previous center left unacknowledged",
                 metadata: ["batches": "\(resumed.count)", "cursor": "\(push.fanoutCursor)"])
             var cuts: [BatchCutter.Cut] = []
-            for batch in resumed { cuts.append(try await context.rebuild(batch, from: audience, fanouts: fanouts)) }
+            for batch in resumed { cuts.append(try await context.rebuild(batch, from: audience, progress: progress)) }
             if pacer == nil {
                 try await produce(cuts, context: context, logger: logger)
             } else {
@@ -122,7 +124,7 @@ struct FanoutRunner: Sendable {
                     if push.wave + 1 < context.waves.count {
                         // This wave's devices are all in batches: the next wave waits for its time.
                         let next = context.waves[push.wave + 1]
-                        if try await fanouts.awaitWave(next.index, dueAt: next.dueAt, pushID: push.id, by: center) {
+                        if try await progress.awaitWave(next.index, dueAt: next.dueAt, pushID: push.id, by: center) {
                             logger.info(
                                 "wave fanned out; the next one waits for its time",
                                 metadata: [
@@ -132,16 +134,16 @@ struct FanoutRunner: Sendable {
                         }
                         return
                     }
-                    if try await fanouts.finishFanout(pushID: push.id, by: center) {
+                    if try await progress.finishFanout(pushID: push.id, by: center) {
                         metrics.fanoutsFinished.add(1, ordering: .relaxed)
                         logger.info("fan-out finished", metadata: ["batches": "\(nextSequence)"])
                     }
                     return
                 }
                 // Under the app's delivery policy, the devices it leaves out are counted, not cut.
-                let sent = try await context.applyingPolicy(to: page, now: clock(), fanouts: fanouts)
+                let sent = try await context.applyingPolicy(to: page, now: clock(), progress: progress)
                 let cuts = context.cutter.cut(sent.page, firstSequence: nextSequence)
-                switch try await fanouts.recordPage(
+                switch try await progress.recordPage(
                     pushID: push.id, by: center, cursor: last, batches: cuts.map(\.record), skipped: sent.skipped,
                     targets: sent.targets)
                 {
@@ -182,13 +184,13 @@ struct FanoutRunner: Sendable {
         guard let timing = definition.timing, definition.recallOf == nil,
             timing.sendsInWaves(appHasQuietHours: context.policy != nil && policy?.quietHours != nil)
         else { return context }
-        var waves = try await fanouts.waves(pushID: push.id)
+        var waves = try await progress.waves(pushID: push.id)
         if waves.isEmpty {
             let groups = try await audience.timeZoneGroups(context.selection)
             let plan = WavePlanner(timing: timing, policy: policy).plan(groups: groups, start: clock())
             // An empty audience has no wave: the fan-out ends with nothing targeted.
             guard !plan.isEmpty else { return context }
-            guard let stored = try await fanouts.planWaves(pushID: push.id, by: center, waves: plan) else {
+            guard let stored = try await progress.planWaves(pushID: push.id, by: center, waves: plan) else {
                 logger.warning("another center took this fan-out over; stopping")
                 return nil
             }
@@ -204,14 +206,14 @@ struct FanoutRunner: Sendable {
         guard push.wave < waves.count else { return context }
         let wave = waves[push.wave]
         if wave.dueAt.timeIntervalSince(clock()) > 1 {
-            try await fanouts.awaitWave(wave.index, dueAt: wave.dueAt, pushID: push.id, by: center)
+            try await progress.awaitWave(wave.index, dueAt: wave.dueAt, pushID: push.id, by: center)
             logger.info(
                 "fan-out waits for its wave's time",
                 metadata: ["wave": "\(wave.index + 1)/\(waves.count)", "at": "\(wave.dueAt)"])
             return nil
         }
         if wave.firstSequence == nil {
-            try await fanouts.startWave(pushID: push.id, wave: wave.index, firstSequence: push.batchesEmitted)
+            try await progress.startWave(pushID: push.id, wave: wave.index, firstSequence: push.batchesEmitted)
             waves[wave.index].firstSequence = push.batchesEmitted
         }
         logger.info(
@@ -239,7 +241,7 @@ struct FanoutRunner: Sendable {
                 try await produce([cut], context: context, logger: logger)
                 pacer?.emit(cut.targets.count)
             case .canceled:
-                _ = try await fanouts.applyOutcomes(cuts[index...].map(context.canceledOutcome))
+                _ = try await ledger.applyOutcomes(cuts[index...].map(context.canceledOutcome))
                 return false
             case .paused:
                 try await giveSlotBack(context.push.id, logger: logger)
@@ -254,7 +256,7 @@ struct FanoutRunner: Sendable {
     /// A paused fan-out stops here: its claim (and this center's slot) is given up; a center
     /// claims it again once it is resumed.
     private func giveSlotBack(_ pushID: UUID, logger: Logger) async throws {
-        try await fanouts.releaseClaim(pushID: pushID, by: center)
+        try await claims.releaseClaim(pushID: pushID, by: center)
         logger.info("fan-out paused: its slot is free until the push is resumed")
     }
 
@@ -276,11 +278,11 @@ struct FanoutRunner: Sendable {
                 let delay = waits.next()
                 logger.warning(
                     "cannot produce job batches; retrying", metadata: ["error": "\(error)", "retry-in": "\(delay)"])
-                _ = try? await fanouts.renewClaim(pushID: context.push.id, by: center)
+                _ = try? await claims.renewClaim(pushID: context.push.id, by: center)
                 try await Task.sleep(for: delay)
             }
         }
-        try await fanouts.markProduced(pushID: context.push.id, sequences: cuts.map(\.record.sequence))
+        try await progress.markProduced(pushID: context.push.id, sequences: cuts.map(\.record.sequence))
         metrics.batchesProduced.add(cuts.count, ordering: .relaxed)
         metrics.devicesEmitted.add(cuts.reduce(0) { $0 + $1.targets.count }, ordering: .relaxed)
     }
@@ -298,7 +300,7 @@ struct FanoutRunner: Sendable {
             rate = max(1, Double(remaining) / Double(definition.finishWithinSeconds ?? 1))
         }
         let pacer = EmissionPacer(rate: rate, start: .now)
-        try await fanouts.setPlan(
+        try await progress.setPlan(
             pushID: context.push.id, audienceSize: remaining,
             etaAt: Date().addingTimeInterval(pacer.secondsToEmit(remaining)))
         return pacer
@@ -318,7 +320,7 @@ struct FanoutRunner: Sendable {
         var lastRenewal = ContinuousClock.now
         while true {
             try Task.checkCancellation()
-            guard let control = try await fanouts.control(pushID: pushID) else { return .lost }
+            guard let control = try await claims.control(pushID: pushID) else { return .lost }
             if control.state == .canceled {
                 try await countCanceled(pushID, logger: logger)
                 return .canceled
@@ -334,7 +336,7 @@ struct FanoutRunner: Sendable {
                     logger.info("fan-out paused")
                 }
                 wasPaused = true
-                _ = try await fanouts.renewClaim(pushID: pushID, by: center)
+                _ = try await claims.renewClaim(pushID: pushID, by: center)
                 try await Task.sleep(for: .milliseconds(200))
                 continue
             }
@@ -346,7 +348,7 @@ struct FanoutRunner: Sendable {
             // Sleep in short steps so cancel and pause take effect quickly; renew the claim
             // while waiting long.
             if delay > .milliseconds(200), ContinuousClock.now - lastRenewal > lease / 4 {
-                _ = try await fanouts.renewClaim(pushID: pushID, by: center)
+                _ = try await claims.renewClaim(pushID: pushID, by: center)
                 lastRenewal = .now
             }
             try await Task.sleep(for: min(delay, .milliseconds(200)))
@@ -359,7 +361,7 @@ struct FanoutRunner: Sendable {
     private func waitForCompletion(of original: UUID, recall: UUID, logger: Logger) async throws -> Bool {
         var pacer: EmissionPacer?
         var logged = false
-        while try await !fanouts.isCompleted(pushID: original) {
+        while try await !progress.isCompleted(pushID: original) {
             if !logged {
                 logger.info("recall waits for the original push's last outcomes", metadata: ["original": "\(original)"])
                 logged = true
@@ -367,14 +369,14 @@ struct FanoutRunner: Sendable {
             guard try await waitUntilRunnable(recall, pacer: &pacer, logger: logger, pausing: {}) == .proceed else {
                 return false
             }
-            _ = try await fanouts.renewClaim(pushID: recall, by: center)
+            _ = try await claims.renewClaim(pushID: recall, by: center)
             try await Task.sleep(for: .milliseconds(250))
         }
         return true
     }
 
     private func countCanceled(_ pushID: UUID, logger: Logger) async throws {
-        if let remainder = try await fanouts.accountCanceledRemainder(pushID: pushID, by: center, lease: lease) {
+        if let remainder = try await progress.accountCanceledRemainder(pushID: pushID, by: center, lease: lease) {
             logger.info(
                 "push canceled during fan-out; never-sent devices counted as canceled",
                 metadata: ["devices": "\(remainder)"])

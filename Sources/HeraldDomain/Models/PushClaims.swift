@@ -12,7 +12,7 @@ public struct ClaimCandidate: Sendable, Equatable {
     }
 }
 
-/// Which of a center's fan-out slots a push takes (``FanoutRepository/laneSQL``).
+/// Which of a center's fan-out slots a push takes (`FanoutClaimRepository.laneSQL` in HeraldStore).
 public enum FanoutLane: String, Sendable, CaseIterable, Hashable {
     /// A list audience (registration ids, aliases), unthrottled: over in a page or two.
     case express

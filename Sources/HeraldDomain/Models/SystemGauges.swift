@@ -1,7 +1,7 @@
 import Foundation
 import HeraldAPNsVocabulary
 
-/// What the whole system looks like, as one center reports it (``FanoutRepository/systemGauges(center:lease:)``).
+/// What the whole system looks like, as one center reports it (`SystemGaugeRepository.systemGauges(center:lease:)` in HeraldStore).
 public struct SystemGauges: Sendable, Equatable {
     /// Unfinished pushes per state (finished ones are not counted: the table only grows).
     public var pushesByState: [String: Int64]

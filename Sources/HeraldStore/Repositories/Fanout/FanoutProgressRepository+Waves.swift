@@ -5,7 +5,7 @@ import PostgresNIO
 /// A push sent in waves (docs/local-time.md): its plan, made once by the center that first claims
 /// it, and the moves between waves. Between two waves the push is `scheduled` again, at the next
 /// wave's instant, with its claim (and the center's slot) given back.
-extension FanoutRepository {
+extension FanoutProgressRepository {
     /// The push's waves in order; empty until planned.
     public func waves(pushID: UUID) async throws -> [PushWave] {
         let rows = try await client.boundedQuery(
