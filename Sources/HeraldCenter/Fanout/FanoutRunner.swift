@@ -70,12 +70,13 @@ struct FanoutRunner: Sendable {
             // outcome of the (canceled) original is counted.
             guard try await waitForCompletion(of: original, recall: push.id, logger: logger) else { return }
         }
-        var cursor = push.fanoutCursor
-        var nextSequence = push.batchesEmitted
+        var steps = FanoutSteps(
+            cursor: push.fanoutCursor, nextSequence: push.batchesEmitted, paced: pacer != nil, wave: push.wave,
+            waves: context.waves.count)
         logger.info(
             "fan-out started",
             metadata: [
-                "cursor": "\(cursor)", "batches-before": "\(nextSequence)",
+                "cursor": "\(steps.cursor)", "batches-before": "\(steps.nextSequence)",
                 "rate": "\(pacer.map { "\(Int($0.rate))/s" } ?? "unthrottled")",
             ])
 
@@ -85,90 +86,90 @@ struct FanoutRunner: Sendable {
         // audience (not `streaming`) reads its page or two through the pool rather than opening
         // a connection. A pause closes the stream; it opens again at the cursor.
         var stream: AudienceStream.AsyncIterator?
-        // Paced, the control look-up comes before every page (and batch); unthrottled, recording
-        // a page tells whether the push was paused, so only the first page and a pause need it.
-        var lookUpControl = true
+        var page = AudiencePage()
+        var cuts: [BatchCutter.Cut] = []
         try await withThrowingTaskGroup(of: Void.self) { producing in
-            var pagesProducing = 0
+            var action = steps.start()
             while true {
-                if lookUpControl || pacer != nil {
+                switch action {
+                case .checkControl:
                     let next = try await waitUntilRunnable(
                         push.id, pacer: &pacer, logger: logger, releasingWhenPaused: true
                     ) { stream = nil }
-                    if next == .paused {
-                        // Between pages: give the slot back; a center claims it again once resumed
-                        // (this one or another), at its cursor.
-                        try await producing.waitForAll()
-                        try await giveSlotBack(push.id, logger: logger)
-                        return
-                    }
-                    guard next == .proceed else { return }
-                    lookUpControl = false
-                }
-                let page: AudiencePage
-                if pacer == nil, streaming {
-                    if stream == nil {
-                        stream = audience.stream(context.selection, after: cursor, pageSize: pageSize)
-                            .makeAsyncIterator()
-                    }
-                    page = try await stream?.next() ?? AudiencePage()
-                    // A stream also ends when this task is canceled (a shutdown): that is no end
-                    // of the audience.
-                    try Task.checkCancellation()
-                } else {
-                    page = try await audience.page(context.selection, after: cursor, limit: pageSize)
-                }
-                guard let last = page.lastDeviceID else {
-                    stream = nil
-                    try await producing.waitForAll()
-                    if push.wave + 1 < context.waves.count {
-                        // This wave's devices are all in batches: the next wave waits for its time.
-                        let next = context.waves[push.wave + 1]
-                        if try await progress.awaitWave(next.index, dueAt: next.dueAt, pushID: push.id, by: center) {
-                            logger.info(
-                                "wave fanned out; the next one waits for its time",
-                                metadata: [
-                                    "wave": "\(push.wave + 1)/\(context.waves.count)", "batches": "\(nextSequence)",
-                                    "next-at": "\(next.dueAt)",
-                                ])
+                    action = steps.controlChecked(next == .proceed ? .proceed : next == .paused ? .paused : .stopped)
+                case .readPage(let cursor):
+                    if pacer == nil, streaming {
+                        if stream == nil {
+                            stream = audience.stream(context.selection, after: cursor, pageSize: pageSize)
+                                .makeAsyncIterator()
                         }
-                        return
+                        page = try await stream?.next() ?? AudiencePage()
+                        // A stream also ends when this task is canceled (a shutdown): that is no
+                        // end of the audience.
+                        try Task.checkCancellation()
+                    } else {
+                        page = try await audience.page(context.selection, after: cursor, limit: pageSize)
                     }
-                    if try await progress.finishFanout(pushID: push.id, by: center) {
-                        metrics.fanoutsFinished.add(1, ordering: .relaxed)
-                        logger.info("fan-out finished", metadata: ["batches": "\(nextSequence)"])
-                    }
+                    action = steps.pageRead(lastDeviceID: page.lastDeviceID)
+                case .recordPage(let firstSequence):
+                    // Under the app's delivery policy, the devices it leaves out are counted, not cut.
+                    let sent = try await context.applyingPolicy(to: page, now: clock(), progress: progress)
+                    cuts = context.cutter.cut(sent.page, firstSequence: firstSequence)
+                    let recording = try await progress.recordPage(
+                        pushID: push.id, by: center, cursor: page.lastDeviceID ?? steps.cursor,
+                        batches: cuts.map(\.record), skipped: sent.skipped, targets: sent.targets)
+                    action = steps.pageRecorded(recording, batches: cuts.count)
+                case .produce(let afterOneFinishes):
+                    if afterOneFinishes { try await producing.next() }
+                    producing.addTask { [logger, cuts] in try await produce(cuts, context: context, logger: logger) }
+                    action = steps.producing()
+                case .producePaced:
+                    action = steps.pacedProduced(
+                        continuing: try await producePaced(cuts, context: context, pacer: &pacer, logger: logger))
+                case .end(let ending):
+                    stream = nil
+                    try await end(ending, steps: steps, context: context, producing: &producing, logger: logger)
                     return
                 }
-                // Under the app's delivery policy, the devices it leaves out are counted, not cut.
-                let sent = try await context.applyingPolicy(to: page, now: clock(), progress: progress)
-                let cuts = context.cutter.cut(sent.page, firstSequence: nextSequence)
-                switch try await progress.recordPage(
-                    pushID: push.id, by: center, cursor: last, batches: cuts.map(\.record), skipped: sent.skipped,
-                    targets: sent.targets)
-                {
-                case .recorded(let paused): lookUpControl = paused
-                case .canceled:
-                    try await countCanceled(push.id, logger: logger)
-                    return
-                case .claimLost:
-                    logger.warning("another center took this fan-out over; stopping")
-                    return
-                }
-                cursor = last
-                nextSequence += cuts.count
-                if pacer == nil {
-                    // A few pages wait for the broker's acknowledgement at once.
-                    if pagesProducing == Self.pagesProducing {
-                        try await producing.next()
-                        pagesProducing -= 1
-                    }
-                    producing.addTask { [logger] in try await produce(cuts, context: context, logger: logger) }
-                    pagesProducing += 1
-                    continue
-                }
-                guard try await producePaced(cuts, context: context, pacer: &pacer, logger: logger) else { return }
             }
+        }
+    }
+
+    /// What is left to do when the page loop ends (``FanoutSteps/Ending``).
+    private func end(
+        _ ending: FanoutSteps.Ending, steps: FanoutSteps, context: FanoutContext,
+        producing: inout ThrowingTaskGroup<Void, any Error>, logger: Logger
+    ) async throws {
+        let pushID = context.push.id
+        switch ending {
+        case .finish:
+            try await producing.waitForAll()
+            if try await progress.finishFanout(pushID: pushID, by: center) {
+                metrics.fanoutsFinished.add(1, ordering: .relaxed)
+                logger.info("fan-out finished", metadata: ["batches": "\(steps.nextSequence)"])
+            }
+        case .awaitWave(let index):
+            try await producing.waitForAll()
+            let next = context.waves[index]
+            if try await progress.awaitWave(next.index, dueAt: next.dueAt, pushID: pushID, by: center) {
+                logger.info(
+                    "wave fanned out; the next one waits for its time",
+                    metadata: [
+                        "wave": "\(index)/\(context.waves.count)", "batches": "\(steps.nextSequence)",
+                        "next-at": "\(next.dueAt)",
+                    ])
+            }
+        case .paused:
+            // Between pages: give the slot back; a center claims it again once resumed (this one
+            // or another), at its cursor.
+            try await producing.waitForAll()
+            try await giveSlotBack(pushID, logger: logger)
+        case .canceled:
+            try await countCanceled(pushID, logger: logger)
+        case .claimLost:
+            logger.warning("another center took this fan-out over; stopping")
+        case .stopped:
+            break
         }
     }
 
@@ -259,9 +260,6 @@ struct FanoutRunner: Sendable {
         try await claims.releaseClaim(pushID: pushID, by: center)
         logger.info("fan-out paused: its slot is free until the push is resumed")
     }
-
-    /// Pages of an unthrottled fan-out whose batches may wait for the broker at once.
-    static let pagesProducing = 4
 
     /// Produces `cuts` (recorded before) and notes them acknowledged; a broker outage holds the
     /// fan-out (its claim renewed) until the broker takes them.
