@@ -99,7 +99,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                "HeraldTiming",
+                "HeraldAPNsVocabulary", "HeraldTiming",
             ]
         ),
         // Herald's use of Kafka: settings into client configurations, dead letters.

@@ -1,3 +1,4 @@
+import HeraldAPNsVocabulary
 import NIOSSL
 
 /// Where notifications go: Apple's production or sandbox servers, or another host (apns-sim).
@@ -13,10 +14,15 @@ public struct APNsEndpoint: Sendable {
         self.trustedCertificates = trustedCertificates
     }
 
+    /// Apple's server for `environment`: api.push.apple.com or api.sandbox.push.apple.com, port 443.
+    public static func apple(_ environment: APNsEnvironment) -> APNsEndpoint {
+        APNsEndpoint(host: environment.appleHost, port: APNsEnvironment.applePort)
+    }
+
     /// api.push.apple.com:443
-    public static let production = APNsEndpoint(host: "api.push.apple.com", port: 443)
+    public static let production = apple(.production)
     /// api.sandbox.push.apple.com:443
-    public static let sandbox = APNsEndpoint(host: "api.sandbox.push.apple.com", port: 443)
+    public static let sandbox = apple(.sandbox)
 }
 
 /// How a provider proves who it is to APNs.

@@ -1,3 +1,4 @@
+import HeraldCore
 import HeraldTiming
 
 /// When a notification APNs could not take is sent again: a ``Backoff`` (exponential, equal
@@ -8,7 +9,11 @@ public struct RetryPolicy: Sendable, Hashable {
     /// The waits between attempts.
     public var backoff: Backoff
 
-    public init(maxAttempts: Int = 8, backoff: Backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))) {
+    /// - Parameters: by default the sender's configured defaults
+    ///   (``SenderSettings/defaultMaxAttempts``, ``SenderSettings/defaultRetryBackoff``).
+    public init(
+        maxAttempts: Int = SenderSettings.defaultMaxAttempts, backoff: Backoff = SenderSettings.defaultRetryBackoff
+    ) {
         self.maxAttempts = maxAttempts
         self.backoff = backoff
     }

@@ -19,17 +19,19 @@ public final class WebhookDispatcher: Service, Sendable {
     public struct Settings: Sendable {
         /// How often due deliveries are looked for when none were found.
         public var pollInterval: Duration = .milliseconds(500)
+        // The configured ones default to the center's configuration defaults (CenterSettings).
         /// Requests in flight in this center at most.
-        public var maxInFlight = 64
+        public var maxInFlight = CenterSettings.defaultWebhookMaxInFlight
         /// Of those, one app's at most.
-        public var maxInFlightPerApp = 16
+        public var maxInFlightPerApp = CenterSettings.defaultWebhookMaxInFlightPerApp(
+            of: CenterSettings.defaultWebhookMaxInFlight)
         /// A request without an answer in this time failed.
-        public var requestTimeout: Duration = .seconds(10)
+        public var requestTimeout = CenterSettings.defaultWebhookTimeout
         /// How long after its event a delivery is tried before it is dead.
-        public var retryWindow: Duration = .seconds(24 * 3600)
+        public var retryWindow = CenterSettings.defaultWebhookRetryWindow
         /// The first retry's delay (its ceiling: Herald's ``Backoff`` waits between half and all
         /// of it); each next one doubles, up to `maximumRetryDelay`.
-        public var firstRetryDelay: Duration = .seconds(30)
+        public var firstRetryDelay = CenterSettings.defaultWebhookFirstRetry
         public var maximumRetryDelay: Duration = .seconds(3600)
         /// Whether requests may go to addresses that are not public (loopback, private ranges,
         /// link-local): off in production, on for the dev stack and tests whose receivers listen on

@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import HeraldTiming
 
 /// herald-center's settings (`HERALD_CENTER_*`); every one is in docs/configuration.md.
 public struct CenterSettings: Sendable {
@@ -64,6 +65,14 @@ public struct CenterSettings: Sendable {
     /// Webhook requests in flight in this center at most (`HERALD_CENTER_WEBHOOK_MAX_IN_FLIGHT`,
     /// 64; 0: this center delivers no webhooks).
     public var webhookMaxInFlight: Int
+    /// The webhook settings' defaults, read by the configuration and by the dispatcher's own
+    /// settings alike (docs/configuration.md).
+    public static let defaultWebhookMaxInFlight = 64
+    public static let defaultWebhookTimeout: Duration = .seconds(10)
+    public static let defaultWebhookFirstRetry: Duration = .seconds(30)
+    public static let defaultWebhookRetryWindow: Duration = .seconds(24 * 3600)
+    /// One app's share of the webhook requests in flight by default: a quarter, at least one.
+    public static func defaultWebhookMaxInFlightPerApp(of maxInFlight: Int) -> Int { max(1, maxInFlight / 4) }
     /// Of those, one app's at most (`HERALD_CENTER_WEBHOOK_MAX_IN_FLIGHT_PER_APP`, a quarter of
     /// them, at least 1): an app whose endpoints hang leaves the rest to the other apps.
     public var webhookMaxInFlightPerApp: Int
@@ -110,13 +119,22 @@ public struct CenterSettings: Sendable {
         auditRetentionDays = audit == 0 ? 0 : max(30, audit)
         retentionInterval = config.milliseconds(forKey: "center.retentionIntervalMs", default: 600_000, minimum: 1000)
         deviceCountInterval = config.milliseconds(forKey: "center.deviceCountIntervalMs", default: 2000)
-        webhookMaxInFlight = max(0, config.int(forKey: "center.webhook.maxInFlight", default: 64))
+        webhookMaxInFlight = max(
+            0, config.int(forKey: "center.webhook.maxInFlight", default: Self.defaultWebhookMaxInFlight))
         webhookMaxInFlightPerApp = max(
-            1, config.int(forKey: "center.webhook.maxInFlightPerApp", default: max(1, webhookMaxInFlight / 4)))
-        webhookTimeout = config.milliseconds(forKey: "center.webhook.timeoutMs", default: 10_000, minimum: 100)
-        webhookFirstRetry = config.milliseconds(forKey: "center.webhook.firstRetryMs", default: 30_000, minimum: 100)
+            1,
+            config.int(
+                forKey: "center.webhook.maxInFlightPerApp",
+                default: Self.defaultWebhookMaxInFlightPerApp(of: webhookMaxInFlight)))
+        webhookTimeout = config.milliseconds(
+            forKey: "center.webhook.timeoutMs", default: Int(Self.defaultWebhookTimeout.wholeMilliseconds),
+            minimum: 100)
+        webhookFirstRetry = config.milliseconds(
+            forKey: "center.webhook.firstRetryMs", default: Int(Self.defaultWebhookFirstRetry.wholeMilliseconds),
+            minimum: 100)
         webhookRetryWindow = config.milliseconds(
-            forKey: "center.webhook.retryWindowMs", default: 86_400_000, minimum: 1000)
+            forKey: "center.webhook.retryWindowMs", default: Int(Self.defaultWebhookRetryWindow.wholeMilliseconds),
+            minimum: 1000)
         webhookAllowPrivateNetworks =
             config.string(forKey: "center.webhook.privateNetworks", default: "deny").lowercased() == "allow"
         metricsHost = config.string(forKey: "center.metrics.host", default: "0.0.0.0")

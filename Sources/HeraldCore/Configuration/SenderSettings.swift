@@ -1,4 +1,5 @@
 import Configuration
+import HeraldAPNsVocabulary
 import HeraldTiming
 
 /// herald-sender's settings (`HERALD_SENDER_*`); every one is in docs/configuration.md.
@@ -31,6 +32,10 @@ public struct SenderSettings: Sendable {
     /// The waits between attempts: the first at most `HERALD_SENDER_RETRY_BASE_MS`, doubling per
     /// attempt up to `HERALD_SENDER_RETRY_MAX_MS`, each drawn between half and all of that.
     public var retryBackoff: Backoff
+    /// The defaults of `maxAttempts` and `retryBackoff` (8 attempts; 200 ms doubling to 30 s): the
+    /// sender's retry policy, also `RetryPolicy`'s default.
+    public static let defaultMaxAttempts = 8
+    public static let defaultRetryBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
     /// Another copy of a batch whose sending started longer ago than this may be sent
     /// (`HERALD_SENDER_BATCH_TAKEOVER_MS`); a younger one is left to finish. Keep it below the
     /// center's re-drive time, so a batch whose outcome was lost is sent again when re-driven.
@@ -73,15 +78,20 @@ public struct SenderSettings: Sendable {
         maxInFlight = config.int(forKey: "sender.maxInFlight", default: 2000)
         maxBatchesInFlight = config.int(forKey: "sender.maxBatchesInFlight", default: 8)
         requestTimeout = config.milliseconds(forKey: "sender.requestTimeoutMs", default: 10_000, minimum: 1)
-        maxAttempts = config.int(forKey: "sender.maxAttempts", default: 8)
+        maxAttempts = config.int(forKey: "sender.maxAttempts", default: Self.defaultMaxAttempts)
         retryBackoff = Backoff(
-            initial: config.milliseconds(forKey: "sender.retryBaseMs", default: 200, minimum: 1),
-            maximum: config.milliseconds(forKey: "sender.retryMaxMs", default: 30_000, minimum: 1))
+            initial: config.milliseconds(
+                forKey: "sender.retryBaseMs", default: Int(Self.defaultRetryBackoff.initial.wholeMilliseconds),
+                minimum: 1),
+            maximum: config.milliseconds(
+                forKey: "sender.retryMaxMs", default: Int(Self.defaultRetryBackoff.maximum.wholeMilliseconds),
+                minimum: 1))
         batchTakeover = config.milliseconds(forKey: "sender.batchTakeoverMs", default: 300_000)
-        productionHost = config.string(forKey: "sender.apns.production.host", default: "api.push.apple.com")
-        productionPort = config.int(forKey: "sender.apns.production.port", default: 443)
-        sandboxHost = config.string(forKey: "sender.apns.sandbox.host", default: "api.sandbox.push.apple.com")
-        sandboxPort = config.int(forKey: "sender.apns.sandbox.port", default: 443)
+        productionHost = config.string(
+            forKey: "sender.apns.production.host", default: APNsEnvironment.production.appleHost)
+        productionPort = config.int(forKey: "sender.apns.production.port", default: APNsEnvironment.applePort)
+        sandboxHost = config.string(forKey: "sender.apns.sandbox.host", default: APNsEnvironment.sandbox.appleHost)
+        sandboxPort = config.int(forKey: "sender.apns.sandbox.port", default: APNsEnvironment.applePort)
         productionTrustCertificateFile = config.string(forKey: "sender.apns.production.trustCertificateFile")
         sandboxTrustCertificateFile = config.string(forKey: "sender.apns.sandbox.trustCertificateFile")
         retiredTrustCertificateFile = config.string(forKey: "sender.apns.trustCertificateFile")

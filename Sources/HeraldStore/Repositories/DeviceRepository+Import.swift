@@ -144,16 +144,8 @@ extension DeviceRepository {
                 FROM device_import ORDER BY token, line DESC
             ), updated AS (
                 UPDATE devices d SET
-                    environment = l.environment, topic = l.topic,
-                    alias = COALESCE(l.alias, d.alias),
-                    locale = COALESCE(l.locale, d.locale),
-                    time_zone = COALESCE(l.time_zone, d.time_zone),
-                    country = COALESCE(l.country, d.country),
-                    app_version = COALESCE(l.app_version, d.app_version),
-                    os_version = COALESCE(l.os_version, d.os_version),
                     attributes = herald_merge_attributes(d.attributes, l.attributes, l.attributes_removed),
-                    status = 'active', invalidated_at = NULL, invalid_reason = NULL,
-                    registered_at = now(), updated_at = now()
+                    \(unescaped: Self.refreshSQL(existing: "d", incoming: "l"))
                 FROM latest l
                 WHERE d.app_id = \(appID) AND d.token = l.token
                 RETURNING d.id
@@ -167,16 +159,8 @@ extension DeviceRepository {
                 -- A device the app's SDK registered while the import ran: refreshed as a
                 -- registration would (its line's removed attributes are not applied then).
                 ON CONFLICT (app_id, token) DO UPDATE SET
-                    environment = EXCLUDED.environment, topic = EXCLUDED.topic,
-                    alias = COALESCE(EXCLUDED.alias, devices.alias),
-                    locale = COALESCE(EXCLUDED.locale, devices.locale),
-                    time_zone = COALESCE(EXCLUDED.time_zone, devices.time_zone),
-                    country = COALESCE(EXCLUDED.country, devices.country),
-                    app_version = COALESCE(EXCLUDED.app_version, devices.app_version),
-                    os_version = COALESCE(EXCLUDED.os_version, devices.os_version),
                     attributes = herald_merge_attributes(devices.attributes, EXCLUDED.attributes, NULL),
-                    status = 'active', invalidated_at = NULL, invalid_reason = NULL,
-                    registered_at = now(), updated_at = now()
+                    \(unescaped: Self.refreshSQL(existing: "devices", incoming: "EXCLUDED"))
                 RETURNING id
             )
             SELECT (SELECT count(*) FROM updated) + (SELECT count(*) FROM inserted)

@@ -23,6 +23,27 @@ public struct DeviceRepository: Sendable {
         public var isNew: Bool
     }
 
+    /// How a known device is refreshed by a registration or an imported line — the one rule for
+    /// the SET list of all three (registration, an import's update of known tokens, and an
+    /// import's insert that meets a token registered meanwhile): the environment and topic are
+    /// replaced, the alias and the profile fields are replaced only when given (absent ones are
+    /// kept), and the device is active again, registered now. `existing` and `incoming` name the
+    /// device's row and the new values' (`devices`/`EXCLUDED`, `d`/`l`). The attributes are merged
+    /// by `herald_merge_attributes`, written beside it by each caller, which knows where the
+    /// removed names come from.
+    ///
+    /// A SQL fragment rather than a function called per row: an import refreshes up to millions
+    /// of rows in one statement, and a function returning a row is not inlined there.
+    static func refreshSQL(existing: String, incoming: String) -> String {
+        let coalesced = ["alias", "locale", "time_zone", "country", "app_version", "os_version"]
+            .map { "\($0) = COALESCE(\(incoming).\($0), \(existing).\($0))" }
+        return
+            (["environment = \(incoming).environment", "topic = \(incoming).topic"] + coalesced + [
+                "status = 'active', invalidated_at = NULL, invalid_reason = NULL",
+                "registered_at = now(), updated_at = now()",
+            ]).joined(separator: ",\n")
+    }
+
     /// Registers a token, or refreshes it: a known token keeps its registration id, is
     /// reactivated if it was invalid, takes the new environment and topic, the alias, locale and
     /// time zone given (absent ones are kept), and gains the tags given.
@@ -40,18 +61,9 @@ public struct DeviceRepository: Sendable {
                             \(registration.country), \(registration.appVersion), \(registration.osVersion),
                             \(registration.attributes.set.isEmpty ? nil : JSONValue.object(registration.attributes.set).jsonText)::jsonb)
                     ON CONFLICT (app_id, token) DO UPDATE SET
-                        environment = EXCLUDED.environment,
-                        topic = EXCLUDED.topic,
-                        alias = COALESCE(EXCLUDED.alias, devices.alias),
-                        locale = COALESCE(EXCLUDED.locale, devices.locale),
-                        time_zone = COALESCE(EXCLUDED.time_zone, devices.time_zone),
-                        country = COALESCE(EXCLUDED.country, devices.country),
-                        app_version = COALESCE(EXCLUDED.app_version, devices.app_version),
-                        os_version = COALESCE(EXCLUDED.os_version, devices.os_version),
                         attributes = herald_merge_attributes(
                             devices.attributes, EXCLUDED.attributes, \(registration.attributes.removed)::text[]),
-                        status = 'active', invalidated_at = NULL, invalid_reason = NULL,
-                        registered_at = now(), updated_at = now()
+                        \(unescaped: Self.refreshSQL(existing: "devices", incoming: "EXCLUDED"))
                     RETURNING id, (xmax = 0) AS inserted
                     """, logger: logger)
                 var registered: Registered?
