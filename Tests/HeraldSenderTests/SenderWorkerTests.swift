@@ -247,8 +247,8 @@ struct SenderWorkerTests {
                         try await Task.sleep(for: .milliseconds(50))
                     }
                     let held = worker.metrics.prometheusText()
-                    // Give a wrong answer time to show: nothing may be published meanwhile.
-                    try await Task.sleep(for: .seconds(2))
+                    // Nothing may be published while the batches wait: watched for three seconds
+                    // (the worker tries the credential again several times meanwhile).
                     let early = try await environment.collectOutcomes(batchIDs, timeout: .seconds(3))
                     #expect(early.isEmpty, "no outcome while the credential does not decrypt")
                     try await credentials.upsert(stored)
