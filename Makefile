@@ -77,6 +77,7 @@ release: deps
 # Schemas/postgres-schema.sql written again from the migrations (after adding one).
 schema: deps
 	$(SWIFT) build --product herald
+	$(SWIFT) build --product herald-admin
 	scripts/with-infrastructure.sh .build/debug scripts/schema-snapshot.sh .build/debug
 
 # The HTTP/2 engine (HeraldHTTP2, through the APNs client's and apns-sim's tests) under

@@ -19,6 +19,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "herald", targets: ["herald"]),
+        .executable(name: "herald-admin", targets: ["herald-admin"]),
         .executable(name: "herald-kafka-dev", targets: ["herald-kafka-dev"]),
         .executable(name: "kafka-throughput", targets: ["kafka-throughput"]),
         .executable(name: "apns-sim", targets: ["apns-sim"]),
@@ -271,22 +272,16 @@ let package = Package(
         ),
 
         // MARK: Executables
+        // The operator's CLI: the Open API client and its commands, no server libraries.
         .target(
             name: "HeraldCLI",
             dependencies: [
-                "HeraldAPIContract", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldTiming", "HeraldRecords",
-                "HeraldDomain", "HeraldStore", "HeraldAPNs", "HeraldAPNsVocabulary",
+                "HeraldAPIContract", "HeraldTiming",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOFoundationCompat", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             // The operator CLI's commands; Generated/ holds the Open API client (scripts/generate-openapi.sh).
             exclude: ["Generated/openapi-generator-config.yaml"]
@@ -294,6 +289,26 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: ["HeraldCLI"]
+        ),
+        // herald-admin: the server-side tools (the dev stack, migrations, Kafka, credentials).
+        .target(
+            name: "HeraldAdminCLI",
+            dependencies: [
+                "HeraldCLI", "HeraldAPIContract", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldTiming",
+                "HeraldRecords", "HeraldDomain", "HeraldStore", "HeraldAPNs", "HeraldAPNsVocabulary",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "herald-admin",
+            dependencies: ["HeraldAdminCLI"]
         ),
         .executableTarget(
             name: "herald-kafka-dev",

@@ -88,10 +88,17 @@ cleanup() {
 stop_processes_in_root
 trap cleanup EXIT
 
-binaries=(herald herald-api herald-center herald-sender apns-sim)
+binaries=(herald herald-admin herald-api herald-center herald-sender apns-sim)
 for binary in "${binaries[@]}"; do
   install -m 755 "$build_dir/$binary" "$root/usr/local/bin/"
 done
+# The operator's CLI links none of the server's C libraries (herald-admin, which it runs for
+# migrate, kafka and dev, does).
+if ldd "$build_dir/herald" | grep -E 'libpq|librdkafka|libnghttp2'; then
+  echo "check-image: herald links a server library; it must reach them only through herald-admin" >&2
+  exit 1
+fi
+echo "check-image: herald links neither libpq, librdkafka nor libnghttp2"
 rm -rf "$root/usr/local/bin/herald_HeraldStore.resources"
 cp -r "$build_dir/herald_HeraldStore.resources" "$root/usr/local/bin/"
 

@@ -26,6 +26,9 @@ RULES = [
     for forbidden in ("PostgresNIO", "CLibPQ", "NIOCore", "CNGHTTP2", "CRdKafka")
 ] + [
     ("HeraldMetrics", "HeraldCore", "the operations server and metrics stand below configuration"),
+] + [
+    ("HeraldCLI", forbidden, "the operator's CLI is an API client; the server tools are herald-admin's")
+    for forbidden in ("CLibPQ", "CRdKafka", "CNGHTTP2")
 ]
 
 # Modules that must depend on nothing at all (Foundation and the standard library only).

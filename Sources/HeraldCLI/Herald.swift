@@ -6,7 +6,7 @@ struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract:
-            "Operate Herald: apps, devices and pushes through the Open API; the local development stack; migrations and Kafka diagnostics.",
+            "Operate Herald: apps, devices and pushes through the Open API. The local development stack, migrations and Kafka diagnostics are herald-admin's (`herald dev`, `herald migrate`, `herald kafka` and `herald credentials` run it).",
         discussion: """
             herald-api is found at HERALD_API_URL with the key in HERALD_API_KEY (an app's server \
             key) or HERALD_ADMIN_TOKEN, or in the file HERALD_CLI_CONFIG names. Every command \
@@ -15,19 +15,24 @@ struct Herald: AsyncParsableCommand {
             """,
         subcommands: [
             AppCommand.self, DevicesCommand.self, PushCommand.self, StatsCommand.self, APICommand.self,
-            SegmentsCommand.self, TemplatesCommand.self, SchedulesCommand.self, WebhooksCommand.self, DevCommand.self,
-            MigrateCommand.self,
-            KafkaCommand.self,
-            CredentialsCommand.self,
+            SegmentsCommand.self, TemplatesCommand.self, SchedulesCommand.self, WebhooksCommand.self,
+            AdminDevCommand.self, AdminMigrateCommand.self, AdminKafkaCommand.self, AdminCredentialsCommand.self,
         ]
     )
 }
 
-/// Runs `herald` with the process's arguments and ends the process with an ``ExitStatus``.
+/// Runs `herald` (or, given its root command, `herald-admin`) with the process's arguments and
+/// ends the process with an ``ExitStatus``.
 public enum HeraldCommandLine {
     public static func main(_ arguments: [String] = Array(CommandLine.arguments.dropFirst())) async -> Never {
+        await main(root: Herald.self, arguments)
+    }
+
+    public static func main(
+        root: any ParsableCommand.Type, _ arguments: [String] = Array(CommandLine.arguments.dropFirst())
+    ) async -> Never {
         do {
-            var command = try Herald.parseAsRoot(arguments)
+            var command = try root.parseAsRoot(arguments)
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
             } else {
@@ -35,7 +40,7 @@ public enum HeraldCommandLine {
             }
             exit(ExitStatus.success.rawValue)
         } catch {
-            let (status, message) = outcome(of: error)
+            let (status, message) = outcome(of: error, root: root)
             if !message.isEmpty {
                 FileHandle.standardError.write(Data((message + "\n").utf8))
             }
@@ -44,7 +49,7 @@ public enum HeraldCommandLine {
     }
 
     /// The exit status and the message for an error a command ended with.
-    static func outcome(of error: any Error) -> (ExitStatus, String) {
+    static func outcome(of error: any Error, root: any ParsableCommand.Type = Herald.self) -> (ExitStatus, String) {
         switch error.unwrappedFromClient {
         case let error as CLIError:
             return (error.status, "herald: " + error.description)
@@ -54,8 +59,8 @@ public enum HeraldCommandLine {
             if error == .success { return (.success, "") }
             return (error == .validationFailure ? .usage : .failure, "")
         case let other:
-            let code = Herald.exitCode(for: other)
-            let message = Herald.fullMessage(for: other)
+            let code = root.exitCode(for: other)
+            let message = root.fullMessage(for: other)
             if code == .success { return (.success, message) }  // --help, --version
             // What ArgumentParser reports itself (a parse or validation error) is a wrong command line.
             if code == .validationFailure { return (.usage, message) }

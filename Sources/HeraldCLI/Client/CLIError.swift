@@ -1,10 +1,10 @@
 /// An error the CLI reports as one line that says what happened and what to do, and the exit
 /// status it ends the process with.
-struct CLIError: Error, CustomStringConvertible {
-    let description: String
-    var status: ExitStatus = .failure
+package struct CLIError: Error, CustomStringConvertible {
+    package let description: String
+    package var status: ExitStatus = .failure
 
-    init(_ description: String, status: ExitStatus = .failure) {
+    package init(_ description: String, status: ExitStatus = .failure) {
         self.description = description
         self.status = status
     }

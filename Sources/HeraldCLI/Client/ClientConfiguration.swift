@@ -6,15 +6,15 @@ import Foundation
 ///
 /// The file is JSON: `{"api_url": …, "api_key": …, "app_id": …, "admin_token": …}`, written with
 /// mode 0600 by `herald dev up` and `herald app create --save`.
-struct ClientConfiguration {
-    var apiURL: String
-    var apiKey: String?
-    var adminToken: String?
-    var appID: String?
-    let file: URL
+package struct ClientConfiguration {
+    package var apiURL: String
+    package var apiKey: String?
+    package var adminToken: String?
+    package var appID: String?
+    package let file: URL
 
     /// The config file `environment` names (`HERALD_CLI_CONFIG`), or `~/.config/herald/cli.json`.
-    static func defaultFile(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+    package static func defaultFile(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
         if let path = environment["HERALD_CLI_CONFIG"], !path.isEmpty {
             return URL(fileURLWithPath: path)
         }
@@ -24,7 +24,8 @@ struct ClientConfiguration {
 
     /// Reads the environment, then the config file.
     /// - Throws: ``CLIError`` when the file exists but is not a JSON object of strings.
-    static func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ClientConfiguration
+    package static func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws
+        -> ClientConfiguration
     {
         let file = defaultFile(environment: environment)
         var stored: [String: String] = [:]
@@ -54,7 +55,7 @@ struct ClientConfiguration {
     }
 
     /// Merges `values` into the config file (created 0600 with its folder if missing).
-    static func save(_ values: [String: String], to file: URL) throws {
+    package static func save(_ values: [String: String], to file: URL) throws {
         var stored: [String: String] = [:]
         if let data = try? Data(contentsOf: file),
             let existing = try? JSONSerialization.jsonObject(with: data) as? [String: String]
@@ -68,7 +69,7 @@ struct ClientConfiguration {
         try data.write(to: file)
     }
 
-    func requireKey() throws -> String {
+    package func requireKey() throws -> String {
         guard let apiKey else {
             throw CLIError(
                 "no app key: run `herald app create --save` or set HERALD_API_KEY (a server key, hs_…)",
@@ -77,7 +78,7 @@ struct ClientConfiguration {
         return apiKey
     }
 
-    func requireAdminToken() throws -> String {
+    package func requireAdminToken() throws -> String {
         guard let adminToken else {
             throw CLIError(
                 "no admin token: set HERALD_ADMIN_TOKEN to herald-api's admin token (`herald dev up` writes it to its config file)",

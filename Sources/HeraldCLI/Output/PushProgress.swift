@@ -5,16 +5,17 @@ import HeraldTiming
 /// How a push's progress reads on a terminal: a line with a bar, done of total, failures by
 /// reason, rate and ETA; and the summary an operator checks (the counters add up). Pure: the
 /// CLI's tests render fixed statuses.
-enum PushProgress {
-    struct Counters: Equatable {
-        var targeted: Int64 = 0, accepted: Int64 = 0, rejected: Int64 = 0, expired: Int64 = 0, canceled: Int64 = 0
-        var skipped: Int64 = 0
-        var invalidated: Int64 = 0
-        var byReason: [String: Int64] = [:]
-        var skippedByReason: [String: Int64] = [:]
-        var done: Int64 { accepted + rejected + expired + canceled + skipped }
+package enum PushProgress {
+    package struct Counters: Equatable {
+        package var targeted: Int64 = 0, accepted: Int64 = 0, rejected: Int64 = 0, expired: Int64 = 0,
+            canceled: Int64 = 0
+        package var skipped: Int64 = 0
+        package var invalidated: Int64 = 0
+        package var byReason: [String: Int64] = [:]
+        package var skippedByReason: [String: Int64] = [:]
+        package var done: Int64 { accepted + rejected + expired + canceled + skipped }
 
-        init(_ counters: Components.Schemas.Counters) {
+        package init(_ counters: Components.Schemas.Counters) {
             targeted = counters.targeted
             accepted = counters.accepted
             rejected = counters.rejected
@@ -29,13 +30,13 @@ enum PushProgress {
 
     /// Whether the push is over for the person watching: completed, or canceled with every
     /// target accounted.
-    static func isSettled(_ status: Components.Schemas.PushStatus) -> Bool {
+    package static func isSettled(_ status: Components.Schemas.PushStatus) -> Bool {
         let counters = Counters(status.counters)
         return status.state == .completed || (status.state == .canceled && counters.done >= counters.targeted)
     }
 
     /// One line: state, a bar, done of total, accepted, failed by reason, rate, ETA.
-    static func line(_ status: Components.Schemas.PushStatus, rate: Double) -> String {
+    package static func line(_ status: Components.Schemas.PushStatus, rate: Double) -> String {
         let counters = Counters(status.counters)
         let total = max(status.audienceSize ?? counters.targeted, counters.targeted)
         let fraction =
@@ -66,7 +67,7 @@ enum PushProgress {
     }
 
     /// A wave of a push at a local time: `2026-12-01T08:00:00Z  2 time zones  1,204 devices  (Europe/Berlin, …)`.
-    static func waveLine(_ wave: Components.Schemas.PushWave) -> String {
+    package static func waveLine(_ wave: Components.Schemas.PushWave) -> String {
         let names = wave.timeZones.map { $0.isEmpty ? "no time zone" : $0 }
         let shown = names.prefix(4).joined(separator: ", ") + (names.count > 4 ? ", …" : "")
         return "\(Output.time(wave.sendAt))  \(Output.count(Int64(wave.devices))) devices  (\(shown))"
@@ -74,7 +75,7 @@ enum PushProgress {
     }
 
     /// Failures by reason, most first, and the expired: ` (Unregistered 1,960, expired 3)`.
-    static func reasons(_ counters: Counters) -> String {
+    package static func reasons(_ counters: Counters) -> String {
         var parts = counters.byReason.sorted { ($0.value, $1.key) > ($1.value, $0.key) }
             .map { "\($0.key) \(Output.count($0.value))" }
         if counters.expired > 0 { parts.append("expired \(Output.count(counters.expired))") }
@@ -82,7 +83,7 @@ enum PushProgress {
     }
 
     /// ` (A 3, B 2)`: counts by reason, by name; empty for none.
-    static func byReason(_ counts: [String: Int64]) -> String {
+    package static func byReason(_ counts: [String: Int64]) -> String {
         guard !counts.isEmpty else { return "" }
         return " ("
             + counts.sorted { $0.key < $1.key }.map { "\($0.key) \(Output.count($0.value))" }
@@ -90,7 +91,7 @@ enum PushProgress {
     }
 
     /// The summary an operator checks: targeted = accepted + rejected (by reason) + expired + canceled.
-    static func summary(_ status: Components.Schemas.PushStatus) -> String {
+    package static func summary(_ status: Components.Schemas.PushStatus) -> String {
         let counters = Counters(status.counters)
         var text =
             "push \(status.id): \(status.state.rawValue)\(status.paused ? " (paused)" : "")\n"
@@ -122,19 +123,19 @@ enum PushProgress {
     }
 
     /// A push in a list: id, state, created, done of targeted.
-    static func listLine(_ status: Components.Schemas.PushStatus) -> String {
+    package static func listLine(_ status: Components.Schemas.PushStatus) -> String {
         let counters = Counters(status.counters)
         return "\(status.id)  \(status.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0))  "
             + "\(Output.time(status.createdAt))  \(Output.count(counters.done))/\(Output.count(counters.targeted))"
     }
 
-    static func addsUp(_ status: Components.Schemas.PushStatus) -> Bool {
+    package static func addsUp(_ status: Components.Schemas.PushStatus) -> Bool {
         let counters = Counters(status.counters)
         return counters.targeted == counters.done
     }
 
     /// Notifications a second over the last few seconds of `samples` (time, done).
-    static func rate(_ samples: [(time: ContinuousClock.Instant, done: Int64)]) -> Double {
+    package static func rate(_ samples: [(time: ContinuousClock.Instant, done: Int64)]) -> Double {
         guard let first = samples.first, let last = samples.last, last.time > first.time else { return 0 }
         let elapsed = last.time - first.time
         return Double(last.done - first.done) / max(elapsed.fractionalSeconds, 0.001)

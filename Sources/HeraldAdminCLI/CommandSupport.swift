@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCLI
 import HeraldCore
 import Logging
 

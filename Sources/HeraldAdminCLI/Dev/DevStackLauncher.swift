@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldCLI
 import HeraldCore
 import HeraldStore
 import Logging

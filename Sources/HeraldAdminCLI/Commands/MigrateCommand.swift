@@ -1,4 +1,5 @@
 import ArgumentParser
+import HeraldCLI
 import HeraldCore
 import HeraldStore
 

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldCLI
 import Synchronization
 
 /// Starting, watching and stopping the stack's processes.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldCLI
 import HeraldCore
 import HeraldDomain
 import HeraldKafka

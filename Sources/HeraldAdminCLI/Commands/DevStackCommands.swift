@@ -1,20 +1,10 @@
 import ArgumentParser
 import Foundation
 import HeraldAPNs
+import HeraldCLI
 import HeraldTiming
 
 /// Where the stack lives: `--dir`, else HERALD_DEV_DIR, else `.local/dev` under the current folder.
-struct DevDirectoryOption: ParsableArguments {
-    @Option(
-        name: .customLong("dir"), help: "The stack's folder (state, logs, keys; default .local/dev or HERALD_DEV_DIR).")
-    var directory: String?
-
-    var path: String {
-        let chosen = directory ?? ProcessInfo.processInfo.environment["HERALD_DEV_DIR"] ?? ".local/dev"
-        return URL(fileURLWithPath: chosen).standardizedFileURL.path
-    }
-}
-
 struct DevUpCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "up",

@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import HeraldAPNsVocabulary
+import HeraldCLI
 import NIOCore
 import NIOFoundationCompat
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCLI
 
 /// The stack's throwaway PostgreSQL cluster: initdb'd in `<dir>/postgres`, listening on
 /// 127.0.0.1 only, with a random password; deleted by `herald dev down`. As root the server runs

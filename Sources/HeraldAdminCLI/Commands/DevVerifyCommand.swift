@@ -4,6 +4,7 @@ import Foundation
 import HeraldAPIContract
 import HeraldAPNs
 import HeraldAPNsVocabulary
+import HeraldCLI
 import NIOCore
 import NIOFoundationCompat
 
@@ -35,14 +36,11 @@ struct DevVerifyCommand: AsyncParsableCommand {
 
     func run() async throws {
         let stack = try DevStack.load(from: dir.path)
-        let client = try APIConnection.app(try ClientConfiguration.load()).client
+        let api = try StackVerificationAPI.app()
 
         // The app's devices (active and invalid), by registration id.
         var devices: [Int: Device] = [:]
-        let listed = try await APIConnection.everyItem { cursor in
-            let page = try await client.listDevices(query: .init(cursor: cursor, limit: 1000)).ok.body.json
-            return (page.devices, page.nextCursor)
-        }
+        let listed = try await api.devices()
         // A server key's listing carries every registration id.
         for device in listed {
             guard let registrationID = device.registrationId else { continue }
@@ -53,25 +51,19 @@ struct DevVerifyCommand: AsyncParsableCommand {
         let recorded = try await Self.recordedNotifications(adminURL: "http://127.0.0.1:\(stack.apnsSim.adminPort)")
         var allGood = true
         for pushID in pushIDs {
-            allGood = try await verify(pushID: pushID, client: client, devices: devices, recorded: recorded) && allGood
+            allGood = try await verify(pushID: pushID, api: api, devices: devices, recorded: recorded) && allGood
         }
         if !allGood { throw ExitCode.failure }
     }
 
     private func verify(
-        pushID: String, client: Client, devices: [Int: Device],
+        pushID: String, api: StackVerificationAPI, devices: [Int: Device],
         recorded: [String: [(collapseID: String?, token: String)]]
     ) async throws -> Bool {
         guard let uuid = UUID(uuidString: pushID) else { throw ValidationError("\(pushID) is not a push id") }
-        let status = try await client.getPush(path: .init(pushId: pushID)).ok.body.json
+        let status = try await api.push(pushID)
         let counters = PushProgress.Counters(status.counters)
-        let listed = try await APIConnection.everyItem { cursor in
-            let page = try await client.listPushFailures(
-                path: .init(pushId: pushID), query: .init(cursor: cursor, limit: 1000)
-            )
-            .ok.body.json
-            return (page.failures, page.nextCursor)
-        }
+        let listed = try await api.failures(pushID: pushID)
         var failures: [Int: String] = [:]
         for failure in listed { failures[Int(failure.registrationId)] = failure.reason ?? failure.status.rawValue }
 
