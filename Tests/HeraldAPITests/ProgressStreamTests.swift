@@ -35,9 +35,9 @@ struct ProgressStreamTests {
             // Until six polls happened (no fixed window: a loaded machine only makes it longer);
             // five pollers would get there in about half a second, one in about three.
             var polls = 0
-            while polls < 6, ContinuousClock.now - start < .seconds(60) {
-                try await Task.sleep(for: .milliseconds(50))
+            _ = try await api.eventually {
                 polls = try await AuthenticationHardeningTests.metric("herald_api_progress_polls_total", api) - before
+                return polls >= 6
             }
             let elapsed = (ContinuousClock.now - start).fractionalSeconds
             // One poller sleeps half a second between polls: never more than this, however
