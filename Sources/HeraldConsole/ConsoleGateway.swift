@@ -85,17 +85,17 @@ public struct ConsoleRequestOrigin: Sendable {
 /// An operation's refusal, as the Open API would answer it.
 public struct ConsoleError: Error, Sendable, CustomStringConvertible {
     public var status: HTTPResponse.Status
-    public var code: String
+    public var code: APIErrorCode
     public var message: String
     /// The request field at fault (`notification.alert.title`), when there is one.
     public var field: String?
 
-    public init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil) {
+    public init(_ status: HTTPResponse.Status, code: APIErrorCode, message: String, field: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.field = field
     }
 
-    public var description: String { "\(status.code) \(code): \(message)" }
+    public var description: String { "\(status.code) \(code.rawValue): \(message)" }
 }

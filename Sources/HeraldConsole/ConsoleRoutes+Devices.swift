@@ -74,7 +74,7 @@ extension ConsoleRoutes {
                 switch by {
                 case "id":
                     guard let id = Int64(query) else {
-                        throw ConsoleError(.badRequest, code: "invalid", message: "A registration id is a number.")
+                        throw ConsoleError(.badRequest, code: .invalid, message: "A registration id is a number.")
                     }
                     let device = try await gateway.perform(
                         "getDevice", path: "/v1/devices/\(id)", as: signedIn.identity, request: signedIn.origin

@@ -187,7 +187,8 @@ extension ConsoleRoutes {
     func pushEvents(_ request: Request, context: Context) async throws -> Response {
         guard let signedIn = try await signedIn(request, context: context) else {
             return Self.json(
-                ["error": ["code": "signed_out", "message": "Sign in to the console again."]], status: .unauthorized)
+                ["error": ["code": APIErrorCode.signedOut.rawValue, "message": "Sign in to the console again."]],
+                status: .unauthorized)
         }
         let id = context.parameters.get("id") ?? ""
         let body: HTTPBody
@@ -198,11 +199,11 @@ extension ConsoleRoutes {
                 guard
                     case .textEventStream(let body) = try await api.streamPushEvents(.init(path: .init(pushId: id))).ok
                         .body
-                else { throw ConsoleError(.internalServerError, code: "unexpected", message: "no event stream") }
+                else { throw ConsoleError(.internalServerError, code: .unexpected, message: "no event stream") }
                 return body
             }
         } catch {
-            return Self.json(["error": ["code": error.code, "message": error.message]], status: error.status)
+            return Self.json(["error": ["code": error.code.rawValue, "message": error.message]], status: error.status)
         }
         return Response(
             status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],

@@ -118,7 +118,7 @@ extension ConsoleRoutes {
             session = try await sessions.resume(token: token, idle: idleTimeout, lifetime: sessionLifetime)
         } catch {
             throw ConsoleError(
-                .serviceUnavailable, code: "database_unavailable",
+                .serviceUnavailable, code: .databaseUnavailable,
                 message: "Herald cannot reach its database right now. Retry in a few seconds.")
         }
         guard let session else {

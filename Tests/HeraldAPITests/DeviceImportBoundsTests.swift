@@ -44,7 +44,7 @@ struct DeviceImportBoundsTests {
         try pace.received(100, waited: .seconds(19))
         #expect {
             try pace.received(100, waited: .seconds(12))  // 200 bytes in 31 s
-        } throws: { ($0 as? APIError)?.code == "import_too_slow" && ($0 as? APIError)?.status == .requestTimeout }
+        } throws: { ($0 as? APIError)?.code == .importTooSlow && ($0 as? APIError)?.status == .requestTimeout }
         // A fast client behind a slow database: the chunks come at once whenever herald-api asks,
         // however long it spent copying the last ones (minutes, here) — never too slow.
         var busy = ImportPace(maximumBytes: 1 << 30, deadline: .seconds(60), minimumBytesPerSecond: 1000)
@@ -53,13 +53,13 @@ struct DeviceImportBoundsTests {
         try late.received(1 << 20, waited: .seconds(59))
         #expect(throws: APIError.self) { try late.received(1 << 20, waited: .seconds(2)) }
         var large = ImportPace(maximumBytes: 1000, deadline: .seconds(60), minimumBytesPerSecond: 0)
-        #expect { try large.received(1001, waited: .zero) } throws: { ($0 as? APIError)?.code == "import_too_large" }
+        #expect { try large.received(1001, waited: .zero) } throws: { ($0 as? APIError)?.code == .importTooLarge }
         // A database that takes the rows ever slower: the whole upload stops at twice the deadline.
         var crawling = ImportPace(maximumBytes: 1 << 30, deadline: .seconds(60), minimumBytesPerSecond: 0)
         try crawling.received(100, waited: .milliseconds(1), elapsed: .seconds(120))
         #expect {
             try crawling.received(100, waited: .milliseconds(1), elapsed: .seconds(121))
-        } throws: { ($0 as? APIError)?.code == "import_timed_out" && ($0 as? APIError)?.status == .serviceUnavailable }
+        } throws: { ($0 as? APIError)?.code == .importTimedOut && ($0 as? APIError)?.status == .serviceUnavailable }
     }
 
     /// An import whose chunked body arrives as the test writes it, over a socket of its own.

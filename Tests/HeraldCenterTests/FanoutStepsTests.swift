@@ -12,12 +12,12 @@ struct FanoutStepsTests {
         var steps = FanoutSteps(cursor: 0, nextSequence: 0, paced: false)
         #expect(steps.start() == .checkControl)
         #expect(steps.controlChecked(.proceed) == .readPage(after: 0))
-        #expect(steps.pageRead(lastDeviceID: 1000) == .recordPage(firstSequence: 0))
+        #expect(steps.pageRead(lastDeviceID: 1000) == .recordPage(firstSequence: 0, cursor: 1000))
         #expect(steps.pageRecorded(.recorded(paused: false), batches: 2) == .produce(afterOneFinishes: false))
         #expect(steps.cursor == 1000 && steps.nextSequence == 2)
         // No second look-up: recording told it the push is not paused.
         #expect(steps.producing() == .readPage(after: 1000))
-        #expect(steps.pageRead(lastDeviceID: 2000) == .recordPage(firstSequence: 2))
+        #expect(steps.pageRead(lastDeviceID: 2000) == .recordPage(firstSequence: 2, cursor: 2000))
         #expect(steps.pageRecorded(.recorded(paused: false), batches: 3) == .produce(afterOneFinishes: false))
         #expect(steps.producing() == .readPage(after: 2000))
         #expect(steps.pageRead(lastDeviceID: nil) == .end(.finish))
@@ -29,7 +29,7 @@ struct FanoutStepsTests {
         var steps = FanoutSteps(cursor: 41_000, nextSequence: 17, paced: false)
         _ = steps.start()
         #expect(steps.controlChecked(.proceed) == .readPage(after: 41_000))
-        #expect(steps.pageRead(lastDeviceID: 42_000) == .recordPage(firstSequence: 17))
+        #expect(steps.pageRead(lastDeviceID: 42_000) == .recordPage(firstSequence: 17, cursor: 42_000))
     }
 
     @Test("at most four pages wait for the broker: the fifth waits for one of them first")
@@ -99,9 +99,11 @@ struct FanoutStepsTests {
 
     @Test("a control look-up that finds the push canceled or taken over stops the loop")
     func stoppedByControl() {
-        var steps = FanoutSteps(cursor: 0, nextSequence: 0, paced: false)
-        _ = steps.start()
-        #expect(steps.controlChecked(.stopped) == .end(.stopped))
+        for control in [FanoutSteps.Control.canceled, .lost] {
+            var steps = FanoutSteps(cursor: 0, nextSequence: 0, paced: false)
+            _ = steps.start()
+            #expect(steps.controlChecked(control) == .end(.stopped))
+        }
     }
 
     @Test("in waves: the end of a wave that is not the last waits for the next one; the last finishes")

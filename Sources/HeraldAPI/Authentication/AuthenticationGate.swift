@@ -47,7 +47,7 @@ struct AuthenticationGate<Context: ClientAddressRequestContext>: RouterMiddlewar
             } catch {
                 return refusal(
                     APIError(
-                        .unauthorized, code: "missing_key",
+                        .unauthorized, code: .missingKey,
                         message:
                             "Send your key as \"Authorization: Bearer <key>\" before a body: without one, at most \(Self.preAuthenticationBodyBytes) bytes are read."
                     ), to: request)
@@ -68,11 +68,11 @@ struct AuthenticationGate<Context: ClientAddressRequestContext>: RouterMiddlewar
                 return refusal(
                     .tooManyRequests(
                         "\(throttle.limit) requests from \(source) presented a key Herald does not know within a minute; retry after \(seconds) s with a valid key.",
-                        code: "too_many_failed_authentications", retryAfterSeconds: seconds), to: request)
+                        code: .tooManyFailedAuthentications, retryAfterSeconds: seconds), to: request)
             }
             return refusal(
                 APIError(
-                    .unauthorized, code: "unknown_key", message: "This key is not known to Herald, or it was revoked."),
+                    .unauthorized, code: .unknownKey, message: "This key is not known to Herald, or it was revoked."),
                 to: request)
         }
         return try await Principal.$presented.withValue(principal) {

@@ -83,11 +83,28 @@ enum Permission: Equatable {
     }
 }
 
+/// What an operation is besides who may call it, by operation id: the table beside
+/// ``Permission/of(operationID:)`` that the API's middleware and the console both read.
+struct OperationTraits: OptionSet, Sendable {
+    let rawValue: Int
+
+    /// Runs past the request timeout (`HERALD_API_REQUEST_TIMEOUT`): a stream lasts as long as the
+    /// caller listens; an import has bounds of its own (docs/limits.md).
+    static let outlivesRequestTimeout = OperationTraits(rawValue: 1 << 0)
+
+    static func of(operationID: String) -> OperationTraits {
+        switch operationID {
+        case "streamPushEvents", "importDevices": .outlivesRequestTimeout
+        default: []
+        }
+    }
+}
+
 extension Principal {
     /// The calling app (the middleware admitted only app keys to app operations).
     static func requireApp() throws -> UUID {
         guard case .app(let key)? = current else {
-            throw APIError(.forbidden, code: "app_key_required", message: "This takes a key of an app.")
+            throw APIError(.forbidden, code: .appKeyRequired, message: "This takes a key of an app.")
         }
         return key.appID
     }

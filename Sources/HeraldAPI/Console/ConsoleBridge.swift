@@ -10,8 +10,8 @@ import Logging
 
 /// The console's way into herald-api: sign-in through the same key look-up, failed-attempt
 /// throttle and admin token as the API's authentication gate, and the Open API's operations run
-/// through the same permission check (``AuthenticationMiddleware/check(_:against:path:)``), rate
-/// limit, request timeout and error translation as a request to `/v1` would be.
+/// through the same ``Admission`` (permission and rate limit, with the same refusals), request
+/// timeout and error translation as a request to `/v1` would be.
 struct ConsoleBridge: ConsoleGateway {
     let handler: APIHandler
     let adminToken: String?
@@ -19,7 +19,7 @@ struct ConsoleBridge: ConsoleGateway {
     let keys: APIKeyRepository
     let apps: AppRepository
     let throttle: FailedAuthenticationThrottle
-    let rateLimiter: RateLimiter
+    let admission: Admission
     let deadlines: RequestDeadlines
     let logger: Logger
 
@@ -33,16 +33,16 @@ struct ConsoleBridge: ConsoleGateway {
             // AuthenticationGate).
             if let seconds = throttle.recordFailure(source: source) {
                 throw ConsoleError(
-                    .tooManyRequests, code: "too_many_failed_authentications",
+                    .tooManyRequests, code: .tooManyFailedAuthentications,
                     message: "Too many unknown keys were tried from your address; try again in \(seconds) s.")
             }
             throw ConsoleError(
-                .unauthorized, code: "unknown_key",
+                .unauthorized, code: .unknownKey,
                 message: "Herald does not know this key, or it was revoked. Check it and try again.")
         }
         guard record.kind != .client else {
             throw ConsoleError(
-                .forbidden, code: "client_key_not_allowed",
+                .forbidden, code: .clientKeyNotAllowed,
                 message:
                     "This is a client key (it ships inside your app). Sign in with a server key of the app, or its admin key."
             )
@@ -67,35 +67,25 @@ struct ConsoleBridge: ConsoleGateway {
         _ operationID: String, path: String, as identity: ConsoleIdentity, request: ConsoleRequestOrigin,
         _ call: @Sendable (any APIProtocol) async throws -> Output
     ) async throws(ConsoleError) -> Output {
-        let principal: Principal
         do {
-            switch identity.role {
-            case .admin:
-                let permission = Permission.of(operationID: operationID)
-                guard permission == .globalAdmin || permission == .appAdmin else {
-                    throw APIError(
-                        .forbidden, code: "app_key_required",
-                        message: "The admin token manages apps; pushes are sent with a server key of the app.")
+            let presented: Principal =
+                switch identity.role {
+                case .admin: .admin
+                case .appKey(let record): .app(AppKey(record))
                 }
-                principal = .admin
-            case .appKey(let record):
-                let key = AppKey(record)
-                try AuthenticationMiddleware.check(
-                    key, against: Permission.of(operationID: operationID), path: Substring(path))
-                let decision = rateLimiter.take(appID: key.appID)
-                guard decision.allowed else {
-                    throw APIError.tooManyRequests(
-                        "This app may make \(rateLimiter.ratePerSecond) requests a second; retry after \(decision.retryAfterSeconds) s.",
-                        code: "rate_limited", retryAfterSeconds: decision.retryAfterSeconds)
-                }
-                principal = .app(key)
-            }
+            // The console's requests come from the operator's browser: no client key signs in,
+            // so the per-source bucket never applies (source: nil).
+            let principal =
+                try admission.admit(presented, to: operationID, path: Substring(path), source: nil).principal
+                ?? presented
             let handler = handler
             return try await Principal.$current.withValue(principal) {
                 try await RequestIdentity.$requestID.withValue(request.requestID) {
                     try await RequestIdentity.$sourceAddress.withValue(request.sourceAddress) {
                         try await RequestIdentity.$trace.withValue(.start()) {
-                            if operationID == "streamPushEvents" { return try await call(handler) }
+                            if OperationTraits.of(operationID: operationID).contains(.outlivesRequestTimeout) {
+                                return try await call(handler)
+                            }
                             return try await withoutActuallyEscaping(call) { call in
                                 try await deadlines.guarding { try await call(handler) }
                             }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldAPIContract
 
 /// An error an API caller sees: an HTTP status and `{"error": {"code", "message", "field"}}`.
 ///
@@ -8,15 +9,17 @@ import HTTPTypes
 struct APIError: Error, Sendable, CustomStringConvertible {
     var status: HTTPResponse.Status
     /// A stable machine-readable code (`invalid_json`, `not_found`, `payload_too_large`, ...).
-    var code: String
+    var code: APIErrorCode
     var message: String
     /// The request field at fault (`notification.alert.title`), when there is one.
     var field: String?
     /// Extra headers (`Retry-After`, rate-limit headers).
     var headers: HTTPFields
 
-    init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil, headers: HTTPFields = [:])
-    {
+    init(
+        _ status: HTTPResponse.Status, code: APIErrorCode, message: String, field: String? = nil,
+        headers: HTTPFields = [:]
+    ) {
         self.status = status
         self.code = code
         self.message = message
@@ -24,27 +27,27 @@ struct APIError: Error, Sendable, CustomStringConvertible {
         self.headers = headers
     }
 
-    var description: String { "\(status.code) \(code): \(message)" }
+    var description: String { "\(status.code) \(code.rawValue): \(message)" }
 
     static func badRequest(_ message: String, field: String? = nil) -> APIError {
-        APIError(.badRequest, code: "invalid_request", message: message, field: field)
+        APIError(.badRequest, code: .invalidRequest, message: message, field: field)
     }
 
     static func invalid(_ field: String, _ message: String) -> APIError {
-        APIError(.unprocessableContent, code: "invalid_value", message: message, field: field)
+        APIError(.unprocessableContent, code: .invalidValue, message: message, field: field)
     }
 
     static func notFound(_ what: String) -> APIError {
-        APIError(.notFound, code: "not_found", message: "\(what) does not exist (or belongs to another app)")
+        APIError(.notFound, code: .notFound, message: "\(what) does not exist (or belongs to another app)")
     }
 
-    static func conflict(_ message: String, code: String = "conflict") -> APIError {
+    static func conflict(_ message: String, code: APIErrorCode = .conflict) -> APIError {
         APIError(.conflict, code: code, message: message)
     }
 
     /// A 429 with `Retry-After` (plus `headers`: an app's rate-limit fields).
     static func tooManyRequests(
-        _ message: String, code: String, retryAfterSeconds: Int, headers: HTTPFields = [:]
+        _ message: String, code: APIErrorCode, retryAfterSeconds: Int, headers: HTTPFields = [:]
     ) -> APIError {
         var headers = headers
         headers[.retryAfter] = String(retryAfterSeconds)
@@ -52,19 +55,19 @@ struct APIError: Error, Sendable, CustomStringConvertible {
     }
 
     static let unavailable = APIError(
-        .serviceUnavailable, code: "database_unavailable",
+        .serviceUnavailable, code: .databaseUnavailable,
         message: "Herald cannot reach its database right now; nothing was changed. Retry in a few seconds.",
         headers: [.retryAfter: "5"])
 
     static let timedOut = APIError(
-        .serviceUnavailable, code: "timed_out",
+        .serviceUnavailable, code: .timedOut,
         message:
             "Herald's database did not answer in time. Retry in a few seconds (with the same Idempotency-Key, a retried push is not sent twice).",
         headers: [.retryAfter: "5"])
 
     /// The JSON body.
     var body: [UInt8] {
-        var text = #"{"error":{"code":"# + Self.quoted(code) + #","message":"# + Self.quoted(message)
+        var text = #"{"error":{"code":"# + Self.quoted(code.rawValue) + #","message":"# + Self.quoted(message)
         if let field { text += #","field":"# + Self.quoted(field) }
         text += "}}"
         return Array(text.utf8)

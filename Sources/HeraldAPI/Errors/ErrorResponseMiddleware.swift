@@ -9,7 +9,8 @@ import PostgresNIO
 /// database as 503. Anything else is a bug: logged, and answered 500 without details.
 struct ErrorResponseMiddleware: ServerMiddleware {
     let logger: Logger
-    /// Operations (other than streams and imports) unfinished after their deadline answer 503.
+    /// Operations unfinished after their deadline answer 503 (but for those that
+    /// ``OperationTraits/outlivesRequestTimeout``).
     let deadlines: RequestDeadlines
 
     func intercept(
@@ -20,7 +21,7 @@ struct ErrorResponseMiddleware: ServerMiddleware {
             // An empty body is no body: an operation whose body is optional (rotateKey) then
             // reads it as absent. RouteErrorMiddleware gave every JSON body its length.
             let body = body?.length == .known(0) ? nil : body
-            if operationID == "streamPushEvents" || operationID == "importDevices" {
+            if OperationTraits.of(operationID: operationID).contains(.outlivesRequestTimeout) {
                 return try await next(request, body, metadata)
             }
             // The task group below waits for `next` to return before this does.
@@ -51,18 +52,18 @@ struct ErrorResponseMiddleware: ServerMiddleware {
         if let rejected = rejectedValue(cause) { return rejected }
         if let serverError, serverError.httpStatus == .unsupportedMediaType {
             return APIError(
-                .unsupportedMediaType, code: "unsupported_media_type",
+                .unsupportedMediaType, code: .unsupportedMediaType,
                 message:
                     "\(serverError.causeDescription): send the body as the Open API contract says (usually application/json)"
             )
         }
         if let serverError, serverError.httpStatus.kind == .clientError {
             return APIError(
-                serverError.httpStatus, code: "invalid_request", message: "\(serverError.causeDescription) (\(cause))")
+                serverError.httpStatus, code: .invalidRequest, message: "\(serverError.causeDescription) (\(cause))")
         }
         logger.error("operation failed", metadata: ["operation": "\(operationID)", "error": "\(cause)"])
         return APIError(
-            .internalServerError, code: "internal_error", message: "Herald failed to answer; the failure is logged.")
+            .internalServerError, code: .internalError, message: "Herald failed to answer; the failure is logged.")
     }
 
     /// A 400 naming the field the decoder stopped at.
@@ -79,34 +80,34 @@ struct ErrorResponseMiddleware: ServerMiddleware {
         case .dataCorrupted(let context):
             if context.debugDescription.contains("unknown keys") {
                 return APIError(
-                    .badRequest, code: "unknown_field",
+                    .badRequest, code: .unknownField,
                     message:
                         "The field \"\(context.codingPath.last?.stringValue ?? "?")\" is not part of this request; check its spelling against the Open API contract.",
                     field: path(context))
             }
             if context.codingPath.isEmpty {
                 return APIError(
-                    .badRequest, code: "invalid_json",
+                    .badRequest, code: .invalidJSON,
                     message: "The body is not valid JSON: \(context.debugDescription)",
                     field: path(context))
             }
             return APIError(
-                .badRequest, code: "invalid_request", message: "A value is malformed: \(context.debugDescription)",
+                .badRequest, code: .invalidRequest, message: "A value is malformed: \(context.debugDescription)",
                 field: path(context))
         case .keyNotFound(let key, let context):
             return APIError(
-                .badRequest, code: "missing_field", message: "The field \"\(key.stringValue)\" is required.",
+                .badRequest, code: .missingField, message: "The field \"\(key.stringValue)\" is required.",
                 field: path(context, key))
         case .typeMismatch(let type, let context):
             return APIError(
-                .badRequest, code: "wrong_type", message: "Expected \(describe(type)): \(context.debugDescription)",
+                .badRequest, code: .wrongType, message: "Expected \(describe(type)): \(context.debugDescription)",
                 field: path(context))
         case .valueNotFound(let type, let context):
             return APIError(
-                .badRequest, code: "wrong_type", message: "Expected \(describe(type)), found null.",
+                .badRequest, code: .wrongType, message: "Expected \(describe(type)), found null.",
                 field: path(context))
         @unknown default:
-            return APIError(.badRequest, code: "invalid_request", message: "The request cannot be read: \(error)")
+            return APIError(.badRequest, code: .invalidRequest, message: "The request cannot be read: \(error)")
         }
     }
 
@@ -130,17 +131,17 @@ struct ErrorResponseMiddleware: ServerMiddleware {
             // checks did not catch. The request's fault, answered 400 with the column.
             let field = psql.serverInfo?[.columnName] ?? Self.column(ofCheck: psql.serverInfo?[.constraintName])
             return APIError(
-                .badRequest, code: "invalid_value",
+                .badRequest, code: .invalidValue,
                 message: "\(field ?? "a value") is outside what Herald stores; see docs/limits.md", field: field)
         }
         guard sqlState.hasPrefix("22") else { return nil }
         if sqlState == "22021" || sqlState == "22P05" {
             return APIError(
-                .badRequest, code: "invalid_text",
+                .badRequest, code: .invalidText,
                 message: "a text field holds a character Herald cannot store (NUL, \\u0000); remove it")
         }
         return APIError(
-            .badRequest, code: "invalid_value",
+            .badRequest, code: .invalidValue,
             message: "a value is out of the range Herald stores; check numbers and lengths against the contract")
     }
 

@@ -65,14 +65,14 @@ extension APIHandler {
         // turn it off, only the admin token back on.
         if body.aliasSignaturesV1 == true, Principal.currentKey != nil {
             throw APIError(
-                .forbidden, code: "admin_only",
+                .forbidden, code: .adminOnly,
                 message:
                     "Taking the old form of alias signature again takes the admin token: a v1 signature is valid for any device and for ever."
             )
         }
         if body.legacyClientAccess == true, Principal.currentKey != nil {
             throw APIError(
-                .forbidden, code: "admin_only",
+                .forbidden, code: .adminOnly,
                 message:
                     "Turning legacy client access back on takes the admin token: it lets the app's public client key change devices by id and bind aliases unsigned."
             )
@@ -165,7 +165,7 @@ extension APIHandler {
         else {
             throw APIError.conflict(
                 "the app has \(Self.keysPerApp) live keys already; revoke one it no longer uses first",
-                code: "key_limit")
+                code: .keyLimit)
         }
         return .created(.init(body: .json(.init(key, secret: secret))))
     }
@@ -336,7 +336,7 @@ extension APIHandler {
     func requireCipher(for what: String) throws -> CredentialCipher {
         guard let cipher else {
             throw APIError(
-                .serviceUnavailable, code: "no_master_key",
+                .serviceUnavailable, code: .noMasterKey,
                 message:
                     "herald-api has no master key to encrypt \(what) with: set HERALD_MASTER_KEY (docs/configuration.md)"
             )

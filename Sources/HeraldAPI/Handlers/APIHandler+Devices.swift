@@ -86,7 +86,7 @@ extension APIHandler {
         let app = try await callingApp(appID)
         if Principal.isClient, !app.clientRules.legacyAccess {
             throw APIError(
-                .forbidden, code: "address_by_token",
+                .forbidden, code: .addressByToken,
                 message:
                     "A client key changes only the device whose token it presents: PATCH /v1/devices/by-token/{token}.")
         }
@@ -141,7 +141,7 @@ extension APIHandler {
         guard imports.slots.tryAcquire() else {
             throw APIError.tooManyRequests(
                 "this herald-api runs \(settings.importConnections) imports at once and all are busy; retry in a while (nothing of this one was imported)",
-                code: "imports_busy", retryAfterSeconds: 30)
+                code: .importsBusy, retryAfterSeconds: 30)
         }
         defer { imports.slots.release() }
         let parser = ImportProgress(parser: DeviceImportParser(format: format, appID: appID, bundleID: app.bundleID))
@@ -164,17 +164,17 @@ extension APIHandler {
             }
         } catch is ImportInProgress {
             throw APIError(
-                .conflict, code: "import_in_progress",
+                .conflict, code: .importInProgress,
                 message: "an import of this app is already running; send the next one when it has answered")
         } catch is ImportConnectionUnavailable {
             throw APIError(
-                .serviceUnavailable, code: "database_unavailable",
+                .serviceUnavailable, code: .databaseUnavailable,
                 message:
                     "no database connection for the import within \(settings.importConnectionTimeout.wholeMilliseconds / 1000) s; retry in a while (nothing of this one was imported)",
                 headers: [.retryAfter: "30"])
         } catch is ImportMergeTimedOut {
             throw APIError(
-                .serviceUnavailable, code: "import_timed_out",
+                .serviceUnavailable, code: .importTimedOut,
                 message:
                     "merging the import into the app's devices took longer than \(settings.importMergeTimeout.wholeMilliseconds / 1000) s (HERALD_API_IMPORT_MERGE_TIMEOUT_MS); split the file or retry when the database is less busy (nothing of this one was imported)",
                 headers: [.retryAfter: "60"])
@@ -265,7 +265,7 @@ extension APIHandler {
         if let alias, !alias.isEmpty, app.clientRules.identityVerification {
             guard let signature else {
                 throw APIError(
-                    .forbidden, code: "alias_signature_required",
+                    .forbidden, code: .aliasSignatureRequired,
                     message:
                         "This app verifies identities: a client key binds an alias only with alias_signature, v2.EXPIRES.HMAC computed by your back-end under the app's identity secret (docs/security.md).",
                     field: "alias_signature")
@@ -275,29 +275,29 @@ extension APIHandler {
             let check = AliasSignature.check(
                 signature, alias: alias, token: token, secrets: secrets, acceptsV1: app.clientRules.aliasSignaturesV1,
                 now: Int64(Date().timeIntervalSince1970))
-            let refusal: (code: String, message: String)? =
+            let refusal: (code: APIErrorCode, message: String)? =
                 switch check {
                 case .valid: nil
                 case .invalid:
                     secrets.isEmpty
                         ? (
-                            "alias_signature_invalid",
+                            .aliasSignatureInvalid,
                             "This app has no identity secret yet: its admin makes one (POST /v1/apps/{appId}/identity-secret)."
                         )
                         : (
-                            "alias_signature_invalid",
+                            .aliasSignatureInvalid,
                             "alias_signature does not sign this alias for this device under the app's identity secret (v2.EXPIRES.HMAC of herald-alias-v2, the token in hexadecimal, the alias and EXPIRES, one per line)."
                         )
                 case .expired:
-                    ("alias_signature_expired", "alias_signature has expired; ask the app's back-end for a new one.")
+                    (.aliasSignatureExpired, "alias_signature has expired; ask the app's back-end for a new one.")
                 case .tooLong:
                     (
-                        "alias_signature_invalid",
+                        .aliasSignatureInvalid,
                         "alias_signature expires more than 30 days ahead; the back-end signs for 30 days at most."
                     )
                 case .oldForm:
                     (
-                        "alias_signature_invalid",
+                        .aliasSignatureInvalid,
                         "This app takes only v2 alias signatures, bound to the device's token and an expiry (v2.EXPIRES.HMAC; docs/security.md)."
                     )
                 }
@@ -307,7 +307,7 @@ extension APIHandler {
         }
         if let allowed = app.clientRules.allowedTags, let refused = tags.first(where: { !allowed.contains($0) }) {
             throw APIError(
-                .forbidden, code: "tag_not_allowed",
+                .forbidden, code: .tagNotAllowed,
                 message:
                     "A client key may set only this app's client tags (client_tags, named by its admin); \"\(refused)\" is not one of them.",
                 field: "tags")
@@ -316,7 +316,7 @@ extension APIHandler {
             let refused = attributes.sorted().first(where: { !allowed.contains($0) })
         {
             throw APIError(
-                .forbidden, code: "attribute_not_allowed",
+                .forbidden, code: .attributeNotAllowed,
                 message:
                     "A client key may set only this app's client attributes (client_attributes, named by its admin); \"\(refused)\" is not one of them.",
                 field: "attributes.\(refused)")
@@ -435,7 +435,7 @@ struct ImportPace: Sendable {
     mutating func received(_ bytes: Int, waited: Duration, elapsed: Duration = .zero) throws(APIError) {
         if elapsed > ceiling {
             throw APIError(
-                .serviceUnavailable, code: "import_timed_out",
+                .serviceUnavailable, code: .importTimedOut,
                 message:
                     "herald-api has spent \(elapsed.wholeMilliseconds / 1000) s on this import, past its ceiling of \(ceiling.wholeMilliseconds / 1000) s (twice HERALD_API_IMPORT_DEADLINE_MS): the database takes the rows slowly; retry when it is less busy, or split the file (nothing of this one was imported)",
                 headers: [.retryAfter: "60"])
@@ -443,14 +443,14 @@ struct ImportPace: Sendable {
         read += bytes
         if read > maximumBytes {
             throw APIError(
-                .contentTooLarge, code: "import_too_large",
+                .contentTooLarge, code: .importTooLarge,
                 message: "an import is at most \(maximumBytes) bytes; split the file (nothing of this one was imported)"
             )
         }
         self.waited += waited
         if self.waited > deadline {
             throw APIError(
-                .requestTimeout, code: "import_too_slow",
+                .requestTimeout, code: .importTooSlow,
                 message:
                     "an import must arrive within \(deadline.wholeMilliseconds / 1000) s of waiting for it; split the file (nothing of this one was imported)"
             )
@@ -461,7 +461,7 @@ struct ImportPace: Sendable {
         let rate = Double(windowBytes) / windowWaited.fractionalSeconds
         if minimumBytesPerSecond > 0, rate < Double(minimumBytesPerSecond) {
             throw APIError(
-                .requestTimeout, code: "import_too_slow",
+                .requestTimeout, code: .importTooSlow,
                 message:
                     "the upload arrived at \(Int(rate)) bytes/s, below the \(minimumBytesPerSecond) an import needs; send it over a faster link (nothing of this one was imported)"
             )
@@ -476,7 +476,7 @@ extension APIHandler {
     func quotaReached(active: Int64) -> APIError {
         metrics.deviceQuotaRefusals.add(1, ordering: .relaxed)
         return APIError(
-            .forbidden, code: "device_quota_reached",
+            .forbidden, code: .deviceQuotaReached,
             message:
                 "This app has \(active) active devices, its quota of \(deviceQuota.limit) (HERALD_API_MAX_ACTIVE_DEVICES_PER_APP): a device already registered may register again, a new one is refused until devices are deleted or found invalid, or the operator raises the quota."
         )

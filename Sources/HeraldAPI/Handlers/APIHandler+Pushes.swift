@@ -40,7 +40,7 @@ extension APIHandler {
             else {
                 throw APIError.conflict(
                     "this Idempotency-Key was used for a different push (\(push.id.lowercased)); use a new key for a new push",
-                    code: "idempotency_key_reused")
+                    code: .idempotencyKeyReused)
             }
         } else {
             metrics.pushesAccepted.add(1, ordering: .relaxed)
@@ -137,7 +137,7 @@ extension APIHandler {
             let current = try await progress(input.path.pushId)
             throw APIError.conflict(
                 "the push is \(current.state.rawValue) already; only scheduled and running pushes can be canceled",
-                code: "push_finished")
+                code: .pushFinished)
         }
         logger.info("push canceled", metadata: ["push": "\(id)"])
         return .ok(.init(body: .json(try await progress(input.path.pushId))))
@@ -158,7 +158,7 @@ extension APIHandler {
             throw APIError.notFound("push \(input.path.pushId)")
         }
         guard original.definition.recallOf == nil else {
-            throw APIError.conflict("this push is itself a recall; it cannot be recalled", code: "recall_of_recall")
+            throw APIError.conflict("this push is itself a recall; it cannot be recalled", code: .recallOfRecall)
         }
         if let existing = try await pushes.recall(of: id, appID: appID) {
             return .accepted(.init(body: .json(.init(existing))))
@@ -289,7 +289,7 @@ extension APIHandler {
             let current = try await progress(text)
             throw APIError.conflict(
                 "the push is \(current.state.rawValue); only scheduled pushes and fan-outs in progress can be paused or resumed",
-                code: "push_not_running")
+                code: .pushNotRunning)
         }
         return try await progress(text)
     }

@@ -17,7 +17,7 @@ extension APIHandler {
                 "recurrence.rrule", "the rule has no occurrence after now (its COUNT or UNTIL has passed)")
         }
         let id = UUID()
-        let schedule = try await naming("schedule", limit: ("schedules", "schedule_limit")) {
+        let schedule = try await naming(.schedule) {
             try await schedules.create(
                 id: id, appID: appID, name: body.name, rrule: timing.rule.rrule,
                 timeZone: body.recurrence.timeZone, startsAtLocal: timing.start.text,
@@ -76,7 +76,7 @@ extension APIHandler {
         }
         guard
             let updated = try await naming(
-                "schedule",
+                .schedule,
                 {
                     try await schedules.update(
                         schedule, savedBy: Principal.currentKey?.keyID,

@@ -11,7 +11,7 @@ extension APIHandler {
         try Self.checkNamedText("segment", name: body.name, description: body.description)
         let filter = try PushComposer.filter(body.filter, field: "filter")
         let id = UUID()
-        let segment = try await naming("segment", limit: ("segments", "segment_limit")) {
+        let segment = try await naming(.segment) {
             try await segments.create(
                 id: id, appID: appID, name: body.name, description: body.description, filter: filter,
                 audit: auditEntry(
@@ -43,7 +43,7 @@ extension APIHandler {
         let filter = try body.filter.map { filter throws(APIError) in try PushComposer.filter(filter, field: "filter") }
         guard
             let segment = try await naming(
-                "segment",
+                .segment,
                 {
                     try await segments.update(
                         id: id, appID: appID, name: body.name, description: body.description, filter: filter,
@@ -81,19 +81,17 @@ extension APIHandler {
         }
     }
 
-    /// Runs `write`, answering 409 `<kind>_name_taken` when the app has a `kind` of that name.
-    /// Runs a write of a named definition, answering 409 `<kind>_name_taken` when the app has
-    /// the name already, and (for a create) 409 `limit.code` when it has as many as it may.
-    func naming<Result>(
-        _ kind: String, limit: (plural: String, code: String)? = nil, _ write: () async throws -> Result
-    ) async throws -> Result {
+    /// Runs a write of a named resource, answering 409 (`kind.nameTaken`) when the app has a
+    /// `kind` of that name already, and 409 (`kind.limitReached`) when a create finds the app at
+    /// its limit of them.
+    func naming<Result>(_ kind: NamedResource, _ write: () async throws -> Result) async throws -> Result {
         do {
             return try await write()
         } catch is NameTaken {
-            throw APIError.conflict("the app has a \(kind) of this name already", code: "\(kind)_name_taken")
+            throw APIError.conflict("the app has a \(kind.rawValue) of this name already", code: kind.nameTaken)
         } catch let reached as PerAppLimitReached {
-            let (plural, code) = limit ?? ("\(kind)s", "\(kind)_limit")
-            throw APIError.conflict("the app has \(reached.limit) \(plural) already; delete one first", code: code)
+            throw APIError.conflict(
+                "the app has \(reached.limit) \(kind.plural) already; delete one first", code: kind.limitReached)
         }
     }
 

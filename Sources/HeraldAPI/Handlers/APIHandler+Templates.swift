@@ -11,7 +11,7 @@ extension APIHandler {
         try Self.checkNamedText("template", name: body.name, description: body.description)
         let checked = try Self.checkedTemplate(body.notification)
         let id = UUID()
-        let template = try await naming("template", limit: ("templates", "template_limit")) {
+        let template = try await naming(.template) {
             try await templates.create(
                 id: id, appID: appID, name: body.name, description: body.description,
                 notificationJSON: checked.notificationJSON,
@@ -49,7 +49,7 @@ extension APIHandler {
         }
         guard
             let template = try await naming(
-                "template",
+                .template,
                 {
                     try await templates.update(
                         id: id, appID: appID, name: body.name, description: body.description,

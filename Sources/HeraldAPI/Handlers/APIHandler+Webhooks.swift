@@ -17,7 +17,7 @@ extension APIHandler {
         let cipher = try requireCipher(for: "webhook secrets")
         let id = UUID()
         let (secret, sealed) = try Self.newWebhookSecret(endpointID: id, cipher: cipher)
-        let endpoint = try await naming("webhook", limit: ("webhook endpoints", "webhook_limit")) {
+        let endpoint = try await naming(.webhook) {
             try await webhooks.createEndpoint(
                 id: id, appID: app.id, url: body.url, description: body.description,
                 eventTypes: changes.eventTypes ?? [], maxConcurrency: changes.maxConcurrency ?? 4, secret: sealed,

@@ -80,7 +80,7 @@ struct APIHandler: APIProtocol {
     func getMetrics(_ input: Operations.GetMetrics.Input) async throws -> Operations.GetMetrics.Output {
         guard settings.metricsOnAPIPort else {
             throw APIError(
-                .notFound, code: "not_found",
+                .notFound, code: .notFound,
                 message:
                     "the metrics are served on the operations port (HERALD_API_METRICS_PORT), not here; HERALD_API_METRICS_ON_API_PORT=true serves them on this port too"
             )

@@ -125,7 +125,7 @@ extension PushComposer {
         for (index, bytes) in rendered.enumerated() where bytes.count > limit {
             let error = APNsPayloadTooLarge(size: bytes.count, limit: limit, pushType: pushType)
             throw APIError(
-                .contentTooLarge, code: "payload_too_large",
+                .contentTooLarge, code: .payloadTooLarge,
                 message:
                     "\(index == 0 ? "the default variant" : "the \(compiled.locales[index - 1]) variant") with each placeholder's default: \(error.description)",
                 field: index == 0 ? "notification" : "notification.localizations.\(compiled.locales[index - 1])")

@@ -105,7 +105,7 @@ struct PushComposer {
         guard bytes.count <= pushType.maximumPayloadBytes else {
             let error = APNsPayloadTooLarge(size: bytes.count, limit: pushType.maximumPayloadBytes, pushType: pushType)
             throw APIError(
-                .contentTooLarge, code: "payload_too_large", message: error.description,
+                .contentTooLarge, code: .payloadTooLarge, message: error.description,
                 field: payload == nil ? "aps" : "notification")
         }
         // After the payload's size: a text too long for the payload is answered with its size.

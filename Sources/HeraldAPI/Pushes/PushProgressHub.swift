@@ -117,7 +117,7 @@ final class PushProgressHub: Service, Sendable {
             continuation.finish()
             throw .tooManyRequests(
                 "this herald-api serves at most \(limits.perApp) live progress streams per app and \(limits.perProcess) in all; poll GET /v1/pushes/{id} instead, or close a stream",
-                code: "too_many_streams", retryAfterSeconds: 5)
+                code: .tooManyStreams, retryAfterSeconds: 5)
         }
         continuation.onTermination = { [weak self] _ in
             _ = self?.state.withLock { $0.remove(outcome.subscriber, pushID: pushID) }

@@ -104,6 +104,9 @@ public struct APIServer: Service {
             ratePerSecond: settings.clientSourceRateLimitPerSecond, burst: settings.clientSourceRateLimitBurst,
             clock: rateLimitClock)
         let proxies = try TrustedProxies(parsing: settings.trustedProxies)
+        let admission = Admission(
+            rateLimiter: rateLimiter, clientRateLimiter: clientRateLimiter,
+            clientSourceRateLimiter: clientSourceRateLimiter, clientAddressesTrusted: !proxies.networks.isEmpty)
         let router = Router(context: APIRequestContext.self)
         if !proxies.networks.isEmpty { router.add(middleware: ClientAddressMiddleware(proxies: proxies)) }
         router.add(middleware: RequestIDMiddleware())
@@ -116,7 +119,7 @@ public struct APIServer: Service {
                 gateway: ConsoleBridge(
                     handler: handler, adminToken: security.adminToken, authenticator: authenticator, keys: keys,
                     apps: AppRepository(client: database, logger: logger), throttle: failedAuthentications,
-                    rateLimiter: rateLimiter, deadlines: deadlines, logger: logger),
+                    admission: admission, deadlines: deadlines, logger: logger),
                 sessions: ConsoleSessionRepository(client: database, logger: logger),
                 idleTimeout: settings.consoleIdleTimeout, sessionLifetime: settings.consoleSessionLifetime,
                 secureCookies: settings.consoleSecureCookies, logger: logger
@@ -134,9 +137,7 @@ public struct APIServer: Service {
             middlewares: [
                 MetricsMiddleware(metrics: metrics),
                 ErrorResponseMiddleware(logger: logger, deadlines: deadlines),
-                AuthenticationMiddleware(
-                    rateLimiter: rateLimiter, clientRateLimiter: clientRateLimiter,
-                    clientSourceRateLimiter: clientSourceRateLimiter, clientAddressesTrusted: !proxies.networks.isEmpty),
+                AuthenticationMiddleware(admission: admission),
             ])
         var services: [any Service] = [deadlines, importDatabase, progressHub]
         if settings.replicaHeartbeat > .zero {
@@ -192,7 +193,7 @@ struct RouteErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             } catch {
                 return Self.response(
                     APIError(
-                        .contentTooLarge, code: "body_too_large",
+                        .contentTooLarge, code: .bodyTooLarge,
                         message: "a request body is at most \(maximumBodyBytes) bytes"))
             }
             var head = request.head
@@ -206,18 +207,18 @@ struct RouteErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             case .notFound:
                 return Self.response(
                     APIError(
-                        .notFound, code: "no_such_route",
+                        .notFound, code: .noSuchRoute,
                         message:
                             "\(request.method.rawValue) \(request.uri.path) is not part of the Herald Open API (Schemas/openapi.yaml)"
                     ))
             case .methodNotAllowed:
                 return Self.response(
                     APIError(
-                        .methodNotAllowed, code: "method_not_allowed",
+                        .methodNotAllowed, code: .methodNotAllowed,
                         message: "\(request.uri.path) does not take \(request.method.rawValue)"))
             default:
                 return Self.response(
-                    APIError(error.status, code: "invalid_request", message: error.body ?? error.status.reasonPhrase))
+                    APIError(error.status, code: .invalidRequest, message: error.body ?? error.status.reasonPhrase))
             }
         }
     }

@@ -22,7 +22,15 @@ extension Components {
         public struct _Error: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/Error/error`.
             public struct _ErrorPayload: Codable, Hashable, Sendable {
-                /// A stable machine-readable code, for example `invalid_json`, `not_found`, `payload_too_large`.
+                /// A stable machine-readable code; the message says what was wrong and how to fix it. The codes Herald answers with today (a client must accept a code not listed here, which a newer server may add):
+                /// - The request itself: `invalid_json`, `invalid_text`, `invalid_request`, `invalid_value`, `invalid`, `missing_field`, `unknown_field`, `wrong_type`, `body_too_large`, `payload_too_large`, `unsupported_media_type`, `method_not_allowed`, `no_such_route`, `not_found`.
+                /// - Who calls: `missing_key`, `unknown_key`, `too_many_failed_authentications`, `admin_only`, `app_key_required`, `server_key_required`, `client_key_not_allowed`, `other_app`, `scope_missing`, `rate_limited`, `signed_out`.
+                /// - What a client key may do: `address_by_token`, `tag_not_allowed`, `attribute_not_allowed`, `alias_signature_required`, `alias_signature_invalid`, `alias_signature_expired`.
+                /// - Limits of an app: `device_quota_reached`, `key_limit`, `segment_limit`, `template_limit`, `schedule_limit`, `webhook_limit`, `too_many_streams`.
+                /// - Conflicts with what exists: `conflict`, `idempotency_key_reused`, `segment_name_taken`, `template_name_taken`, `schedule_name_taken`, `webhook_name_taken`, `push_finished`, `push_not_running`, `recall_of_recall`.
+                /// - Device imports: `import_too_large`, `import_too_slow`, `import_timed_out`, `import_in_progress`, `imports_busy`.
+                /// - The server: `no_master_key`, `database_unavailable`, `timed_out`, `internal_error`, `unexpected`.
+                ///
                 ///
                 /// - Remark: Generated from `#/components/schemas/Error/error/code`.
                 public var code: Swift.String
@@ -37,7 +45,7 @@ extension Components {
                 /// Creates a new `_ErrorPayload`.
                 ///
                 /// - Parameters:
-                ///   - code: A stable machine-readable code, for example `invalid_json`, `not_found`, `payload_too_large`.
+                ///   - code: A stable machine-readable code; the message says what was wrong and how to fix it. The codes Herald answers with today (a client must accept a code not listed here, which a newer server may add):
                 ///   - message: What was wrong and how to fix it.
                 ///   - field: The request field at fault, when there is one (for example `notification.alert.title`).
                 public init(

@@ -93,10 +93,10 @@ struct FanoutRunner: Sendable {
             while true {
                 switch action {
                 case .checkControl:
-                    let next = try await waitUntilRunnable(
-                        push.id, pacer: &pacer, logger: logger, releasingWhenPaused: true
-                    ) { stream = nil }
-                    action = steps.controlChecked(next == .proceed ? .proceed : next == .paused ? .paused : .stopped)
+                    action = steps.controlChecked(
+                        try await waitUntilRunnable(
+                            push.id, pacer: &pacer, logger: logger, releasingWhenPaused: true
+                        ) { stream = nil })
                 case .readPage(let cursor):
                     if pacer == nil, streaming {
                         if stream == nil {
@@ -111,12 +111,12 @@ struct FanoutRunner: Sendable {
                         page = try await audience.page(context.selection, after: cursor, limit: pageSize)
                     }
                     action = steps.pageRead(lastDeviceID: page.lastDeviceID)
-                case .recordPage(let firstSequence):
+                case .recordPage(let firstSequence, let cursor):
                     // Under the app's delivery policy, the devices it leaves out are counted, not cut.
                     let sent = try await context.applyingPolicy(to: page, now: clock(), progress: progress)
                     cuts = context.cutter.cut(sent.page, firstSequence: firstSequence)
                     let recording = try await progress.recordPage(
-                        pushID: push.id, by: center, cursor: page.lastDeviceID ?? steps.cursor,
+                        pushID: push.id, by: center, cursor: cursor,
                         batches: cuts.map(\.record), skipped: sent.skipped, targets: sent.targets)
                     action = steps.pageRecorded(recording, batches: cuts.count)
                 case .produce(let afterOneFinishes):
@@ -304,8 +304,6 @@ struct FanoutRunner: Sendable {
         return pacer
     }
 
-    private enum Next { case proceed, canceled, lost, paused }
-
     /// Before each page (and each paced batch): stops when the push was canceled (counting what
     /// it never sent) or taken over; holds while it is paused (or, `releasingWhenPaused`, returns
     /// `.paused` so the caller gives its slot back); sleeps the pacer's delay. Renews the claim
@@ -313,7 +311,7 @@ struct FanoutRunner: Sendable {
     private func waitUntilRunnable(
         _ pushID: UUID, pacer: inout EmissionPacer?, logger: Logger, releasingWhenPaused: Bool = false,
         pausing: () -> Void
-    ) async throws -> Next {
+    ) async throws -> FanoutSteps.Control {
         var wasPaused = false
         var lastRenewal = ContinuousClock.now
         while true {

@@ -16,9 +16,10 @@ struct FanoutSteps: Sendable, Equatable {
         case checkControl
         /// Read the page after `cursor`; answer with ``pageRead(lastDeviceID:)``.
         case readPage(after: Int64)
-        /// Cut the page just read into batches numbered from `firstSequence`, record them with the
-        /// cursor; answer with ``pageRecorded(_:batches:)``.
-        case recordPage(firstSequence: Int)
+        /// Cut the page just read into batches numbered from `firstSequence`, record them with
+        /// `cursor` (the page's last device) as the fan-out's cursor; answer with
+        /// ``pageRecorded(_:batches:)``.
+        case recordPage(firstSequence: Int, cursor: Int64)
         /// Unthrottled: produce the recorded batches in the background, first waiting for one of
         /// the pages already producing when `afterOneFinishes` (at most
         /// ``FanoutSteps/pagesProducing`` wait for the broker at once); answer with ``producing()``.
@@ -56,8 +57,10 @@ struct FanoutSteps: Sendable, Equatable {
         case proceed
         /// Paused: the slot is to be given back.
         case paused
-        /// Canceled (its remainder already counted) or taken over.
-        case stopped
+        /// Canceled: what was never sent is already counted as canceled.
+        case canceled
+        /// Another center holds the claim now (or the push is gone).
+        case lost
     }
 
     /// Pages of an unthrottled fan-out whose batches may wait for the broker at once.
@@ -95,7 +98,7 @@ struct FanoutSteps: Sendable, Equatable {
             controlNeeded = false
             return .readPage(after: cursor)
         case .paused: return .end(.paused)
-        case .stopped: return .end(.stopped)
+        case .canceled, .lost: return .end(.stopped)
         }
     }
 
@@ -105,7 +108,7 @@ struct FanoutSteps: Sendable, Equatable {
             return .end(wave + 1 < waves ? .awaitWave(index: wave + 1) : .finish)
         }
         readLastDeviceID = lastDeviceID
-        return .recordPage(firstSequence: nextSequence)
+        return .recordPage(firstSequence: nextSequence, cursor: lastDeviceID)
     }
 
     /// The page read last was recorded (or not) as `batches` batches.

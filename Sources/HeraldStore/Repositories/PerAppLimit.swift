@@ -13,7 +13,10 @@ extension PostgresConnection {
     /// Runs `insert` (in the caller's transaction) unless the app has `limit` rows in `table`
     /// already. The app's row is locked first, so two inserts for one app take turns and cannot
     /// both take the last place; `NO KEY UPDATE` lets the app's devices and pushes (which take
-    /// `KEY SHARE` on it) go on meanwhile.
+    /// `KEY SHARE` on it) go on meanwhile. The lock, the count and the insert are one step
+    /// (one transaction). A single `INSERT … SELECT … WHERE (SELECT count(*) …) < limit` would
+    /// not be: under READ COMMITTED its count reads the snapshot taken before the statement
+    /// waited, so two racing inserts could both see room for the last place.
     /// - Parameter table: a table with an `app_id` column; Herald's own name, never input.
     /// - Throws: ``PerAppLimitReached``.
     func insertWithinLimit(
