@@ -178,10 +178,14 @@ struct DeviceImportBoundsTests {
                 (0..<10).map { _ in #"{"token":"\#(APITest.randomToken())","environment":"production"}"# }
                     .joined(separator: "\n") + "\n"
             }
-            // Another session holds the devices table against writes: the merge waits on it past
-            // its timeout, whatever the machine's speed.
+            // Another session holds this app's row: the merge's devices reference it (each new
+            // row's foreign-key check takes KEY SHARE on it), so the merge waits past its
+            // timeout, whatever the machine's speed. Only this app's row: the tests running
+            // beside this one in the same database keep writing devices (a lock on the whole
+            // devices table stalled them).
+            let appID = try #require(UUID(uuidString: app.id))
             try await api.database.withTransaction(logger: api.logger) { connection in
-                try await connection.query("LOCK TABLE devices IN SHARE ROW EXCLUSIVE MODE", logger: api.logger)
+                try await connection.query("SELECT 1 FROM apps WHERE id = \(appID) FOR UPDATE", logger: api.logger)
                 let stopped = try await api.call(
                     .post, "/v1/devices/import", key: app.serverKey, body: lines(), contentType: "application/x-ndjson")
                 #expect(
