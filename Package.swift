@@ -92,6 +92,12 @@ let package = Package(
             name: "HeraldRecords",
             dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
+        // The long connection's frames (Schemas/gateway/gateway.proto) and its rules as a state
+        // machine: no IO, so the gateway and its tests share one definition.
+        .target(
+            name: "HeraldGatewayProtocol",
+            dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")]
+        ),
         .target(
             name: "HeraldCore",
             dependencies: [
@@ -445,6 +451,7 @@ let package = Package(
             dependencies: ["HeraldCore", "HeraldTiming", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "HeraldMetricsTests", dependencies: ["HeraldMetrics", "HeraldCore"]),
         .testTarget(name: "HeraldRecordsTests", dependencies: ["HeraldRecords"]),
+        .testTarget(name: "HeraldGatewayProtocolTests", dependencies: ["HeraldGatewayProtocol"]),
         // Plays herald-center's accounting through the store's production paths, for tests of
         // other modules (a test-support library, not a test target).
         .target(

@@ -25,6 +25,9 @@ RULES = [
     ("HeraldDomain", forbidden, "the domain is what Herald knows without a database or a network")
     for forbidden in ("PostgresNIO", "CLibPQ", "NIOCore", "CNGHTTP2", "CRdKafka")
 ] + [
+    ("HeraldGatewayProtocol", forbidden, "the gateway's frames and rules are words, tested without IO")
+    for forbidden in ("NIOCore", "PostgresNIO", "CRdKafka", "CNGHTTP2")
+] + [
     ("HeraldMetrics", "HeraldCore", "the operations server and metrics stand below configuration"),
 ] + [
     ("HeraldCLI", forbidden, "the operator's CLI is an API client; the server tools are herald-admin's")
