@@ -16,16 +16,6 @@ import Testing
 /// A live herald-api (real HTTP on a free port) on the test PostgreSQL server, and helpers to
 /// call it as an app back-end or the admin would.
 struct APITest: Sendable {
-    /// Waits until `condition` holds (checked every 50 ms) or `timeout` passes; says whether it holds.
-    func eventually(timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
-    }
-
     static let adminToken = "test-admin-token-\(UUID().uuidString)"
 
     let client: any TestClientProtocol

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import StoreTestSupport
 import Testing
 
 @testable import HeraldAPI
@@ -35,7 +36,7 @@ struct ProgressStreamTests {
             // Until six polls happened (no fixed window: a loaded machine only makes it longer);
             // five pollers would get there in about half a second, one in about three.
             var polls = 0
-            _ = try await api.eventually {
+            _ = try await eventually {
                 polls = try await AuthenticationHardeningTests.metric("herald_api_progress_polls_total", api) - before
                 return polls >= 6
             }

@@ -8,6 +8,7 @@ import HeraldStore
 import Logging
 import PostgresNIO
 import ServiceLifecycle
+import StoreTestSupport
 import Synchronization
 import Testing
 
@@ -131,14 +132,9 @@ struct CenterEnvironment: Sendable {
         try await pushes.push(id: push.id, appID: push.definition.appID)?.state
     }
 
-    /// Waits until `condition` holds (checked every 100 ms) or `timeout` passes.
+    /// Waits until `condition` holds or `timeout` passes (StoreTestSupport's `eventually`).
     func eventually(timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-        return try await condition()
+        try await StoreTestSupport.eventually(timeout: timeout, condition)
     }
 }
 
