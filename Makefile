@@ -67,6 +67,7 @@ test: deps
 	$(STEP) api-contract scripts/with-infrastructure.sh .build/debug scripts/test-api-contract.sh .build/debug
 	$(STEP) abuse scripts/with-infrastructure.sh .build/debug scripts/test-abuse.sh .build/debug
 	$(STEP) external-clients scripts/test-external-clients.sh .build/debug
+	$(STEP) gateway scripts/with-infrastructure.sh .build/debug scripts/test-gateway.sh .build/debug
 	$(STEP) release $(RELEASE_BUILD)
 	$(STEP) end-to-end scripts/test-end-to-end.sh .build/release
 	$(STEP) scale-out scripts/test-scale-out.sh .build/release

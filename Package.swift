@@ -26,6 +26,7 @@ let package = Package(
         .executable(name: "herald-sender", targets: ["herald-sender"]),
         .executable(name: "herald-center", targets: ["herald-center"]),
         .executable(name: "herald-api", targets: ["herald-api"]),
+        .executable(name: "herald-gateway", targets: ["herald-gateway"]),
         .executable(name: "fanout-throughput", targets: ["fanout-throughput"]),
         .executable(name: "api-throughput", targets: ["api-throughput"]),
         .executable(name: "apns-sim-throughput", targets: ["apns-sim-throughput"]),
@@ -223,10 +224,37 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Who may come in: key look-ups and their cache, alias signatures, failed-authentication
+        // throttles and rate limits, shared by herald-api and herald-gateway.
+        .target(
+            name: "HeraldAccess",
+            dependencies: [
+                "HeraldAPNsVocabulary", "HeraldCore", "HeraldDomain", "HeraldStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // herald-gateway: the long connections (TLS, framed or WebSocket) of apps in the foreground.
+        .target(
+            name: "HeraldGateway",
+            dependencies: [
+                "HeraldAccess", "HeraldAPNsVocabulary", "HeraldCore", "HeraldDomain", "HeraldGatewayProtocol",
+                "HeraldMetrics", "HeraldStore", "HeraldTiming",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldAPIContract", "HeraldConsole", "HeraldAPNsVocabulary", "HeraldRecords", "HeraldDomain",
+                "HeraldAccess", "HeraldAPIContract", "HeraldConsole", "HeraldAPNsVocabulary", "HeraldRecords",
+                "HeraldDomain",
                 "HeraldStore",
                 "HeraldCore",
                 "HeraldMetrics", "HeraldTiming",
@@ -358,6 +386,14 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "herald-gateway",
+            dependencies: [
+                "HeraldGateway", "HeraldCore", "HeraldStore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
             name: "apns-sim",
             dependencies: [
                 "APNsSimulator",
@@ -452,6 +488,13 @@ let package = Package(
         .testTarget(name: "HeraldMetricsTests", dependencies: ["HeraldMetrics", "HeraldCore"]),
         .testTarget(name: "HeraldRecordsTests", dependencies: ["HeraldRecords"]),
         .testTarget(name: "HeraldGatewayProtocolTests", dependencies: ["HeraldGatewayProtocol"]),
+        .testTarget(
+            name: "HeraldGatewayTests",
+            dependencies: [
+                "HeraldGateway", "HeraldGatewayProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]),
         // Plays herald-center's accounting through the store's production paths, for tests of
         // other modules (a test-support library, not a test target).
         .target(
@@ -530,7 +573,8 @@ let package = Package(
         .testTarget(
             name: "HeraldAPITests",
             dependencies: [
-                "HeraldAPI", "HeraldAPIContract", "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldRecords", "HeraldDomain",
+                "HeraldAPI", "HeraldAccess", "HeraldAPIContract", "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldRecords",
+                "HeraldDomain",
                 "HeraldStore",
                 "HeraldCore",
                 "StoreTestSupport",

@@ -2,6 +2,7 @@
 # the Python virtualenv they share and starts herald-api on a free port, on the PostgreSQL that
 # scripts/with-infrastructure.sh runs.
 #   prepare_venv                      .local/venv-contract from Tests/Contract/requirements.txt
+#   free_port                         prints a free loopback port
 #   start_api BUILD_DIR [VAR=VALUE…]  sets $base, $admin, $api_log; herald-api stops at exit
 #   stop_api                          stops it (a script with an EXIT trap of its own calls it there)
 venv=.local/venv-contract
@@ -11,12 +12,10 @@ prepare_venv() {
   scripts/python-venv.sh "$venv" "$requirements" "schemathesis, requests, PyYAML" || exit 1
 }
 
-start_api() {
-  local build_dir=$1; shift
-  local port
-  # Below the kernel's ephemeral range, so no outgoing connection's source port takes it before
-  # herald-api binds it (as `herald dev up` picks its ports).
-  port=$(python3 - <<'PY'
+# A free port below the kernel's ephemeral range, so no outgoing connection's source port takes it
+# before the server binds it (as `herald dev up` picks its ports).
+free_port() {
+  python3 - <<'PY'
 import random, socket
 low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
 for _ in range(500):
@@ -29,7 +28,12 @@ for _ in range(500):
     except OSError:
         pass
 PY
-)
+}
+
+start_api() {
+  local build_dir=$1; shift
+  local port
+  port=$(free_port)
   admin="test-admin-$(head -c 32 /dev/urandom | base64 | tr -d "/+=")"
   api_log=$(mktemp)
   env HERALD_ADMIN_TOKEN="$admin" HERALD_MASTER_KEY="${HERALD_MASTER_KEY:?run it through scripts/with-infrastructure.sh}" \

@@ -28,6 +28,12 @@ RULES = [
     ("HeraldGatewayProtocol", forbidden, "the gateway's frames and rules are words, tested without IO")
     for forbidden in ("NIOCore", "PostgresNIO", "CRdKafka", "CNGHTTP2")
 ] + [
+    ("HeraldAccess", forbidden, "who may come in is decided the same for HTTP and the gateway, apart from both")
+    for forbidden in ("Hummingbird", "HeraldAPI", "HeraldGateway")
+] + [
+    ("HeraldGateway", forbidden, "the gateway holds connections; HTTP APIs and APNs are other rooms")
+    for forbidden in ("Hummingbird", "HeraldAPI", "CNGHTTP2")
+] + [
     ("HeraldMetrics", "HeraldCore", "the operations server and metrics stand below configuration"),
 ] + [
     ("HeraldCLI", forbidden, "the operator's CLI is an API client; the server tools are herald-admin's")

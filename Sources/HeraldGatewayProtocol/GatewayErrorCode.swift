@@ -13,6 +13,7 @@ public enum GatewayErrorCode: String, CaseIterable, Sendable {
     case aliasSignatureExpired = "alias_signature_expired"
     case tooManyFailedAuthentications = "too_many_failed_authentications"
     case tooManyConnections = "too_many_connections"
+    case unavailable = "unavailable"
     case slowReader = "slow_reader"
     case idleTimeout = "idle_timeout"
     case replaced = "replaced"

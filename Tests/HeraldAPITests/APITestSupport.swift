@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Crypto
 import Foundation
 import HTTPTypes
+import HeraldAccess
 import HeraldCore
 import HeraldStore
 import Hummingbird

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HTTPTypes
+import HeraldAccess
 import HeraldStore
 import PostgresNIO
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldAPIContract
+import HeraldAccess
 import HeraldDomain
 import Testing
 

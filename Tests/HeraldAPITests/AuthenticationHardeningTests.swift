@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldAccess
 import HeraldCore
 import HeraldStore
 import Logging
@@ -51,17 +52,17 @@ struct AuthenticationHardeningTests {
     func floodKeepsKnownKeys() async throws {
         try await withAPI { api in
             let app = try await api.createApp()
-            let metrics = APIMetrics()
+            let counters = AccessCounters()
             let authenticator = KeyAuthenticator(
                 keys: APIKeyRepository(client: api.database, logger: api.logger), cacheTTL: .seconds(60),
-                metrics: metrics, knownKeys: 4, unknownTokens: 8)
+                counters: counters, knownKeys: 4, unknownTokens: 8)
             #expect(try await authenticator.authenticate(Substring(app.serverKey)) != nil)
             for _ in 0..<100 { #expect(try await authenticator.authenticate(Substring(Self.madeUpKey())) == nil) }
-            let lookups = metrics.keyLookups.load(ordering: .relaxed)
+            let lookups = counters.keyLookups.load(ordering: .relaxed)
             #expect(lookups == 101)
             #expect(authenticator.isCachedKey(Substring(app.serverKey)))
             #expect(try await authenticator.authenticate(Substring(app.serverKey)) != nil)
-            #expect(metrics.keyLookups.load(ordering: .relaxed) == lookups, "served from the cache")
+            #expect(counters.keyLookups.load(ordering: .relaxed) == lookups, "served from the cache")
         }
     }
 

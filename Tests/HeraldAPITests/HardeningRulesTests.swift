@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAccess
 import Synchronization
 import Testing
 

@@ -1,3 +1,4 @@
+import HeraldAccess
 import Testing
 
 @testable import HeraldAPI

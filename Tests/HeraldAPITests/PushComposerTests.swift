@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPIContract
 import HeraldAPNs
+import HeraldAccess
 import HeraldDomain
 import HeraldStore
 import OpenAPIRuntime

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import HTTPTypes
+import HeraldAccess
 import HeraldCore
 import HeraldDomain
 import HeraldRecords

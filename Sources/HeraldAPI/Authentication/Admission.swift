@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldAPIContract
+import HeraldAccess
 import HeraldCore
 
 /// Whether a caller may run an operation now: the one decision that the API's

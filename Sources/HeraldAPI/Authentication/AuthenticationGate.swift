@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldAccess
 import HeraldCore
 import HeraldStore
 import Hummingbird

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldAPIContract
 import HeraldAPNsVocabulary
+import HeraldAccess
 import HeraldConsole
 import HeraldCore
 import HeraldDomain

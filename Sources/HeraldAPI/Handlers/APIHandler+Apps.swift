@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldAPIContract
+import HeraldAccess
 import HeraldCore
 import HeraldDomain
 import HeraldStore

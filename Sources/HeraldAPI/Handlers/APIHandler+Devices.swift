@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldAPIContract
+import HeraldAccess
 import HeraldCore
 import HeraldDomain
 import HeraldStore
@@ -275,34 +276,10 @@ extension APIHandler {
             let check = AliasSignature.check(
                 signature, alias: alias, token: token, secrets: secrets, acceptsV1: app.clientRules.aliasSignaturesV1,
                 now: Int64(Date().timeIntervalSince1970))
-            let refusal: (code: APIErrorCode, message: String)? =
-                switch check {
-                case .valid: nil
-                case .invalid:
-                    secrets.isEmpty
-                        ? (
-                            .aliasSignatureInvalid,
-                            "This app has no identity secret yet: its admin makes one (POST /v1/apps/{appId}/identity-secret)."
-                        )
-                        : (
-                            .aliasSignatureInvalid,
-                            "alias_signature does not sign this alias for this device under the app's identity secret (v2.EXPIRES.HMAC of herald-alias-v2, the token in hexadecimal, the alias and EXPIRES, one per line)."
-                        )
-                case .expired:
-                    (.aliasSignatureExpired, "alias_signature has expired; ask the app's back-end for a new one.")
-                case .tooLong:
-                    (
-                        .aliasSignatureInvalid,
-                        "alias_signature expires more than 30 days ahead; the back-end signs for 30 days at most."
-                    )
-                case .oldForm:
-                    (
-                        .aliasSignatureInvalid,
-                        "This app takes only v2 alias signatures, bound to the device's token and an expiry (v2.EXPIRES.HMAC; docs/security.md)."
-                    )
-                }
-            if let refusal {
-                throw APIError(.forbidden, code: refusal.code, message: refusal.message, field: "alias_signature")
+            if let refusal = AliasSignature.refusal(check, hasSecrets: !secrets.isEmpty) {
+                throw APIError(
+                    .forbidden, code: refusal.expired ? .aliasSignatureExpired : .aliasSignatureInvalid,
+                    message: refusal.message, field: "alias_signature")
             }
         }
         if let allowed = app.clientRules.allowedTags, let refused = tags.first(where: { !allowed.contains($0) }) {

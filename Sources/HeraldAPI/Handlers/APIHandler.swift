@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPIContract
+import HeraldAccess
 import HeraldCore
 import HeraldDomain
 import HeraldStore

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldAccess
 import HeraldMetrics
 import OpenAPIRuntime
 import Synchronization
@@ -21,16 +22,13 @@ final class APIMetrics: Sendable {
     }
 
     let pushesAccepted = Atomic<Int>(0)
-    /// Requests whose key or admin token was not known (401 `unknown_key`).
-    let authenticationFailures = Atomic<Int>(0)
-    /// Requests refused because their source failed to authenticate too often (429).
-    let authenticationThrottled = Atomic<Int>(0)
+    /// Requests whose key or admin token was not known (401 `unknown_key`), those refused because
+    /// their source failed to authenticate too often (429), and keys looked up in the database.
+    let access = AccessCounters()
     /// Where the live progress gauges come from (set once the server exists).
     let progressHub = Mutex<PushProgressHub?>(nil)
     /// Device imports uploading (holding their app's import lock).
     let importsRunning = Atomic<Int>(0)
-    /// App keys looked up in the database (``KeyAuthenticator``'s cache misses).
-    let keyLookups = Atomic<Int>(0)
     /// New devices refused because their app has its quota of active devices (403).
     let deviceQuotaRefusals = Atomic<Int>(0)
     /// Where the quota gauge comes from (set once the server exists).
@@ -65,11 +63,11 @@ final class APIMetrics: Sendable {
         text.single(
             "herald_api_authentication_failures_total", .counter,
             help: "Requests refused 401 because their key or admin token is not known.",
-            value: authenticationFailures.load(ordering: .relaxed))
+            value: access.authenticationFailures.load(ordering: .relaxed))
         text.single(
             "herald_api_authentication_throttled_total", .counter,
             help: "Requests refused 429 because their source address failed to authenticate too often.",
-            value: authenticationThrottled.load(ordering: .relaxed))
+            value: access.authenticationThrottled.load(ordering: .relaxed))
         let hub = progressHub.withLock { $0 }
         text.single(
             "herald_api_progress_streams", .gauge, help: "Live progress streams (Server-Sent Events) open.",
@@ -83,7 +81,7 @@ final class APIMetrics: Sendable {
             value: importsRunning.load(ordering: .relaxed))
         text.single(
             "herald_api_key_lookups_total", .counter, help: "App keys looked up in the database (cache misses).",
-            value: keyLookups.load(ordering: .relaxed))
+            value: access.keyLookups.load(ordering: .relaxed))
         text.single(
             "herald_api_device_quota_refusals_total", .counter,
             help: "New devices refused 403 device_quota_reached: their app has its quota of active devices.",

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAccess
 import HeraldCore
 import HeraldStore
 import Logging

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldAccess
 import HeraldConsole
 import HeraldCore
 import HeraldMetrics
@@ -52,7 +53,7 @@ public struct APIServer: Service {
         let cipher = try security.cipher()
         let keys = APIKeyRepository(client: database, logger: logger)
         let metrics = APIMetrics()
-        let authenticator = KeyAuthenticator(keys: keys, cacheTTL: settings.keyCacheTTL, metrics: metrics)
+        let authenticator = KeyAuthenticator(keys: keys, cacheTTL: settings.keyCacheTTL, counters: metrics.access)
         let deadlines = RequestDeadlines(timeout: settings.requestTimeout)
         var importPostgres = postgres
         importPostgres.maximumConnections = settings.importConnections
@@ -111,7 +112,7 @@ public struct APIServer: Service {
         if !proxies.networks.isEmpty { router.add(middleware: ClientAddressMiddleware(proxies: proxies)) }
         router.add(middleware: RequestIDMiddleware())
         let failedAuthentications = FailedAuthenticationThrottle(
-            limit: settings.authenticationFailuresPerMinute, metrics: metrics)
+            limit: settings.authenticationFailuresPerMinute, counters: metrics.access)
         if settings.consoleEnabled {
             // Registered before the API's authentication gate: the console authenticates by its
             // session cookie, then runs the same operations through ConsoleBridge.

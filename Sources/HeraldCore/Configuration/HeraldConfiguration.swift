@@ -15,6 +15,7 @@ public struct HeraldConfiguration: Sendable {
     public var sender: SenderSettings
     public var center: CenterSettings
     public var api: APISettings
+    public var gateway: GatewaySettings
     /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical` (`HERALD_LOG_LEVEL`).
     public var logLevel: String
     /// `text` or `json` (`HERALD_LOG_FORMAT`; see ``LogFormat``).
@@ -85,6 +86,7 @@ public struct HeraldConfiguration: Sendable {
         sender = SenderSettings(reader: config)
         center = CenterSettings(reader: config)
         api = APISettings(reader: config)
+        gateway = try GatewaySettings(reader: config)
         logLevel = config.string(forKey: "logLevel", default: "info")
         logFormat = config.string(forKey: "logFormat", default: "text")
     }

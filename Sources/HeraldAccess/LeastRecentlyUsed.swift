@@ -1,7 +1,7 @@
 /// A map of at most `capacity` entries that, when full, forgets the entry used least recently.
 /// Lookups and insertions take constant time: entries sit in a doubly linked list, by index, in
 /// order of use. Not thread-safe: its owner guards it.
-struct LeastRecentlyUsed<Key: Hashable, Value> {
+public struct LeastRecentlyUsed<Key: Hashable, Value> {
     private struct Node {
         var key: Key
         var value: Value
@@ -9,22 +9,22 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         var older: Int?
     }
 
-    let capacity: Int
+    public let capacity: Int
     private var nodes: [Node] = []
     private var indices: [Key: Int] = [:]
     /// The most recently used entry's index, and the least recently used one's.
     private var newest: Int?
     private var oldest: Int?
 
-    init(capacity: Int) {
+    public init(capacity: Int) {
         precondition(capacity > 0)
         self.capacity = capacity
     }
 
-    var count: Int { indices.count }
+    public var count: Int { indices.count }
 
     /// The value of `key`, which becomes the most recently used.
-    mutating func value(for key: Key) -> Value? {
+    public mutating func value(for key: Key) -> Value? {
         guard let index = indices[key] else { return nil }
         moveToNewest(index)
         return nodes[index].value
@@ -32,7 +32,7 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
 
     /// Sets `key`'s value (as the most recently used); forgets the least recently used entry when
     /// that makes one too many.
-    mutating func set(_ value: Value, for key: Key) {
+    public mutating func set(_ value: Value, for key: Key) {
         if let index = indices[key] {
             nodes[index].value = value
             moveToNewest(index)
@@ -54,7 +54,7 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
     }
 
     /// Forgets every entry whose value satisfies `shouldForget`.
-    mutating func removeAll(where shouldForget: (Value) -> Bool) {
+    public mutating func removeAll(where shouldForget: (Value) -> Bool) {
         let kept = orderedFromOldest().filter { !shouldForget($0.value) }
         self = LeastRecentlyUsed(capacity: capacity)
         for (key, value) in kept { set(value, for: key) }

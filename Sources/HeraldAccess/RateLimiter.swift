@@ -7,40 +7,46 @@ import Synchronization
 /// process fills them at its ``share`` of the limit (the limit divided by the processes alive,
 /// counted by ``APIReplicaHeartbeat``), so a load balancer spreading requests evenly over N
 /// processes gives an app its limit, not N times it (docs/limits.md).
-final class RateLimiter: Sendable {
+public final class RateLimiter: Sendable {
     /// What the limiter decided about one request.
-    struct Decision: Equatable {
-        var allowed: Bool
+    public struct Decision: Equatable, Sendable {
+        public var allowed: Bool
         /// Whole requests left in the bucket after this one.
-        var remaining: Int
+        public var remaining: Int
         /// When refused: seconds until one request is allowed again (at least 1).
-        var retryAfterSeconds: Int
+        public var retryAfterSeconds: Int
     }
 
-    struct Bucket {
-        var tokens: Double
-        var updated: Double
+    public struct Bucket: Sendable {
+        public var tokens: Double
+        public var updated: Double
+
+        public init(tokens: Double, updated: Double) {
+            self.tokens = tokens
+            self.updated = updated
+        }
     }
 
-    let ratePerSecond: Int
-    let burst: Int
+    public let ratePerSecond: Int
+    public let burst: Int
     /// herald-api processes sharing the limit (this one included), at least 1.
-    let replicas = Atomic<Int>(1)
+    public let replicas = Atomic<Int>(1)
     private let buckets = Mutex<(map: [Key: Bucket], swept: Double)>(([:], -.infinity))
 
-    /// Whose bucket: an app's, or an app's requests from one source (an IPv4 address, or an
-    /// IPv6 address's /64, which one subscriber holds whole).
-    struct Key: Hashable {
-        var app: UUID
-        var source: String?
+    /// Whose bucket: an app's, an app's requests from one source (an IPv4 address, or an
+    /// IPv6 address's /64, which one subscriber holds whole), or one source's whatever the app
+    /// (herald-gateway's new connections, before anyone says which app they are).
+    public struct Key: Hashable, Sendable {
+        public var app: UUID?
+        public var source: String?
 
-        init(app: UUID, source: String? = nil) {
+        public init(app: UUID?, source: String? = nil) {
             self.app = app
             self.source = source.map(Self.network)
         }
 
         /// The part of `address` one client holds: an IPv4 address whole, an IPv6 one's /64.
-        static func network(_ address: String) -> String {
+        public static func network(_ address: String) -> String {
             guard let bytes = NetworkAddress.bytes(of: address) else { return address }
             // IPv4, and IPv4-mapped IPv6 (a dual-stack socket's view of an IPv4 peer).
             if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
@@ -49,14 +55,15 @@ final class RateLimiter: Sendable {
     }
     /// Buckets kept before the full ones are dropped (a full bucket is what a new one is, so
     /// dropping it changes no decision): the map stays bounded whatever the number of apps.
-    let maximumBuckets: Int
+    public let maximumBuckets: Int
 
     /// Seconds on a monotonic clock: ``now()`` in herald-api; a clock the test moves in tests, so
     /// that what a test sees never depends on how fast the machine answers.
-    typealias Clock = @Sendable () -> Double
-    let clock: Clock
+    public typealias Clock = @Sendable () -> Double
+    public let clock: Clock
 
-    init(ratePerSecond: Int, burst: Int, maximumBuckets: Int = 100_000, clock: @escaping Clock = RateLimiter.now) {
+    public init(ratePerSecond: Int, burst: Int, maximumBuckets: Int = 100_000, clock: @escaping Clock = RateLimiter.now)
+    {
         self.ratePerSecond = max(1, ratePerSecond)
         self.burst = max(1, burst)
         self.maximumBuckets = max(1, maximumBuckets)
@@ -64,19 +71,22 @@ final class RateLimiter: Sendable {
     }
 
     /// Buckets held now.
-    var bucketCount: Int { buckets.withLock { $0.map.count } }
+    public var bucketCount: Int { buckets.withLock { $0.map.count } }
 
     /// Takes one token for `appID` now, by the limiter's clock.
-    func take(appID: UUID) -> Decision { take(Key(app: appID), now: clock()) }
+    public func take(appID: UUID) -> Decision { take(Key(app: appID), now: clock()) }
 
     /// Takes one token for `appID`'s requests from `source` now.
-    func take(appID: UUID, source: String) -> Decision { take(Key(app: appID, source: source), now: clock()) }
+    public func take(appID: UUID, source: String) -> Decision { take(Key(app: appID, source: source), now: clock()) }
+
+    /// Takes one token for `source`, whatever the app, now.
+    public func take(source: String) -> Decision { take(Key(app: nil, source: source), now: clock()) }
 
     /// Takes one token for `appID` at time `now` (seconds, monotonic).
-    func take(appID: UUID, now: Double) -> Decision { take(Key(app: appID), now: now) }
+    public func take(appID: UUID, now: Double) -> Decision { take(Key(app: appID), now: now) }
 
     /// Takes one token from `key`'s bucket at time `now` (seconds, monotonic).
-    func take(_ key: Key, now: Double) -> Decision {
+    public func take(_ key: Key, now: Double) -> Decision {
         let share = Double(max(1, replicas.load(ordering: .relaxed)))
         let rate = Double(ratePerSecond) / share
         let burst = max(1, Double(self.burst) / share)
@@ -102,7 +112,7 @@ final class RateLimiter: Sendable {
     }
 
     /// The bucket arithmetic, without the lock.
-    static func take(_ bucket: inout Bucket, now: Double, rate: Double, burst: Double) -> Decision {
+    public static func take(_ bucket: inout Bucket, now: Double, rate: Double, burst: Double) -> Decision {
         bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.updated) * rate)
         bucket.updated = now
         guard bucket.tokens >= 1 else {
@@ -113,7 +123,7 @@ final class RateLimiter: Sendable {
         return Decision(allowed: true, remaining: Int(bucket.tokens), retryAfterSeconds: 0)
     }
 
-    static func now() -> Double {
+    public static func now() -> Double {
         let duration = ContinuousClock.now - ContinuousClock.Instant.zeroReference
         return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }

@@ -5,12 +5,12 @@ import HeraldStore
 
 /// API keys: `hs_` (server), `hc_` (client) or `ha_` (an app's admin key) and 32 random bytes in
 /// URL-safe base64 without padding (43 characters).
-enum APIKeySecret {
-    static func generate(kind: APIKeyKind) -> String {
+public enum APIKeySecret {
+    public static func generate(kind: APIKeyKind) -> String {
         prefix(kind) + RandomSecret.text()
     }
 
-    static func prefix(_ kind: APIKeyKind) -> String {
+    public static func prefix(_ kind: APIKeyKind) -> String {
         switch kind {
         case .server: "hs_"
         case .client: "hc_"
@@ -20,7 +20,7 @@ enum APIKeySecret {
 
     /// Whether `token` has the shape of a key ``generate(kind:)`` makes: anything else is refused
     /// without asking the database.
-    static func isWellFormed(_ token: Substring) -> Bool {
+    public static func isWellFormed(_ token: Substring) -> Bool {
         let utf8 = token.utf8
         guard utf8.count == 46, token.hasPrefix("hs_") || token.hasPrefix("hc_") || token.hasPrefix("ha_") else {
             return false

@@ -13,12 +13,12 @@ import HeraldCore
 ///   device on the alias, nor be used for ever.
 /// - v1 (64 hexadecimal digits): of the alias alone. Taken only from apps that allow it
 ///   (``ClientKeyRules/aliasSignaturesV1``: those created before v2).
-enum AliasSignature {
+public enum AliasSignature {
     /// How far ahead a v2 signature may expire.
-    static let maximumLifetime: Duration = .seconds(30 * 86_400)
+    public static let maximumLifetime: Duration = .seconds(30 * 86_400)
 
     /// What a presented signature came to.
-    enum Check: Equatable {
+    public enum Check: Equatable, Sendable {
         case valid
         case invalid
         case expired
@@ -28,19 +28,46 @@ enum AliasSignature {
         case oldForm
     }
 
+    /// What the presenter of a refused signature is told (the API names the field
+    /// `alias_signature`, the gateway's hello the same), or nil when `check` is ``Check/valid``.
+    /// - Parameter hasSecrets: whether the app has an identity secret at all.
+    public static func refusal(_ check: Check, hasSecrets: Bool) -> (expired: Bool, message: String)? {
+        switch check {
+        case .valid: nil
+        case .invalid:
+            hasSecrets
+                ? (
+                    false,
+                    "alias_signature does not sign this alias for this device under the app's identity secret (v2.EXPIRES.HMAC of herald-alias-v2, the token in hexadecimal, the alias and EXPIRES, one per line)."
+                )
+                : (
+                    false,
+                    "This app has no identity secret yet: its admin makes one (POST /v1/apps/{appId}/identity-secret)."
+                )
+        case .expired: (true, "alias_signature has expired; ask the app's back-end for a new one.")
+        case .tooLong:
+            (false, "alias_signature expires more than 30 days ahead; the back-end signs for 30 days at most.")
+        case .oldForm:
+            (
+                false,
+                "This app takes only v2 alias signatures, bound to the device's token and an expiry (v2.EXPIRES.HMAC; docs/security.md)."
+            )
+        }
+    }
+
     /// The v1 signature of `alias` under `secret`, in lower-case hexadecimal.
-    static func sign(alias: String, secret: [UInt8]) -> String {
+    public static func sign(alias: String, secret: [UInt8]) -> String {
         hmac(Array(alias.utf8), secret)
     }
 
     /// The v2 signature binding `alias` to the device `token` until `expires` (Unix seconds).
-    static func sign(alias: String, token: [UInt8], expires: Int64, secret: [UInt8]) -> String {
+    public static func sign(alias: String, token: [UInt8], expires: Int64, secret: [UInt8]) -> String {
         "v2.\(expires)." + hmac(v2Message(alias: alias, token: token, expires: expires), secret)
     }
 
     /// Checks `signature` (hexadecimal in either case) for `alias` on the device `token` at `now`
     /// (Unix seconds) under one of `secrets`, each compared in constant time.
-    static func check(
+    public static func check(
         _ signature: String, alias: String, token: [UInt8], secrets: [[UInt8]], acceptsV1: Bool, now: Int64
     ) -> Check {
         let parts = signature.split(separator: ".", omittingEmptySubsequences: false)
@@ -73,7 +100,7 @@ enum AliasSignature {
     }
 
     /// A new identity secret: `hid_` and 32 random bytes in URL-safe base64.
-    static func newSecret() -> String {
+    public static func newSecret() -> String {
         "hid_" + RandomSecret.text()
     }
 }

@@ -12,8 +12,8 @@ import Synchronization
 /// a flood of made-up tokens never pushes real keys out: each cache forgets its least recently
 /// used entry when full. Tokens not shaped like a Herald key never reach either cache or the
 /// database. A key revoked through this process stops working at once; through another herald-api
-/// process within `cacheTTL`.
-final class KeyAuthenticator: Sendable {
+/// process within `cacheTTL`. herald-api and herald-gateway each keep one.
+public final class KeyAuthenticator: Sendable {
     private struct Entry {
         var record: APIKeyRecord?
         var expires: ContinuousClock.Instant
@@ -27,24 +27,24 @@ final class KeyAuthenticator: Sendable {
     private let keys: APIKeyRepository
     private let cacheTTL: Duration
     private let caches: Mutex<Caches>
-    private let metrics: APIMetrics
+    private let counters: AccessCounters
 
     /// - Parameters:
     ///   - knownKeys: keys remembered at most (least recently used forgotten first).
     ///   - unknownTokens: tokens remembered as unknown at most.
-    init(
-        keys: APIKeyRepository, cacheTTL: Duration, metrics: APIMetrics, knownKeys: Int = 100_000,
+    public init(
+        keys: APIKeyRepository, cacheTTL: Duration, counters: AccessCounters, knownKeys: Int = 100_000,
         unknownTokens: Int = 10_000
     ) {
         self.keys = keys
-        self.metrics = metrics
+        self.counters = counters
         self.cacheTTL = cacheTTL
         caches = Mutex(Caches(found: .init(capacity: knownKeys), notFound: .init(capacity: unknownTokens)))
     }
 
     /// The live key matching `key`, or `nil` (also, without a look-up, for a token that is not
     /// shaped like a key).
-    func authenticate(_ key: Substring) async throws -> APIKeyRecord? {
+    public func authenticate(_ key: Substring) async throws -> APIKeyRecord? {
         guard APIKeySecret.isWellFormed(key) else { return nil }
         let digest = SecretHasher.hash(String(key))
         let now = ContinuousClock.now
@@ -54,7 +54,7 @@ final class KeyAuthenticator: Sendable {
             return nil
         }
         if let cached { return cached.record }
-        metrics.keyLookups.add(1, ordering: .relaxed)
+        counters.keyLookups.add(1, ordering: .relaxed)
         let record = try await keys.authenticate(key: String(key))
         let entry = Entry(record: record, expires: now + cacheTTL)
         caches.withLock { caches in
@@ -64,7 +64,7 @@ final class KeyAuthenticator: Sendable {
     }
 
     /// Whether `key` is a live key this process knows without asking the database.
-    func isCachedKey(_ key: Substring) -> Bool {
+    public func isCachedKey(_ key: Substring) -> Bool {
         guard APIKeySecret.isWellFormed(key) else { return false }
         let digest = SecretHasher.hash(String(key))
         let now = ContinuousClock.now
@@ -75,7 +75,7 @@ final class KeyAuthenticator: Sendable {
     }
 
     /// Forgets every cached key of `appID` (after a revocation, rotation or deletion).
-    func forget(appID: UUID) {
+    public func forget(appID: UUID) {
         caches.withLock { caches in caches.found.removeAll { $0.record?.appID == appID } }
     }
 }

@@ -1,0 +1,55 @@
+import HeraldGatewayProtocol
+import Logging
+import NIOCore
+import Synchronization
+
+/// Where a connection arrived from, and when.
+struct Arrival: Sendable {
+    /// Milliseconds of the monotonic clock at accept: the hello's deadline counts from here.
+    var accepted: UInt64
+    /// The peer's address (the per-source limits' key).
+    var source: String
+    /// Set when the source opened connections faster than allowed: the connection is told
+    /// `too_many_connections` with this wait (milliseconds) as soon as it can read a frame.
+    var refusedForRate: UInt32?
+}
+
+/// What every connection of one gateway shares: the rules, the authenticator, the directory of
+/// devices, the counters, and each event loop's sweep.
+final class ConnectionEnvironment: Sendable {
+    let rules: GatewaySession<DeliveryTicket>.Rules
+    let authenticator: GatewayAuthenticator
+    let directory: DeviceDirectory
+    let metrics: GatewayMetrics
+    /// Each event loop's connections, by the loop's identity.
+    let loops: [ObjectIdentifier: EventLoopConnections]
+    /// Names this gateway in connection ids (`Welcome.connection_id`: `<name>-<number>`).
+    let name: String
+    let logger: Logger
+    private let connectionNumbers = Atomic<UInt64>(0)
+
+    init(
+        rules: GatewaySession<DeliveryTicket>.Rules, authenticator: GatewayAuthenticator, metrics: GatewayMetrics,
+        loops: [EventLoopConnections], name: String, logger: Logger
+    ) {
+        self.rules = rules
+        self.authenticator = authenticator
+        self.directory = DeviceDirectory()
+        self.metrics = metrics
+        self.loops = Dictionary(uniqueKeysWithValues: loops.map { (ObjectIdentifier($0.eventLoop), $0) })
+        self.name = name
+        self.logger = logger
+    }
+
+    /// The sweep of `channel`'s event loop.
+    func loop(of channel: Channel) -> EventLoopConnections {
+        loops[ObjectIdentifier(channel.eventLoop)]!
+    }
+
+    /// The connection for a channel whose transport is set up.
+    func makeConnection(channel: Channel, arrival: Arrival) -> GatewayConnectionHandler {
+        GatewayConnectionHandler(
+            environment: self, arrival: arrival,
+            number: connectionNumbers.add(1, ordering: .relaxed).newValue)
+    }
+}

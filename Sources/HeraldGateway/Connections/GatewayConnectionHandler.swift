@@ -1,0 +1,162 @@
+import HeraldGatewayProtocol
+import NIOCore
+
+/// One connection, from the moment its transport is set up: feeds what arrives and the sweep's
+/// ticks to its ``GatewaySession`` and does what the session says — write a frame, look a hello
+/// up, close, count a push acknowledged or handed back — all on the connection's event loop.
+///
+/// The transport below it (``GatewayFrameDecoder`` and ``GatewayFrameEncoder``, or the
+/// ``WebSocketFrameAdapter``) turns bytes into ``GatewayInbound`` and frames into bytes.
+final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
+    typealias InboundIn = GatewayInbound
+    typealias OutboundOut = GatewayFrame
+
+    private let environment: ConnectionEnvironment
+    private let arrival: Arrival
+    private let number: UInt64
+    private var session: GatewaySession<DeliveryTicket>
+    private var context: ChannelHandlerContext?
+    /// The device, once welcomed.
+    private var deviceID: Int64?
+    /// A goaway was sent: no more pushes; the connection closes once nothing awaits an ack.
+    private var draining = false
+
+    init(environment: ConnectionEnvironment, arrival: Arrival, number: UInt64) {
+        self.environment = environment
+        self.arrival = arrival
+        self.number = number
+        session = GatewaySession(rules: environment.rules, now: arrival.accepted)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        environment.loop(of: context.channel).track(self, of: context.channel)
+        if let wait = arrival.refusedForRate {
+            perform(
+                session.refused(
+                    .tooManyConnections,
+                    message: "This address opens connections faster than the gateway allows; connect again later.",
+                    retryAfterMilliseconds: wait))
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let now = EventLoopConnections.now()
+        switch unwrapInboundIn(data) {
+        case .frame(let frame):
+            environment.metrics.framesReceived.add(1, ordering: .relaxed)
+            perform(session.received(frame, now: now))
+        case .unreadable(let code):
+            perform(session.unreadable(code))
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        handBack(session.connectionClosed())
+        if let deviceID { environment.directory.release(deviceID, connectionID: number) }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // A TLS or socket failure: nothing can be written any more.
+        context.close(promise: nil)
+    }
+
+    // MARK: The sweep
+
+    func tick(now: UInt64) {
+        perform(session.tick(now: now))
+        if draining, session.unacknowledged == 0 { context?.close(promise: nil) }
+    }
+
+    func goaway(_ frame: GatewayFrame) {
+        guard session.isLive, let context else {
+            context?.close(promise: nil)
+            return
+        }
+        draining = true
+        environment.metrics.goaways.add(1, ordering: .relaxed)
+        write(frame, context)
+        context.flush()
+    }
+
+    /// A newer connection of the same device took over.
+    func replace() {
+        environment.metrics.replaced.add(1, ordering: .relaxed)
+        perform(session.close(.replaced, "A newer connection of this device took over; this one is closed."))
+    }
+
+    // MARK: Doing what the session says
+
+    private func perform(_ action: GatewaySession<DeliveryTicket>.Action) {
+        guard let context else { return }
+        switch action {
+        case .none:
+            break
+        case .authenticate(let hello, _):
+            authenticate(hello, context)
+        case .send(let frame):
+            if case .error(let error)? = frame.kind, let code = GatewayErrorCode(rawValue: error.code) {
+                environment.metrics.sent(code)
+            }
+            write(frame, context)
+            context.flush()
+        case .acknowledged:
+            environment.metrics.acknowledged.add(1, ordering: .relaxed)
+        case .fallBack(let tickets):
+            handBack(tickets)
+        case .close(let frame, let tickets):
+            handBack(tickets)
+            if case .error(let error)? = frame.kind, let code = GatewayErrorCode(rawValue: error.code) {
+                environment.metrics.sent(code)
+            }
+            let channel = context.channel
+            environment.metrics.framesSent.add(1, ordering: .relaxed)
+            context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+
+    private func write(_ frame: GatewayFrame, _ context: ChannelHandlerContext) {
+        environment.metrics.framesSent.add(1, ordering: .relaxed)
+        context.write(wrapOutboundOut(frame), promise: nil)
+    }
+
+    /// Pushes that were not acknowledged on this connection.
+    private func handBack(_ tickets: [DeliveryTicket]) {
+        guard !tickets.isEmpty else { return }
+        environment.metrics.fallbacks.add(tickets.count, ordering: .relaxed)
+    }
+
+    private func authenticate(_ hello: GatewayHello, _ context: ChannelHandlerContext) {
+        let connection = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let authenticator = environment.authenticator
+        let source = arrival.source
+        context.eventLoop.makeFutureWithTask {
+            await authenticator.authenticate(hello, source: source)
+        }.whenSuccess { verdict in
+            connection.value.authenticated(verdict)
+        }
+    }
+
+    private func authenticated(_ verdict: GatewayAuthenticator.Verdict) {
+        guard let context, context.channel.isActive else { return }
+        switch verdict {
+        case .accepted(let identity):
+            deviceID = identity.deviceID
+            let entry = DeviceDirectory.Entry(
+                connectionID: number, connection: NIOLoopBound(self, eventLoop: context.eventLoop))
+            if let previous = environment.directory.claim(identity.deviceID, entry) {
+                previous.connection.eventLoop.execute { previous.connection.value.replace() }
+            }
+            environment.metrics.welcomes.add(1, ordering: .relaxed)
+            perform(
+                session.authenticated(connectionID: "\(environment.name)-\(number)", now: EventLoopConnections.now()))
+        case .refused(let code, let message, let wait):
+            perform(session.refused(code, message: message, retryAfterMilliseconds: wait))
+        }
+    }
+}

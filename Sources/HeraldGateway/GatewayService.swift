@@ -1,0 +1,81 @@
+import Foundation
+import HeraldAccess
+import HeraldCore
+import HeraldMetrics
+import HeraldStore
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// herald-gateway as one `Service`: the ``GatewayServer`` and, when `settings` give it a port,
+/// the operations server (`/metrics`, `/healthz`, `/readyz`). herald-gateway's `main.swift` runs
+/// it; tests run the same composition in-process.
+///
+/// - Important: call `run()` in a `ServiceGroup`; the database must be migrated.
+public struct GatewayService: Service {
+    public let server: GatewayServer
+    let services: [any Service]
+    let logger: Logger
+
+    /// - Parameters:
+    ///   - settings: the gateway's settings (`configuration.gateway`, or a test's); its TLS files
+    ///     must be set.
+    ///   - database: a migrated pool.
+    ///   - cipher: opens the apps' identity secrets (the master key), for alias signatures.
+    ///   - name: names this gateway in connection ids (the host's name by default).
+    /// - Throws: ``GatewayStartError`` when the TLS files are missing or unreadable.
+    public init(
+        settings: GatewaySettings, database: PostgresClient, cipher: CredentialCipher, logger: Logger,
+        name: String = ProcessInfo.processInfo.hostName
+    ) throws {
+        guard let certificateFile = settings.tlsCertificateFile, let keyFile = settings.tlsKeyFile else {
+            throw GatewayStartError(
+                "set HERALD_GATEWAY_TLS_CERTIFICATE_FILE and HERALD_GATEWAY_TLS_KEY_FILE: herald-gateway speaks only TLS"
+            )
+        }
+        let tls = try GatewayTLS.context(certificateFile: certificateFile, keyFile: keyFile)
+        let counters = AccessCounters()
+        let authenticator = GatewayAuthenticator(
+            keys: KeyAuthenticator(
+                keys: APIKeyRepository(client: database, logger: logger), cacheTTL: settings.keyCacheTTL,
+                counters: counters),
+            devices: DeviceRepository(client: database, logger: logger),
+            apps: AppRepository(client: database, logger: logger),
+            identitySecrets: IdentitySecretRepository(client: database, logger: logger), cipher: cipher,
+            failures: FailedAuthenticationThrottle(limit: settings.authenticationFailuresPerMinute, counters: counters),
+            logger: logger)
+        let server = GatewayServer(
+            settings: settings, tls: tls, authenticator: authenticator, name: name, logger: logger)
+        var services: [any Service] = [server]
+        if settings.metricsPort > 0 {
+            services.append(
+                OperationsServer(
+                    service: "herald-gateway", version: HeraldVersion.current, host: settings.metricsHost,
+                    port: settings.metricsPort,
+                    readiness: HealthProbe([HeraldDatabase.readinessCheck(database, logger: logger)])
+                ) {
+                    var text = PrometheusText()
+                    text.single(
+                        "herald_gateway_authentication_failures_total", .counter,
+                        help: "Hellos that named an unknown key or device.",
+                        value: counters.authenticationFailures.load(ordering: .relaxed))
+                    text.single(
+                        "herald_gateway_authentication_throttled_total", .counter,
+                        help: "Failed hellos answered too_many_failed_authentications.",
+                        value: counters.authenticationThrottled.load(ordering: .relaxed))
+                    text.single(
+                        "herald_gateway_key_lookups_total", .counter,
+                        help: "Client keys looked up in the database (the key cache's misses).",
+                        value: counters.keyLookups.load(ordering: .relaxed))
+                    return server.metrics.prometheusText(devicesConnected: server.devicesConnected) + text.text
+                })
+        }
+        self.server = server
+        self.services = services
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        try await ServiceGroup(configuration: .init(services: services, logger: logger)).run()
+    }
+}

@@ -1,0 +1,633 @@
+"""herald-gateway's conformance suite, written from docs/gateway.md by a client that is not
+Herald's: Python's ssl and asyncio-free sockets for the framed transport, PyPI's `websockets` for
+the WebSocket one, the frames compiled from Schemas/gateway/gateway.proto by grpcio-tools.
+
+Run by scripts/test-gateway.sh, which starts PostgreSQL and herald-api and passes:
+  HERALD_BIN_DIR (holds herald-gateway), HERALD_API_BASE, HERALD_TEST_ADMIN_TOKEN, and the
+  PostgreSQL and master-key variables scripts/with-infrastructure.sh exports.
+Each test connects from its own loopback address (127.0.x.y), so the per-address limits of one
+test never touch another; the limits' own tests use fixed addresses.
+
+Not here yet: pushes, acknowledgements, revokes and the slow reader, which need the routing of
+pushes to the gateway (docs/gateway.md, "How Herald routes over it").
+"""
+
+import asyncio
+import datetime
+import hashlib
+import hmac
+import ipaddress
+import itertools
+import json
+import os
+import pathlib
+import random
+import signal
+import socket
+import ssl
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+import uuid
+
+from test_gateway_frames import pb
+
+BIN = pathlib.Path(os.environ.get("HERALD_BIN_DIR", ".build/debug"))
+API = os.environ.get("HERALD_API_BASE", "")
+ADMIN = os.environ.get("HERALD_TEST_ADMIN_TOKEN", "")
+HELLO_TIMEOUT_MS = 1500
+HEARTBEAT_SECONDS = 1
+IDLE_TIMEOUT_SECONDS = 2
+FAILURES_PER_MINUTE = 3
+CONNECTIONS_PER_SECOND = 5
+CONNECTION_BURST = 10
+THROTTLED_SOURCE = "127.0.0.9"
+RATE_SOURCE = "127.0.0.10"
+_sources = (f"127.0.{a}.{b}" for a, b in itertools.product(range(1, 250), range(2, 250)))
+
+
+def api(method, path, key, body=None):
+    request = urllib.request.Request(
+        API + path, method=method, data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            text = response.read()
+            return json.loads(text) if text else None
+    except urllib.error.HTTPError as error:
+        raise AssertionError(f"{method} {path}: {error.code} {error.read()!r}") from None
+
+
+def free_port():
+    """A free port below the kernel's ephemeral range (no outgoing connection takes it first)."""
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    for _ in range(500):
+        port = random.randrange(10000, max(low, 11000))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                pass
+    raise RuntimeError("no free port")
+
+
+def self_signed(directory):
+    """A P-256 certificate for 127.0.0.1 and localhost, and its key, as PEM files."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "herald-gateway test")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName(
+            [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .sign(key, hashes.SHA256()))
+    cert_file = pathlib.Path(directory) / "gateway.crt"
+    key_file = pathlib.Path(directory) / "gateway.key"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+class Gateway:
+    """A herald-gateway process on free ports, with the suite's short timeouts and low limits."""
+
+    def __init__(self, directory, **extra):
+        self.cert, key = self_signed(directory)
+        self.port = free_port()
+        self.metrics_port = free_port()
+        self.log = open(pathlib.Path(directory) / f"gateway-{self.port}.log", "w+")
+        environment = dict(os.environ)
+        environment.update({
+            "HERALD_GATEWAY_HOST": "127.0.0.1", "HERALD_GATEWAY_PORT": str(self.port),
+            "HERALD_GATEWAY_METRICS_HOST": "127.0.0.1", "HERALD_GATEWAY_METRICS_PORT": str(self.metrics_port),
+            "HERALD_GATEWAY_TLS_CERTIFICATE_FILE": str(self.cert), "HERALD_GATEWAY_TLS_KEY_FILE": str(key),
+            "HERALD_GATEWAY_HELLO_TIMEOUT_MS": str(HELLO_TIMEOUT_MS),
+            "HERALD_GATEWAY_HEARTBEAT_SECONDS": str(HEARTBEAT_SECONDS),
+            "HERALD_GATEWAY_IDLE_TIMEOUT_SECONDS": str(IDLE_TIMEOUT_SECONDS),
+            "HERALD_GATEWAY_AUTH_FAILURES_PER_MINUTE": str(FAILURES_PER_MINUTE),
+            "HERALD_GATEWAY_CONNECTIONS_PER_SECOND": str(CONNECTIONS_PER_SECOND),
+            "HERALD_GATEWAY_CONNECTION_BURST": str(CONNECTION_BURST),
+            "HERALD_GATEWAY_TICK_MS": "50",
+        })
+        environment.update(extra)
+        self.process = subprocess.Popen([str(BIN / "herald-gateway")], env=environment,
+                                        stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"herald-gateway exited: {self.output()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/readyz", timeout=2):
+                    pass
+                with socket.create_connection(("127.0.0.1", self.port), timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"herald-gateway did not listen within 60 s: {self.output()}")
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def metrics(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as response:
+            return response.read().decode()
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+        self.log.close()
+
+    def tls(self):
+        context = ssl.create_default_context(cafile=str(self.cert))
+        return context
+
+
+class Framed:
+    """One framed TLS connection, from a source address of its own unless one is given."""
+
+    def __init__(self, gateway, source=None):
+        self.source = source or next(_sources)
+        raw = socket.create_connection(("127.0.0.1", gateway.port), timeout=15, source_address=(self.source, 0))
+        self.sock = gateway.tls().wrap_socket(raw, server_hostname="127.0.0.1")
+        self.buffer = b""
+
+    def send(self, frame):
+        body = frame.SerializeToString()
+        self.sock.sendall(struct.pack(">I", len(body)) + body)
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def receive(self, timeout=15):
+        """The next frame, or None when the server closed the connection."""
+        self.sock.settimeout(timeout)
+        while True:
+            if len(self.buffer) >= 4:
+                (length,) = struct.unpack(">I", self.buffer[:4])
+                if len(self.buffer) >= 4 + length:
+                    frame = pb.Frame()
+                    frame.ParseFromString(self.buffer[4:4 + length])
+                    self.buffer = self.buffer[4 + length:]
+                    return frame
+            try:
+                chunk = self.sock.recv(65536)
+            except (ConnectionResetError, ssl.SSLError):
+                return None
+            if not chunk:
+                return None
+            self.buffer += chunk
+
+    def closed(self, timeout=15):
+        """Whether the server closes the connection (nothing more arrives) within `timeout`."""
+        return self.receive(timeout) is None
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def hello(key, token, environment="sandbox", signature="", versions=(1,)):
+    frame = pb.Frame()
+    frame.hello.versions.extend(versions)
+    frame.hello.client_key = key
+    frame.hello.device_token = token
+    frame.hello.environment = environment
+    frame.hello.alias_signature = signature
+    return frame
+
+
+def ping(nonce):
+    frame = pb.Frame()
+    frame.ping.nonce = nonce
+    return frame
+
+
+def new_token():
+    return os.urandom(32).hex()
+
+
+class GatewayCase(unittest.TestCase):
+    gateway = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.directory = tempfile.mkdtemp(prefix="herald-gateway-test-")
+        cls.gateway = Gateway(cls.directory)
+        suffix = uuid.uuid4().hex[:8]
+        created = api("POST", "/v1/apps", ADMIN, {"name": "gateway conformance", "bundle_id": f"com.herald.gw.{suffix}"})
+        cls.app = created["app"]["id"]
+        cls.client_key = created["client_key"]["key"]
+        cls.server_key = created["server_key"]["key"]
+        cls.identity_secret = created.get("identity_secret")
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.gateway:
+            cls.gateway.stop()
+
+    def register(self, environment="sandbox", alias=None):
+        token = new_token()
+        body = {"token": token, "environment": environment}
+        if alias:
+            body["alias"] = alias
+        api("POST", "/v1/devices", self.server_key, body)
+        return token
+
+    def connect(self, source=None):
+        connection = Framed(self.gateway, source)
+        self.addCleanup(connection.close)
+        return connection
+
+    def welcomed(self, source=None, token=None):
+        connection = self.connect(source)
+        connection.send(hello(self.client_key, token or self.register()))
+        frame = connection.receive()
+        self.assertEqual(frame.WhichOneof("kind"), "welcome", frame)
+        return connection, frame.welcome
+
+    def assertError(self, frame, code, fatal=True):
+        self.assertIsNotNone(frame, f"the connection closed without the error {code}")
+        self.assertEqual(frame.WhichOneof("kind"), "error", frame)
+        self.assertEqual(frame.error.code, code, frame.error.message)
+        self.assertEqual(frame.error.fatal, fatal)
+        self.assertTrue(frame.error.message)
+
+    def assertRefused(self, connection, code):
+        frame = connection.receive()
+        self.assertError(frame, code)
+        self.assertTrue(connection.closed(), f"the connection stays open after the fatal {code}")
+        return frame
+
+
+class Conversation(GatewayCase):
+    def test_hello_is_welcomed_with_the_connections_timings(self):
+        _, welcome = self.welcomed()
+        self.assertEqual(welcome.version, 1)
+        self.assertEqual(welcome.heartbeat_seconds, HEARTBEAT_SECONDS)
+        self.assertEqual(welcome.idle_timeout_seconds, IDLE_TIMEOUT_SECONDS)
+        self.assertEqual(welcome.max_frame_bytes, 16384)
+        self.assertEqual(welcome.ack_timeout_milliseconds, 2000)
+        self.assertTrue(welcome.connection_id)
+
+    def test_ping_is_answered_with_the_same_nonce(self):
+        connection, _ = self.welcomed()
+        for nonce in (1, 2**63 + 5):
+            connection.send(ping(nonce))
+            frame = connection.receive()
+            self.assertEqual(frame.WhichOneof("kind"), "pong", frame)
+            self.assertEqual(frame.pong.nonce, nonce)
+
+    def test_token_in_upper_case_is_the_same_device(self):
+        token = self.register()
+        self.welcomed(token=token.upper())
+
+    def test_the_highest_common_version_is_chosen(self):
+        connection = self.connect()
+        connection.send(hello(self.client_key, self.register(), versions=(7, 1, 3)))
+        self.assertEqual(connection.receive().welcome.version, 1)
+
+    def test_a_newer_connection_replaces_the_older(self):
+        token = self.register()
+        older, _ = self.welcomed(token=token)
+        newer, _ = self.welcomed(token=token)
+        self.assertRefused(older, "replaced")
+        newer.send(ping(9))
+        self.assertEqual(newer.receive().pong.nonce, 9)
+
+    def test_a_pong_from_the_client_is_fine(self):
+        connection, _ = self.welcomed()
+        pong = pb.Frame()
+        pong.pong.nonce = 4
+        connection.send(pong)
+        connection.send(ping(5))
+        self.assertEqual(connection.receive().pong.nonce, 5)
+
+    def test_an_unknown_field_alone_is_ignored(self):
+        connection, _ = self.welcomed()
+        unknown = bytes([0x98, 0x06, 0x01])  # field 99 = 1
+        connection.send_raw(struct.pack(">I", len(unknown)) + unknown)
+        connection.send(ping(6))
+        self.assertEqual(connection.receive().pong.nonce, 6)
+
+
+class ConnectionRules(GatewayCase):
+    def test_a_frame_before_the_hello_is_hello_required(self):
+        connection = self.connect()
+        connection.send(ping(1))
+        self.assertRefused(connection, "hello_required")
+
+    def test_no_version_in_common_is_unsupported_version(self):
+        connection = self.connect()
+        connection.send(hello(self.client_key, self.register(), versions=(2, 99)))
+        frame = self.assertRefused(connection, "unsupported_version")
+        self.assertEqual(list(frame.error.supported_versions), [1])
+
+    def test_a_frame_between_hello_and_welcome_is_malformed(self):
+        connection = self.connect()
+        first = hello(self.client_key, self.register()).SerializeToString()
+        second = ping(1).SerializeToString()
+        connection.send_raw(struct.pack(">I", len(first)) + first + struct.pack(">I", len(second)) + second)
+        self.assertRefused(connection, "malformed_frame")
+
+    def test_a_second_hello_is_malformed(self):
+        connection, _ = self.welcomed()
+        connection.send(hello(self.client_key, self.register()))
+        self.assertRefused(connection, "malformed_frame")
+
+    def test_a_frame_only_the_server_sends_is_malformed(self):
+        connection, _ = self.welcomed()
+        frame = pb.Frame()
+        frame.welcome.version = 1
+        connection.send(frame)
+        self.assertRefused(connection, "malformed_frame")
+
+    def test_a_length_of_zero_is_malformed(self):
+        connection, _ = self.welcomed()
+        connection.send_raw(struct.pack(">I", 0))
+        self.assertRefused(connection, "malformed_frame")
+
+    def test_bytes_that_are_not_a_frame_are_malformed(self):
+        connection = self.connect()
+        connection.send_raw(struct.pack(">I", 4) + bytes([0x0A, 0x64, 0x01, 0x02]))
+        self.assertRefused(connection, "malformed_frame")
+
+    def test_a_length_past_the_maximum_is_frame_too_large(self):
+        connection = self.connect()
+        connection.send_raw(struct.pack(">I", 16385))
+        self.assertRefused(connection, "frame_too_large")
+
+    def test_a_frame_of_the_maximum_size_is_read(self):
+        connection, _ = self.welcomed()
+        body = ping(1).SerializeToString()
+        # A ping padded with an unknown bytes field (field 100: tag a2 06, a 2-byte length) to
+        # exactly 16,384 bytes, the largest frame.
+        padding = 16384 - len(body) - 4
+        payload = body + bytes([0xA2, 0x06, 0x80 | (padding & 0x7F), padding >> 7]) + b"x" * padding
+        self.assertEqual(len(payload), 16384)
+        connection.send_raw(struct.pack(">I", len(payload)) + payload)
+        reply = connection.receive()
+        self.assertEqual(reply.WhichOneof("kind"), "pong", reply)
+
+    def test_no_hello_in_time_is_hello_timeout(self):
+        connection = self.connect()
+        connection.send_raw(struct.pack(">I", 10))  # a length, and then nothing
+        started = time.monotonic()
+        self.assertRefused(connection, "hello_timeout")
+        self.assertGreaterEqual(time.monotonic() - started, HELLO_TIMEOUT_MS / 1000 - 0.5)
+
+    def test_a_connection_that_sends_nothing_is_closed_at_the_hellos_deadline(self):
+        connection = self.connect()
+        self.assertTrue(connection.closed(timeout=HELLO_TIMEOUT_MS / 1000 + 10))
+
+    def test_silence_after_the_welcome_is_idle_timeout(self):
+        connection, _ = self.welcomed()
+        self.assertRefused(connection, "idle_timeout")
+
+    def test_pings_keep_a_connection_open_past_the_idle_timeout(self):
+        connection, _ = self.welcomed()
+        started = time.monotonic()
+        nonce = 0
+        while time.monotonic() - started < IDLE_TIMEOUT_SECONDS * 2:
+            nonce += 1
+            connection.send(ping(nonce))
+            self.assertEqual(connection.receive().pong.nonce, nonce)
+            time.sleep(HEARTBEAT_SECONDS / 2)
+
+    def test_an_ack_for_a_delivery_never_sent_is_unknown_delivery_and_not_fatal(self):
+        connection, _ = self.welcomed()
+        ack = pb.Frame()
+        ack.ack.delivery = 12
+        connection.send(ack)
+        self.assertError(connection.receive(), "unknown_delivery", fatal=False)
+        connection.send(ping(3))
+        self.assertEqual(connection.receive().pong.nonce, 3)
+
+
+class Authentication(GatewayCase):
+    def test_an_unknown_key_is_unknown_key(self):
+        connection = self.connect()
+        connection.send(hello("hc_" + "A" * 43, self.register()))
+        self.assertRefused(connection, "unknown_key")
+
+    def test_a_server_key_is_not_a_client_key(self):
+        connection = self.connect()
+        connection.send(hello(self.server_key, self.register()))
+        self.assertRefused(connection, "unknown_key")
+
+    def test_an_unregistered_token_is_unknown_device(self):
+        connection = self.connect()
+        connection.send(hello(self.client_key, new_token()))
+        self.assertRefused(connection, "unknown_device")
+
+    def test_the_wrong_environment_is_unknown_device(self):
+        connection = self.connect()
+        connection.send(hello(self.client_key, self.register(environment="sandbox"), environment="production"))
+        self.assertRefused(connection, "unknown_device")
+
+    def test_a_token_that_is_not_hexadecimal_is_unknown_device(self):
+        connection = self.connect()
+        connection.send(hello(self.client_key, "not a token"))
+        self.assertRefused(connection, "unknown_device")
+
+    def test_another_apps_device_is_unknown_device(self):
+        other = api("POST", "/v1/apps", ADMIN, {"name": "gateway other", "bundle_id": f"com.herald.gw.o{uuid.uuid4().hex[:8]}"})
+        token = new_token()
+        api("POST", "/v1/devices", other["server_key"]["key"], {"token": token, "environment": "sandbox"})
+        connection = self.connect()
+        connection.send(hello(self.client_key, token))
+        self.assertRefused(connection, "unknown_device")
+
+    def test_a_device_on_an_alias_needs_its_signature(self):
+        self.assertTrue(self.identity_secret, "a new app verifies identities and has an identity secret")
+        alias = f"user-{uuid.uuid4().hex[:8]}"
+        token = self.register(alias=alias)
+        connection = self.connect()
+        connection.send(hello(self.client_key, token))
+        self.assertRefused(connection, "alias_signature_required")
+
+        connection = self.connect()
+        connection.send(hello(self.client_key, token, signature=f"v2.{int(time.time()) + 3600}." + "0" * 64))
+        self.assertRefused(connection, "alias_signature_invalid")
+
+        expires = int(time.time()) - 10
+        connection = self.connect()
+        connection.send(hello(self.client_key, token, signature=self.sign(alias, token, expires)))
+        self.assertRefused(connection, "alias_signature_expired")
+
+        connection = self.connect()
+        connection.send(hello(self.client_key, token, signature=self.sign(alias, token, int(time.time()) + 3600)))
+        self.assertEqual(connection.receive().WhichOneof("kind"), "welcome")
+
+    def sign(self, alias, token, expires):
+        # docs/security.md: HMAC-SHA256 of herald-alias-v2, the token in lower-case hexadecimal, the
+        # alias and EXPIRES, one per line, keyed with the identity secret's text.
+        message = f"herald-alias-v2\n{token.lower()}\n{alias}\n{expires}".encode()
+        digest = hmac.new(self.identity_secret.encode(), message, hashlib.sha256).hexdigest()
+        return f"v2.{expires}.{digest}"
+
+    def test_failures_from_one_address_are_throttled_but_a_valid_hello_is_not(self):
+        for _ in range(FAILURES_PER_MINUTE):
+            connection = self.connect(THROTTLED_SOURCE)
+            connection.send(hello("hc_" + "B" * 43, self.register()))
+            self.assertRefused(connection, "unknown_key")
+        connection = self.connect(THROTTLED_SOURCE)
+        connection.send(hello("hc_" + "B" * 43, self.register()))
+        frame = self.assertRefused(connection, "too_many_failed_authentications")
+        self.assertGreater(frame.error.retry_after_milliseconds, 0)
+        self.welcomed(source=THROTTLED_SOURCE)
+
+    def test_connections_faster_than_allowed_are_too_many_connections(self):
+        refused = []
+        started = time.monotonic()
+        attempts = CONNECTION_BURST + 3 * CONNECTIONS_PER_SECOND
+        for _ in range(attempts):
+            connection = self.connect(RATE_SOURCE)
+            connection.send(hello(self.client_key, "00"))
+            frame = connection.receive()
+            if frame is not None and frame.error.code == "too_many_connections":
+                self.assertGreaterEqual(frame.error.retry_after_milliseconds, 1000)
+                refused.append(frame)
+        elapsed = time.monotonic() - started
+        # The burst, plus what the bucket refilled while the test ran, may connect.
+        allowed = CONNECTION_BURST + int(CONNECTIONS_PER_SECOND * elapsed) + 1
+        self.assertGreaterEqual(len(refused), attempts - allowed, f"{len(refused)} refused in {elapsed:.2f} s")
+        self.assertGreater(len(refused), 0)
+
+
+class WebSocket(GatewayCase):
+    def ws(self, coroutine):
+        return asyncio.run(coroutine)
+
+    async def open(self, **options):
+        import websockets
+
+        return await websockets.connect(
+            f"wss://127.0.0.1:{self.gateway.port}/v1/connect", ssl=self.gateway.tls(),
+            subprotocols=["herald.gateway.v1"], **options)
+
+    def test_hello_ping_over_websocket(self):
+        token = self.register()
+
+        async def conversation():
+            async with await self.open() as socket:
+                self.assertEqual(socket.subprotocol, "herald.gateway.v1")
+                await socket.send(hello(self.client_key, token).SerializeToString())
+                welcome = pb.Frame.FromString(await asyncio.wait_for(socket.recv(), 15))
+                self.assertEqual(welcome.WhichOneof("kind"), "welcome", welcome)
+                await socket.send(ping(77).SerializeToString())
+                pong = pb.Frame.FromString(await asyncio.wait_for(socket.recv(), 15))
+                self.assertEqual(pong.pong.nonce, 77)
+                # WebSocket's own ping is answered too.
+                waiter = await socket.ping()
+                await asyncio.wait_for(waiter, 15)
+
+        self.ws(conversation())
+
+    def test_a_text_message_is_malformed(self):
+        async def conversation():
+            import websockets
+
+            async with await self.open() as socket:
+                await socket.send("hello")
+                frame = pb.Frame.FromString(await asyncio.wait_for(socket.recv(), 15))
+                self.assertError(frame, "malformed_frame")
+                with self.assertRaises(websockets.ConnectionClosed):
+                    await asyncio.wait_for(socket.recv(), 15)
+
+        self.ws(conversation())
+
+    def test_the_same_errors_as_framed(self):
+        async def conversation():
+            async with await self.open() as socket:
+                await socket.send(hello("hc_" + "C" * 43, self.register()).SerializeToString())
+                self.assertError(pb.Frame.FromString(await asyncio.wait_for(socket.recv(), 15)), "unknown_key")
+
+        self.ws(conversation())
+
+    def test_a_message_past_the_maximum_is_frame_too_large(self):
+        async def conversation():
+            async with await self.open() as socket:
+                await socket.send(b"\x00" * 16385)
+                self.assertError(pb.Frame.FromString(await asyncio.wait_for(socket.recv(), 15)), "frame_too_large")
+
+        self.ws(conversation())
+
+    def plain_request(self, request):
+        raw = socket.create_connection(("127.0.0.1", self.gateway.port), timeout=15)
+        with self.gateway.tls().wrap_socket(raw, server_hostname="127.0.0.1") as connection:
+            connection.sendall(request)
+            data = b""
+            while True:
+                chunk = connection.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        return head.split(b"\r\n")[0].decode(), json.loads(body)
+
+    def test_a_request_that_is_not_an_upgrade_gets_a_json_error(self):
+        status, body = self.plain_request(b"GET /v1/connect HTTP/1.1\r\nHost: gateway\r\n\r\n")
+        self.assertIn(" 426 ", status)
+        self.assertEqual(body["error"]["code"], "websocket_required")
+        status, body = self.plain_request(b"GET /elsewhere HTTP/1.1\r\nHost: gateway\r\n\r\n")
+        self.assertIn(" 404 ", status)
+        self.assertEqual(body["error"]["code"], "not_found")
+
+
+class Operations(GatewayCase):
+    def test_metrics_count_connections_welcomes_and_errors(self):
+        self.welcomed()
+        connection = self.connect()
+        connection.send(ping(1))
+        self.assertRefused(connection, "hello_required")
+        text = self.gateway.metrics()
+        values = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                values[name] = float(value)
+        self.assertGreaterEqual(values["herald_gateway_welcomes_total"], 1)
+        self.assertGreaterEqual(values['herald_gateway_errors_total{code="hello_required"}'], 1)
+        self.assertGreaterEqual(values["herald_gateway_tls_handshakes_total"], 2)
+        self.assertIn("herald_gateway_devices_connected", values)
+        self.assertNotIn(self.client_key, text)
+
+    def test_sigterm_sends_a_goaway_then_closes(self):
+        gateway = Gateway(tempfile.mkdtemp(prefix="herald-gateway-drain-"), HERALD_GATEWAY_GOAWAY_MIN_MS="1500",
+                          HERALD_GATEWAY_GOAWAY_MAX_MS="4000")
+        try:
+            connection = Framed(gateway)
+            self.addCleanup(connection.close)
+            connection.send(hello(self.client_key, self.register()))
+            self.assertEqual(connection.receive().WhichOneof("kind"), "welcome")
+            gateway.process.send_signal(signal.SIGTERM)
+            frame = connection.receive()
+            self.assertEqual(frame.WhichOneof("kind"), "goaway", frame)
+            self.assertEqual(frame.goaway.reconnect_after_min_milliseconds, 1500)
+            self.assertEqual(frame.goaway.reconnect_after_max_milliseconds, 4000)
+            self.assertTrue(connection.closed())
+            self.assertEqual(gateway.process.wait(timeout=30), 0)
+        finally:
+            gateway.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()
