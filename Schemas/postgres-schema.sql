@@ -494,6 +494,20 @@ CREATE TABLE public.failed_deliveries (
     CONSTRAINT failed_deliveries_status_check CHECK ((status = ANY (ARRAY['rejected'::text, 'expired'::text, 'canceled'::text])))
 );
 
+CREATE TABLE public.gateway_presence (
+    device_id bigint NOT NULL,
+    app_id uuid NOT NULL,
+    gateway_id uuid NOT NULL,
+    connected_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE public.gateways (
+    id uuid NOT NULL,
+    name text NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    lease_expires_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.herald_audit_policy (
     singleton boolean DEFAULT true NOT NULL,
     kept_at_least interval DEFAULT '400 days'::interval NOT NULL,
@@ -800,6 +814,12 @@ ALTER TABLE ONLY public.devices
 ALTER TABLE ONLY public.failed_deliveries
     ADD CONSTRAINT failed_deliveries_pkey PRIMARY KEY (push_id, device_id);
 
+ALTER TABLE ONLY public.gateway_presence
+    ADD CONSTRAINT gateway_presence_pkey PRIMARY KEY (device_id);
+
+ALTER TABLE ONLY public.gateways
+    ADD CONSTRAINT gateways_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.herald_audit_policy
     ADD CONSTRAINT herald_audit_policy_pkey PRIMARY KEY (singleton);
 
@@ -882,6 +902,10 @@ CREATE INDEX devices_audience_all ON public.devices USING btree (app_id, id) INC
 CREATE INDEX devices_by_alias ON public.devices USING btree (app_id, alias, id) WHERE (alias IS NOT NULL);
 
 CREATE INDEX devices_invalidated ON public.devices USING btree (invalidated_at) WHERE (status = 'invalid'::text);
+
+CREATE INDEX gateway_presence_app ON public.gateway_presence USING btree (app_id);
+
+CREATE INDEX gateway_presence_gateway ON public.gateway_presence USING btree (gateway_id);
 
 CREATE INDEX outbox_unpublished ON public.outbox USING btree (id) WHERE (published_at IS NULL);
 
@@ -973,6 +997,12 @@ ALTER TABLE ONLY public.devices
 
 ALTER TABLE ONLY public.failed_deliveries
     ADD CONSTRAINT failed_deliveries_push_id_fkey FOREIGN KEY (push_id) REFERENCES public.pushes(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.gateway_presence
+    ADD CONSTRAINT gateway_presence_device_id_fkey FOREIGN KEY (device_id) REFERENCES public.devices(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.gateway_presence
+    ADD CONSTRAINT gateway_presence_gateway_id_fkey FOREIGN KEY (gateway_id) REFERENCES public.gateways(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.push_batches
     ADD CONSTRAINT push_batches_push_id_fkey FOREIGN KEY (push_id) REFERENCES public.pushes(id) ON DELETE CASCADE;

@@ -14,6 +14,7 @@ import ServiceLifecycle
 /// - Important: call `run()` in a `ServiceGroup`; the database must be migrated.
 public struct GatewayService: Service {
     public let server: GatewayServer
+    let presence: PresenceWriter
     let services: [any Service]
     let logger: Logger
 
@@ -22,12 +23,11 @@ public struct GatewayService: Service {
     ///     must be set.
     ///   - database: a migrated pool.
     ///   - cipher: opens the apps' identity secrets (the master key), for alias signatures.
-    ///   - name: names this gateway in connection ids (the host's name by default).
     /// - Throws: ``GatewayStartError`` when the TLS files are missing or unreadable.
     public init(
-        settings: GatewaySettings, database: PostgresClient, cipher: CredentialCipher, logger: Logger,
-        name: String = ProcessInfo.processInfo.hostName
+        settings: GatewaySettings, database: PostgresClient, cipher: CredentialCipher, logger: Logger
     ) throws {
+        let name = settings.name ?? ProcessInfo.processInfo.hostName
         guard let certificateFile = settings.tlsCertificateFile, let keyFile = settings.tlsKeyFile else {
             throw GatewayStartError(
                 "set HERALD_GATEWAY_TLS_CERTIFICATE_FILE and HERALD_GATEWAY_TLS_KEY_FILE: herald-gateway speaks only TLS"
@@ -46,13 +46,21 @@ public struct GatewayService: Service {
             logger: logger)
         let server = GatewayServer(
             settings: settings, tls: tls, authenticator: authenticator, name: name, logger: logger)
-        var services: [any Service] = [server]
+        let presence = PresenceWriter(
+            gatewayID: UUID(), name: name, repository: GatewayPresenceRepository(client: database, logger: logger),
+            directory: server.directory, lease: settings.presenceLease, flushEvery: settings.presenceFlush,
+            logger: logger)
+        // A graceful stop runs in reverse: the server drains first, then presence is given up,
+        // then the operations port closes.
+        var services: [any Service] = [presence, server]
         if settings.metricsPort > 0 {
-            services.append(
+            services.insert(
                 OperationsServer(
                     service: "herald-gateway", version: HeraldVersion.current, host: settings.metricsHost,
                     port: settings.metricsPort,
-                    readiness: HealthProbe([HeraldDatabase.readinessCheck(database, logger: logger)])
+                    readiness: HealthProbe([
+                        HeraldDatabase.readinessCheck(database, logger: logger), presence.readiness,
+                    ])
                 ) {
                     var text = PrometheusText()
                     text.single(
@@ -67,10 +75,22 @@ public struct GatewayService: Service {
                         "herald_gateway_key_lookups_total", .counter,
                         help: "Client keys looked up in the database (the key cache's misses).",
                         value: counters.keyLookups.load(ordering: .relaxed))
-                    return server.metrics.prometheusText(devicesConnected: server.devicesConnected) + text.text
-                })
+                    text.single(
+                        "herald_gateway_presence_batches_total", .counter,
+                        help: "Batches of presence changes written to PostgreSQL.",
+                        value: presence.batchesWritten.load(ordering: .relaxed))
+                    text.single(
+                        "herald_gateway_presence_write_failures_total", .counter,
+                        help: "Presence batches PostgreSQL did not take (tried again with the next).",
+                        value: presence.writeFailures.load(ordering: .relaxed))
+                    text.single(
+                        "herald_gateway_presence_pending", .gauge,
+                        help: "Presence changes waiting to be written.", value: server.directory.pendingChanges)
+                    return server.metrics.prometheusText(devicesConnected: server.directory.count) + text.text
+                }, at: 0)
         }
         self.server = server
+        self.presence = presence
         self.services = services
         self.logger = logger
     }

@@ -62,6 +62,25 @@ def api(method, path, key, body=None):
         raise AssertionError(f"{method} {path}: {error.code} {error.read()!r}") from None
 
 
+def sql(query):
+    """One value from PostgreSQL (the database scripts/with-infrastructure.sh runs), through psql."""
+    environment = dict(os.environ, PGPASSWORD=os.environ["HERALD_POSTGRES_PASSWORD"])
+    result = subprocess.run(
+        ["psql", "-h", os.environ["HERALD_POSTGRES_HOST"], "-p", os.environ["HERALD_POSTGRES_PORT"],
+         "-U", os.environ["HERALD_POSTGRES_USER"], "-d", os.environ["HERALD_POSTGRES_DATABASE"], "-tAc", query],
+        env=environment, capture_output=True, text=True, check=True)
+    return result.stdout.strip()
+
+
+def eventually(condition, timeout=30):
+    """Waits for `condition()` to hold, polling; fails after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the condition did not hold in time")
+        time.sleep(0.05)
+
+
 def free_port():
     """A free port below the kernel's ephemeral range (no outgoing connection takes it first)."""
     low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
@@ -121,6 +140,7 @@ class Gateway:
             "HERALD_GATEWAY_CONNECTIONS_PER_SECOND": str(CONNECTIONS_PER_SECOND),
             "HERALD_GATEWAY_CONNECTION_BURST": str(CONNECTION_BURST),
             "HERALD_GATEWAY_TICK_MS": "50",
+            "HERALD_GATEWAY_NAME": f"conformance-{self.port}",
         })
         environment.update(extra)
         self.process = subprocess.Popen([str(BIN / "herald-gateway")], env=environment,
@@ -610,6 +630,14 @@ class Operations(GatewayCase):
         self.assertIn("herald_gateway_devices_connected", values)
         self.assertNotIn(self.client_key, text)
 
+    def test_presence_follows_connections(self):
+        token = self.register()
+        present = f"SELECT count(*) FROM gateway_presence p JOIN devices d ON d.id = p.device_id JOIN gateways g ON g.id = p.gateway_id WHERE d.token = decode('{token}', 'hex') AND g.lease_expires_at > now()"
+        connection, _ = self.welcomed(token=token)
+        eventually(lambda: sql(present) == "1")
+        connection.close()
+        eventually(lambda: sql(present) == "0")
+
     def test_sigterm_sends_a_goaway_then_closes(self):
         gateway = Gateway(tempfile.mkdtemp(prefix="herald-gateway-drain-"), HERALD_GATEWAY_GOAWAY_MIN_MS="1500",
                           HERALD_GATEWAY_GOAWAY_MAX_MS="4000")
@@ -625,6 +653,8 @@ class Operations(GatewayCase):
             self.assertEqual(frame.goaway.reconnect_after_max_milliseconds, 4000)
             self.assertTrue(connection.closed())
             self.assertEqual(gateway.process.wait(timeout=30), 0)
+            # It gave its presence up as it stopped: no lease of it is left.
+            self.assertEqual(sql(f"SELECT count(*) FROM gateways WHERE name = 'conformance-{gateway.port}'"), "0")
         finally:
             gateway.stop()
 

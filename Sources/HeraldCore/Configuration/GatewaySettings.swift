@@ -10,6 +10,9 @@ public struct GatewaySettings: Sendable {
     /// `HERALD_GATEWAY_TLS_KEY_FILE`). Required: the gateway speaks only TLS.
     public var tlsCertificateFile: String?
     public var tlsKeyFile: String?
+    /// This gateway's name in connection ids, logs and its presence lease (`HERALD_GATEWAY_NAME`;
+    /// the host's name when unset: a pod's name in Kubernetes).
+    public var name: String?
     /// Event-loop threads serving connections (`HERALD_GATEWAY_THREADS`; 0: one per core).
     public var threads: Int
     /// Time from connecting to the hello (`HERALD_GATEWAY_HELLO_TIMEOUT_MS`, 10 s).
@@ -51,6 +54,11 @@ public struct GatewaySettings: Sendable {
     public var goawayMinimum: Duration
     public var goawayMaximum: Duration
     public var drain: Duration
+    /// Presence in PostgreSQL: the lease a gateway renews every third of it, after which its
+    /// routes expire (`HERALD_GATEWAY_PRESENCE_LEASE_MS`, 15 s), and how often connects and
+    /// leaves are written, in one batch (`HERALD_GATEWAY_PRESENCE_FLUSH_MS`, 200 ms).
+    public var presenceLease: Duration
+    public var presenceFlush: Duration
     /// The operations endpoint, `/metrics`, `/healthz`, `/readyz` (`HERALD_GATEWAY_METRICS_HOST`,
     /// `HERALD_GATEWAY_METRICS_PORT` 9468; port 0 turns it off).
     public var metricsHost: String
@@ -66,6 +74,7 @@ public struct GatewaySettings: Sendable {
             throw SettingError(
                 "HERALD_GATEWAY_TLS_CERTIFICATE_FILE and HERALD_GATEWAY_TLS_KEY_FILE go together: set both or neither")
         }
+        name = config.string(forKey: "gateway.name").flatMap { $0.isEmpty ? nil : $0 }
         threads = max(0, config.int(forKey: "gateway.threads", default: 0))
         helloTimeout = config.milliseconds(forKey: "gateway.helloTimeoutMs", default: 10_000, minimum: 100)
         heartbeatSeconds = max(1, config.int(forKey: "gateway.heartbeatSeconds", default: 60))
@@ -83,6 +92,8 @@ public struct GatewaySettings: Sendable {
         goawayMaximum = max(
             goawayMinimum, config.milliseconds(forKey: "gateway.goawayMaxMs", default: 10_000))
         drain = config.milliseconds(forKey: "gateway.drainMs", default: 5_000)
+        presenceLease = config.milliseconds(forKey: "gateway.presenceLeaseMs", default: 15_000, minimum: 1_000)
+        presenceFlush = config.milliseconds(forKey: "gateway.presenceFlushMs", default: 200, minimum: 10)
         metricsHost = config.string(forKey: "gateway.metrics.host", default: "0.0.0.0")
         metricsPort = config.int(forKey: "gateway.metrics.port", default: 9468)
     }

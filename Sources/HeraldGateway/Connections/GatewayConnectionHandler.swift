@@ -149,7 +149,7 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
             deviceID = identity.deviceID
             let entry = DeviceDirectory.Entry(
                 connectionID: number, connection: NIOLoopBound(self, eventLoop: context.eventLoop))
-            if let previous = environment.directory.claim(identity.deviceID, entry) {
+            if let previous = environment.directory.claim(identity.deviceID, appID: identity.appID, entry) {
                 previous.connection.eventLoop.execute { previous.connection.value.replace() }
             }
             environment.metrics.welcomes.add(1, ordering: .relaxed)

@@ -61,8 +61,8 @@ public final class GatewayServer: Service, Sendable {
     /// The port the server listens on, once it does (0 before).
     public var port: Int { boundPort.load(ordering: .relaxed) }
 
-    /// Devices with a live connection here.
-    public var devicesConnected: Int { environment.directory.count }
+    /// Devices with a live connection here, and the presence changes not yet written.
+    var directory: DeviceDirectory { environment.directory }
 
     public func run() async throws {
         let environment = self.environment

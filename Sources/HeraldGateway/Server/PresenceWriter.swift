@@ -1,0 +1,93 @@
+import Foundation
+import HeraldMetrics
+import HeraldStore
+import HeraldTiming
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Keeps this gateway's presence in PostgreSQL (docs/gateway.md, "Presence"): renews its lease
+/// every third of the lease, and writes the directory's connects and leaves in batches every
+/// flush interval (100,000 connects are a few hundred statements, not 100,000 transactions). A
+/// write that fails is tried again with the next batch; while PostgreSQL does not answer the
+/// lease runs out and the center stops routing here, so pushes go through APNs. At a graceful
+/// stop (after the drain) it gives the lease up, and its rows with it.
+final class PresenceWriter: Service, Sendable {
+    let gatewayID: UUID
+    private let name: String
+    private let repository: GatewayPresenceRepository
+    private let directory: DeviceDirectory
+    private let lease: Duration
+    private let flushEvery: Duration
+    private let logger: Logger
+    private let renewedAt = Mutex<ContinuousClock.Instant?>(nil)
+    let batchesWritten = Atomic<Int>(0)
+    let writeFailures = Atomic<Int>(0)
+
+    init(
+        gatewayID: UUID, name: String, repository: GatewayPresenceRepository, directory: DeviceDirectory,
+        lease: Duration, flushEvery: Duration, logger: Logger
+    ) {
+        self.gatewayID = gatewayID
+        self.name = name
+        self.repository = repository
+        self.directory = directory
+        self.lease = lease
+        self.flushEvery = flushEvery
+        self.logger = logger
+    }
+
+    func run() async throws {
+        var nextRenewal = ContinuousClock.now
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            if ContinuousClock.now >= nextRenewal {
+                do {
+                    try await repository.renew(id: gatewayID, name: name, lease: lease)
+                    renewedAt.withLock { $0 = .now }
+                    nextRenewal = .now + lease / 3
+                } catch {
+                    logger.warning(
+                        "gateway presence lease not renewed; routes to this gateway expire with it",
+                        metadata: ["error": "\(error)"])
+                    nextRenewal = .now + .seconds(1)
+                }
+            }
+            await flush()
+            try? await Task.sleep(for: flushEvery)
+        }
+        await flush()
+        do {
+            try await repository.leave(id: gatewayID)
+        } catch {
+            logger.warning(
+                "gateway presence not given up at stop; it expires with the lease", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Writes the changes the directory holds, if any.
+    func flush() async {
+        let changes = directory.takeChanges()
+        guard !changes.isEmpty else { return }
+        do {
+            try await repository.record(changes, gatewayID: gatewayID)
+            batchesWritten.add(1, ordering: .relaxed)
+        } catch {
+            writeFailures.add(1, ordering: .relaxed)
+            directory.restore(changes)
+            logger.warning(
+                "gateway presence not written; tried again with the next batch",
+                metadata: ["changes": "\(changes.count)", "error": "\(error)"])
+        }
+    }
+
+    /// `/readyz`: the lease was renewed within its length.
+    var readiness: HealthCheck {
+        HealthCheck("presence_lease") { [self] in
+            guard let renewed = renewedAt.withLock({ $0 }) else { return .fail("no presence lease yet") }
+            let age = ContinuousClock.now - renewed
+            return age < lease
+                ? .pass("renewed \(age.wholeMilliseconds) ms ago")
+                : .fail("presence lease not renewed for \(age.wholeMilliseconds) ms: is PostgreSQL reachable?")
+        }
+    }
+}
