@@ -7,7 +7,8 @@
 #   - every binary resolves all its libraries (ldd) and answers --help and --version;
 #   - herald migrate runs against PostgreSQL over TLS (verify-full), its password from a file;
 #   - herald kafka create-topics finds Herald's topics on the development broker;
-#   - apns-sim, herald-api, herald-center and herald-sender start and their /readyz answer 200.
+#   - apns-sim, herald-api, herald-center, herald-sender and herald-gateway start and their /readyz
+#     answer 200.
 #
 #   scripts/check-image.sh BUILD_DIR      (run through scripts/with-infrastructure.sh by make)
 #
@@ -88,7 +89,7 @@ cleanup() {
 stop_processes_in_root
 trap cleanup EXIT
 
-binaries=(herald herald-admin herald-api herald-center herald-sender apns-sim)
+binaries=(herald herald-admin herald-api herald-center herald-sender herald-gateway apns-sim)
 for binary in "${binaries[@]}"; do
   install -m 755 "$build_dir/$binary" "$root/usr/local/bin/"
 done
@@ -150,7 +151,7 @@ for binary in "${binaries[@]}"; do
   [ -z "$missing" ] || { echo "check-image: $binary lacks libraries in the image: $missing" >&2; exit 1; }
   in_image "$binary" --help >/dev/null 2>&1 || { echo "check-image: $binary --help failed" >&2; exit 1; }
 done
-for binary in herald-api herald-center herald-sender; do
+for binary in herald-api herald-center herald-sender herald-gateway; do
   version=$(in_image "$binary" --version)
   echo "check-image: $version: libraries resolved, --help answered"
 done
@@ -178,6 +179,15 @@ start_in_image .local/image-sender.log HERALD_MASTER_KEY_FILE=/run/secrets/heral
   HERALD_SENDER_METRICS_PORT=19465 \
   HERALD_SENDER_APNS_SANDBOX_HOST=127.0.0.1 HERALD_SENDER_APNS_SANDBOX_PORT=22197 \
   HERALD_SENDER_APNS_SANDBOX_TRUST_CERTIFICATE_FILE=/var/herald/apns-sim.crt herald-sender
+# The gateway's TLS identity, mounted like the other secrets (a Secret volume in Kubernetes).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
+  -keyout "$root/run/secrets/herald/gateway-tls.key" -out "$root/run/secrets/herald/gateway-tls.crt" 2>/dev/null
+chmod "$secret_mode" "$root"/run/secrets/herald/gateway-tls.*
+[ -z "$fs_group" ] || { chgrp "$fs_group" "$root"/run/secrets/herald/gateway-tls.*; chmod g+r "$root"/run/secrets/herald/gateway-tls.*; }
+start_in_image .local/image-gateway.log HERALD_MASTER_KEY_FILE=/run/secrets/herald/master-key \
+  HERALD_GATEWAY_PORT=17443 HERALD_GATEWAY_METRICS_PORT=19468 \
+  HERALD_GATEWAY_TLS_CERTIFICATE_FILE=/run/secrets/herald/gateway-tls.crt \
+  HERALD_GATEWAY_TLS_KEY_FILE=/run/secrets/herald/gateway-tls.key herald-gateway
 
 ready() {
   local name=$1 url=$2
@@ -195,4 +205,5 @@ ready() {
 ready herald-api http://127.0.0.1:19467/readyz
 ready herald-center http://127.0.0.1:19466/readyz
 ready herald-sender http://127.0.0.1:19465/readyz
+ready herald-gateway http://127.0.0.1:19468/readyz
 echo "check-image: every binary runs in a minimal bookworm root with the Containerfile's packages"

@@ -44,7 +44,7 @@ JOB_ORDERING = {
 }
 # Services come after the Jobs (a PreSync hook would run before the generated settings exist).
 DEPLOYMENT_WAVE = "2"
-OPERATIONS_PORTS = {"herald-api": 9467, "herald-center": 9466, "herald-sender": 9465}
+OPERATIONS_PORTS = {"herald-api": 9467, "herald-center": 9466, "herald-sender": 9465, "herald-gateway": 9468}
 # A staging box differs from a cluster in where things are and how they are reached, never in
 # how Herald behaves: these variables may differ between compose and the Kubernetes base.
 COMPOSE_MAY_DIFFER = {
