@@ -388,7 +388,7 @@ let package = Package(
         .executableTarget(
             name: "herald-gateway",
             dependencies: [
-                "HeraldGateway", "HeraldCore", "HeraldStore",
+                "HeraldGateway", "HeraldAccess", "HeraldCore", "HeraldStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -504,6 +504,7 @@ CREATE TABLE public.gateway_presence (
 CREATE TABLE public.gateways (
     id uuid NOT NULL,
     name text NOT NULL,
+    delivery_address text NOT NULL,
     started_at timestamp with time zone DEFAULT now() NOT NULL,
     lease_expires_at timestamp with time zone NOT NULL
 );

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates Sources/HeraldRecords/Generated from Schemas/kafka/*.proto, and
-# Sources/HeraldGatewayProtocol/Generated from Schemas/gateway/gateway.proto.
+# Sources/HeraldGatewayProtocol/Generated from Schemas/gateway/*.proto.
 #
 # The generated Swift is committed, so neither CI nor a newcomer needs this. It needs protoc
 # (apt: protobuf-compiler) and protoc-gen-swift 1.39.0, built once from the package mirror:
@@ -23,5 +23,5 @@ gateway=Sources/HeraldGatewayProtocol/Generated
 mkdir -p "$gateway"
 rm -f "$gateway"/*.pb.swift
 protoc --plugin=protoc-gen-swift="$plugin" --swift_out="$gateway" --swift_opt=Visibility=Public \
-  -I Schemas/gateway Schemas/gateway/gateway.proto
+  -I Schemas/gateway Schemas/gateway/*.proto
 echo "generated: $(ls "$gateway")"

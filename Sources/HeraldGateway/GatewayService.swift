@@ -15,6 +15,7 @@ import ServiceLifecycle
 public struct GatewayService: Service {
     public let server: GatewayServer
     let presence: PresenceWriter
+    let deliveries: DeliveryServer
     let services: [any Service]
     let logger: Logger
 
@@ -23,11 +24,15 @@ public struct GatewayService: Service {
     ///     must be set.
     ///   - database: a migrated pool.
     ///   - cipher: opens the apps' identity secrets (the master key), for alias signatures.
+    ///   - deliveryToken: the bearer token senders show the delivery port
+    ///     (``DeliveryToken/derive(masterKey:)`` of the master key).
     /// - Throws: ``GatewayStartError`` when the TLS files are missing or unreadable.
     public init(
-        settings: GatewaySettings, database: PostgresClient, cipher: CredentialCipher, logger: Logger
+        settings: GatewaySettings, database: PostgresClient, cipher: CredentialCipher, deliveryToken: String,
+        logger: Logger
     ) throws {
         let name = settings.name ?? ProcessInfo.processInfo.hostName
+        let deliveryAddress = settings.deliveryAddress ?? "\(ProcessInfo.processInfo.hostName):\(settings.deliveryPort)"
         guard let certificateFile = settings.tlsCertificateFile, let keyFile = settings.tlsKeyFile else {
             throw GatewayStartError(
                 "set HERALD_GATEWAY_TLS_CERTIFICATE_FILE and HERALD_GATEWAY_TLS_KEY_FILE: herald-gateway speaks only TLS"
@@ -46,13 +51,17 @@ public struct GatewayService: Service {
             logger: logger)
         let server = GatewayServer(
             settings: settings, tls: tls, authenticator: authenticator, name: name, logger: logger)
+        let deliveries = DeliveryServer(
+            host: settings.deliveryHost, port: settings.deliveryPort, token: deliveryToken,
+            environment: server.environment)
         let presence = PresenceWriter(
-            gatewayID: UUID(), name: name, repository: GatewayPresenceRepository(client: database, logger: logger),
+            gatewayID: UUID(), name: name, deliveryAddress: deliveryAddress,
+            repository: GatewayPresenceRepository(client: database, logger: logger),
             directory: server.directory, lease: settings.presenceLease, flushEvery: settings.presenceFlush,
             logger: logger)
-        // A graceful stop runs in reverse: the server drains first, then presence is given up,
-        // then the operations port closes.
-        var services: [any Service] = [presence, server]
+        // A graceful stop runs in reverse: the server drains first, then the delivery port
+        // closes, presence is given up, and the operations port closes last.
+        var services: [any Service] = [presence, deliveries, server]
         if settings.metricsPort > 0 {
             services.insert(
                 OperationsServer(
@@ -91,6 +100,7 @@ public struct GatewayService: Service {
         }
         self.server = server
         self.presence = presence
+        self.deliveries = deliveries
         self.services = services
         self.logger = logger
     }

@@ -10,3 +10,8 @@ public typealias GatewayAck = Herald_Gateway_V1_Ack
 public typealias GatewayRevoke = Herald_Gateway_V1_Revoke
 public typealias GatewayGoaway = Herald_Gateway_V1_Goaway
 public typealias GatewayError = Herald_Gateway_V1_Error
+
+/// Herald's internal deliveries (Schemas/gateway/deliveries.proto): a sender to a gateway.
+public typealias GatewayDeliveries = Herald_Gateway_Internal_V1_Deliveries
+public typealias GatewayDelivery = Herald_Gateway_Internal_V1_Delivery
+public typealias GatewayDeliveryResults = Herald_Gateway_Internal_V1_DeliveryResults

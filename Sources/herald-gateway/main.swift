@@ -1,6 +1,7 @@
 // herald-gateway: reads its configuration and runs the long-connection gateway (HeraldGateway's
 // GatewayService: the TLS and WebSocket listener, /metrics). docs/configuration.md lists its
 // settings, docs/gateway.md its protocol.
+import HeraldAccess
 import HeraldCore
 import HeraldGateway
 import HeraldStore
@@ -23,11 +24,14 @@ do {
     }
     try await HeraldDatabase.withClient(settings: configuration.postgres, logger: logger) { database in
         try await MigrationRunner(client: database, logger: logger).migrate()
-        let gateway = try GatewayService(settings: settings, database: database, cipher: cipher, logger: logger)
+        let gateway = try GatewayService(
+            settings: settings, database: database, cipher: cipher,
+            deliveryToken: DeliveryToken.derive(masterKey: configuration.security.masterKey ?? ""), logger: logger)
         logger.info(
             "herald-gateway starting",
             metadata: [
                 "address": "\(settings.host):\(settings.port)",
+                "deliveries": "\(settings.deliveryHost):\(settings.deliveryPort)",
                 "metrics":
                     "\(settings.metricsPort > 0 ? "http://\(settings.metricsHost):\(settings.metricsPort) (/metrics, /healthz, /readyz)" : "off")",
             ])

@@ -13,6 +13,7 @@ pushes to the gateway (docs/gateway.md, "How Herald routes over it").
 """
 
 import asyncio
+import concurrent.futures
 import datetime
 import hashlib
 import hmac
@@ -34,7 +35,9 @@ import urllib.error
 import urllib.request
 import uuid
 
-from test_gateway_frames import pb
+from test_gateway_frames import compile_frames, pb
+
+pb_deliveries = compile_frames("deliveries")
 
 BIN = pathlib.Path(os.environ.get("HERALD_BIN_DIR", ".build/debug"))
 API = os.environ.get("HERALD_API_BASE", "")
@@ -45,6 +48,8 @@ IDLE_TIMEOUT_SECONDS = 2
 FAILURES_PER_MINUTE = 3
 CONNECTIONS_PER_SECOND = 5
 CONNECTION_BURST = 10
+ACK_TIMEOUT_MS = 1000
+MAX_UNACKNOWLEDGED = 4
 THROTTLED_SOURCE = "127.0.0.9"
 RATE_SOURCE = "127.0.0.10"
 _sources = (f"127.0.{a}.{b}" for a, b in itertools.product(range(1, 250), range(2, 250)))
@@ -127,6 +132,7 @@ class Gateway:
         self.cert, key = self_signed(directory)
         self.port = free_port()
         self.metrics_port = free_port()
+        self.delivery_port = free_port()
         self.log = open(pathlib.Path(directory) / f"gateway-{self.port}.log", "w+")
         environment = dict(os.environ)
         environment.update({
@@ -140,6 +146,10 @@ class Gateway:
             "HERALD_GATEWAY_CONNECTIONS_PER_SECOND": str(CONNECTIONS_PER_SECOND),
             "HERALD_GATEWAY_CONNECTION_BURST": str(CONNECTION_BURST),
             "HERALD_GATEWAY_TICK_MS": "50",
+            "HERALD_GATEWAY_ACK_TIMEOUT_MS": str(ACK_TIMEOUT_MS),
+            "HERALD_GATEWAY_MAX_UNACKNOWLEDGED": str(MAX_UNACKNOWLEDGED),
+            "HERALD_GATEWAY_DELIVERY_HOST": "127.0.0.1", "HERALD_GATEWAY_DELIVERY_PORT": str(self.delivery_port),
+            "HERALD_GATEWAY_DELIVERY_ADDRESS": f"127.0.0.1:{self.delivery_port}",
             "HERALD_GATEWAY_NAME": f"conformance-{self.port}",
         })
         environment.update(extra)
@@ -244,6 +254,41 @@ def new_token():
     return os.urandom(32).hex()
 
 
+def delivery_token():
+    """The bearer token of the delivery port: HMAC-SHA256 of its label under the master key."""
+    key = os.environ["HERALD_MASTER_KEY"].encode()
+    return hmac.new(key, b"herald-gateway-deliveries-v1", hashlib.sha256).hexdigest()
+
+
+def deliver(gateway, deliveries, token=None):
+    """POSTs a Deliveries message to the gateway's delivery port: (status, body)."""
+    message = pb_deliveries.Deliveries()
+    for device_id, push in deliveries:
+        item = message.deliveries.add()
+        item.device_id = device_id
+        item.push.CopyFrom(push)
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{gateway.delivery_port}/v1/deliveries", method="POST", data=message.SerializeToString(),
+        headers={"Authorization": f"Bearer {token or delivery_token()}", "Content-Type": "application/x-protobuf"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            results = pb_deliveries.DeliveryResults()
+            results.ParseFromString(response.read())
+            return response.status, results
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def a_push(payload=b'{"aps":{"alert":"hi"}}'):
+    push = pb.Push()
+    push.push_id = uuid.uuid4().bytes
+    push.collapse_id = "sale"
+    push.payload = payload
+    push.push_type = "alert"
+    push.priority = 10
+    return push
+
+
 class GatewayCase(unittest.TestCase):
     gateway = None
 
@@ -264,12 +309,16 @@ class GatewayCase(unittest.TestCase):
             cls.gateway.stop()
 
     def register(self, environment="sandbox", alias=None):
+        return self.register_device(environment, alias)[0]
+
+    def register_device(self, environment="sandbox", alias=None):
+        """A new device's token and registration id."""
         token = new_token()
         body = {"token": token, "environment": environment}
         if alias:
             body["alias"] = alias
-        api("POST", "/v1/devices", self.server_key, body)
-        return token
+        registered = api("POST", "/v1/devices", self.server_key, body)
+        return token, int(registered["registration_id"])
 
     def connect(self, source=None):
         connection = Framed(self.gateway, source)
@@ -304,7 +353,7 @@ class Conversation(GatewayCase):
         self.assertEqual(welcome.heartbeat_seconds, HEARTBEAT_SECONDS)
         self.assertEqual(welcome.idle_timeout_seconds, IDLE_TIMEOUT_SECONDS)
         self.assertEqual(welcome.max_frame_bytes, 16384)
-        self.assertEqual(welcome.ack_timeout_milliseconds, 2000)
+        self.assertEqual(welcome.ack_timeout_milliseconds, ACK_TIMEOUT_MS)
         self.assertTrue(welcome.connection_id)
 
     def test_ping_is_answered_with_the_same_nonce(self):
@@ -610,6 +659,99 @@ class WebSocket(GatewayCase):
         status, body = self.plain_request(b"GET /elsewhere HTTP/1.1\r\nHost: gateway\r\n\r\n")
         self.assertIn(" 404 ", status)
         self.assertEqual(body["error"]["code"], "not_found")
+
+
+class Deliveries(GatewayCase):
+    """What a sender sees on the delivery port, and what the client sees of it."""
+
+    def connected_device(self):
+        token, device_id = self.register_device()
+        connection, _ = self.welcomed(token=token)
+        # The delivery reaches a device once its connection is in the gateway's directory: at the
+        # welcome (the directory is written before it).
+        return connection, device_id
+
+    def test_a_push_reaches_the_connection_and_its_ack_is_reported(self):
+        connection, device_id = self.connected_device()
+        push = a_push()
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(deliver, self.gateway, [(device_id, push)])
+            frame = connection.receive()
+            self.assertEqual(frame.WhichOneof("kind"), "push", frame)
+            self.assertEqual(frame.push.delivery, 1)
+            self.assertEqual(frame.push.push_id, push.push_id)
+            self.assertEqual(frame.push.collapse_id, "sale")
+            self.assertEqual(frame.push.payload, push.payload)
+            ack = pb.Frame()
+            ack.ack.delivery = frame.push.delivery
+            connection.send(ack)
+            status, results = answer.result(timeout=30)
+        self.assertEqual(status, 200)
+        self.assertEqual(list(results.acknowledged_device_ids), [device_id])
+
+    def test_a_push_not_acknowledged_in_time_is_not_reported_and_its_late_ack_is_unknown(self):
+        connection, device_id = self.connected_device()
+        started = time.monotonic()
+        status, results = deliver(self.gateway, [(device_id, a_push())])
+        self.assertEqual(status, 200)
+        self.assertEqual(list(results.acknowledged_device_ids), [])
+        self.assertGreaterEqual(time.monotonic() - started, ACK_TIMEOUT_MS / 1000 - 0.1)
+        frame = connection.receive()
+        self.assertEqual(frame.WhichOneof("kind"), "push")
+        ack = pb.Frame()
+        ack.ack.delivery = frame.push.delivery
+        connection.send(ack)
+        self.assertError(connection.receive(), "unknown_delivery", fatal=False)
+
+    def test_a_device_not_connected_is_not_reached(self):
+        _, device_id = self.register_device()
+        status, results = deliver(self.gateway, [(device_id, a_push())])
+        self.assertEqual((status, list(results.acknowledged_device_ids)), (200, []))
+
+    def test_deliveries_numbered_per_connection_and_only_the_acknowledged_reported(self):
+        first, first_id = self.connected_device()
+        second, second_id = self.connected_device()
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(deliver, self.gateway, [(first_id, a_push()), (second_id, a_push()), (first_id, a_push())])
+            numbers = [first.receive().push.delivery, first.receive().push.delivery]
+            self.assertEqual(numbers, [1, 2])
+            self.assertEqual(second.receive().push.delivery, 1)
+            for number in numbers:
+                ack = pb.Frame()
+                ack.ack.delivery = number
+                first.send(ack)
+            status, results = answer.result(timeout=30)
+        self.assertEqual(sorted(results.acknowledged_device_ids), [first_id, first_id])
+
+    def test_a_slow_reader_is_told_and_closed(self):
+        connection, device_id = self.connected_device()
+        status, results = deliver(self.gateway, [(device_id, a_push()) for _ in range(MAX_UNACKNOWLEDGED + 1)])
+        self.assertEqual((status, list(results.acknowledged_device_ids)), (200, []))
+        kinds = []
+        while True:
+            frame = connection.receive()
+            if frame is None:
+                break
+            kinds.append(frame.WhichOneof("kind"))
+            if kinds[-1] == "error":
+                self.assertError(frame, "slow_reader")
+        self.assertEqual(kinds, ["push"] * MAX_UNACKNOWLEDGED + ["error"])
+
+    def test_the_wrong_token_and_a_malformed_body_are_refused(self):
+        status, body = deliver(self.gateway, [], token="0" * 64)
+        self.assertEqual((status, body["error"]["code"]), (401, "unknown_key"))
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.gateway.delivery_port}/v1/deliveries", method="POST", data=b"\xff\xff",
+            headers={"Authorization": f"Bearer {delivery_token()}"})
+        with self.assertRaises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        self.assertEqual(refused.exception.code, 400)
+        self.assertEqual(json.loads(refused.exception.read())["error"]["code"], "malformed_deliveries")
+
+    def test_presence_names_the_delivery_address(self):
+        _, device_id = self.connected_device()
+        query = f"SELECT g.delivery_address FROM gateway_presence p JOIN gateways g ON g.id = p.gateway_id WHERE p.device_id = {device_id}"
+        eventually(lambda: sql(query) == f"127.0.0.1:{self.gateway.delivery_port}")
 
 
 class Operations(GatewayCase):

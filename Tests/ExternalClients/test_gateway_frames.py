@@ -13,18 +13,19 @@ import unittest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def compile_frames():
-    """The gateway_pb2 module, compiled from the .proto into a temporary directory."""
+def compile_frames(name="gateway"):
+    """The `name`_pb2 module, compiled from Schemas/gateway/`name`.proto (and what it imports) into
+    a temporary directory."""
     from grpc_tools import protoc
 
     out = tempfile.mkdtemp(prefix="herald-gateway-pb2-")
     status = protoc.main(
-        ["protoc", f"-I{ROOT / 'Schemas/gateway'}", f"--python_out={out}", str(ROOT / "Schemas/gateway/gateway.proto")]
+        ["protoc", f"-I{ROOT / 'Schemas/gateway'}", f"--python_out={out}", str(ROOT / f"Schemas/gateway/{name}.proto")]
     )
     if status != 0:
-        raise RuntimeError(f"protoc failed on Schemas/gateway/gateway.proto ({status})")
+        raise RuntimeError(f"protoc failed on Schemas/gateway/{name}.proto ({status})")
     sys.path.insert(0, out)
-    return importlib.import_module("gateway_pb2")
+    return importlib.import_module(f"{name}_pb2")
 
 
 pb = compile_frames()

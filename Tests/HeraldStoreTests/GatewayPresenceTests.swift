@@ -26,8 +26,10 @@ struct GatewayPresenceTests {
             let presence = GatewayPresenceRepository(client: client, logger: logger)
             let first = UUID()
             let second = UUID()
-            try await presence.renew(id: first, name: "gateway-1", lease: .seconds(15))
-            try await presence.renew(id: second, name: "gateway-2", lease: .seconds(15))
+            try await presence.renew(
+                id: first, name: "gateway-1", deliveryAddress: "10.0.0.1:7444", lease: .seconds(15))
+            try await presence.renew(
+                id: second, name: "gateway-2", deliveryAddress: "10.0.0.2:7444", lease: .seconds(15))
             #expect(try await presence.anyoneConnected(appID: app.id) == false)
 
             try await presence.record(
@@ -35,30 +37,33 @@ struct GatewayPresenceTests {
             try await presence.record([.init(deviceID: ids[2], appID: app.id)], gatewayID: second)
             #expect(try await presence.anyoneConnected(appID: app.id))
             #expect(try await presence.anyoneConnected(appID: other.id) == false)
-            #expect(try await presence.connected(among: ids) == [ids[0]: first, ids[1]: first, ids[2]: second])
+            let one = GatewayPresenceRepository.Route(gatewayID: first, deliveryAddress: "10.0.0.1:7444")
+            let two = GatewayPresenceRepository.Route(gatewayID: second, deliveryAddress: "10.0.0.2:7444")
+            #expect(try await presence.connected(among: ids) == [ids[0]: one, ids[1]: one, ids[2]: two])
 
             // Device 1 reconnected to the second gateway; its late leave from the first changes nothing.
             try await presence.record([.init(deviceID: ids[1], appID: app.id)], gatewayID: second)
             try await presence.record(
                 [.init(deviceID: ids[1], appID: nil), .init(deviceID: ids[0], appID: nil)], gatewayID: first)
-            #expect(try await presence.connected(among: ids) == [ids[1]: second, ids[2]: second])
+            #expect(try await presence.connected(among: ids) == [ids[1]: two, ids[2]: two])
 
             // A device deleted meanwhile is skipped, not an error for the batch.
             try await presence.record(
                 [.init(deviceID: 9_000_000_000, appID: app.id), .init(deviceID: ids[0], appID: app.id)],
                 gatewayID: first)
-            #expect(try await presence.connected(among: ids) == [ids[0]: first, ids[1]: second, ids[2]: second])
+            #expect(try await presence.connected(among: ids) == [ids[0]: one, ids[1]: two, ids[2]: two])
 
             // The second gateway's lease ends (it died): its rows no longer count.
-            try await presence.renew(id: second, name: "gateway-2", lease: .zero)
-            #expect(try await presence.connected(among: ids) == [ids[0]: first])
+            try await presence.renew(id: second, name: "gateway-2", deliveryAddress: "10.0.0.2:7444", lease: .zero)
+            #expect(try await presence.connected(among: ids) == [ids[0]: one])
             // The first leaves cleanly: nobody is connected.
             try await presence.leave(id: first)
             #expect(try await presence.anyoneConnected(appID: app.id) == false)
             // A gateway expired for over a minute is removed, rows and all, by the next renewal.
             try await client.query(
                 "UPDATE gateways SET lease_expires_at = now() - interval '2 minutes' WHERE id = \(second)")
-            try await presence.renew(id: first, name: "gateway-1", lease: .seconds(15))
+            try await presence.renew(
+                id: first, name: "gateway-1", deliveryAddress: "10.0.0.1:7444", lease: .seconds(15))
             var rows = 0
             for try await _ in try await client.query("SELECT device_id FROM gateway_presence").decode(Int64.self) {
                 rows += 1

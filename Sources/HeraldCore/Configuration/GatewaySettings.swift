@@ -54,6 +54,13 @@ public struct GatewaySettings: Sendable {
     public var goawayMinimum: Duration
     public var goawayMaximum: Duration
     public var drain: Duration
+    /// The delivery port, where senders hand this gateway its devices' pushes
+    /// (`HERALD_GATEWAY_DELIVERY_HOST`, `HERALD_GATEWAY_DELIVERY_PORT` 7444), and the address
+    /// senders reach it at, stored with the presence lease (`HERALD_GATEWAY_DELIVERY_ADDRESS`;
+    /// `<host name>:<port>` when unset: in Kubernetes set it to the pod's IP and the port).
+    public var deliveryHost: String
+    public var deliveryPort: Int
+    public var deliveryAddress: String?
     /// Presence in PostgreSQL: the lease a gateway renews every third of it, after which its
     /// routes expire (`HERALD_GATEWAY_PRESENCE_LEASE_MS`, 15 s), and how often connects and
     /// leaves are written, in one batch (`HERALD_GATEWAY_PRESENCE_FLUSH_MS`, 200 ms).
@@ -92,6 +99,9 @@ public struct GatewaySettings: Sendable {
         goawayMaximum = max(
             goawayMinimum, config.milliseconds(forKey: "gateway.goawayMaxMs", default: 10_000))
         drain = config.milliseconds(forKey: "gateway.drainMs", default: 5_000)
+        deliveryHost = config.string(forKey: "gateway.delivery.host", default: "0.0.0.0")
+        deliveryPort = config.int(forKey: "gateway.delivery.port", default: 7444)
+        deliveryAddress = config.string(forKey: "gateway.delivery.address").flatMap { $0.isEmpty ? nil : $0 }
         presenceLease = config.milliseconds(forKey: "gateway.presenceLeaseMs", default: 15_000, minimum: 1_000)
         presenceFlush = config.milliseconds(forKey: "gateway.presenceFlushMs", default: 200, minimum: 10)
         metricsHost = config.string(forKey: "gateway.metrics.host", default: "0.0.0.0")

@@ -41,7 +41,8 @@ struct GatewayAuthenticator: Sendable {
         } catch {
             // The database did not answer: the hello is not the client's fault. Tell it to come
             // back, without counting a failure.
-            logger.warning("gateway could not authenticate a hello", metadata: ["error": "\(error)"])
+            logger.warning(
+                "gateway could not authenticate a hello", metadata: ["error": "\(HeraldDatabase.describe(error))"])
             return .refused(
                 .unavailable,
                 "The gateway cannot check hellos right now (its database did not answer); connect again later.",

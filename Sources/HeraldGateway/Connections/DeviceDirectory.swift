@@ -29,6 +29,11 @@ final class DeviceDirectory: Sendable {
     /// Presence changes waiting to be written.
     var pendingChanges: Int { state.withLock { $0.changes.count } }
 
+    /// The live connection of `deviceID` here, if any.
+    func entry(_ deviceID: Int64) -> Entry? {
+        state.withLock { $0.entries[deviceID] }
+    }
+
     /// Makes `entry` the connection of `deviceID` (of `appID`).
     /// - Returns: the connection it replaces, to close.
     func claim(_ deviceID: Int64, appID: UUID, _ entry: Entry) -> Entry? {

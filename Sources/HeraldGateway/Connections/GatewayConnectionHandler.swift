@@ -84,6 +84,19 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
         context.flush()
     }
 
+    /// Writes `push` to this connection; `acknowledged` gets whether the device acknowledged it
+    /// in time. A connection not live (or draining) answers false at once.
+    func deliver(_ push: GatewayPush, acknowledged: EventLoopPromise<Bool>) {
+        guard !draining, context != nil, let deviceID else {
+            acknowledged.succeed(false)
+            return
+        }
+        perform(
+            session.push(
+                push, ticket: DeliveryTicket(deviceID: deviceID, acknowledged: acknowledged),
+                now: EventLoopConnections.now()))
+    }
+
     /// A newer connection of the same device took over.
     func replace() {
         environment.metrics.replaced.add(1, ordering: .relaxed)
@@ -93,6 +106,20 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
     // MARK: Doing what the session says
 
     private func perform(_ action: GatewaySession<DeliveryTicket>.Action) {
+        // Tickets are answered whatever becomes of the connection: a delivery waits on each.
+        switch action {
+        case .acknowledged(let ticket):
+            environment.metrics.acknowledged.add(1, ordering: .relaxed)
+            ticket.acknowledged.succeed(true)
+            return
+        case .fallBack(let tickets):
+            handBack(tickets)
+            return
+        case .close(_, let tickets):
+            handBack(tickets)
+        default:
+            break
+        }
         guard let context else { return }
         switch action {
         case .none:
@@ -100,17 +127,19 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
         case .authenticate(let hello, _):
             authenticate(hello, context)
         case .send(let frame):
-            if case .error(let error)? = frame.kind, let code = GatewayErrorCode(rawValue: error.code) {
-                environment.metrics.sent(code)
+            switch frame.kind {
+            case .error(let error)?:
+                if let code = GatewayErrorCode(rawValue: error.code) { environment.metrics.sent(code) }
+            case .push?:
+                environment.metrics.pushesSent.add(1, ordering: .relaxed)
+            default:
+                break
             }
             write(frame, context)
             context.flush()
-        case .acknowledged:
-            environment.metrics.acknowledged.add(1, ordering: .relaxed)
-        case .fallBack(let tickets):
-            handBack(tickets)
-        case .close(let frame, let tickets):
-            handBack(tickets)
+        case .acknowledged, .fallBack:
+            break
+        case .close(let frame, _):
             if case .error(let error)? = frame.kind, let code = GatewayErrorCode(rawValue: error.code) {
                 environment.metrics.sent(code)
             }
@@ -125,10 +154,11 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
         context.write(wrapOutboundOut(frame), promise: nil)
     }
 
-    /// Pushes that were not acknowledged on this connection.
+    /// Pushes that were not acknowledged on this connection: their senders send them through APNs.
     private func handBack(_ tickets: [DeliveryTicket]) {
         guard !tickets.isEmpty else { return }
         environment.metrics.fallbacks.add(tickets.count, ordering: .relaxed)
+        for ticket in tickets { ticket.acknowledged.succeed(false) }
     }
 
     private func authenticate(_ hello: GatewayHello, _ context: ChannelHandlerContext) {

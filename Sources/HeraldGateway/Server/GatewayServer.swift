@@ -19,7 +19,7 @@ public final class GatewayServer: Service, Sendable {
     private let settings: GatewaySettings
     private let tls: NIOSSLContext
     private let group: MultiThreadedEventLoopGroup
-    private let environment: ConnectionEnvironment
+    let environment: ConnectionEnvironment
     private let connectionLimiter: RateLimiter?
     private let logger: Logger
     private let boundPort = Atomic<Int>(0)

@@ -15,6 +15,7 @@ import Synchronization
 final class PresenceWriter: Service, Sendable {
     let gatewayID: UUID
     private let name: String
+    private let deliveryAddress: String
     private let repository: GatewayPresenceRepository
     private let directory: DeviceDirectory
     private let lease: Duration
@@ -25,11 +26,13 @@ final class PresenceWriter: Service, Sendable {
     let writeFailures = Atomic<Int>(0)
 
     init(
-        gatewayID: UUID, name: String, repository: GatewayPresenceRepository, directory: DeviceDirectory,
+        gatewayID: UUID, name: String, deliveryAddress: String, repository: GatewayPresenceRepository,
+        directory: DeviceDirectory,
         lease: Duration, flushEvery: Duration, logger: Logger
     ) {
         self.gatewayID = gatewayID
         self.name = name
+        self.deliveryAddress = deliveryAddress
         self.repository = repository
         self.directory = directory
         self.lease = lease
@@ -42,13 +45,14 @@ final class PresenceWriter: Service, Sendable {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             if ContinuousClock.now >= nextRenewal {
                 do {
-                    try await repository.renew(id: gatewayID, name: name, lease: lease)
+                    try await repository.renew(
+                        id: gatewayID, name: name, deliveryAddress: deliveryAddress, lease: lease)
                     renewedAt.withLock { $0 = .now }
                     nextRenewal = .now + lease / 3
                 } catch {
                     logger.warning(
                         "gateway presence lease not renewed; routes to this gateway expire with it",
-                        metadata: ["error": "\(error)"])
+                        metadata: ["error": "\(HeraldDatabase.describe(error))"])
                     nextRenewal = .now + .seconds(1)
                 }
             }
@@ -60,7 +64,8 @@ final class PresenceWriter: Service, Sendable {
             try await repository.leave(id: gatewayID)
         } catch {
             logger.warning(
-                "gateway presence not given up at stop; it expires with the lease", metadata: ["error": "\(error)"])
+                "gateway presence not given up at stop; it expires with the lease",
+                metadata: ["error": "\(HeraldDatabase.describe(error))"])
         }
     }
 
@@ -76,7 +81,7 @@ final class PresenceWriter: Service, Sendable {
             directory.restore(changes)
             logger.warning(
                 "gateway presence not written; tried again with the next batch",
-                metadata: ["changes": "\(changes.count)", "error": "\(error)"])
+                metadata: ["changes": "\(changes.count)", "error": "\(HeraldDatabase.describe(error))"])
         }
     }
 

@@ -6,6 +6,8 @@
 CREATE TABLE gateways (
     id               uuid PRIMARY KEY,
     name             text NOT NULL,
+    -- Where senders hand this gateway its devices' pushes (host:port of its delivery port).
+    delivery_address text NOT NULL,
     started_at       timestamptz NOT NULL DEFAULT now(),
     lease_expires_at timestamptz NOT NULL
 );

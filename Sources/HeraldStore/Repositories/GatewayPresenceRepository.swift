@@ -27,15 +27,28 @@ public struct GatewayPresenceRepository: Sendable {
         self.logger = logger
     }
 
+    /// Where a connected device's pushes go: its gateway, and that gateway's delivery port.
+    public struct Route: Sendable, Equatable, Hashable {
+        public var gatewayID: UUID
+        public var deliveryAddress: String
+
+        public init(gatewayID: UUID, deliveryAddress: String) {
+            self.gatewayID = gatewayID
+            self.deliveryAddress = deliveryAddress
+        }
+    }
+
     /// Takes or renews the lease of gateway `id` until `lease` from now (making its row when it
     /// has none), and removes the gateways whose lease ended over a minute ago, with their rows.
-    public func renew(id: UUID, name: String, lease: Duration) async throws {
+    /// - Parameter deliveryAddress: where senders reach its delivery port (`host:port`).
+    public func renew(id: UUID, name: String, deliveryAddress: String, lease: Duration) async throws {
         _ = try await client.boundedQuery(
             """
             WITH renewed AS (
-                INSERT INTO gateways (id, name, lease_expires_at)
-                VALUES (\(id), \(name), now() + \(lease.wholeMilliseconds) * interval '1 millisecond')
-                ON CONFLICT (id) DO UPDATE SET lease_expires_at = excluded.lease_expires_at
+                INSERT INTO gateways (id, name, delivery_address, lease_expires_at)
+                VALUES (\(id), \(name), \(deliveryAddress), now() + \(lease.wholeMilliseconds) * interval '1 millisecond')
+                ON CONFLICT (id) DO UPDATE
+                    SET lease_expires_at = excluded.lease_expires_at, delivery_address = excluded.delivery_address
             )
             DELETE FROM gateways WHERE lease_expires_at < now() - interval '1 minute' AND id <> \(id)
             """, logger: logger, within: .seconds(10))
@@ -87,15 +100,18 @@ public struct GatewayPresenceRepository: Sendable {
     }
 
     /// Of `deviceIDs`, those connected to a gateway whose lease is valid, with that gateway.
-    public func connected(among deviceIDs: [Int64]) async throws -> [Int64: UUID] {
+    public func connected(among deviceIDs: [Int64]) async throws -> [Int64: Route] {
         guard !deviceIDs.isEmpty else { return [:] }
         let rows = try await client.boundedQuery(
             """
-            SELECT p.device_id, p.gateway_id FROM gateway_presence p JOIN gateways g ON g.id = p.gateway_id
+            SELECT p.device_id, p.gateway_id, g.delivery_address
+            FROM gateway_presence p JOIN gateways g ON g.id = p.gateway_id
             WHERE p.device_id = ANY(\(deviceIDs)) AND g.lease_expires_at > now()
             """, logger: logger)
-        var connected: [Int64: UUID] = [:]
-        for try await (device, gateway) in rows.decode((Int64, UUID).self) { connected[device] = gateway }
+        var connected: [Int64: Route] = [:]
+        for try await (device, gateway, address) in rows.decode((Int64, UUID, String).self) {
+            connected[device] = Route(gatewayID: gateway, deliveryAddress: address)
+        }
         return connected
     }
 }
