@@ -296,6 +296,7 @@ BEGIN
             'push_id', NEW.id,
             'counters', jsonb_build_object(
                 'targeted', COALESCE(c.targeted, 0), 'accepted', COALESCE(c.accepted, 0),
+                'delivered_online', COALESCE(c.delivered_online, 0),
                 'rejected', COALESCE(c.rejected, 0), 'expired', COALESCE(c.expired, 0),
                 'canceled', COALESCE(c.canceled, 0), 'skipped', COALESCE(c.skipped, 0),
                 'tokens_invalidated', COALESCE(c.tokens_invalidated, 0),
@@ -550,6 +551,7 @@ CREATE TABLE public.push_batches (
     accepted_device_ids bigint[],
     sending_copy text,
     sending_since timestamp with time zone,
+    delivered_online_device_ids bigint[],
     CONSTRAINT push_batches_environment_check CHECK ((environment = ANY (ARRAY['production'::text, 'sandbox'::text])))
 );
 ALTER TABLE ONLY public.push_batches ALTER COLUMN accepted_device_ids SET COMPRESSION lz4;
@@ -565,7 +567,8 @@ CREATE TABLE public.push_counters (
     rejected_by_reason jsonb DEFAULT '{}'::jsonb NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     skipped bigint DEFAULT 0 NOT NULL,
-    skipped_by_reason jsonb DEFAULT '{}'::jsonb NOT NULL
+    skipped_by_reason jsonb DEFAULT '{}'::jsonb NOT NULL,
+    delivered_online bigint DEFAULT 0 NOT NULL
 );
 
 CREATE TABLE public.push_statistics_daily (
@@ -581,7 +584,8 @@ CREATE TABLE public.push_statistics_daily (
     tokens_invalidated bigint DEFAULT 0 NOT NULL,
     rejected_by_reason jsonb DEFAULT '{}'::jsonb NOT NULL,
     skipped bigint DEFAULT 0 NOT NULL,
-    skipped_by_reason jsonb DEFAULT '{}'::jsonb NOT NULL
+    skipped_by_reason jsonb DEFAULT '{}'::jsonb NOT NULL,
+    delivered_online bigint DEFAULT 0 NOT NULL
 );
 
 CREATE TABLE public.push_targets (

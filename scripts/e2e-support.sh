@@ -70,7 +70,7 @@ field() {
   "$herald" push status "$push" --json 2>/dev/null | python3 -c "
 import json, sys
 status = json.load(sys.stdin); counters = status['counters']
-done = counters['accepted'] + counters['rejected'] + counters['expired'] + counters['canceled'] + counters.get('skipped', 0)
+done = counters['accepted'] + counters.get('delivered_online', 0) + counters['rejected'] + counters['expired'] + counters['canceled'] + counters.get('skipped', 0)
 values = {'state': status['state'], 'done': done, 'targeted': counters['targeted'],
           'accepted': counters['accepted'], 'expired': counters['expired'], 'skipped': counters.get('skipped', 0)}
 print(' '.join(str(values[name]) for name in sys.argv[1:]))" "$@"

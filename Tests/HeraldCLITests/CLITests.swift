@@ -10,7 +10,8 @@ import Testing
 struct CLITests {
     static func status(
         state: Components.Schemas.PushState, targeted: Int64, accepted: Int64, rejected: [String: Int64] = [:],
-        expired: Int64 = 0, canceled: Int64 = 0, skipped: [String: Int64] = [:], audience: Int64? = nil
+        expired: Int64 = 0, canceled: Int64 = 0, skipped: [String: Int64] = [:], online: Int64 = 0,
+        audience: Int64? = nil
     ) -> Components.Schemas.PushStatus {
         let rejectedCount = rejected.values.reduce(0, +)
         return .init(
@@ -18,7 +19,8 @@ struct CLITests {
             priorityClass: .campaign,
             collapseId: "45e8d537-0000-4000-8000-000000000001", paused: false, audienceSize: audience,
             counters: .init(
-                targeted: targeted, accepted: accepted, rejected: rejectedCount, expired: expired, canceled: canceled,
+                targeted: targeted, accepted: accepted, deliveredOnline: online, rejected: rejectedCount,
+                expired: expired, canceled: canceled,
                 skipped: skipped.values.reduce(0, +), tokensInvalidated: rejectedCount,
                 rejectedByReason: .init(additionalProperties: rejected),
                 skippedByReason: .init(additionalProperties: skipped)),
@@ -59,6 +61,13 @@ struct CLITests {
         #expect(
             PushProgress.summary(skipped).contains(
                 "+ canceled 0 + skipped 40 (capped 30, quiet_hours 10)  ✔ adds up"), "\(PushProgress.summary(skipped))")
+        // Devices reached over their long connection (herald-gateway) count as done, beside APNs'.
+        let online = Self.status(state: .completed, targeted: 100, accepted: 70, online: 30)
+        #expect(
+            PushProgress.summary(online).contains("targeted 100 = accepted 70 + online 30 + rejected 0"),
+            "\(PushProgress.summary(online))")
+        #expect(PushProgress.addsUp(online))
+        #expect(!PushProgress.addsUp(Self.status(state: .completed, targeted: 100, accepted: 70)))
         #expect(PushProgress.isSettled(Self.status(state: .canceled, targeted: 10, accepted: 4, canceled: 6)))
         #expect(!PushProgress.isSettled(Self.status(state: .canceled, targeted: 10, accepted: 4)))
         #expect(

@@ -204,15 +204,19 @@ extension CenterEnvironment {
 
     /// Plays herald-sender: reads this environment's job batches and answers each with an
     /// outcome batch — accepted, unless `verdict` says otherwise for a device. Returns what it read.
-    func startFakeSender(verdict: @escaping @Sendable (Int64) -> BatchOutcome.Failure? = { _ in nil }) throws
+    /// - Parameter online: the devices it reports acknowledged over their long connection
+    ///   (herald-gateway) instead of accepted by APNs.
+    func startFakeSender(
+        online: Set<Int64> = [], verdict: @escaping @Sendable (Int64) -> BatchOutcome.Failure? = { _ in nil }
+    ) throws
         -> JobReader
     {
-        try JobReader(environment: self, answer: verdict)
+        try JobReader(environment: self, online: online, answer: verdict)
     }
 
     /// Reads this environment's job batches without answering them.
     func startJobReader() throws -> JobReader {
-        try JobReader(environment: self, answer: nil)
+        try JobReader(environment: self, online: [], answer: nil)
     }
 }
 
@@ -228,7 +232,9 @@ final class JobReader: Sendable {
     private let collected = Collected()
     private let task: Task<Void, Never>
 
-    init(environment: CenterEnvironment, answer: (@Sendable (Int64) -> BatchOutcome.Failure?)?) throws {
+    init(
+        environment: CenterEnvironment, online: Set<Int64>, answer: (@Sendable (Int64) -> BatchOutcome.Failure?)?
+    ) throws {
         let kafka = environment.configuration.kafka
         let consumer = try KafkaConsumer(
             configuration: kafka.consumerConfiguration(
@@ -267,6 +273,8 @@ final class JobReader: Sendable {
                                     failure.unregisteredAt.map { Int64($0.timeIntervalSince1970 * 1000) } ?? 0
                                 record.attempts = 1
                                 outcome.failures.append(record)
+                            } else if online.contains(Int64(target.deviceID)) {
+                                outcome.deliveredOnlineDeviceIds.append(target.deviceID)
                             } else {
                                 outcome.acceptedDeviceIds.append(target.deviceID)
                             }

@@ -352,6 +352,35 @@ struct FanoutTests {
     }
 
     @Test(
+        "devices reached over their long connection count delivered_online, the identity holds, and a recall reaches them as well as those APNs accepted"
+    )
+    func deliveredOnlineCountsAndIsRecalled() async throws {
+        try await withCenterEnvironment { env in
+            let ids = try await env.register(90)
+            let online = Set(ids.enumerated().filter { $0.offset % 3 == 0 }.map(\.element))
+            let rejected = Set(ids.enumerated().filter { $0.offset % 3 == 1 && $0.offset % 2 == 0 }.map(\.element))
+            let reader = try env.startFakeSender(online: online) { device in
+                rejected.contains(device)
+                    ? BatchOutcome.Failure(
+                        deviceID: device, status: .rejected, reason: "TooManyRequests", httpStatus: 429,
+                        unregisteredAt: nil, attempts: 8) : nil
+            }
+            let center = try env.startCenter(env.settings(name: "center-o", pageSize: 40, batchSize: 20))
+            let original = try await env.createPush(audience: .everyone)
+            #expect(try await env.eventually { try await env.state(of: original) == .completed })
+            let counters = try #require(try await env.pushes.counters(pushID: original.id))
+            #expect(counters.deliveredOnline == Int64(online.count))
+            #expect(counters.accepted == Int64(ids.count - online.count - rejected.count))
+            #expect(counters.rejected == Int64(rejected.count) && counters.isComplete)
+            let recall = try await env.createPush(audience: .everyone, recallOf: original.id)
+            #expect(try await env.eventually { try await env.state(of: recall) == .completed })
+            #expect(Set(reader.deviceCounts(push: recall).keys) == Set(ids).subtracting(rejected))
+            await center.stop()
+            await reader.stop()
+        }
+    }
+
+    @Test(
         "a batch that never gets an outcome is re-driven HERALD_CENTER_MAX_REDRIVES times, then ended Undeliverable: counted, and its push completes"
     )
     func batchWithoutOutcomeEndsUndeliverable() async throws {

@@ -108,12 +108,12 @@ struct ConsoleTemplateTests {
         #expect(html.contains(#"name="csrf" value="token""#))
     }
 
-    @Test("a push's page shows its outcome segments and reasons")
+    @Test("a push's page shows its outcome segments (APNs' and the long connection's) and reasons")
     func pushView() throws {
         let json = #"""
             {"id":"3f1c1a43-7f0c-4a59-9a43-5d1e5a0d2b11","state":"completed","push_type":"alert","priority":10,
              "priority_class":"campaign","paused":false,"audience_size":1000,"created_at":"2026-11-24T10:00:00Z",
-             "counters":{"targeted":1000,"accepted":800,"rejected":80,"expired":20,"canceled":0,"skipped":100,
+             "counters":{"targeted":1000,"accepted":700,"delivered_online":100,"rejected":80,"expired":20,"canceled":0,"skipped":100,
                          "tokens_invalidated":80,"rejected_by_reason":{"Unregistered":50,"BadDeviceToken":30},
                          "skipped_by_reason":{"quiet_hours":40,"capped":60}}}
             """#
@@ -123,8 +123,11 @@ struct ConsoleTemplateTests {
         let view = PushView(push)
         #expect(view.percent == "100.00")
         #expect(view.done == "1,000" && view.failed == "100")
-        #expect(view.segments.map(\.width) == ["80.000", "8.000", "2.000", "0.000", "10.000"])
-        #expect(view.segments.map(\.x) == ["0.000", "80.000", "88.000", "90.000", "90.000"])
+        #expect(view.segments.map(\.name) == ["accepted", "online", "rejected", "expired", "canceled", "skipped"])
+        #expect(view.segments.map(\.width) == ["70.000", "10.000", "8.000", "2.000", "0.000", "10.000"])
+        #expect(view.segments.map(\.x) == ["0.000", "70.000", "80.000", "88.000", "90.000", "90.000"])
+        #expect(
+            view.outcomeSummary.contains("Accepted 700, delivered online 100, rejected 80"), "\(view.outcomeSummary)")
         #expect(view.outcomeSummary.contains("skipped 100 (capped 60, quiet_hours 40)"), "\(view.outcomeSummary)")
         #expect(
             view.skippedDetail

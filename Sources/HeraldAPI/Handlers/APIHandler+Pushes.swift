@@ -241,7 +241,8 @@ extension APIHandler {
             timeline = try await pushes.timeline(appID: appID, since: from, hourly: hourly).map {
                 .init(
                     start: $0.start, pushes: $0.pushes, targeted: $0.targeted, accepted: $0.accepted,
-                    rejected: $0.rejected, expired: $0.expired, canceled: $0.canceled)
+                    deliveredOnline: $0.deliveredOnline, rejected: $0.rejected, expired: $0.expired,
+                    canceled: $0.canceled)
             }
         }
         return .ok(

@@ -170,7 +170,8 @@ extension Components.Schemas.PushState {
 extension Components.Schemas.Counters {
     init(_ counters: PushCounters) {
         self.init(
-            targeted: counters.targeted, accepted: counters.accepted, rejected: counters.rejected,
+            targeted: counters.targeted, accepted: counters.accepted, deliveredOnline: counters.deliveredOnline,
+            rejected: counters.rejected,
             expired: counters.expired, canceled: counters.canceled, skipped: counters.skipped,
             tokensInvalidated: counters.tokensInvalidated,
             rejectedByReason: .init(additionalProperties: counters.rejectedByReason),

@@ -3453,14 +3453,20 @@ extension Components {
                 case payloadBytes = "payload_bytes"
             }
         }
-        /// Once completed, targeted = accepted + rejected + expired + canceled + skipped.
+        /// Once completed, targeted = accepted + delivered_online + rejected + expired + canceled + skipped.
         ///
         /// - Remark: Generated from `#/components/schemas/Counters`.
         public struct Counters: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/Counters/targeted`.
             public var targeted: Swift.Int64
+            /// Accepted by APNs.
+            ///
             /// - Remark: Generated from `#/components/schemas/Counters/accepted`.
             public var accepted: Swift.Int64
+            /// Acknowledged by the device over its long connection to herald-gateway, and so not sent through APNs (docs/gateway.md).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Counters/delivered_online`.
+            public var deliveredOnline: Swift.Int64
             /// - Remark: Generated from `#/components/schemas/Counters/rejected`.
             public var rejected: Swift.Int64
             /// - Remark: Generated from `#/components/schemas/Counters/expired`.
@@ -3521,7 +3527,8 @@ extension Components {
             ///
             /// - Parameters:
             ///   - targeted:
-            ///   - accepted:
+            ///   - accepted: Accepted by APNs.
+            ///   - deliveredOnline: Acknowledged by the device over its long connection to herald-gateway, and so not sent through APNs (docs/gateway.md).
             ///   - rejected:
             ///   - expired:
             ///   - canceled:
@@ -3532,6 +3539,7 @@ extension Components {
             public init(
                 targeted: Swift.Int64,
                 accepted: Swift.Int64,
+                deliveredOnline: Swift.Int64,
                 rejected: Swift.Int64,
                 expired: Swift.Int64,
                 canceled: Swift.Int64,
@@ -3542,6 +3550,7 @@ extension Components {
             ) {
                 self.targeted = targeted
                 self.accepted = accepted
+                self.deliveredOnline = deliveredOnline
                 self.rejected = rejected
                 self.expired = expired
                 self.canceled = canceled
@@ -3553,6 +3562,7 @@ extension Components {
             public enum CodingKeys: String, CodingKey {
                 case targeted
                 case accepted
+                case deliveredOnline = "delivered_online"
                 case rejected
                 case expired
                 case canceled
@@ -4582,6 +4592,8 @@ extension Components {
             public var targeted: Swift.Int64
             /// - Remark: Generated from `#/components/schemas/StatisticsBucket/accepted`.
             public var accepted: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/StatisticsBucket/delivered_online`.
+            public var deliveredOnline: Swift.Int64
             /// - Remark: Generated from `#/components/schemas/StatisticsBucket/rejected`.
             public var rejected: Swift.Int64
             /// - Remark: Generated from `#/components/schemas/StatisticsBucket/expired`.
@@ -4595,6 +4607,7 @@ extension Components {
             ///   - pushes:
             ///   - targeted:
             ///   - accepted:
+            ///   - deliveredOnline:
             ///   - rejected:
             ///   - expired:
             ///   - canceled:
@@ -4603,6 +4616,7 @@ extension Components {
                 pushes: Swift.Int64,
                 targeted: Swift.Int64,
                 accepted: Swift.Int64,
+                deliveredOnline: Swift.Int64,
                 rejected: Swift.Int64,
                 expired: Swift.Int64,
                 canceled: Swift.Int64
@@ -4611,6 +4625,7 @@ extension Components {
                 self.pushes = pushes
                 self.targeted = targeted
                 self.accepted = accepted
+                self.deliveredOnline = deliveredOnline
                 self.rejected = rejected
                 self.expired = expired
                 self.canceled = canceled
@@ -4620,6 +4635,7 @@ extension Components {
                 case pushes
                 case targeted
                 case accepted
+                case deliveredOnline = "delivered_online"
                 case rejected
                 case expired
                 case canceled

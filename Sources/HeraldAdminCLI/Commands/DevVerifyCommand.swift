@@ -87,7 +87,7 @@ struct DevVerifyCommand: AsyncParsableCommand {
             (status.state == .completed, "state \(status.state.rawValue)"),
             (
                 PushProgress.addsUp(status),
-                "targeted \(counters.targeted) = accepted \(counters.accepted) + rejected \(counters.rejected) + expired \(counters.expired) + canceled \(counters.canceled) + skipped \(counters.skipped)"
+                "targeted \(counters.targeted) = accepted \(counters.accepted) + online \(counters.deliveredOnline) + rejected \(counters.rejected) + expired \(counters.expired) + canceled \(counters.canceled) + skipped \(counters.skipped)"
             ),
             (
                 delivered == Int(counters.accepted),
@@ -109,6 +109,7 @@ struct DevVerifyCommand: AsyncParsableCommand {
         for (ok, text) in checks { print("  \(ok ? "✔" : "✘") \(text)") }
         CommandSupport.printJSON([
             "push": pushID, "ok": checks.allSatisfy(\.0), "targeted": counters.targeted, "accepted": counters.accepted,
+            "delivered_online": counters.deliveredOnline,
             "rejected": counters.rejected, "expired": counters.expired, "canceled": counters.canceled,
             "skipped": counters.skipped, "delivered": delivered, "repeated": repeated,
             "invalidated": shouldBeInvalid.count - notInvalidated,

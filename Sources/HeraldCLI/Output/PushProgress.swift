@@ -10,14 +10,17 @@ package enum PushProgress {
         package var targeted: Int64 = 0, accepted: Int64 = 0, rejected: Int64 = 0, expired: Int64 = 0,
             canceled: Int64 = 0
         package var skipped: Int64 = 0
+        /// Acknowledged over the device's long connection (herald-gateway), not sent through APNs.
+        package var deliveredOnline: Int64 = 0
         package var invalidated: Int64 = 0
         package var byReason: [String: Int64] = [:]
         package var skippedByReason: [String: Int64] = [:]
-        package var done: Int64 { accepted + rejected + expired + canceled + skipped }
+        package var done: Int64 { accepted + deliveredOnline + rejected + expired + canceled + skipped }
 
         package init(_ counters: Components.Schemas.Counters) {
             targeted = counters.targeted
             accepted = counters.accepted
+            deliveredOnline = counters.deliveredOnline
             rejected = counters.rejected
             expired = counters.expired
             canceled = counters.canceled
@@ -90,12 +93,14 @@ package enum PushProgress {
             .joined(separator: ", ") + ")"
     }
 
-    /// The summary an operator checks: targeted = accepted + rejected (by reason) + expired + canceled.
+    /// The summary an operator checks: targeted = accepted (+ online) + rejected (by reason) +
+    /// expired + canceled (+ skipped).
     package static func summary(_ status: Components.Schemas.PushStatus) -> String {
         let counters = Counters(status.counters)
         var text =
             "push \(status.id): \(status.state.rawValue)\(status.paused ? " (paused)" : "")\n"
             + "  targeted \(Output.count(counters.targeted)) = accepted \(Output.count(counters.accepted))"
+            + (counters.deliveredOnline > 0 ? " + online \(Output.count(counters.deliveredOnline))" : "")
             + " + rejected \(Output.count(counters.rejected))"
         text += byReason(counters.byReason)
         text += " + expired \(Output.count(counters.expired)) + canceled \(Output.count(counters.canceled))"

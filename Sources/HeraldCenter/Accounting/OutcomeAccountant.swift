@@ -103,7 +103,7 @@ public final class OutcomeAccountant: Service, Sendable {
             throw .unusable(
                 Herald_V1_OutcomeBatch.self, "batch sequence \(sequence) is out of range (at most \(Int32.max))")
         }
-        let devices = record.acceptedDeviceIds + record.failures.map(\.deviceID)
+        let devices = record.acceptedDeviceIds + record.deliveredOnlineDeviceIds + record.failures.map(\.deviceID)
         if let wrong = devices.first(where: { $0 == 0 || $0 > UInt64(Int64.max) }) {
             throw .unusable(Herald_V1_OutcomeBatch.self, "device id \(wrong) is out of range")
         }
@@ -115,6 +115,7 @@ public final class OutcomeAccountant: Service, Sendable {
         return BatchOutcome(
             pushID: UUID(data: record.pushID), sequence: Int(checkedSequence),
             acceptedDeviceIDs: record.acceptedDeviceIds.map { Int64(bitPattern: $0) },
+            deliveredOnlineDeviceIDs: record.deliveredOnlineDeviceIds.map { Int64(bitPattern: $0) },
             failures: record.failures.map { failure in
                 BatchOutcome.Failure(
                     deviceID: Int64(bitPattern: failure.deviceID), status: Self.status(failure.status) ?? .rejected,

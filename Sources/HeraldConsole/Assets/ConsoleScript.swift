@@ -173,7 +173,7 @@ enum ConsoleScript {
               var push = JSON.parse(event.data), c = push.counters;
               var target = push.audience_size || c.targeted || 0;
               var failed = c.rejected + c.expired;
-              var done = c.accepted + failed + c.canceled + (c.skipped || 0);
+              var done = c.accepted + (c.delivered_online || 0) + failed + c.canceled + (c.skipped || 0);
               var percent = target > 0 ? Math.min(100, (100 * done) / target) : (push.state === "completed" ? 100 : 0);
               $("#progress-fill").setAttribute("width", percent.toFixed(2) + "%");
               $("#progress-text").textContent = number(done) + " of " + number(target) + " (" + Math.floor(percent) + "%)";
@@ -198,7 +198,7 @@ enum ConsoleScript {
               $("#eta").textContent = eta;
               var total = Math.max(target, 1);
               var x = 0;
-              var outcomes = [["accepted", c.accepted], ["rejected", c.rejected], ["expired", c.expired], ["canceled", c.canceled], ["skipped", c.skipped || 0]];
+              var outcomes = [["accepted", c.accepted], ["online", c.delivered_online || 0], ["rejected", c.rejected], ["expired", c.expired], ["canceled", c.canceled], ["skipped", c.skipped || 0]];
               outcomes.forEach(function (pair) {
                 var legend = $("#legend-" + pair[0]); if (legend) { legend.textContent = number(pair[1]); }
                 var rect = $("#seg-" + pair[0]); if (!rect) { return; }

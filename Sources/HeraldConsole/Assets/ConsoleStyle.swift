@@ -103,7 +103,7 @@ enum ConsoleStyle {
         .bar .fill { fill: var(--brand); }
         .bar.done .fill { fill: var(--good); }
         .chart { width: 100%; height: 28px; display: block; }
-        .seg-accepted { fill: var(--good); } .seg-rejected { fill: var(--bad); } .seg-expired { fill: var(--warn); }
+        .seg-accepted { fill: var(--good); } .seg-online { fill: #2b7bb9; } .seg-rejected { fill: var(--bad); } .seg-expired { fill: var(--warn); }
         .seg-canceled { fill: var(--grey); } .seg-skipped { fill: #a78bfa; } .seg-pending { fill: #e7eaf0; }
         .legend { display: flex; gap: 16px; flex-wrap: wrap; font-size: 13px; margin-top: 10px; }
         .legend span { display: inline-flex; align-items: center; gap: 6px; }

@@ -100,7 +100,8 @@ struct PushView {
         createdAt = Self.time(push.createdAt)
         eta = push.eta.map(Self.time)
         let failedCount = counters.rejected + counters.expired
-        let doneCount = counters.accepted + failedCount + counters.canceled + counters.skipped
+        let doneCount =
+            counters.accepted + counters.deliveredOnline + failedCount + counters.canceled + counters.skipped
         let targetCount = max(push.audienceSize ?? counters.targeted, counters.targeted)
         finished = push.state == .completed || push.state == .canceled
         live = !finished
@@ -118,7 +119,8 @@ struct PushView {
         var x = 0.0
         var segments: [Segment] = []
         for (name, label, count) in [
-            ("accepted", "Accepted", counters.accepted), ("rejected", "Rejected", counters.rejected),
+            ("accepted", "Accepted", counters.accepted), ("online", "Delivered online", counters.deliveredOnline),
+            ("rejected", "Rejected", counters.rejected),
             ("expired", "Expired", counters.expired), ("canceled", "Canceled", counters.canceled),
             ("skipped", "Skipped", counters.skipped),
         ] {
@@ -131,7 +133,9 @@ struct PushView {
         }
         self.segments = segments
         outcomeSummary =
-            "Accepted \(accepted), rejected \(Self.number(counters.rejected)), expired \(Self.number(counters.expired)), canceled \(canceled)"
+            "Accepted \(accepted), "
+            + (counters.deliveredOnline > 0 ? "delivered online \(Self.number(counters.deliveredOnline)), " : "")
+            + "rejected \(Self.number(counters.rejected)), expired \(Self.number(counters.expired)), canceled \(canceled)"
             + (counters.skipped > 0
                 ? ", skipped \(Self.number(counters.skipped)) (\(counters.skippedByReason.additionalProperties.sorted { $0.key < $1.key }.map { "\($0.key) \(Self.number($0.value))" }.joined(separator: ", ")))"
                 : "") + " of \(target)"

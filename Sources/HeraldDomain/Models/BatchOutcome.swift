@@ -6,6 +6,8 @@ public struct BatchOutcome: Sendable {
     public var pushID: UUID
     public var sequence: Int
     public var acceptedDeviceIDs: [Int64]
+    /// Devices that acknowledged the push over their long connection (never sent through APNs).
+    public var deliveredOnlineDeviceIDs: [Int64]
     public var failures: [Failure]
 
     public struct Failure: Sendable {
@@ -51,10 +53,14 @@ public struct BatchOutcome: Sendable {
         }
     }
 
-    public init(pushID: UUID, sequence: Int, acceptedDeviceIDs: [Int64], failures: [Failure]) {
+    public init(
+        pushID: UUID, sequence: Int, acceptedDeviceIDs: [Int64], deliveredOnlineDeviceIDs: [Int64] = [],
+        failures: [Failure]
+    ) {
         self.pushID = pushID
         self.sequence = sequence
         self.acceptedDeviceIDs = acceptedDeviceIDs
+        self.deliveredOnlineDeviceIDs = deliveredOnlineDeviceIDs
         self.failures = failures
     }
 }

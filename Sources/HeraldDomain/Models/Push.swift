@@ -51,10 +51,13 @@ public struct Push: Sendable {
     public var state: PushState { definition.state }
 }
 
-/// A push's counters. Once it is completed: targeted = accepted + rejected + expired + canceled.
+/// A push's counters. Once it is completed: targeted = accepted + delivered online + rejected +
+/// expired + canceled + skipped.
 public struct PushCounters: Sendable, Equatable {
     public var targeted: Int64 = 0
     public var accepted: Int64 = 0
+    /// Acknowledged over the device's long connection to herald-gateway (not sent through APNs).
+    public var deliveredOnline: Int64 = 0
     public var rejected: Int64 = 0
     public var expired: Int64 = 0
     public var canceled: Int64 = 0
@@ -69,7 +72,7 @@ public struct PushCounters: Sendable, Equatable {
     public init() {}
 
     /// Every target has a terminal outcome.
-    public var isComplete: Bool { targeted == accepted + rejected + expired + canceled + skipped }
+    public var isComplete: Bool { targeted == accepted + deliveredOnline + rejected + expired + canceled + skipped }
 }
 
 /// Why the fan-out left a device of a campaign out (docs/delivery-policy.md).

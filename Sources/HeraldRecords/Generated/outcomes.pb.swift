@@ -51,6 +51,11 @@ public nonisolated struct Herald_V1_OutcomeBatch: Sendable {
   /// When the sender finished the batch, in milliseconds since 1970.
   public var completedAtMs: Int64 = 0
 
+  /// Devices that acknowledged the push over their long connection to a herald-gateway within
+  /// the ack timeout, and so were not sent through APNs (docs/gateway.md). Packed, like
+  /// accepted_device_ids; a device is in exactly one of the lists and the failures.
+  public var deliveredOnlineDeviceIds: [UInt64] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum Status: SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -137,7 +142,7 @@ fileprivate nonisolated let _protobuf_package = "herald.v1"
 
 nonisolated extension Herald_V1_OutcomeBatch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OutcomeBatch"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}schema_version\0\u{3}batch_id\0\u{3}push_id\0\u{3}app_id\0\u{3}accepted_device_ids\0\u{1}failures\0\u{3}completed_at_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}schema_version\0\u{3}batch_id\0\u{3}push_id\0\u{3}app_id\0\u{3}accepted_device_ids\0\u{1}failures\0\u{3}completed_at_ms\0\u{3}delivered_online_device_ids\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -152,6 +157,7 @@ nonisolated extension Herald_V1_OutcomeBatch: SwiftProtobuf.Message, SwiftProtob
       case 5: try { try decoder.decodeRepeatedUInt64Field(value: &self.acceptedDeviceIds) }()
       case 6: try { try decoder.decodeRepeatedMessageField(value: &self.failures) }()
       case 7: try { try decoder.decodeSingularInt64Field(value: &self.completedAtMs) }()
+      case 8: try { try decoder.decodeRepeatedUInt64Field(value: &self.deliveredOnlineDeviceIds) }()
       default: break
       }
     }
@@ -179,6 +185,9 @@ nonisolated extension Herald_V1_OutcomeBatch: SwiftProtobuf.Message, SwiftProtob
     if self.completedAtMs != 0 {
       try visitor.visitSingularInt64Field(value: self.completedAtMs, fieldNumber: 7)
     }
+    if !self.deliveredOnlineDeviceIds.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.deliveredOnlineDeviceIds, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -190,6 +199,7 @@ nonisolated extension Herald_V1_OutcomeBatch: SwiftProtobuf.Message, SwiftProtob
     if lhs.acceptedDeviceIds != rhs.acceptedDeviceIds {return false}
     if lhs.failures != rhs.failures {return false}
     if lhs.completedAtMs != rhs.completedAtMs {return false}
+    if lhs.deliveredOnlineDeviceIds != rhs.deliveredOnlineDeviceIds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -191,7 +191,7 @@ public struct AudienceRepository: Sendable {
         if let filter = audience.filter { sql += " AND " + Self.condition(filter, app: app, values: &values) }
         if let original = selection.acceptedByPush {
             sql +=
-                " AND d.id IN (SELECT unnest(b.accepted_device_ids) FROM push_batches b WHERE b.push_id = \(values.value(original)))"
+                " AND d.id IN (SELECT unnest(b.accepted_device_ids || COALESCE(b.delivered_online_device_ids, '{}')) FROM push_batches b WHERE b.push_id = \(values.value(original)))"
         }
         if let tail { sql += " " + tail }
         if let limit { sql += " LIMIT \(values.value(Int64(limit)))" }

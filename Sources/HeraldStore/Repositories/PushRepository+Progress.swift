@@ -28,6 +28,7 @@ public struct StatisticsBucket: Sendable, Equatable {
     public var pushes: Int64
     public var targeted: Int64
     public var accepted: Int64
+    public var deliveredOnline: Int64
     public var rejected: Int64
     public var expired: Int64
     public var canceled: Int64
@@ -42,29 +43,30 @@ extension PushRepository {
         let rows = try await client.boundedQuery(
             """
             SELECT bucket, sum(pushes)::bigint, sum(targeted)::bigint, sum(accepted)::bigint, sum(rejected)::bigint,
-                   sum(expired)::bigint, sum(canceled)::bigint
+                   sum(expired)::bigint, sum(canceled)::bigint, sum(delivered_online)::bigint
             FROM (
                 SELECT date_trunc(\(unit), p.created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS bucket, 1 AS pushes,
                        COALESCE(c.targeted, 0) AS targeted, COALESCE(c.accepted, 0) AS accepted,
                        COALESCE(c.rejected, 0) AS rejected, COALESCE(c.expired, 0) AS expired,
-                       COALESCE(c.canceled, 0) AS canceled
+                       COALESCE(c.canceled, 0) AS canceled, COALESCE(c.delivered_online, 0) AS delivered_online
                 FROM pushes p LEFT JOIN push_counters c ON c.push_id = p.id
                 WHERE p.app_id = \(appID) AND p.created_at >= \(since)
                 UNION ALL
-                SELECT day::timestamp AT TIME ZONE 'UTC', pushes, targeted, accepted, rejected, expired, canceled
+                SELECT day::timestamp AT TIME ZONE 'UTC', pushes, targeted, accepted, rejected, expired, canceled,
+                       delivered_online
                 FROM push_statistics_daily
                 WHERE NOT \(hourly) AND app_id = \(appID) AND day >= (\(since)::timestamptz AT TIME ZONE 'UTC')::date
             ) AS buckets
             GROUP BY bucket ORDER BY bucket
             """, logger: logger)
         var buckets: [StatisticsBucket] = []
-        for try await (start, pushes, targeted, accepted, rejected, expired, canceled) in rows.decode(
-            (Date, Int64, Int64, Int64, Int64, Int64, Int64).self)
+        for try await (start, pushes, targeted, accepted, rejected, expired, canceled, online) in rows.decode(
+            (Date, Int64, Int64, Int64, Int64, Int64, Int64, Int64).self)
         {
             buckets.append(
                 StatisticsBucket(
-                    start: start, pushes: pushes, targeted: targeted, accepted: accepted, rejected: rejected,
-                    expired: expired, canceled: canceled))
+                    start: start, pushes: pushes, targeted: targeted, accepted: accepted, deliveredOnline: online,
+                    rejected: rejected, expired: expired, canceled: canceled))
         }
         return buckets
     }
@@ -131,7 +133,8 @@ extension PushRepository {
                        SELECT r.key AS reason, sum(r.value::bigint) AS total
                        FROM push_counters c2 JOIN pushes p2 ON p2.id = c2.push_id, jsonb_each_text(c2.rejected_by_reason) r
                        WHERE p2.app_id = \(appID) AND p2.created_at >= \(since) GROUP BY r.key) reasons), '{}')::text,
-                   COALESCE(sum(c.skipped), 0)::bigint, herald_sum_counts(c.skipped_by_reason)::text
+                   COALESCE(sum(c.skipped), 0)::bigint, herald_sum_counts(c.skipped_by_reason)::text,
+                   COALESCE(sum(c.delivered_online), 0)::bigint
             FROM push_counters c JOIN pushes p ON p.id = c.push_id
             WHERE p.app_id = \(appID) AND p.created_at >= \(since)
             """, logger: logger)
@@ -141,7 +144,7 @@ extension PushRepository {
         let purged = try await client.boundedQuery(
             """
             SELECT state, pushes, targeted, accepted, rejected, expired, canceled, tokens_invalidated,
-                   rejected_by_reason::text, skipped, skipped_by_reason::text
+                   rejected_by_reason::text, skipped, skipped_by_reason::text, delivered_online
             FROM push_statistics_daily WHERE app_id = \(appID) AND day >= (\(since)::timestamptz AT TIME ZONE 'UTC')::date
             """, logger: logger)
         for try await row in purged {
@@ -240,12 +243,12 @@ extension PushCounters {
     static let columns = """
         COALESCE(c.targeted, 0), COALESCE(c.accepted, 0), COALESCE(c.rejected, 0), COALESCE(c.expired, 0), \
         COALESCE(c.canceled, 0), COALESCE(c.tokens_invalidated, 0), COALESCE(c.rejected_by_reason, '{}')::text, \
-        COALESCE(c.skipped, 0), COALESCE(c.skipped_by_reason, '{}')::text
+        COALESCE(c.skipped, 0), COALESCE(c.skipped_by_reason, '{}')::text, COALESCE(c.delivered_online, 0)
         """
 
-    /// The counters in nine columns of a row from `first` on (``columns``): targeted, accepted,
+    /// The counters in ten columns of a row from `first` on (``columns``): targeted, accepted,
     /// rejected, expired, canceled, tokens invalidated, the rejections by reason as JSON text,
-    /// skipped, and the skipped by reason as JSON text.
+    /// skipped, the skipped by reason as JSON text, and delivered online.
     init(_ cells: PostgresRandomAccessRow, from first: Int) throws {
         self.init()
         targeted = try cells[first].decode(Int64.self)
@@ -260,12 +263,14 @@ extension PushCounters {
         let skippedReasons = try cells[first + 8].decode(String.self)
         skippedByReason =
             (try? JSONDecoder().decode([String: Int64].self, from: Data(skippedReasons.utf8))) ?? [:]
+        deliveredOnline = try cells[first + 9].decode(Int64.self)
     }
 
     /// Adds `other`'s counts to these.
     mutating func add(_ other: PushCounters) {
         targeted += other.targeted
         accepted += other.accepted
+        deliveredOnline += other.deliveredOnline
         rejected += other.rejected
         expired += other.expired
         canceled += other.canceled

@@ -332,6 +332,7 @@ struct AddToCountersStatement: PostgresPreparedStatement {
             expired = expired + $5,
             canceled = canceled + $6,
             tokens_invalidated = tokens_invalidated + $7,
+            delivered_online = delivered_online + $9,
             rejected_by_reason = (
                 SELECT COALESCE(jsonb_object_agg(key, total), '{}'::jsonb) FROM (
                     SELECT key, sum(value::bigint) AS total FROM (
@@ -351,7 +352,7 @@ struct AddToCountersStatement: PostgresPreparedStatement {
     let reasonsJSON: String
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 8)
+        var bindings = PostgresBindings(capacity: 9)
         bindings.append(pushID)
         bindings.append(delta.targeted)
         bindings.append(delta.accepted)
@@ -360,6 +361,7 @@ struct AddToCountersStatement: PostgresPreparedStatement {
         bindings.append(delta.canceled)
         bindings.append(delta.tokensInvalidated)
         bindings.append(reasonsJSON)
+        bindings.append(delta.deliveredOnline)
         return bindings
     }
 

@@ -52,11 +52,13 @@ public struct OutcomeLedger: Sendable {
                 applied.batchesCounted += 1
                 counted.append((outcome.pushID, sequence))
                 var delta = deltas[outcome.pushID] ?? PushCounters()
-                let reported = outcome.acceptedDeviceIDs.count + outcome.failures.count
+                let reported =
+                    outcome.acceptedDeviceIDs.count + outcome.deliveredOnlineDeviceIDs.count + outcome.failures.count
                 // A batch rebuilt after devices changed may hold fewer or more than first recorded:
                 // the outcome is the truth, so the counters keep adding up.
                 delta.targeted += Int64(reported) - Int64(targetCount)
                 delta.accepted += Int64(outcome.acceptedDeviceIDs.count)
+                delta.deliveredOnline += Int64(outcome.deliveredOnlineDeviceIDs.count)
                 for failure in outcome.failures {
                     switch failure.status {
                     case .rejected:
@@ -125,6 +127,10 @@ public struct OutcomeLedger: Sendable {
         var accepted: [Int64] = []
         var firsts: [Int32] = []
         var lasts: [Int32] = []
+        // The same for the devices reached online.
+        var online: [Int64] = []
+        var onlineFirsts: [Int32] = []
+        var onlineLasts: [Int32] = []
         for (position, outcome) in outcomes.enumerated() {
             // No batch has a sequence past Int32 (the column's type): such an outcome is no batch's.
             guard let sequence = Int32(exactly: outcome.sequence) else { continue }
@@ -134,13 +140,16 @@ public struct OutcomeLedger: Sendable {
             firsts.append(Int32(accepted.count + 1))
             accepted.append(contentsOf: outcome.acceptedDeviceIDs)
             lasts.append(Int32(accepted.count))
+            onlineFirsts.append(Int32(online.count + 1))
+            online.append(contentsOf: outcome.deliveredOnlineDeviceIDs)
+            onlineLasts.append(Int32(online.count))
         }
         var batches = [CompletedBatch?](repeating: nil, count: outcomes.count)
         guard !positions.isEmpty else { return batches }
         let rows = try await connection.execute(
             CompleteBatchesStatement(
                 positions: positions, pushIDs: pushIDs, sequences: sequences, accepted: accepted, firsts: firsts,
-                lasts: lasts), logger: logger)
+                lasts: lasts, online: online, onlineFirsts: onlineFirsts, onlineLasts: onlineLasts), logger: logger)
         // When one batch has two outcomes here, PostgreSQL completes it once, from one of them:
         // the one it names is counted, the other ignored.
         for try await (position, targetCount, first, last, appID) in rows {
@@ -260,9 +269,10 @@ public struct OutcomeLedger: Sendable {
 struct CompleteBatchesStatement: PostgresPreparedStatement {
     typealias Row = (Int32, Int32, Int64, Int64, UUID)
     static let sql = """
-        UPDATE push_batches b SET completed_at = now(), accepted_device_ids = ($4::bigint[])[o.first_accepted:o.last_accepted]
-        FROM unnest($1::int4[], $2::uuid[], $3::int4[], $5::int4[], $6::int4[])
-                 AS o(position, push_id, sequence, first_accepted, last_accepted),
+        UPDATE push_batches b SET completed_at = now(), accepted_device_ids = ($4::bigint[])[o.first_accepted:o.last_accepted],
+            delivered_online_device_ids = ($7::bigint[])[o.first_online:o.last_online]
+        FROM unnest($1::int4[], $2::uuid[], $3::int4[], $5::int4[], $6::int4[], $8::int4[], $9::int4[])
+                 AS o(position, push_id, sequence, first_accepted, last_accepted, first_online, last_online),
              pushes p
         WHERE b.push_id = o.push_id AND b.sequence = o.sequence AND b.completed_at IS NULL AND p.id = b.push_id
         RETURNING o.position, b.target_count, b.first_device, b.last_device, p.app_id
@@ -274,15 +284,21 @@ struct CompleteBatchesStatement: PostgresPreparedStatement {
     let accepted: [Int64]
     let firsts: [Int32]
     let lasts: [Int32]
+    let online: [Int64]
+    let onlineFirsts: [Int32]
+    let onlineLasts: [Int32]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 6)
+        var bindings = PostgresBindings(capacity: 9)
         bindings.append(positions)
         bindings.append(pushIDs)
         bindings.append(sequences)
         bindings.append(accepted)
         bindings.append(firsts)
         bindings.append(lasts)
+        bindings.append(online)
+        bindings.append(onlineFirsts)
+        bindings.append(onlineLasts)
         return bindings
     }
 
@@ -300,6 +316,7 @@ struct DeliveryBatchEventsStatement: PostgresPreparedStatement {
         SELECT herald_webhook_event(p.app_id, 'delivery.batch', jsonb_build_object(
             'push_id', b.push_id, 'batch', b.sequence,
             'accepted', to_jsonb(COALESCE(b.accepted_device_ids, '{}'::bigint[])),
+            'delivered_online', to_jsonb(COALESCE(b.delivered_online_device_ids, '{}'::bigint[])),
             'failed', COALESCE((
                 SELECT jsonb_agg(jsonb_build_object('registration_id', f.device_id, 'status', f.status, 'reason', f.reason)
                                  ORDER BY f.device_id)
