@@ -46,24 +46,32 @@ public struct JobBatchSender: Sendable {
     /// as many in flight as the client allows); those APNs asks to retry are sent again in
     /// rounds, each when the earliest back-off among them is over, with every retry then due.
     ///
-    /// - Parameter urgent: a transactional push's batch: its notifications take the client's
-    ///   next free streams before any campaign's.
+    /// - Parameters:
+    ///   - urgent: a transactional push's batch: its notifications take the client's next free
+    ///     streams before any campaign's.
+    ///   - skipping: devices not to send to now (those reached over their long connection, or
+    ///     sent in another call): the outcome holds every other target of the batch.
     /// - Throws: `CancellationError` only: the task was cancelled while targets still waited to
     ///   be retried. Nothing of the batch should be published then; it comes again.
-    public func send(_ record: PackedJobBatch, with client: APNsClient, urgent: Bool = false) async throws
+    public func send(
+        _ record: PackedJobBatch, with client: APNsClient, urgent: Bool = false, skipping: Set<Int64> = []
+    ) async throws
         -> Herald_V1_OutcomeBatch
     {
         let batch = record.header
         let targets = record.targets
         let notifications = JobBatchNotifications(record)
         let expiration = notifications.shared.expiration
+        let included =
+            skipping.isEmpty
+            ? Array(0..<targets.count) : (0..<targets.count).filter { !skipping.contains(targets.deviceIDs[$0]) }
 
         var results = [TargetResult?](repeating: nil, count: targets.count)
         var unsendable = 0
         // A templated push's payloads are rendered per device (the record carries each distinct
         // one once); an empty one rendered over the limit and is never sent.
         if !batch.payloads.isEmpty {
-            for index in 0..<notifications.count where notifications.payload(at: index).readableBytes == 0 {
+            for index in included where notifications.payload(at: index).readableBytes == 0 {
                 var failure = Herald_V1_OutcomeBatch.Failure()
                 failure.status = .rejected
                 failure.reason = BatchOutcome.Failure.renderedPayloadTooLargeReason
@@ -76,7 +84,7 @@ public struct JobBatchSender: Sendable {
         var latencies = [Double](repeating: 0, count: targets.count)
         var waiting: [(index: Int, dueMilliseconds: Int64)] = []
         var retries: [String: Int] = [:]
-        var round = unsendable == 0 ? Array(0..<targets.count) : (0..<targets.count).filter { results[$0] == nil }
+        var round = unsendable == 0 ? included : included.filter { results[$0] == nil }
         let start = ContinuousClock.now
         var generator = SystemRandomNumberGenerator()
         while true {
@@ -131,7 +139,7 @@ public struct JobBatchSender: Sendable {
                         "attempts": "\(failure.attempts)",
                     ])
             case nil:
-                preconditionFailure("every target ends with an outcome")
+                precondition(skipping.contains(Int64(bitPattern: deviceID)), "every target sent ends with an outcome")
             }
         }
         outcomes.acceptedDeviceIds.sort()

@@ -1,4 +1,5 @@
 import HeraldAPNs
+import HeraldAccess
 import HeraldCore
 import HeraldKafka
 import HeraldMessaging
@@ -56,6 +57,12 @@ public struct SenderService: Service {
                 clientID: "\(clientID)-transactional"),
             logger: logger)
         let producer = try KafkaProducer(configuration: kafka.producerConfiguration(clientID: clientID), logger: logger)
+        let online =
+            settings.onlineDelivery
+            ? OnlineRouter(
+                presence: GatewayPresenceRepository(client: database, logger: logger),
+                token: DeliveryToken.derive(masterKey: configuration.security.masterKey ?? ""),
+                timeout: settings.onlineTimeout, cacheFor: settings.presenceCache, logger: logger) : nil
         let worker = SenderWorker(
             consumer: consumer, transactionalConsumer: transactionalConsumer, producer: producer,
             credentials: store,
@@ -64,10 +71,12 @@ public struct SenderService: Service {
                 logger: logger),
             sender: JobBatchSender(
                 retryPolicy: RetryPolicy(maxAttempts: settings.maxAttempts, backoff: settings.retryBackoff)),
-            maxBatchesInFlight: settings.maxBatchesInFlight,
+            online: online, maxBatchesInFlight: settings.maxBatchesInFlight,
             maxTransactionalBatchesInFlight: settings.maxTransactionalBatchesInFlight,
             outcomesTopic: settings.outcomesTopic, logger: logger)
-        var services: [any Service] = [producer, consumer, transactionalConsumer, store, worker]
+        var services: [any Service] = [producer, consumer, transactionalConsumer, store]
+        if let online { services.append(online) }
+        services.append(worker)
         if settings.metricsPort > 0 {
             services.append(
                 OperationsServer(
@@ -86,7 +95,7 @@ public struct SenderService: Service {
                     ])
                 ) {
                     worker.metrics.prometheusText(
-                        extra: store.prometheusText() + worker.lagPrometheusText()
+                        extra: store.prometheusText() + worker.lagPrometheusText() + (online?.prometheusText() ?? "")
                             + KafkaClientHealth.prometheusText([
                                 ("producer", producer.health), ("consumer_jobs", consumer.health),
                                 ("consumer_transactional_jobs", transactionalConsumer.health),

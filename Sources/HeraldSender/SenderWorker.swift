@@ -125,6 +125,8 @@ public final class SenderWorker: Service, Sendable {
     private let credentials: CredentialStore
     private let gate: (any BatchGate)?
     private let sender: JobBatchSender
+    /// The long-connection road, when the sender takes it (``OnlineRouter``).
+    private let online: OnlineRouter?
     private let outcomesTopic: String
     private let logger: Logger
     private let tracker = Mutex(OffsetTracker())
@@ -142,9 +144,10 @@ public final class SenderWorker: Service, Sendable {
     public init(
         consumer: KafkaConsumer, transactionalConsumer: KafkaConsumer? = nil, producer: KafkaProducer,
         credentials: CredentialStore, gate: (any BatchGate)?, sender: JobBatchSender = .init(),
-        maxBatchesInFlight: Int = 8, maxTransactionalBatchesInFlight: Int = 8,
+        online: OnlineRouter? = nil, maxBatchesInFlight: Int = 8, maxTransactionalBatchesInFlight: Int = 8,
         outcomesTopic: String = HeraldTopic.outcomes.name, logger: Logger
     ) {
+        self.online = online
         self.outcomesTopic = outcomesTopic
         var sources = [
             JobSource(consumer: consumer, slots: BatchSlots(count: max(1, maxBatchesInFlight)), urgent: false)
@@ -268,7 +271,8 @@ public final class SenderWorker: Service, Sendable {
         }
         do {
             let client = try await client(appID: appID, environment: environment)
-            return try await sender.send(batch, with: client, urgent: urgent)
+            guard let online else { return try await sender.send(batch, with: client, urgent: urgent) }
+            return try await send(batch, with: client, urgent: urgent, online: online)
         } catch is CancellationError {
             throw CancellationError()
         } catch let error as MissingCredential {
@@ -280,6 +284,31 @@ public final class SenderWorker: Service, Sendable {
             return counted(
                 Self.everyTarget(of: batch, status: .rejected, reason: BatchOutcome.Failure.invalidCredentialReason))
         }
+    }
+
+    /// Sends `batch` with its connected targets' pushes handed to their gateways (docs/gateway.md):
+    /// the other targets go through APNs at once; the connected ones that did not acknowledge in
+    /// time go through APNs after, with the same apns-id, so the phone shows one copy whichever
+    /// arrives. One outcome for the whole batch, as always.
+    private func send(_ batch: PackedJobBatch, with client: APNsClient, urgent: Bool, online: OnlineRouter)
+        async throws -> Herald_V1_OutcomeBatch
+    {
+        let connected = await online.connected(batch)
+        guard !connected.isEmpty else { return try await sender.send(batch, with: client, urgent: urgent) }
+        let connectedDevices = Set(connected.keys)
+        async let reached = online.deliver(JobBatchNotifications(batch), to: connected)
+        var outcome = try await sender.send(batch, with: client, urgent: urgent, skipping: connectedDevices)
+        let acknowledged = await reached
+        let late = connectedDevices.subtracting(acknowledged)
+        if !late.isEmpty {
+            let rest = try await sender.send(
+                batch, with: client, urgent: urgent, skipping: Set(batch.targets.deviceIDs).subtracting(late))
+            outcome.acceptedDeviceIds = (outcome.acceptedDeviceIds + rest.acceptedDeviceIds).sorted()
+            outcome.failures = (outcome.failures + rest.failures).sorted { $0.deviceID < $1.deviceID }
+            outcome.completedAtMs = rest.completedAtMs
+        }
+        outcome.deliveredOnlineDeviceIds = acknowledged.sorted().map { UInt64(bitPattern: $0) }
+        return outcome
     }
 
     /// The app's client; while its credential cannot be read from the database (and none was

@@ -356,7 +356,7 @@ private func craftedJobRecords(_ environment: WorkerEnvironment) async throws ->
 
 /// A sender worker on the environment's topics, composed as herald-sender composes it
 /// (``SenderService``), in a service group to run.
-private func makeWorker(_ environment: WorkerEnvironment, logger: Logger? = nil, maxBatchesInFlight: Int = 4) throws
+func makeWorker(_ environment: WorkerEnvironment, logger: Logger? = nil, maxBatchesInFlight: Int = 4) throws
     -> (SenderWorker, ServiceGroup)
 {
     let logger = logger ?? environment.logger

@@ -63,6 +63,13 @@ public struct SenderSettings: Sendable {
     public var maximumAPNsClients: Int
     public var metricsHost: String
     public var metricsPort: Int
+    /// The long-connection road (docs/gateway.md): hand connected devices' pushes to their
+    /// herald-gateway first (`HERALD_SENDER_ONLINE`, true), wait at most this long for a
+    /// gateway's answer (`HERALD_SENDER_ONLINE_TIMEOUT_MS`, 5 s: past the gateways' ack timeout),
+    /// and remember "anyone of this app connected?" this long (`HERALD_SENDER_PRESENCE_CACHE_MS`, 1 s).
+    public var onlineDelivery: Bool
+    public var onlineTimeout: Duration
+    public var presenceCache: Duration
 
     init(reader config: ConfigReader) {
         groupID = config.string(forKey: "sender.groupId", default: "herald-sender")
@@ -100,6 +107,9 @@ public struct SenderSettings: Sendable {
         maximumAPNsClients = max(1, config.int(forKey: "sender.apns.maxClients", default: 1000))
         metricsHost = config.string(forKey: "sender.metrics.host", default: "0.0.0.0")
         metricsPort = config.int(forKey: "sender.metrics.port", default: 9465)
+        onlineDelivery = config.bool(forKey: "sender.online", default: true)
+        onlineTimeout = config.milliseconds(forKey: "sender.onlineTimeoutMs", default: 5_000, minimum: 100)
+        presenceCache = config.milliseconds(forKey: "sender.presenceCacheMs", default: 1_000)
     }
 
     /// Refuses the retired `HERALD_SENDER_APNS_TRUST_CERTIFICATE_FILE`: it made one file the

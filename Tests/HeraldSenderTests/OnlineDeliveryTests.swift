@@ -1,0 +1,144 @@
+import APNsSimulator
+import Foundation
+import HeraldAccess
+import HeraldCore
+import HeraldDomain
+import HeraldGateway
+import HeraldKafka
+import HeraldMessaging
+import HeraldRecords
+import HeraldStore
+import NIOCore
+import NIOPosix
+import NIOSSL
+import ServiceLifecycle
+import StoreTestSupport
+import Testing
+
+@Suite("herald-sender and herald-gateway: connected devices get their push over the long connection")
+struct OnlineDeliveryTests {
+    @Test(
+        "a batch's connected device that acknowledges is delivered_online and never sent to APNs; a connected one that does not acknowledge, and one not connected, go through APNs"
+    )
+    func onlineFirstThenAPNs() async throws {
+        try await withWorkerEnvironment(deliverable: 3) { environment in
+            // Three registered devices of the app, with the tokens apns-sim knows, and a client key.
+            let devices = DeviceRepository(client: environment.database, logger: environment.logger)
+            var ids: [Int64] = []
+            for number in 1...3 {
+                ids.append(
+                    try await devices.register(
+                        DeviceRegistration(
+                            appID: environment.appID, token: Array(deviceToken(number)), environment: .sandbox,
+                            topic: environment.bundleID)
+                    ).id)
+            }
+            let clientKey = APIKeySecret.generate(kind: .client)
+            _ = try await APIKeyRepository(client: environment.database, logger: environment.logger).create(
+                appID: environment.appID, kind: .client, key: clientKey)
+
+            // A gateway, in this process, on ports of its own.
+            let (identity, keyPEM) = try SimulatorIdentity.selfSigned()
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "gateway-\(environment.suffix)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let certificateFile = directory.appendingPathComponent("tls.crt").path
+            let keyFile = directory.appendingPathComponent("tls.key").path
+            try identity.certificatePEM.write(toFile: certificateFile, atomically: true, encoding: .utf8)
+            try keyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8)
+            var settings = environment.configuration.gateway
+            settings.host = "127.0.0.1"
+            settings.port = try await Self.freePort()
+            settings.tlsCertificateFile = certificateFile
+            settings.tlsKeyFile = keyFile
+            settings.deliveryHost = "127.0.0.1"
+            settings.deliveryPort = try await Self.freePort()
+            settings.deliveryAddress = "127.0.0.1:\(settings.deliveryPort)"
+            settings.metricsPort = 0
+            settings.ackTimeout = .seconds(1)
+            settings.tick = .milliseconds(50)
+            settings.presenceFlush = .milliseconds(50)
+            settings.name = "gateway-\(environment.suffix)"
+            let gateway = try GatewayService(
+                settings: settings, database: environment.database, cipher: environment.cipher,
+                deliveryToken: DeliveryToken.derive(masterKey: environment.masterKey), logger: environment.logger)
+            let gatewayGroup = ServiceGroup(configuration: .init(services: [gateway], logger: environment.logger))
+            let gatewayTask = Task { try await gatewayGroup.run() }
+            defer { gatewayTask.cancel() }
+            #expect(try await eventually(timeout: .seconds(30)) { gateway.server.port == settings.port })
+
+            // Device 1 connected and acknowledging, device 2 connected and silent, device 3 away.
+            let certificate = identity.certificateChain[0]
+            let acknowledging = try await GatewayTestClient(
+                port: settings.port, certificate: certificate, clientKey: clientKey, token: Array(deviceToken(1)),
+                acknowledges: true)
+            let silent = try await GatewayTestClient(
+                port: settings.port, certificate: certificate, clientKey: clientKey, token: Array(deviceToken(2)),
+                acknowledges: false)
+            let presence = GatewayPresenceRepository(client: environment.database, logger: environment.logger)
+            #expect(
+                try await eventually(timeout: .seconds(30)) {
+                    try await presence.connected(among: ids).count == 2
+                })
+
+            let (_, services) = try makeWorker(environment)
+            let pushID = UUID()
+            try await environment.store(pushID: pushID)
+            let batch = Herald_V1_JobBatch(
+                pushID: pushID.recordBytes, appID: environment.appID.recordBytes, sequence: 0, environment: .sandbox,
+                apnsTopic: environment.bundleID, pushType: .alert, priority: 10, expirationS: 0, collapseID: "sale",
+                payload: Data(#"{"aps":{"alert":"online"}}"#.utf8),
+                targets: zip(ids, 1...3).map {
+                    Herald_V1_JobBatch.Target(deviceID: UInt64($0), token: deviceToken($1))
+                },
+                createdAtMs: 0)
+            let producer = try KafkaProducer(
+                configuration: environment.configuration.kafka.producerConfiguration(clientID: "test-jobs"),
+                logger: environment.logger)
+            try await producer.send([
+                KafkaProducerMessage(
+                    topic: environment.jobsTopic, key: Array(batch.batchID), value: try batch.encodedRecord())
+            ])
+            await producer.shutdown()
+
+            let outcome = try await withThrowingTaskGroup(of: Herald_V1_OutcomeBatch?.self) { tasks in
+                tasks.addTask {
+                    try await services.run()
+                    return nil
+                }
+                tasks.addTask {
+                    let outcomes = try await environment.collectOutcomes([batch.batchID])
+                    await services.triggerGracefulShutdown()
+                    return outcomes[batch.batchID]
+                }
+                var outcome: Herald_V1_OutcomeBatch?
+                for try await result in tasks { if let result { outcome = result } }
+                return outcome
+            }
+            let result = try #require(outcome)
+            #expect(result.deliveredOnlineDeviceIds == [UInt64(ids[0])])
+            #expect(result.acceptedDeviceIds == [UInt64(ids[1]), UInt64(ids[2])].sorted())
+            #expect(result.failures.isEmpty)
+            // Over the connections: one push each, with the push id and collapse id; APNs got only
+            // the two devices not reached online, with the same apns-id a connection's would have.
+            #expect(acknowledging.pushes.count == 1 && silent.pushes.count == 1)
+            #expect(acknowledging.pushes.first?.pushID == pushID.recordBytes)
+            #expect(acknowledging.pushes.first?.collapseID == "sale")
+            let sentToAPNs = Set(environment.simulator.ledger.notifications().map(\.token))
+            #expect(sentToAPNs == [hex(deviceToken(2)), hex(deviceToken(3))])
+            await acknowledging.close()
+            await silent.close()
+            await gatewayGroup.triggerGracefulShutdown()
+            _ = try? await gatewayTask.value
+        }
+    }
+
+    /// A port nothing listens on now.
+    static func freePort() async throws -> Int {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = channel.localAddress?.port ?? 0
+        try await channel.close()
+        return port
+    }
+}
