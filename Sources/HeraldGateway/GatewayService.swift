@@ -24,11 +24,11 @@ public struct GatewayService: Service {
     ///     must be set.
     ///   - database: a migrated pool.
     ///   - cipher: opens the apps' identity secrets (the master key), for alias signatures.
-    ///   - deliveryToken: the bearer token senders show the delivery port
-    ///     (``DeliveryToken/derive(masterKey:)`` of the master key).
+    ///   - deliveryTokens: the bearer tokens the delivery port takes
+    ///     (``DeliveryToken/derive(masterKey:)`` of the master key and of each decrypt-only key).
     /// - Throws: ``GatewayStartError`` when the TLS files are missing or unreadable.
     public init(
-        settings: GatewaySettings, database: PostgresClient, cipher: CredentialCipher, deliveryToken: String,
+        settings: GatewaySettings, database: PostgresClient, cipher: CredentialCipher, deliveryTokens: [String],
         logger: Logger
     ) throws {
         let name = settings.name ?? ProcessInfo.processInfo.hostName
@@ -52,16 +52,18 @@ public struct GatewayService: Service {
         let server = GatewayServer(
             settings: settings, tls: tls, authenticator: authenticator, name: name, logger: logger)
         let deliveries = DeliveryServer(
-            host: settings.deliveryHost, port: settings.deliveryPort, token: deliveryToken,
+            host: settings.deliveryHost, port: settings.deliveryPort, tokens: deliveryTokens,
             environment: server.environment)
         let presence = PresenceWriter(
             gatewayID: UUID(), name: name, deliveryAddress: deliveryAddress,
             repository: GatewayPresenceRepository(client: database, logger: logger),
             directory: server.directory, lease: settings.presenceLease, flushEvery: settings.presenceFlush,
             logger: logger)
-        // A graceful stop runs in reverse: the server drains first, then the delivery port
-        // closes, presence is given up, and the operations port closes last.
-        var services: [any Service] = [presence, deliveries, server]
+        // A graceful stop runs in reverse: the delivery port closes first (its senders send
+        // through APNs from then on; requests in flight are answered, the event loops still
+        // run), then the server drains, then presence is given up, and the operations port
+        // closes last.
+        var services: [any Service] = [presence, server, deliveries]
         if settings.metricsPort > 0 {
             services.insert(
                 OperationsServer(

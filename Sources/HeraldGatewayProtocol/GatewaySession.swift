@@ -69,6 +69,12 @@ public struct GatewaySession<Ticket: Sendable>: Sendable {
         if case .live = state { true } else { false }
     }
 
+    /// Whether a hello is being looked up (``Action/authenticate(_:version:)`` was returned and
+    /// neither ``authenticated(connectionID:now:)`` nor a close came since).
+    public var isAuthenticating: Bool {
+        if case .authenticating = state { true } else { false }
+    }
+
     /// The largest frame the reader accepts now.
     public var maximumFrameBytes: Int { rules.maximumFrameBytes }
 

@@ -39,12 +39,18 @@ public final class KafkaDevelopmentCluster: @unchecked Sendable {
     }
 
     /// Creates a topic with `partitions` partitions (replication factor 1).
-    public func createTopic(_ name: String, partitions: Int) throws {
+    /// - Returns: false when the topic exists already: the cluster listens from the moment it
+    ///   starts, so a client that reconnects at once (a broker restarted under running services)
+    ///   can have it made first, with the mock's default of 4 partitions.
+    @discardableResult
+    public func createTopic(_ name: String, partitions: Int) throws -> Bool {
         guard let cluster else { throw KafkaError.shutDown }
         let code = rd_kafka_mock_topic_create(cluster, name, Int32(partitions), 1)
+        if code == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS { return false }
         if code != RD_KAFKA_RESP_ERR_NO_ERROR {
             throw KafkaError(code: code, context: "could not create topic \(name)")
         }
+        return true
     }
 
     /// Takes a broker down or brings it back (for failure tests).

@@ -51,10 +51,13 @@ public struct JobBatchSender: Sendable {
     ///     streams before any campaign's.
     ///   - skipping: devices not to send to now (those reached over their long connection, or
     ///     sent in another call): the outcome holds every other target of the batch.
+    ///   - countsBatch: whether this call finishes the batch in the metrics (the second call of a
+    ///     split batch does not count it again).
     /// - Throws: `CancellationError` only: the task was cancelled while targets still waited to
     ///   be retried. Nothing of the batch should be published then; it comes again.
     public func send(
-        _ record: PackedJobBatch, with client: APNsClient, urgent: Bool = false, skipping: Set<Int64> = []
+        _ record: PackedJobBatch, with client: APNsClient, urgent: Bool = false, skipping: Set<Int64> = [],
+        countsBatch: Bool = true
     ) async throws
         -> Herald_V1_OutcomeBatch
     {
@@ -148,7 +151,9 @@ public struct JobBatchSender: Sendable {
         metrics?.record(
             accepted: outcomes.acceptedDeviceIds.count,
             failures: outcomes.failures.map { (Self.statusName($0.status), $0.reason) },
-            attempts: attempts.reduce(0, +), latencies: latencies, retries: retries)
+            attempts: attempts.reduce(0, +),
+            latencies: skipping.isEmpty ? latencies : included.map { latencies[$0] }, retries: retries,
+            countsBatch: countsBatch)
         return outcomes
     }
 

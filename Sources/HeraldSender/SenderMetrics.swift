@@ -32,12 +32,12 @@ public final class SenderMetrics: Sendable {
     /// latency (milliseconds from first attempt to final answer).
     func record(
         accepted: Int, failures: [(status: String, reason: String)], attempts: Int, latencies: [Double],
-        retries: [String: Int] = [:]
+        retries: [String: Int] = [:], countsBatch: Bool = true
     ) {
         var latency = Histogram(bounds: Self.latencyBuckets)
         for milliseconds in latencies { latency.observe(milliseconds / 1000) }
         state.withLock { state in
-            state.batches += 1
+            if countsBatch { state.batches += 1 }
             state.attempts += attempts
             if accepted > 0 { state.outcomes["accepted|", default: 0] += accepted }
             for failure in failures { state.outcomes["\(failure.status)|\(failure.reason)", default: 0] += 1 }

@@ -298,11 +298,13 @@ public final class SenderWorker: Service, Sendable {
         let connectedDevices = Set(connected.keys)
         async let reached = online.deliver(JobBatchNotifications(batch), to: connected)
         var outcome = try await sender.send(batch, with: client, urgent: urgent, skipping: connectedDevices)
-        let acknowledged = await reached
+        // Only devices of this batch that were offered count, whatever a gateway answers.
+        let acknowledged = (await reached).intersection(connectedDevices)
         let late = connectedDevices.subtracting(acknowledged)
         if !late.isEmpty {
             let rest = try await sender.send(
-                batch, with: client, urgent: urgent, skipping: Set(batch.targets.deviceIDs).subtracting(late))
+                batch, with: client, urgent: urgent, skipping: Set(batch.targets.deviceIDs).subtracting(late),
+                countsBatch: false)
             outcome.acceptedDeviceIds = (outcome.acceptedDeviceIds + rest.acceptedDeviceIds).sorted()
             outcome.failures = (outcome.failures + rest.failures).sorted { $0.deviceID < $1.deviceID }
             outcome.completedAtMs = rest.completedAtMs

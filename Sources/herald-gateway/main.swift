@@ -26,7 +26,8 @@ do {
         try await MigrationRunner(client: database, logger: logger).migrate()
         let gateway = try GatewayService(
             settings: settings, database: database, cipher: cipher,
-            deliveryToken: DeliveryToken.derive(masterKey: configuration.security.masterKey ?? ""), logger: logger)
+            deliveryTokens: ([configuration.security.masterKey ?? ""] + configuration.security.decryptOnlyMasterKeys)
+                .map { DeliveryToken.derive(masterKey: $0) }, logger: logger)
         logger.info(
             "herald-gateway starting",
             metadata: [

@@ -43,14 +43,21 @@ if settings.port > 0 && herald_dev_bind_rewritten_count() != Int32(settings.brok
 }
 
 var created: [String] = []
-for topic in HeraldTopic.allCases {
-    let partitions = settings.partitions[topic] ?? topic.defaultPartitions
-    try cluster.createTopic(topic.name, partitions: partitions)
-    created.append("\(topic.name):\(partitions)")
+var madeByClients: [String] = []
+for (name, partitions) in HeraldTopic.allCases.map({ ($0.name, settings.partitions[$0] ?? $0.defaultPartitions) })
+    + settings.extraTopics.map({ ($0.name, $0.partitions) })
+{
+    if try cluster.createTopic(name, partitions: partitions) {
+        created.append("\(name):\(partitions)")
+    } else {
+        madeByClients.append(name)
+    }
 }
-for topic in settings.extraTopics {
-    try cluster.createTopic(topic.name, partitions: topic.partitions)
-    created.append("\(topic.name):\(topic.partitions)")
+if !madeByClients.isEmpty {
+    // Clients that reconnected the moment the broker came back asked for these first.
+    logger.warning(
+        "topics made by clients before the broker could make them, with the development broker's default of 4 partitions",
+        metadata: ["topics": "\(madeByClients.joined(separator: ","))"])
 }
 
 let bootstrap = cluster.bootstrapServers

@@ -13,6 +13,7 @@ pushes to the gateway (docs/gateway.md, "How Herald routes over it").
 """
 
 import asyncio
+import base64
 import concurrent.futures
 import datetime
 import hashlib
@@ -155,6 +156,15 @@ class Gateway:
         environment.update(extra)
         self.process = subprocess.Popen([str(BIN / "herald-gateway")], env=environment,
                                         stdout=self.log, stderr=subprocess.STDOUT)
+        try:
+            self.wait_until_listening()
+        except BaseException:
+            # A gateway that never came up is not left running (it would renew its lease for ever).
+            self.process.kill()
+            self.process.wait(timeout=30)
+            raise
+
+    def wait_until_listening(self):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -296,17 +306,14 @@ class GatewayCase(unittest.TestCase):
     def setUpClass(cls):
         cls.directory = tempfile.mkdtemp(prefix="herald-gateway-test-")
         cls.gateway = Gateway(cls.directory)
+        # Stopped even when the rest of the set-up fails.
+        cls.addClassCleanup(cls.gateway.stop)
         suffix = uuid.uuid4().hex[:8]
         created = api("POST", "/v1/apps", ADMIN, {"name": "gateway conformance", "bundle_id": f"com.herald.gw.{suffix}"})
         cls.app = created["app"]["id"]
         cls.client_key = created["client_key"]["key"]
         cls.server_key = created["server_key"]["key"]
         cls.identity_secret = created.get("identity_secret")
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.gateway:
-            cls.gateway.stop()
 
     def register(self, environment="sandbox", alias=None):
         return self.register_device(environment, alias)[0]
@@ -454,6 +461,24 @@ class ConnectionRules(GatewayCase):
         connection.send_raw(struct.pack(">I", len(payload)) + payload)
         reply = connection.receive()
         self.assertEqual(reply.WhichOneof("kind"), "pong", reply)
+
+    def test_the_hello_is_held_to_16384_bytes_whatever_the_connections_limit(self):
+        gateway = Gateway(tempfile.mkdtemp(prefix="herald-gateway-large-"), HERALD_GATEWAY_MAX_FRAME_BYTES="32768")
+        self.addCleanup(gateway.stop)
+        connection = Framed(gateway)
+        self.addCleanup(connection.close)
+        connection.send_raw(struct.pack(">I", 20000))
+        self.assertRefused(connection, "frame_too_large")
+        connection = Framed(gateway)
+        self.addCleanup(connection.close)
+        connection.send(hello(self.client_key, self.register()))
+        self.assertEqual(connection.receive().welcome.max_frame_bytes, 32768)
+        body = ping(2).SerializeToString()
+        padding = 20000 - len(body) - 5
+        payload = body + bytes([0xA2, 0x06, 0x80 | (padding & 0x7F), 0x80 | ((padding >> 7) & 0x7F), padding >> 14])
+        payload += b"x" * padding
+        connection.send_raw(struct.pack(">I", len(payload)) + payload)
+        self.assertEqual(connection.receive().pong.nonce, 2)
 
     def test_no_hello_in_time_is_hello_timeout(self):
         connection = self.connect()
@@ -638,6 +663,30 @@ class WebSocket(GatewayCase):
                 self.assertError(pb.Frame.FromString(await asyncio.wait_for(socket.recv(), 15)), "frame_too_large")
 
         self.ws(conversation())
+
+    def test_an_unmasked_frame_closes_the_connection_with_1002(self):
+        raw = socket.create_connection(("127.0.0.1", self.gateway.port), timeout=15)
+        with self.gateway.tls().wrap_socket(raw, server_hostname="127.0.0.1") as connection:
+            key = base64.b64encode(os.urandom(16)).decode()
+            connection.sendall(
+                f"GET /v1/connect HTTP/1.1\r\nHost: gateway\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+            response = b""
+            while b"\r\n\r\n" not in response:
+                response += connection.recv(4096)
+            self.assertIn(b" 101 ", response.split(b"\r\n")[0])
+            rest = response.split(b"\r\n\r\n", 1)[1]
+            body = hello(self.client_key, "00").SerializeToString()
+            connection.sendall(bytes([0x82, len(body)]) + body)  # FIN + binary, no mask bit
+            data = rest
+            while True:
+                chunk = connection.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            self.assertGreaterEqual(len(data), 4, data)
+            self.assertEqual(data[0] & 0x0F, 0x8, "a close frame")
+            self.assertEqual(struct.unpack(">H", data[2:4])[0], 1002)
 
     def plain_request(self, request):
         raw = socket.create_connection(("127.0.0.1", self.gateway.port), timeout=15)

@@ -61,7 +61,7 @@ struct OnlineDeliveryTests {
             settings.name = "gateway-\(environment.suffix)"
             let gateway = try GatewayService(
                 settings: settings, database: environment.database, cipher: environment.cipher,
-                deliveryToken: DeliveryToken.derive(masterKey: environment.masterKey), logger: environment.logger)
+                deliveryTokens: [DeliveryToken.derive(masterKey: environment.masterKey)], logger: environment.logger)
             let gatewayGroup = ServiceGroup(configuration: .init(services: [gateway], logger: environment.logger))
             let gatewayTask = Task { try await gatewayGroup.run() }
             defer { gatewayTask.cancel() }

@@ -26,8 +26,13 @@ struct GatewayPresenceTests {
             let presence = GatewayPresenceRepository(client: client, logger: logger)
             let first = UUID()
             let second = UUID()
-            try await presence.renew(
-                id: first, name: "gateway-1", deliveryAddress: "10.0.0.1:7444", lease: .seconds(15))
+            #expect(
+                try await presence.renew(
+                    id: first, name: "gateway-1", deliveryAddress: "10.0.0.1:7444", lease: .seconds(15)))
+            #expect(
+                try await presence.renew(
+                    id: first, name: "gateway-1", deliveryAddress: "10.0.0.1:7444", lease: .seconds(15)) == false,
+                "a renewal of a row that is there does not make it anew")
             try await presence.renew(
                 id: second, name: "gateway-2", deliveryAddress: "10.0.0.2:7444", lease: .seconds(15))
             #expect(try await presence.anyoneConnected(appID: app.id) == false)
@@ -47,6 +52,12 @@ struct GatewayPresenceTests {
                 [.init(deviceID: ids[1], appID: nil), .init(deviceID: ids[0], appID: nil)], gatewayID: first)
             #expect(try await presence.connected(among: ids) == [ids[1]: two, ids[2]: two])
 
+            // A connect written late (retried after a failed batch) from an older connection does not
+            // take the device back from the newer one.
+            try await presence.record(
+                [.init(deviceID: ids[1], appID: app.id, at: Date().addingTimeInterval(-60))], gatewayID: first)
+            #expect(try await presence.connected(among: [ids[1]]) == [ids[1]: two])
+
             // A device deleted meanwhile is skipped, not an error for the batch.
             try await presence.record(
                 [.init(deviceID: 9_000_000_000, appID: app.id), .init(deviceID: ids[0], appID: app.id)],
@@ -62,10 +73,15 @@ struct GatewayPresenceTests {
             // A gateway expired for over a minute is removed, rows and all, by the next renewal.
             try await client.query(
                 "UPDATE gateways SET lease_expires_at = now() - interval '2 minutes' WHERE id = \(second)")
-            try await presence.renew(
-                id: first, name: "gateway-1", deliveryAddress: "10.0.0.1:7444", lease: .seconds(15))
+            #expect(
+                try await presence.renew(
+                    id: first, name: "gateway-1", deliveryAddress: "10.0.0.1:7444", lease: .seconds(15)),
+                "the row it gave up is made anew: its gateway writes its connections again")
             var rows = 0
-            for try await _ in try await client.query("SELECT device_id FROM gateway_presence").decode(Int64.self) {
+            // This test's devices only: other suites running at once keep gateways of their own.
+            for try await _ in try await client.query(
+                "SELECT device_id FROM gateway_presence WHERE device_id = ANY(\(ids))"
+            ).decode(Int64.self) {
                 rows += 1
             }
             #expect(rows == 0)

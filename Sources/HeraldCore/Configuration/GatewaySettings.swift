@@ -27,8 +27,8 @@ public struct GatewaySettings: Sendable {
     /// Pushes sent and not acknowledged on one connection; one more is `slow_reader`
     /// (`HERALD_GATEWAY_MAX_UNACKNOWLEDGED`, 64).
     public var maximumUnacknowledged: Int
-    /// The largest frame either way (`HERALD_GATEWAY_MAX_FRAME_BYTES`, 16,384; at least 5,120,
-    /// a VoIP payload's limit, so any push fits).
+    /// The largest frame either way (`HERALD_GATEWAY_MAX_FRAME_BYTES`, 16,384; at least 6,144, so
+    /// a push with the largest APNs payload, a VoIP one's 5,120 bytes, fits with its fields).
     public var maximumFrameBytes: Int
     /// Failed authentications (unknown keys, unknown devices) one source address may have in a
     /// minute before its further failures are answered `too_many_failed_authentications`
@@ -88,7 +88,7 @@ public struct GatewaySettings: Sendable {
         idleTimeoutSeconds = max(heartbeatSeconds + 1, config.int(forKey: "gateway.idleTimeoutSeconds", default: 150))
         ackTimeout = config.milliseconds(forKey: "gateway.ackTimeoutMs", default: 2_000, minimum: 10)
         maximumUnacknowledged = max(1, config.int(forKey: "gateway.maxUnacknowledged", default: 64))
-        maximumFrameBytes = min(1 << 20, max(5_120, config.int(forKey: "gateway.maxFrameBytes", default: 16_384)))
+        maximumFrameBytes = min(1 << 20, max(6_144, config.int(forKey: "gateway.maxFrameBytes", default: 16_384)))
         authenticationFailuresPerMinute = max(0, config.int(forKey: "gateway.authFailuresPerMinute", default: 20))
         connectionsPerSecond = max(0, config.int(forKey: "gateway.connectionsPerSecond", default: 50))
         connectionBurst = max(1, config.int(forKey: "gateway.connectionBurst", default: 200))

@@ -11,7 +11,7 @@ import Logging
 /// token and environment, and the alias signature when the device's app verifies identities —
 /// the same rules, key cache and signature check as herald-api's client keys.
 ///
-/// Failures that name something unknown (a key, a device) count against the source address
+/// Failures that name something unknown (a key, a device, a wrong alias signature) count against the source address
 /// (``FailedAuthenticationThrottle``); a source past the limit has its further failures answered
 /// `too_many_failed_authentications`. The look-up comes first, so a valid hello is never refused
 /// for its neighbours' guesses.
@@ -92,9 +92,10 @@ struct GatewayAuthenticator: Sendable {
                     hello.aliasSignature, alias: alias, token: token, secrets: secrets,
                     acceptsV1: app.clientRules.aliasSignaturesV1, now: Int64(Date().timeIntervalSince1970))
                 if let refusal = AliasSignature.refusal(check, hasSecrets: !secrets.isEmpty) {
-                    return .refused(
+                    // A wrong signature is a guess like an unknown key: it counts against the source.
+                    return failed(
                         refusal.expired ? .aliasSignatureExpired : .aliasSignatureInvalid, refusal.message,
-                        retryAfterMilliseconds: 0)
+                        source: source)
                 }
             }
         }

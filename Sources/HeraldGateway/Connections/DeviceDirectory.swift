@@ -11,14 +11,15 @@ final class DeviceDirectory: Sendable {
     /// A connection, reachable from any thread through its event loop.
     struct Entry: Sendable {
         let connectionID: UInt64
+        let appID: UUID
         let connection: NIOLoopBound<GatewayConnectionHandler>
     }
 
     private struct State {
         var entries: [Int64: Entry] = [:]
-        /// The latest change of each device not yet written: its app when it connected, nil
-        /// when it left.
-        var changes: [Int64: UUID?] = [:]
+        /// The latest change of each device not yet written: its app and when it connected, or
+        /// nil when it left.
+        var changes: [Int64: (appID: UUID, at: Date)?] = [:]
     }
 
     private let state = Mutex(State())
@@ -34,13 +35,13 @@ final class DeviceDirectory: Sendable {
         state.withLock { $0.entries[deviceID] }
     }
 
-    /// Makes `entry` the connection of `deviceID` (of `appID`).
+    /// Makes `entry` the connection of `deviceID`.
     /// - Returns: the connection it replaces, to close.
-    func claim(_ deviceID: Int64, appID: UUID, _ entry: Entry) -> Entry? {
+    func claim(_ deviceID: Int64, _ entry: Entry) -> Entry? {
         state.withLock { state in
             let previous = state.entries[deviceID]
             state.entries[deviceID] = entry
-            state.changes[deviceID] = .some(appID)
+            state.changes[deviceID] = .some((entry.appID, Date()))
             return previous
         }
     }
@@ -59,7 +60,9 @@ final class DeviceDirectory: Sendable {
     func takeChanges() -> [GatewayPresenceRepository.Change] {
         state.withLock { state in
             defer { state.changes = [:] }
-            return state.changes.map { GatewayPresenceRepository.Change(deviceID: $0.key, appID: $0.value) }
+            return state.changes.map { device, change in
+                GatewayPresenceRepository.Change(deviceID: device, appID: change?.appID, at: change?.at ?? Date())
+            }
         }
     }
 
@@ -67,7 +70,17 @@ final class DeviceDirectory: Sendable {
     func restore(_ changes: [GatewayPresenceRepository.Change]) {
         state.withLock { state in
             for change in changes where state.changes[change.deviceID] == nil {
-                state.changes[change.deviceID] = .some(change.appID)
+                state.changes[change.deviceID] = .some(change.appID.map { ($0, change.at) })
+            }
+        }
+    }
+
+    /// Queues every live connection as connected again (its presence row was lost with the
+    /// gateway's lease row, during a long database outage).
+    func requeueAll() {
+        state.withLock { state in
+            for (device, entry) in state.entries where state.changes[device] == nil {
+                state.changes[device] = .some((entry.appID, Date()))
             }
         }
     }

@@ -20,6 +20,9 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
     private var deviceID: Int64?
     /// A goaway was sent: no more pushes; the connection closes once nothing awaits an ack.
     private var draining = false
+    /// Since when the connection takes nothing more (the client does not read what is written):
+    /// no push is written meanwhile, and past the ack timeout it is closed `slow_reader`.
+    private var unwritableSince: UInt64?
 
     init(environment: ConnectionEnvironment, arrival: Arrival, number: UInt64) {
         self.environment = environment
@@ -55,6 +58,11 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
         }
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        unwritableSince = context.channel.isWritable ? nil : EventLoopConnections.now()
+        context.fireChannelWritabilityChanged()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         handBack(session.connectionClosed())
         if let deviceID { environment.directory.release(deviceID, connectionID: number) }
@@ -69,6 +77,13 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
     // MARK: The sweep
 
     func tick(now: UInt64) {
+        if let since = unwritableSince, now >= since + UInt64(environment.rules.ackTimeoutMilliseconds) {
+            unwritableSince = nil
+            perform(
+                session.close(
+                    .slowReader, "The connection took nothing the server wrote for a while: read frames as they come."))
+            return
+        }
         perform(session.tick(now: now))
         if draining, session.unacknowledged == 0 { context?.close(promise: nil) }
     }
@@ -87,7 +102,11 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
     /// Writes `push` to this connection; `acknowledged` gets whether the device acknowledged it
     /// in time. A connection not live (or draining) answers false at once.
     func deliver(_ push: GatewayPush, acknowledged: EventLoopPromise<Bool>) {
-        guard !draining, context != nil, let deviceID else {
+        // A connection not reading what it is sent, or a push too large for a frame, goes
+        // through APNs instead.
+        guard !draining, let context, context.channel.isWritable, let deviceID,
+            push.payload.count + Self.pushFrameOverhead <= environment.rules.maximumFrameBytes
+        else {
             acknowledged.succeed(false)
             return
         }
@@ -96,6 +115,10 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
                 push, ticket: DeliveryTicket(deviceID: deviceID, acknowledged: acknowledged),
                 now: EventLoopConnections.now()))
     }
+
+    /// What a push frame holds besides its payload, at most (push id, collapse id, push type,
+    /// priority, expiry, delivery number and their tags).
+    static let pushFrameOverhead = 256
 
     /// A newer connection of the same device took over.
     func replace() {
@@ -173,13 +196,16 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
     }
 
     private func authenticated(_ verdict: GatewayAuthenticator.Verdict) {
-        guard let context, context.channel.isActive else { return }
+        // The connection may have closed (or been refused) while the hello was looked up: then
+        // it claims nothing, and replaces no other connection of the device.
+        guard let context, context.channel.isActive, session.isAuthenticating else { return }
         switch verdict {
         case .accepted(let identity):
             deviceID = identity.deviceID
             let entry = DeviceDirectory.Entry(
-                connectionID: number, connection: NIOLoopBound(self, eventLoop: context.eventLoop))
-            if let previous = environment.directory.claim(identity.deviceID, appID: identity.appID, entry) {
+                connectionID: number, appID: identity.appID,
+                connection: NIOLoopBound(self, eventLoop: context.eventLoop))
+            if let previous = environment.directory.claim(identity.deviceID, entry) {
                 previous.connection.eventLoop.execute { previous.connection.value.replace() }
             }
             environment.metrics.welcomes.add(1, ordering: .relaxed)

@@ -9,7 +9,8 @@ import Synchronization
 
 /// The delivery port (docs/gateway.md, "How Herald routes over it"): senders `POST /v1/deliveries`
 /// (Schemas/gateway/deliveries.proto, `application/x-protobuf`) with the pushes of devices
-/// connected here, under the bearer ``DeliveryToken`` of the master key; the answer, once every
+/// connected here, under the bearer ``DeliveryToken`` of the master key (or of a decrypt-only key,
+/// so a key rotation does not stop deliveries); the answer, once every
 /// push is acknowledged or past its ack timeout, names the devices that acknowledged. Plain
 /// HTTP/1.1 inside the cluster: keep it off the public network (the manifests' NetworkPolicy lets
 /// only the senders reach it).
@@ -21,14 +22,14 @@ final class DeliveryServer: Service, Sendable {
 
     private let host: String
     private let port: Int
-    private let token: String
+    private let tokens: [String]
     private let environment: ConnectionEnvironment
     private let boundPort = Atomic<Int>(0)
 
-    init(host: String, port: Int, token: String, environment: ConnectionEnvironment) {
+    init(host: String, port: Int, tokens: [String], environment: ConnectionEnvironment) {
         self.host = host
         self.port = port
-        self.token = token
+        self.tokens = tokens
         self.environment = environment
     }
 
@@ -36,7 +37,7 @@ final class DeliveryServer: Service, Sendable {
     var listeningPort: Int { boundPort.load(ordering: .relaxed) }
 
     func run() async throws {
-        let token = self.token
+        let tokens = self.tokens
         let environment = self.environment
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -44,7 +45,7 @@ final class DeliveryServer: Service, Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(
-                        DeliveryHandler(token: token, environment: environment))
+                        DeliveryHandler(tokens: tokens, environment: environment))
                 }
             }
             .bind(host: host, port: port).get()
@@ -58,14 +59,16 @@ private final class DeliveryHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let token: String
+    private let tokens: [String]
     private let environment: ConnectionEnvironment
     private var head: HTTPRequestHead?
     private var body: ByteBuffer?
     private var tooLarge = false
+    /// The request's token was refused at its head: its body is not kept.
+    private var refused = false
 
-    init(token: String, environment: ConnectionEnvironment) {
-        self.token = token
+    init(tokens: [String], environment: ConnectionEnvironment) {
+        self.tokens = tokens
         self.environment = environment
     }
 
@@ -75,8 +78,13 @@ private final class DeliveryHandler: ChannelInboundHandler {
             self.head = head
             body = nil
             tooLarge = false
+            // Checked before any of the body is kept: a caller without the token holds no memory.
+            let authorization = head.headers.first(name: "authorization") ?? ""
+            refused =
+                !(authorization.hasPrefix("Bearer ")
+                && tokens.contains { DeliveryToken.matches(authorization.dropFirst(7), $0) })
         case .body(var chunk):
-            guard !tooLarge else { return }
+            guard !tooLarge, !refused else { return }
             if (body?.readableBytes ?? 0) + chunk.readableBytes > DeliveryServer.maximumBodyBytes {
                 tooLarge = true
                 body = nil
@@ -100,8 +108,7 @@ private final class DeliveryHandler: ChannelInboundHandler {
         guard head.method == .POST else {
             return error(context, head, .methodNotAllowed, "method_not_allowed", "Deliveries are POSTed.")
         }
-        let authorization = head.headers.first(name: "authorization") ?? ""
-        guard authorization.hasPrefix("Bearer "), DeliveryToken.matches(authorization.dropFirst(7), token) else {
+        guard !refused else {
             return error(
                 context, head, .unauthorized, "unknown_key",
                 "The delivery port takes the bearer token derived from HERALD_MASTER_KEY: sender and gateway must share the master key."

@@ -72,11 +72,11 @@ public final class GatewayServer: Service, Sendable {
                 loop.tick(now: EventLoopConnections.now())
             }
         }
-        defer { for sweep in sweeps { sweep.cancel() } }
         let channel: Channel
         do {
             channel = try await bootstrap().bind(host: settings.host, port: settings.port).get()
         } catch {
+            for sweep in sweeps { sweep.cancel() }
             try? await group.shutdownGracefully()
             throw GatewayStartError("herald-gateway cannot listen on \(settings.host):\(settings.port): \(error)")
         }
@@ -85,6 +85,8 @@ public final class GatewayServer: Service, Sendable {
         try? await gracefulShutdown()
         try? await channel.close()
         await drain()
+        // Before the loops go: cancelling a task on a loop that has shut down is an error.
+        for sweep in sweeps { sweep.cancel() }
         try? await group.shutdownGracefully()
     }
 
@@ -102,6 +104,9 @@ public final class GatewayServer: Service, Sendable {
                 .recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 256, initial: 1024, maximum: 65_536)
             )
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // A client that does not read turns its connection unwritable after 64 KiB waiting:
+            // no more pushes are written to it, and it is closed as a slow reader (the handler).
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: 16 * 1024, high: 64 * 1024))
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     metrics.accepted.add(1, ordering: .relaxed)

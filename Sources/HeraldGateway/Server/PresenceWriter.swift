@@ -45,8 +45,12 @@ final class PresenceWriter: Service, Sendable {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             if ContinuousClock.now >= nextRenewal {
                 do {
-                    try await repository.renew(
+                    let made = try await repository.renew(
                         id: gatewayID, name: name, deliveryAddress: deliveryAddress, lease: lease)
+                    // A row made anew after the first (another gateway removed it, rows and
+                    // all, while PostgreSQL was away for over a minute): write every live
+                    // connection again, or its device would not be routed here until it reconnects.
+                    if made { directory.requeueAll() }
                     renewedAt.withLock { $0 = .now }
                     nextRenewal = .now + lease / 3
                 } catch {

@@ -10,6 +10,9 @@ struct GatewayFrameDecoder: ByteToMessageDecoder {
 
     let maximumFrameBytes: Int
     private var failed = false
+    /// Frames read: the first (the hello) is held to 16,384 bytes, the limit before the welcome
+    /// (docs/gateway.md); the connection's own limit applies after.
+    private var framesRead = 0
 
     init(maximumFrameBytes: Int) {
         self.maximumFrameBytes = maximumFrameBytes
@@ -21,7 +24,8 @@ struct GatewayFrameDecoder: ByteToMessageDecoder {
             return .needMoreData
         }
         guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return .needMoreData }
-        switch FrameLength.verdict(length, maximum: maximumFrameBytes) {
+        let limit = framesRead == 0 ? min(FrameLength.defaultMaximum, maximumFrameBytes) : maximumFrameBytes
+        switch FrameLength.verdict(length, maximum: limit) {
         case .refuse(let code):
             return fail(code, context: context, buffer: &buffer)
         case .frame(let count):
@@ -31,6 +35,7 @@ struct GatewayFrameDecoder: ByteToMessageDecoder {
             guard let frame = try? GatewayFrame(serializedBytes: bytes) else {
                 return fail(.malformedFrame, context: context, buffer: &buffer)
             }
+            framesRead += 1
             context.fireChannelRead(wrapInboundOut(.frame(frame)))
             return .continue
         }

@@ -33,6 +33,7 @@ enum WebSocketTransport {
             upgradePipelineHandler: { channel, _ in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandlers([
+                        MaskedFramesOnly(),
                         NIOWebSocketFrameAggregator(
                             minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
                             maxAccumulatedFrameSize: 4 * maximum),
@@ -64,6 +65,8 @@ final class WebSocketFrameAdapter: ChannelDuplexHandler {
     private let maximumFrameBytes: Int
     private var failed = false
     private var closeSent = false
+    /// Messages read: the first (the hello) is held to the limit before the welcome.
+    private var messages = 0
 
     init(maximumFrameBytes: Int) {
         self.maximumFrameBytes = maximumFrameBytes
@@ -76,7 +79,9 @@ final class WebSocketFrameAdapter: ChannelDuplexHandler {
             guard !failed else { return }
             // A client's messages are masked (RFC 6455, 5.3).
             let bytes = message.unmaskedData
-            guard bytes.readableBytes <= maximumFrameBytes else { return fail(.frameTooLarge, context) }
+            let limit = messages == 0 ? min(FrameLength.defaultMaximum, maximumFrameBytes) : maximumFrameBytes
+            messages += 1
+            guard bytes.readableBytes <= limit else { return fail(.frameTooLarge, context) }
             guard bytes.readableBytes > 0,
                 let frame = try? GatewayFrame(serializedBytes: Array(bytes.readableBytesView))
             else { return fail(.malformedFrame, context) }
@@ -125,6 +130,25 @@ final class WebSocketFrameAdapter: ChannelDuplexHandler {
         data.write(webSocketErrorCode: code)
         context.writeAndFlush(
             wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)), promise: nil)
+    }
+}
+
+/// RFC 6455, 5.1: a client masks every frame it sends; a server closes the connection on one that
+/// is not (close code 1002). Before the aggregator, which hands on fragments joined and unmasked.
+private final class MaskedFramesOnly: ChannelInboundHandler, Sendable {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard unwrapInboundIn(data).maskKey == nil else {
+            context.fireChannelRead(data)
+            return
+        }
+        var code = context.channel.allocator.buffer(capacity: 2)
+        code.write(webSocketErrorCode: .protocolError)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: code)))
+            .whenComplete { _ in channel.close(promise: nil) }
     }
 }
 
