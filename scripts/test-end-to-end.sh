@@ -763,7 +763,9 @@ test_prometheus() {
   if report=$(python3 - "$HERALD_DEV_PROMETHEUS" Deploy/prometheus/herald-rules.yml <<'PY'
 import json, re, sys, urllib.parse, urllib.request
 base, rules = sys.argv[1], sys.argv[2]
-names = sorted(set(re.findall(r"\bherald_[a-z0-9_]+", open(rules).read())) - {"herald_apns_certificate_expiry_timestamp_seconds"})
+# The dev stack runs no herald-gateway yet: its metrics are checked by the gateway's own suite.
+names = sorted(n for n in set(re.findall(r"\bherald_[a-z0-9_]+", open(rules).read()))
+               - {"herald_apns_certificate_expiry_timestamp_seconds"} if not n.startswith("herald_gateway_"))
 def query(expression):
     url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": expression})
     return json.load(urllib.request.urlopen(url, timeout=5))["data"]["result"]
