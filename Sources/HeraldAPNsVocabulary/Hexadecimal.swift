@@ -36,6 +36,22 @@ public enum Hexadecimal {
         }
     }
 
+    /// The bytes `text` spells in hex digits (either case, two a byte), or nil when it is not an
+    /// even number of hex digits. Empty text is no bytes.
+    public static func decode(_ text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        var index = 0
+        while index < digits.count {
+            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+
     /// Writes `bytes` as hex digits into `text`, two per byte (`text` holds exactly that many).
     @inlinable
     public static func write(_ bytes: UnsafeBufferPointer<UInt8>, into text: UnsafeMutableBufferPointer<UInt8>) {

@@ -39,7 +39,8 @@ public struct GatewayService: Service {
             )
         }
         let tls = try GatewayTLS.context(certificateFile: certificateFile, keyFile: keyFile)
-        let counters = AccessCounters()
+        let metrics = GatewayMetrics()
+        let counters = metrics.access
         let authenticator = GatewayAuthenticator(
             keys: KeyAuthenticator(
                 keys: APIKeyRepository(client: database, logger: logger), cacheTTL: settings.keyCacheTTL,
@@ -50,7 +51,7 @@ public struct GatewayService: Service {
             failures: FailedAuthenticationThrottle(limit: settings.authenticationFailuresPerMinute, counters: counters),
             logger: logger)
         let server = GatewayServer(
-            settings: settings, tls: tls, authenticator: authenticator, name: name, logger: logger)
+            settings: settings, tls: tls, authenticator: authenticator, metrics: metrics, name: name, logger: logger)
         let deliveries = DeliveryServer(
             host: settings.deliveryHost, port: settings.deliveryPort, tokens: deliveryTokens,
             environment: server.environment)
@@ -58,7 +59,7 @@ public struct GatewayService: Service {
             gatewayID: UUID(), name: name, deliveryAddress: deliveryAddress,
             repository: GatewayPresenceRepository(client: database, logger: logger),
             directory: server.directory, lease: settings.presenceLease, flushEvery: settings.presenceFlush,
-            logger: logger)
+            metrics: metrics, logger: logger)
         // A graceful stop runs in reverse: the delivery port closes first (its senders send
         // through APNs from then on; requests in flight are answered, the event loops still
         // run), then the server drains, then presence is given up, and the operations port
@@ -73,31 +74,8 @@ public struct GatewayService: Service {
                         HeraldDatabase.readinessCheck(database, logger: logger), presence.readiness,
                     ])
                 ) {
-                    var text = PrometheusText()
-                    text.single(
-                        "herald_gateway_authentication_failures_total", .counter,
-                        help: "Hellos that named an unknown key or device.",
-                        value: counters.authenticationFailures.load(ordering: .relaxed))
-                    text.single(
-                        "herald_gateway_authentication_throttled_total", .counter,
-                        help: "Failed hellos answered too_many_failed_authentications.",
-                        value: counters.authenticationThrottled.load(ordering: .relaxed))
-                    text.single(
-                        "herald_gateway_key_lookups_total", .counter,
-                        help: "Client keys looked up in the database (the key cache's misses).",
-                        value: counters.keyLookups.load(ordering: .relaxed))
-                    text.single(
-                        "herald_gateway_presence_batches_total", .counter,
-                        help: "Batches of presence changes written to PostgreSQL.",
-                        value: presence.batchesWritten.load(ordering: .relaxed))
-                    text.single(
-                        "herald_gateway_presence_write_failures_total", .counter,
-                        help: "Presence batches PostgreSQL did not take (tried again with the next).",
-                        value: presence.writeFailures.load(ordering: .relaxed))
-                    text.single(
-                        "herald_gateway_presence_pending", .gauge,
-                        help: "Presence changes waiting to be written.", value: server.directory.pendingChanges)
-                    return server.metrics.prometheusText(devicesConnected: server.directory.count) + text.text
+                    metrics.prometheusText(
+                        devicesConnected: server.directory.count, presencePending: server.directory.pendingChanges)
                 }, at: 0)
         }
         self.server = server

@@ -74,7 +74,7 @@ private final class OperationsHandler: ChannelInboundHandler {
         case .body: break
         case .end:
             guard let head else { return }
-            let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+            let path = head.path
             guard head.method == .GET else {
                 respond(context, head, .methodNotAllowed, "text/plain", "only GET is served here\n")
                 return

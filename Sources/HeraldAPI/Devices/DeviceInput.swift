@@ -8,19 +8,12 @@ import HeraldStore
 enum DeviceInput {
     /// The token's bytes from its hexadecimal text (8 to 100 bytes).
     static func token(_ text: String, field: String = "token") throws(APIError) -> [UInt8] {
-        let utf8 = Array(text.utf8)
-        guard utf8.count % 2 == 0, (16...200).contains(utf8.count) else {
+        let digits = text.utf8.count
+        guard digits % 2 == 0, (16...200).contains(digits) else {
             throw .invalid(field, "a device token is 16 to 200 hexadecimal digits (APNs tokens are 64)")
         }
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(utf8.count / 2)
-        var index = 0
-        while index < utf8.count {
-            guard let high = Hexadecimal.nibble(utf8[index]), let low = Hexadecimal.nibble(utf8[index + 1]) else {
-                throw .invalid(field, "a device token is hexadecimal digits only (0-9, a-f)")
-            }
-            bytes.append(high << 4 | low)
-            index += 2
+        guard let bytes = Hexadecimal.decode(text) else {
+            throw .invalid(field, "a device token is hexadecimal digits only (0-9, a-f)")
         }
         return bytes
     }

@@ -113,20 +113,10 @@ struct GatewayAuthenticator: Sendable {
         return .refused(code, message, retryAfterMilliseconds: 0)
     }
 
-    /// The token's bytes: hexadecimal digits of either case, an even and non-zero number of them.
+    /// The token's bytes: hexadecimal digits of either case, an even and non-zero number of them
+    /// (at most 400, past any token a registration takes).
     static func tokenBytes(_ text: String) -> [UInt8]? {
-        let digits = Array(text.utf8)
-        guard !digits.isEmpty, digits.count % 2 == 0, digits.count <= 400 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let high = Hexadecimal.nibble(digits[index]), let low = Hexadecimal.nibble(digits[index + 1]) else {
-                return nil
-            }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        return bytes
+        guard (1...400).contains(text.utf8.count) else { return nil }
+        return Hexadecimal.decode(text)
     }
 }

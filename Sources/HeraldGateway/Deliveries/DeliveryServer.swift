@@ -1,5 +1,6 @@
 import HeraldAccess
 import HeraldGatewayProtocol
+import HeraldMetrics
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -101,7 +102,7 @@ private final class DeliveryHandler: ChannelInboundHandler {
     }
 
     private func handle(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
-        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        let path = head.path
         guard path == "/v1/deliveries" else {
             return error(context, head, .notFound, "not_found", "The delivery port serves POST /v1/deliveries only.")
         }

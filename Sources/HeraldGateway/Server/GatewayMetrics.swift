@@ -1,3 +1,4 @@
+import HeraldAccess
 import HeraldGatewayProtocol
 import HeraldMetrics
 import Synchronization
@@ -23,6 +24,12 @@ final class GatewayMetrics: Sendable {
     let fallbacks = Atomic<Int>(0)
     let goaways = Atomic<Int>(0)
     let replaced = Atomic<Int>(0)
+    /// Hellos naming unknown keys or devices, those throttled, and key look-ups (the key cache's
+    /// misses), counted by the shared admission pieces.
+    let access = AccessCounters()
+    /// Presence batches written, and those PostgreSQL did not take (``PresenceWriter``).
+    let presenceBatches = Atomic<Int>(0)
+    let presenceWriteFailures = Atomic<Int>(0)
     /// Error frames sent, by code (few: a lock is cheaper than a dictionary of atomics).
     private let errors = Mutex<[GatewayErrorCode: Int]>([:])
 
@@ -37,7 +44,8 @@ final class GatewayMetrics: Sendable {
         errors.withLock { $0[code] ?? 0 }
     }
 
-    func prometheusText(devicesConnected: Int) -> String {
+    /// Everything, with the directory's gauges.
+    func prometheusText(devicesConnected: Int, presencePending: Int) -> String {
         var text = PrometheusText()
         func counter(_ name: String, _ help: String, _ value: borrowing Atomic<Int>) {
             text.single(name, .counter, help: help, value: value.load(ordering: .relaxed))
@@ -75,6 +83,24 @@ final class GatewayMetrics: Sendable {
         counter(
             "herald_gateway_replaced_total", "Connections closed because a newer one of the same device took over.",
             replaced)
+        counter(
+            "herald_gateway_authentication_failures_total",
+            "Hellos that named an unknown key or device, or a wrong alias signature.", access.authenticationFailures)
+        counter(
+            "herald_gateway_authentication_throttled_total", "Failed hellos answered too_many_failed_authentications.",
+            access.authenticationThrottled)
+        counter(
+            "herald_gateway_key_lookups_total", "Client keys looked up in the database (the key cache's misses).",
+            access.keyLookups)
+        counter(
+            "herald_gateway_presence_batches_total", "Batches of presence changes written to PostgreSQL.",
+            presenceBatches)
+        counter(
+            "herald_gateway_presence_write_failures_total",
+            "Presence batches PostgreSQL did not take (tried again with the next).", presenceWriteFailures)
+        text.single(
+            "herald_gateway_presence_pending", .gauge, help: "Presence changes waiting to be written.",
+            value: presencePending)
         text.family(
             "herald_gateway_errors_total", .counter,
             help: "Error frames sent, by code (docs/gateway.md, Errors); slow_reader counts slow-reader disconnects.")

@@ -26,7 +26,8 @@ public final class GatewayServer: Service, Sendable {
     let metrics: GatewayMetrics
 
     init(
-        settings: GatewaySettings, tls: NIOSSLContext, authenticator: GatewayAuthenticator, name: String,
+        settings: GatewaySettings, tls: NIOSSLContext, authenticator: GatewayAuthenticator, metrics: GatewayMetrics,
+        name: String,
         logger: Logger
     ) {
         self.settings = settings
@@ -37,7 +38,7 @@ public final class GatewayServer: Service, Sendable {
         let loops = group.makeIterator().map {
             EventLoopConnections(eventLoop: $0, maximumHandshakes: settings.maximumHandshakesPerThread)
         }
-        metrics = GatewayMetrics()
+        self.metrics = metrics
         environment = ConnectionEnvironment(
             rules: Self.rules(settings), authenticator: authenticator, metrics: metrics, loops: loops, name: name,
             logger: logger)

@@ -22,14 +22,14 @@ final class PresenceWriter: Service, Sendable {
     private let flushEvery: Duration
     private let logger: Logger
     private let renewedAt = Mutex<ContinuousClock.Instant?>(nil)
-    let batchesWritten = Atomic<Int>(0)
-    let writeFailures = Atomic<Int>(0)
+    private let metrics: GatewayMetrics
 
     init(
         gatewayID: UUID, name: String, deliveryAddress: String, repository: GatewayPresenceRepository,
         directory: DeviceDirectory,
-        lease: Duration, flushEvery: Duration, logger: Logger
+        lease: Duration, flushEvery: Duration, metrics: GatewayMetrics, logger: Logger
     ) {
+        self.metrics = metrics
         self.gatewayID = gatewayID
         self.name = name
         self.deliveryAddress = deliveryAddress
@@ -79,9 +79,9 @@ final class PresenceWriter: Service, Sendable {
         guard !changes.isEmpty else { return }
         do {
             try await repository.record(changes, gatewayID: gatewayID)
-            batchesWritten.add(1, ordering: .relaxed)
+            metrics.presenceBatches.add(1, ordering: .relaxed)
         } catch {
-            writeFailures.add(1, ordering: .relaxed)
+            metrics.presenceWriteFailures.add(1, ordering: .relaxed)
             directory.restore(changes)
             logger.warning(
                 "gateway presence not written; tried again with the next batch",

@@ -1,4 +1,5 @@
 import HeraldGatewayProtocol
+import HeraldMetrics
 import NIOCore
 import NIOHTTP1
 import NIOWebSocket
@@ -21,7 +22,7 @@ enum WebSocketTransport {
             maxFrameSize: 4 * maximum,
             automaticErrorHandling: true,
             shouldUpgrade: { channel, head in
-                let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+                let path = head.path
                 guard path == WebSocketTransport.path else { return channel.eventLoop.makeSucceededFuture(nil) }
                 var headers = HTTPHeaders()
                 let offered = head.headers[canonicalForm: "sec-websocket-protocol"]
@@ -159,7 +160,7 @@ private final class NotUpgradedResponder: ChannelInboundHandler, RemovableChanne
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .head(let head) = unwrapInboundIn(data) else { return }
-        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        let path = head.path
         let (status, code, message): (HTTPResponseStatus, String, String) =
             path == WebSocketTransport.path
             ? (
