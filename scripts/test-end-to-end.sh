@@ -387,7 +387,11 @@ wrong = [(token[:8], payloads[token]["aps"]["alert"], title) for token, title in
          if payloads[token]["aps"]["alert"] != {"title": title, "body": "Your weekly news"}]
 if wrong:
     sys.exit(f"{len(wrong)} devices got another payload than the test rendered, e.g. {wrong[:3]}")
-first = f"{len(payloads)} devices each got their own title in their language ({status['counters']['accepted']} accepted)"
+unmarked = [token[:8] for token, payload in payloads.items() if payload.get("herald") != {"push_id": push.lower()}]
+if unmarked:
+    sys.exit(f"{len(unmarked)} payloads lack the push id under the herald key, e.g. {unmarked[:3]}")
+first = (f"{len(payloads)} devices each got their own title in their language and the push id "
+         f"({status['counters']['accepted']} accepted)")
 
 urllib.request.urlopen(urllib.request.Request(f"{sim}/reset", method="POST"), timeout=10)
 body = "{{bio}}" * 17

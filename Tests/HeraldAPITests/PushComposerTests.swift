@@ -193,6 +193,33 @@ struct PushComposerTests {
         #expect(voip.payload.count > 4096 && voip.priority == .immediate)
     }
 
+    @Test("the payload's limit keeps room for the herald key; custom data cannot use the key")
+    func heraldKeyIsReserved() throws {
+        let composer = PushComposer(now: now)
+        func push(_ body: String) throws -> PushComposer.Composed {
+            try composer.compose(request(#"{"audience":{"all":true},"notification":{"alert":{"body":"\#(body)"}}}"#))
+        }
+        let overhead = try push("x").payload.count - 1
+        let fits = try push(String(repeating: "x", count: 4096 - HeraldPayloadKey.reservedBytes - overhead))
+        #expect(fits.sentPayloadBytes == 4096)
+        do {
+            _ = try push(String(repeating: "x", count: 4097 - HeraldPayloadKey.reservedBytes - overhead))
+            Issue.record("a payload that fits only without the herald key was accepted")
+        } catch let error as APIError {
+            #expect(error.code == .payloadTooLarge && error.message.contains("4097"))
+            #expect(error.message.contains("herald"), "says where the other bytes went")
+        }
+        for body in [
+            #"{"audience":{"all":true},"notification":{"alert":{"body":"a"},"data":{"herald":1}}}"#,
+            #"{"audience":{"all":true},"aps":{"alert":"a"},"data":{"herald":{"push_id":"x"}}}"#,
+        ] {
+            #expect(throws: APIError.self) { try composer.compose(request(body)) }
+        }
+        let nested = try composer.compose(
+            request(#"{"audience":{"all":true},"notification":{"alert":{"body":"a"},"data":{"x":{"herald":1}}}}"#))
+        #expect(!nested.payload.isEmpty, "only the top-level key is Herald's")
+    }
+
     @Test func rateLimiterRefillsAtItsRate() {
         var bucket = RateLimiter.Bucket(tokens: 2, updated: 0)
         #expect(RateLimiter.take(&bucket, now: 0, rate: 1, burst: 2).allowed)

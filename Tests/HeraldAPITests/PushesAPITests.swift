@@ -228,7 +228,9 @@ struct PushesAPITests {
                     && stored.definition.priority == 5)
             let payload = try JSONSerialization.jsonObject(with: Data(stored.definition.payload)) as? [String: Any]
             #expect((payload?["aps"] as? [String: Any])?["content-available"] as? Int == 1)
-            #expect((payload?["herald"] as? [String: Any])?["revoke"] as? String == id)
+            #expect(
+                (payload?["herald"] as? [String: String])
+                    == ["revoke": id, "push_id": recallID.uuidString.lowercased()])
             #expect(
                 try await api.call(.post, "/v1/pushes/\(recallID.uuidString)/recall", key: app.serverKey).status
                     == .conflict)

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPNsVocabulary
+import HeraldDomain
 import HeraldStore
 import Testing
 
@@ -114,7 +115,8 @@ struct TemplatesAPITests {
             #expect(String(decoding: push.definition.payload, as: UTF8.self).contains(#""title":"Hi there""#))
             #expect(
                 (validated["payload_bytes"] as? Int ?? 0)
-                    == template.renderedWithDefaults().map(\.count).max())
+                    == (template.renderedWithDefaults().map(\.count).max() ?? 0) + HeraldPayloadKey.reservedBytes,
+                "as sent: with the herald key")
         }
     }
 

@@ -73,7 +73,31 @@ struct FanoutPlanningTests {
             batch.targets.map { Array($0.token) } == [
                 [0xAB, 0xCD], [UInt8](repeating: 7, count: 32), [UInt8](repeating: 0xFF, count: 100),
             ])
-        #expect(Array(batch.payload) == push.definition.payload)
+        #expect(
+            String(decoding: batch.payload, as: UTF8.self)
+                == #"{"aps":{"alert":"hi"},"herald":{"push_id":"\#(push.id.uuidString.lowercased())"}}"#,
+            "the payload with the push id under the herald key")
+
+        // A recall's payload carries its ids already and is sent as stored.
+        var recall = push
+        recall.definition.recallOf = UUID()
+        recall.definition.payload = Array(#"{"aps":{"content-available":1},"herald":{"revoke":"x"}}"#.utf8)
+        let recalled = try Herald_V1_JobBatch.decodeRecord(try JobBatchFactory(push: recall).record(cut).value)
+        #expect(Array(recalled.payload) == recall.definition.payload)
+    }
+
+    @Test("the herald key: added before the payload's closing brace, at most reservedBytes long")
+    func heraldKeyIsAddedToAnyObject() throws {
+        let id = UUID()
+        for payload in [#"{}"#, #"{"aps":{}}"#, "{\"aps\":{\"alert\":\"}\"}}\n", "{ }"] {
+            let stamped = HeraldPayloadKey.stamped(Array(payload.utf8), pushID: id)
+            let object = try JSONSerialization.jsonObject(with: Data(stamped)) as? [String: Any]
+            #expect((object?["herald"] as? [String: String]) == ["push_id": id.uuidString.lowercased()])
+            #expect(stamped.count <= payload.utf8.count + HeraldPayloadKey.reservedBytes)
+        }
+        #expect(HeraldPayloadKey.stamped(Array(#"{"aps":{}}"#.utf8), pushID: id).count == 10 + 60)
+        #expect(
+            HeraldPayloadKey.stamped(Array("[1]".utf8), pushID: id) == Array("[1]".utf8), "not an object: as it was")
     }
 
     @Test func pacerSpreadsTargetsAtItsRateAndDoesNotMakeUpForAPause() {

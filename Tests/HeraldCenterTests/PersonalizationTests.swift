@@ -66,6 +66,9 @@ struct PersonalizationTests {
             let alerts = try batch.targets.map { target in
                 let payload = batch.payloads[Int(target.payloadIndex)]
                 let object = try JSONSerialization.jsonObject(with: payload) as? [String: Any]
+                #expect(
+                    (object?["herald"] as? [String: String]) == ["push_id": push.id.uuidString.lowercased()],
+                    "every render carries the push id")
                 return (object?["aps"] as? [String: Any])?["alert"] as? [String: String] ?? [:]
             }
             #expect(

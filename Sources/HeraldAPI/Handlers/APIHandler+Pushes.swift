@@ -98,7 +98,7 @@ extension APIHandler {
                 body: .json(
                     .init(
                         audienceSize: size, audienceSizeEstimated: estimated,
-                        payloadBytes: composed.personalization?.largestPayload ?? composed.payload.count,
+                        payloadBytes: composed.sentPayloadBytes,
                         payloadLimit: composed.pushType.maximumPayloadBytes,
                         pushType: composed.pushType.rawValue, priority: composed.priority.rawValue,
                         priorityClass: .init(composed.priorityClass),
@@ -166,10 +166,13 @@ extension APIHandler {
         try await pushes.cancel(
             id: id, appID: appID, outbox: [try announcement(.canceled, pushID: id, appID: appID)],
             audit: auditEntry("push.canceled", appID: appID, target: id.lowercased, details: ["by": "recall"]))
+        let recallID = UUID()
         var payload = APNsPayload()
         payload.contentAvailable = true
-        payload.custom["herald"] = .object(["revoke": .string(id.lowercased)])
-        let recallID = UUID()
+        // Written whole here (herald-center stamps no recall): the recall's own id and the one it revokes.
+        payload.custom[HeraldPayloadKey.name] = .object([
+            "push_id": .string(recallID.lowercased), "revoke": .string(id.lowercased),
+        ])
         let recall = NewPush(
             id: recallID, appID: appID, state: .accepted, audienceJSON: PushAudience.everyone.json,
             notificationJSON: #"{"recall_of":"\#(id.lowercased)"}"#, payload: try payload.validated(for: .background),

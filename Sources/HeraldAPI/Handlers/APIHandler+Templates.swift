@@ -113,7 +113,7 @@ extension Components.Schemas.Template {
             id: template.id.lowercased, name: template.name, description: template.description,
             notification: notification, placeholders: composed.personalization?.names ?? [],
             localizations: composed.personalization?.localizations ?? [],
-            payloadBytes: composed.personalization?.largestPayload ?? composed.payload.count,
+            payloadBytes: composed.sentPayloadBytes,
             createdAt: template.createdAt, updatedAt: template.updatedAt)
     }
 }

@@ -122,16 +122,16 @@ extension PushComposer {
         }
         let rendered = compiled.renderedWithDefaults()
         let limit = pushType.maximumPayloadBytes
-        for (index, bytes) in rendered.enumerated() where bytes.count > limit {
-            let error = APNsPayloadTooLarge(size: bytes.count, limit: limit, pushType: pushType)
+        let reserved = HeraldPayloadKey.reservedBytes
+        for (index, bytes) in rendered.enumerated() where bytes.count + reserved > limit {
             throw APIError(
                 .contentTooLarge, code: .payloadTooLarge,
                 message:
-                    "\(index == 0 ? "the default variant" : "the \(compiled.locales[index - 1]) variant") with each placeholder's default: \(error.description)",
+                    "\(index == 0 ? "the default variant" : "the \(compiled.locales[index - 1]) variant") with each placeholder's default: \(Self.tooLarge(bytes.count + reserved, for: pushType))",
                 field: index == 0 ? "notification" : "notification.localizations.\(compiled.locales[index - 1])")
         }
         return Personalization(
-            stored: stored, defaultPayload: rendered[0], largestPayload: rendered.map(\.count).max() ?? 0,
+            stored: stored, defaultPayload: rendered[0], largestPayload: (rendered.map(\.count).max() ?? 0) + reserved,
             names: compiled.names, withoutDefault: withoutDefault, localizations: compiled.locales)
     }
 

@@ -34,6 +34,10 @@ struct PushComposer {
         /// The push this one replaces (its collapse id is taken by the handler).
         var replaces: UUID?
         var warnings: [String]
+
+        /// The largest payload as APNs and the phone get it: the largest variant with its
+        /// defaults, and the `herald` key herald-center adds.
+        var sentPayloadBytes: Int { personalization?.largestPayload ?? payload.count + HeraldPayloadKey.reservedBytes }
     }
 
     let now: Date
@@ -102,10 +106,11 @@ struct PushComposer {
         } else {
             rawPayload?.write(to: &bytes)
         }
-        guard bytes.count <= pushType.maximumPayloadBytes else {
-            let error = APNsPayloadTooLarge(size: bytes.count, limit: pushType.maximumPayloadBytes, pushType: pushType)
+        // As sent: with the `herald` key herald-center adds (HeraldPayloadKey).
+        let sentBytes = bytes.count + HeraldPayloadKey.reservedBytes
+        guard sentBytes <= pushType.maximumPayloadBytes else {
             throw APIError(
-                .contentTooLarge, code: .payloadTooLarge, message: error.description,
+                .contentTooLarge, code: .payloadTooLarge, message: Self.tooLarge(sentBytes, for: pushType),
                 field: payload == nil ? "aps" : "notification")
         }
         // After the payload's size: a text too long for the payload is answered with its size.
@@ -353,9 +358,21 @@ struct PushComposer {
         guard data.value["aps"] == nil else {
             throw .invalid(field, "custom data cannot use the key \"aps\", which is Apple's")
         }
+        guard data.value[HeraldPayloadKey.name] == nil else {
+            throw .invalid(
+                field,
+                "custom data cannot use the key \"herald\", which carries the push's id to the app (docs/api.md)")
+        }
         var custom: [String: JSONValue] = [:]
         for (key, value) in data.value { custom[key] = JSONValue(any: value) }
         return custom
+    }
+
+    /// The message of a payload of `bytes` as sent (the `herald` key's bytes included) over `pushType`'s limit.
+    static func tooLarge(_ bytes: Int, for pushType: APNsPushType) -> String {
+        let error = APNsPayloadTooLarge(size: bytes, limit: pushType.maximumPayloadBytes, pushType: pushType)
+        return
+            "\(error.description) (counting the \(HeraldPayloadKey.reservedBytes) bytes of the push id Herald adds under \"herald\")"
     }
 
     /// `options.local_time` and `options.quiet_hours` read and checked; nil when neither is set.

@@ -2127,7 +2127,7 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Template/localizations`.
             public var localizations: [Swift.String]
-            /// Its largest variant's size with each placeholder's default (an alert push's limit is 4096).
+            /// Its largest variant's size with each placeholder's default, counting the 60 bytes of the `herald` key added to every payload (an alert push's limit is 4096).
             ///
             /// - Remark: Generated from `#/components/schemas/Template/payload_bytes`.
             public var payloadBytes: Swift.Int
@@ -2144,7 +2144,7 @@ extension Components {
             ///   - notification:
             ///   - placeholders: The device values its placeholders name.
             ///   - localizations: The languages and locales with texts of their own (normalized).
-            ///   - payloadBytes: Its largest variant's size with each placeholder's default (an alert push's limit is 4096).
+            ///   - payloadBytes: Its largest variant's size with each placeholder's default, counting the 60 bytes of the `herald` key added to every payload (an alert push's limit is 4096).
             ///   - createdAt:
             ///   - updatedAt:
             public init(
@@ -2877,7 +2877,7 @@ extension Components {
             public var interruptionLevel: Components.Schemas.Notification.InterruptionLevelPayload?
             /// - Remark: Generated from `#/components/schemas/Notification/relevance_score`.
             public var relevanceScore: Swift.Double?
-            /// Custom keys at the top level of the payload (not `aps`).
+            /// Custom keys at the top level of the payload (not `aps`, which is Apple's, nor `herald`, which carries the push id to the app).
             ///
             /// - Remark: Generated from `#/components/schemas/Notification/data`.
             public var data: OpenAPIRuntime.OpenAPIObjectContainer?
@@ -2896,7 +2896,7 @@ extension Components {
             ///   - targetContentId:
             ///   - interruptionLevel:
             ///   - relevanceScore:
-            ///   - data: Custom keys at the top level of the payload (not `aps`).
+            ///   - data: Custom keys at the top level of the payload (not `aps`, which is Apple's, nor `herald`, which carries the push id to the app).
             public init(
                 alert: Components.Schemas.Alert? = nil,
                 localizations: Components.Schemas.Notification.LocalizationsPayload? = nil,
@@ -3338,7 +3338,7 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/PushRequest/aps`.
             public var aps: OpenAPIRuntime.OpenAPIObjectContainer?
-            /// Custom top-level keys to send with a raw `aps`.
+            /// Custom top-level keys to send with a raw `aps` (not `herald`, which carries the push id to the app).
             ///
             /// - Remark: Generated from `#/components/schemas/PushRequest/data`.
             public var data: OpenAPIRuntime.OpenAPIObjectContainer?
@@ -3351,7 +3351,7 @@ extension Components {
             ///   - notification:
             ///   - templateId: A stored template of the app; its notification is copied into the push now.
             ///   - aps: The raw `aps` dictionary, sent as given.
-            ///   - data: Custom top-level keys to send with a raw `aps`.
+            ///   - data: Custom top-level keys to send with a raw `aps` (not `herald`, which carries the push id to the app).
             ///   - options:
             public init(
                 audience: Components.Schemas.Audience,
@@ -3775,7 +3775,7 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/PushValidation/audience_size_estimated`.
             public var audienceSizeEstimated: Swift.Bool
-            /// The payload's size; for a personalized or localized push, its largest variant's with each placeholder's default.
+            /// The payload's size as sent, with the 60 bytes of the `herald` key that carries the push id; for a personalized or localized push, its largest variant's with each placeholder's default.
             ///
             /// - Remark: Generated from `#/components/schemas/PushValidation/payload_bytes`.
             public var payloadBytes: Swift.Int
@@ -3806,7 +3806,7 @@ extension Components {
             /// - Parameters:
             ///   - audienceSize: Active devices the audience holds now: counted exactly up to a bound (100,000 by default), past it PostgreSQL's estimate.
             ///   - audienceSizeEstimated: True when `audience_size` is an estimate (the audience is past the bound).
-            ///   - payloadBytes: The payload's size; for a personalized or localized push, its largest variant's with each placeholder's default.
+            ///   - payloadBytes: The payload's size as sent, with the 60 bytes of the `herald` key that carries the push id; for a personalized or localized push, its largest variant's with each placeholder's default.
             ///   - payloadLimit:
             ///   - pushType:
             ///   - priority:

@@ -11,6 +11,9 @@ import HeraldStore
 /// stream read with each device (docs/templates.md): the record carries each distinct payload
 /// once and every target the index of its own. A render over APNs' limit is never sent: its
 /// targets point at an empty payload, which the sender ends rejected (`RenderedPayloadTooLarge`).
+///
+/// Every payload, plain or rendered, carries the push's id under the `herald` key
+/// (``HeraldPayloadKey``), added here; a recall's payload has it already.
 struct JobBatchFactory: Sendable {
     let pushID: Data
     let appID: Data
@@ -21,6 +24,8 @@ struct JobBatchFactory: Sendable {
     var expiration: Int64
     let collapseID: String
     let payload: Data
+    /// The push's id, stamped into every payload (nil: a recall, whose payload carries it already).
+    let stamp: UUID?
     /// A templated push's compiled template.
     let template: PayloadTemplate?
     /// A push in waves: each wave's notifications live this many seconds from its start.
@@ -41,7 +46,8 @@ struct JobBatchFactory: Sendable {
         expiration = definition.expiresAt.map { Int64($0.timeIntervalSince1970.rounded(.up)) } ?? 0
         timeToLive = definition.timing?.timeToLiveSeconds
         collapseID = definition.collapseID
-        payload = Data(definition.payload)
+        stamp = definition.recallOf == nil ? push.id : nil
+        payload = Data(stamp.map { HeraldPayloadKey.stamped(definition.payload, pushID: $0) } ?? definition.payload)
         template = try definition.template.map { try PayloadTemplate(stored: $0) }
     }
 
@@ -95,6 +101,7 @@ struct JobBatchFactory: Sendable {
         for device in 0..<targets.count {
             let variant = template.isLocalized ? template.variant(forLocale: targets.value(0, at: device)) : 0
             var bytes = template.render(variant: variant) { targets.value(firstName + $0, at: device) }
+            if let stamp { bytes = HeraldPayloadKey.stamped(bytes, pushID: stamp) }
             if bytes.count > limit { bytes = [] }
             if let index = known[bytes] {
                 indexes.append(index)
