@@ -44,6 +44,7 @@ extension ConsoleRoutes {
         var throttles: [Choice]
         var priorityClasses: [Choice]
         var quietHoursModes: [Choice]
+        var channels: [Choice]
         var audienceIs: [String: Bool]
         var throttleIs: [String: Bool]
         var silent: Bool
@@ -82,6 +83,11 @@ extension ConsoleRoutes {
                 ("", "Skip devices in them (counted)"), ("hold", "Hold until they end"),
             ]
             .map { Choice(value: $0.0, label: $0.1, checked: $0.0 == (form.quietHours ?? "")) }
+            channels = [
+                ("", "Automatic: the open app's connection, else APNs"), ("apns", "APNs only"),
+                ("online", "In-app only: devices connected now"),
+            ]
+            .map { Choice(value: $0.0, label: $0.1, checked: $0.0 == (form.channel ?? "")) }
             audienceIs = [audience: true]
             throttleIs = [throttle: true]
             silent = form.silent == "on"
@@ -234,6 +240,7 @@ extension PushForm {
             ("options.throttle.finish_within_seconds", "finish_within_minutes"),
             ("options.priority_class", "priority_class"), ("options.local_time.date", "local_date"),
             ("options.local_time", "local_time"), ("options.quiet_hours", "quiet_hours"),
+            ("options.channel", "channel"),
         ]
         return table.first { field.hasPrefix($0.0) }?.1 ?? "audience"
     }

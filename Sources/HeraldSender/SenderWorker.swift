@@ -266,12 +266,16 @@ public final class SenderWorker: Service, Sendable {
                 metadata: ["sequence": "\(batch.header.sequence)", "copy": "\(copy)"])
             return nil
         }
+        // An online-only push needs no APNs credential: nothing of it goes through APNs.
+        if batch.header.channel == .online { return await sendOnline(batch) }
         guard let environment = APNsEnvironment(batch.header.environment) else {
             return counted(Self.everyTarget(of: batch, status: .rejected, reason: "NoEnvironment"))
         }
         do {
             let client = try await client(appID: appID, environment: environment)
-            guard let online else { return try await sender.send(batch, with: client, urgent: urgent) }
+            guard let online, batch.header.channel != .apns else {
+                return try await sender.send(batch, with: client, urgent: urgent)
+            }
             return try await send(batch, with: client, urgent: urgent, online: online)
         } catch is CancellationError {
             throw CancellationError()
@@ -310,6 +314,39 @@ public final class SenderWorker: Service, Sendable {
             outcome.completedAtMs = rest.completedAtMs
         }
         outcome.deliveredOnlineDeviceIds = acknowledged.sorted().map { UInt64(bitPattern: $0) }
+        return outcome
+    }
+
+    /// Sends an online-only push's batch (`options.channel` `online`): to its connected targets'
+    /// gateways only. The targets not connected, or not acknowledging in time, are reported
+    /// offline (counted skipped, reason `offline`); a sender that does not take the online road
+    /// (`HERALD_SENDER_ONLINE` off) reports them all offline.
+    private func sendOnline(_ batch: PackedJobBatch) async -> Herald_V1_OutcomeBatch {
+        var acknowledged = Set<Int64>()
+        if let online {
+            let connected = await online.connected(batch)
+            if !connected.isEmpty {
+                acknowledged = await online.deliver(JobBatchNotifications(batch), to: connected)
+                    .intersection(connected.keys)
+            }
+        }
+        var outcome = Herald_V1_OutcomeBatch()
+        outcome.schemaVersion = 1
+        outcome.batchID = batch.header.batchID
+        outcome.pushID = batch.header.pushID
+        outcome.appID = batch.header.appID
+        for deviceID in batch.targets.deviceIDs.sorted() {
+            if acknowledged.contains(deviceID) {
+                outcome.deliveredOnlineDeviceIds.append(UInt64(bitPattern: deviceID))
+            } else {
+                outcome.offlineDeviceIds.append(UInt64(bitPattern: deviceID))
+            }
+        }
+        outcome.completedAtMs = Int64(Date().timeIntervalSince1970 * 1000)
+        metrics.record(
+            accepted: 0,
+            failures: Array(repeating: ("skipped", SkipReason.offline.rawValue), count: outcome.offlineDeviceIds.count),
+            attempts: 0, latencies: [])
         return outcome
     }
 

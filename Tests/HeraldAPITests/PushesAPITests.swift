@@ -154,6 +154,14 @@ struct PushesAPITests {
                     #"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"push_type":"telepathy"}}"#,
                     .badRequest, "options.push_type"
                 ),
+                (
+                    #"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"channel":"pigeon"}}"#,
+                    .badRequest, "options.channel"
+                ),
+                (
+                    #"{"audience":{"all":true},"notification":{"alert":{"body":"x"},"data":{"herald":{"push_id":"x"}}}}"#,
+                    .unprocessableContent, "notification.data"
+                ),
             ]
             for (json, status, field) in cases {
                 let answer = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: json)
@@ -168,6 +176,15 @@ struct PushesAPITests {
             #expect(
                 (try await api.call(.get, "/v1/pushes", key: app.serverKey)["pushes"] as? [Any])?.count == 1,
                 "nothing refused was stored")
+            // An in-app message: the channel is kept with the push's options, where herald-center reads it.
+            let inApp = try await api.call(
+                .post, "/v1/pushes", key: app.serverKey,
+                json: #"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"channel":"online"}}"#
+            )
+            #expect(inApp.status == .accepted)
+            let stored = try await PushRepository(client: api.database, logger: api.logger).push(
+                id: try #require(UUID(uuidString: inApp["id"] as? String ?? "")), appID: UUID(uuidString: app.id)!)
+            #expect(stored.map { PushChannel(optionsJSON: $0.definition.optionsJSON) } == .online)
         }
     }
 

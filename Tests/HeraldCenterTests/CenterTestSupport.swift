@@ -103,13 +103,14 @@ struct CenterEnvironment: Sendable {
     func createPush(
         audience: PushAudience, app: App? = nil, state: PushState = .accepted, scheduledAt: Date? = nil,
         throttlePerSecond: Int? = nil, finishWithin: Int? = nil, recallOf: UUID? = nil, traceparent: String? = nil,
-        priorityClass: PushPriorityClass = .campaign, timing: PushTiming? = nil
+        priorityClass: PushPriorityClass = .campaign, timing: PushTiming? = nil, channel: PushChannel? = nil
     ) async throws -> Push {
         let app = app ?? self.app
         let id = UUID()
         let (push, _) = try await pushes.create(
             NewPush(
                 id: id, appID: app.id, state: state, audienceJSON: audience.json, notificationJSON: "{}",
+                optionsJSON: channel.map { #"{"channel":"\#($0.rawValue)"}"# } ?? "{}",
                 payload: Array(#"{"aps":{"alert":"center test"}}"#.utf8), priorityClass: priorityClass,
                 scheduledAt: scheduledAt,
                 throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithin, recallOf: recallOf,
@@ -205,7 +206,8 @@ extension CenterEnvironment {
     /// Plays herald-sender: reads this environment's job batches and answers each with an
     /// outcome batch — accepted, unless `verdict` says otherwise for a device. Returns what it read.
     /// - Parameter online: the devices it reports acknowledged over their long connection
-    ///   (herald-gateway) instead of accepted by APNs.
+    ///   (herald-gateway) instead of accepted by APNs; of an online-only push's batch, every
+    ///   other device is reported offline.
     func startFakeSender(
         online: Set<Int64> = [], verdict: @escaping @Sendable (Int64) -> BatchOutcome.Failure? = { _ in nil }
     ) throws
@@ -275,6 +277,8 @@ final class JobReader: Sendable {
                                 outcome.failures.append(record)
                             } else if online.contains(Int64(target.deviceID)) {
                                 outcome.deliveredOnlineDeviceIds.append(target.deviceID)
+                            } else if batch.channel == .online {
+                                outcome.offlineDeviceIds.append(target.deviceID)
                             } else {
                                 outcome.acceptedDeviceIds.append(target.deviceID)
                             }

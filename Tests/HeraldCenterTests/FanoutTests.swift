@@ -381,6 +381,30 @@ struct FanoutTests {
     }
 
     @Test(
+        "an online-only push: its batches say so, the devices not reached are counted skipped offline, and the identity holds"
+    )
+    func onlineOnlyPushCountsTheRestSkippedOffline() async throws {
+        try await withCenterEnvironment { env in
+            let ids = try await env.register(60)
+            let online = Set(ids.enumerated().filter { $0.offset % 4 == 0 }.map(\.element))
+            let reader = try env.startFakeSender(online: online)
+            let center = try env.startCenter(env.settings(name: "center-n", pageSize: 40, batchSize: 20))
+            let push = try await env.createPush(audience: .everyone, channel: .online)
+            let apns = try await env.createPush(audience: .everyone, channel: .apns)
+            #expect(try await env.eventually { try await env.state(of: push) == .completed })
+            #expect(try await env.eventually { try await env.state(of: apns) == .completed })
+            let counters = try #require(try await env.pushes.counters(pushID: push.id))
+            #expect(counters.targeted == Int64(ids.count) && counters.deliveredOnline == Int64(online.count))
+            #expect(counters.skipped == Int64(ids.count - online.count) && counters.accepted == 0)
+            #expect(counters.skippedByReason == ["offline": Int64(ids.count - online.count)] && counters.isComplete)
+            #expect(!reader.read(push: push).isEmpty && reader.read(push: push).allSatisfy { $0.channel == .online })
+            #expect(!reader.read(push: apns).isEmpty && reader.read(push: apns).allSatisfy { $0.channel == .apns })
+            await center.stop()
+            await reader.stop()
+        }
+    }
+
+    @Test(
         "a batch that never gets an outcome is re-driven HERALD_CENTER_MAX_REDRIVES times, then ended Undeliverable: counted, and its push completes"
     )
     func batchWithoutOutcomeEndsUndeliverable() async throws {

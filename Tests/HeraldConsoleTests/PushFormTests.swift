@@ -36,6 +36,15 @@ struct PushFormTests {
         ]).request()
         #expect(code.options?.priorityClass == .transactional)
         #expect(PushForm.formField(forRequestField: "options.priority_class") == "priority_class")
+        #expect(request.options?.channel == nil, "no channel chosen: auto")
+        let inApp = try PushForm(fields: ["audience": "all", "body": "Sale ends soon", "channel": "online"]).request()
+        #expect(inApp.options?.channel == .online)
+        #expect(
+            throws: PushForm.Problem(field: "channel", message: "The channel is automatic, APNs only or online only.")
+        ) {
+            try PushForm(fields: ["audience": "all", "body": "x", "channel": "pigeon"]).request()
+        }
+        #expect(PushForm.formField(forRequestField: "options.channel") == "channel")
         let scheduled = try #require(request.options?.scheduledAt)
         #expect(ISO8601DateFormatter().string(from: scheduled) == "2030-01-02T03:04:00Z")
     }
@@ -131,7 +140,8 @@ struct ConsoleTemplateTests {
         #expect(view.outcomeSummary.contains("skipped 100 (capped 60, quiet_hours 40)"), "\(view.outcomeSummary)")
         #expect(
             view.skippedDetail
-                == "Skipped by the app's delivery policy: at the frequency cap 60, in their quiet hours 40")
+                == "Skipped, never sent: at the frequency cap (delivery policy) 60, in their quiet hours (delivery policy) 40"
+        )
         #expect(view.reasons.map(\.reason) == ["Unregistered", "BadDeviceToken"])
         #expect(!view.live && view.finished)
         let actions = PushActions(push)

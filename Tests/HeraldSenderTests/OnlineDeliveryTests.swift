@@ -18,7 +18,7 @@ import Testing
 @Suite("herald-sender and herald-gateway: connected devices get their push over the long connection")
 struct OnlineDeliveryTests {
     @Test(
-        "a batch's connected device that acknowledges is delivered_online and never sent to APNs; a connected one that does not acknowledge, and one not connected, go through APNs"
+        "channel auto: a connected device that acknowledges is delivered_online and never sent to APNs, a silent one and one not connected go through APNs; channel apns: all through APNs; channel online: nothing through APNs, the rest skipped offline"
     )
     func onlineFirstThenAPNs() async throws {
         try await withWorkerEnvironment(deliverable: 3) { environment in
@@ -81,51 +81,85 @@ struct OnlineDeliveryTests {
                     try await presence.connected(among: ids).count == 2
                 })
 
+            // The same three devices in three pushes, one per channel.
             let (_, services) = try makeWorker(environment)
-            let pushID = UUID()
-            try await environment.store(pushID: pushID)
-            let batch = Herald_V1_JobBatch(
-                pushID: pushID.recordBytes, appID: environment.appID.recordBytes, sequence: 0, environment: .sandbox,
-                apnsTopic: environment.bundleID, pushType: .alert, priority: 10, expirationS: 0, collapseID: "sale",
-                payload: Data(#"{"aps":{"alert":"online"}}"#.utf8),
-                targets: zip(ids, 1...3).map {
-                    Herald_V1_JobBatch.Target(deviceID: UInt64($0), token: deviceToken($1))
-                },
-                createdAtMs: 0)
+            var batches: [Herald_V1_JobBatch.Channel: Herald_V1_JobBatch] = [:]
+            for (channel, name) in [(Herald_V1_JobBatch.Channel.auto, "auto"), (.apns, "apns"), (.online, "online")] {
+                let pushID = UUID()
+                try await environment.store(pushID: pushID)
+                var batch = Herald_V1_JobBatch(
+                    pushID: pushID.recordBytes, appID: environment.appID.recordBytes, sequence: 0,
+                    environment: .sandbox, apnsTopic: environment.bundleID, pushType: .alert, priority: 10,
+                    expirationS: 0, collapseID: "sale-\(name)", payload: Data(#"{"aps":{"alert":"\#(name)"}}"#.utf8),
+                    targets: zip(ids, 1...3).map {
+                        Herald_V1_JobBatch.Target(deviceID: UInt64($0), token: deviceToken($1))
+                    },
+                    createdAtMs: 0)
+                batch.channel = channel
+                batches[channel] = batch
+            }
             let producer = try KafkaProducer(
                 configuration: environment.configuration.kafka.producerConfiguration(clientID: "test-jobs"),
                 logger: environment.logger)
-            try await producer.send([
-                KafkaProducerMessage(
-                    topic: environment.jobsTopic, key: Array(batch.batchID), value: try batch.encodedRecord())
-            ])
+            try await producer.send(
+                try batches.values.map { batch in
+                    KafkaProducerMessage(
+                        topic: environment.jobsTopic, key: Array(batch.batchID), value: try batch.encodedRecord())
+                })
             await producer.shutdown()
 
-            let outcome = try await withThrowingTaskGroup(of: Herald_V1_OutcomeBatch?.self) { tasks in
+            let batchIDs = Set(batches.values.map(\.batchID))
+            let outcomes = try await withThrowingTaskGroup(of: [Data: Herald_V1_OutcomeBatch]?.self) { tasks in
                 tasks.addTask {
                     try await services.run()
                     return nil
                 }
                 tasks.addTask {
-                    let outcomes = try await environment.collectOutcomes([batch.batchID])
+                    let outcomes = try await environment.collectOutcomes(batchIDs)
                     await services.triggerGracefulShutdown()
-                    return outcomes[batch.batchID]
+                    return outcomes
                 }
-                var outcome: Herald_V1_OutcomeBatch?
-                for try await result in tasks { if let result { outcome = result } }
-                return outcome
+                var outcomes: [Data: Herald_V1_OutcomeBatch] = [:]
+                for try await result in tasks { if let result { outcomes = result } }
+                return outcomes
             }
-            let result = try #require(outcome)
-            #expect(result.deliveredOnlineDeviceIds == [UInt64(ids[0])])
-            #expect(result.acceptedDeviceIds == [UInt64(ids[1]), UInt64(ids[2])].sorted())
-            #expect(result.failures.isEmpty)
+            func outcome(_ channel: Herald_V1_JobBatch.Channel) throws -> Herald_V1_OutcomeBatch {
+                let batch = try #require(batches[channel])
+                return try #require(outcomes[batch.batchID])
+            }
+            let device = ids.map { UInt64($0) }
+            func sentToAPNs(_ name: String) -> Set<String> {
+                Set(environment.simulator.ledger.notifications().filter { $0.payload.contains(name) }.map(\.token))
+            }
+            func pushes(_ client: GatewayTestClient, _ channel: Herald_V1_JobBatch.Channel) -> Int {
+                client.pushes.filter { $0.pushID == batches[channel]?.pushID }.count
+            }
+
+            // auto: online first; the silent device and the one away through APNs.
+            let auto = try outcome(.auto)
+            #expect(auto.deliveredOnlineDeviceIds == [device[0]])
+            #expect(auto.acceptedDeviceIds == [device[1], device[2]].sorted())
+            #expect(auto.failures.isEmpty && auto.offlineDeviceIds.isEmpty)
             // Over the connections: one push each, with the push id and collapse id; APNs got only
             // the two devices not reached online, with the same apns-id a connection's would have.
-            #expect(acknowledging.pushes.count == 1 && silent.pushes.count == 1)
-            #expect(acknowledging.pushes.first?.pushID == pushID.recordBytes)
-            #expect(acknowledging.pushes.first?.collapseID == "sale")
-            let sentToAPNs = Set(environment.simulator.ledger.notifications().map(\.token))
-            #expect(sentToAPNs == [hex(deviceToken(2)), hex(deviceToken(3))])
+            #expect(pushes(acknowledging, .auto) == 1 && pushes(silent, .auto) == 1)
+            #expect(acknowledging.pushes.first { $0.pushID == batches[.auto]?.pushID }?.collapseID == "sale-auto")
+            #expect(sentToAPNs("auto") == [hex(deviceToken(2)), hex(deviceToken(3))])
+
+            // apns: every device through APNs, nothing over the connections.
+            let apns = try outcome(.apns)
+            #expect(apns.acceptedDeviceIds == device.sorted() && apns.deliveredOnlineDeviceIds.isEmpty)
+            #expect(pushes(acknowledging, .apns) == 0 && pushes(silent, .apns) == 0)
+            #expect(sentToAPNs("apns") == Set((1...3).map { hex(deviceToken($0)) }))
+
+            // online: the acknowledging device only; the silent one and the one away skipped offline,
+            // nothing through APNs.
+            let online = try outcome(.online)
+            #expect(online.deliveredOnlineDeviceIds == [device[0]])
+            #expect(online.offlineDeviceIds == [device[1], device[2]].sorted())
+            #expect(online.acceptedDeviceIds.isEmpty && online.failures.isEmpty)
+            #expect(pushes(acknowledging, .online) == 1 && pushes(silent, .online) == 1)
+            #expect(sentToAPNs("online").isEmpty)
             await acknowledging.close()
             await silent.close()
             await gatewayGroup.triggerGracefulShutdown()

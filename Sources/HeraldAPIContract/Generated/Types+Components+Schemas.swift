@@ -3086,6 +3086,18 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/PushOptions/priority`.
             public var priority: Components.Schemas.PushOptions.PriorityPayload?
+            /// The road to the devices (docs/gateway.md). `auto` (the default) - over the device's long connection to a herald-gateway when the app is in the foreground, else (or when not acknowledged in time) through APNs. `apns` - through APNs only. `online` - only devices connected now, for in-app messages; the rest are never sent and counted `skipped` with the reason `offline`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushOptions/channel`.
+            @frozen public enum ChannelPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case auto = "auto"
+                case apns = "apns"
+                case online = "online"
+            }
+            /// The road to the devices (docs/gateway.md). `auto` (the default) - over the device's long connection to a herald-gateway when the app is in the foreground, else (or when not acknowledged in time) through APNs. `apns` - through APNs only. `online` - only devices connected now, for in-app messages; the rest are never sent and counted `skipped` with the reason `offline`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushOptions/channel`.
+            public var channel: Components.Schemas.PushOptions.ChannelPayload?
             /// How long APNs and Herald keep trying, from the push's start (default - until APNs gives up).
             ///
             /// - Remark: Generated from `#/components/schemas/PushOptions/time_to_live_seconds`.
@@ -3124,6 +3136,7 @@ extension Components {
             /// - Parameters:
             ///   - pushType: Default `alert` (`background` for silent notifications).
             ///   - priority: Default 10, or 5 where Apple requires it.
+            ///   - channel: The road to the devices (docs/gateway.md). `auto` (the default) - over the device's long connection to a herald-gateway when the app is in the foreground, else (or when not acknowledged in time) through APNs. `apns` - through APNs only. `online` - only devices connected now, for in-app messages; the rest are never sent and counted `skipped` with the reason `offline`.
             ///   - timeToLiveSeconds: How long APNs and Herald keep trying, from the push's start (default - until APNs gives up).
             ///   - expiresAt:
             ///   - collapseId:
@@ -3136,6 +3149,7 @@ extension Components {
             public init(
                 pushType: Components.Schemas.PushOptions.PushTypePayload? = nil,
                 priority: Components.Schemas.PushOptions.PriorityPayload? = nil,
+                channel: Components.Schemas.PushOptions.ChannelPayload? = nil,
                 timeToLiveSeconds: Swift.Int? = nil,
                 expiresAt: Foundation.Date? = nil,
                 collapseId: Swift.String? = nil,
@@ -3148,6 +3162,7 @@ extension Components {
             ) {
                 self.pushType = pushType
                 self.priority = priority
+                self.channel = channel
                 self.timeToLiveSeconds = timeToLiveSeconds
                 self.expiresAt = expiresAt
                 self.collapseId = collapseId
@@ -3161,6 +3176,7 @@ extension Components {
             public enum CodingKeys: String, CodingKey {
                 case pushType = "push_type"
                 case priority
+                case channel
                 case timeToLiveSeconds = "time_to_live_seconds"
                 case expiresAt = "expires_at"
                 case collapseId = "collapse_id"
@@ -3180,6 +3196,10 @@ extension Components {
                 self.priority = try container.decodeIfPresent(
                     Components.Schemas.PushOptions.PriorityPayload.self,
                     forKey: .priority
+                )
+                self.channel = try container.decodeIfPresent(
+                    Components.Schemas.PushOptions.ChannelPayload.self,
+                    forKey: .channel
                 )
                 self.timeToLiveSeconds = try container.decodeIfPresent(
                     Swift.Int.self,
@@ -3220,6 +3240,7 @@ extension Components {
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "push_type",
                     "priority",
+                    "channel",
                     "time_to_live_seconds",
                     "expires_at",
                     "collapse_id",
@@ -3499,7 +3520,7 @@ extension Components {
             }
             /// - Remark: Generated from `#/components/schemas/Counters/rejected_by_reason`.
             public var rejectedByReason: Components.Schemas.Counters.RejectedByReasonPayload
-            /// `quiet_hours`, `capped`.
+            /// `quiet_hours`, `capped` (delivery policy), `offline` (an `online` push's devices not connected or not acknowledging).
             ///
             /// - Remark: Generated from `#/components/schemas/Counters/skipped_by_reason`.
             public struct SkippedByReasonPayload: Codable, Hashable, Sendable {
@@ -3519,7 +3540,7 @@ extension Components {
                     try encoder.encodeAdditionalProperties(additionalProperties)
                 }
             }
-            /// `quiet_hours`, `capped`.
+            /// `quiet_hours`, `capped` (delivery policy), `offline` (an `online` push's devices not connected or not acknowledging).
             ///
             /// - Remark: Generated from `#/components/schemas/Counters/skipped_by_reason`.
             public var skippedByReason: Components.Schemas.Counters.SkippedByReasonPayload
@@ -3535,7 +3556,7 @@ extension Components {
             ///   - skipped: Left out by the app's delivery policy at fan-out, never sent.
             ///   - tokensInvalidated:
             ///   - rejectedByReason:
-            ///   - skippedByReason: `quiet_hours`, `capped`.
+            ///   - skippedByReason: `quiet_hours`, `capped` (delivery policy), `offline` (an `online` push's devices not connected or not acknowledging).
             public init(
                 targeted: Swift.Int64,
                 accepted: Swift.Int64,

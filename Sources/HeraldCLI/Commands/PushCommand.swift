@@ -64,6 +64,11 @@ struct PushRequestOptions: ParsableArguments {
             "transactional (sent ahead of every campaign; --id/--alias audiences, no throttle) or campaign. Default: transactional for an unthrottled --id/--alias audience."
     )
     var priorityClass: Components.Schemas.PriorityClass?
+    @Option(
+        help:
+            "auto (default: over the app's long connection when it is in the foreground, else APNs), apns (APNs only) or online (only devices connected now; the rest counted skipped, offline)."
+    )
+    var channel: Components.Schemas.PushOptions.ChannelPayload?
     @Option(help: "A file with a whole POST /v1/pushes body; the audience and notification flags are ignored.")
     var request: String?
 
@@ -122,6 +127,7 @@ struct PushRequestOptions: ParsableArguments {
             timeToLiveSeconds: ttl, collapseId: collapseID, scheduledAt: at.flatMap(Output.date), replaces: replaces,
             priorityClass: priorityClass, localTime: localTime.map { .init(time: $0, date: localDate) },
             quietHours: quietHours)
+        options.channel = channel
         if rate != nil || finishWithin != nil {
             options.throttle = .init(perSecond: rate, finishWithinSeconds: finishWithin)
         }
@@ -278,6 +284,7 @@ struct PushValidateCommand: AsyncParsableCommand {
 
 extension Components.Schemas.PushState: ExpressibleByArgument {}
 extension Components.Schemas.PriorityClass: ExpressibleByArgument {}
+extension Components.Schemas.PushOptions.ChannelPayload: ExpressibleByArgument {}
 extension Components.Schemas.PushOptions.QuietHoursPayload: ExpressibleByArgument {}
 
 struct PushListCommand: AsyncParsableCommand {

@@ -103,7 +103,9 @@ public final class OutcomeAccountant: Service, Sendable {
             throw .unusable(
                 Herald_V1_OutcomeBatch.self, "batch sequence \(sequence) is out of range (at most \(Int32.max))")
         }
-        let devices = record.acceptedDeviceIds + record.deliveredOnlineDeviceIds + record.failures.map(\.deviceID)
+        let devices =
+            record.acceptedDeviceIds + record.deliveredOnlineDeviceIds + record.offlineDeviceIds
+            + record.failures.map(\.deviceID)
         if let wrong = devices.first(where: { $0 == 0 || $0 > UInt64(Int64.max) }) {
             throw .unusable(Herald_V1_OutcomeBatch.self, "device id \(wrong) is out of range")
         }
@@ -116,6 +118,7 @@ public final class OutcomeAccountant: Service, Sendable {
             pushID: UUID(data: record.pushID), sequence: Int(checkedSequence),
             acceptedDeviceIDs: record.acceptedDeviceIds.map { Int64(bitPattern: $0) },
             deliveredOnlineDeviceIDs: record.deliveredOnlineDeviceIds.map { Int64(bitPattern: $0) },
+            offlineDeviceIDs: record.offlineDeviceIds.map { Int64(bitPattern: $0) },
             failures: record.failures.map { failure in
                 BatchOutcome.Failure(
                     deviceID: Int64(bitPattern: failure.deviceID), status: Self.status(failure.status) ?? .rejected,

@@ -30,6 +30,8 @@ struct JobBatchFactory: Sendable {
     let template: PayloadTemplate?
     /// A push in waves: each wave's notifications live this many seconds from its start.
     let timeToLive: Int?
+    /// The road its notifications take (`options.channel`).
+    let channel: Herald_V1_JobBatch.Channel
 
     /// A record's rendered payloads stay under this many bytes in all (Kafka's default largest
     /// message is 1 MB): a templated push's batches hold at most ``maximumTargets(templated:)``.
@@ -49,6 +51,12 @@ struct JobBatchFactory: Sendable {
         stamp = definition.recallOf == nil ? push.id : nil
         payload = Data(stamp.map { HeraldPayloadKey.stamped(definition.payload, pushID: $0) } ?? definition.payload)
         template = try definition.template.map { try PayloadTemplate(stored: $0) }
+        channel =
+            switch PushChannel(optionsJSON: definition.optionsJSON) {
+            case .auto: .auto
+            case .apns: .apns
+            case .online: .online
+            }
     }
 
     /// The factory of a wave that started at `start`: with the push's time to live (when it gave
@@ -76,6 +84,7 @@ struct JobBatchFactory: Sendable {
             priority: priority,
             expirationS: expiration, collapseID: collapseID, payload: payload, targets: [],
             createdAtMs: Int64(now.timeIntervalSince1970 * 1000))
+        batch.channel = channel
         let targets = cut.targets
         var payloadIndexes: [UInt32] = []
         if let template {

@@ -114,13 +114,17 @@ enum ConsoleScript {
             check();
           }
 
-          // Push detail: what the delivery policy left out, by reason.
+          // Push detail: the devices left out, never sent, by reason (the words of PushView.skipReasons).
+          var skipReasons = {
+            quiet_hours: "in their quiet hours (delivery policy)", capped: "at the frequency cap (delivery policy)",
+            offline: "not connected (an in-app only push)"
+          };
           function showSkipped(c) {
             var detail = $("#skipped-detail"); if (!detail) { return; }
             var byReason = c.skipped_by_reason || {};
             detail.hidden = !(c.skipped > 0);
-            detail.textContent = "Skipped by the app's delivery policy: " + Object.keys(byReason).sort().map(function (name) {
-              return (name === "quiet_hours" ? "in their quiet hours" : name === "capped" ? "at the frequency cap" : name) + " " + number(byReason[name]);
+            detail.textContent = "Skipped, never sent: " + Object.keys(byReason).sort().map(function (name) {
+              return (skipReasons[name] || name) + " " + number(byReason[name]);
             }).join(", ");
           }
 

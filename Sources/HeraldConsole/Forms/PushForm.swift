@@ -46,9 +46,12 @@ struct PushForm: Codable, Sendable, Equatable {
     var localDate: String?
     /// `skip` (empty: the default) or `hold`.
     var quietHours: String?
+    /// `auto` (empty: the default), `apns` or `online` (docs/gateway.md).
+    var channel: String?
 
     enum CodingKeys: String, CodingKey {
         case audience, environment, title, subtitle, body, badge, sound, category, silent, data, throttle, replaces
+        case channel
         case tagsAny = "tags_any"
         case tagsAll = "tags_all"
         case tagsNone = "tags_none"
@@ -127,6 +130,12 @@ struct PushForm: Codable, Sendable, Equatable {
                 throw Problem(field: "quiet_hours", message: "Quiet hours are skipped or held.")
             }
             options["quiet_hours"] = quietHours
+        }
+        if let channel = Self.text(channel) {
+            guard ["auto", "apns", "online"].contains(channel) else {
+                throw Problem(field: "channel", message: "The channel is automatic, APNs only or online only.")
+            }
+            options["channel"] = channel
         }
         if !options.isEmpty { json["options"] = options }
         do {

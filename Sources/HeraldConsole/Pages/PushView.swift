@@ -4,6 +4,12 @@ import HeraldAPIContract
 /// A push as the pushes list and the push page show it: counters as text, progress as a
 /// percentage, outcomes as chart segments.
 struct PushView {
+    /// What each skip reason means to an operator.
+    static let skipReasons = [
+        "quiet_hours": "in their quiet hours (delivery policy)", "capped": "at the frequency cap (delivery policy)",
+        "offline": "not connected (an in-app only push)",
+    ]
+
     var id: String
     var shortID: String
     var stateLabel: String
@@ -141,9 +147,9 @@ struct PushView {
                 : "") + " of \(target)"
         skippedDetail =
             counters.skipped > 0
-            ? "Skipped by the app's delivery policy: "
+            ? "Skipped, never sent: "
                 + counters.skippedByReason.additionalProperties.sorted { $0.key < $1.key }.map {
-                    "\($0.key == "quiet_hours" ? "in their quiet hours" : $0.key == "capped" ? "at the frequency cap" : $0.key) \(Self.number($0.value))"
+                    "\(Self.skipReasons[$0.key] ?? $0.key) \(Self.number($0.value))"
                 }.joined(separator: ", ")
             : nil
         let byReason = counters.rejectedByReason.additionalProperties.sorted {

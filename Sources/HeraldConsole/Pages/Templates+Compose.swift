@@ -104,6 +104,11 @@ extension ConsoleTemplates {
                     {{#quietHoursModes}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/quietHoursModes}}
                   </select>
                   {{#invalid.quiet_hours}}<div class="field-error">{{invalid.quiet_hours}}</div>{{/invalid.quiet_hours}}</div>
+                <div class="field{{#invalid.channel}} invalid{{/invalid.channel}}"><label for="channel">Channel</label>
+                  <select id="channel" name="channel">
+                    {{#channels}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/channels}}
+                  </select>
+                  {{#invalid.channel}}<div class="field-error">{{invalid.channel}}</div>{{/invalid.channel}}</div>
               </div>
               <div class="row">
                 <div class="field{{#invalid.local_time}} invalid{{/invalid.local_time}}"><label for="local_time">At a local time (HH:MM, each device's own time zone)</label>

@@ -8,6 +8,9 @@ public struct BatchOutcome: Sendable {
     public var acceptedDeviceIDs: [Int64]
     /// Devices that acknowledged the push over their long connection (never sent through APNs).
     public var deliveredOnlineDeviceIDs: [Int64]
+    /// Devices of an online-only push not connected, or not acknowledging in time: never sent,
+    /// counted skipped (``SkipReason/offline``).
+    public var offlineDeviceIDs: [Int64]
     public var failures: [Failure]
 
     public struct Failure: Sendable {
@@ -55,12 +58,13 @@ public struct BatchOutcome: Sendable {
 
     public init(
         pushID: UUID, sequence: Int, acceptedDeviceIDs: [Int64], deliveredOnlineDeviceIDs: [Int64] = [],
-        failures: [Failure]
+        offlineDeviceIDs: [Int64] = [], failures: [Failure]
     ) {
         self.pushID = pushID
         self.sequence = sequence
         self.acceptedDeviceIDs = acceptedDeviceIDs
         self.deliveredOnlineDeviceIDs = deliveredOnlineDeviceIDs
+        self.offlineDeviceIDs = offlineDeviceIDs
         self.failures = failures
     }
 }

@@ -75,12 +75,33 @@ public struct PushCounters: Sendable, Equatable {
     public var isComplete: Bool { targeted == accepted + deliveredOnline + rejected + expired + canceled + skipped }
 }
 
-/// Why the fan-out left a device of a campaign out (docs/delivery-policy.md).
+/// Why a targeted device was left out, never sent: by the fan-out for a campaign
+/// (docs/delivery-policy.md), or by a sender for an online-only push (docs/gateway.md).
 public enum SkipReason: String, Sendable, CaseIterable {
     /// The device already got the app's `max_pushes` campaigns in the cap's window.
     case capped
     /// It was the app's quiet hours in the device's time zone.
     case quietHours = "quiet_hours"
+    /// An online-only push (`options.channel` `online`): the device was not connected to a
+    /// gateway, or did not acknowledge in time.
+    case offline
+}
+
+/// The road a push takes to its devices (`options.channel`, docs/gateway.md).
+public enum PushChannel: String, Sendable, CaseIterable, Codable {
+    /// Over the device's long connection when it holds one, through APNs otherwise (the default).
+    case auto
+    /// Through APNs only.
+    case apns
+    /// Only to devices connected now (in-app messages); the rest skipped, reason `offline`.
+    case online
+
+    /// The channel a push's stored options (``NewPush/optionsJSON``) name: `auto` when they name
+    /// none, or cannot be read.
+    public init(optionsJSON: String) {
+        struct Options: Decodable { var channel: PushChannel? }
+        self = (try? JSONDecoder().decode(Options.self, from: Data(optionsJSON.utf8)))?.channel ?? .auto
+    }
 }
 
 /// A device a push did not reach.

@@ -80,6 +80,8 @@ public nonisolated struct Herald_V1_JobBatch: Sendable {
   /// push: every target gets `payload`.
   public var payloads: [Data] = []
 
+  public var channel: Herald_V1_JobBatch.Channel = .auto
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum PushType: SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -156,6 +158,53 @@ public nonisolated struct Herald_V1_JobBatch: Sendable {
 
   }
 
+  /// The road the push takes to its devices (`options.channel`, docs/gateway.md).
+  public nonisolated enum Channel: SwiftProtobuf.Enum, Swift.CaseIterable {
+    public typealias RawValue = Int
+
+    /// Over the device's long connection to a herald-gateway when it holds one (APNs when it does
+    /// not acknowledge in time), through APNs otherwise.
+    case auto // = 0
+
+    /// Through APNs only.
+    case apns // = 1
+
+    /// Only to devices connected now (an in-app message): nothing goes through APNs; a target not
+    /// connected, or not acknowledging in time, is reported in the outcome's `offline_device_ids`.
+    case online // = 2
+    case UNRECOGNIZED(Int)
+
+    public init() {
+      self = .auto
+    }
+
+    public init?(rawValue: Int) {
+      switch rawValue {
+      case 0: self = .auto
+      case 1: self = .apns
+      case 2: self = .online
+      default: self = .UNRECOGNIZED(rawValue)
+      }
+    }
+
+    public var rawValue: Int {
+      switch self {
+      case .auto: return 0
+      case .apns: return 1
+      case .online: return 2
+      case .UNRECOGNIZED(let i): return i
+      }
+    }
+
+    // The compiler won't synthesize support with the UNRECOGNIZED case.
+    public static let allCases: [Herald_V1_JobBatch.Channel] = [
+      .auto,
+      .apns,
+      .online,
+    ]
+
+  }
+
   public nonisolated struct Target: Sendable {
     // SwiftProtobuf.Message conformance is added in an extension below. See the
     // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -184,7 +233,7 @@ fileprivate nonisolated let _protobuf_package = "herald.v1"
 
 nonisolated extension Herald_V1_JobBatch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".JobBatch"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}schema_version\0\u{3}batch_id\0\u{3}push_id\0\u{3}app_id\0\u{1}sequence\0\u{1}environment\0\u{3}apns_topic\0\u{3}push_type\0\u{1}priority\0\u{3}expiration_s\0\u{3}collapse_id\0\u{1}payload\0\u{1}targets\0\u{3}created_at_ms\0\u{1}payloads\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}schema_version\0\u{3}batch_id\0\u{3}push_id\0\u{3}app_id\0\u{1}sequence\0\u{1}environment\0\u{3}apns_topic\0\u{3}push_type\0\u{1}priority\0\u{3}expiration_s\0\u{3}collapse_id\0\u{1}payload\0\u{1}targets\0\u{3}created_at_ms\0\u{1}payloads\0\u{1}channel\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -207,6 +256,7 @@ nonisolated extension Herald_V1_JobBatch: SwiftProtobuf.Message, SwiftProtobuf._
       case 13: try { try decoder.decodeRepeatedMessageField(value: &self.targets) }()
       case 14: try { try decoder.decodeSingularInt64Field(value: &self.createdAtMs) }()
       case 15: try { try decoder.decodeRepeatedBytesField(value: &self.payloads) }()
+      case 16: try { try decoder.decodeSingularEnumField(value: &self.channel) }()
       default: break
       }
     }
@@ -258,6 +308,9 @@ nonisolated extension Herald_V1_JobBatch: SwiftProtobuf.Message, SwiftProtobuf._
     if !self.payloads.isEmpty {
       try visitor.visitRepeatedBytesField(value: self.payloads, fieldNumber: 15)
     }
+    if self.channel != .auto {
+      try visitor.visitSingularEnumField(value: self.channel, fieldNumber: 16)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -277,6 +330,7 @@ nonisolated extension Herald_V1_JobBatch: SwiftProtobuf.Message, SwiftProtobuf._
     if lhs.targets != rhs.targets {return false}
     if lhs.createdAtMs != rhs.createdAtMs {return false}
     if lhs.payloads != rhs.payloads {return false}
+    if lhs.channel != rhs.channel {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -284,6 +338,10 @@ nonisolated extension Herald_V1_JobBatch: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Herald_V1_JobBatch.PushType: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0PUSH_TYPE_UNSPECIFIED\0\u{1}PUSH_TYPE_ALERT\0\u{1}PUSH_TYPE_BACKGROUND\0\u{1}PUSH_TYPE_VOIP\0\u{1}PUSH_TYPE_COMPLICATION\0\u{1}PUSH_TYPE_FILEPROVIDER\0\u{1}PUSH_TYPE_MDM\0\u{1}PUSH_TYPE_LIVEACTIVITY\0\u{1}PUSH_TYPE_LOCATION\0\u{1}PUSH_TYPE_PUSHTOTALK\0\u{1}PUSH_TYPE_WIDGETS\0\u{1}PUSH_TYPE_CONTROLS\0")
+}
+
+nonisolated extension Herald_V1_JobBatch.Channel: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CHANNEL_AUTO\0\u{1}CHANNEL_APNS\0\u{1}CHANNEL_ONLINE\0")
 }
 
 nonisolated extension Herald_V1_JobBatch.Target: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -56,6 +56,11 @@ public nonisolated struct Herald_V1_OutcomeBatch: Sendable {
   /// accepted_device_ids; a device is in exactly one of the lists and the failures.
   public var deliveredOnlineDeviceIds: [UInt64] = []
 
+  /// Devices of an online-only push (the batch's channel CHANNEL_ONLINE) that were not connected,
+  /// or did not acknowledge in time: never sent, counted skipped with the reason `offline`. Packed;
+  /// a device is in exactly one of the lists and the failures.
+  public var offlineDeviceIds: [UInt64] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum Status: SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -142,7 +147,7 @@ fileprivate nonisolated let _protobuf_package = "herald.v1"
 
 nonisolated extension Herald_V1_OutcomeBatch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OutcomeBatch"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}schema_version\0\u{3}batch_id\0\u{3}push_id\0\u{3}app_id\0\u{3}accepted_device_ids\0\u{1}failures\0\u{3}completed_at_ms\0\u{3}delivered_online_device_ids\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}schema_version\0\u{3}batch_id\0\u{3}push_id\0\u{3}app_id\0\u{3}accepted_device_ids\0\u{1}failures\0\u{3}completed_at_ms\0\u{3}delivered_online_device_ids\0\u{3}offline_device_ids\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -158,6 +163,7 @@ nonisolated extension Herald_V1_OutcomeBatch: SwiftProtobuf.Message, SwiftProtob
       case 6: try { try decoder.decodeRepeatedMessageField(value: &self.failures) }()
       case 7: try { try decoder.decodeSingularInt64Field(value: &self.completedAtMs) }()
       case 8: try { try decoder.decodeRepeatedUInt64Field(value: &self.deliveredOnlineDeviceIds) }()
+      case 9: try { try decoder.decodeRepeatedUInt64Field(value: &self.offlineDeviceIds) }()
       default: break
       }
     }
@@ -188,6 +194,9 @@ nonisolated extension Herald_V1_OutcomeBatch: SwiftProtobuf.Message, SwiftProtob
     if !self.deliveredOnlineDeviceIds.isEmpty {
       try visitor.visitPackedUInt64Field(value: self.deliveredOnlineDeviceIds, fieldNumber: 8)
     }
+    if !self.offlineDeviceIds.isEmpty {
+      try visitor.visitPackedUInt64Field(value: self.offlineDeviceIds, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -200,6 +209,7 @@ nonisolated extension Herald_V1_OutcomeBatch: SwiftProtobuf.Message, SwiftProtob
     if lhs.failures != rhs.failures {return false}
     if lhs.completedAtMs != rhs.completedAtMs {return false}
     if lhs.deliveredOnlineDeviceIds != rhs.deliveredOnlineDeviceIds {return false}
+    if lhs.offlineDeviceIds != rhs.offlineDeviceIds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -190,8 +190,10 @@ public struct PushRepository: Sendable {
         async throws
     {
         let reasons = try String(decoding: JSONEncoder().encode(delta.rejectedByReason), as: UTF8.self)
+        let skipped = try String(decoding: JSONEncoder().encode(delta.skippedByReason), as: UTF8.self)
         for try await _ in try await connection.execute(
-            AddToCountersStatement(pushID: pushID, delta: delta, reasonsJSON: reasons), logger: logger)
+            AddToCountersStatement(pushID: pushID, delta: delta, reasonsJSON: reasons, skippedJSON: skipped),
+            logger: logger)
         {}
     }
 
@@ -333,6 +335,8 @@ struct AddToCountersStatement: PostgresPreparedStatement {
             canceled = canceled + $6,
             tokens_invalidated = tokens_invalidated + $7,
             delivered_online = delivered_online + $9,
+            skipped = skipped + $10,
+            skipped_by_reason = herald_add_counts(skipped_by_reason, $11::text::jsonb),
             rejected_by_reason = (
                 SELECT COALESCE(jsonb_object_agg(key, total), '{}'::jsonb) FROM (
                     SELECT key, sum(value::bigint) AS total FROM (
@@ -350,9 +354,11 @@ struct AddToCountersStatement: PostgresPreparedStatement {
     /// The rejections by reason as a JSON object (bound as text and cast, as jsonb's binary form
     /// is not what postgres-nio sends for a String).
     let reasonsJSON: String
+    /// The skips by reason, likewise (an online-only push's `offline` devices).
+    let skippedJSON: String
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 9)
+        var bindings = PostgresBindings(capacity: 11)
         bindings.append(pushID)
         bindings.append(delta.targeted)
         bindings.append(delta.accepted)
@@ -362,6 +368,8 @@ struct AddToCountersStatement: PostgresPreparedStatement {
         bindings.append(delta.tokensInvalidated)
         bindings.append(reasonsJSON)
         bindings.append(delta.deliveredOnline)
+        bindings.append(delta.skipped)
+        bindings.append(skippedJSON)
         return bindings
     }
 

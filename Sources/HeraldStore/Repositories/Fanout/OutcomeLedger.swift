@@ -53,12 +53,18 @@ public struct OutcomeLedger: Sendable {
                 counted.append((outcome.pushID, sequence))
                 var delta = deltas[outcome.pushID] ?? PushCounters()
                 let reported =
-                    outcome.acceptedDeviceIDs.count + outcome.deliveredOnlineDeviceIDs.count + outcome.failures.count
+                    outcome.acceptedDeviceIDs.count + outcome.deliveredOnlineDeviceIDs.count
+                    + outcome.offlineDeviceIDs.count + outcome.failures.count
                 // A batch rebuilt after devices changed may hold fewer or more than first recorded:
                 // the outcome is the truth, so the counters keep adding up.
                 delta.targeted += Int64(reported) - Int64(targetCount)
                 delta.accepted += Int64(outcome.acceptedDeviceIDs.count)
                 delta.deliveredOnline += Int64(outcome.deliveredOnlineDeviceIDs.count)
+                if !outcome.offlineDeviceIDs.isEmpty {
+                    delta.skipped += Int64(outcome.offlineDeviceIDs.count)
+                    delta.skippedByReason[SkipReason.offline.rawValue, default: 0] += Int64(
+                        outcome.offlineDeviceIDs.count)
+                }
                 for failure in outcome.failures {
                     switch failure.status {
                     case .rejected:
