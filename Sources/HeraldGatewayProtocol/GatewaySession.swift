@@ -188,6 +188,15 @@ public struct GatewaySession<Ticket: Sendable>: Sendable {
         return .send(frame)
     }
 
+    /// A revoke for this connection's device (a recall, docs/gateway.md "Revoke"): its frame when
+    /// the connection is live, nil otherwise. A revoke is not acknowledged and holds no state.
+    public func revoke(_ revoke: GatewayRevoke) -> GatewayFrame? {
+        guard isLive else { return nil }
+        var frame = GatewayFrame()
+        frame.revoke = revoke
+        return frame
+    }
+
     /// The coarse clock ticked: the hello and idle timeouts, and the pushes whose ack is late.
     public mutating func tick(now: UInt64) -> Action {
         switch state {

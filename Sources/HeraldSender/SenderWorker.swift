@@ -293,14 +293,16 @@ public final class SenderWorker: Service, Sendable {
     /// Sends `batch` with its connected targets' pushes handed to their gateways (docs/gateway.md):
     /// the other targets go through APNs at once; the connected ones that did not acknowledge in
     /// time go through APNs after, with the same apns-id, so the phone shows one copy whichever
-    /// arrives. One outcome for the whole batch, as always.
+    /// arrives. A recall's batch hands connected targets a revoke frame instead (reached once
+    /// written). One outcome for the whole batch, as always.
     private func send(_ batch: PackedJobBatch, with client: APNsClient, urgent: Bool, online: OnlineRouter)
         async throws -> Herald_V1_OutcomeBatch
     {
         let connected = await online.connected(batch)
         guard !connected.isEmpty else { return try await sender.send(batch, with: client, urgent: urgent) }
         let connectedDevices = Set(connected.keys)
-        async let reached = online.deliver(JobBatchNotifications(batch), to: connected)
+        async let reached = online.deliver(
+            JobBatchNotifications(batch), to: connected, revoking: batch.header.revokesPushID)
         var outcome = try await sender.send(batch, with: client, urgent: urgent, skipping: connectedDevices)
         // Only devices of this batch that were offered count, whatever a gateway answers.
         let acknowledged = (await reached).intersection(connectedDevices)

@@ -8,8 +8,8 @@ Run by scripts/test-gateway.sh, which starts PostgreSQL and herald-api and passe
 Each test connects from its own loopback address (127.0.x.y), so the per-address limits of one
 test never touch another; the limits' own tests use fixed addresses.
 
-Not here yet: pushes, acknowledgements, revokes and the slow reader, which need the routing of
-pushes to the gateway (docs/gateway.md, "How Herald routes over it").
+Pushes, acknowledgements, revokes and the slow reader are driven through the gateway's delivery
+port (Schemas/gateway/deliveries.proto), as herald-sender drives it.
 """
 
 import asyncio
@@ -289,12 +289,16 @@ def delivery_token():
 
 
 def deliver(gateway, deliveries, token=None):
-    """POSTs a Deliveries message to the gateway's delivery port: (status, body)."""
+    """POSTs a Deliveries message to the gateway's delivery port: (status, body). Each delivery is
+    (device id, Push) or, for a recall, (device id, Revoke)."""
     message = pb_deliveries.Deliveries()
     for device_id, push in deliveries:
         item = message.deliveries.add()
         item.device_id = device_id
-        item.push.CopyFrom(push)
+        if isinstance(push, pb.Revoke):
+            item.revoke.CopyFrom(push)
+        else:
+            item.push.CopyFrom(push)
     request = urllib.request.Request(
         f"http://127.0.0.1:{gateway.delivery_port}/v1/deliveries", method="POST", data=message.SerializeToString(),
         headers={"Authorization": f"Bearer {token or delivery_token()}", "Content-Type": "application/x-protobuf"})
@@ -770,6 +774,25 @@ class Deliveries(GatewayCase):
         ack.ack.delivery = frame.push.delivery
         connection.send(ack)
         self.assertError(connection.receive(), "unknown_delivery", fatal=False)
+
+    def test_a_revoke_reaches_the_connection_unacknowledged_and_is_reported_written(self):
+        connection, device_id = self.connected_device()
+        revoke = pb.Revoke()
+        revoke.push_id = uuid.uuid4().bytes
+        revoke.collapse_id = "sale"
+        status, results = deliver(self.gateway, [(device_id, revoke)])
+        self.assertEqual((status, list(results.acknowledged_device_ids)), (200, [device_id]))
+        frame = connection.receive()
+        self.assertEqual(frame.WhichOneof("kind"), "revoke", frame)
+        self.assertEqual((frame.revoke.push_id, frame.revoke.collapse_id), (revoke.push_id, "sale"))
+        # A revoke takes no delivery number: the next push is still delivery 1.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(deliver, self.gateway, [(device_id, a_push())])
+            self.assertEqual(connection.receive().push.delivery, 1)
+            answer.result(timeout=30)
+        _, absent = self.register_device()
+        status, results = deliver(self.gateway, [(absent, revoke)])
+        self.assertEqual((status, list(results.acknowledged_device_ids)), (200, []), "not connected: not reached")
 
     def test_a_device_not_connected_is_not_reached(self):
         _, device_id = self.register_device()

@@ -84,6 +84,8 @@ struct FanoutPlanningTests {
         recall.definition.payload = Array(#"{"aps":{"content-available":1},"herald":{"revoke":"x"}}"#.utf8)
         let recalled = try Herald_V1_JobBatch.decodeRecord(try JobBatchFactory(push: recall).record(cut).value)
         #expect(Array(recalled.payload) == recall.definition.payload)
+        #expect(recalled.revokesPushID == recall.definition.recallOf?.recordBytes, "names the push it revokes")
+        #expect(batch.revokesPushID.isEmpty && batch.channel == .auto)
     }
 
     @Test("the herald key: added before the payload's closing brace, at most reservedBytes long")

@@ -8,7 +8,7 @@ import Synchronization
 @testable import HeraldGateway
 
 /// A device's long connection for tests: TLS to a herald-gateway, the hello, and then every push
-/// it receives kept (and acknowledged, when told to).
+/// it receives kept (and acknowledged, when told to), and every revoke.
 final class GatewayTestClient: Sendable {
     private let channel: Channel
     private let state: State
@@ -16,10 +16,12 @@ final class GatewayTestClient: Sendable {
     final class State: Sendable {
         let welcomed = Mutex<Bool>(false)
         let pushes = Mutex<[GatewayPush]>([])
+        let revokes = Mutex<[GatewayRevoke]>([])
         let errors = Mutex<[String]>([])
     }
 
     var pushes: [GatewayPush] { state.pushes.withLock { $0 } }
+    var revokes: [GatewayRevoke] { state.revokes.withLock { $0 } }
     var isWelcomed: Bool { state.welcomed.withLock { $0 } }
     var errors: [String] { state.errors.withLock { $0 } }
 
@@ -81,6 +83,8 @@ final class GatewayTestClient: Sendable {
                 var ack = GatewayFrame()
                 ack.ack = GatewayAck.with { $0.delivery = push.delivery }
                 context.writeAndFlush(wrapOutboundOut(ack), promise: nil)
+            case .revoke(let revoke)?:
+                state.revokes.withLock { $0.append(revoke) }
             case .error(let error)?:
                 state.errors.withLock { $0.append(error.code) }
             default:

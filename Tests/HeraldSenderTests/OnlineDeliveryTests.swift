@@ -18,7 +18,7 @@ import Testing
 @Suite("herald-sender and herald-gateway: connected devices get their push over the long connection")
 struct OnlineDeliveryTests {
     @Test(
-        "channel auto: a connected device that acknowledges is delivered_online and never sent to APNs, a silent one and one not connected go through APNs; channel apns: all through APNs; channel online: nothing through APNs, the rest skipped offline"
+        "channel auto: a connected device that acknowledges is delivered_online and never sent to APNs, a silent one and one not connected go through APNs; channel apns: all through APNs; channel online: nothing through APNs, the rest skipped offline; a recall: revoke frames to the connected, APNs to the rest"
     )
     func onlineFirstThenAPNs() async throws {
         try await withWorkerEnvironment(deliverable: 3) { environment in
@@ -98,17 +98,32 @@ struct OnlineDeliveryTests {
                 batch.channel = channel
                 batches[channel] = batch
             }
+            // And a recall of the auto push: connected devices get a revoke frame, the other APNs's recall.
+            let recallID = UUID()
+            try await environment.store(pushID: recallID)
+            let recall = Herald_V1_JobBatch.with {
+                $0 = Herald_V1_JobBatch(
+                    pushID: recallID.recordBytes, appID: environment.appID.recordBytes, sequence: 0,
+                    environment: .sandbox, apnsTopic: environment.bundleID, pushType: .background, priority: 5,
+                    expirationS: 0, collapseID: "sale-auto",
+                    payload: Data(#"{"aps":{"content-available":1},"herald":{"revoke":"recalled"}}"#.utf8),
+                    targets: zip(ids, 1...3).map {
+                        Herald_V1_JobBatch.Target(deviceID: UInt64($0), token: deviceToken($1))
+                    },
+                    createdAtMs: 0)
+                $0.revokesPushID = batches[.auto]!.pushID
+            }
             let producer = try KafkaProducer(
                 configuration: environment.configuration.kafka.producerConfiguration(clientID: "test-jobs"),
                 logger: environment.logger)
             try await producer.send(
-                try batches.values.map { batch in
+                try (Array(batches.values) + [recall]).map { batch in
                     KafkaProducerMessage(
                         topic: environment.jobsTopic, key: Array(batch.batchID), value: try batch.encodedRecord())
                 })
             await producer.shutdown()
 
-            let batchIDs = Set(batches.values.map(\.batchID))
+            let batchIDs = Set(batches.values.map(\.batchID) + [recall.batchID])
             let outcomes = try await withThrowingTaskGroup(of: [Data: Herald_V1_OutcomeBatch]?.self) { tasks in
                 tasks.addTask {
                     try await services.run()
@@ -160,6 +175,17 @@ struct OnlineDeliveryTests {
             #expect(online.acceptedDeviceIds.isEmpty && online.failures.isEmpty)
             #expect(pushes(acknowledging, .online) == 1 && pushes(silent, .online) == 1)
             #expect(sentToAPNs("online").isEmpty)
+
+            // The recall: a revoke naming the recalled push and its collapse id to both connected
+            // devices (written is reached: a revoke is not acknowledged), APNs's recall to the other.
+            let recalled = try #require(outcomes[recall.batchID])
+            #expect(recalled.deliveredOnlineDeviceIds == [device[0], device[1]].sorted())
+            #expect(recalled.acceptedDeviceIds == [device[2]] && recalled.failures.isEmpty)
+            for client in [acknowledging, silent] {
+                #expect(client.revokes.map(\.pushID) == [batches[.auto]!.pushID])
+                #expect(client.revokes.first?.collapseID == "sale-auto")
+            }
+            #expect(sentToAPNs("recalled") == [hex(deviceToken(3))])
             await acknowledging.close()
             await silent.close()
             await gatewayGroup.triggerGracefulShutdown()

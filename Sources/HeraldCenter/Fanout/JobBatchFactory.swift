@@ -32,6 +32,8 @@ struct JobBatchFactory: Sendable {
     let timeToLive: Int?
     /// The road its notifications take (`options.channel`).
     let channel: Herald_V1_JobBatch.Channel
+    /// A recall's: the recalled push's id (connected devices get a revoke frame naming it).
+    let revokes: Data
 
     /// A record's rendered payloads stay under this many bytes in all (Kafka's default largest
     /// message is 1 MB): a templated push's batches hold at most ``maximumTargets(templated:)``.
@@ -49,6 +51,7 @@ struct JobBatchFactory: Sendable {
         timeToLive = definition.timing?.timeToLiveSeconds
         collapseID = definition.collapseID
         stamp = definition.recallOf == nil ? push.id : nil
+        revokes = definition.recallOf?.recordBytes ?? Data()
         payload = Data(stamp.map { HeraldPayloadKey.stamped(definition.payload, pushID: $0) } ?? definition.payload)
         template = try definition.template.map { try PayloadTemplate(stored: $0) }
         channel =
@@ -85,6 +88,7 @@ struct JobBatchFactory: Sendable {
             expirationS: expiration, collapseID: collapseID, payload: payload, targets: [],
             createdAtMs: Int64(now.timeIntervalSince1970 * 1000))
         batch.channel = channel
+        batch.revokesPushID = revokes
         let targets = cut.targets
         var payloadIndexes: [UInt32] = []
         if let template {

@@ -46,18 +46,21 @@ final class ConnectionEnvironment: Sendable {
         loops[ObjectIdentifier(channel.eventLoop)]!
     }
 
-    /// Writes each delivery's push to its device's live connection here; the future holds the
-    /// devices that acknowledged theirs in time (within the ack timeout and one sweep). A device
-    /// not connected here is not reached, at once.
+    /// Writes each delivery's push (or a recall's revoke) to its device's live connection here;
+    /// the future holds the devices that acknowledged their push in time (within the ack timeout
+    /// and one sweep), or whose revoke was written. A device not connected here is not reached, at once.
     func deliver(_ deliveries: [GatewayDelivery], on eventLoop: EventLoop) -> EventLoopFuture<[Int64]> {
         var waits: [EventLoopFuture<Int64?>] = []
         for delivery in deliveries {
             guard let entry = directory.entry(delivery.deviceID) else { continue }
             let deviceID = delivery.deviceID
-            let push = delivery.push
             let acknowledged = entry.connection.eventLoop.flatSubmit {
                 let promise = entry.connection.eventLoop.makePromise(of: Bool.self)
-                entry.connection.value.deliver(push, acknowledged: promise)
+                if delivery.hasRevoke {
+                    entry.connection.value.revoke(delivery.revoke, written: promise)
+                } else {
+                    entry.connection.value.deliver(delivery.push, acknowledged: promise)
+                }
                 return promise.futureResult
             }
             waits.append(acknowledged.map { $0 ? deviceID : nil })

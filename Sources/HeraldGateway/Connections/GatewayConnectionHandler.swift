@@ -116,6 +116,21 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
                 now: EventLoopConnections.now()))
     }
 
+    /// Writes a recall's `revoke` to this connection; `written` gets whether it was written to the
+    /// socket (a revoke is not acknowledged). A connection not live, draining or not reading
+    /// answers false at once: the recall then goes through APNs.
+    func revoke(_ revoke: GatewayRevoke, written: EventLoopPromise<Bool>) {
+        guard !draining, let context, context.channel.isWritable, let frame = session.revoke(revoke) else {
+            written.succeed(false)
+            return
+        }
+        environment.metrics.revokesSent.add(1, ordering: .relaxed)
+        environment.metrics.framesSent.add(1, ordering: .relaxed)
+        let done = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(frame), promise: done)
+        done.futureResult.whenComplete { written.succeed((try? $0.get()) != nil) }
+    }
+
     /// What a push frame holds besides its payload, at most (push id, collapse id, push type,
     /// priority, expiry, delivery number and their tags).
     static let pushFrameOverhead = 256

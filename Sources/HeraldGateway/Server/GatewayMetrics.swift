@@ -20,6 +20,7 @@ final class GatewayMetrics: Sendable {
     let framesReceived = Atomic<Int>(0)
     let framesSent = Atomic<Int>(0)
     let pushesSent = Atomic<Int>(0)
+    let revokesSent = Atomic<Int>(0)
     let acknowledged = Atomic<Int>(0)
     let fallbacks = Atomic<Int>(0)
     let goaways = Atomic<Int>(0)
@@ -75,6 +76,7 @@ final class GatewayMetrics: Sendable {
         counter("herald_gateway_frames_received_total", "Frames read from clients.", framesReceived)
         counter("herald_gateway_frames_sent_total", "Frames written to clients.", framesSent)
         counter("herald_gateway_pushes_sent_total", "Pushes written to connections.", pushesSent)
+        counter("herald_gateway_revokes_sent_total", "Recalls' revokes written to connections.", revokesSent)
         counter("herald_gateway_pushes_acknowledged_total", "Pushes acknowledged by their device.", acknowledged)
         counter(
             "herald_gateway_fallbacks_total",

@@ -55,11 +55,23 @@ public nonisolated struct Herald_Gateway_Internal_V1_Delivery: Sendable {
   /// Clears the value of `push`. Subsequent reads from it will return its default value.
   public mutating func clearPush() {self._push = nil}
 
+  /// Instead of a push (a recall's batch): the revoke the client receives. It is not
+  /// acknowledged: it counts as reached once written to the device's live connection.
+  public var revoke: Herald_Gateway_V1_Revoke {
+    get {_revoke ?? Herald_Gateway_V1_Revoke()}
+    set {_revoke = newValue}
+  }
+  /// Returns true if `revoke` has been explicitly set.
+  public var hasRevoke: Bool {self._revoke != nil}
+  /// Clears the value of `revoke`. Subsequent reads from it will return its default value.
+  public mutating func clearRevoke() {self._revoke = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _push: Herald_Gateway_V1_Push? = nil
+  fileprivate var _revoke: Herald_Gateway_V1_Revoke? = nil
 }
 
 public nonisolated struct Herald_Gateway_Internal_V1_DeliveryResults: Sendable {
@@ -67,8 +79,9 @@ public nonisolated struct Herald_Gateway_Internal_V1_DeliveryResults: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// Devices that acknowledged their push within the ack timeout. Every other device of the
-  /// request was not reached (not connected here, not live, or no ack in time).
+  /// Devices that acknowledged their push within the ack timeout, or whose revoke was written to
+  /// their live connection. Every other device of the request was not reached (not connected here,
+  /// not live, no ack in time, or the write failed).
   public var acknowledgedDeviceIds: [Int64] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -112,7 +125,7 @@ nonisolated extension Herald_Gateway_Internal_V1_Deliveries: SwiftProtobuf.Messa
 
 nonisolated extension Herald_Gateway_Internal_V1_Delivery: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Delivery"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}push\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}device_id\0\u{1}push\0\u{1}revoke\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -122,6 +135,7 @@ nonisolated extension Herald_Gateway_Internal_V1_Delivery: SwiftProtobuf.Message
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularInt64Field(value: &self.deviceID) }()
       case 2: try { try decoder.decodeSingularMessageField(value: &self._push) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._revoke) }()
       default: break
       }
     }
@@ -138,12 +152,16 @@ nonisolated extension Herald_Gateway_Internal_V1_Delivery: SwiftProtobuf.Message
     try { if let v = self._push {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
     } }()
+    try { if let v = self._revoke {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Herald_Gateway_Internal_V1_Delivery, rhs: Herald_Gateway_Internal_V1_Delivery) -> Bool {
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs._push != rhs._push {return false}
+    if lhs._revoke != rhs._revoke {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

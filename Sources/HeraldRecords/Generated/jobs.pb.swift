@@ -28,59 +28,115 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
   typealias Version = _2
 }
 
-public nonisolated struct Herald_V1_JobBatch: Sendable {
+public nonisolated struct Herald_V1_JobBatch: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// Always 1 for this layout.
-  public var schemaVersion: UInt32 = 0
+  public var schemaVersion: UInt32 {
+    get {_storage._schemaVersion}
+    set {_uniqueStorage()._schemaVersion = newValue}
+  }
 
   /// Deterministic: push id (16 bytes) followed by the batch's sequence number (4 bytes, big
   /// endian), so a batch produced again after a center restart is recognised as the same one.
-  public var batchID: Data = Data()
+  public var batchID: Data {
+    get {_storage._batchID}
+    set {_uniqueStorage()._batchID = newValue}
+  }
 
-  public var pushID: Data = Data()
+  public var pushID: Data {
+    get {_storage._pushID}
+    set {_uniqueStorage()._pushID = newValue}
+  }
 
-  public var appID: Data = Data()
+  public var appID: Data {
+    get {_storage._appID}
+    set {_uniqueStorage()._appID = newValue}
+  }
 
-  public var sequence: UInt32 = 0
+  public var sequence: UInt32 {
+    get {_storage._sequence}
+    set {_uniqueStorage()._sequence = newValue}
+  }
 
   /// Where and how to send.
-  public var environment: Herald_V1_ApnsEnvironment = .unspecified
+  public var environment: Herald_V1_ApnsEnvironment {
+    get {_storage._environment}
+    set {_uniqueStorage()._environment = newValue}
+  }
 
   /// The apns-topic header (usually the bundle id, with the push type's suffix).
-  public var apnsTopic: String = String()
+  public var apnsTopic: String {
+    get {_storage._apnsTopic}
+    set {_uniqueStorage()._apnsTopic = newValue}
+  }
 
-  public var pushType: Herald_V1_JobBatch.PushType = .unspecified
+  public var pushType: Herald_V1_JobBatch.PushType {
+    get {_storage._pushType}
+    set {_uniqueStorage()._pushType = newValue}
+  }
 
   /// 10, 5 or 1.
-  public var priority: UInt32 = 0
+  public var priority: UInt32 {
+    get {_storage._priority}
+    set {_uniqueStorage()._priority = newValue}
+  }
 
   /// apns-expiration in seconds since 1970; 0 means deliver once or drop.
-  public var expirationS: Int64 = 0
+  public var expirationS: Int64 {
+    get {_storage._expirationS}
+    set {_uniqueStorage()._expirationS = newValue}
+  }
 
   /// apns-collapse-id: the push's, decided when it was accepted (the caller's, or the push id in
   /// lower case) and copied here by the center, so a batch delivered twice replaces rather than
   /// stacks on the phone. Senders send it as it is; empty means none.
-  public var collapseID: String = String()
+  public var collapseID: String {
+    get {_storage._collapseID}
+    set {_uniqueStorage()._collapseID = newValue}
+  }
 
   /// The APNs JSON payload, already rendered and size-checked (at most 4096 bytes, 5120 for voip).
-  public var payload: Data = Data()
+  public var payload: Data {
+    get {_storage._payload}
+    set {_uniqueStorage()._payload = newValue}
+  }
 
-  public var targets: [Herald_V1_JobBatch.Target] = []
+  public var targets: [Herald_V1_JobBatch.Target] {
+    get {_storage._targets}
+    set {_uniqueStorage()._targets = newValue}
+  }
 
   /// When the center produced this batch, in milliseconds since 1970.
-  public var createdAtMs: Int64 = 0
+  public var createdAtMs: Int64 {
+    get {_storage._createdAtMs}
+    set {_uniqueStorage()._createdAtMs = newValue}
+  }
 
   /// A templated push (docs/templates.md): the distinct payloads the center rendered for this
   /// batch's devices, each target naming its own by `payload_index`; `payload` is then unused.
   /// An empty entry is a render over APNs' size limit: the sender sends nothing to its targets and
   /// ends them rejected with Herald's reason `RenderedPayloadTooLarge`. Empty for every other
   /// push: every target gets `payload`.
-  public var payloads: [Data] = []
+  public var payloads: [Data] {
+    get {_storage._payloads}
+    set {_uniqueStorage()._payloads = newValue}
+  }
 
-  public var channel: Herald_V1_JobBatch.Channel = .auto
+  public var channel: Herald_V1_JobBatch.Channel {
+    get {_storage._channel}
+    set {_uniqueStorage()._channel = newValue}
+  }
+
+  /// A recall's batch: the id (16 bytes) of the push it recalls; empty for every other push. A
+  /// sender hands connected targets a gateway revoke frame naming it (and the collapse id) instead
+  /// of the recall push; the others get the recall push through APNs.
+  public var revokesPushID: Data {
+    get {_storage._revokesPushID}
+    set {_uniqueStorage()._revokesPushID = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -225,6 +281,8 @@ public nonisolated struct Herald_V1_JobBatch: Sendable {
   }
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -233,104 +291,177 @@ fileprivate nonisolated let _protobuf_package = "herald.v1"
 
 nonisolated extension Herald_V1_JobBatch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".JobBatch"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}schema_version\0\u{3}batch_id\0\u{3}push_id\0\u{3}app_id\0\u{1}sequence\0\u{1}environment\0\u{3}apns_topic\0\u{3}push_type\0\u{1}priority\0\u{3}expiration_s\0\u{3}collapse_id\0\u{1}payload\0\u{1}targets\0\u{3}created_at_ms\0\u{1}payloads\0\u{1}channel\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}schema_version\0\u{3}batch_id\0\u{3}push_id\0\u{3}app_id\0\u{1}sequence\0\u{1}environment\0\u{3}apns_topic\0\u{3}push_type\0\u{1}priority\0\u{3}expiration_s\0\u{3}collapse_id\0\u{1}payload\0\u{1}targets\0\u{3}created_at_ms\0\u{1}payloads\0\u{1}channel\0\u{3}revokes_push_id\0")
+
+  fileprivate class _StorageClass {
+    var _schemaVersion: UInt32 = 0
+    var _batchID: Data = Data()
+    var _pushID: Data = Data()
+    var _appID: Data = Data()
+    var _sequence: UInt32 = 0
+    var _environment: Herald_V1_ApnsEnvironment = .unspecified
+    var _apnsTopic: String = String()
+    var _pushType: Herald_V1_JobBatch.PushType = .unspecified
+    var _priority: UInt32 = 0
+    var _expirationS: Int64 = 0
+    var _collapseID: String = String()
+    var _payload: Data = Data()
+    var _targets: [Herald_V1_JobBatch.Target] = []
+    var _createdAtMs: Int64 = 0
+    var _payloads: [Data] = []
+    var _channel: Herald_V1_JobBatch.Channel = .auto
+    var _revokesPushID: Data = Data()
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _schemaVersion = source._schemaVersion
+      _batchID = source._batchID
+      _pushID = source._pushID
+      _appID = source._appID
+      _sequence = source._sequence
+      _environment = source._environment
+      _apnsTopic = source._apnsTopic
+      _pushType = source._pushType
+      _priority = source._priority
+      _expirationS = source._expirationS
+      _collapseID = source._collapseID
+      _payload = source._payload
+      _targets = source._targets
+      _createdAtMs = source._createdAtMs
+      _payloads = source._payloads
+      _channel = source._channel
+      _revokesPushID = source._revokesPushID
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.schemaVersion) }()
-      case 2: try { try decoder.decodeSingularBytesField(value: &self.batchID) }()
-      case 3: try { try decoder.decodeSingularBytesField(value: &self.pushID) }()
-      case 4: try { try decoder.decodeSingularBytesField(value: &self.appID) }()
-      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.sequence) }()
-      case 6: try { try decoder.decodeSingularEnumField(value: &self.environment) }()
-      case 7: try { try decoder.decodeSingularStringField(value: &self.apnsTopic) }()
-      case 8: try { try decoder.decodeSingularEnumField(value: &self.pushType) }()
-      case 9: try { try decoder.decodeSingularUInt32Field(value: &self.priority) }()
-      case 10: try { try decoder.decodeSingularInt64Field(value: &self.expirationS) }()
-      case 11: try { try decoder.decodeSingularStringField(value: &self.collapseID) }()
-      case 12: try { try decoder.decodeSingularBytesField(value: &self.payload) }()
-      case 13: try { try decoder.decodeRepeatedMessageField(value: &self.targets) }()
-      case 14: try { try decoder.decodeSingularInt64Field(value: &self.createdAtMs) }()
-      case 15: try { try decoder.decodeRepeatedBytesField(value: &self.payloads) }()
-      case 16: try { try decoder.decodeSingularEnumField(value: &self.channel) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt32Field(value: &_storage._schemaVersion) }()
+        case 2: try { try decoder.decodeSingularBytesField(value: &_storage._batchID) }()
+        case 3: try { try decoder.decodeSingularBytesField(value: &_storage._pushID) }()
+        case 4: try { try decoder.decodeSingularBytesField(value: &_storage._appID) }()
+        case 5: try { try decoder.decodeSingularUInt32Field(value: &_storage._sequence) }()
+        case 6: try { try decoder.decodeSingularEnumField(value: &_storage._environment) }()
+        case 7: try { try decoder.decodeSingularStringField(value: &_storage._apnsTopic) }()
+        case 8: try { try decoder.decodeSingularEnumField(value: &_storage._pushType) }()
+        case 9: try { try decoder.decodeSingularUInt32Field(value: &_storage._priority) }()
+        case 10: try { try decoder.decodeSingularInt64Field(value: &_storage._expirationS) }()
+        case 11: try { try decoder.decodeSingularStringField(value: &_storage._collapseID) }()
+        case 12: try { try decoder.decodeSingularBytesField(value: &_storage._payload) }()
+        case 13: try { try decoder.decodeRepeatedMessageField(value: &_storage._targets) }()
+        case 14: try { try decoder.decodeSingularInt64Field(value: &_storage._createdAtMs) }()
+        case 15: try { try decoder.decodeRepeatedBytesField(value: &_storage._payloads) }()
+        case 16: try { try decoder.decodeSingularEnumField(value: &_storage._channel) }()
+        case 17: try { try decoder.decodeSingularBytesField(value: &_storage._revokesPushID) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if self.schemaVersion != 0 {
-      try visitor.visitSingularUInt32Field(value: self.schemaVersion, fieldNumber: 1)
-    }
-    if !self.batchID.isEmpty {
-      try visitor.visitSingularBytesField(value: self.batchID, fieldNumber: 2)
-    }
-    if !self.pushID.isEmpty {
-      try visitor.visitSingularBytesField(value: self.pushID, fieldNumber: 3)
-    }
-    if !self.appID.isEmpty {
-      try visitor.visitSingularBytesField(value: self.appID, fieldNumber: 4)
-    }
-    if self.sequence != 0 {
-      try visitor.visitSingularUInt32Field(value: self.sequence, fieldNumber: 5)
-    }
-    if self.environment != .unspecified {
-      try visitor.visitSingularEnumField(value: self.environment, fieldNumber: 6)
-    }
-    if !self.apnsTopic.isEmpty {
-      try visitor.visitSingularStringField(value: self.apnsTopic, fieldNumber: 7)
-    }
-    if self.pushType != .unspecified {
-      try visitor.visitSingularEnumField(value: self.pushType, fieldNumber: 8)
-    }
-    if self.priority != 0 {
-      try visitor.visitSingularUInt32Field(value: self.priority, fieldNumber: 9)
-    }
-    if self.expirationS != 0 {
-      try visitor.visitSingularInt64Field(value: self.expirationS, fieldNumber: 10)
-    }
-    if !self.collapseID.isEmpty {
-      try visitor.visitSingularStringField(value: self.collapseID, fieldNumber: 11)
-    }
-    if !self.payload.isEmpty {
-      try visitor.visitSingularBytesField(value: self.payload, fieldNumber: 12)
-    }
-    if !self.targets.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.targets, fieldNumber: 13)
-    }
-    if self.createdAtMs != 0 {
-      try visitor.visitSingularInt64Field(value: self.createdAtMs, fieldNumber: 14)
-    }
-    if !self.payloads.isEmpty {
-      try visitor.visitRepeatedBytesField(value: self.payloads, fieldNumber: 15)
-    }
-    if self.channel != .auto {
-      try visitor.visitSingularEnumField(value: self.channel, fieldNumber: 16)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      if _storage._schemaVersion != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._schemaVersion, fieldNumber: 1)
+      }
+      if !_storage._batchID.isEmpty {
+        try visitor.visitSingularBytesField(value: _storage._batchID, fieldNumber: 2)
+      }
+      if !_storage._pushID.isEmpty {
+        try visitor.visitSingularBytesField(value: _storage._pushID, fieldNumber: 3)
+      }
+      if !_storage._appID.isEmpty {
+        try visitor.visitSingularBytesField(value: _storage._appID, fieldNumber: 4)
+      }
+      if _storage._sequence != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._sequence, fieldNumber: 5)
+      }
+      if _storage._environment != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._environment, fieldNumber: 6)
+      }
+      if !_storage._apnsTopic.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._apnsTopic, fieldNumber: 7)
+      }
+      if _storage._pushType != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._pushType, fieldNumber: 8)
+      }
+      if _storage._priority != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._priority, fieldNumber: 9)
+      }
+      if _storage._expirationS != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._expirationS, fieldNumber: 10)
+      }
+      if !_storage._collapseID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._collapseID, fieldNumber: 11)
+      }
+      if !_storage._payload.isEmpty {
+        try visitor.visitSingularBytesField(value: _storage._payload, fieldNumber: 12)
+      }
+      if !_storage._targets.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._targets, fieldNumber: 13)
+      }
+      if _storage._createdAtMs != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._createdAtMs, fieldNumber: 14)
+      }
+      if !_storage._payloads.isEmpty {
+        try visitor.visitRepeatedBytesField(value: _storage._payloads, fieldNumber: 15)
+      }
+      if _storage._channel != .auto {
+        try visitor.visitSingularEnumField(value: _storage._channel, fieldNumber: 16)
+      }
+      if !_storage._revokesPushID.isEmpty {
+        try visitor.visitSingularBytesField(value: _storage._revokesPushID, fieldNumber: 17)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Herald_V1_JobBatch, rhs: Herald_V1_JobBatch) -> Bool {
-    if lhs.schemaVersion != rhs.schemaVersion {return false}
-    if lhs.batchID != rhs.batchID {return false}
-    if lhs.pushID != rhs.pushID {return false}
-    if lhs.appID != rhs.appID {return false}
-    if lhs.sequence != rhs.sequence {return false}
-    if lhs.environment != rhs.environment {return false}
-    if lhs.apnsTopic != rhs.apnsTopic {return false}
-    if lhs.pushType != rhs.pushType {return false}
-    if lhs.priority != rhs.priority {return false}
-    if lhs.expirationS != rhs.expirationS {return false}
-    if lhs.collapseID != rhs.collapseID {return false}
-    if lhs.payload != rhs.payload {return false}
-    if lhs.targets != rhs.targets {return false}
-    if lhs.createdAtMs != rhs.createdAtMs {return false}
-    if lhs.payloads != rhs.payloads {return false}
-    if lhs.channel != rhs.channel {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._schemaVersion != rhs_storage._schemaVersion {return false}
+        if _storage._batchID != rhs_storage._batchID {return false}
+        if _storage._pushID != rhs_storage._pushID {return false}
+        if _storage._appID != rhs_storage._appID {return false}
+        if _storage._sequence != rhs_storage._sequence {return false}
+        if _storage._environment != rhs_storage._environment {return false}
+        if _storage._apnsTopic != rhs_storage._apnsTopic {return false}
+        if _storage._pushType != rhs_storage._pushType {return false}
+        if _storage._priority != rhs_storage._priority {return false}
+        if _storage._expirationS != rhs_storage._expirationS {return false}
+        if _storage._collapseID != rhs_storage._collapseID {return false}
+        if _storage._payload != rhs_storage._payload {return false}
+        if _storage._targets != rhs_storage._targets {return false}
+        if _storage._createdAtMs != rhs_storage._createdAtMs {return false}
+        if _storage._payloads != rhs_storage._payloads {return false}
+        if _storage._channel != rhs_storage._channel {return false}
+        if _storage._revokesPushID != rhs_storage._revokesPushID {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

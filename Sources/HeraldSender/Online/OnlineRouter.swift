@@ -88,10 +88,13 @@ public final class OnlineRouter: Service, Sendable {
     }
 
     /// Hands the pushes of the `connected` targets of `notifications` to their gateways, and
-    /// returns those acknowledged in time.
-    func deliver(_ notifications: JobBatchNotifications, to connected: [Int64: GatewayPresenceRepository.Route])
-        async -> Set<Int64>
-    {
+    /// returns those acknowledged in time. A recall's batch (`revoking` the id of the push it
+    /// recalls) hands them a revoke naming that push and the collapse id instead, and returns
+    /// those it was written to.
+    func deliver(
+        _ notifications: JobBatchNotifications, to connected: [Int64: GatewayPresenceRepository.Route],
+        revoking: Data = Data()
+    ) async -> Set<Int64> {
         var byAddress: [String: GatewayDeliveries] = [:]
         let shared = notifications.shared
         for index in 0..<notifications.count {
@@ -99,6 +102,12 @@ public final class OnlineRouter: Service, Sendable {
             guard let route = connected[deviceID], notifications.problem(at: index) == nil else { continue }
             var delivery = GatewayDelivery()
             delivery.deviceID = deviceID
+            if !revoking.isEmpty {
+                delivery.revoke.pushID = revoking
+                delivery.revoke.collapseID = shared.collapseID ?? ""
+                byAddress[route.deliveryAddress, default: GatewayDeliveries()].deliveries.append(delivery)
+                continue
+            }
             delivery.push.pushID = notifications.pushID.recordBytes
             delivery.push.collapseID = shared.collapseID ?? ""
             delivery.push.payload = Data(notifications.payload(at: index).readableBytesView)
