@@ -331,7 +331,7 @@ let package = Package(
             name: "HeraldAdminCLI",
             dependencies: [
                 "HeraldCLI", "HeraldAPIContract", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldTiming",
-                "HeraldRecords", "HeraldDomain", "HeraldStore", "HeraldAPNs", "HeraldAPNsVocabulary",
+                "HeraldRecords", "HeraldDomain", "HeraldStore", "HeraldAPNs", "HeraldAPNsVocabulary", "APNsSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),

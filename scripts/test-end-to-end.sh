@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # End-to-end and failure tests on real processes: `herald dev up` (PostgreSQL, the development
-# broker, apns-sim, herald-api, herald-center, two senders), 100,000 simulated devices, then
+# broker, apns-sim, herald-api, herald-center, two gateways behind HAProxy, two senders), 100,000
+# simulated devices (8,000 of them phones on the long connection in the online test), then
 # pushes while processes are killed, PostgreSQL and the broker are stopped and apns-sim answers
 # 503. Every push is checked with `herald dev verify` (counters add up; apns-sim received
 # exactly the accepted devices). Run by `make test`.
 #
-#   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast sender-kill center-kill
+#   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast online sender-kill center-kill
 #                                                   #        postgres-outage broker-restart apns-outage
 #                                                   #        device-counts segments templates delivery-policy local-time schedules webhooks
 #                                                   #        metrics prometheus
@@ -20,7 +21,7 @@ herald=$bin/herald
 export HERALD_DEV_DIR=$(pwd)/.local/e2e
 devices=${E2E_DEVICES:-100000}
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(broadcast sender-kill center-kill postgres-outage broker-restart apns-outage device-counts segments templates delivery-policy local-time schedules webhooks metrics prometheus dashboard console secrets)
+[ ${#tests[@]} -gt 0 ] || tests=(broadcast online sender-kill center-kill postgres-outage broker-restart apns-outage device-counts segments templates delivery-policy local-time schedules webhooks metrics prometheus dashboard console secrets)
 
 # The stack's settings for these tests: a notification is tried up to 20 times with back-off
 # capped at 5 s (a 30 s APNs outage outlasts the default 8 attempts' back-off). `herald dev up`
@@ -49,7 +50,7 @@ scale = {"m": 5, "h": 300}
 text = open(sys.argv[1]).read()
 print(re.sub(r"for: (\d+)([mh])$", lambda m: f"for: {int(m[1]) * scale[m[2]]}s", text, flags=re.M), end="")
 ' Deploy/prometheus/herald-rules.yml >"$rules"
-"$herald" dev up --senders 2 --api-port 0 --bin-dir "$bin" --prometheus-rules "$rules" || { echo "the stack did not start"; exit 1; }
+"$herald" dev up --senders 2 --gateways 2 --api-port 0 --gateway-port 0 --bin-dir "$bin" --prometheus-rules "$rules" || { echo "the stack did not start"; exit 1; }
 eval "$("$herald" dev env)"
 sim_admin=$HERALD_DEV_APNS_SIM_ADMIN
 
@@ -101,6 +102,122 @@ test_broadcast() {
   reset_sim
   local push; push=$(push_all "A broadcast to $devices devices") || { fail "push refused"; return; }
   wait_completed "$push" 300 && verify "$push"
+}
+
+# The long connection (docs/gateway.md): 8,000 deliverable devices without an alias connect as
+# phones in the foreground (Benchmarks/Gateway/phones.py, a Python client; every tenth does not
+# acknowledge) through HAProxy to the stack's two gateways. A broadcast reaches each acknowledging
+# phone exactly once over its connection (delivered_online), everyone else — the silent phones
+# too — through apns-sim, and `herald dev verify` adds it up. A second broadcast loses gateway-1
+# to SIGKILL halfway: its phones reconnect through the proxy with back-off, and every phone gets
+# the push by one road or the other, each copy carrying its push id. A recall of the first
+# reaches every connected phone as a revoke frame. (8,000, not more: a process here may hold
+# 20,000 descriptors, and HAProxy holds two a connection.)
+test_online() {
+  reset_sim
+  local key state=$HERALD_DEV_DIR/phones online=8000 phones first second recall
+  scripts/python-venv.sh .local/venv Tests/ExternalClients/requirements.txt "protobuf, grpcio-tools" >/dev/null ||
+    { fail "online: no Python venv for the phones"; return; }
+  key=$("$herald" app keys create --kind client --name phones --json |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["key"])') || { fail "online: no client key"; return; }
+  python3 - "$HERALD_DEV_DIR/devices.ndjson" "$online" >"$HERALD_DEV_DIR/online.ndjson" <<'PY'
+import json, sys
+wanted, count = int(sys.argv[2]), 0
+for line in open(sys.argv[1]):
+    device = json.loads(line)
+    if device["token"].startswith(("dead", "badd")) or "alias" in device:
+        continue
+    print(line, end="")
+    count += 1
+    if count == wanted:
+        break
+PY
+  rm -rf "$state"
+  .local/venv/bin/python Benchmarks/Gateway/phones.py --devices "$HERALD_DEV_DIR/online.ndjson" --key "$key" \
+    --address "$HERALD_DEV_GATEWAY" --ca "$HERALD_DEV_GATEWAY_CA" --state "$state" --silent-every 10 \
+    >"$HERALD_DEV_DIR/logs/phones.log" 2>&1 &
+  phones=$!
+  live() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("live", 0))' "$state/status.json" 2>/dev/null || echo 0; }
+  wait_live() {
+    local start=$SECONDS
+    until [ "$(live)" -ge "$online" ]; do
+      [ $((SECONDS - start)) -lt "$1" ] || { fail "online: $(live) of $online phones connected after $1 s"; return 1; }
+      sleep 0.5
+    done
+  }
+  if ! wait_live 240; then kill -TERM "$phones"; wait "$phones"; return; fi
+  log "$online phones connected through HAProxy to two gateways"
+
+  first=$(push_all "Online first") || { fail "online: push refused"; kill -TERM "$phones"; return; }
+  wait_completed "$first" 300 && verify "$first"
+  second=$(push_all "Through a gateway that dies" --rate 20000) || { fail "online: push refused"; kill -TERM "$phones"; return; }
+  wait_done_at_least "$second" 30000 120 || fail "online: no progress before the gateway's kill"
+  "$herald" dev stop herald-gateway-1 --kill
+  log "killed herald-gateway-1 at $(field "$second" done) notifications accounted"
+  wait_completed "$second" 300 && verify --allow-duplicates "$second"
+  "$herald" dev start herald-gateway-1 >/dev/null || fail "online: herald-gateway-1 did not start again"
+  wait_live 120
+  recall=$("$herald" push recall "$first" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+  wait_completed "$recall" 120
+  kill -TERM "$phones"; wait "$phones"
+
+  local report
+  if report=$(python3 - "$state/report.json" "$sim_admin" "$first" "$second" "$recall" "$herald" 2>&1 <<'PY'
+import json, subprocess, sys, urllib.request
+report, sim, first, second, recall, herald = sys.argv[1:]
+phones = json.load(open(report))["phones"]
+tokens = list(phones)
+silent = {token for index, token in enumerate(tokens) if index % 10 == 0}
+def counters(push):
+    return json.loads(subprocess.run([herald, "push", "status", push, "--json"], capture_output=True, text=True).stdout)["counters"]
+def over_connection(token, push):
+    return [entry for entry in phones[token]["pushes"] if entry[0] == push]
+# Every copy names its push, on either road.
+unmarked = [token[:8] for token in tokens for entry in phones[token]["pushes"] if entry[0] != entry[1]]
+if unmarked:
+    sys.exit(f"{len(unmarked)} pushes over a connection carry another herald.push_id, e.g. {unmarked[:3]}")
+apns = {}
+with urllib.request.urlopen(f"{sim}/notifications", timeout=60) as answer:
+    for line in answer:
+        if line.strip():
+            entry = json.loads(line)
+            push = json.loads(entry["payload"]).get("herald", {}).get("push_id")
+            apns.setdefault(push, []).append(entry["token"])
+# The first broadcast: each acknowledging phone once over its connection and never through APNs;
+# the silent ones through APNs as well.
+acknowledging = [token for token in tokens if token not in silent]
+wrong = [token[:8] for token in acknowledging if len(over_connection(token, first)) != 1]
+if wrong:
+    sys.exit(f"{len(wrong)} acknowledging phones did not get the first push exactly once over their connection, e.g. {wrong[:3]}")
+twice = set(acknowledging) & set(apns.get(first, []))
+if twice:
+    sys.exit(f"{len(twice)} phones that acknowledged the first push got it through APNs too")
+missing = [token[:8] for token in silent if token not in apns.get(first, [])]
+if missing:
+    sys.exit(f"{len(missing)} silent phones never got the first push through APNs, e.g. {missing[:3]}")
+online = counters(first)["delivered_online"]
+if online != len(acknowledging):
+    sys.exit(f"the first push counts {online} delivered_online; {len(acknowledging)} phones acknowledged it")
+# The broadcast across the gateway's death: nothing lost.
+lost = [token[:8] for token in tokens if not over_connection(token, second) and token not in apns.get(second, [])]
+if lost:
+    sys.exit(f"{len(lost)} phones got the second push by neither road, e.g. {lost[:3]}")
+both = sum(1 for token in tokens if over_connection(token, second) and token in apns.get(second, []))
+# The recall: a revoke to every connected phone.
+unrevoked = [token[:8] for token in tokens if first not in phones[token]["revokes"]]
+if unrevoked:
+    sys.exit(f"{len(unrevoked)} connected phones got no revoke of the first push, e.g. {unrevoked[:3]}")
+second_counters, recall_counters = counters(second), counters(recall)
+print(f"the first broadcast reached {online} phones over their connections once each (and {len(silent)} silent ones "
+      f"through APNs); across gateway-1's SIGKILL all {len(tokens)} phones got the second one "
+      f"({second_counters['delivered_online']} online, {both} by both roads, shown once by push id); "
+      f"the recall revoked it on all {len(tokens)} over their connections ({recall_counters['delivered_online']} online)")
+PY
+  ); then
+    log "✔ online: $report"
+  else
+    fail "online: $report"
+  fi
 }
 
 test_sender-kill() {
@@ -767,9 +884,7 @@ test_prometheus() {
   if report=$(python3 - "$HERALD_DEV_PROMETHEUS" Deploy/prometheus/herald-rules.yml <<'PY'
 import json, re, sys, urllib.parse, urllib.request
 base, rules = sys.argv[1], sys.argv[2]
-# The dev stack runs no herald-gateway yet: its metrics are checked by the gateway's own suite.
-names = sorted(n for n in set(re.findall(r"\bherald_[a-z0-9_]+", open(rules).read()))
-               - {"herald_apns_certificate_expiry_timestamp_seconds"} if not n.startswith("herald_gateway_"))
+names = sorted(set(re.findall(r"\bherald_[a-z0-9_]+", open(rules).read())) - {"herald_apns_certificate_expiry_timestamp_seconds"})
 def query(expression):
     url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": expression})
     return json.load(urllib.request.urlopen(url, timeout=5))["data"]["result"]

@@ -8,7 +8,8 @@ import HeraldTiming
 struct DevUpCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "up",
-        abstract: "Start PostgreSQL, the development broker, apns-sim, herald-api, herald-center and the senders.",
+        abstract:
+            "Start PostgreSQL, the development broker, apns-sim, herald-api, herald-center, the gateway and the senders.",
         discussion: """
             Each is a child process with its log in <dir>/logs; the command returns once all are ready \
             and prints their addresses. Settings in this shell's HERALD_* variables (say \
@@ -19,6 +20,15 @@ struct DevUpCommand: AsyncParsableCommand {
     @Option(help: "herald-sender processes.") var senders: Int = 2
     @Option(help: "herald-api processes; more than one run behind HAProxy on the API port.") var apis: Int = 1
     @Option(help: "herald-center processes.") var centers: Int = 1
+    @Option(
+        help:
+            "herald-gateway processes (the long connection; 0: none); more than one run behind HAProxy in TCP mode on the gateway port."
+    )
+    var gateways: Int = 1
+    @Option(
+        name: .customLong("gateway-port"),
+        help: "Where apps connect to the gateway (a free one if taken; 0 always picks a free one).")
+    var gatewayPort: Int = 7443
     @Option(name: .customLong("api-port"), help: "herald-api's port (a free one if taken; 0 always picks a free one).")
     var apiPort: Int = 8080
     @Option(name: .customLong("bin-dir"), help: "Where the executables are (default: beside this one).")
@@ -40,6 +50,7 @@ struct DevUpCommand: AsyncParsableCommand {
         guard (1...8).contains(apis), (1...8).contains(centers) else {
             throw ValidationError("--apis and --centers are 1 to 8")
         }
+        guard (0...8).contains(gateways) else { throw ValidationError("--gateways is 0 to 8") }
         guard ["full", "counts"].contains(apnsSimRecord) else {
             throw ValidationError("--apns-sim-record is full or counts")
         }
@@ -51,7 +62,8 @@ struct DevUpCommand: AsyncParsableCommand {
         let started = ContinuousClock.now
         let stack = try await DevStackLauncher(
             directory: dir.path, binDirectory: bin, senders: senders, apiPort: apiPort, apis: apis,
-            centers: centers, apnsSimRecord: apnsSimRecord, prometheus: prometheus || !prometheusRules.isEmpty,
+            centers: centers, apnsSimRecord: apnsSimRecord, gateways: gateways, gatewayPort: gatewayPort,
+            prometheus: prometheus || !prometheusRules.isEmpty,
             prometheusRules: prometheusRules
         ).up()
         print(
@@ -112,6 +124,9 @@ struct DevStatusCommand: AsyncParsableCommand {
             "apns-sim        https://127.0.0.1:\(stack.apnsSim.port)  admin http://127.0.0.1:\(stack.apnsSim.adminPort)"
         )
         print("Kafka           \(stack.kafkaBrokers)")
+        if let gateway = stack.gatewayAddress {
+            print("herald-gateway  tls://\(gateway)  (trust \(stack.gatewayCertificate ?? "-"))")
+        }
         for (name, url) in stack.metricsURLs.sorted(by: { $0.key < $1.key }) { print("metrics         \(name) \(url)") }
     }
 }
@@ -136,6 +151,11 @@ struct DevEnvCommand: AsyncParsableCommand {
         print(
             "export HERALD_DEV_APNS_PROVIDER_TOKEN=\(key.providerToken(issuedAt: Int64(Date().timeIntervalSince1970)))")
         if let prometheus = stack.prometheusURL { print("export HERALD_DEV_PROMETHEUS=\(prometheus)") }
+        // Where the app's long connection goes, and the development certificate to trust there.
+        if let gateway = stack.gatewayAddress {
+            print("export HERALD_DEV_GATEWAY=\(gateway)")
+            print("export HERALD_DEV_GATEWAY_CA=\(stack.gatewayCertificate ?? "")")
+        }
     }
 }
 
@@ -145,7 +165,8 @@ struct DevStopCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stop",
         abstract:
-            "Stop one process of the stack (postgres, kafka, apns-sim, herald-api, herald-center, herald-sender-N).")
+            "Stop one process of the stack (postgres, kafka, apns-sim, herald-api, herald-center, herald-gateway, herald-sender-N)."
+    )
 
     @OptionGroup var dir: DevDirectoryOption
     @Argument(help: "The process's name (as `herald dev status` lists it).") var name: String

@@ -1,3 +1,4 @@
+import APNsSimulator
 import Crypto
 import Foundation
 import HeraldCLI
@@ -7,7 +8,7 @@ import Logging
 import PostgresNIO
 
 /// Brings the development stack up in order (PostgreSQL, the broker, apns-sim, herald-api,
-/// herald-center, the senders), each awaited before the next, and down in reverse.
+/// herald-center, the gateways, the senders), each awaited before the next, and down in reverse.
 ///
 /// Every service can run several times: `apis` herald-api processes behind HAProxy (Debian's,
 /// round robin, health-checked on `/readyz`, retrying a request whose process died) on the API
@@ -21,6 +22,9 @@ struct DevStackLauncher {
     var apis = 1
     var centers = 1
     var apnsSimRecord = "full"
+    /// herald-gateway processes (0: none); more than one run behind HAProxy in TCP mode.
+    var gateways = 1
+    var gatewayPort = 7443
     /// Start Debian's Prometheus scraping every process (`--prometheus`), with these rule files.
     var prometheus = false
     var prometheusRules: [String] = []
@@ -32,7 +36,8 @@ struct DevStackLauncher {
     static let services = ["herald-kafka-dev", "apns-sim", "herald-api", "herald-center", "herald-sender"]
 
     func up() async throws -> DevStack {
-        for binary in Self.services where !FileManager.default.isExecutableFile(atPath: "\(binDirectory)/\(binary)") {
+        for binary in Self.services + (gateways > 0 ? ["herald-gateway"] : [])
+        where !FileManager.default.isExecutableFile(atPath: "\(binDirectory)/\(binary)") {
             throw CLIError("\(binDirectory)/\(binary) not found: build it (`swift build -c release`) or pass --bin-dir")
         }
         if let existing = try? DevStack.load(from: directory) {
@@ -175,6 +180,8 @@ struct DevStackLauncher {
             say("  ✔ \(name.padding(toLength: 16, withPad: " ", startingAt: 0))metrics \(stack.metricsURLs[name]!)")
         }
 
+        if gateways > 0 { try await startGateways(&stack, environment: services) }
+
         // The senders, pointed at apns-sim for both environments.
         for index in 1...max(senders, 1) {
             let name = "herald-sender-\(index)"
@@ -244,6 +251,115 @@ struct DevStackLauncher {
         )
     }
 
+    /// The long-connection gateways: one on the gateway port, or several behind HAProxy (TCP mode,
+    /// least connections) there, all with one development TLS identity (`<dir>/gateway.crt`, a
+    /// self-signed certificate for localhost and 127.0.0.1, made like apns-sim's). Behind the
+    /// proxy every connection comes from the proxy's address, so the per-source connection rate
+    /// and failed-hello throttle are raised here (an installation keeps the clients' addresses
+    /// instead: Deploy/README.md).
+    private func startGateways(_ stack: inout DevStack, environment: [String: String]) async throws {
+        let (identity, keyPEM) = try SimulatorIdentity.selfSigned()
+        let certificate = stack.directory + "/gateway.crt"
+        let keyFile = stack.directory + "/gateway.key"
+        try identity.certificatePEM.write(toFile: certificate, atomically: true, encoding: .utf8)
+        FileManager.default.createFile(
+            atPath: keyFile, contents: Data(keyPEM.utf8), attributes: [.posixPermissions: 0o600])
+        var port = gatewayPort
+        if port == 0 || !ProcessControl.isPortFree(port) {
+            if port != 0 { say("    (port \(port) is taken; the gateway gets a free one)") }
+            port = try ProcessControl.freePort()
+        }
+        var backends: [(name: String, port: Int)] = []
+        for index in 1...gateways {
+            let name = Self.instanceName("herald-gateway", index, of: gateways)
+            let listen = gateways > 1 ? try ProcessControl.freePort() : port
+            let delivery = try ProcessControl.freePort()
+            let metrics = try ProcessControl.freePort()
+            stack.metricsURLs[name] = "http://127.0.0.1:\(metrics)/metrics"
+            var settings = environment.merging([
+                "HERALD_GATEWAY_HOST": "127.0.0.1", "HERALD_GATEWAY_PORT": "\(listen)",
+                "HERALD_GATEWAY_TLS_CERTIFICATE_FILE": certificate, "HERALD_GATEWAY_TLS_KEY_FILE": keyFile,
+                "HERALD_GATEWAY_NAME": "gateway-\(index)",
+                "HERALD_GATEWAY_DELIVERY_HOST": "127.0.0.1", "HERALD_GATEWAY_DELIVERY_PORT": "\(delivery)",
+                "HERALD_GATEWAY_DELIVERY_ADDRESS": "127.0.0.1:\(delivery)",
+                "HERALD_GATEWAY_METRICS_HOST": "127.0.0.1", "HERALD_GATEWAY_METRICS_PORT": "\(metrics)",
+            ]) { $1 }
+            if gateways > 1 {
+                settings = defaults(
+                    settings,
+                    [
+                        "HERALD_GATEWAY_CONNECTIONS_PER_SECOND": "100000", "HERALD_GATEWAY_CONNECTION_BURST": "100000",
+                        "HERALD_GATEWAY_AUTH_FAILURES_PER_MINUTE": "100000",
+                    ])
+            }
+            try await launch(
+                &stack, name: name, executable: "herald-gateway", arguments: [], environment: settings,
+                readiness: "http:http://127.0.0.1:\(metrics)/readyz")
+            backends.append((name, listen))
+            say(
+                "  ✔ \(name.padding(toLength: 16, withPad: " ", startingAt: 0))tls://127.0.0.1:\(listen)  deliveries 127.0.0.1:\(delivery)  metrics \(stack.metricsURLs[name]!)"
+            )
+        }
+        stack.gatewayAddress = "127.0.0.1:\(port)"
+        stack.gatewayCertificate = certificate
+        if gateways > 1 { try await startGatewayBalancer(&stack, port: port, backends: backends) }
+    }
+
+    /// Debian's HAProxy in TCP mode on the gateway port: each new connection to the gateway with
+    /// the fewest, a gateway out of rotation after two failed checks a second apart (its clients
+    /// reconnect through the proxy to the others).
+    private func startGatewayBalancer(
+        _ stack: inout DevStack, port: Int, backends: [(name: String, port: Int)]
+    ) async throws {
+        let servers = backends.map {
+            "    server \($0.name) 127.0.0.1:\($0.port) check inter 1s fall 2 rise 2"
+        }.joined(separator: "\n")
+        // Two descriptors a connection (client and gateway side), within the process's hard limit.
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        let maximumConnections = max(1000, (Int(clamping: limit.rlim_max) - 200) / 2)
+        let configuration = """
+            global
+                maxconn \(maximumConnections)
+                log stderr format raw local0 notice
+            defaults
+                mode tcp
+                log global
+                timeout connect 1s
+                timeout client 1h
+                timeout server 1h
+            frontend herald-gateway
+                bind 127.0.0.1:\(port)
+                default_backend herald-gateway
+            backend herald-gateway
+                balance leastconn
+            \(servers)
+
+            """
+        let file = stack.directory + "/haproxy-gateway.cfg"
+        try configuration.write(toFile: file, atomically: true, encoding: .utf8)
+        let managed = try ProcessControl.spawn(
+            DevStack.Managed(
+                name: "gateway-balancer", pid: 0, executable: try Self.haproxy(), arguments: ["-f", file, "-db"],
+                environment: ProcessInfo.processInfo.environment,
+                log: "\(stack.directory)/logs/gateway-balancer.log", readiness: "tcp:127.0.0.1:\(port)"))
+        stack.processes.append(managed)
+        try stack.save()
+        try await ProcessControl.awaitReady(managed)
+        say(
+            "  ✔ gateway balancer tls://127.0.0.1:\(port) (HAProxy, TCP, least connections over \(backends.count) gateways, at most \(maximumConnections) connections)"
+        )
+    }
+
+    /// Debian's HAProxy, or a clear error.
+    static func haproxy() throws -> String {
+        let executable = "/usr/sbin/haproxy"
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw CLIError("\(executable) not found: apt-get install haproxy (scripts/install-dependencies.sh does)")
+        }
+        return executable
+    }
+
     /// `herald-api` when it runs once, `herald-api-2` when it runs `count` times.
     static func instanceName(_ service: String, _ index: Int, of count: Int) -> String {
         count > 1 ? "\(service)-\(index)" : service
@@ -264,10 +380,7 @@ struct DevStackLauncher {
     private func startLoadBalancer(
         _ stack: inout DevStack, port: Int, backends: [(name: String, port: Int)]
     ) async throws {
-        let executable = "/usr/sbin/haproxy"
-        guard FileManager.default.isExecutableFile(atPath: executable) else {
-            throw CLIError("\(executable) not found: apt-get install haproxy (scripts/install-dependencies.sh does)")
-        }
+        let executable = try Self.haproxy()
         let servers = backends.map {
             "    server \($0.name) 127.0.0.1:\($0.port) check inter 1s fall 2 rise 2"
         }.joined(separator: "\n")

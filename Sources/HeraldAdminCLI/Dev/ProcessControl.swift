@@ -91,6 +91,9 @@ enum ProcessControl {
             _ = try? await response.body.collect(upTo: 1 << 20)
             return response.status.code == 200
         }
+        if readiness.hasPrefix("tcp:"), let port = Int(readiness.split(separator: ":").last ?? "") {
+            return !isPortFree(port)  // something listens on 127.0.0.1:port
+        }
         return true
     }
 

@@ -69,7 +69,8 @@ package struct DevStack: Codable {
         package var arguments: [String]
         package var environment: [String: String]
         package var log: String
-        /// How readiness is seen: `file:PATH` (exists), `http:URL` (answers 200).
+        /// How readiness is seen: `file:PATH` (exists), `http:URL` (answers 200), `tcp:HOST:PORT`
+        /// (something listens on the loopback port).
         package var readiness: String
 
         package init(
@@ -99,6 +100,10 @@ package struct DevStack: Codable {
     package var processes: [Managed]
     /// Prometheus scraping the stack (`herald dev up --prometheus`), if it runs.
     package var prometheusURL: String?
+    /// Where apps connect to the stack's herald-gateways (`127.0.0.1:7443`: one gateway, or HAProxy
+    /// in front of several), and the certificate to trust; nil when it runs none (`--gateways 0`).
+    package var gatewayAddress: String?
+    package var gatewayCertificate: String?
 
     package init(
         directory: String, binDirectory: String, apiURL: String, adminToken: String, masterKey: String,
