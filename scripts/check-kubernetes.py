@@ -56,6 +56,9 @@ COMPOSE_MAY_DIFFER = {
     "HERALD_SENDER_APNS_SANDBOX_TRUST_CERTIFICATE_FILE",
     # Set from the pod's name in Kubernetes; compose's single center uses the default.
     "HERALD_CENTER_NAME",
+    # The gateway's name and delivery address come from the pod in Kubernetes; compose names the
+    # service (one gateway, reached by its service name).
+    "HERALD_GATEWAY_NAME", "HERALD_GATEWAY_DELIVERY_ADDRESS",
 }
 
 failures = []
@@ -373,6 +376,7 @@ def check_compose(base_environments, documented):
     compose = yaml.safe_load((ROOT / "Deploy/compose/compose.yaml").read_text())
     services = compose["services"]
     pairs = {"herald-api": "herald-api", "herald-center": "herald-center", "herald-sender": "herald-sender",
+             "herald-gateway": "herald-gateway",
              "herald-migrate": "herald-migrate", "herald-create-topics": "herald-create-topics"}
     for service, workload in pairs.items():
         if service not in services:
