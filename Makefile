@@ -19,7 +19,7 @@ RELEASE_BUILD := $(SWIFT) build --force-resolved-versions -c release --static-sw
 # Each step's time goes to .local/step-times.txt (scripts/step.sh); .ci/run prints them.
 STEP := scripts/step.sh
 
-.PHONY: help deps deps-demo build release schema test test-tsan format demo check-image bench-e2e bench-import bench-api bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka infra-up infra-down clean
+.PHONY: help deps deps-demo build release schema test test-tsan format demo check-image bench-e2e bench-import bench-api bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka bench-gateway infra-up infra-down clean
 
 help:
 	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
@@ -39,6 +39,7 @@ help:
 	@echo "make bench-priority  # one-device pushes' latency, quiet and while another app's broadcasts run (ratio of p99s)"
 	@echo "make bench-console  # console pages rendered with 1,000,000 devices in the app, against /healthz (p99 target 50 ms)"
 	@echo "make bench-fanout  # a 1,000,000-device broadcast fanned out by herald-center, against psql COPY"
+	@echo "make bench-gateway  # herald-gateway holding 18,000 TLS connections against mosquitto; online against APNs latency"
 	@echo "make check-image  # the Containerfile's runtime packages proven in a debootstrap'ed bookworm root (root needed)"
 
 # What the demo builds with and runs (scripts/packages-demo.txt); the tests and benchmarks add
@@ -136,6 +137,9 @@ bench-api: release
 
 bench-fanout: release
 	HERALD_LOG_LEVEL=warning scripts/with-infrastructure.sh .build/release .build/release/fanout-throughput
+
+bench-gateway: release
+	Benchmarks/Gateway/run.sh .build/release $${GATEWAY_CONNECTIONS:-18000}
 
 bench-kafka: release
 	.build/release/kafka-throughput --broker-binary .build/release/herald-kafka-dev

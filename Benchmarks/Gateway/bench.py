@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""The gateway benchmark's measurements (run by Benchmarks/Gateway/run.sh on a `herald dev` stack):
+
+1. Capacity, against Debian's mosquitto in the same run with the same load tool (phones.py):
+   N TLS connections to herald-gateway, then N MQTT-over-TLS clients of mosquitto (the same
+   certificate and key), each server's resident memory per connection and CPU per delivered
+   message for a broadcast of one message to every connection (pushes handed to the gateway's
+   delivery port in batches of 500, as herald-sender does; QoS 1 publishes to one topic per client
+   on mosquitto, as a per-device channel is used), each message acknowledged by its client (Ack,
+   PUBACK), three rounds each.
+2. Latency through the whole stack: single-device pushes from the Open API's 202 to the phone's
+   receipt, for connected phones (the online road) and for devices that are not connected (APNs:
+   apns-sim's receipt), interleaved in one run.
+
+Prints a table of figures and, last, one JSON line.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import signal
+import socket
+import ssl
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def compile_deliveries():
+    from grpc_tools import protoc
+    import importlib
+
+    out = tempfile.mkdtemp(prefix="herald-bench-pb2-")
+    schemas = os.path.join(ROOT, "Schemas", "gateway")
+    for name in ("gateway", "deliveries"):
+        if protoc.main(["protoc", f"-I{schemas}", f"--python_out={out}", os.path.join(schemas, f"{name}.proto")]) != 0:
+            raise SystemExit(f"protoc failed on {name}.proto")
+    sys.path.insert(0, out)
+    return importlib.import_module("deliveries_pb2")
+
+
+def process(pid):
+    """(resident bytes, CPU seconds) of a process now."""
+    with open(f"/proc/{pid}/status") as status:
+        rss = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return rss, (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def percentile(values, share):
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+class Phones:
+    """phones.py in the background: start, wait until live, stop and read the report."""
+
+    def __init__(self, python, devices, key, address, ca, state, mqtt=False):
+        self.state = state
+        os.makedirs(state, exist_ok=True)
+        for name in os.listdir(state):
+            os.remove(os.path.join(state, name))
+        arguments = [python, os.path.join(HERE, "phones.py"), "--devices", devices, "--key", key, "--address", address,
+                     "--ca", ca, "--state", state]
+        if mqtt:
+            arguments.append("--mqtt")
+        self.log = open(os.path.join(state, "phones.log"), "w")
+        self.process = subprocess.Popen(arguments, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def status(self):
+        try:
+            with open(os.path.join(self.state, "status.json")) as source:
+                return json.load(source)
+        except (OSError, ValueError):
+            return {}
+
+    def wait(self, count, what, limit=600):
+        start = time.monotonic()
+        while self.status().get(what, 0) < count:
+            if time.monotonic() - start > limit:
+                raise SystemExit(f"phones: {self.status()} after {limit} s, wanted {what} {count}")
+            if self.process.poll() is not None:
+                raise SystemExit(f"phones exited ({self.process.returncode}); see {self.state}/phones.log")
+            time.sleep(0.2)
+        return time.monotonic() - start
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=300)
+        with open(os.path.join(self.state, "report.json")) as source:
+            return json.load(source)
+
+
+def gateway_rounds(arguments, pid, devices, pb, payload):
+    """Each round hands one push per device to the delivery port; returns CPU and latencies."""
+    results = []
+    for round_number in range(arguments.rounds):
+        push_id = uuid.uuid4()
+        batches = []
+        for start in range(0, len(devices), 500):
+            message = pb.Deliveries()
+            for device_id in devices[start:start + 500]:
+                delivery = message.deliveries.add()
+                delivery.device_id = device_id
+                delivery.push.push_id = push_id.bytes
+                delivery.push.payload = payload
+                delivery.push.push_type = "alert"
+                delivery.push.priority = 10
+            batches.append(message.SerializeToString())
+        sent = {}
+
+        def post(index):
+            request = urllib.request.Request(
+                f"http://{arguments.delivery}/v1/deliveries", method="POST", data=batches[index],
+                headers={"Authorization": f"Bearer {arguments.delivery_token}",
+                         "Content-Type": "application/x-protobuf"})
+            sent[index] = time.time() * 1000
+            with urllib.request.urlopen(request, timeout=120) as answer:
+                results_message = pb.DeliveryResults()
+                results_message.ParseFromString(answer.read())
+                return len(results_message.acknowledged_device_ids)
+
+        _, cpu_before = process(pid)
+        started = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            acknowledged = sum(pool.map(post, range(len(batches))))
+        elapsed = time.monotonic() - started
+        time.sleep(0.5)  # the last acks' bookkeeping
+        _, cpu_after = process(pid)
+        results.append({"push": str(push_id), "acknowledged": acknowledged, "seconds": elapsed,
+                        "cpu": cpu_after - cpu_before, "sent": min(sent.values())})
+        time.sleep(1)
+    return results
+
+
+def mqtt_rounds(arguments, pid, tokens, payload):
+    """Each round publishes one QoS 1 message per client topic over one plain connection to the
+    broker (a window of 1,000 unacknowledged), and waits for every PUBACK."""
+    results = []
+    connection = socket.create_connection(("127.0.0.1", arguments.mqtt_publisher_port))
+    body = b"\x00\x04MQTT\x04\x02\x01\x2c\x00\x09publisher"
+    connection.sendall(bytes([0x10, len(body)]) + body)
+    connection.recv(4)  # CONNACK
+    for round_number in range(arguments.rounds):
+        marker = f"round-{round_number}-{uuid.uuid4().hex[:8]}|".encode()
+        _, cpu_before = process(pid)
+        started = time.monotonic()
+        sent_at = time.time() * 1000
+        outstanding, packet, acknowledged, buffer = 0, 0, 0, b""
+        for token in tokens:
+            packet = packet % 65535 + 1
+            topic = f"d/{token}".encode()
+            message = struct.pack(">H", len(topic)) + topic + struct.pack(">H", packet) + marker + payload
+            connection.sendall(bytes([0x32]) + encode_length(len(message)) + message)
+            outstanding += 1
+            while outstanding >= 1000:
+                buffer += connection.recv(65536)
+                count = len(buffer) // 4
+                buffer = buffer[count * 4:]
+                outstanding -= count
+                acknowledged += count
+        while outstanding:
+            buffer += connection.recv(65536)
+            count = len(buffer) // 4
+            buffer = buffer[count * 4:]
+            outstanding -= count
+            acknowledged += count
+        elapsed = time.monotonic() - started
+        time.sleep(0.5)
+        _, cpu_after = process(pid)
+        results.append({"marker": marker.decode()[:-1], "acknowledged": acknowledged, "seconds": elapsed,
+                        "cpu": cpu_after - cpu_before, "sent": sent_at})
+        time.sleep(1)
+    connection.close()
+    return results
+
+
+def encode_length(length):
+    out = bytearray()
+    while True:
+        byte = length % 128
+        length //= 128
+        out.append(byte | (0x80 if length else 0))
+        if not length:
+            return bytes(out)
+
+
+def delivery_latencies(report, rounds, key):
+    """Per round, receipt minus the moment the message was handed to the server (ms)."""
+    per_round = []
+    for entry in rounds:
+        latencies = []
+        for phone in report["phones"].values():
+            for push_id, payload_id, received in phone["pushes"]:
+                if (push_id if key == "push" else payload_id.split("|")[0]) == entry[key]:
+                    latencies.append(received - entry["sent"])
+        per_round.append(latencies)
+    return per_round
+
+
+def api_latencies(arguments, phones, online_ids, offline_ids):
+    """Single-device pushes through herald-api, alternating a connected and a not connected
+    device, one every 50 ms: the 202's time for each."""
+    accepted = {}
+    for index in range(arguments.latency_pushes):
+        for road, ids in (("online", online_ids), ("apns", offline_ids)):
+            device = ids[index % len(ids)]
+            body = json.dumps({"audience": {"registration_ids": [device]},
+                               "notification": {"alert": {"body": f"latency {road} {index}"}}}).encode()
+            request = urllib.request.Request(f"{arguments.api}/v1/pushes", method="POST", data=body,
+                                             headers={"Authorization": f"Bearer {arguments.server_key}",
+                                                      "Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                push = json.load(answer)["id"]
+            accepted[push] = (road, time.time() * 1000)
+            time.sleep(0.05)
+    return accepted
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--python", required=True)
+    parser.add_argument("--devices", required=True, help="the connected devices' file (with registration ids)")
+    parser.add_argument("--offline", required=True, help="devices that stay unconnected (with registration ids)")
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--server-key", required=True)
+    parser.add_argument("--api", required=True)
+    parser.add_argument("--address", required=True)
+    parser.add_argument("--ca", required=True)
+    parser.add_argument("--delivery", required=True)
+    parser.add_argument("--delivery-token", required=True)
+    parser.add_argument("--gateway-pid", type=int, required=True)
+    parser.add_argument("--mosquitto", required=True, help="mosquitto's configuration file")
+    parser.add_argument("--mqtt-port", type=int, required=True)
+    parser.add_argument("--mqtt-publisher-port", type=int, required=True)
+    parser.add_argument("--sim-admin", required=True)
+    parser.add_argument("--state", required=True)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--latency-pushes", type=int, default=200)
+    arguments = parser.parse_args()
+    pb = compile_deliveries()
+    devices = [json.loads(line) for line in open(arguments.devices) if line.strip()]
+    offline = [json.loads(line) for line in open(arguments.offline) if line.strip()]
+    count = len(devices)
+    payload = json.dumps({"aps": {"alert": {"title": "Benchmark", "body": "One message to every connection"}},
+                         "herald": {"push_id": "0" * 36}}).encode()
+    figures = {"connections": count}
+
+    # herald-gateway.
+    idle_rss, _ = process(arguments.gateway_pid)
+    phones = Phones(arguments.python, arguments.devices, arguments.key, arguments.address, arguments.ca,
+                    os.path.join(arguments.state, "gateway"))
+    connect_seconds = phones.wait(count, "live")
+    _, cpu_connected = process(arguments.gateway_pid)
+    time.sleep(3)
+    rss, _ = process(arguments.gateway_pid)
+    gateway = gateway_rounds(arguments, arguments.gateway_pid, [device["id"] for device in devices], pb, payload)
+
+    # The whole stack's latency, online against APNs, with the phones still connected.
+    urllib.request.urlopen(urllib.request.Request(f"{arguments.sim_admin}/reset", method="POST"), timeout=10)
+    accepted = api_latencies(arguments, phones, [device["id"] for device in devices],
+                             [device["id"] for device in offline])
+    time.sleep(5)
+    report = phones.stop()
+    latencies = delivery_latencies(report, gateway, "push")
+    figures["gateway"] = {
+        "idle_rss_bytes": idle_rss, "rss_bytes": rss, "rss_per_connection": (rss - idle_rss) / count,
+        "connect_seconds": connect_seconds,
+        "rounds": [{"acknowledged": r["acknowledged"], "seconds": round(r["seconds"], 3),
+                    "cpu_us_per_message": r["cpu"] / max(1, r["acknowledged"]) * 1e6,
+                    "p50_ms": percentile(l, 0.5), "p99_ms": percentile(l, 0.99)}
+                   for r, l in zip(gateway, latencies)],
+    }
+    road = {"online": [], "apns": []}
+    for phone in report["phones"].values():
+        for push_id, _, received in phone["pushes"]:
+            if push_id in accepted and accepted[push_id][0] == "online":
+                road["online"].append(received - accepted[push_id][1])
+    with urllib.request.urlopen(f"{arguments.sim_admin}/notifications", timeout=60) as answer:
+        for line in answer:
+            if line.strip():
+                entry = json.loads(line)
+                push = json.loads(entry["payload"]).get("herald", {}).get("push_id")
+                if push in accepted and accepted[push][0] == "apns":
+                    road["apns"].append(entry["receivedAt"] - accepted[push][1])
+    figures["latency"] = {name: {"count": len(values), "p50_ms": percentile(values, 0.5),
+                                 "p99_ms": percentile(values, 0.99)} for name, values in road.items()}
+
+    # mosquitto, the anchor: the same connections, the same load tool.
+    mosquitto = subprocess.Popen(["mosquitto", "-c", arguments.mosquitto], stdout=subprocess.DEVNULL,
+                                 stderr=open(os.path.join(arguments.state, "mosquitto.log"), "w"))
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", arguments.mqtt_publisher_port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        idle_rss, _ = process(mosquitto.pid)
+        phones = Phones(arguments.python, arguments.devices, "", f"127.0.0.1:{arguments.mqtt_port}", arguments.ca,
+                        os.path.join(arguments.state, "mosquitto"), mqtt=True)
+        connect_seconds = phones.wait(count, "live")
+        time.sleep(3)
+        rss, _ = process(mosquitto.pid)
+        rounds = mqtt_rounds(arguments, mosquitto.pid, [device["token"] for device in devices], payload)
+        phones.wait(count * arguments.rounds, "pushes", limit=120)
+        report = phones.stop()
+    finally:
+        mosquitto.terminate()
+        mosquitto.wait(timeout=30)
+    latencies = delivery_latencies(report, rounds, "marker")
+    figures["mosquitto"] = {
+        "idle_rss_bytes": idle_rss, "rss_bytes": rss, "rss_per_connection": (rss - idle_rss) / count,
+        "connect_seconds": connect_seconds,
+        "rounds": [{"acknowledged": r["acknowledged"], "seconds": round(r["seconds"], 3),
+                    "cpu_us_per_message": r["cpu"] / max(1, r["acknowledged"]) * 1e6,
+                    "p50_ms": percentile(l, 0.5), "p99_ms": percentile(l, 0.99)}
+                   for r, l in zip(rounds, latencies)],
+    }
+
+    g, m = figures["gateway"], figures["mosquitto"]
+    g_cpu = statistics.median(r["cpu_us_per_message"] for r in g["rounds"])
+    m_cpu = statistics.median(r["cpu_us_per_message"] for r in m["rounds"])
+    figures["ratios"] = {
+        "memory_per_connection_gateway_to_mosquitto": g["rss_per_connection"] / m["rss_per_connection"],
+        "cpu_per_message_gateway_to_mosquitto": g_cpu / m_cpu,
+        "online_p99_to_apns_p99": figures["latency"]["online"]["p99_ms"] / figures["latency"]["apns"]["p99_ms"],
+    }
+    print(f"{count} connections, {arguments.rounds} broadcast rounds each")
+    print(f"{'':28}{'herald-gateway':>18}{'mosquitto':>14}")
+    print(f"{'RSS idle (MiB)':28}{g['idle_rss_bytes'] / 2**20:>18.1f}{m['idle_rss_bytes'] / 2**20:>14.1f}")
+    print(f"{'RSS connected (MiB)':28}{g['rss_bytes'] / 2**20:>18.1f}{m['rss_bytes'] / 2**20:>14.1f}")
+    print(f"{'RSS per connection (KiB)':28}{g['rss_per_connection'] / 1024:>18.2f}{m['rss_per_connection'] / 1024:>14.2f}")
+    print(f"{'connect all (s)':28}{g['connect_seconds']:>18.1f}{m['connect_seconds']:>14.1f}")
+    for index in range(arguments.rounds):
+        gr, mr = g["rounds"][index], m["rounds"][index]
+        print(f"{f'round {index + 1}: CPU/message (µs)':28}{gr['cpu_us_per_message']:>18.1f}{mr['cpu_us_per_message']:>14.1f}")
+        print(f"{f'round {index + 1}: broadcast (s)':28}{gr['seconds']:>18.2f}{mr['seconds']:>14.2f}")
+        print(f"{f'round {index + 1}: p50/p99 (ms)':28}{gr['p50_ms']:>10.0f}/{gr['p99_ms']:<7.0f}{mr['p50_ms']:>7.0f}/{mr['p99_ms']:<6.0f}")
+    for name, values in figures["latency"].items():
+        print(f"single-device push, API 202 → receipt, {name}: p50 {values['p50_ms']:.1f} ms, p99 {values['p99_ms']:.1f} ms ({values['count']})")
+    ratios = figures["ratios"]
+    print(f"memory per connection, gateway ÷ mosquitto: {ratios['memory_per_connection_gateway_to_mosquitto']:.2f} (goal ≤ 1)")
+    print(f"CPU per delivered message, gateway ÷ mosquitto (median of rounds): {ratios['cpu_per_message_gateway_to_mosquitto']:.2f} (goal ≤ 1)")
+    print(f"p99 online ÷ p99 APNs: {ratios['online_p99_to_apns_p99']:.2f} (goal < 1)")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
