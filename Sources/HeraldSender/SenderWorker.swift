@@ -320,37 +320,64 @@ public final class SenderWorker: Service, Sendable {
     }
 
     /// Sends an online-only push's batch (`options.channel` `online`): to its connected targets'
-    /// gateways only. The targets not connected, or not acknowledging in time, are reported
-    /// offline (counted skipped, reason `offline`); a sender that does not take the online road
-    /// (`HERALD_SENDER_ONLINE` off) reports them all offline.
+    /// gateways only. A target whose notification cannot be sent (no token, a render over the
+    /// limit) is rejected with the reason, as on the APNs road; a batch past its expiration is
+    /// expired; the targets not connected, or not acknowledging in time, are reported offline
+    /// (counted skipped, reason `offline`) — also when presence cannot be read or a gateway does
+    /// not answer (an in-app message is not kept for later). A sender that does not take the
+    /// online road (`HERALD_SENDER_ONLINE` off) reports them all offline.
     private func sendOnline(_ batch: PackedJobBatch) async -> Herald_V1_OutcomeBatch {
-        var acknowledged = Set<Int64>()
-        if let online {
-            let connected = await online.connected(batch)
-            if !connected.isEmpty {
-                acknowledged = await online.deliver(JobBatchNotifications(batch), to: connected)
-                    .intersection(connected.keys)
-            }
-        }
+        let notifications = JobBatchNotifications(batch)
         var outcome = Herald_V1_OutcomeBatch()
         outcome.schemaVersion = 1
         outcome.batchID = batch.header.batchID
         outcome.pushID = batch.header.pushID
         outcome.appID = batch.header.appID
+        var failures: [Int64: Herald_V1_OutcomeBatch.Failure] = [:]
+        let expired = notifications.shared.expiration.map { $0 > 0 && $0 * 1000 < now() } ?? false
+        for index in 0..<notifications.count {
+            let deviceID = batch.targets.deviceIDs[notifications.target(at: index)]
+            var failure = Herald_V1_OutcomeBatch.Failure()
+            failure.deviceID = UInt64(bitPattern: deviceID)
+            failure.attempts = 0
+            if let problem = notifications.problem(at: index) {
+                failure.status = .rejected
+                failure.reason = problem
+            } else if expired {
+                failure.status = .expired
+                failure.reason = "Expired"
+            } else {
+                continue
+            }
+            failures[deviceID] = failure
+        }
+        var acknowledged = Set<Int64>()
+        if let online, failures.count < notifications.count {
+            let connected = await online.connected(batch).filter { failures[$0.key] == nil }
+            if !connected.isEmpty {
+                acknowledged = await online.deliver(notifications, to: connected).intersection(connected.keys)
+            }
+        }
         for deviceID in batch.targets.deviceIDs.sorted() {
-            if acknowledged.contains(deviceID) {
+            if let failure = failures[deviceID] {
+                outcome.failures.append(failure)
+            } else if acknowledged.contains(deviceID) {
                 outcome.deliveredOnlineDeviceIds.append(UInt64(bitPattern: deviceID))
             } else {
                 outcome.offlineDeviceIds.append(UInt64(bitPattern: deviceID))
             }
         }
-        outcome.completedAtMs = Int64(Date().timeIntervalSince1970 * 1000)
+        outcome.completedAtMs = now()
         metrics.record(
             accepted: 0,
-            failures: Array(repeating: ("skipped", SkipReason.offline.rawValue), count: outcome.offlineDeviceIds.count),
+            failures: outcome.failures.map { (JobBatchSender.statusName($0.status), $0.reason) }
+                + Array(repeating: ("skipped", SkipReason.offline.rawValue), count: outcome.offlineDeviceIds.count),
             attempts: 0, latencies: [])
         return outcome
     }
+
+    /// Milliseconds since 1970.
+    private func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// The app's client; while its credential cannot be read from the database (and none was
     /// loaded before), or cannot be decrypted with the configured master keys, the batch waits —

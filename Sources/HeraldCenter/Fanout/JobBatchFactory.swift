@@ -13,7 +13,8 @@ import HeraldStore
 /// targets point at an empty payload, which the sender ends rejected (`RenderedPayloadTooLarge`).
 ///
 /// Every payload, plain or rendered, carries the push's id under the `herald` key
-/// (``HeraldPayloadKey``), added here; a recall's payload has it already.
+/// (``HeraldPayloadKey``), added here; a recall's payload has it already. A payload the key would
+/// take past APNs' limit (accepted before the Open API reserved its bytes) goes without it.
 struct JobBatchFactory: Sendable {
     let pushID: Data
     let appID: Data
@@ -52,7 +53,8 @@ struct JobBatchFactory: Sendable {
         collapseID = definition.collapseID
         stamp = definition.recallOf == nil ? push.id : nil
         revokes = definition.recallOf?.recordBytes ?? Data()
-        payload = Data(stamp.map { HeraldPayloadKey.stamped(definition.payload, pushID: $0) } ?? definition.payload)
+        let limit = pushType.maximumPayloadBytes
+        payload = Data(stamp.map { Self.stamped(definition.payload, pushID: $0, limit: limit) } ?? definition.payload)
         template = try definition.template.map { try PayloadTemplate(stored: $0) }
         channel =
             switch PushChannel(optionsJSON: definition.optionsJSON) {
@@ -114,7 +116,10 @@ struct JobBatchFactory: Sendable {
         for device in 0..<targets.count {
             let variant = template.isLocalized ? template.variant(forLocale: targets.value(0, at: device)) : 0
             var bytes = template.render(variant: variant) { targets.value(firstName + $0, at: device) }
-            if let stamp { bytes = HeraldPayloadKey.stamped(bytes, pushID: stamp) }
+            if let stamp {
+                let stamped = HeraldPayloadKey.stamped(bytes, pushID: stamp)
+                if stamped.count <= limit { bytes = stamped }
+            }
             if bytes.count > limit { bytes = [] }
             if let index = known[bytes] {
                 indexes.append(index)
@@ -126,6 +131,17 @@ struct JobBatchFactory: Sendable {
             }
         }
         return (payloads, indexes)
+    }
+
+    /// `payload` with the push id under the `herald` key — unless it would then pass `limit`, or
+    /// already has a top-level `herald`: a push accepted before the Open API kept the key's bytes
+    /// free and refused the key in custom data (a schedule's stored blueprint, a push scheduled
+    /// then) goes as it was accepted rather than rejected.
+    static func stamped(_ payload: [UInt8], pushID: UUID, limit: Int) -> [UInt8] {
+        let stamped = HeraldPayloadKey.stamped(payload, pushID: pushID)
+        guard stamped.count <= limit else { return payload }
+        let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
+        return object?[HeraldPayloadKey.name] == nil ? stamped : payload
     }
 
     static func recordPushType(_ type: APNsPushType) -> Herald_V1_JobBatch.PushType {
