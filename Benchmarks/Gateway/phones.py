@@ -166,6 +166,18 @@ class Phone:
         body = struct.pack(">H", 1) + mqtt_string(topic) + bytes([1])
         writer.write(bytes([0x82]) + mqtt_length(len(body)) + body)
         await writer.drain()
+        keepalive = asyncio.ensure_future(self.mqtt_ping(writer))
+        try:
+            await self.mqtt_read(reader, writer)
+        finally:
+            keepalive.cancel()
+
+    async def mqtt_ping(self, writer):
+        while True:
+            await asyncio.sleep(60)
+            writer.write(bytes([0xC0, 0]))  # PINGREQ, well within the 300 s keepalive
+
+    async def mqtt_read(self, reader, writer):
         while True:
             first = (await reader.readexactly(1))[0]
             length = await read_mqtt_length(reader)

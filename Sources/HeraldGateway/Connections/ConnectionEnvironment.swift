@@ -50,22 +50,39 @@ final class ConnectionEnvironment: Sendable {
     /// the future holds the devices that acknowledged their push in time (within the ack timeout
     /// and one sweep), or whose revoke was written. A device not connected here is not reached, at once.
     func deliver(_ deliveries: [GatewayDelivery], on eventLoop: EventLoop) -> EventLoopFuture<[Int64]> {
-        var waits: [EventLoopFuture<Int64?>] = []
+        // One hop to each event loop for all of its connections' deliveries, and one flush per
+        // connection after them (not a task and a flush per push).
+        var byLoop: [ObjectIdentifier: (loop: EventLoop, items: [(DeviceDirectory.Entry, GatewayDelivery)])] = [:]
         for delivery in deliveries {
             guard let entry = directory.entry(delivery.deviceID) else { continue }
-            let deviceID = delivery.deviceID
-            let acknowledged = entry.connection.eventLoop.flatSubmit {
-                let promise = entry.connection.eventLoop.makePromise(of: Bool.self)
-                if delivery.hasRevoke {
-                    entry.connection.value.revoke(delivery.revoke, written: promise)
-                } else {
-                    entry.connection.value.deliver(delivery.push, acknowledged: promise)
-                }
-                return promise.futureResult
-            }
-            waits.append(acknowledged.map { $0 ? deviceID : nil })
+            let loop = entry.connection.eventLoop
+            byLoop[ObjectIdentifier(loop), default: (loop, [])].items.append((entry, delivery))
         }
-        return EventLoopFuture.whenAllSucceed(waits, on: eventLoop).map { $0.compactMap { $0 } }
+        var waits: [EventLoopFuture<[Int64]>] = []
+        for (loop, items) in byLoop.values {
+            waits.append(
+                loop.flatSubmit {
+                    var reached: [EventLoopFuture<Int64?>] = []
+                    reached.reserveCapacity(items.count)
+                    var touched: [GatewayConnectionHandler] = []
+                    for (entry, delivery) in items {
+                        let connection = entry.connection.value
+                        let promise = loop.makePromise(of: Bool.self)
+                        if delivery.hasRevoke {
+                            connection.revoke(delivery.revoke, written: promise)
+                        } else {
+                            if connection.deliver(delivery.push, acknowledged: promise, flush: false) {
+                                touched.append(connection)
+                            }
+                        }
+                        let deviceID = delivery.deviceID
+                        reached.append(promise.futureResult.map { $0 ? deviceID : nil })
+                    }
+                    for connection in touched { connection.flush() }
+                    return EventLoopFuture.whenAllSucceed(reached, on: loop).map { $0.compactMap { $0 } }
+                })
+        }
+        return EventLoopFuture.whenAllSucceed(waits, on: eventLoop).map { $0.flatMap { $0 } }
     }
 
     /// The connection for a channel whose transport is set up.

@@ -23,6 +23,8 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
     /// Since when the connection takes nothing more (the client does not read what is written):
     /// no push is written meanwhile, and past the ack timeout it is closed `slow_reader`.
     private var unwritableSince: UInt64?
+    /// A delivery batch is writing: a push's frame waits for the batch's one flush.
+    private var deferFlush = false
 
     init(environment: ConnectionEnvironment, arrival: Arrival, number: UInt64) {
         self.environment = environment
@@ -100,20 +102,32 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
     }
 
     /// Writes `push` to this connection; `acknowledged` gets whether the device acknowledged it
-    /// in time. A connection not live (or draining) answers false at once.
-    func deliver(_ push: GatewayPush, acknowledged: EventLoopPromise<Bool>) {
+    /// in time. A connection not live (or draining) answers false at once. Without `flush`, the
+    /// frame waits in the channel for ``flush()`` (a delivery batch flushes each connection once).
+    /// - Returns: whether a frame was written and waits for a flush.
+    @discardableResult
+    func deliver(_ push: GatewayPush, acknowledged: EventLoopPromise<Bool>, flush: Bool = true) -> Bool {
         // A connection not reading what it is sent, or a push too large for a frame, goes
         // through APNs instead.
         guard !draining, let context, context.channel.isWritable, let deviceID,
             push.payload.count + Self.pushFrameOverhead <= environment.rules.maximumFrameBytes
         else {
             acknowledged.succeed(false)
-            return
+            return false
         }
-        perform(
-            session.push(
-                push, ticket: DeliveryTicket(deviceID: deviceID, acknowledged: acknowledged),
-                now: EventLoopConnections.now()))
+        deferFlush = !flush
+        defer { deferFlush = false }
+        let action = session.push(
+            push, ticket: DeliveryTicket(deviceID: deviceID, acknowledged: acknowledged),
+            now: EventLoopConnections.now())
+        perform(action)
+        if case .send = action { return !flush }
+        return false
+    }
+
+    /// Flushes frames written without a flush.
+    func flush() {
+        context?.flush()
     }
 
     /// Writes a recall's `revoke` to this connection; `written` gets whether it was written to the
@@ -174,7 +188,7 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
                 break
             }
             write(frame, context)
-            context.flush()
+            if !deferFlush { context.flush() }
         case .acknowledged, .fallBack:
             break
         case .close(let frame, _):
