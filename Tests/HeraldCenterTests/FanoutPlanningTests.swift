@@ -102,10 +102,10 @@ struct FanoutPlanningTests {
             HeraldPayloadKey.stamped(Array("[1]".utf8), pushID: id) == Array("[1]".utf8), "not an object: as it was")
         // A push accepted before the key was reserved: too large with it, or with a herald of its own.
         let full = Array(#"{"aps":{"alert":"\#(String(repeating: "x", count: 4070))"}}"#.utf8)
-        #expect(JobBatchFactory.stamped(full, pushID: id, limit: 4096) == full)
+        #expect(JobBatchFactory.stamped(full, with: .init(pushID: id), limit: 4096) == full)
         let own = Array(#"{"aps":{},"herald":1}"#.utf8)
-        #expect(JobBatchFactory.stamped(own, pushID: id, limit: 4096) == own)
-        #expect(JobBatchFactory.stamped(Array(#"{"aps":{}}"#.utf8), pushID: id, limit: 4096).count == 70)
+        #expect(JobBatchFactory.stamped(own, with: .init(pushID: id), limit: 4096) == own)
+        #expect(JobBatchFactory.stamped(Array(#"{"aps":{}}"#.utf8), with: .init(pushID: id), limit: 4096).count == 70)
     }
 
     @Test func pacerSpreadsTargetsAtItsRateAndDoesNotMakeUpForAPause() {

@@ -26,7 +26,7 @@ struct JobBatchFactory: Sendable {
     let collapseID: String
     let payload: Data
     /// The push's id, stamped into every payload (nil: a recall, whose payload carries it already).
-    let stamp: UUID?
+    let stamp: HeraldPayloadKey.Stamp?
     /// A templated push's compiled template.
     let template: PayloadTemplate?
     /// A push in waves: each wave's notifications live this many seconds from its start.
@@ -51,10 +51,10 @@ struct JobBatchFactory: Sendable {
         expiration = definition.expiresAt.map { Int64($0.timeIntervalSince1970.rounded(.up)) } ?? 0
         timeToLive = definition.timing?.timeToLiveSeconds
         collapseID = definition.collapseID
-        stamp = definition.recallOf == nil ? push.id : nil
+        stamp = definition.recallOf == nil ? HeraldPayloadKey.Stamp(pushID: push.id) : nil
         revokes = definition.recallOf?.recordBytes ?? Data()
         let limit = pushType.maximumPayloadBytes
-        payload = Data(stamp.map { Self.stamped(definition.payload, pushID: $0, limit: limit) } ?? definition.payload)
+        payload = Data(stamp.map { Self.stamped(definition.payload, with: $0, limit: limit) } ?? definition.payload)
         template = try definition.template.map { try PayloadTemplate(stored: $0) }
         channel =
             switch PushChannel(optionsJSON: definition.optionsJSON) {
@@ -116,10 +116,7 @@ struct JobBatchFactory: Sendable {
         for device in 0..<targets.count {
             let variant = template.isLocalized ? template.variant(forLocale: targets.value(0, at: device)) : 0
             var bytes = template.render(variant: variant) { targets.value(firstName + $0, at: device) }
-            if let stamp {
-                let stamped = HeraldPayloadKey.stamped(bytes, pushID: stamp)
-                if stamped.count <= limit { bytes = stamped }
-            }
+            if let stamp, bytes.count + HeraldPayloadKey.reservedBytes <= limit { stamp.apply(to: &bytes) }
             if bytes.count > limit { bytes = [] }
             if let index = known[bytes] {
                 indexes.append(index)
@@ -137,8 +134,9 @@ struct JobBatchFactory: Sendable {
     /// already has a top-level `herald`: a push accepted before the Open API kept the key's bytes
     /// free and refused the key in custom data (a schedule's stored blueprint, a push scheduled
     /// then) goes as it was accepted rather than rejected.
-    static func stamped(_ payload: [UInt8], pushID: UUID, limit: Int) -> [UInt8] {
-        let stamped = HeraldPayloadKey.stamped(payload, pushID: pushID)
+    static func stamped(_ payload: [UInt8], with stamp: HeraldPayloadKey.Stamp, limit: Int) -> [UInt8] {
+        var stamped = payload
+        stamp.apply(to: &stamped)
         guard stamped.count <= limit else { return payload }
         let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
         return object?[HeraldPayloadKey.name] == nil ? stamped : payload

@@ -14,25 +14,36 @@ public enum HeraldPayloadKey {
     public static let name = "herald"
 
     /// The most bytes the key adds to a payload (60): `,"herald":{"push_id":"`, 36, `"}`.
-    public static let reservedBytes = suffix(for: UUID()).count
+    public static let reservedBytes = Stamp(pushID: UUID()).suffix.count
 
     /// `payload` (a JSON object's text) with the key added before its closing brace. A payload
     /// that is not an object (never one Herald composed) is returned as it is.
     public static func stamped(_ payload: some Collection<UInt8>, pushID: UUID) -> [UInt8] {
         var bytes = Array(payload)
-        while let last = bytes.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\n") { bytes.removeLast() }
-        guard bytes.count >= 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else {
-            return Array(payload)
-        }
-        bytes.removeLast()
-        let isEmpty = bytes.dropFirst().allSatisfy { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") }
-        if !isEmpty { bytes.append(UInt8(ascii: ",")) }
-        bytes.append(contentsOf: suffix(for: pushID))
+        Stamp(pushID: pushID).apply(to: &bytes)
         return bytes
     }
 
-    /// `"herald":{"push_id":"…"}}`: the key, its object and the payload's closing brace.
-    private static func suffix(for pushID: UUID) -> [UInt8] {
-        Array(#""herald":{"push_id":"\#(pushID.uuidString.lowercased())"}}"#.utf8)
+    /// One push's key, made once and added to each of its payloads in place (a templated push
+    /// adds it to every device's render: no string is made per render).
+    public struct Stamp: Sendable {
+        /// `"herald":{"push_id":"…"}}`: the key, its object and the payload's closing brace.
+        let suffix: [UInt8]
+
+        public init(pushID: UUID) {
+            suffix = Array(#""herald":{"push_id":"\#(pushID.uuidString.lowercased())"}}"#.utf8)
+        }
+
+        /// Adds the key to `bytes`, a JSON object's text; anything else is left as it is.
+        public func apply(to bytes: inout [UInt8]) {
+            var end = bytes.count
+            while end > 0, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\n") { end -= 1 }
+            guard end >= 2, bytes.first == UInt8(ascii: "{"), bytes[end - 1] == UInt8(ascii: "}") else { return }
+            let isEmpty = bytes[1..<(end - 1)].allSatisfy { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") }
+            bytes.removeSubrange((end - 1)...)
+            bytes.reserveCapacity(bytes.count + suffix.count + 1)
+            if !isEmpty { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(contentsOf: suffix)
+        }
     }
 }
