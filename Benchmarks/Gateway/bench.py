@@ -32,6 +32,9 @@ import urllib.error
 import urllib.request
 import uuid
 
+sys.dont_write_bytecode = True  # no __pycache__ left beside the scripts
+from phones import mqtt_length  # noqa: E402  (the same MQTT framing as the phones)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -182,7 +185,7 @@ def mqtt_rounds(arguments, pid, tokens, payload, phones):
             packet = packet % 65535 + 1
             topic = f"d/{token}".encode()
             message = struct.pack(">H", len(topic)) + topic + struct.pack(">H", packet) + marker + payload
-            connection.sendall(bytes([0x32]) + encode_length(len(message)) + message)
+            connection.sendall(bytes([0x32]) + mqtt_length(len(message)) + message)
             outstanding += 1
             while outstanding >= 1000:
                 pending, acks = read_acks(pending)
@@ -204,16 +207,6 @@ def mqtt_rounds(arguments, pid, tokens, payload, phones):
     return results
 
 
-def encode_length(length):
-    out = bytearray()
-    while True:
-        byte = length % 128
-        length //= 128
-        out.append(byte | (0x80 if length else 0))
-        if not length:
-            return bytes(out)
-
-
 def delivery_latencies(report, rounds, key):
     """Per round, each receipt minus the broadcast's start (ms): how long after the first message
     was handed to the server each phone had its own."""
@@ -226,6 +219,18 @@ def delivery_latencies(report, rounds, key):
                     latencies.append(received - entry["sent"])
         per_round.append(latencies)
     return per_round
+
+
+def server_figures(idle_rss, rss, count, connect_seconds, rounds, latencies):
+    """One server's memory, connect time, and each round's CPU per message and receipt times."""
+    return {
+        "idle_rss_bytes": idle_rss, "rss_bytes": rss, "rss_per_connection": (rss - idle_rss) / count,
+        "connect_seconds": connect_seconds,
+        "rounds": [{"acknowledged": r["acknowledged"], "seconds": round(r["seconds"], 3),
+                    "cpu_us_per_message": r["cpu"] / max(1, r["acknowledged"]) * 1e6,
+                    "p50_ms": percentile(l, 0.5), "p99_ms": percentile(l, 0.99)}
+                   for r, l in zip(rounds, latencies)],
+    }
 
 
 def api_latencies(arguments, phones, online_ids, offline_ids):
@@ -293,14 +298,7 @@ def main():
     time.sleep(5)
     report = phones.stop()
     latencies = delivery_latencies(report, gateway, "push")
-    figures["gateway"] = {
-        "idle_rss_bytes": idle_rss, "rss_bytes": rss, "rss_per_connection": (rss - idle_rss) / count,
-        "connect_seconds": connect_seconds,
-        "rounds": [{"acknowledged": r["acknowledged"], "seconds": round(r["seconds"], 3),
-                    "cpu_us_per_message": r["cpu"] / max(1, r["acknowledged"]) * 1e6,
-                    "p50_ms": percentile(l, 0.5), "p99_ms": percentile(l, 0.99)}
-                   for r, l in zip(gateway, latencies)],
-    }
+    figures["gateway"] = server_figures(idle_rss, rss, count, connect_seconds, gateway, latencies)
     road = {"online": [], "apns": []}
     for phone in report["phones"].values():
         for push_id, _, received in phone["pushes"]:
@@ -338,14 +336,7 @@ def main():
         mosquitto.terminate()
         mosquitto.wait(timeout=30)
     latencies = delivery_latencies(report, rounds, "marker")
-    figures["mosquitto"] = {
-        "idle_rss_bytes": idle_rss, "rss_bytes": rss, "rss_per_connection": (rss - idle_rss) / count,
-        "connect_seconds": connect_seconds,
-        "rounds": [{"acknowledged": r["acknowledged"], "seconds": round(r["seconds"], 3),
-                    "cpu_us_per_message": r["cpu"] / max(1, r["acknowledged"]) * 1e6,
-                    "p50_ms": percentile(l, 0.5), "p99_ms": percentile(l, 0.99)}
-                   for r, l in zip(rounds, latencies)],
-    }
+    figures["mosquitto"] = server_figures(idle_rss, rss, count, connect_seconds, rounds, latencies)
 
     g, m = figures["gateway"], figures["mosquitto"]
     g_cpu = statistics.median(r["cpu_us_per_message"] for r in g["rounds"])
