@@ -41,3 +41,14 @@ extension Herald_V1_JobBatch.Target {
         self.token = token
     }
 }
+
+extension Herald_V1_OutcomeBatch {
+    /// The outcome of `batch`, with its ids and no device yet: every sender's outcome starts here.
+    public init(of batch: Herald_V1_JobBatch) {
+        self.init()
+        schemaVersion = 1
+        batchID = batch.batchID
+        pushID = batch.pushID
+        appID = batch.appID
+    }
+}

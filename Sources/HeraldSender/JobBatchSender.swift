@@ -119,11 +119,7 @@ public struct JobBatchSender: Sendable {
             waiting.removeAll { $0.dueMilliseconds <= due }
         }
 
-        var outcomes = Herald_V1_OutcomeBatch()
-        outcomes.schemaVersion = 1
-        outcomes.batchID = batch.batchID
-        outcomes.pushID = batch.pushID
-        outcomes.appID = batch.appID
+        var outcomes = Herald_V1_OutcomeBatch(of: batch)
         for index in 0..<targets.count {
             let deviceID = UInt64(bitPattern: targets.deviceIDs[index])
             switch results[index] {

@@ -328,13 +328,9 @@ public final class SenderWorker: Service, Sendable {
     /// online road (`HERALD_SENDER_ONLINE` off) reports them all offline.
     private func sendOnline(_ batch: PackedJobBatch) async -> Herald_V1_OutcomeBatch {
         let notifications = JobBatchNotifications(batch)
-        var outcome = Herald_V1_OutcomeBatch()
-        outcome.schemaVersion = 1
-        outcome.batchID = batch.header.batchID
-        outcome.pushID = batch.header.pushID
-        outcome.appID = batch.header.appID
+        var outcome = Herald_V1_OutcomeBatch(of: batch.header)
         var failures: [Int64: Herald_V1_OutcomeBatch.Failure] = [:]
-        let expired = notifications.shared.expiration.map { $0 > 0 && $0 * 1000 < now() } ?? false
+        let expired = notifications.shared.expiration.map { $0 > 0 && $0 * 1000 < sender.now() } ?? false
         for index in 0..<notifications.count {
             let deviceID = batch.targets.deviceIDs[notifications.target(at: index)]
             var failure = Herald_V1_OutcomeBatch.Failure()
@@ -367,7 +363,7 @@ public final class SenderWorker: Service, Sendable {
                 outcome.offlineDeviceIds.append(UInt64(bitPattern: deviceID))
             }
         }
-        outcome.completedAtMs = now()
+        outcome.completedAtMs = sender.now()
         metrics.record(
             accepted: 0,
             failures: outcome.failures.map { (JobBatchSender.statusName($0.status), $0.reason) }
@@ -375,9 +371,6 @@ public final class SenderWorker: Service, Sendable {
             attempts: 0, latencies: [])
         return outcome
     }
-
-    /// Milliseconds since 1970.
-    private func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// The app's client; while its credential cannot be read from the database (and none was
     /// loaded before), or cannot be decrypted with the configured master keys, the batch waits —
@@ -477,11 +470,7 @@ public final class SenderWorker: Service, Sendable {
     static func everyTarget(of batch: PackedJobBatch, status: Herald_V1_OutcomeBatch.Status, reason: String)
         -> Herald_V1_OutcomeBatch
     {
-        var outcome = Herald_V1_OutcomeBatch()
-        outcome.schemaVersion = 1
-        outcome.batchID = batch.header.batchID
-        outcome.pushID = batch.header.pushID
-        outcome.appID = batch.header.appID
+        var outcome = Herald_V1_OutcomeBatch(of: batch.header)
         outcome.failures = batch.targets.deviceIDs.map { deviceID in
             var failure = Herald_V1_OutcomeBatch.Failure()
             failure.deviceID = UInt64(bitPattern: deviceID)
