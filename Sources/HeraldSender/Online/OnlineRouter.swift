@@ -97,23 +97,26 @@ public final class OnlineRouter: Service, Sendable {
     ) async -> Set<Int64> {
         var byAddress: [String: GatewayDeliveries] = [:]
         let shared = notifications.shared
+        // Each distinct payload turned into the frame's bytes once (a plain push has one), shared
+        // by every device's push.
+        let payloads = notifications.payloads.map { Data($0.readableBytesView) }
         for index in 0..<notifications.count {
-            let deviceID = notifications.targets.deviceIDs[notifications.target(at: index)]
+            let target = notifications.target(at: index)
+            let deviceID = notifications.targets.deviceIDs[target]
             guard let route = connected[deviceID], notifications.problem(at: index) == nil else { continue }
             var delivery = GatewayDelivery()
             delivery.deviceID = deviceID
-            if !revoking.isEmpty {
+            if revoking.isEmpty {
+                delivery.push.pushID = notifications.pushID.recordBytes
+                delivery.push.collapseID = shared.collapseID ?? ""
+                delivery.push.payload = payloads[Int(notifications.payloadIndexes[target])]
+                delivery.push.pushType = shared.pushType.rawValue
+                delivery.push.priority = UInt32(shared.priority.rawValue)
+                delivery.push.expiresAt = shared.expiration ?? 0
+            } else {
                 delivery.revoke.pushID = revoking
                 delivery.revoke.collapseID = shared.collapseID ?? ""
-                byAddress[route.deliveryAddress, default: GatewayDeliveries()].deliveries.append(delivery)
-                continue
             }
-            delivery.push.pushID = notifications.pushID.recordBytes
-            delivery.push.collapseID = shared.collapseID ?? ""
-            delivery.push.payload = Data(notifications.payload(at: index).readableBytesView)
-            delivery.push.pushType = shared.pushType.rawValue
-            delivery.push.priority = UInt32(shared.priority.rawValue)
-            delivery.push.expiresAt = shared.expiration ?? 0
             byAddress[route.deliveryAddress, default: GatewayDeliveries()].deliveries.append(delivery)
         }
         guard !byAddress.isEmpty else { return [] }
