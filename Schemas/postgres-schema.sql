@@ -571,6 +571,27 @@ CREATE TABLE public.push_counters (
     delivered_online bigint DEFAULT 0 NOT NULL
 );
 
+CREATE TABLE public.push_engagement_counts (
+    push_id uuid NOT NULL,
+    shard smallint NOT NULL,
+    received bigint DEFAULT 0 NOT NULL,
+    opened bigint DEFAULT 0 NOT NULL,
+    dismissed bigint DEFAULT 0 NOT NULL,
+    actions jsonb DEFAULT '{}'::jsonb NOT NULL
+);
+
+CREATE TABLE public.push_engagement_events (
+    push_id uuid NOT NULL,
+    device_id bigint NOT NULL,
+    type text NOT NULL,
+    action text DEFAULT ''::text NOT NULL,
+    text_input boolean DEFAULT false NOT NULL,
+    occurred_at timestamp with time zone NOT NULL,
+    reported_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT push_engagement_events_check CHECK (((type = 'action'::text) = (action <> ''::text))),
+    CONSTRAINT push_engagement_events_type_check CHECK ((type = ANY (ARRAY['received'::text, 'opened'::text, 'action'::text, 'dismissed'::text])))
+);
+
 CREATE TABLE public.push_statistics_daily (
     app_id uuid NOT NULL,
     day date NOT NULL,
@@ -837,6 +858,12 @@ ALTER TABLE ONLY public.push_batches
 ALTER TABLE ONLY public.push_counters
     ADD CONSTRAINT push_counters_pkey PRIMARY KEY (push_id);
 
+ALTER TABLE ONLY public.push_engagement_counts
+    ADD CONSTRAINT push_engagement_counts_pkey PRIMARY KEY (push_id, shard);
+
+ALTER TABLE ONLY public.push_engagement_events
+    ADD CONSTRAINT push_engagement_events_pkey PRIMARY KEY (push_id, device_id, type, action);
+
 ALTER TABLE ONLY public.push_statistics_daily
     ADD CONSTRAINT push_statistics_daily_pkey PRIMARY KEY (app_id, day, state);
 
@@ -913,6 +940,8 @@ CREATE INDEX gateway_presence_app ON public.gateway_presence USING btree (app_id
 CREATE INDEX gateway_presence_gateway ON public.gateway_presence USING btree (gateway_id);
 
 CREATE INDEX outbox_unpublished ON public.outbox USING btree (id) WHERE (published_at IS NULL);
+
+CREATE INDEX push_batches_by_last_device ON public.push_batches USING btree (push_id, last_device);
 
 CREATE INDEX push_batches_open ON public.push_batches USING btree (emitted_at) WHERE (completed_at IS NULL);
 
@@ -1014,6 +1043,12 @@ ALTER TABLE ONLY public.push_batches
 
 ALTER TABLE ONLY public.push_counters
     ADD CONSTRAINT push_counters_push_id_fkey FOREIGN KEY (push_id) REFERENCES public.pushes(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.push_engagement_counts
+    ADD CONSTRAINT push_engagement_counts_push_id_fkey FOREIGN KEY (push_id) REFERENCES public.pushes(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.push_engagement_events
+    ADD CONSTRAINT push_engagement_events_push_id_fkey FOREIGN KEY (push_id) REFERENCES public.pushes(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.push_statistics_daily
     ADD CONSTRAINT push_statistics_daily_app_id_fkey FOREIGN KEY (app_id) REFERENCES public.apps(id) ON DELETE CASCADE;

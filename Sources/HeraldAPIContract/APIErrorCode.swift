@@ -63,6 +63,10 @@ public enum APIErrorCode: String, CaseIterable, Sendable {
     case pushNotRunning = "push_not_running"
     case recallOfRecall = "recall_of_recall"
 
+    // Engagement events (POST /v1/events).
+    case eventTooOld = "event_too_old"
+    case notSentToDevice = "not_sent_to_device"
+
     // Device imports.
     case importTooLarge = "import_too_large"
     case importTooSlow = "import_too_slow"

@@ -175,6 +175,10 @@ def request_for(operation, world):
         "getDeviceByToken": ("GET", f"/v1/devices/by-token/{world.token}", None),
         "updateDeviceByToken": ("PATCH", f"/v1/devices/by-token/{world.token}", {"add_tags": ["news"]}),
         "deleteDeviceByToken": ("DELETE", f"/v1/devices/by-token/{world.token}", None),
+        # A token T never registered: the callers allowed to report get as far as looking it up (404).
+        "reportEvents": ("POST", "/v1/events", {"events": [{
+            "push_id": push, "token": random_token(), "type": "opened",
+            "occurred_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}]}),
         "getDevice": ("GET", f"/v1/devices/{world.device}", None),
         "updateDevice": ("PATCH", f"/v1/devices/{world.device}", {"add_tags": ["sport"]}),
         "deleteDevice": ("DELETE", f"/v1/devices/{world.device}", None),

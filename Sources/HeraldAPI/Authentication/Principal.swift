@@ -68,6 +68,8 @@ enum Permission: Equatable {
         case "registerDevice", "updateDeviceByToken", "deleteDeviceByToken", "updateDevice":
             .serverOrClient(.devicesWrite)
         case "getDeviceByToken": .serverOrClient(.devicesRead)
+        // What a device did with a push: its SDK reports it (docs/engagement.md).
+        case "reportEvents": .serverOrClient(.devicesWrite)
         case "importDevices", "deleteDevice": .server(.devicesWrite)
         case "listDevices", "getDevice": .server(.devicesRead)
         case "createPush", "validatePush", "cancelPush", "pausePush", "resumePush", "recallPush", "createSegment",

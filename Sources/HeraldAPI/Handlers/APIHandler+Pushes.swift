@@ -124,7 +124,11 @@ extension APIHandler {
     }
 
     func getPush(_ input: Operations.GetPush.Input) async throws -> Operations.GetPush.Output {
-        .ok(.init(body: .json(try await progress(input.path.pushId))))
+        var status = try await progress(input.path.pushId)
+        // Read after the push was found to be the caller's (its counts are only ever its own).
+        let counts = try await engagement.counts(pushID: try Self.uuid(input.path.pushId, "pushId"))
+        status.engagement = .init(counts, reached: status.counters.accepted + status.counters.deliveredOnline)
+        return .ok(.init(body: .json(status)))
     }
 
     func cancelPush(_ input: Operations.CancelPush.Input) async throws -> Operations.CancelPush.Output {

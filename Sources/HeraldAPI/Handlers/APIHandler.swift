@@ -37,6 +37,8 @@ struct APIHandler: APIProtocol {
     /// Device imports: their own connections and slots.
     let imports: DeviceImports
     let pushes: PushRepository
+    /// What devices report about the pushes they were sent, and the counts kept of it.
+    let engagement: EngagementRepository
     /// New pushes go through it: under load, pushes that arrive together share a statement.
     let pushWriter: PushWriter
     /// Live progress streams: one poll per watched push.

@@ -33,6 +33,9 @@ final class APIMetrics: Sendable {
     let deviceQuotaRefusals = Atomic<Int>(0)
     /// Where the quota gauge comes from (set once the server exists).
     let deviceQuota = Mutex<DeviceQuota?>(nil)
+    /// Engagement events stored as new, and those counted before (`POST /v1/events`).
+    let engagementEventsCounted = Atomic<Int>(0)
+    let engagementEventsDuplicate = Atomic<Int>(0)
     private let state = Mutex(State())
 
     func record(operationID: String, status: Int, seconds: Double) {
@@ -40,6 +43,11 @@ final class APIMetrics: Sendable {
             state.requests[RequestKey(operationID: operationID, status: status), default: 0] += 1
             state.latency[operationID, default: Histogram(bounds: APIMetrics.latencyBuckets)].observe(seconds)
         }
+    }
+
+    func engagementEvents(counted: Int, duplicates: Int) {
+        engagementEventsCounted.add(counted, ordering: .relaxed)
+        engagementEventsDuplicate.add(duplicates, ordering: .relaxed)
     }
 
     func prometheusText() -> String {
@@ -91,6 +99,15 @@ final class APIMetrics: Sendable {
             help:
                 "The highest share of the active-device quota an app that registered lately uses (0 without a quota).",
             value: deviceQuota.withLock { $0 }?.highestShare ?? 0)
+        text.family(
+            "herald_api_engagement_events_total", .counter,
+            help: "Engagement events reported by devices: counted (new) or duplicate (counted before).")
+        text.sample(
+            "herald_api_engagement_events_total", ["result": "counted"],
+            value: engagementEventsCounted.load(ordering: .relaxed))
+        text.sample(
+            "herald_api_engagement_events_total", ["result": "duplicate"],
+            value: engagementEventsDuplicate.load(ordering: .relaxed))
         return text.text
     }
 }

@@ -86,6 +86,7 @@ public struct APIServer: Service {
                 devices: DeviceRepository(client: importDatabase, logger: logger),
                 slots: ImportSlots(limit: settings.importConnections)),
             pushes: PushRepository(client: database, logger: logger),
+            engagement: EngagementRepository(client: database, logger: logger),
             pushWriter: PushWriter(
                 client: database, logger: logger, maximumWriters: settings.pushWriters,
                 maximumBatch: settings.pushBatch),

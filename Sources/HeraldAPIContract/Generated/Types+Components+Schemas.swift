@@ -28,6 +28,7 @@ extension Components {
                 /// - What a client key may do: `address_by_token`, `tag_not_allowed`, `attribute_not_allowed`, `alias_signature_required`, `alias_signature_invalid`, `alias_signature_expired`.
                 /// - Limits of an app: `device_quota_reached`, `key_limit`, `segment_limit`, `template_limit`, `schedule_limit`, `webhook_limit`, `too_many_streams`.
                 /// - Conflicts with what exists: `conflict`, `idempotency_key_reused`, `segment_name_taken`, `template_name_taken`, `schedule_name_taken`, `webhook_name_taken`, `push_finished`, `push_not_running`, `recall_of_recall`.
+                /// - Engagement events: `event_too_old`, `not_sent_to_device`.
                 /// - Device imports: `import_too_large`, `import_too_slow`, `import_timed_out`, `import_in_progress`, `imports_busy`.
                 /// - The server: `no_master_key`, `database_unavailable`, `timed_out`, `internal_error`, `unexpected`.
                 ///
@@ -3615,6 +3616,8 @@ extension Components {
             public var audienceSize: Swift.Int64?
             /// - Remark: Generated from `#/components/schemas/PushStatus/counters`.
             public var counters: Components.Schemas.Counters
+            /// - Remark: Generated from `#/components/schemas/PushStatus/engagement`.
+            public var engagement: Components.Schemas.Engagement?
             /// - Remark: Generated from `#/components/schemas/PushStatus/recall_of`.
             public var recallOf: Swift.String?
             /// The schedule whose occurrence this push is.
@@ -3670,6 +3673,7 @@ extension Components {
             ///   - paused:
             ///   - audienceSize: Known once the fan-out has counted it.
             ///   - counters:
+            ///   - engagement:
             ///   - recallOf:
             ///   - scheduleId: The schedule whose occurrence this push is.
             ///   - occurrenceAt:
@@ -3695,6 +3699,7 @@ extension Components {
                 paused: Swift.Bool,
                 audienceSize: Swift.Int64? = nil,
                 counters: Components.Schemas.Counters,
+                engagement: Components.Schemas.Engagement? = nil,
                 recallOf: Swift.String? = nil,
                 scheduleId: Swift.String? = nil,
                 occurrenceAt: Foundation.Date? = nil,
@@ -3720,6 +3725,7 @@ extension Components {
                 self.paused = paused
                 self.audienceSize = audienceSize
                 self.counters = counters
+                self.engagement = engagement
                 self.recallOf = recallOf
                 self.scheduleId = scheduleId
                 self.occurrenceAt = occurrenceAt
@@ -3746,6 +3752,7 @@ extension Components {
                 case paused
                 case audienceSize = "audience_size"
                 case counters
+                case engagement
                 case recallOf = "recall_of"
                 case scheduleId = "schedule_id"
                 case occurrenceAt = "occurrence_at"
@@ -3761,6 +3768,250 @@ extension Components {
                 case localTime = "local_time"
                 case quietHours = "quiet_hours"
                 case waves
+            }
+        }
+        /// `received`: the notification service extension ran; `opened`: the user opened the notification; `action`: the user chose one of its actions; `dismissed`: the user dismissed it.
+        ///
+        /// - Remark: Generated from `#/components/schemas/EngagementEventType`.
+        @frozen public enum EngagementEventType: String, Codable, Hashable, Sendable, CaseIterable {
+            case received = "received"
+            case opened = "opened"
+            case action = "action"
+            case dismissed = "dismissed"
+        }
+        /// - Remark: Generated from `#/components/schemas/EngagementEvent`.
+        public struct EngagementEvent: Codable, Hashable, Sendable {
+            /// The push, as its payload names it under `herald.push_id`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EngagementEvent/push_id`.
+            public var pushId: Swift.String
+            /// The device's APNs token in hexadecimal.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EngagementEvent/token`.
+            public var token: Swift.String
+            /// - Remark: Generated from `#/components/schemas/EngagementEvent/type`.
+            public var _type: Components.Schemas.EngagementEventType
+            /// The action's identifier; required with `action`, refused with the other types.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EngagementEvent/action`.
+            public var action: Swift.String?
+            /// Whether the action carried text the user typed (the text itself is never sent).
+            ///
+            /// - Remark: Generated from `#/components/schemas/EngagementEvent/text_input`.
+            public var textInput: Swift.Bool?
+            /// The device's clock when it happened; at most 7 days old.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EngagementEvent/occurred_at`.
+            public var occurredAt: Foundation.Date
+            /// Creates a new `EngagementEvent`.
+            ///
+            /// - Parameters:
+            ///   - pushId: The push, as its payload names it under `herald.push_id`.
+            ///   - token: The device's APNs token in hexadecimal.
+            ///   - _type:
+            ///   - action: The action's identifier; required with `action`, refused with the other types.
+            ///   - textInput: Whether the action carried text the user typed (the text itself is never sent).
+            ///   - occurredAt: The device's clock when it happened; at most 7 days old.
+            public init(
+                pushId: Swift.String,
+                token: Swift.String,
+                _type: Components.Schemas.EngagementEventType,
+                action: Swift.String? = nil,
+                textInput: Swift.Bool? = nil,
+                occurredAt: Foundation.Date
+            ) {
+                self.pushId = pushId
+                self.token = token
+                self._type = _type
+                self.action = action
+                self.textInput = textInput
+                self.occurredAt = occurredAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case pushId = "push_id"
+                case token
+                case _type = "type"
+                case action
+                case textInput = "text_input"
+                case occurredAt = "occurred_at"
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.pushId = try container.decode(
+                    Swift.String.self,
+                    forKey: .pushId
+                )
+                self.token = try container.decode(
+                    Swift.String.self,
+                    forKey: .token
+                )
+                self._type = try container.decode(
+                    Components.Schemas.EngagementEventType.self,
+                    forKey: ._type
+                )
+                self.action = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .action
+                )
+                self.textInput = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .textInput
+                )
+                self.occurredAt = try container.decode(
+                    Foundation.Date.self,
+                    forKey: .occurredAt
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "push_id",
+                    "token",
+                    "type",
+                    "action",
+                    "text_input",
+                    "occurred_at"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/EventBatch`.
+        public struct EventBatch: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/EventBatch/events`.
+            public var events: [Components.Schemas.EngagementEvent]
+            /// Creates a new `EventBatch`.
+            ///
+            /// - Parameters:
+            ///   - events:
+            public init(events: [Components.Schemas.EngagementEvent]) {
+                self.events = events
+            }
+            public enum CodingKeys: String, CodingKey {
+                case events
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.events = try container.decode(
+                    [Components.Schemas.EngagementEvent].self,
+                    forKey: .events
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "events"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/EventBatchResult`.
+        public struct EventBatchResult: Codable, Hashable, Sendable {
+            /// The events in the batch.
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventBatchResult/received`.
+            public var received: Swift.Int
+            /// The events counted now (seen for the first time).
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventBatchResult/counted`.
+            public var counted: Swift.Int
+            /// The events already counted before (or twice in this batch).
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventBatchResult/duplicates`.
+            public var duplicates: Swift.Int
+            /// Creates a new `EventBatchResult`.
+            ///
+            /// - Parameters:
+            ///   - received: The events in the batch.
+            ///   - counted: The events counted now (seen for the first time).
+            ///   - duplicates: The events already counted before (or twice in this batch).
+            public init(
+                received: Swift.Int,
+                counted: Swift.Int,
+                duplicates: Swift.Int
+            ) {
+                self.received = received
+                self.counted = counted
+                self.duplicates = duplicates
+            }
+            public enum CodingKeys: String, CodingKey {
+                case received
+                case counted
+                case duplicates
+            }
+        }
+        /// What devices reported about the push (docs/engagement.md), each (device, type, action) counted once. The rates are against `reached`.
+        ///
+        /// - Remark: Generated from `#/components/schemas/Engagement`.
+        public struct Engagement: Codable, Hashable, Sendable {
+            /// Devices the push reached, accepted by APNs or delivered online.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Engagement/reached`.
+            public var reached: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/Engagement/received`.
+            public var received: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/Engagement/opened`.
+            public var opened: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/Engagement/dismissed`.
+            public var dismissed: Swift.Int64
+            /// Devices that chose each action, by its identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Engagement/actions`.
+            public struct ActionsPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: [String: Swift.Int64]
+                /// Creates a new `ActionsPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: [String: Swift.Int64] = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// Devices that chose each action, by its identifier.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Engagement/actions`.
+            public var actions: Components.Schemas.Engagement.ActionsPayload
+            /// received ÷ reached (0 when nothing was reached).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Engagement/received_rate`.
+            public var receivedRate: Swift.Double
+            /// opened ÷ reached (0 when nothing was reached).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Engagement/open_rate`.
+            public var openRate: Swift.Double
+            /// Creates a new `Engagement`.
+            ///
+            /// - Parameters:
+            ///   - reached: Devices the push reached, accepted by APNs or delivered online.
+            ///   - received:
+            ///   - opened:
+            ///   - dismissed:
+            ///   - actions: Devices that chose each action, by its identifier.
+            ///   - receivedRate: received ÷ reached (0 when nothing was reached).
+            ///   - openRate: opened ÷ reached (0 when nothing was reached).
+            public init(
+                reached: Swift.Int64,
+                received: Swift.Int64,
+                opened: Swift.Int64,
+                dismissed: Swift.Int64,
+                actions: Components.Schemas.Engagement.ActionsPayload,
+                receivedRate: Swift.Double,
+                openRate: Swift.Double
+            ) {
+                self.reached = reached
+                self.received = received
+                self.opened = opened
+                self.dismissed = dismissed
+                self.actions = actions
+                self.receivedRate = receivedRate
+                self.openRate = openRate
+            }
+            public enum CodingKeys: String, CodingKey {
+                case reached
+                case received
+                case opened
+                case dismissed
+                case actions
+                case receivedRate = "received_rate"
+                case openRate = "open_rate"
             }
         }
         /// - Remark: Generated from `#/components/schemas/PushList`.

@@ -15265,6 +15265,377 @@ public enum Operations {
             }
         }
     }
+    /// What devices did with the pushes they were sent — received, opened, an action, dismissed (client or server key).
+    ///
+    /// The return path of engagement (docs/engagement.md): the app's SDK, its notification
+    /// service extension or its back-end reports, in batches of up to 500 events, what happened
+    /// to a push on a device. Each event names the push by the `push_id` every payload carries
+    /// under its `herald` key and the device by its token. A device's (push, type, action) counts
+    /// once however often it is sent: a batch sent again answers `duplicates`, changes nothing.
+    ///
+    /// The batch is taken whole or not at all. An event about a push of another app or a token
+    /// this app has not registered answers 404, an event about a push that was not sent to that
+    /// device 403, an event older than 7 days (or more than 10 minutes ahead of the server's
+    /// clock) 422; the error's `field` names the event (`events[3]`), so a client drops that one
+    /// and sends the rest again.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/events`.
+    /// - Remark: Generated from `#/paths//v1/events/post(reportEvents)`.
+    public enum ReportEvents {
+        public static let id: Swift.String = "reportEvents"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/events/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReportEvents.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReportEvents.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ReportEvents.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/events/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/events/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.EventBatch)
+            }
+            public var body: Operations.ReportEvents.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            public init(
+                headers: Operations.ReportEvents.Input.Headers = .init(),
+                body: Operations.ReportEvents.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/events/POST/responses/200/headers`.
+                public struct Headers: Sendable, Hashable {
+                    /// Requests per second this app may make.
+                    ///
+                    /// - Remark: Generated from `#/paths/v1/events/POST/responses/200/headers/RateLimit-Limit`.
+                    public var rateLimitLimit: Components.Headers.RateLimitLimit?
+                    /// Requests left in the current burst.
+                    ///
+                    /// - Remark: Generated from `#/paths/v1/events/POST/responses/200/headers/RateLimit-Remaining`.
+                    public var rateLimitRemaining: Components.Headers.RateLimitRemaining?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - rateLimitLimit: Requests per second this app may make.
+                    ///   - rateLimitRemaining: Requests left in the current burst.
+                    public init(
+                        rateLimitLimit: Components.Headers.RateLimitLimit? = nil,
+                        rateLimitRemaining: Components.Headers.RateLimitRemaining? = nil
+                    ) {
+                        self.rateLimitLimit = rateLimitLimit
+                        self.rateLimitRemaining = rateLimitRemaining
+                    }
+                }
+                /// Received HTTP response headers
+                public var headers: Operations.ReportEvents.Output.Ok.Headers
+                /// - Remark: Generated from `#/paths/v1/events/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/events/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.EventBatchResult)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.EventBatchResult {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ReportEvents.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                public init(
+                    headers: Operations.ReportEvents.Output.Ok.Headers = .init(),
+                    body: Operations.ReportEvents.Output.Ok.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The batch is stored; what it added to the counts.
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/post(reportEvents)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.ReportEvents.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.ReportEvents.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request is malformed (JSON, types, unknown fields, parameters).
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/post(reportEvents)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/post(reportEvents)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The key may not do this: a client key on a server operation, a server key without the operation's scope, an app key on the admin's operations, another app's admin key, or a client key's alias without a valid signature or a tag outside the app's client tags.
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/post(reportEvents)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Components.Responses.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such thing for this app.
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/post(reportEvents)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The body or the APNs payload is larger than allowed.
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/post(reportEvents)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.TooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            public var contentTooLarge: Components.Responses.TooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The body is not in a content type this route reads.
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/post(reportEvents)/responses/415`.
+            ///
+            /// HTTP response code: `415 unsupportedMediaType`.
+            case unsupportedMediaType(Components.Responses.UnsupportedMediaType)
+            /// The associated value of the enum case if `self` is `.unsupportedMediaType`.
+            ///
+            /// - Throws: An error if `self` is not `.unsupportedMediaType`.
+            /// - SeeAlso: `.unsupportedMediaType`.
+            public var unsupportedMediaType: Components.Responses.UnsupportedMediaType {
+                get throws {
+                    switch self {
+                    case let .unsupportedMediaType(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unsupportedMediaType",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Well-formed, but its values are not acceptable (the `field` says which).
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/post(reportEvents)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Components.Responses.Unprocessable)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            public var unprocessableContent: Components.Responses.Unprocessable {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/post(reportEvents)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// A dependency (PostgreSQL) is down; retry later.
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/post(reportEvents)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.Unavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Components.Responses.Unavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// The app's pushes, newest first.
     ///
     /// - Remark: HTTP `GET /v1/pushes`.

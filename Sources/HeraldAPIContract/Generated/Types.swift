@@ -342,6 +342,24 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `DELETE /v1/devices/{registrationId}`.
     /// - Remark: Generated from `#/paths//v1/devices/{registrationId}/delete(deleteDevice)`.
     func deleteDevice(_ input: Operations.DeleteDevice.Input) async throws -> Operations.DeleteDevice.Output
+    /// What devices did with the pushes they were sent — received, opened, an action, dismissed (client or server key).
+    ///
+    /// The return path of engagement (docs/engagement.md): the app's SDK, its notification
+    /// service extension or its back-end reports, in batches of up to 500 events, what happened
+    /// to a push on a device. Each event names the push by the `push_id` every payload carries
+    /// under its `herald` key and the device by its token. A device's (push, type, action) counts
+    /// once however often it is sent: a batch sent again answers `duplicates`, changes nothing.
+    ///
+    /// The batch is taken whole or not at all. An event about a push of another app or a token
+    /// this app has not registered answers 404, an event about a push that was not sent to that
+    /// device 403, an event older than 7 days (or more than 10 minutes ahead of the server's
+    /// clock) 422; the error's `field` names the event (`events[3]`), so a client drops that one
+    /// and sends the rest again.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/events`.
+    /// - Remark: Generated from `#/paths//v1/events/post(reportEvents)`.
+    func reportEvents(_ input: Operations.ReportEvents.Input) async throws -> Operations.ReportEvents.Output
     /// The app's pushes, newest first.
     ///
     /// - Remark: HTTP `GET /v1/pushes`.
@@ -1165,6 +1183,32 @@ extension APIProtocol {
         try await deleteDevice(Operations.DeleteDevice.Input(
             path: path,
             headers: headers
+        ))
+    }
+    /// What devices did with the pushes they were sent — received, opened, an action, dismissed (client or server key).
+    ///
+    /// The return path of engagement (docs/engagement.md): the app's SDK, its notification
+    /// service extension or its back-end reports, in batches of up to 500 events, what happened
+    /// to a push on a device. Each event names the push by the `push_id` every payload carries
+    /// under its `herald` key and the device by its token. A device's (push, type, action) counts
+    /// once however often it is sent: a batch sent again answers `duplicates`, changes nothing.
+    ///
+    /// The batch is taken whole or not at all. An event about a push of another app or a token
+    /// this app has not registered answers 404, an event about a push that was not sent to that
+    /// device 403, an event older than 7 days (or more than 10 minutes ahead of the server's
+    /// clock) 422; the error's `field` names the event (`events[3]`), so a client drops that one
+    /// and sends the rest again.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/events`.
+    /// - Remark: Generated from `#/paths//v1/events/post(reportEvents)`.
+    public func reportEvents(
+        headers: Operations.ReportEvents.Input.Headers = .init(),
+        body: Operations.ReportEvents.Input.Body
+    ) async throws -> Operations.ReportEvents.Output {
+        try await reportEvents(Operations.ReportEvents.Input(
+            headers: headers,
+            body: body
         ))
     }
     /// The app's pushes, newest first.

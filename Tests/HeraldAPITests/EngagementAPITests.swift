@@ -1,0 +1,176 @@
+import Foundation
+import HTTPTypes
+import PostgresNIO
+import Testing
+
+@testable import HeraldAPI
+
+@Suite("Open API: engagement events")
+struct EngagementAPITests {
+    /// An event of the batches below, as JSON.
+    static func event(
+        _ push: String, _ token: String, _ type: String, action: String? = nil, textInput: Bool? = nil,
+        at date: Date = Date()
+    ) -> String {
+        var fields = [
+            #""push_id":"\#(push)""#, #""token":"\#(token)""#, #""type":"\#(type)""#,
+            #""occurred_at":"\#(date.formatted(.iso8601))""#,
+        ]
+        if let action { fields.append(#""action":"\#(action)""#) }
+        if let textInput { fields.append(#""text_input":\#(textInput)"#) }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    static func batch(_ events: String...) -> String { #"{"events":[\#(events.joined(separator: ","))]}"# }
+
+    @Test(
+        "a device reports once per push, type and action, only for pushes it was sent, a batch whole or not at all; the push's status counts it"
+    )
+    func eventsAreCountedOnceAndOnlyForTheirDevice() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let other = try await api.createApp(name: "other app")
+            let tokens = (0..<4).map { _ in APITest.randomToken() }
+            var ids: [Int64] = []
+            for token in tokens { ids.append(try await api.register(app, token: token)) }
+            let hello = #"{"audience":{"all":true},"notification":{"alert":{"body":"Hello"}}}"#
+            let push = try #require(
+                try await api.call(.post, "/v1/pushes", key: app.serverKey, json: hello)["id"] as? String)
+            let stillSending = try #require(
+                try await api.call(.post, "/v1/pushes", key: app.serverKey, json: hello)["id"] as? String)
+            let othersPush = try #require(
+                try await api.call(.post, "/v1/pushes", key: other.serverKey, json: hello)["id"] as? String)
+            // What herald-center writes as the fan-out and its outcomes go: the push's batch
+            // covers the four devices; APNs accepted the first, the gateway delivered the second,
+            // the third was rejected and the fourth skipped. The second push's batch (the first
+            // device alone) is still on its way.
+            try await api.database.query(
+                """
+                INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, completed_at,
+                                          accepted_device_ids, delivered_online_device_ids)
+                VALUES (\(UUID(uuidString: push)!), 0, \(ids[0]), \(ids[3]), 4, now(), ARRAY[\(ids[0])]::bigint[], ARRAY[\(ids[1])]::bigint[]),
+                       (\(UUID(uuidString: stillSending)!), 0, \(ids[0]), \(ids[0]), 1, NULL, NULL, NULL)
+                """, logger: api.logger)
+            try await api.database.query(
+                """
+                INSERT INTO push_counters (push_id, targeted, accepted, delivered_online, rejected)
+                VALUES (\(UUID(uuidString: push)!), 4, 1, 1, 1)
+                ON CONFLICT (push_id) DO UPDATE SET targeted = 4, accepted = 1, delivered_online = 1, rejected = 1
+                """, logger: api.logger)
+
+            // The phone of the first device: its extension, then the user.
+            let first = Self.batch(
+                Self.event(push, tokens[0], "received"), Self.event(push, tokens[0], "opened"),
+                Self.event(push, tokens[0], "action", action: "reply", textInput: true),
+                Self.event(push, tokens[0], "dismissed"))
+            let stored = try await api.call(.post, "/v1/events", key: app.clientKey, json: first)
+            #expect(stored.status == .ok, "\(stored.text)")
+            #expect(
+                stored["received"] as? Int == 4 && stored["counted"] as? Int == 4 && stored["duplicates"] as? Int == 0)
+            // The same batch again (the SDK did not hear the answer): nothing more is counted.
+            let again = try await api.call(.post, "/v1/events", key: app.clientKey, json: first)
+            #expect(again.status == .ok && again["counted"] as? Int == 0 && again["duplicates"] as? Int == 4)
+            // The device reached online opens it too, reported by the app's back-end; twice in one batch.
+            let online = try await api.call(
+                .post, "/v1/events", key: app.serverKey,
+                json: Self.batch(Self.event(push, tokens[1], "opened"), Self.event(push, tokens[1], "opened")))
+            #expect(online.status == .ok && online["counted"] as? Int == 1 && online["duplicates"] as? Int == 1)
+
+            // The rejected device was not sent the push: the batch naming it stores nothing.
+            let mixed = try await api.call(
+                .post, "/v1/events", key: app.serverKey,
+                json: Self.batch(Self.event(push, tokens[1], "dismissed"), Self.event(push, tokens[2], "opened")))
+            #expect(mixed.status == .forbidden && mixed.errorCode == "not_sent_to_device", "\(mixed.text)")
+            #expect(mixed.errorField == "events[1]")
+            let skipped = try await api.call(
+                .post, "/v1/events", key: app.clientKey, json: Self.batch(Self.event(push, tokens[3], "received")))
+            #expect(skipped.status == .forbidden && skipped.errorCode == "not_sent_to_device")
+            // A batch still on its way counts every device of its range.
+            let early = try await api.call(
+                .post, "/v1/events", key: app.clientKey,
+                json: Self.batch(Self.event(stillSending, tokens[0], "received")))
+            #expect(early.status == .ok && early["counted"] as? Int == 1, "\(early.text)")
+
+            // Another app's push, a token nobody registered.
+            let foreign = try await api.call(
+                .post, "/v1/events", key: app.clientKey, json: Self.batch(Self.event(othersPush, tokens[0], "opened")))
+            #expect(foreign.status == .notFound && foreign.errorField == "events[0].push_id")
+            let stranger = try await api.call(
+                .post, "/v1/events", key: app.serverKey,
+                json: Self.batch(
+                    Self.event(push, tokens[0], "opened"), Self.event(push, APITest.randomToken(), "opened")))
+            #expect(stranger.status == .notFound && stranger.errorField == "events[1].token")
+            // The other app cannot report about this app's push, nor read its counts.
+            let crossed = try await api.call(
+                .post, "/v1/events", key: other.clientKey, json: Self.batch(Self.event(push, tokens[0], "opened")))
+            #expect(crossed.status == .notFound)
+
+            // The push's status: the first device's four events, the second's open; nothing of the refused batches.
+            let status = try await api.call(.get, "/v1/pushes/\(push)", key: app.serverKey)
+            let engagement = try #require(status["engagement"] as? [String: Any], "\(status.text)")
+            #expect(engagement["reached"] as? Int == 2)
+            #expect(engagement["received"] as? Int == 1 && engagement["opened"] as? Int == 2)
+            #expect(engagement["dismissed"] as? Int == 1)
+            #expect((engagement["actions"] as? [String: Any])?["reply"] as? Int == 1)
+            #expect(engagement["open_rate"] as? Double == 1.0 && engagement["received_rate"] as? Double == 0.5)
+            let othersStatus = try await api.call(.get, "/v1/pushes/\(push)", key: other.serverKey)
+            #expect(othersStatus.status == .notFound)
+
+            let metrics = try await api.call(.get, "/metrics", key: nil)
+            #expect(
+                metrics.text.contains(#"herald_api_engagement_events_total{result="counted"} 6"#), "\(metrics.text)")
+        }
+    }
+
+    @Test("a malformed event is refused with the field that names it")
+    func malformedEventsSayWhatToFix() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let token = APITest.randomToken()
+            let other = APITest.randomToken()
+            _ = try await api.register(app, token: token)
+            let push = UUID().uuidString.lowercased()
+            let longAgo = Date().addingTimeInterval(-8 * 24 * 3600)
+            let cases: [(String, String, HTTPResponse.Status, String, String)] = [
+                (#"{"events":[]}"#, app.serverKey, .unprocessableContent, "events", "invalid_value"),
+                (
+                    Self.batch(Self.event(push, token, "opened", at: longAgo)), app.serverKey, .unprocessableContent,
+                    "events[0].occurred_at", "event_too_old"
+                ),
+                (
+                    Self.batch(Self.event(push, token, "opened", at: Date().addingTimeInterval(3600))), app.serverKey,
+                    .unprocessableContent, "events[0].occurred_at", "invalid_value"
+                ),
+                (
+                    Self.batch(Self.event(push, token, "action")), app.serverKey, .unprocessableContent,
+                    "events[0].action", "invalid_value"
+                ),
+                (
+                    Self.batch(Self.event(push, token, "opened", action: "reply")), app.serverKey,
+                    .unprocessableContent, "events[0].action", "invalid_value"
+                ),
+                (
+                    Self.batch(Self.event("not-a-push", token, "opened")), app.serverKey, .badRequest,
+                    "events[0].push_id", "invalid_request"
+                ),
+                (
+                    Self.batch(Self.event(push, token, "opened"), Self.event(push, other, "opened")), app.clientKey,
+                    .unprocessableContent, "events[1].token", "invalid_value"
+                ),
+                (
+                    #"{"events":[\#(Array(repeating: Self.event(push, token, "opened"), count: 501).joined(separator: ","))]}"#,
+                    app.serverKey, .unprocessableContent, "events", "invalid_value"
+                ),
+            ]
+            for (body, key, status, field, code) in cases {
+                let answer = try await api.call(.post, "/v1/events", key: key, json: body)
+                #expect(
+                    answer.status == status && answer.errorField == field && answer.errorCode == code, "\(answer.text)")
+            }
+            let unknownType = try await api.call(
+                .post, "/v1/events", key: app.serverKey, json: Self.batch(Self.event(push, token, "liked")))
+            #expect(
+                unknownType.status == .badRequest || unknownType.status == .unprocessableContent, "\(unknownType.text)")
+        }
+    }
+}
