@@ -68,6 +68,17 @@ struct CLITests {
             "\(PushProgress.summary(online))")
         #expect(PushProgress.addsUp(online))
         #expect(!PushProgress.addsUp(Self.status(state: .completed, targeted: 100, accepted: 70)))
+        // What the devices reported back, against the devices reached by either road.
+        var engaged = online
+        engaged.engagement = .init(
+            reached: 100, received: 90, opened: 21, dismissed: 5,
+            actions: .init(additionalProperties: ["reply": 3, "archive": 1]), receivedRate: 0.9, openRate: 0.21)
+        #expect(
+            PushProgress.summary(engaged).contains(
+                "engagement  of 100 reached: received 90 (90.0%), opened 21 (21.0%), dismissed 5, actions (archive 1, reply 3)"
+            ),
+            "\(PushProgress.summary(engaged))")
+        #expect(!PushProgress.summary(online).contains("engagement"))
         #expect(PushProgress.isSettled(Self.status(state: .canceled, targeted: 10, accepted: 4, canceled: 6)))
         #expect(!PushProgress.isSettled(Self.status(state: .canceled, targeted: 10, accepted: 4)))
         #expect(

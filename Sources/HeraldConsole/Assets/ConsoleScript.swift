@@ -168,6 +168,21 @@ enum ConsoleScript {
             var none = $("#no-actions"); if (none) { none.hidden = any; }
           }
 
+          // Push detail: devices keep reporting opens long after the push ended; the engagement
+          // card is read again from the page every few seconds.
+          var engagement = $("#engagement[data-refresh]");
+          if (engagement && window.fetch && window.DOMParser) {
+            setInterval(function () {
+              fetch(window.location.pathname, { credentials: "same-origin" }).then(function (answer) {
+                return answer.ok ? answer.text() : null;
+              }).then(function (html) {
+                if (!html) { return; }
+                var fresh = new DOMParser().parseFromString(html, "text/html").querySelector("#engagement");
+                if (fresh) { engagement.innerHTML = fresh.innerHTML; }
+              }).catch(function () {});
+            }, 1000 * Number(engagement.getAttribute("data-refresh")));
+          }
+
           // Push detail: live progress over Server-Sent Events until the push ends.
           var live = $("#live[data-events]");
           if (live && window.EventSource) {

@@ -51,6 +51,34 @@ struct PushView {
     /// `09:00 on 2026-12-01 in each device's time zone`; nil for other pushes.
     var localTime: String?
     var holdsQuietHours: Bool
+    /// What the devices reported back (docs/engagement.md).
+    var engagement: Engagement?
+
+    /// A push's engagement as its page shows it: counts, their share of the devices reached,
+    /// and each action's count.
+    struct Engagement {
+        var reached: String
+        var received: String
+        var receivedRate: String
+        var opened: String
+        var openRate: String
+        var dismissed: String
+        var actions: [Fact]
+        var hasActions: Bool
+
+        init(_ engagement: Components.Schemas.Engagement) {
+            reached = PushView.number(engagement.reached)
+            received = PushView.number(engagement.received)
+            receivedRate = String(format: "%.1f%%", engagement.receivedRate * 100)
+            opened = PushView.number(engagement.opened)
+            openRate = String(format: "%.1f%%", engagement.openRate * 100)
+            dismissed = PushView.number(engagement.dismissed)
+            actions = engagement.actions.additionalProperties.sorted {
+                $0.value == $1.value ? $0.key < $1.key : $0.value > $1.value
+            }.map { Fact(label: $0.key, value: PushView.number($0.value)) }
+            hasActions = !actions.isEmpty
+        }
+    }
 
     /// A wave as the push page and the composer's dry run show it.
     struct Wave {
@@ -179,6 +207,7 @@ struct PushView {
             "\($0.time)\($0.date.map { " on \($0)" } ?? ", the next time") in each device's time zone"
         }
         holdsQuietHours = push.quietHours == .hold
+        engagement = push.engagement.map(Engagement.init)
     }
 
     /// `1,234,567`: digits grouped by threes (no formatter object: a page formats hundreds).

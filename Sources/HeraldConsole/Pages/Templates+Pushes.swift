@@ -84,6 +84,19 @@ extension ConsoleTemplates {
               </svg>
               </div>
             </div>
+            {{#push.engagement}}
+            <div class="card" id="engagement" data-refresh="15">
+              <h2>Engagement</h2>
+              <div class="stats">
+                <div class="stat"><div class="label">Reached</div><div class="value" id="engagement-reached">{{reached}}</div></div>
+                <div class="stat"><div class="label">Received</div><div class="value" id="engagement-received">{{received}}</div><div class="muted">{{receivedRate}}</div></div>
+                <div class="stat"><div class="label">Opened</div><div class="value" id="engagement-opened">{{opened}}</div><div class="muted" id="engagement-open-rate">{{openRate}}</div></div>
+                <div class="stat"><div class="label">Dismissed</div><div class="value" id="engagement-dismissed">{{dismissed}}</div></div>
+              </div>
+              {{#hasActions}}<dl class="facts">{{#actions}}<dt>Action {{label}}</dt><dd>{{value}}</dd>{{/actions}}</dl>{{/hasActions}}
+              <p class="hint">What the devices reported (received: the notification service extension ran), each device once per push; the rates are of the devices reached through APNs or online.</p>
+            </div>
+            {{/push.engagement}}
             {{#push.hasWaves}}
             <div class="card" id="waves">
               <h2>Waves by time zone</h2>
