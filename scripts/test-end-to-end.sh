@@ -111,7 +111,9 @@ test_broadcast() {
 # too — through apns-sim, and `herald dev verify` adds it up. A second broadcast loses gateway-1
 # to SIGKILL halfway: its phones reconnect through the proxy with back-off, and every phone gets
 # the push by one road or the other, each copy carrying its push id. A recall of the first
-# reaches every connected phone as a revoke frame. (8,000, not more: a process here may hold
+# reaches every connected phone as a revoke frame. The phones report received, opened and an action
+# for what they acknowledged, each batch twice, through POST /v1/events with the client key; the
+# first push's engagement counts exactly what they stored, once. (8,000, not more: a process here may hold
 # 20,000 descriptors, and HAProxy holds two a connection.)
 test_online() {
   reset_sim
@@ -135,6 +137,7 @@ PY
   rm -rf "$state"
   .local/venv/bin/python Benchmarks/Gateway/phones.py --devices "$HERALD_DEV_DIR/online.ndjson" --key "$key" \
     --address "$HERALD_DEV_GATEWAY" --ca "$HERALD_DEV_GATEWAY_CA" --state "$state" --silent-every 10 \
+    --api "$HERALD_API_URL" --open-share 0.3 --action-share 0.25 \
     >"$HERALD_DEV_DIR/logs/phones.log" 2>&1 &
   phones=$!
   live() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("live", 0))' "$state/status.json" 2>/dev/null || echo 0; }
@@ -159,6 +162,12 @@ PY
   wait_live 120
   recall=$("$herald" push recall "$first" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
   wait_completed "$recall" 120
+  # The phones' engagement reports (each sent twice) are all answered before they stop.
+  local start=$SECONDS
+  until [ "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("reports_pending", 0))' "$state/status.json" 2>/dev/null || echo 1)" = 0 ]; do
+    [ $((SECONDS - start)) -lt 120 ] || { fail "online: engagement reports still pending after 120 s"; break; }
+    sleep 0.5
+  done
   kill -TERM "$phones"; wait "$phones"
 
   local report
@@ -207,11 +216,33 @@ both = sum(1 for token in tokens if over_connection(token, second) and token in 
 unrevoked = [token[:8] for token in tokens if first not in phones[token]["revokes"]]
 if unrevoked:
     sys.exit(f"{len(unrevoked)} connected phones got no revoke of the first push, e.g. {unrevoked[:3]}")
+# Engagement (docs/engagement.md): the phones reported received, opened and replied for the first
+# push, each batch twice; the push counts exactly the distinct events they stored, the repeats nothing.
+def status(push):
+    return json.loads(subprocess.run([herald, "push", "status", push, "--json"], capture_output=True, text=True).stdout)
+failed = [(token[:8], entry) for token in tokens for entry in phones[token]["event_failures"] if entry[0] == first]
+if failed:
+    sys.exit(f"{len(failed)} engagement reports about the first push were refused, e.g. {failed[:3]}")
+reported = {kind: 0 for kind in ("received", "opened", "reply")}
+for token in acknowledging:
+    for push, kind, action in phones[token]["events"]:
+        if push == first:
+            reported["reply" if kind == "action" else kind] += 1
+engagement = status(first).get("engagement", {})
+counted = {"received": engagement.get("received"), "opened": engagement.get("opened"),
+           "reply": engagement.get("actions", {}).get("reply", 0)}
+if counted != reported or reported["received"] != len(acknowledging):
+    sys.exit(f"the first push's engagement counts {counted}; the phones stored {reported}")
+recounted = sum(phones[token]["recounted"] for token in tokens)
+if recounted:
+    sys.exit(f"repeated engagement batches counted {recounted} events again")
 second_counters, recall_counters = counters(second), counters(recall)
 print(f"the first broadcast reached {online} phones over their connections once each (and {len(silent)} silent ones "
       f"through APNs); across gateway-1's SIGKILL all {len(tokens)} phones got the second one "
       f"({second_counters['delivered_online']} online, {both} by both roads, shown once by push id); "
-      f"the recall revoked it on all {len(tokens)} over their connections ({recall_counters['delivered_online']} online)")
+      f"the recall revoked it on all {len(tokens)} over their connections ({recall_counters['delivered_online']} online); "
+      f"the phones reported {reported['received']} received, {reported['opened']} opened and {reported['reply']} replies "
+      f"for the first push (open rate {engagement.get('open_rate', 0):.3f}), each batch twice, counted once")
 PY
   ); then
     log "✔ online: $report"

@@ -8,11 +8,19 @@ used by the end-to-end tests (scripts/test-end-to-end.sh) and the gateway benchm
 
     phones.py --devices FILE --key CLIENT_KEY --address 127.0.0.1:7443 --ca gateway.crt \\
               --state DIR [--workers N] [--silent-every K] [--mqtt]
+              [--api http://127.0.0.1:8080 --open-share 0.3 --action-share 0.25]
 
 FILE holds one device per line: {"token": "…", "environment": "sandbox"} (herald dev devices'
 file). The phones run until SIGTERM; every second DIR/status.json says how many are live and what
 they received; at the end DIR/report.json lists, per token, the push ids received (over
 `Push` frames, and the `herald.push_id` of each payload), the revokes, and each push's receipt time.
+
+With --api, each acknowledging phone reports what its user did with every push it acknowledged
+(docs/engagement.md) as an app's SDK would, with the client key: `received`, then `opened` for a
+share of the pushes and an `action` ("reply") for a share of those opened, chosen by a hash of
+(token, push id) so a run is repeatable. It sends each batch twice (the second time as a retry that
+did not hear the first answer) and records, per token, the events stored and what the repeat
+counted (it should count nothing). Answers of 429 are retried after their Retry-After.
 
 Each worker process holds at most 9,000 connections (a process here may hold 20,000 descriptors),
 spread over the source addresses 127.1.x.y so no address runs out of ports.
@@ -20,6 +28,7 @@ spread over the source addresses 127.1.x.y so no address runs out of ports.
 
 import argparse
 import asyncio
+import hashlib
 import json
 import multiprocessing
 import os
@@ -62,6 +71,9 @@ class Phone:
         self.pushes = []  # (push id, payload's herald.push_id, received at ms)
         self.revokes = []
         self.welcomes = 0
+        self.events = []  # [push id, type, action] stored through POST /v1/events
+        self.recounted = 0  # what the repeated batches counted again (0 when deduplicated)
+        self.event_failures = []
 
     async def run(self):
         failures = 0
@@ -127,6 +139,8 @@ class Phone:
                         ack = pb.Frame()
                         ack.ack.delivery = frame.push.delivery
                         send(writer, ack)
+                        if self.worker.api:
+                            self.worker.report(self, str(uuid.UUID(bytes=frame.push.push_id)))
                 elif kind == "revoke":
                     self.revokes.append(str(uuid.UUID(bytes=frame.revoke.push_id)))
                 elif kind == "ping":
@@ -147,6 +161,33 @@ class Phone:
         finally:
             if heartbeat:
                 heartbeat.cancel()
+
+    def events_for(self, push):
+        """What the user does with `push`: received always; opened and replied by a hash's shares."""
+        digest = hashlib.sha256(f"{self.token}:{push}".encode()).digest()
+        chosen = [("received", None)]
+        if digest[0] / 256 < self.worker.open_share:
+            chosen.append(("opened", None))
+            if digest[1] / 256 < self.worker.action_share:
+                chosen.append(("action", "reply"))
+        return chosen
+
+    async def report_events(self, push):
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        chosen = self.events_for(push)
+        events = [{"push_id": push, "token": self.token, "type": kind, "occurred_at": now,
+                   **({"action": action} if action else {})} for kind, action in chosen]
+        body = json.dumps({"events": events}).encode()
+        first = await self.worker.post_events(body)
+        if first is None or first[0] != 200:
+            self.event_failures.append([push, first[0] if first else 0, first[1] if first else ""])
+            return
+        self.events.extend([push, kind, action or ""] for kind, action in chosen)
+        again = await self.worker.post_events(body)
+        if again is None or again[0] != 200:
+            self.event_failures.append([push, again[0] if again else 0, again[1] if again else ""])
+            return
+        self.recounted += json.loads(again[1]).get("counted", 0)
 
     async def ping(self, writer, seconds):
         nonce = 0
@@ -235,6 +276,10 @@ class Worker:
         self.key = arguments.key
         self.mqtt = arguments.mqtt
         self.silent_every = arguments.silent_every
+        self.api = arguments.api
+        self.open_share = arguments.open_share
+        self.action_share = arguments.action_share
+        self.reports = set()
         self.state = arguments.state
         self.number = number
         self.pb = None if self.mqtt else compile_frames()
@@ -247,17 +292,55 @@ class Worker:
     def count(self, name):
         self.counters[name] = self.counters.get(name, 0) + 1
 
+    def report(self, phone, push):
+        task = asyncio.ensure_future(phone.report_events(push))
+        self.reports.add(task)
+        task.add_done_callback(self.reports.discard)
+
+    async def post_events(self, body):
+        """POST /v1/events with the client key over HTTP/1.1: (status, body), 429 retried."""
+        host, port = self.api.split("://", 1)[1].rstrip("/").rsplit(":", 1)
+        request = (f"POST /v1/events HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {self.key}\r\n"
+                   f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+                   ).encode() + body
+        for _ in range(50):
+            try:
+                async with self.requests:
+                    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 30)
+                    try:
+                        writer.write(request)
+                        answer = await asyncio.wait_for(reader.read(), 60)
+                    finally:
+                        writer.close()
+            except (OSError, asyncio.TimeoutError):
+                self.count("events_connect_failed")
+                await asyncio.sleep(random.uniform(0.5, 2))
+                continue
+            head, _, text = answer.partition(b"\r\n\r\n")
+            lines = head.decode(errors="replace").split("\r\n")
+            status = int(lines[0].split()[1])
+            if status == 429:
+                self.count("events_throttled")
+                retry = next((line.split(":", 1)[1] for line in lines if line.lower().startswith("retry-after:")), "1")
+                await asyncio.sleep(float(retry) * random.uniform(1, 1.5))
+                continue
+            self.count(f"events_{status}")
+            return status, text.decode(errors="replace")
+        return None
+
     def status(self):
         return {
             "live": sum(phone.live for phone in self.phones),
             "phones": len(self.phones),
             "pushes": sum(len(phone.pushes) for phone in self.phones),
             "revokes": sum(len(phone.revokes) for phone in self.phones),
+            "reports_pending": len(self.reports),
             "counters": self.counters,
         }
 
     async def main(self):
         self.handshakes = asyncio.Semaphore(200)
+        self.requests = asyncio.Semaphore(16)
         loop = asyncio.get_running_loop()
         done = asyncio.Event()
         loop.add_signal_handler(signal.SIGTERM, done.set)
@@ -274,7 +357,9 @@ class Worker:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         report = {
-            phone.token: {"pushes": phone.pushes, "revokes": phone.revokes, "welcomes": phone.welcomes}
+            phone.token: {"pushes": phone.pushes, "revokes": phone.revokes, "welcomes": phone.welcomes,
+                          "events": phone.events, "recounted": phone.recounted,
+                          "event_failures": phone.event_failures}
             for phone in self.phones
         }
         write_json(os.path.join(self.state, f"report.{self.number}.json"), {"phones": report, "counters": self.counters})
@@ -319,6 +404,9 @@ def main():
     parser.add_argument("--limit", type=int, default=0, help="use the first N devices of the file")
     parser.add_argument("--silent-every", type=int, default=0, help="every Kth phone does not acknowledge")
     parser.add_argument("--mqtt", action="store_true", help="MQTT 3.1.1 clients of a broker instead")
+    parser.add_argument("--api", default="", help="herald-api's URL (http): report engagement events there")
+    parser.add_argument("--open-share", type=float, default=0.3, help="share of pushes a phone's user opens")
+    parser.add_argument("--action-share", type=float, default=0.25, help="share of opened pushes answered by an action")
     arguments = parser.parse_args()
     os.makedirs(arguments.state, exist_ok=True)
     devices = []
