@@ -195,6 +195,10 @@ try:
     check(number(text(driver, "count-accepted")) == counters["accepted"],
           f"the page's accepted count equals herald push status ({counters['accepted']})")
     check(counters["targeted"] == size, f"it targeted the dry run's audience size ({counters['targeted']} = {size})")
+    check("Early access starts now" in text(driver, "notification"), "the push page shows what the push said")
+    reached = counters["accepted"] + counters["delivered_online"]
+    check(number(text(driver, "engagement-reached")) == reached and text(driver, "engagement-opened") == "0",
+          f"the push page's engagement card counts {reached} reached and nothing opened yet")
     screenshot(driver, "03-push-completed")
 
     # ── throttled

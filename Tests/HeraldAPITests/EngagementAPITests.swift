@@ -113,6 +113,9 @@ struct EngagementAPITests {
             #expect(engagement["dismissed"] as? Int == 1)
             #expect((engagement["actions"] as? [String: Any])?["reply"] as? Int == 1)
             #expect(engagement["open_rate"] as? Double == 1.0 && engagement["received_rate"] as? Double == 0.5)
+            // What the push said, as accepted.
+            let notification = status["notification"] as? [String: Any]
+            #expect((notification?["alert"] as? [String: Any])?["body"] as? String == "Hello", "\(status.text)")
             let othersStatus = try await api.call(.get, "/v1/pushes/\(push)", key: other.serverKey)
             #expect(othersStatus.status == .notFound)
 

@@ -79,6 +79,12 @@ struct CLITests {
             ),
             "\(PushProgress.summary(engaged))")
         #expect(!PushProgress.summary(online).contains("engagement"))
+        // What it said, as accepted.
+        engaged.notification = try? OpenAPIObjectContainer(
+            unvalidatedValue: ["alert": ["title": "Sale", "body": "Today only"], "badge": 1])
+        #expect(
+            PushProgress.summary(engaged).contains(#"notification {"alert":{"body":"Today only","title":"Sale"},"badge":1}"#),
+            "\(PushProgress.summary(engaged))")
         #expect(PushProgress.isSettled(Self.status(state: .canceled, targeted: 10, accepted: 4, canceled: 6)))
         #expect(!PushProgress.isSettled(Self.status(state: .canceled, targeted: 10, accepted: 4)))
         #expect(

@@ -3618,6 +3618,10 @@ extension Components {
             public var counters: Components.Schemas.Counters
             /// - Remark: Generated from `#/components/schemas/PushStatus/engagement`.
             public var engagement: Components.Schemas.Engagement?
+            /// What the push said, as it was accepted: its `notification` (a template's copied in, placeholders and localized variants included), or `aps` and `data` for a raw push; a recall's is `{"recall_of": "<push id>"}`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushStatus/notification`.
+            public var notification: OpenAPIRuntime.OpenAPIObjectContainer?
             /// - Remark: Generated from `#/components/schemas/PushStatus/recall_of`.
             public var recallOf: Swift.String?
             /// The schedule whose occurrence this push is.
@@ -3674,6 +3678,7 @@ extension Components {
             ///   - audienceSize: Known once the fan-out has counted it.
             ///   - counters:
             ///   - engagement:
+            ///   - notification: What the push said, as it was accepted: its `notification` (a template's copied in, placeholders and localized variants included), or `aps` and `data` for a raw push; a recall's is `{"recall_of": "<push id>"}`.
             ///   - recallOf:
             ///   - scheduleId: The schedule whose occurrence this push is.
             ///   - occurrenceAt:
@@ -3700,6 +3705,7 @@ extension Components {
                 audienceSize: Swift.Int64? = nil,
                 counters: Components.Schemas.Counters,
                 engagement: Components.Schemas.Engagement? = nil,
+                notification: OpenAPIRuntime.OpenAPIObjectContainer? = nil,
                 recallOf: Swift.String? = nil,
                 scheduleId: Swift.String? = nil,
                 occurrenceAt: Foundation.Date? = nil,
@@ -3726,6 +3732,7 @@ extension Components {
                 self.audienceSize = audienceSize
                 self.counters = counters
                 self.engagement = engagement
+                self.notification = notification
                 self.recallOf = recallOf
                 self.scheduleId = scheduleId
                 self.occurrenceAt = occurrenceAt
@@ -3753,6 +3760,7 @@ extension Components {
                 case audienceSize = "audience_size"
                 case counters
                 case engagement
+                case notification
                 case recallOf = "recall_of"
                 case scheduleId = "schedule_id"
                 case occurrenceAt = "occurrence_at"

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPIContract
 import HeraldTiming
+import OpenAPIRuntime
 
 /// How a push's progress reads on a terminal: a line with a bar, done of total, failures by
 /// reason, rate and ETA; and the summary an operator checks (the counters add up). Pure: the
@@ -112,6 +113,7 @@ package enum PushProgress {
         }
         if counters.invalidated > 0 { text += "\n  tokens invalidated \(Output.count(counters.invalidated))" }
         if let engagement = status.engagement { text += "\n  " + engagementLine(engagement) }
+        if let notification = status.notification { text += "\n  notification " + notificationText(notification) }
         text += "\n  class \(status.priorityClass.rawValue)"
         if let local = status.localTime {
             text += "\n  local time \(local.time)\(local.date.map { " on \($0)" } ?? "") in each device's time zone"
@@ -136,6 +138,15 @@ package enum PushProgress {
             + " (\(percent(engagement.openRate))), dismissed \(Output.count(engagement.dismissed))"
             + (engagement.actions.additionalProperties.isEmpty
                 ? "" : ", actions" + byReason(engagement.actions.additionalProperties))
+    }
+
+    /// What the push said, as compact JSON with sorted keys, cut at 240 characters.
+    package static func notificationText(_ notification: OpenAPIObjectContainer) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(notification) else { return "(unreadable)" }
+        let text = String(decoding: data, as: UTF8.self)
+        return text.count > 240 ? String(text.prefix(239)) + "…" : text
     }
 
     /// `20.6%`.

@@ -123,6 +123,8 @@ enum ConsoleStyle {
           text-transform: uppercase; margin-bottom: 2px; }
         .bubble .t { font-weight: 700; } .bubble .s { font-weight: 600; }
         .bubble .b { white-space: pre-wrap; overflow-wrap: anywhere; }
+        pre.payload { margin: 0; padding: 10px 12px; background: var(--bg, #f6f7f9); border-radius: 8px; font-size: 12px;
+          white-space: pre-wrap; overflow-wrap: anywhere; max-height: 320px; overflow: auto; }
         .dryrun dl { display: grid; grid-template-columns: 1fr auto; gap: 6px; margin: 0 0 10px; }
         .dryrun dd { margin: 0; font-weight: 700; text-align: right; font-variant-numeric: tabular-nums; }
         .dryrun ul { margin: 6px 0 0; padding-left: 18px; color: var(--warn); }

@@ -53,6 +53,8 @@ struct PushView {
     var holdsQuietHours: Bool
     /// What the devices reported back (docs/engagement.md).
     var engagement: Engagement?
+    /// What the push said, as accepted: indented JSON.
+    var notification: String?
 
     /// A push's engagement as its page shows it: counts, their share of the devices reached,
     /// and each action's count.
@@ -208,6 +210,11 @@ struct PushView {
         }
         holdsQuietHours = push.quietHours == .hold
         engagement = push.engagement.map(Engagement.init)
+        notification = push.notification.flatMap { notification in
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            return (try? encoder.encode(notification)).map { String(decoding: $0, as: UTF8.self) }
+        }
     }
 
     /// `1,234,567`: digits grouped by threes (no formatter object: a page formats hundreds).

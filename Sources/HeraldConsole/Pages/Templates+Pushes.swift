@@ -84,6 +84,13 @@ extension ConsoleTemplates {
               </svg>
               </div>
             </div>
+            {{#push.notification}}
+            <div class="card" id="notification">
+              <h2>Notification</h2>
+              <pre class="payload">{{push.notification}}</pre>
+              <p class="hint">What the push said, as it was accepted (a template's copied in).</p>
+            </div>
+            {{/push.notification}}
             {{#push.engagement}}
             <div class="card" id="engagement" data-refresh="15">
               <h2>Engagement</h2>
