@@ -83,7 +83,8 @@ struct CLITests {
         engaged.notification = try? OpenAPIObjectContainer(
             unvalidatedValue: ["alert": ["title": "Sale", "body": "Today only"], "badge": 1])
         #expect(
-            PushProgress.summary(engaged).contains(#"notification {"alert":{"body":"Today only","title":"Sale"},"badge":1}"#),
+            PushProgress.summary(engaged).contains(
+                #"notification {"alert":{"body":"Today only","title":"Sale"},"badge":1}"#),
             "\(PushProgress.summary(engaged))")
         #expect(PushProgress.isSettled(Self.status(state: .canceled, targeted: 10, accepted: 4, canceled: 6)))
         #expect(!PushProgress.isSettled(Self.status(state: .canceled, targeted: 10, accepted: 4)))
