@@ -606,7 +606,9 @@ CREATE TABLE public.push_statistics_daily (
     rejected_by_reason jsonb DEFAULT '{}'::jsonb NOT NULL,
     skipped bigint DEFAULT 0 NOT NULL,
     skipped_by_reason jsonb DEFAULT '{}'::jsonb NOT NULL,
-    delivered_online bigint DEFAULT 0 NOT NULL
+    delivered_online bigint DEFAULT 0 NOT NULL,
+    received bigint DEFAULT 0 NOT NULL,
+    opened bigint DEFAULT 0 NOT NULL
 );
 
 CREATE TABLE public.push_targets (

@@ -23,6 +23,13 @@ extension ConsoleRoutes {
             var text: String
         }
 
+        /// A bucket's open rate on the line chart.
+        struct RatePoint {
+            var x: String
+            var y: String
+            var title: String
+        }
+
         struct Environment {
             var name: String
             var count: String
@@ -40,6 +47,13 @@ extension ConsoleRoutes {
         var bars: [Bar]
         var labels: [Label]
         var summary: String
+        /// Opens over the period: their count, their share of the devices reached, the line.
+        var opened: String
+        var openRate: String
+        var ratePoints: [RatePoint]
+        var rateLine: String
+        var rateTop: String
+        var rateSummary: String
         var devicesActive: String
         var devicesInvalid: String
         var environments: [Environment]
@@ -84,6 +98,13 @@ extension ConsoleRoutes {
         let scale = 166.0 / Double(largest)
         var bars: [StatsPage.Bar] = []
         var labels: [StatsPage.Label] = []
+        // The open rate's axis runs to the highest bucket's rate, rounded up to 10 %.
+        let rates = buckets.mapValues { bucket -> Double? in
+            let reached = bucket.accepted + bucket.deliveredOnline
+            return reached > 0 ? Double(bucket.opened ?? 0) / Double(reached) : nil
+        }
+        let rateTop = max(0.1, ((rates.values.compactMap { $0 }.max() ?? 0) * 10).rounded(.up) / 10)
+        var ratePoints: [StatsPage.RatePoint] = []
         for index in 0..<count {
             let start = since.addingTimeInterval(Double(index) * step)
             let x = 68 + Double(index) * slot
@@ -92,6 +113,14 @@ extension ConsoleRoutes {
                 labels.append(.init(x: String(format: "%.1f", x + slot / 2), text: String(text)))
             }
             guard let bucket = buckets[Int64(start.timeIntervalSince1970)] else { continue }
+            if let rate = rates[Int64(start.timeIntervalSince1970)] ?? nil {
+                ratePoints.append(
+                    .init(
+                        x: String(format: "%.1f", x + slot / 2), y: String(format: "%.1f", 190 - rate / rateTop * 166),
+                        title:
+                            "\(PushView.time(start)): \(PushView.number(bucket.opened ?? 0)) opened of \(PushView.number(bucket.accepted + bucket.deliveredOnline)) reached, \(String(format: "%.1f%%", rate * 100))"
+                    ))
+            }
             let accepted = Double(bucket.accepted) * scale
             let failed = Double(bucket.rejected + bucket.expired) * scale
             let canceled = Double(bucket.canceled) * scale
@@ -108,6 +137,9 @@ extension ConsoleRoutes {
                 ))
         }
         let delivery = statistics.delivery
+        let opened = buckets.values.reduce(0) { $0 + ($1.opened ?? 0) }
+        let reached = buckets.values.reduce(0) { $0 + $1.accepted + $1.deliveredOnline }
+        let openRate = reached > 0 ? String(format: "%.1f%%", Double(opened) / Double(reached) * 100) : "–"
         let pushCount = statistics.pushes.additionalProperties.values.reduce(0, +)
         let page = StatsPage(
             chrome: signedIn.chrome("Statistics", section: .stats),
@@ -118,6 +150,11 @@ extension ConsoleRoutes {
             width: width, top: PushView.number(largest), bars: bars, labels: labels,
             summary:
                 "\(PushView.number(pushCount)) pushes, \(PushView.number(delivery.accepted)) of \(PushView.number(delivery.targeted)) devices accepted, per \(range.3 ? "hour" : "day")",
+            opened: PushView.number(opened), openRate: openRate, ratePoints: ratePoints,
+            rateLine: ratePoints.map { "\($0.x),\($0.y)" }.joined(separator: " "),
+            rateTop: String(format: "%.0f%%", rateTop * 100),
+            rateSummary:
+                "Open rate per \(range.3 ? "hour" : "day"): \(PushView.number(opened)) opened of \(PushView.number(reached)) devices reached (\(openRate))",
             devicesActive: PushView.number(statistics.devices.active),
             devicesInvalid: PushView.number(statistics.devices.invalid),
             environments: statistics.devices.byEnvironment.additionalProperties.sorted { $0.key < $1.key }.map {

@@ -116,6 +116,10 @@ struct EngagementAPITests {
             // What the push said, as accepted.
             let notification = status["notification"] as? [String: Any]
             #expect((notification?["alert"] as? [String: Any])?["body"] as? String == "Hello", "\(status.text)")
+            // The day's statistics count them beside the day's deliveries.
+            let stats = try await api.call(.get, "/v1/stats?granularity=day", key: app.serverKey)
+            let today = (stats["timeline"] as? [[String: Any]])?.last
+            #expect(today?["opened"] as? Int == 2 && today?["received"] as? Int == 2, "\(stats.text)")
             let othersStatus = try await api.call(.get, "/v1/pushes/\(push)", key: other.serverKey)
             #expect(othersStatus.status == .notFound)
 

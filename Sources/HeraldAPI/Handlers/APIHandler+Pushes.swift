@@ -249,7 +249,7 @@ extension APIHandler {
                 .init(
                     start: $0.start, pushes: $0.pushes, targeted: $0.targeted, accepted: $0.accepted,
                     deliveredOnline: $0.deliveredOnline, rejected: $0.rejected, expired: $0.expired,
-                    canceled: $0.canceled)
+                    canceled: $0.canceled, received: $0.received, opened: $0.opened)
             }
         }
         return .ok(

@@ -4880,6 +4880,14 @@ extension Components {
             public var expired: Swift.Int64
             /// - Remark: Generated from `#/components/schemas/StatisticsBucket/canceled`.
             public var canceled: Swift.Int64
+            /// Devices that reported receiving the bucket's pushes (docs/engagement.md).
+            ///
+            /// - Remark: Generated from `#/components/schemas/StatisticsBucket/received`.
+            public var received: Swift.Int64?
+            /// Devices that reported opening them; the open rate is opened ÷ (accepted + delivered_online).
+            ///
+            /// - Remark: Generated from `#/components/schemas/StatisticsBucket/opened`.
+            public var opened: Swift.Int64?
             /// Creates a new `StatisticsBucket`.
             ///
             /// - Parameters:
@@ -4891,6 +4899,8 @@ extension Components {
             ///   - rejected:
             ///   - expired:
             ///   - canceled:
+            ///   - received: Devices that reported receiving the bucket's pushes (docs/engagement.md).
+            ///   - opened: Devices that reported opening them; the open rate is opened ÷ (accepted + delivered_online).
             public init(
                 start: Foundation.Date,
                 pushes: Swift.Int64,
@@ -4899,7 +4909,9 @@ extension Components {
                 deliveredOnline: Swift.Int64,
                 rejected: Swift.Int64,
                 expired: Swift.Int64,
-                canceled: Swift.Int64
+                canceled: Swift.Int64,
+                received: Swift.Int64? = nil,
+                opened: Swift.Int64? = nil
             ) {
                 self.start = start
                 self.pushes = pushes
@@ -4909,6 +4921,8 @@ extension Components {
                 self.rejected = rejected
                 self.expired = expired
                 self.canceled = canceled
+                self.received = received
+                self.opened = opened
             }
             public enum CodingKeys: String, CodingKey {
                 case start
@@ -4919,6 +4933,8 @@ extension Components {
                 case rejected
                 case expired
                 case canceled
+                case received
+                case opened
             }
         }
     }

@@ -35,8 +35,10 @@ struct StatsCommand: AsyncParsableCommand {
             try output.print(all, Self.text)
             return
         }
-        let statistics = try await client.getStatistics(query: .init(since: since.flatMap(Output.date)))
-            .ok.body.json
+        // The daily timeline carries what devices reported (docs/engagement.md).
+        let statistics = try await client.getStatistics(
+            query: .init(since: since.flatMap(Output.date), granularity: .day)
+        ).ok.body.json
         try output.print(statistics, Self.text)
     }
 
@@ -65,6 +67,16 @@ struct StatsCommand: AsyncParsableCommand {
             "delivery  targeted \(Output.count(delivery.targeted)), accepted \(Output.count(delivery.accepted)), "
                 + "rejected \(Output.count(delivery.rejected))\(PushProgress.reasons(delivery)), "
                 + "expired \(Output.count(delivery.expired)), canceled \(Output.count(delivery.canceled))",
-        ].joined(separator: "\n")
+        ].joined(separator: "\n") + engagement(statistics.timeline ?? [])
+    }
+
+    /// "\nengagement  received 1,800, opened 412 of 2,000 reached (20.6%)"; empty without a timeline.
+    static func engagement(_ timeline: [Components.Schemas.StatisticsBucket]) -> String {
+        guard !timeline.isEmpty else { return "" }
+        let reached = timeline.reduce(0) { $0 + $1.accepted + $1.deliveredOnline }
+        let opened = timeline.reduce(0) { $0 + ($1.opened ?? 0) }
+        let received = timeline.reduce(0) { $0 + ($1.received ?? 0) }
+        return "\nengagement  received \(Output.count(received)), opened \(Output.count(opened)) of "
+            + "\(Output.count(reached)) reached (\(PushProgress.percent(reached > 0 ? Double(opened) / Double(reached) : 0)))"
     }
 }

@@ -144,6 +144,8 @@ enum ConsoleStyle {
         .timeline { width: 100%; height: auto; display: block; }
         .timeline .axis { stroke: var(--line); stroke-width: 1; }
         .timeline .tick { font-size: 11px; fill: var(--muted); }
+        .timeline .rate-line { fill: none; stroke: #2b7bb9; stroke-width: 2; }
+        .timeline .rate-point { fill: #2b7bb9; }
         input.secret { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; background: #f7f8fb; }
         [hidden] { display: none !important; }
         @media (max-width: 900px) {

@@ -32,6 +32,9 @@ public struct StatisticsBucket: Sendable, Equatable {
     public var rejected: Int64
     public var expired: Int64
     public var canceled: Int64
+    /// Devices that reported receiving and opening the bucket's pushes (docs/engagement.md).
+    public var received: Int64 = 0
+    public var opened: Int64 = 0
 }
 
 extension PushRepository {
@@ -43,30 +46,34 @@ extension PushRepository {
         let rows = try await client.boundedQuery(
             """
             SELECT bucket, sum(pushes)::bigint, sum(targeted)::bigint, sum(accepted)::bigint, sum(rejected)::bigint,
-                   sum(expired)::bigint, sum(canceled)::bigint, sum(delivered_online)::bigint
+                   sum(expired)::bigint, sum(canceled)::bigint, sum(delivered_online)::bigint,
+                   sum(received)::bigint, sum(opened)::bigint
             FROM (
                 SELECT date_trunc(\(unit), p.created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS bucket, 1 AS pushes,
                        COALESCE(c.targeted, 0) AS targeted, COALESCE(c.accepted, 0) AS accepted,
                        COALESCE(c.rejected, 0) AS rejected, COALESCE(c.expired, 0) AS expired,
-                       COALESCE(c.canceled, 0) AS canceled, COALESCE(c.delivered_online, 0) AS delivered_online
+                       COALESCE(c.canceled, 0) AS canceled, COALESCE(c.delivered_online, 0) AS delivered_online,
+                       COALESCE(e.received, 0) AS received, COALESCE(e.opened, 0) AS opened
                 FROM pushes p LEFT JOIN push_counters c ON c.push_id = p.id
+                LEFT JOIN LATERAL (SELECT sum(received) AS received, sum(opened) AS opened
+                                   FROM push_engagement_counts WHERE push_id = p.id) e ON true
                 WHERE p.app_id = \(appID) AND p.created_at >= \(since)
                 UNION ALL
                 SELECT day::timestamp AT TIME ZONE 'UTC', pushes, targeted, accepted, rejected, expired, canceled,
-                       delivered_online
+                       delivered_online, received, opened
                 FROM push_statistics_daily
                 WHERE NOT \(hourly) AND app_id = \(appID) AND day >= (\(since)::timestamptz AT TIME ZONE 'UTC')::date
             ) AS buckets
             GROUP BY bucket ORDER BY bucket
             """, logger: logger)
         var buckets: [StatisticsBucket] = []
-        for try await (start, pushes, targeted, accepted, rejected, expired, canceled, online) in rows.decode(
-            (Date, Int64, Int64, Int64, Int64, Int64, Int64, Int64).self)
+        for try await (start, pushes, targeted, accepted, rejected, expired, canceled, online, received, opened)
+            in rows.decode((Date, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64).self)
         {
             buckets.append(
                 StatisticsBucket(
                     start: start, pushes: pushes, targeted: targeted, accepted: accepted, deliveredOnline: online,
-                    rejected: rejected, expired: expired, canceled: canceled))
+                    rejected: rejected, expired: expired, canceled: canceled, received: received, opened: opened))
         }
         return buckets
     }

@@ -41,14 +41,16 @@ public struct RetentionRepository: Sendable {
             ), aggregated AS (
                 INSERT INTO push_statistics_daily AS d (app_id, day, state, pushes, targeted, accepted, rejected,
                                                         expired, canceled, tokens_invalidated, rejected_by_reason,
-                                                        skipped, skipped_by_reason, delivered_online)
+                                                        skipped, skipped_by_reason, delivered_online, received, opened)
                 SELECT p.app_id, (p.created_at AT TIME ZONE 'UTC')::date, p.state, count(*),
                        COALESCE(sum(c.targeted), 0), COALESCE(sum(c.accepted), 0), COALESCE(sum(c.rejected), 0),
                        COALESCE(sum(c.expired), 0), COALESCE(sum(c.canceled), 0),
                        COALESCE(sum(c.tokens_invalidated), 0), herald_sum_counts(COALESCE(c.rejected_by_reason, '{}')),
                        COALESCE(sum(c.skipped), 0), herald_sum_counts(COALESCE(c.skipped_by_reason, '{}')),
-                       COALESCE(sum(c.delivered_online), 0)
+                       COALESCE(sum(c.delivered_online), 0), COALESCE(sum(e.received), 0), COALESCE(sum(e.opened), 0)
                 FROM pushes p JOIN doomed USING (id) LEFT JOIN push_counters c ON c.push_id = p.id
+                LEFT JOIN (SELECT push_id, sum(received) AS received, sum(opened) AS opened FROM push_engagement_counts
+                           WHERE push_id IN (SELECT id FROM doomed) GROUP BY push_id) e ON e.push_id = p.id
                 GROUP BY p.app_id, (p.created_at AT TIME ZONE 'UTC')::date, p.state
                 ON CONFLICT (app_id, day, state) DO UPDATE SET
                     pushes = d.pushes + excluded.pushes, targeted = d.targeted + excluded.targeted,
@@ -58,7 +60,8 @@ public struct RetentionRepository: Sendable {
                     rejected_by_reason = herald_add_counts(d.rejected_by_reason, excluded.rejected_by_reason),
                     skipped = d.skipped + excluded.skipped,
                     skipped_by_reason = herald_add_counts(d.skipped_by_reason, excluded.skipped_by_reason),
-                    delivered_online = d.delivered_online + excluded.delivered_online
+                    delivered_online = d.delivered_online + excluded.delivered_online,
+                    received = d.received + excluded.received, opened = d.opened + excluded.opened
             ), gone AS (
                 DELETE FROM pushes WHERE id IN (SELECT id FROM doomed) RETURNING 1
             )
