@@ -20,8 +20,9 @@ CREATE TABLE push_engagement_events (
 );
 
 -- The counts a push's status reads, kept as events are stored: never a count(*) over the events.
--- A push's counts are spread over 16 rows (by device id) so that thousands of phones reporting
--- the same broadcast at once do not all wait for one row's lock; a read sums at most 16 rows.
+-- A push's counts are spread over 16 rows (each batch of events adds to one, picked at random) so
+-- that thousands of phones reporting the same broadcast at once do not all wait for one row's
+-- lock; a read sums at most 16 rows.
 CREATE TABLE push_engagement_counts (
     push_id    uuid NOT NULL REFERENCES pushes (id) ON DELETE CASCADE,
     shard      smallint NOT NULL,
