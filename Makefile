@@ -19,7 +19,7 @@ RELEASE_BUILD := $(SWIFT) build --force-resolved-versions -c release --static-sw
 # Each step's time goes to .local/step-times.txt (scripts/step.sh); .ci/run prints them.
 STEP := scripts/step.sh
 
-.PHONY: help deps deps-demo build release schema test test-tsan format demo check-image bench-e2e bench-import bench-api bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka bench-gateway infra-up infra-down clean
+.PHONY: help deps deps-demo build release schema test test-tsan format demo check-image bench-e2e bench-import bench-api bench-events bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka bench-gateway infra-up infra-down clean
 
 help:
 	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
@@ -35,6 +35,7 @@ help:
 	@echo "make bench-sender  # a million notifications through Kafka and herald-sender to apns-sim"
 	@echo "make bench-scale  # herald-sender ×1, ×2, ×4 against the same million-notification backlog"
 	@echo "make bench-api  # single-device pushes to herald-api under wrk, against /healthz"
+	@echo "make bench-events  # engagement events (POST /v1/events) in batches of 100 under wrk, against /healthz"
 	@echo "make bench-soak  # 30 minutes of mixed pushes on the dev stack: RSS and table sizes at start and end (SOAK_MINUTES=…)"
 	@echo "make bench-priority  # one-device pushes' latency, quiet and while another app's broadcasts run (ratio of p99s)"
 	@echo "make bench-console  # console pages rendered with 1,000,000 devices in the app, against /healthz (p99 target 50 ms)"
@@ -134,6 +135,9 @@ bench-scale: release
 
 bench-api: release
 	HERALD_LOG_LEVEL=warning scripts/with-infrastructure.sh .build/release .build/release/api-throughput
+
+bench-events: release
+	HERALD_LOG_LEVEL=warning scripts/with-infrastructure.sh .build/release .build/release/api-throughput --events
 
 bench-fanout: release
 	HERALD_LOG_LEVEL=warning scripts/with-infrastructure.sh .build/release .build/release/fanout-throughput
