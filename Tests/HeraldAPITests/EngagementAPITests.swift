@@ -180,4 +180,48 @@ struct EngagementAPITests {
                 unknownType.status == .badRequest || unknownType.status == .unprocessableContent, "\(unknownType.text)")
         }
     }
+
+    @Test(
+        "the authorization status a device reports is kept, shown, changed by token, filtered on by segments; skip_unauthorized goes with alert pushes"
+    )
+    func authorizationStatus() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let token = APITest.randomToken()
+            let registered = try await api.call(
+                .post, "/v1/devices", key: app.clientKey,
+                json: #"{"token":"\#(token)","environment":"production","authorization_status":"provisional"}"#)
+            #expect(registered.status == .created && registered["authorization_status"] as? String == "provisional")
+            // A registration that does not say keeps it; a change by token replaces it.
+            let again = try await api.call(
+                .post, "/v1/devices", key: app.clientKey, json: #"{"token":"\#(token)","environment":"production"}"#)
+            #expect(again["authorization_status"] as? String == "provisional", "\(again.text)")
+            let denied = try await api.call(
+                .patch, "/v1/devices/by-token/\(token)", key: app.clientKey, json: #"{"authorization_status":"denied"}"#
+            )
+            #expect(denied.status == .ok && denied["authorization_status"] as? String == "denied", "\(denied.text)")
+            let wrong = try await api.call(
+                .patch, "/v1/devices/by-token/\(token)", key: app.clientKey, json: #"{"authorization_status":"maybe"}"#)
+            #expect(wrong.status == .badRequest || wrong.status == .unprocessableContent, "\(wrong.text)")
+            _ = try await api.register(app)
+
+            // Segments: one device has notifications denied, one never said.
+            let deniedOnly = #"{"attribute":"authorization_status","op":"eq","value":"denied"}"#
+            let validated = try await api.call(
+                .post, "/v1/pushes/validate", key: app.serverKey,
+                json: #"{"audience":{"filter":\#(deniedOnly)},"notification":{"alert":{"body":"x"}}}"#)
+            #expect(validated.status == .ok && validated["audience_size"] as? Int == 1, "\(validated.text)")
+
+            let background = try await api.call(
+                .post, "/v1/pushes", key: app.serverKey,
+                json: #"{"audience":{"all":true},"notification":{"silent":true},"options":{"skip_unauthorized":true}}"#)
+            #expect(background.status == .unprocessableContent && background.errorField == "options.skip_unauthorized")
+            let alert = try await api.call(
+                .post, "/v1/pushes", key: app.serverKey,
+                json:
+                    #"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"skip_unauthorized":true}}"#
+            )
+            #expect(alert.status == .accepted, "\(alert.text)")
+        }
+    }
 }

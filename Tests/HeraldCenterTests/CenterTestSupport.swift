@@ -103,14 +103,15 @@ struct CenterEnvironment: Sendable {
     func createPush(
         audience: PushAudience, app: App? = nil, state: PushState = .accepted, scheduledAt: Date? = nil,
         throttlePerSecond: Int? = nil, finishWithin: Int? = nil, recallOf: UUID? = nil, traceparent: String? = nil,
-        priorityClass: PushPriorityClass = .campaign, timing: PushTiming? = nil, channel: PushChannel? = nil
+        priorityClass: PushPriorityClass = .campaign, timing: PushTiming? = nil, channel: PushChannel? = nil,
+        optionsJSON: String? = nil
     ) async throws -> Push {
         let app = app ?? self.app
         let id = UUID()
         let (push, _) = try await pushes.create(
             NewPush(
                 id: id, appID: app.id, state: state, audienceJSON: audience.json, notificationJSON: "{}",
-                optionsJSON: channel.map { #"{"channel":"\#($0.rawValue)"}"# } ?? "{}",
+                optionsJSON: optionsJSON ?? channel.map { #"{"channel":"\#($0.rawValue)"}"# } ?? "{}",
                 payload: Array(#"{"aps":{"alert":"center test"}}"#.utf8), priorityClass: priorityClass,
                 scheduledAt: scheduledAt,
                 throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithin, recallOf: recallOf,

@@ -83,4 +83,48 @@ struct DeliveryPolicyFanoutTests {
             await reader.stop()
         }
     }
+
+    @Test(
+        "skip_unauthorized: devices whose app reported notifications denied are skipped as not_authorized, for any class, and left out of a rebuilt batch"
+    )
+    func unauthorizedDevicesAreSkipped() async throws {
+        try await withCenterEnvironment { env in
+            let ids = try await env.registerMany(120)
+            try await env.database.query(
+                """
+                UPDATE devices SET authorization_status = CASE WHEN id % 4 = 0 THEN 'denied'
+                    WHEN id % 4 = 1 THEN 'provisional' WHEN id % 4 = 2 THEN 'authorized' END
+                WHERE app_id = \(env.app.id)
+                """, logger: env.logger)
+            let denied = Set(ids.filter { $0 % 4 == 0 })
+            let reader = try env.startFakeSender()
+            let center = try env.startCenter(env.settings(name: "center-unauthorized", pageSize: 50, batchSize: 20))
+
+            let skipping = try await env.createPush(
+                audience: .everyone, priorityClass: .transactional, optionsJSON: #"{"skip_unauthorized":true}"#)
+            #expect(try await env.eventually { try await env.state(of: skipping) == .completed })
+            var counters = try #require(try await env.pushes.counters(pushID: skipping.id))
+            #expect(counters.targeted == 120 && counters.accepted == Int64(120 - denied.count))
+            #expect(counters.skippedByReason == ["not_authorized": Int64(denied.count)] && counters.isComplete)
+            #expect(Set(reader.deviceCounts(push: skipping).keys).isDisjoint(with: denied))
+
+            let context = try FanoutContext(
+                push: skipping, batchSize: 20, topics: JobTopics(campaign: "unused", transactional: "unused"))
+            let rebuilt = try await context.rebuild(
+                RecordedBatch(
+                    pushID: skipping.id, sequence: 0, firstDevice: ids.lowerBound, lastDevice: ids.lowerBound + 25,
+                    targetCount: 20, environment: .production, topic: env.app.bundleID),
+                from: env.audience, progress: env.progress)
+            let range = ids.lowerBound...(ids.lowerBound + 25)
+            #expect(Set(rebuilt.targets.deviceIDs) == Set(range.filter { !denied.contains($0) }))
+
+            // Without the option everyone is sent.
+            let plain = try await env.createPush(audience: .everyone)
+            #expect(try await env.eventually { try await env.state(of: plain) == .completed })
+            counters = try #require(try await env.pushes.counters(pushID: plain.id))
+            #expect(counters.accepted == 120 && counters.skipped == 0)
+            await center.stop()
+            await reader.stop()
+        }
+    }
 }

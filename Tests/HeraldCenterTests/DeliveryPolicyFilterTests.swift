@@ -73,6 +73,27 @@ struct DeliveryPolicyFilterTests {
         #expect(filter.capWindowStart(now: now) == now.addingTimeInterval(-86_400))
     }
 
+    @Test(
+        "skip_unauthorized: devices whose app reported notifications denied are skipped; every other status, and none, is sent"
+    )
+    func unauthorizedDevicesAreSkipped() {
+        let filter = DeliveryPolicyFilter(policy: DeliveryPolicy(), timeZoneField: nil, authorizationField: 0)
+        let result = filter.apply(
+            to: page(zones: ["authorized", "denied", "provisional", "", "ephemeral", "not_determined", "denied"]),
+            now: now, earlier: [])
+        #expect(result.page.devices.deviceIDs == [1, 3, 4, 5, 6])
+        #expect(result.skipped == [.notAuthorized: 2])
+        #expect(result.targets.map { (1...7).filter($0.contains) } == [1, 3, 4, 5, 6])
+        // With quiet hours too: a denied device counts once, as not authorized.
+        let both = DeliveryPolicyFilter(
+            policy: DeliveryPolicy(quietHours: .init(startMinute: 0, endMinute: 1439)), timeZoneField: 0,
+            authorizationField: 0)
+        #expect(
+            both.apply(to: page(zones: ["denied", "UTC"]), now: now, earlier: []).skipped == [
+                .notAuthorized: 1, .quietHours: 1,
+            ])
+    }
+
     @Test("a bitmap's bits: first device in the most significant bit; outside the range nothing")
     func bitmaps() {
         var bitmap = TargetBitmap(firstDevice: 100, lastDevice: 117)

@@ -78,7 +78,8 @@ enum DeviceInput {
             appID: appID, token: token, environment: body.environment.store, topic: body.topic ?? bundleID,
             alias: body.alias, tags: body.tags ?? [], locale: body.locale, timeZone: body.timeZone,
             country: described.country, appVersion: body.appVersion, osVersion: body.osVersion,
-            attributes: described.attributes)
+            attributes: described.attributes,
+            authorizationStatus: body.authorizationStatus.flatMap { AuthorizationStatus(rawValue: $0.rawValue) })
     }
 
     /// What a device says about itself beyond its token, checked: the country (upper-cased), the

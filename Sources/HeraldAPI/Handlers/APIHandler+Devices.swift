@@ -234,10 +234,14 @@ extension APIHandler {
                 try await devices.updateTags(
                     adding: body.addTags ?? [], removing: body.removeTags ?? [], deviceID: id, appID: app.id)
             }
-            if described.country != nil || body.appVersion != nil || body.osVersion != nil || body.attributes != nil {
+            if described.country != nil || body.appVersion != nil || body.osVersion != nil || body.attributes != nil
+                || body.authorizationStatus != nil
+            {
                 try await devices.describe(
                     deviceID: id, appID: app.id, country: described.country, appVersion: body.appVersion,
-                    osVersion: body.osVersion, attributes: described.attributes)
+                    osVersion: body.osVersion, attributes: described.attributes,
+                    authorizationStatus: body.authorizationStatus.flatMap { AuthorizationStatus(rawValue: $0.rawValue) }
+                )
             }
         }
         guard let device = try await devices.device(id: id, appID: app.id) else {

@@ -154,6 +154,7 @@ extension Components.Schemas.Device {
         appVersion = device.appVersion
         osVersion = device.osVersion
         firstRegisteredAt = device.firstRegisteredAt
+        authorizationStatus = device.authorizationStatus.flatMap { .init(rawValue: $0.rawValue) }
         if !device.attributes.isEmpty {
             attributes = try? JSONValue.object(device.attributes).decoded(as: AttributesPayload.self)
         }

@@ -92,6 +92,11 @@ struct PushComposer {
         } else {
             priority = pushType.defaultPriority
         }
+        if options.skipUnauthorized == true, pushType != .alert {
+            throw .invalid(
+                "options.skip_unauthorized",
+                "skip_unauthorized leaves out devices whose alerts are off; a \(pushType.rawValue) push shows no alert")
+        }
         if request.notification?.silent == true, !isSilent {
             warnings.append(
                 "silent is set together with an alert, sound or badge: the phone will show them; a background update carries none"

@@ -1258,6 +1258,8 @@ extension Components {
             public var osVersion: Swift.String?
             /// - Remark: Generated from `#/components/schemas/DeviceRegistration/attributes`.
             public var attributes: Components.Schemas.DeviceAttributes?
+            /// - Remark: Generated from `#/components/schemas/DeviceRegistration/authorization_status`.
+            public var authorizationStatus: Components.Schemas.AuthorizationStatus?
             /// Creates a new `DeviceRegistration`.
             ///
             /// - Parameters:
@@ -1273,6 +1275,7 @@ extension Components {
             ///   - appVersion: The app's version, for example 5.2.0 (segments compare it as a version).
             ///   - osVersion: The OS version, for example 17.1.
             ///   - attributes:
+            ///   - authorizationStatus:
             public init(
                 token: Swift.String,
                 environment: Components.Schemas.Environment,
@@ -1285,7 +1288,8 @@ extension Components {
                 country: Swift.String? = nil,
                 appVersion: Swift.String? = nil,
                 osVersion: Swift.String? = nil,
-                attributes: Components.Schemas.DeviceAttributes? = nil
+                attributes: Components.Schemas.DeviceAttributes? = nil,
+                authorizationStatus: Components.Schemas.AuthorizationStatus? = nil
             ) {
                 self.token = token
                 self.environment = environment
@@ -1299,6 +1303,7 @@ extension Components {
                 self.appVersion = appVersion
                 self.osVersion = osVersion
                 self.attributes = attributes
+                self.authorizationStatus = authorizationStatus
             }
             public enum CodingKeys: String, CodingKey {
                 case token
@@ -1313,6 +1318,7 @@ extension Components {
                 case appVersion = "app_version"
                 case osVersion = "os_version"
                 case attributes
+                case authorizationStatus = "authorization_status"
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -1364,6 +1370,10 @@ extension Components {
                     Components.Schemas.DeviceAttributes.self,
                     forKey: .attributes
                 )
+                self.authorizationStatus = try container.decodeIfPresent(
+                    Components.Schemas.AuthorizationStatus.self,
+                    forKey: .authorizationStatus
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "token",
                     "environment",
@@ -1376,9 +1386,20 @@ extension Components {
                     "country",
                     "app_version",
                     "os_version",
-                    "attributes"
+                    "attributes",
+                    "authorization_status"
                 ])
             }
+        }
+        /// Whether the user lets the app show notifications, as the app reports it (Apple's UNAuthorizationStatus; docs/engagement.md). Segments filter on it; a push with `options.skip_unauthorized` leaves out the devices that reported `denied`.
+        ///
+        /// - Remark: Generated from `#/components/schemas/AuthorizationStatus`.
+        @frozen public enum AuthorizationStatus: String, Codable, Hashable, Sendable, CaseIterable {
+            case authorized = "authorized"
+            case provisional = "provisional"
+            case ephemeral = "ephemeral"
+            case denied = "denied"
+            case notDetermined = "not_determined"
         }
         /// Custom attributes for segments (docs/segments.md): names of 1 to 64 lower-case letters,
         /// digits and `_` starting with a letter; values a string (at most 256 bytes), a number, a
@@ -1434,6 +1455,8 @@ extension Components {
             public var osVersion: Swift.String?
             /// - Remark: Generated from `#/components/schemas/DeviceUpdate/attributes`.
             public var attributes: Components.Schemas.DeviceAttributes?
+            /// - Remark: Generated from `#/components/schemas/DeviceUpdate/authorization_status`.
+            public var authorizationStatus: Components.Schemas.AuthorizationStatus?
             /// Creates a new `DeviceUpdate`.
             ///
             /// - Parameters:
@@ -1445,6 +1468,7 @@ extension Components {
             ///   - appVersion: The app's version, for example 5.2.0 (segments compare it as a version).
             ///   - osVersion: The OS version, for example 17.1.
             ///   - attributes:
+            ///   - authorizationStatus:
             public init(
                 alias: Swift.String? = nil,
                 aliasSignature: Components.Schemas.AliasSignature? = nil,
@@ -1453,7 +1477,8 @@ extension Components {
                 country: Swift.String? = nil,
                 appVersion: Swift.String? = nil,
                 osVersion: Swift.String? = nil,
-                attributes: Components.Schemas.DeviceAttributes? = nil
+                attributes: Components.Schemas.DeviceAttributes? = nil,
+                authorizationStatus: Components.Schemas.AuthorizationStatus? = nil
             ) {
                 self.alias = alias
                 self.aliasSignature = aliasSignature
@@ -1463,6 +1488,7 @@ extension Components {
                 self.appVersion = appVersion
                 self.osVersion = osVersion
                 self.attributes = attributes
+                self.authorizationStatus = authorizationStatus
             }
             public enum CodingKeys: String, CodingKey {
                 case alias
@@ -1473,6 +1499,7 @@ extension Components {
                 case appVersion = "app_version"
                 case osVersion = "os_version"
                 case attributes
+                case authorizationStatus = "authorization_status"
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -1508,6 +1535,10 @@ extension Components {
                     Components.Schemas.DeviceAttributes.self,
                     forKey: .attributes
                 )
+                self.authorizationStatus = try container.decodeIfPresent(
+                    Components.Schemas.AuthorizationStatus.self,
+                    forKey: .authorizationStatus
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "alias",
                     "alias_signature",
@@ -1516,7 +1547,8 @@ extension Components {
                     "country",
                     "app_version",
                     "os_version",
-                    "attributes"
+                    "attributes",
+                    "authorization_status"
                 ])
             }
         }
@@ -1568,6 +1600,8 @@ extension Components {
             }
             /// - Remark: Generated from `#/components/schemas/Device/attributes`.
             public var attributes: Components.Schemas.Device.AttributesPayload?
+            /// - Remark: Generated from `#/components/schemas/Device/authorization_status`.
+            public var authorizationStatus: Components.Schemas.AuthorizationStatus?
             /// - Remark: Generated from `#/components/schemas/Device/first_registered_at`.
             public var firstRegisteredAt: Foundation.Date?
             /// - Remark: Generated from `#/components/schemas/Device/status`.
@@ -1600,6 +1634,7 @@ extension Components {
             ///   - appVersion:
             ///   - osVersion:
             ///   - attributes:
+            ///   - authorizationStatus:
             ///   - firstRegisteredAt:
             ///   - status:
             ///   - invalidReason:
@@ -1619,6 +1654,7 @@ extension Components {
                 appVersion: Swift.String? = nil,
                 osVersion: Swift.String? = nil,
                 attributes: Components.Schemas.Device.AttributesPayload? = nil,
+                authorizationStatus: Components.Schemas.AuthorizationStatus? = nil,
                 firstRegisteredAt: Foundation.Date? = nil,
                 status: Components.Schemas.Device.StatusPayload,
                 invalidReason: Swift.String? = nil,
@@ -1638,6 +1674,7 @@ extension Components {
                 self.appVersion = appVersion
                 self.osVersion = osVersion
                 self.attributes = attributes
+                self.authorizationStatus = authorizationStatus
                 self.firstRegisteredAt = firstRegisteredAt
                 self.status = status
                 self.invalidReason = invalidReason
@@ -1658,6 +1695,7 @@ extension Components {
                 case appVersion = "app_version"
                 case osVersion = "os_version"
                 case attributes
+                case authorizationStatus = "authorization_status"
                 case firstRegisteredAt = "first_registered_at"
                 case status
                 case invalidReason = "invalid_reason"
@@ -1925,7 +1963,7 @@ extension Components {
         }
         /// A condition over device attributes (docs/segments.md): `{"and": [F, …]}`,
         /// `{"or": [F, …]}`, `{"not": F}`, or `{"attribute": A, "op": O, "value": V}` where A is
-        /// `locale`, `language`, `country`, `time_zone`, `alias`, `environment`, `app_version`,
+        /// `locale`, `language`, `country`, `time_zone`, `alias`, `environment`, `authorization_status`, `app_version`,
         /// `os_version` (compared as versions), `last_seen`, `first_registered`, `tag` or
         /// `attributes.<name>`; O is `eq`, `ne`, `in`, `not_in`, `lt`, `lte`, `gt`, `gte`, `exists`,
         /// `not_exists`, or for times `within` / `not_within` with a duration such as `30d`. At most 50
@@ -3087,6 +3125,10 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/PushOptions/priority`.
             public var priority: Components.Schemas.PushOptions.PriorityPayload?
+            /// Leave out the devices whose app reported that the user turned its notifications off (`authorization_status` `denied`; docs/engagement.md): they are counted `skipped` with the reason `not_authorized` and never sent. An alert push only; default false.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushOptions/skip_unauthorized`.
+            public var skipUnauthorized: Swift.Bool?
             /// The road to the devices (docs/gateway.md). `auto` (the default) - over the device's long connection to a herald-gateway when the app is in the foreground, else (or when not acknowledged in time) through APNs. `apns` - through APNs only. `online` - only devices connected now, for in-app messages; the rest are never sent and counted `skipped` with the reason `offline`.
             ///
             /// - Remark: Generated from `#/components/schemas/PushOptions/channel`.
@@ -3137,6 +3179,7 @@ extension Components {
             /// - Parameters:
             ///   - pushType: Default `alert` (`background` for silent notifications).
             ///   - priority: Default 10, or 5 where Apple requires it.
+            ///   - skipUnauthorized: Leave out the devices whose app reported that the user turned its notifications off (`authorization_status` `denied`; docs/engagement.md): they are counted `skipped` with the reason `not_authorized` and never sent. An alert push only; default false.
             ///   - channel: The road to the devices (docs/gateway.md). `auto` (the default) - over the device's long connection to a herald-gateway when the app is in the foreground, else (or when not acknowledged in time) through APNs. `apns` - through APNs only. `online` - only devices connected now, for in-app messages; the rest are never sent and counted `skipped` with the reason `offline`.
             ///   - timeToLiveSeconds: How long APNs and Herald keep trying, from the push's start (default - until APNs gives up).
             ///   - expiresAt:
@@ -3150,6 +3193,7 @@ extension Components {
             public init(
                 pushType: Components.Schemas.PushOptions.PushTypePayload? = nil,
                 priority: Components.Schemas.PushOptions.PriorityPayload? = nil,
+                skipUnauthorized: Swift.Bool? = nil,
                 channel: Components.Schemas.PushOptions.ChannelPayload? = nil,
                 timeToLiveSeconds: Swift.Int? = nil,
                 expiresAt: Foundation.Date? = nil,
@@ -3163,6 +3207,7 @@ extension Components {
             ) {
                 self.pushType = pushType
                 self.priority = priority
+                self.skipUnauthorized = skipUnauthorized
                 self.channel = channel
                 self.timeToLiveSeconds = timeToLiveSeconds
                 self.expiresAt = expiresAt
@@ -3177,6 +3222,7 @@ extension Components {
             public enum CodingKeys: String, CodingKey {
                 case pushType = "push_type"
                 case priority
+                case skipUnauthorized = "skip_unauthorized"
                 case channel
                 case timeToLiveSeconds = "time_to_live_seconds"
                 case expiresAt = "expires_at"
@@ -3197,6 +3243,10 @@ extension Components {
                 self.priority = try container.decodeIfPresent(
                     Components.Schemas.PushOptions.PriorityPayload.self,
                     forKey: .priority
+                )
+                self.skipUnauthorized = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .skipUnauthorized
                 )
                 self.channel = try container.decodeIfPresent(
                     Components.Schemas.PushOptions.ChannelPayload.self,
@@ -3241,6 +3291,7 @@ extension Components {
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "push_type",
                     "priority",
+                    "skip_unauthorized",
                     "channel",
                     "time_to_live_seconds",
                     "expires_at",

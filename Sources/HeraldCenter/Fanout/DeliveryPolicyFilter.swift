@@ -4,8 +4,10 @@ import HeraldStore
 
 /// An app's delivery policy applied to a campaign's fan-out pages (docs/delivery-policy.md):
 /// devices in their quiet hours, and devices that already got the cap's number of campaigns in its
-/// window, are left out of the batches and counted as skipped. Pure: the earlier campaigns'
-/// targets and the time come in, so every rule is unit-tested.
+/// window, are left out of the batches and counted as skipped; so are, for a push with
+/// `options.skip_unauthorized` (docs/engagement.md), the devices whose app reported notifications
+/// turned off. Pure: the earlier campaigns' targets and the time come in, so every rule is
+/// unit-tested.
 struct DeliveryPolicyFilter: Sendable {
     let policy: DeliveryPolicy
     /// Which of a device's values is its time zone (``AudienceSelection/personalization``); nil
@@ -13,12 +15,19 @@ struct DeliveryPolicyFilter: Sendable {
     let timeZoneField: Int?
     /// Devices without a time zone, or with one that is not an IANA name, use this one.
     let defaultTimeZone: TimeZone
+    /// Which of a device's values is its `authorization_status`, for a push that skips the
+    /// devices whose notifications are off; nil otherwise.
+    let authorizationField: Int?
 
-    init(policy: DeliveryPolicy, timeZoneField: Int?) {
+    init(policy: DeliveryPolicy, timeZoneField: Int?, authorizationField: Int? = nil) {
         self.policy = policy
         self.timeZoneField = timeZoneField
+        self.authorizationField = authorizationField
         defaultTimeZone = policy.defaultZone
     }
+
+    /// `denied`, as the device's value reads.
+    private static let denied = Array(AuthorizationStatus.denied.rawValue.utf8)
 
     struct Result {
         /// The devices to send to.
@@ -44,10 +53,16 @@ struct DeliveryPolicyFilter: Sendable {
         let cap = policy.frequencyCap?.maxPushes ?? Int.max
         var capped: Int64 = 0
         var quiet: Int64 = 0
+        var unauthorized: Int64 = 0
         var targets = TargetBitmap(firstDevice: first, lastDevice: last)
         var keep = [Bool](repeating: true, count: page.count)
         for index in 0..<page.count {
             let device = page.devices.deviceIDs[index]
+            if let field = authorizationField, page.devices.value(field, at: index).elementsEqual(Self.denied) {
+                unauthorized += 1
+                keep[index] = false
+                continue
+            }
             if let field = timeZoneField, zones.isQuiet(page.devices.value(field, at: index)) {
                 quiet += 1
                 keep[index] = false
@@ -70,6 +85,7 @@ struct DeliveryPolicyFilter: Sendable {
         var skipped: [SkipReason: Int64] = [:]
         if capped > 0 { skipped[.capped] = capped }
         if quiet > 0 { skipped[.quietHours] = quiet }
+        if unauthorized > 0 { skipped[.notAuthorized] = unauthorized }
         let kept = skipped.isEmpty ? page : page.keeping { keep[$0] }
         return Result(page: kept, skipped: skipped, targets: targets)
     }

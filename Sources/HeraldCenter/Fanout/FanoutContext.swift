@@ -18,7 +18,8 @@ struct FanoutContext: Sendable {
     /// The push's trace (stored with it by herald-api); every job record carries it on.
     let trace: TraceContext?
     /// The app's quiet hours and frequency cap, for a campaign (not a recall) of an app with a
-    /// policy; nil for every other push.
+    /// policy, and the skip of devices whose notifications are off, for a push with
+    /// `options.skip_unauthorized`; nil for every other push.
     let policy: DeliveryPolicyFilter?
     /// A push in waves (docs/local-time.md): its plan; the selection is the current wave's.
     private(set) var waves: [PushWave] = []
@@ -49,18 +50,22 @@ struct FanoutContext: Sendable {
                 throw UnreadableAudience(pushID: push.id, reason: "\(error)")
             }
         }
-        if let policy, !policy.isEmpty, push.definition.priorityClass == .campaign,
-            push.definition.recallOf == nil
-        {
-            var timeZoneField: Int?
-            if policy.quietHours != nil {
-                timeZoneField = selection.personalization.firstIndex(of: .timeZone)
-                if timeZoneField == nil {
-                    selection.personalization.append(.timeZone)
-                    timeZoneField = selection.personalization.count - 1
-                }
+        let campaignPolicy =
+            (policy.map { !$0.isEmpty } ?? false) && push.definition.priorityClass == .campaign
+            && push.definition.recallOf == nil
+        let skipsUnauthorized =
+            skipsUnauthorized(optionsJSON: push.definition.optionsJSON) && push.definition.recallOf == nil
+        if campaignPolicy || skipsUnauthorized {
+            // A field the page reads, added after the template's own.
+            func field(_ wanted: PersonalizationField) -> Int {
+                if let index = selection.personalization.firstIndex(of: wanted) { return index }
+                selection.personalization.append(wanted)
+                return selection.personalization.count - 1
             }
-            self.policy = DeliveryPolicyFilter(policy: policy, timeZoneField: timeZoneField)
+            let applied = campaignPolicy ? policy ?? DeliveryPolicy() : DeliveryPolicy()
+            self.policy = DeliveryPolicyFilter(
+                policy: applied, timeZoneField: applied.quietHours != nil ? field(.timeZone) : nil,
+                authorizationField: skipsUnauthorized ? field(.authorizationStatus) : nil)
         } else {
             self.policy = nil
         }

@@ -117,7 +117,8 @@ enum ConsoleScript {
           // Push detail: the devices left out, never sent, by reason (the words of PushView.skipReasons).
           var skipReasons = {
             quiet_hours: "in their quiet hours (delivery policy)", capped: "at the frequency cap (delivery policy)",
-            offline: "not connected (an in-app only push)"
+            offline: "not connected (an in-app only push)",
+            not_authorized: "notifications turned off on the device (skip_unauthorized)"
           };
           function showSkipped(c) {
             var detail = $("#skipped-detail"); if (!detail) { return; }

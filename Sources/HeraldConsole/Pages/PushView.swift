@@ -8,6 +8,7 @@ struct PushView {
     static let skipReasons = [
         "quiet_hours": "in their quiet hours (delivery policy)", "capped": "at the frequency cap (delivery policy)",
         "offline": "not connected (an in-app only push)",
+        "not_authorized": "notifications turned off on the device (skip_unauthorized)",
     ]
 
     var id: String

@@ -28,7 +28,7 @@ public indirect enum AudienceFilter: Sendable, Equatable {
     /// What a condition compares.
     public enum Attribute: Sendable, Equatable, Hashable {
         /// Text attributes of the device: `locale`, `language` (the locale's first part), `country`,
-        /// `time_zone`, `alias`, `environment`.
+        /// `time_zone`, `alias`, `environment`, `authorization_status`.
         case text(TextAttribute)
         /// `app_version`, `os_version`: compared as versions (5.10 > 5.9; 5.2 = 5.2.0).
         case version(VersionAttribute)
@@ -70,6 +70,8 @@ public indirect enum AudienceFilter: Sendable, Equatable {
         case locale, language, country
         case timeZone = "time_zone"
         case alias, environment
+        /// What the app reported of the user's notification settings (``AuthorizationStatus``).
+        case authorizationStatus = "authorization_status"
     }
 
     public enum VersionAttribute: String, Sendable, CaseIterable {
@@ -182,7 +184,7 @@ extension AudienceFilter {
             throw AudienceFilterError(
                 path: "\(path).attribute",
                 message:
-                    "unknown attribute \(name): one of locale, language, country, time_zone, alias, environment, app_version, os_version, last_seen, first_registered, tag, or attributes.<name>"
+                    "unknown attribute \(name): one of locale, language, country, time_zone, alias, environment, authorization_status, app_version, os_version, last_seen, first_registered, tag, or attributes.<name>"
             )
         }
         guard case .string(let opName)? = fields["op"], let op = Operator(rawValue: opName) else {

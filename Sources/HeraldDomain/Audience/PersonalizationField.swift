@@ -7,6 +7,9 @@ public enum PersonalizationField: Sendable, Hashable {
     case alias, locale, language, country
     case timeZone
     case appVersion, osVersion
+    /// What the app reported of its notification settings: read by the fan-out of a push with
+    /// `options.skip_unauthorized`, not a placeholder a template may name.
+    case authorizationStatus
     case custom(String)
 
     /// The field `name` stands for, or nil when it names none: a built-in attribute, else a
@@ -43,6 +46,7 @@ public enum PersonalizationField: Sendable, Hashable {
         case .timeZone: .text(.timeZone)
         case .appVersion: .version(.appVersion)
         case .osVersion: .version(.osVersion)
+        case .authorizationStatus: .text(.authorizationStatus)
         case .custom(let name): .custom(name)
         }
     }

@@ -8,6 +8,13 @@ public enum DeviceStatus: String, Sendable, Codable {
     case invalid
 }
 
+/// Whether the user lets the app show notifications, as its app reports it: Apple's
+/// `UNAuthorizationStatus` (docs/engagement.md).
+public enum AuthorizationStatus: String, Sendable, CaseIterable {
+    case authorized, provisional, ephemeral, denied
+    case notDetermined = "not_determined"
+}
+
 /// What an app's SDK sends to register (or refresh) a device.
 public struct DeviceRegistration: Sendable {
     public var appID: UUID
@@ -25,12 +32,15 @@ public struct DeviceRegistration: Sendable {
     /// Custom attributes to set (merged into the device's) and to remove, as
     /// ``DeviceAttributes/normalized(_:)`` returns them.
     public var attributes: (set: [String: JSONValue], removed: [String])
+    /// Nil: the device's stays as it was.
+    public var authorizationStatus: AuthorizationStatus?
 
     public init(
         appID: UUID, token: [UInt8], environment: APNsEnvironment, topic: String, alias: String? = nil,
         tags: [String] = [], locale: String? = nil, timeZone: String? = nil, country: String? = nil,
         appVersion: String? = nil, osVersion: String? = nil,
-        attributes: (set: [String: JSONValue], removed: [String]) = ([:], [])
+        attributes: (set: [String: JSONValue], removed: [String]) = ([:], []),
+        authorizationStatus: AuthorizationStatus? = nil
     ) {
         self.appID = appID
         self.token = token
@@ -44,6 +54,7 @@ public struct DeviceRegistration: Sendable {
         self.appVersion = appVersion
         self.osVersion = osVersion
         self.attributes = attributes
+        self.authorizationStatus = authorizationStatus
     }
 }
 
@@ -70,6 +81,8 @@ public struct Device: Sendable, Equatable {
     /// The first registration (`registeredAt` is the last: the device's "last seen").
     public var firstRegisteredAt: Date? = nil
     public var attributes: [String: JSONValue] = [:]
+    /// Nil until its app reported it.
+    public var authorizationStatus: AuthorizationStatus? = nil
 
     public init(
         id: Int64, appID: UUID, token: [UInt8], environment: APNsEnvironment, topic: String, alias: String? = nil,

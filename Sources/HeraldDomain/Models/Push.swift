@@ -85,6 +85,20 @@ public enum SkipReason: String, Sendable, CaseIterable {
     /// An online-only push (`options.channel` `online`): the device was not connected to a
     /// gateway, or did not acknowledge in time.
     case offline
+    /// A push with `options.skip_unauthorized`: the device's app reported that the user turned
+    /// its notifications off (`authorization_status` `denied`, docs/engagement.md).
+    case notAuthorized = "not_authorized"
+}
+
+/// Whether a push leaves out the devices whose notifications are off
+/// (`options.skip_unauthorized`): false when its stored options (``NewPush/optionsJSON``) do not
+/// say so, or cannot be read.
+public func skipsUnauthorized(optionsJSON: String) -> Bool {
+    struct Options: Decodable {
+        var skipUnauthorized: Bool?
+        enum CodingKeys: String, CodingKey { case skipUnauthorized = "skip_unauthorized" }
+    }
+    return (try? JSONDecoder().decode(Options.self, from: Data(optionsJSON.utf8)))?.skipUnauthorized ?? false
 }
 
 /// The road a push takes to its devices (`options.channel`, docs/gateway.md).

@@ -38,6 +38,7 @@ extension AudienceRepository {
             case .timeZone: column = "d.time_zone"
             case .alias: column = "d.alias"
             case .environment: column = "d.environment"
+            case .authorizationStatus: column = "d.authorization_status"
             }
             return textComparison(column: column, op: op, value: value, values: &values)
         case .version(let attribute):

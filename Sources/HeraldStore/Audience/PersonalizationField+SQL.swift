@@ -11,6 +11,7 @@ extension PersonalizationField {
         case .timeZone: "d.time_zone"
         case .appVersion: "d.app_version"
         case .osVersion: "d.os_version"
+        case .authorizationStatus: "d.authorization_status"
         case .custom(let name): "d.attributes ->> \(values.once(values.value(name)))"
         }
     }

@@ -55,12 +55,14 @@ public struct DeviceRepository: Sendable {
                 let rows = try await connection.run(
                     """
                     INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone, country, app_version,
-                                         os_version, attributes)
+                                         os_version, attributes, authorization_status)
                     VALUES (\(registration.appID), \(registration.token.bytea), \(registration.environment.rawValue),
                             \(registration.topic), \(registration.alias), \(registration.locale), \(registration.timeZone),
                             \(registration.country), \(registration.appVersion), \(registration.osVersion),
-                            \(registration.attributes.set.isEmpty ? nil : JSONValue.object(registration.attributes.set).jsonText)::jsonb)
+                            \(registration.attributes.set.isEmpty ? nil : JSONValue.object(registration.attributes.set).jsonText)::jsonb,
+                            \(registration.authorizationStatus?.rawValue))
                     ON CONFLICT (app_id, token) DO UPDATE SET
+                        authorization_status = COALESCE(EXCLUDED.authorization_status, devices.authorization_status),
                         attributes = herald_merge_attributes(
                             devices.attributes, EXCLUDED.attributes, \(registration.attributes.removed)::text[]),
                         \(unescaped: Self.refreshSQL(existing: "devices", incoming: "EXCLUDED"))
@@ -195,13 +197,14 @@ public struct DeviceRepository: Sendable {
     @discardableResult
     public func describe(
         deviceID: Int64, appID: UUID, country: String?, appVersion: String?, osVersion: String?,
-        attributes: (set: [String: JSONValue], removed: [String])
+        attributes: (set: [String: JSONValue], removed: [String]), authorizationStatus: AuthorizationStatus? = nil
     ) async throws -> Bool {
         try await DeviceLimits.enforced {
             let rows = try await client.boundedQuery(
                 """
                 UPDATE devices SET country = COALESCE(\(country), country),
                     app_version = COALESCE(\(appVersion), app_version), os_version = COALESCE(\(osVersion), os_version),
+                    authorization_status = COALESCE(\(authorizationStatus?.rawValue), authorization_status),
                     attributes = herald_merge_attributes(
                         attributes, \(JSONValue.object(attributes.set).jsonText)::jsonb, \(attributes.removed)::text[]),
                     updated_at = now()
@@ -241,7 +244,8 @@ public struct DeviceRepository: Sendable {
         d.id, d.app_id, d.token, d.environment, d.topic, d.alias, \
         ARRAY(SELECT t.tag FROM device_tags t WHERE t.device_id = d.id ORDER BY t.tag), \
         d.locale, d.time_zone, d.status, d.registered_at, d.updated_at, d.invalidated_at, d.invalid_reason, \
-        d.country, d.app_version, d.os_version, COALESCE(d.first_registered_at, d.registered_at), d.attributes::text
+        d.country, d.app_version, d.os_version, COALESCE(d.first_registered_at, d.registered_at), d.attributes::text, \
+        d.authorization_status
         """
 
     static func devices(from rows: ReadRows) async throws -> [Device] {
@@ -252,7 +256,7 @@ public struct DeviceRepository: Sendable {
                 guard case .object(let fields) = try? JSONValue(jsonText: text) else { return nil }
                 return fields
             }
-            devices.append(
+            var device =
                 Device(
                     id: try cells[0].decode(Int64.self), appID: try cells[1].decode(UUID.self),
                     token: try cells[2].decode(ByteBuffer.self).bytes,
@@ -265,7 +269,9 @@ public struct DeviceRepository: Sendable {
                     invalidatedAt: try cells[12].decode(Date?.self), invalidReason: try cells[13].decode(String?.self),
                     country: try cells[14].decode(String?.self), appVersion: try cells[15].decode(String?.self),
                     osVersion: try cells[16].decode(String?.self), firstRegisteredAt: try cells[17].decode(Date.self),
-                    attributes: attributes ?? [:]))
+                    attributes: attributes ?? [:])
+            device.authorizationStatus = try cells[19].decode(String?.self).flatMap(AuthorizationStatus.init)
+            devices.append(device)
         }
         return devices
     }
