@@ -123,9 +123,39 @@ struct EngagementAPITests {
             let othersStatus = try await api.call(.get, "/v1/pushes/\(push)", key: other.serverKey)
             #expect(othersStatus.status == .notFound)
 
+            // Batches overlap (a thin series' batch spans a long range beside a dense series): the
+            // device's batch is found however many batches end between it and its batch's end.
+            let overlapping = try #require(
+                try await api.call(.post, "/v1/pushes", key: app.serverKey, json: hello)["id"] as? String)
+            let overlappingID = UUID(uuidString: overlapping)!
+            try await api.database.query(
+                """
+                INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, completed_at,
+                                          accepted_device_ids, delivered_online_device_ids)
+                SELECT \(overlappingID), k, \(ids[0]) + k, \(ids[0]) + k, 1, now(), '{}'::bigint[], NULL::bigint[]
+                FROM generate_series(1, 200) k
+                UNION ALL
+                SELECT \(overlappingID), 0, \(ids[0]) - 10, \(ids[0]) + 100000, 1, now(), ARRAY[\(ids[0])]::bigint[], NULL
+                """, logger: api.logger)
+            // The device names 25 actions at once, then one more: the counts name the first batch's,
+            // and count the later one under "(other)".
+            let actions = (1...25).map { Self.event(overlapping, tokens[0], "action", action: "choice.\($0)") }
+            let many = try await api.call(
+                .post, "/v1/events", key: app.clientKey, json: #"{"events":[\#(actions.joined(separator: ","))]}"#)
+            #expect(many.status == .ok && many["counted"] as? Int == 25, "\(many.text)")
+            let late = try await api.call(
+                .post, "/v1/events", key: app.clientKey,
+                json: Self.batch(Self.event(overlapping, tokens[0], "action", action: "late-choice")))
+            #expect(late.status == .ok && late["counted"] as? Int == 1, "\(late.text)")
+            let named = try await api.call(.get, "/v1/pushes/\(overlapping)", key: app.serverKey)
+            let namedActions = (named["engagement"] as? [String: Any])?["actions"] as? [String: Any] ?? [:]
+            #expect(
+                namedActions.count == 26 && namedActions["(other)"] as? Int == 1 && namedActions["late-choice"] == nil,
+                "\(named.text)")
+
             let metrics = try await api.call(.get, "/metrics", key: nil)
             #expect(
-                metrics.text.contains(#"herald_api_engagement_events_total{result="counted"} 6"#), "\(metrics.text)")
+                metrics.text.contains(#"herald_api_engagement_events_total{result="counted"} 32"#), "\(metrics.text)")
         }
     }
 
@@ -176,8 +206,15 @@ struct EngagementAPITests {
             }
             let unknownType = try await api.call(
                 .post, "/v1/events", key: app.serverKey, json: Self.batch(Self.event(push, token, "liked")))
-            #expect(
-                unknownType.status == .badRequest || unknownType.status == .unprocessableContent, "\(unknownType.text)")
+            #expect(unknownType.status == .badRequest, "\(unknownType.text)")
+            for action in ["", String(repeating: "a", count: 65), "re ply", "répondre"] {
+                let refused = try await api.call(
+                    .post, "/v1/events", key: app.serverKey,
+                    json: Self.batch(Self.event(push, token, "action", action: action)))
+                #expect(
+                    refused.status == .unprocessableContent && refused.errorField == "events[0].action",
+                    "\(refused.text)")
+            }
         }
     }
 
@@ -202,7 +239,7 @@ struct EngagementAPITests {
             #expect(denied.status == .ok && denied["authorization_status"] as? String == "denied", "\(denied.text)")
             let wrong = try await api.call(
                 .patch, "/v1/devices/by-token/\(token)", key: app.clientKey, json: #"{"authorization_status":"maybe"}"#)
-            #expect(wrong.status == .badRequest || wrong.status == .unprocessableContent, "\(wrong.text)")
+            #expect(wrong.status == .badRequest, "\(wrong.text)")
             _ = try await api.register(app)
 
             // Segments: one device has notifications denied, one never said.

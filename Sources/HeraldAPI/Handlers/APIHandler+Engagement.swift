@@ -63,10 +63,10 @@ extension APIHandler {
             let action = event.action ?? ""
             switch type {
             case .action:
-                guard !action.isEmpty, action.count <= EngagementLimits.actionLength else {
+                guard EngagementLimits.isActionIdentifier(action) else {
                     throw .invalid(
                         "\(field).action",
-                        "an action event names the action's identifier, 1 to \(EngagementLimits.actionLength) characters"
+                        "an action event names the action's identifier: 1 to \(EngagementLimits.actionLength) letters, digits, '.', '_', ':' or '-'"
                     )
                 }
             case .received, .opened, .dismissed:

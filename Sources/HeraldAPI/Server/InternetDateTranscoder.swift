@@ -50,8 +50,8 @@ struct InternetDateTranscoder: DateTranscoder {
         return try standard.decode(text)
     }
 
-    /// `YYYY-MM-DDTHH:MM:SSZ` with a real calendar date and a time before 24:00; nil for any
-    /// other text.
+    /// `YYYY-MM-DDTHH:MM:SSZ` with a real calendar date of the years 1900 to 2200 (those the tests
+    /// compare with the ISO 8601 transcoder) and a time before 24:00; nil for any other text.
     static func internetDate(_ text: String) -> Date? {
         var text = text
         return text.withUTF8 { bytes -> Date? in
@@ -70,7 +70,7 @@ struct InternetDateTranscoder: DateTranscoder {
             }
             guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
                 let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
-                year >= 1, (1...12).contains(month), hour < 24, minute < 60, second < 60
+                (1900...2200).contains(year), (1...12).contains(month), hour < 24, minute < 60, second < 60
             else { return nil }
             let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
             let lengths = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]

@@ -3850,7 +3850,7 @@ extension Components {
             public var token: Swift.String
             /// - Remark: Generated from `#/components/schemas/EngagementEvent/type`.
             public var _type: Components.Schemas.EngagementEventType
-            /// The action's identifier; required with `action`, refused with the other types.
+            /// The action's identifier (letters, digits, `.`, `_`, `:`, `-`); required with `action`, refused with the other types. A push's counts name 20 identifiers; past them actions count under `(other)`.
             ///
             /// - Remark: Generated from `#/components/schemas/EngagementEvent/action`.
             public var action: Swift.String?
@@ -3868,7 +3868,7 @@ extension Components {
             ///   - pushId: The push, as its payload names it under `herald.push_id`.
             ///   - token: The device's APNs token in hexadecimal.
             ///   - _type:
-            ///   - action: The action's identifier; required with `action`, refused with the other types.
+            ///   - action: The action's identifier (letters, digits, `.`, `_`, `:`, `-`); required with `action`, refused with the other types. A push's counts name 20 identifiers; past them actions count under `(other)`.
             ///   - textInput: Whether the action carried text the user typed (the text itself is never sent).
             ///   - occurredAt: The device's clock when it happened; at most 7 days old.
             public init(

@@ -42,6 +42,22 @@ public enum EngagementLimits {
     public static let eventsPerBatch = 500
     /// Characters of an action identifier.
     public static let actionLength = 64
+
+    /// Whether `text` may be an action identifier: 1 to ``actionLength`` ASCII letters, digits,
+    /// `.`, `_`, `:` or `-` (the shape of the identifiers apps give `UNNotificationAction`s).
+    public static func isActionIdentifier(_ text: String) -> Bool {
+        let bytes = text.utf8
+        return (1...actionLength).contains(bytes.count)
+            && bytes.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"),
+                    UInt8(ascii: "-"):
+                    true
+                default: false
+                }
+            }
+    }
     /// How old an event may be when reported: a phone offline for longer drops it.
     public static let window: TimeInterval = 7 * 24 * 3600
     /// How far ahead of the server's clock a device's clock may run.
