@@ -945,7 +945,7 @@ CREATE INDEX gateway_presence_gateway ON public.gateway_presence USING btree (ga
 
 CREATE INDEX outbox_unpublished ON public.outbox USING btree (id) WHERE (published_at IS NULL);
 
-CREATE INDEX push_batches_by_last_device ON public.push_batches USING btree (push_id, last_device);
+CREATE INDEX push_batches_by_device_range ON public.push_batches USING gist (box(point((first_device)::double precision, (uuid_hash(push_id))::double precision), point((last_device)::double precision, (uuid_hash(push_id))::double precision)));
 
 CREATE INDEX push_batches_open ON public.push_batches USING btree (emitted_at) WHERE (completed_at IS NULL);
 
