@@ -124,10 +124,16 @@ extension APIHandler {
     }
 
     func getPush(_ input: Operations.GetPush.Input) async throws -> Operations.GetPush.Output {
-        var status = try await progress(input.path.pushId)
-        // Read after the push was found to be the caller's (its counts are only ever its own).
-        let counts = try await engagement.counts(pushID: try Self.uuid(input.path.pushId, "pushId"))
-        status.engagement = .init(counts, reached: status.counters.accepted + status.counters.deliveredOnline)
+        let (id, progress) = try await pushProgress(input.path.pushId)
+        var status = Components.Schemas.PushStatus(progress)
+        // Only the one push's answer says what it said and what phones reported: a list, and each
+        // event of a live progress stream (a poll every half second), do without the decode and
+        // the read. The counts are read after the push was found to be the caller's.
+        status.notification = try? JSONDecoder().decode(
+            OpenAPIObjectContainer.self, from: Data(progress.push.definition.notificationJSON.utf8))
+        status.engagement = .init(
+            try await engagement.counts(pushID: id),
+            reached: status.counters.accepted + status.counters.deliveredOnline)
         return .ok(.init(body: .json(status)))
     }
 
@@ -279,12 +285,17 @@ extension APIHandler {
     // MARK: Helpers
 
     private func progress(_ text: String) async throws -> Components.Schemas.PushStatus {
+        .init(try await pushProgress(text).progress)
+    }
+
+    /// The caller's push named by `text`, with its progress.
+    private func pushProgress(_ text: String) async throws -> (id: UUID, progress: PushProgress) {
         let appID = try Principal.requireApp()
         let id = try Self.uuid(text, "pushId")
         guard let progress = try await pushes.progress(id: id, appID: appID) else {
             throw APIError.notFound("push \(text)")
         }
-        return .init(progress)
+        return (id, progress)
     }
 
     private func setPaused(_ paused: Bool, _ text: String) async throws -> Components.Schemas.PushStatus {

@@ -3,7 +3,6 @@ import HeraldAPIContract
 import HeraldAPNsVocabulary
 import HeraldDomain
 import HeraldStore
-import OpenAPIRuntime
 
 // How Herald's stored things are shown through the Open API.
 
@@ -198,11 +197,7 @@ extension Components.Schemas.PushStatus {
             id: push.id.lowercased, state: .init(push.state), pushType: definition.pushType,
             priority: definition.priority, priorityClass: .init(definition.priorityClass),
             collapseId: definition.collapseID, paused: progress.paused, audienceSize: progress.audienceSize,
-            counters: .init(progress.counters),
-            // Stored by herald-api as JSON text it wrote itself: it reads back.
-            notification: try? JSONDecoder().decode(
-                OpenAPIObjectContainer.self, from: Data(definition.notificationJSON.utf8)),
-            recallOf: definition.recallOf?.lowercased,
+            counters: .init(progress.counters), recallOf: definition.recallOf?.lowercased,
             scheduleId: push.scheduleID?.lowercased, occurrenceAt: push.occurrenceAt,
             createdByKeyId: push.createdByKey?.lowercased, createdAt: push.createdAt,
             scheduledAt: definition.scheduledAt, expiresAt: definition.expiresAt,
