@@ -54,7 +54,7 @@ struct FanoutContext: Sendable {
             (policy.map { !$0.isEmpty } ?? false) && push.definition.priorityClass == .campaign
             && push.definition.recallOf == nil
         let skipsUnauthorized =
-            skipsUnauthorized(optionsJSON: push.definition.optionsJSON) && push.definition.recallOf == nil
+            StoredPushOptions(json: push.definition.optionsJSON).skipUnauthorized && push.definition.recallOf == nil
         if campaignPolicy || skipsUnauthorized {
             // A field the page reads, added after the template's own.
             func field(_ wanted: PersonalizationField) -> Int {
@@ -62,7 +62,7 @@ struct FanoutContext: Sendable {
                 selection.personalization.append(wanted)
                 return selection.personalization.count - 1
             }
-            let applied = campaignPolicy ? policy ?? DeliveryPolicy() : DeliveryPolicy()
+            let applied = (campaignPolicy ? policy : nil) ?? DeliveryPolicy()
             self.policy = DeliveryPolicyFilter(
                 policy: applied, timeZoneField: applied.quietHours != nil ? field(.timeZone) : nil,
                 authorizationField: skipsUnauthorized ? field(.authorizationStatus) : nil)

@@ -90,15 +90,28 @@ public enum SkipReason: String, Sendable, CaseIterable {
     case notAuthorized = "not_authorized"
 }
 
-/// Whether a push leaves out the devices whose notifications are off
-/// (`options.skip_unauthorized`): false when its stored options (``NewPush/optionsJSON``) do not
-/// say so, or cannot be read.
-public func skipsUnauthorized(optionsJSON: String) -> Bool {
-    struct Options: Decodable {
-        var skipUnauthorized: Bool?
-        enum CodingKeys: String, CodingKey { case skipUnauthorized = "skip_unauthorized" }
+/// What herald-center and the senders read of a push's stored options (``NewPush/optionsJSON``,
+/// as the API accepted them); the defaults for what they do not name, or when they cannot be read.
+public struct StoredPushOptions: Sendable, Equatable {
+    /// `options.channel` (docs/gateway.md).
+    public var channel: PushChannel = .auto
+    /// `options.skip_unauthorized`: leave out the devices whose notifications are off
+    /// (docs/engagement.md).
+    public var skipUnauthorized = false
+
+    public init(json: String) {
+        struct Stored: Decodable {
+            var channel: PushChannel?
+            var skipUnauthorized: Bool?
+            enum CodingKeys: String, CodingKey {
+                case channel
+                case skipUnauthorized = "skip_unauthorized"
+            }
+        }
+        guard let stored = try? JSONDecoder().decode(Stored.self, from: Data(json.utf8)) else { return }
+        channel = stored.channel ?? .auto
+        skipUnauthorized = stored.skipUnauthorized ?? false
     }
-    return (try? JSONDecoder().decode(Options.self, from: Data(optionsJSON.utf8)))?.skipUnauthorized ?? false
 }
 
 /// The road a push takes to its devices (`options.channel`, docs/gateway.md).
@@ -113,8 +126,7 @@ public enum PushChannel: String, Sendable, CaseIterable, Codable {
     /// The channel a push's stored options (``NewPush/optionsJSON``) name: `auto` when they name
     /// none, or cannot be read.
     public init(optionsJSON: String) {
-        struct Options: Decodable { var channel: PushChannel? }
-        self = (try? JSONDecoder().decode(Options.self, from: Data(optionsJSON.utf8)))?.channel ?? .auto
+        self = StoredPushOptions(json: optionsJSON).channel
     }
 }
 
