@@ -3669,7 +3669,7 @@ extension Components {
             public var counters: Components.Schemas.Counters
             /// - Remark: Generated from `#/components/schemas/PushStatus/engagement`.
             public var engagement: Components.Schemas.Engagement?
-            /// What the push said, as it was accepted: its `notification` (a template's copied in, placeholders and localized variants included), or `aps` and `data` for a raw push; a recall's is `{"recall_of": "<push id>"}`.
+            /// What the push said, as it was accepted: its `notification` (a template's copied in, placeholders and localized variants included), or `aps` and `data` for a raw push; a recall's is `{"recall_of": "<push id>"}`. In `GET /v1/pushes/{pushId}` only, like `engagement` (not in lists or live progress events).
             ///
             /// - Remark: Generated from `#/components/schemas/PushStatus/notification`.
             public var notification: OpenAPIRuntime.OpenAPIObjectContainer?
@@ -3729,7 +3729,7 @@ extension Components {
             ///   - audienceSize: Known once the fan-out has counted it.
             ///   - counters:
             ///   - engagement:
-            ///   - notification: What the push said, as it was accepted: its `notification` (a template's copied in, placeholders and localized variants included), or `aps` and `data` for a raw push; a recall's is `{"recall_of": "<push id>"}`.
+            ///   - notification: What the push said, as it was accepted: its `notification` (a template's copied in, placeholders and localized variants included), or `aps` and `data` for a raw push; a recall's is `{"recall_of": "<push id>"}`. In `GET /v1/pushes/{pushId}` only, like `engagement` (not in lists or live progress events).
             ///   - recallOf:
             ///   - scheduleId: The schedule whose occurrence this push is.
             ///   - occurrenceAt:
@@ -3990,7 +3990,7 @@ extension Components {
                 case duplicates
             }
         }
-        /// What devices reported about the push (docs/engagement.md), each (device, type, action) counted once. The rates are against `reached`.
+        /// What devices reported about the push (docs/engagement.md), each (device, type, action) counted once. The rates are against `reached`. In `GET /v1/pushes/{pushId}` only.
         ///
         /// - Remark: Generated from `#/components/schemas/Engagement`.
         public struct Engagement: Codable, Hashable, Sendable {
