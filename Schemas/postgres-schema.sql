@@ -554,6 +554,7 @@ CREATE TABLE public.push_batches (
     sending_copy text,
     sending_since timestamp with time zone,
     delivered_online_device_ids bigint[],
+    variant smallint,
     CONSTRAINT push_batches_environment_check CHECK ((environment = ANY (ARRAY['production'::text, 'sandbox'::text])))
 );
 ALTER TABLE ONLY public.push_batches ALTER COLUMN accepted_device_ids SET COMPRESSION lz4;
@@ -579,7 +580,8 @@ CREATE TABLE public.push_engagement_counts (
     received bigint DEFAULT 0 NOT NULL,
     opened bigint DEFAULT 0 NOT NULL,
     dismissed bigint DEFAULT 0 NOT NULL,
-    actions jsonb DEFAULT '{}'::jsonb NOT NULL
+    actions jsonb DEFAULT '{}'::jsonb NOT NULL,
+    variant smallint DEFAULT '-1'::integer NOT NULL
 );
 
 CREATE TABLE public.push_engagement_events (
@@ -621,6 +623,18 @@ CREATE TABLE public.push_targets (
     bits bytea NOT NULL,
     targeted_at timestamp with time zone DEFAULT now() NOT NULL,
     wave integer DEFAULT 0 NOT NULL
+);
+
+CREATE TABLE public.push_variant_counters (
+    push_id uuid NOT NULL,
+    variant smallint NOT NULL,
+    targeted bigint DEFAULT 0 NOT NULL,
+    accepted bigint DEFAULT 0 NOT NULL,
+    delivered_online bigint DEFAULT 0 NOT NULL,
+    rejected bigint DEFAULT 0 NOT NULL,
+    expired bigint DEFAULT 0 NOT NULL,
+    canceled bigint DEFAULT 0 NOT NULL,
+    skipped bigint DEFAULT 0 NOT NULL
 );
 
 CREATE TABLE public.push_waves (
@@ -670,6 +684,8 @@ CREATE TABLE public.pushes (
     timing jsonb,
     wave integer DEFAULT 0 NOT NULL,
     waves integer,
+    split jsonb,
+    variant_payloads bytea[],
     CONSTRAINT pushes_collapse_id_check CHECK (((collapse_id IS NULL) OR (octet_length(collapse_id) <= 64))),
     CONSTRAINT pushes_finish_within_s_check CHECK (((finish_within_s IS NULL) OR (finish_within_s > 0))),
     CONSTRAINT pushes_priority_check CHECK ((priority = ANY (ARRAY[1, 5, 10]))),
@@ -863,7 +879,7 @@ ALTER TABLE ONLY public.push_counters
     ADD CONSTRAINT push_counters_pkey PRIMARY KEY (push_id);
 
 ALTER TABLE ONLY public.push_engagement_counts
-    ADD CONSTRAINT push_engagement_counts_pkey PRIMARY KEY (push_id, shard);
+    ADD CONSTRAINT push_engagement_counts_pkey PRIMARY KEY (push_id, variant, shard);
 
 ALTER TABLE ONLY public.push_engagement_events
     ADD CONSTRAINT push_engagement_events_pkey PRIMARY KEY (push_id, device_id, type, action);
@@ -873,6 +889,9 @@ ALTER TABLE ONLY public.push_statistics_daily
 
 ALTER TABLE ONLY public.push_targets
     ADD CONSTRAINT push_targets_pkey PRIMARY KEY (push_id, wave, first_device);
+
+ALTER TABLE ONLY public.push_variant_counters
+    ADD CONSTRAINT push_variant_counters_pkey PRIMARY KEY (push_id, variant);
 
 ALTER TABLE ONLY public.push_waves
     ADD CONSTRAINT push_waves_pkey PRIMARY KEY (push_id, wave);
@@ -1059,6 +1078,9 @@ ALTER TABLE ONLY public.push_statistics_daily
 
 ALTER TABLE ONLY public.push_targets
     ADD CONSTRAINT push_targets_push_id_fkey FOREIGN KEY (push_id) REFERENCES public.pushes(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.push_variant_counters
+    ADD CONSTRAINT push_variant_counters_push_id_fkey FOREIGN KEY (push_id) REFERENCES public.pushes(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.push_waves
     ADD CONSTRAINT push_waves_push_id_fkey FOREIGN KEY (push_id) REFERENCES public.pushes(id) ON DELETE CASCADE;

@@ -17,7 +17,7 @@ extension APIHandler {
         let composed = try await composedPush(request, appID: appID)
         let collapseID = try await collapseID(for: composed, appID: appID)
         let id = UUID.random()
-        let definition = NewPush(
+        var definition = NewPush(
             id: id, appID: appID, state: composed.scheduledAt == nil ? .accepted : .scheduled,
             audienceJSON: composed.audience.json, notificationJSON: composed.notificationJSON,
             optionsJSON: composed.optionsJSON,
@@ -29,6 +29,8 @@ extension APIHandler {
             finishWithinSeconds: composed.finishWithinSeconds, timing: composed.timing,
             traceparent: RequestIdentity.trace?.child().traceparent,
             origin: Principal.auditOrigin)
+        definition.split = composed.split
+        definition.variantPayloads = composed.variantPayloads
         let (push, created) = try await pushWriter.create(
             definition,
             announcement: try announcement(.created, pushID: id, appID: appID, traceparent: definition.traceparent))
@@ -134,6 +136,18 @@ extension APIHandler {
         status.engagement = .init(
             try await engagement.counts(pushID: id),
             reached: status.counters.accepted + status.counters.deliveredOnline)
+        if let split = progress.push.definition.split {
+            status.holdout = split.holdout
+            let counters = try await pushes.variantCounters(pushID: id)
+            let engaged = try await engagement.countsByVariant(pushID: id)
+            status.variants = split.variants.enumerated().map { index, variant in
+                let own = counters.first { $0.variant == index } ?? VariantCounters(variant: index)
+                return .init(
+                    name: variant.name, weight: variant.weight, counters: .init(own),
+                    engagement: .init(engaged[index] ?? EngagementCounts(), reached: own.accepted + own.deliveredOnline)
+                )
+            }
+        }
         return .ok(.init(body: .json(status)))
     }
 
@@ -381,5 +395,14 @@ struct PushProgressEvents: AsyncSequence, Sendable {
 
     func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(events: events.makeAsyncIterator(), checkEvery: checkEvery, keyIsLive: keyIsLive)
+    }
+}
+
+extension Components.Schemas.VariantCounters {
+    init(_ counters: VariantCounters) {
+        self.init(
+            targeted: counters.targeted, accepted: counters.accepted, deliveredOnline: counters.deliveredOnline,
+            rejected: counters.rejected, expired: counters.expired, canceled: counters.canceled,
+            skipped: counters.skipped)
     }
 }

@@ -157,6 +157,11 @@ extension APIHandler {
             if request.options?.replaces != nil {
                 throw APIError.invalid("options.replaces", "a scheduled push cannot replace an earlier push")
             }
+            if request.variants != nil || request.options?.holdout != nil {
+                throw APIError.invalid(
+                    request.variants != nil ? "variants" : "options.holdout",
+                    "a schedule sends one notification: send an A/B test as a push of its own")
+            }
             if request.options?.localTime?.date != nil {
                 throw APIError.invalid(
                     "options.local_time.date", "each occurrence gives the date: leave local_time.date out of a schedule"

@@ -34,6 +34,9 @@ struct PushComposer {
         /// The push this one replaces (its collapse id is taken by the handler).
         var replaces: UUID?
         var warnings: [String]
+        /// An A/B test's variants and holdout, and each variant's payload (`payload` is the first's).
+        var split: PushSplit? = nil
+        var variantPayloads: [[UInt8]] = []
 
         /// The largest payload as APNs and the phone get it: the largest variant with its
         /// defaults, and the `herald` key herald-center adds.
@@ -47,6 +50,97 @@ struct PushComposer {
     }
 
     func compose(_ request: Components.Schemas.PushRequest) throws(APIError) -> Composed {
+        guard let variants = request.variants else { return try composeOne(request) }
+        // An A/B test: the first variant's notification decides what every other part decides
+        // for a plain push (its type, priority, size); each variant is then checked as it is.
+        guard request.notification == nil, request.aps == nil, request.templateId == nil else {
+            throw .invalid("variants", "give variants or one notification (a template, a raw aps), not both")
+        }
+        guard (2...PushSplit.maximumVariants).contains(variants.count) else {
+            throw .invalid("variants", "an A/B test has 2 to \(PushSplit.maximumVariants) variants")
+        }
+        var first = request
+        first.variants = nil
+        first.notification = variants[0].notification
+        var composed = try prefixingErrors(with: "variants[0].") { () throws(APIError) in try composeOne(first) }
+        try Self.checkABTest(priorityClass: composed.priorityClass, timing: composed.timing)
+        guard composed.personalization == nil else {
+            throw .invalid(
+                "variants[0].notification",
+                "a variant has no placeholders or localizations (send one notification, or variants without them)")
+        }
+        var names: Set<String> = []
+        var split = PushSplit(variants: [], holdout: composed.split?.holdout ?? 0)
+        composed.variantPayloads = []
+        for (index, variant) in variants.enumerated() {
+            let field = "variants[\(index)]"
+            guard variant.name.utf8.count <= 32, !variant.name.isEmpty,
+                variant.name.utf8.allSatisfy({ Self.variantNameBytes.contains($0) })
+            else {
+                throw .invalid("\(field).name", "a variant's name is 1 to 32 of A-Z a-z 0-9 . _ -")
+            }
+            guard names.insert(variant.name).inserted else {
+                throw .invalid("\(field).name", "two variants are named \(variant.name); give each its own name")
+            }
+            let weight = variant.weight ?? 1
+            guard (1...100).contains(weight) else { throw .invalid("\(field).weight", "a weight is 1 to 100") }
+            split.variants.append(PushSplit.Variant(name: variant.name, weight: weight))
+            var one = first
+            one.notification = variant.notification
+            let each = try prefixingErrors(with: "\(field).") { () throws(APIError) in try composeOne(one) }
+            guard each.personalization == nil else {
+                throw .invalid(
+                    "\(field).notification", "a variant has no placeholders or localizations")
+            }
+            guard each.pushType == composed.pushType else {
+                throw .invalid(
+                    "\(field).notification",
+                    "every variant is the same kind of push: this one is \(each.pushType.rawValue), the first \(composed.pushType.rawValue)"
+                )
+            }
+            composed.variantPayloads.append(each.payload)
+        }
+        composed.split = split
+        composed.notificationJSON = Self.json(StoredVariants(variants: variants))
+        return composed
+    }
+
+    /// An A/B test (variants, a holdout) is a campaign sent at once.
+    static func checkABTest(priorityClass: PushPriorityClass, timing: PushTiming?) throws(APIError) {
+        guard priorityClass == .campaign else {
+            throw .invalid(
+                "options.priority_class",
+                "an A/B test (variants, a holdout) is a campaign: give an audience beyond a list, or priority_class campaign"
+            )
+        }
+        guard timing?.localTime == nil, timing?.quietHours != .hold else {
+            throw .invalid(
+                "options.local_time", "an A/B test goes out at once: not at a local time, nor with quiet hours held")
+        }
+    }
+
+    /// What an A/B test's `notification` is stored as (and shown in its status): its variants.
+    struct StoredVariants: Encodable {
+        var variants: [Components.Schemas.PushVariant]
+    }
+
+    /// The bytes of a variant's name.
+    static let variantNameBytes = Set(Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-".utf8))
+
+    /// `body`'s error with `prefix` before the field it names (a variant's notification is
+    /// checked as the push's would be, and its errors name the variant).
+    private func prefixingErrors<T>(with prefix: String, _ body: () throws(APIError) -> T) throws(APIError) -> T {
+        do {
+            return try body()
+        } catch {
+            var error = error
+            error.field = error.field.map { prefix + $0 }
+            throw error
+        }
+    }
+
+    /// A push with one notification (or a raw aps): checked and composed.
+    private func composeOne(_ request: Components.Schemas.PushRequest) throws(APIError) -> Composed {
         if request.templateId != nil {
             // The handler puts the stored template's notification in its place.
             throw .invalid("template_id", "name a template or give a notification (or a raw aps), not both")
@@ -186,6 +280,14 @@ struct PushComposer {
 
         let priorityClass = try Self.priorityClass(
             options.priorityClass, audience: audience, throttled: options.throttle != nil, timed: inWaves)
+        var split: PushSplit?
+        if let holdout = options.holdout {
+            guard (0...PushSplit.maximumHoldout).contains(holdout) else {
+                throw .invalid("options.holdout", "a holdout is a share of the audience from 0 to 0.5")
+            }
+            split = PushSplit(variants: [PushSplit.Variant(name: "notification", weight: 1)], holdout: holdout)
+        }
+        if split != nil { try Self.checkABTest(priorityClass: priorityClass, timing: timing) }
 
         var replaces: UUID?
         if let text = options.replaces {
@@ -207,7 +309,8 @@ struct PushComposer {
             expiresAt: expiresAt,
             collapseID: options.collapseId,
             scheduledAt: scheduledAt, throttlePerSecond: throttlePerSecond, finishWithinSeconds: finishWithin,
-            timing: timing, replaces: replaces, warnings: warnings)
+            timing: timing, replaces: replaces, warnings: warnings, split: split,
+            variantPayloads: split == nil ? [] : [bytes])
     }
 
     /// The push's priority class: the one asked for, else `transactional` for an unthrottled

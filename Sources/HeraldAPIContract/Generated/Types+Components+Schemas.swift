@@ -3163,6 +3163,10 @@ extension Components {
             public var priorityClass: Components.Schemas.PriorityClass?
             /// - Remark: Generated from `#/components/schemas/PushOptions/local_time`.
             public var localTime: Components.Schemas.LocalTime?
+            /// The share of the audience (0 to 0.5) held out to compare with (docs/engagement.md#ab-tests): targeted, never sent, counted `skipped` with the reason `holdout`; each device by a hash of (push, device). A campaign.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushOptions/holdout`.
+            public var holdout: Swift.Double?
             /// Devices in the app's quiet hours when the push reaches them: `skip` (default; counted as skipped, `quiet_hours`) or `hold` (sent when the quiet hours end in the device's time zone). Campaigns only.
             ///
             /// - Remark: Generated from `#/components/schemas/PushOptions/quiet_hours`.
@@ -3189,6 +3193,7 @@ extension Components {
             ///   - replaces: An earlier push this one replaces on the phones (it takes that push's collapse id).
             ///   - priorityClass:
             ///   - localTime:
+            ///   - holdout: The share of the audience (0 to 0.5) held out to compare with (docs/engagement.md#ab-tests): targeted, never sent, counted `skipped` with the reason `holdout`; each device by a hash of (push, device). A campaign.
             ///   - quietHours: Devices in the app's quiet hours when the push reaches them: `skip` (default; counted as skipped, `quiet_hours`) or `hold` (sent when the quiet hours end in the device's time zone). Campaigns only.
             public init(
                 pushType: Components.Schemas.PushOptions.PushTypePayload? = nil,
@@ -3203,6 +3208,7 @@ extension Components {
                 replaces: Swift.String? = nil,
                 priorityClass: Components.Schemas.PriorityClass? = nil,
                 localTime: Components.Schemas.LocalTime? = nil,
+                holdout: Swift.Double? = nil,
                 quietHours: Components.Schemas.PushOptions.QuietHoursPayload? = nil
             ) {
                 self.pushType = pushType
@@ -3217,6 +3223,7 @@ extension Components {
                 self.replaces = replaces
                 self.priorityClass = priorityClass
                 self.localTime = localTime
+                self.holdout = holdout
                 self.quietHours = quietHours
             }
             public enum CodingKeys: String, CodingKey {
@@ -3232,6 +3239,7 @@ extension Components {
                 case replaces
                 case priorityClass = "priority_class"
                 case localTime = "local_time"
+                case holdout
                 case quietHours = "quiet_hours"
             }
             public init(from decoder: any Swift.Decoder) throws {
@@ -3284,6 +3292,10 @@ extension Components {
                     Components.Schemas.LocalTime.self,
                     forKey: .localTime
                 )
+                self.holdout = try container.decodeIfPresent(
+                    Swift.Double.self,
+                    forKey: .holdout
+                )
                 self.quietHours = try container.decodeIfPresent(
                     Components.Schemas.PushOptions.QuietHoursPayload.self,
                     forKey: .quietHours
@@ -3301,6 +3313,7 @@ extension Components {
                     "replaces",
                     "priority_class",
                     "local_time",
+                    "holdout",
                     "quiet_hours"
                 ])
             }
@@ -3415,6 +3428,10 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/PushRequest/data`.
             public var data: OpenAPIRuntime.OpenAPIObjectContainer?
+            /// An A/B test (docs/engagement.md#ab-tests): instead of one `notification`, 2 to 10 named notifications, each device getting one by a hash of (push, device) in proportion to the weights. Without placeholders or localizations.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushRequest/variants`.
+            public var variants: [Components.Schemas.PushVariant]?
             /// - Remark: Generated from `#/components/schemas/PushRequest/options`.
             public var options: Components.Schemas.PushOptions?
             /// Creates a new `PushRequest`.
@@ -3425,6 +3442,7 @@ extension Components {
             ///   - templateId: A stored template of the app; its notification is copied into the push now.
             ///   - aps: The raw `aps` dictionary, sent as given.
             ///   - data: Custom top-level keys to send with a raw `aps` (not `herald`, which carries the push id to the app).
+            ///   - variants: An A/B test (docs/engagement.md#ab-tests): instead of one `notification`, 2 to 10 named notifications, each device getting one by a hash of (push, device) in proportion to the weights. Without placeholders or localizations.
             ///   - options:
             public init(
                 audience: Components.Schemas.Audience,
@@ -3432,6 +3450,7 @@ extension Components {
                 templateId: Swift.String? = nil,
                 aps: OpenAPIRuntime.OpenAPIObjectContainer? = nil,
                 data: OpenAPIRuntime.OpenAPIObjectContainer? = nil,
+                variants: [Components.Schemas.PushVariant]? = nil,
                 options: Components.Schemas.PushOptions? = nil
             ) {
                 self.audience = audience
@@ -3439,6 +3458,7 @@ extension Components {
                 self.templateId = templateId
                 self.aps = aps
                 self.data = data
+                self.variants = variants
                 self.options = options
             }
             public enum CodingKeys: String, CodingKey {
@@ -3447,6 +3467,7 @@ extension Components {
                 case templateId = "template_id"
                 case aps
                 case data
+                case variants
                 case options
             }
             public init(from decoder: any Swift.Decoder) throws {
@@ -3471,6 +3492,10 @@ extension Components {
                     OpenAPIRuntime.OpenAPIObjectContainer.self,
                     forKey: .data
                 )
+                self.variants = try container.decodeIfPresent(
+                    [Components.Schemas.PushVariant].self,
+                    forKey: .variants
+                )
                 self.options = try container.decodeIfPresent(
                     Components.Schemas.PushOptions.self,
                     forKey: .options
@@ -3481,7 +3506,61 @@ extension Components {
                     "template_id",
                     "aps",
                     "data",
+                    "variants",
                     "options"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/PushVariant`.
+        public struct PushVariant: Codable, Hashable, Sendable {
+            /// 1 to 32 letters, digits, `.`, `_`, `-`; unique in the push.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushVariant/name`.
+            public var name: Swift.String
+            /// Its share of the devices sent (weight ÷ the weights' sum); default 1.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushVariant/weight`.
+            public var weight: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/PushVariant/notification`.
+            public var notification: Components.Schemas.Notification
+            /// Creates a new `PushVariant`.
+            ///
+            /// - Parameters:
+            ///   - name: 1 to 32 letters, digits, `.`, `_`, `-`; unique in the push.
+            ///   - weight: Its share of the devices sent (weight ÷ the weights' sum); default 1.
+            ///   - notification:
+            public init(
+                name: Swift.String,
+                weight: Swift.Int? = nil,
+                notification: Components.Schemas.Notification
+            ) {
+                self.name = name
+                self.weight = weight
+                self.notification = notification
+            }
+            public enum CodingKeys: String, CodingKey {
+                case name
+                case weight
+                case notification
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.name = try container.decode(
+                    Swift.String.self,
+                    forKey: .name
+                )
+                self.weight = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .weight
+                )
+                self.notification = try container.decode(
+                    Components.Schemas.Notification.self,
+                    forKey: .notification
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "name",
+                    "weight",
+                    "notification"
                 ])
             }
         }
@@ -3572,7 +3651,7 @@ extension Components {
             }
             /// - Remark: Generated from `#/components/schemas/Counters/rejected_by_reason`.
             public var rejectedByReason: Components.Schemas.Counters.RejectedByReasonPayload
-            /// `quiet_hours`, `capped` (delivery policy), `offline` (an `online` push's devices not connected or not acknowledging).
+            /// `quiet_hours`, `capped` (delivery policy), `offline` (an `online` push's devices not connected or not acknowledging), `not_authorized` (`skip_unauthorized`), `holdout` (an A/B test's).
             ///
             /// - Remark: Generated from `#/components/schemas/Counters/skipped_by_reason`.
             public struct SkippedByReasonPayload: Codable, Hashable, Sendable {
@@ -3592,7 +3671,7 @@ extension Components {
                     try encoder.encodeAdditionalProperties(additionalProperties)
                 }
             }
-            /// `quiet_hours`, `capped` (delivery policy), `offline` (an `online` push's devices not connected or not acknowledging).
+            /// `quiet_hours`, `capped` (delivery policy), `offline` (an `online` push's devices not connected or not acknowledging), `not_authorized` (`skip_unauthorized`), `holdout` (an A/B test's).
             ///
             /// - Remark: Generated from `#/components/schemas/Counters/skipped_by_reason`.
             public var skippedByReason: Components.Schemas.Counters.SkippedByReasonPayload
@@ -3608,7 +3687,7 @@ extension Components {
             ///   - skipped: Left out by the app's delivery policy at fan-out, never sent.
             ///   - tokensInvalidated:
             ///   - rejectedByReason:
-            ///   - skippedByReason: `quiet_hours`, `capped` (delivery policy), `offline` (an `online` push's devices not connected or not acknowledging).
+            ///   - skippedByReason: `quiet_hours`, `capped` (delivery policy), `offline` (an `online` push's devices not connected or not acknowledging), `not_authorized` (`skip_unauthorized`), `holdout` (an A/B test's).
             public init(
                 targeted: Swift.Int64,
                 accepted: Swift.Int64,
@@ -3669,6 +3748,14 @@ extension Components {
             public var counters: Components.Schemas.Counters
             /// - Remark: Generated from `#/components/schemas/PushStatus/engagement`.
             public var engagement: Components.Schemas.Engagement?
+            /// An A/B test's variants with their counters and engagement, in the order given; with the holdout (`counters.skipped_by_reason.holdout`) they add up to the push's counters. In `GET /v1/pushes/{pushId}` only.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushStatus/variants`.
+            public var variants: [Components.Schemas.VariantStatus]?
+            /// An A/B test's holdout share, as asked for.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushStatus/holdout`.
+            public var holdout: Swift.Double?
             /// What the push said, as it was accepted: its `notification` (a template's copied in, placeholders and localized variants included), or `aps` and `data` for a raw push; a recall's is `{"recall_of": "<push id>"}`. In `GET /v1/pushes/{pushId}` only, like `engagement` (not in lists or live progress events).
             ///
             /// - Remark: Generated from `#/components/schemas/PushStatus/notification`.
@@ -3729,6 +3816,8 @@ extension Components {
             ///   - audienceSize: Known once the fan-out has counted it.
             ///   - counters:
             ///   - engagement:
+            ///   - variants: An A/B test's variants with their counters and engagement, in the order given; with the holdout (`counters.skipped_by_reason.holdout`) they add up to the push's counters. In `GET /v1/pushes/{pushId}` only.
+            ///   - holdout: An A/B test's holdout share, as asked for.
             ///   - notification: What the push said, as it was accepted: its `notification` (a template's copied in, placeholders and localized variants included), or `aps` and `data` for a raw push; a recall's is `{"recall_of": "<push id>"}`. In `GET /v1/pushes/{pushId}` only, like `engagement` (not in lists or live progress events).
             ///   - recallOf:
             ///   - scheduleId: The schedule whose occurrence this push is.
@@ -3756,6 +3845,8 @@ extension Components {
                 audienceSize: Swift.Int64? = nil,
                 counters: Components.Schemas.Counters,
                 engagement: Components.Schemas.Engagement? = nil,
+                variants: [Components.Schemas.VariantStatus]? = nil,
+                holdout: Swift.Double? = nil,
                 notification: OpenAPIRuntime.OpenAPIObjectContainer? = nil,
                 recallOf: Swift.String? = nil,
                 scheduleId: Swift.String? = nil,
@@ -3783,6 +3874,8 @@ extension Components {
                 self.audienceSize = audienceSize
                 self.counters = counters
                 self.engagement = engagement
+                self.variants = variants
+                self.holdout = holdout
                 self.notification = notification
                 self.recallOf = recallOf
                 self.scheduleId = scheduleId
@@ -3811,6 +3904,8 @@ extension Components {
                 case audienceSize = "audience_size"
                 case counters
                 case engagement
+                case variants
+                case holdout
                 case notification
                 case recallOf = "recall_of"
                 case scheduleId = "schedule_id"
@@ -3827,6 +3922,96 @@ extension Components {
                 case localTime = "local_time"
                 case quietHours = "quiet_hours"
                 case waves
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/VariantStatus`.
+        public struct VariantStatus: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/VariantStatus/name`.
+            public var name: Swift.String
+            /// - Remark: Generated from `#/components/schemas/VariantStatus/weight`.
+            public var weight: Swift.Int
+            /// - Remark: Generated from `#/components/schemas/VariantStatus/counters`.
+            public var counters: Components.Schemas.VariantCounters
+            /// - Remark: Generated from `#/components/schemas/VariantStatus/engagement`.
+            public var engagement: Components.Schemas.Engagement
+            /// Creates a new `VariantStatus`.
+            ///
+            /// - Parameters:
+            ///   - name:
+            ///   - weight:
+            ///   - counters:
+            ///   - engagement:
+            public init(
+                name: Swift.String,
+                weight: Swift.Int,
+                counters: Components.Schemas.VariantCounters,
+                engagement: Components.Schemas.Engagement
+            ) {
+                self.name = name
+                self.weight = weight
+                self.counters = counters
+                self.engagement = engagement
+            }
+            public enum CodingKeys: String, CodingKey {
+                case name
+                case weight
+                case counters
+                case engagement
+            }
+        }
+        /// One variant's share of the push's counters: targeted = accepted + delivered_online + rejected + expired + canceled + skipped once the push is completed.
+        ///
+        /// - Remark: Generated from `#/components/schemas/VariantCounters`.
+        public struct VariantCounters: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/VariantCounters/targeted`.
+            public var targeted: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/VariantCounters/accepted`.
+            public var accepted: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/VariantCounters/delivered_online`.
+            public var deliveredOnline: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/VariantCounters/rejected`.
+            public var rejected: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/VariantCounters/expired`.
+            public var expired: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/VariantCounters/canceled`.
+            public var canceled: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/VariantCounters/skipped`.
+            public var skipped: Swift.Int64
+            /// Creates a new `VariantCounters`.
+            ///
+            /// - Parameters:
+            ///   - targeted:
+            ///   - accepted:
+            ///   - deliveredOnline:
+            ///   - rejected:
+            ///   - expired:
+            ///   - canceled:
+            ///   - skipped:
+            public init(
+                targeted: Swift.Int64,
+                accepted: Swift.Int64,
+                deliveredOnline: Swift.Int64,
+                rejected: Swift.Int64,
+                expired: Swift.Int64,
+                canceled: Swift.Int64,
+                skipped: Swift.Int64
+            ) {
+                self.targeted = targeted
+                self.accepted = accepted
+                self.deliveredOnline = deliveredOnline
+                self.rejected = rejected
+                self.expired = expired
+                self.canceled = canceled
+                self.skipped = skipped
+            }
+            public enum CodingKeys: String, CodingKey {
+                case targeted
+                case accepted
+                case deliveredOnline = "delivered_online"
+                case rejected
+                case expired
+                case canceled
+                case skipped
             }
         }
         /// `received`: the notification service extension ran; `opened`: the user opened the notification; `action`: the user chose one of its actions; `dismissed`: the user dismissed it.

@@ -23,6 +23,9 @@ struct FanoutContext: Sendable {
     let policy: DeliveryPolicyFilter?
     /// A push in waves (docs/local-time.md): its plan; the selection is the current wave's.
     private(set) var waves: [PushWave] = []
+    /// An A/B test (docs/engagement.md#ab-tests): which variant each device gets, and who is held
+    /// out; nil for every other push (a recall never has one).
+    let split: PushSplit?
 
     /// - Parameters:
     ///   - policy: the app's delivery policy (``FanoutProgressRepository/deliveryPolicy(appID:)``).
@@ -70,6 +73,7 @@ struct FanoutContext: Sendable {
             self.policy = nil
         }
         self.selection = selection
+        split = push.definition.recallOf == nil ? push.definition.split : nil
         cutter = BatchCutter(pushID: push.id, batchSize: factory.maximumTargets(batchSize: batchSize))
         jobsTopic = topics.name(for: push.definition.priorityClass)
         trace = push.definition.traceparent.flatMap { TraceContext(traceparent: $0) }
@@ -108,11 +112,12 @@ struct FanoutContext: Sendable {
         async throws
         -> BatchCutter.Cut
     {
-        // Under a policy the range also holds the devices it skipped: read all of it.
+        // Under a policy the range also holds the devices it skipped, and an A/B test's range the
+        // other variants' and the held out: read all of it.
         let span = Int(min(batch.lastDevice - batch.firstDevice + 1, 1_000_000))
         var page = try await audience.page(
             selection(rebuilding: batch), after: batch.firstDevice - 1,
-            limit: max(batch.targetCount, cutter.batchSize, policy == nil ? 0 : span))
+            limit: max(batch.targetCount, cutter.batchSize, policy == nil && batch.variant == nil ? 0 : span))
         if policy != nil {
             let targets = try await progress.targets(
                 pushID: push.id, from: batch.firstDevice, through: batch.lastDevice)
@@ -121,9 +126,58 @@ struct FanoutContext: Sendable {
                 return targets.contains { $0.contains(device) }
             }
         }
+        if let split, let variant = batch.variant {
+            // The range holds every variant's devices (and the held out): this batch's only.
+            page = page.keeping { split.variant(pushID: push.id, deviceID: page.devices.deviceIDs[$0]) == variant }
+        }
         var record = batch
         record.targetCount = page.count
         return BatchCutter.Cut(record: record, targets: page.devices)
+    }
+
+    /// What a page of the audience becomes: its batches, and what was left out.
+    struct PageCuts {
+        var cuts: [BatchCutter.Cut]
+        /// Devices left out, by reason (the holdout's, the delivery policy's).
+        var skipped: [SkipReason: Int64]
+        /// The devices put into batches, under a delivery policy (for the cap and rebuilds).
+        var targets: TargetBitmap?
+        /// An A/B test's devices the delivery policy left out, by variant.
+        var variantsSkipped: [Int: Int64]
+    }
+
+    /// Cuts `page` into batches numbered from `firstSequence`: an A/B test's held-out devices
+    /// left out first, then those the app's delivery policy leaves out now, and the rest cut per
+    /// variant (each batch carries one variant's payload, and its outcome counts toward it).
+    func cut(_ page: AudiencePage, firstSequence: Int, now: Date, progress: FanoutProgressRepository) async throws
+        -> PageCuts
+    {
+        guard let split else {
+            let sent = try await applyingPolicy(to: page, now: now, progress: progress)
+            return PageCuts(
+                cuts: cutter.cut(sent.page, firstSequence: firstSequence), skipped: sent.skipped,
+                targets: sent.targets, variantsSkipped: [:])
+        }
+        let pushID = push.id
+        func variant(_ candidates: AudiencePage, _ index: Int) -> Int? {
+            split.variant(pushID: pushID, deviceID: candidates.devices.deviceIDs[index])
+        }
+        let candidates = page.keeping { variant(page, $0) != nil }
+        var sent = try await applyingPolicy(to: candidates, now: now, progress: progress)
+        let heldOut = Int64(page.count - candidates.count)
+        if heldOut > 0 { sent.skipped[.holdout, default: 0] += heldOut }
+        var result = PageCuts(cuts: [], skipped: sent.skipped, targets: sent.targets, variantsSkipped: [:])
+        var candidatesPerVariant = [Int](repeating: 0, count: split.variants.count)
+        for index in 0..<candidates.count { candidatesPerVariant[variant(candidates, index) ?? 0] += 1 }
+        for index in split.variants.indices {
+            let devices = sent.page.keeping { variant(sent.page, $0) == index }
+            var cuts = cutter.cut(devices, firstSequence: firstSequence + result.cuts.count)
+            for position in cuts.indices { cuts[position].record.variant = index }
+            result.cuts += cuts
+            let left = candidatesPerVariant[index] - devices.count
+            if left > 0 { result.variantsSkipped[index] = Int64(left) }
+        }
+        return result
     }
 
     /// `page` without the devices the app's delivery policy leaves out now (counted by reason),

@@ -112,12 +112,14 @@ struct FanoutRunner: Sendable {
                     }
                     action = steps.pageRead(lastDeviceID: page.lastDeviceID)
                 case .recordPage(let firstSequence, let cursor):
-                    // Under the app's delivery policy, the devices it leaves out are counted, not cut.
-                    let sent = try await context.applyingPolicy(to: page, now: clock(), progress: progress)
-                    cuts = context.cutter.cut(sent.page, firstSequence: firstSequence)
+                    // The devices an A/B test holds out and the app's delivery policy leaves out
+                    // are counted, not cut.
+                    let page = try await context.cut(
+                        page, firstSequence: firstSequence, now: clock(), progress: progress)
+                    cuts = page.cuts
                     let recording = try await progress.recordPage(
-                        pushID: push.id, by: center, cursor: cursor,
-                        batches: cuts.map(\.record), skipped: sent.skipped, targets: sent.targets)
+                        pushID: push.id, by: center, cursor: cursor, batches: cuts.map(\.record),
+                        skipped: page.skipped, targets: page.targets, variantsSkipped: page.variantsSkipped)
                     action = steps.pageRecorded(recording, batches: cuts.count)
                 case .produce(let afterOneFinishes):
                     if afterOneFinishes { try await producing.next() }

@@ -35,6 +35,8 @@ struct JobBatchFactory: Sendable {
     let channel: Herald_V1_JobBatch.Channel
     /// A recall's: the recalled push's id (connected devices get a revoke frame naming it).
     let revokes: Data
+    /// An A/B test's payload of each variant, stamped; a batch cut for a variant carries its own.
+    let variantPayloads: [Data]
 
     /// A record's rendered payloads stay under this many bytes in all (Kafka's default largest
     /// message is 1 MB): a templated push's batches hold at most ``maximumTargets(templated:)``.
@@ -56,6 +58,10 @@ struct JobBatchFactory: Sendable {
         let limit = pushType.maximumPayloadBytes
         payload = Data(stamp.map { Self.stamped(definition.payload, with: $0, limit: limit) } ?? definition.payload)
         template = try definition.template.map { try PayloadTemplate(stored: $0) }
+        let stamp = stamp
+        variantPayloads = definition.variantPayloads.map { variant in
+            Data(stamp.map { JobBatchFactory.stamped(variant, with: $0, limit: limit) } ?? variant)
+        }
         channel =
             switch PushChannel(optionsJSON: definition.optionsJSON) {
             case .auto: .auto
@@ -91,6 +97,9 @@ struct JobBatchFactory: Sendable {
             createdAtMs: Int64(now.timeIntervalSince1970 * 1000))
         batch.channel = channel
         batch.revokesPushID = revokes
+        if let variant = cut.record.variant, variantPayloads.indices.contains(variant) {
+            batch.payload = variantPayloads[variant]
+        }
         let targets = cut.targets
         var payloadIndexes: [UInt32] = []
         if let template {

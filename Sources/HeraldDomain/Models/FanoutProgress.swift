@@ -15,6 +15,8 @@ public struct RecordedBatch: Sendable, Equatable {
     public var topic: String
     /// How many times it was produced again for want of an outcome.
     public var redriven: Int
+    /// An A/B test's batch: the variant (``PushSplit``) all its devices get; nil for every other push.
+    public var variant: Int? = nil
 
     public init(
         pushID: UUID, sequence: Int, firstDevice: Int64, lastDevice: Int64, targetCount: Int,

@@ -40,6 +40,12 @@ public struct NewPush: Sendable {
     /// push's creation (or, for a recall, the recall) goes into the audit log in the same
     /// statement.
     public var origin: AuditOrigin?
+    /// An A/B test (docs/engagement.md#ab-tests): its variants and holdout; nil for a push
+    /// without one.
+    public var split: PushSplit? = nil
+    /// An A/B test's payload of each variant (as `payload`: without the `herald` key), in the
+    /// split's order; `payload` is the first's.
+    public var variantPayloads: [[UInt8]] = []
 
     public init(
         id: UUID, appID: UUID, state: PushState = .accepted, audienceJSON: String, notificationJSON: String,

@@ -88,6 +88,8 @@ public enum SkipReason: String, Sendable, CaseIterable {
     /// A push with `options.skip_unauthorized`: the device's app reported that the user turned
     /// its notifications off (`authorization_status` `denied`, docs/engagement.md).
     case notAuthorized = "not_authorized"
+    /// An A/B test's holdout (``PushSplit/holdout``): targeted to be compared with, never sent.
+    case holdout
 }
 
 /// What herald-center and the senders read of a push's stored options (``NewPush/optionsJSON``,

@@ -45,7 +45,7 @@ public struct EngagementRepository: Sendable {
         return try await client.transaction(logger: logger) { connection in
             let checked = try await connection.run(
                 """
-                SELECT e.i::int, p.id IS NOT NULL, d.id,
+                SELECT e.i::int, p.id IS NOT NULL, d.id, p.split::text,
                        COALESCE((SELECT bool_or(b.completed_at IS NULL OR d.id = ANY(b.accepted_device_ids)
                                                 OR d.id = ANY(b.delivered_online_device_ids))
                                  FROM push_batches b
@@ -62,12 +62,31 @@ public struct EngagementRepository: Sendable {
                 """, logger: logger)
             var deviceIDs: [Int64] = []
             deviceIDs.reserveCapacity(reports.count)
-            for try await (position, pushFound, deviceID, sent) in checked.decode((Int, Bool, Int64?, Bool).self) {
+            // An A/B test's events count toward the device's variant (-1: a push without one).
+            var variants: [Int16] = []
+            variants.reserveCapacity(reports.count)
+            var splits: [String: PushSplit] = [:]
+            for try await (position, pushFound, deviceID, split, sent)
+                in checked.decode((Int, Bool, Int64?, String?, Bool).self)
+            {
                 let index = position - 1
                 guard pushFound else { return .refused(.unknownPush(index: index)) }
                 guard let deviceID else { return .refused(.unknownDevice(index: index)) }
                 guard sent else { return .refused(.notSent(index: index)) }
+                var variant: Int16 = -1
+                if let split {
+                    if splits[split] == nil { splits[split] = PushSplit(json: split) }
+                    if let decoded = splits[split] {
+                        // A held-out device was never sent the push, though its batch's range
+                        // (in flight) holds it.
+                        guard let assigned = decoded.variant(pushID: reports[index].pushID, deviceID: deviceID) else {
+                            return .refused(.notSent(index: index))
+                        }
+                        variant = Int16(assigned)
+                    }
+                }
                 deviceIDs.append(deviceID)
+                variants.append(variant)
             }
             let rows = try await connection.run(
                 """
@@ -81,11 +100,14 @@ public struct EngagementRepository: Sendable {
                     ORDER BY 1, 2, 3, 4
                     ON CONFLICT DO NOTHING
                     RETURNING push_id, device_id, type, action
+                ), variants AS (
+                    SELECT DISTINCT * FROM unnest(\(pushIDs)::uuid[], \(deviceIDs)::bigint[], \(variants)::int2[])
+                        AS v(push_id, device_id, variant)
                 ), per_action AS (
                     -- A push's counts name at most 20 action identifiers (a batch may bring more at
                     -- once); past them an action counts under "(other)", so reports cannot grow
                     -- the counts without bound. The events keep every identifier.
-                    SELECT push_id, type,
+                    SELECT new.push_id, variants.variant, type,
                            CASE WHEN type <> 'action'
                                      OR EXISTS (SELECT 1 FROM push_engagement_counts c
                                                 WHERE c.push_id = new.push_id AND c.actions ? new.action)
@@ -93,20 +115,20 @@ public struct EngagementRepository: Sendable {
                                          WHERE c.push_id = new.push_id) < \(Self.namedActions)
                                 THEN action ELSE '(other)' END AS action,
                            count(*) AS n
-                    FROM new GROUP BY 1, 2, 3
+                    FROM new JOIN variants USING (push_id, device_id) GROUP BY 1, 2, 3, 4
                 ), per_shard AS (
-                    SELECT push_id, \(Int.random(in: 0..<Self.shards))::smallint AS shard,
+                    SELECT push_id, variant, \(Int.random(in: 0..<Self.shards))::smallint AS shard,
                            COALESCE(sum(n) FILTER (WHERE type = 'received'), 0) AS received,
                            COALESCE(sum(n) FILTER (WHERE type = 'opened'), 0) AS opened,
                            COALESCE(sum(n) FILTER (WHERE type = 'dismissed'), 0) AS dismissed,
                            COALESCE(jsonb_object_agg(action, n) FILTER (WHERE type = 'action'), '{}') AS actions
-                    FROM per_action GROUP BY 1
+                    FROM per_action GROUP BY 1, 2
                 ), kept AS (
                     -- In push order, so that two batches about the same pushes lock their rows in
                     -- the same order and never wait on each other in a circle.
-                    INSERT INTO push_engagement_counts AS c (push_id, shard, received, opened, dismissed, actions)
-                    SELECT * FROM per_shard ORDER BY push_id
-                    ON CONFLICT (push_id, shard) DO UPDATE SET
+                    INSERT INTO push_engagement_counts AS c (push_id, variant, shard, received, opened, dismissed, actions)
+                    SELECT * FROM per_shard ORDER BY push_id, variant
+                    ON CONFLICT (push_id, variant, shard) DO UPDATE SET
                         received = c.received + excluded.received, opened = c.opened + excluded.opened,
                         dismissed = c.dismissed + excluded.dismissed,
                         actions = herald_add_counts(c.actions, excluded.actions)
@@ -131,6 +153,26 @@ public struct EngagementRepository: Sendable {
             return EngagementCounts(received: received, opened: opened, dismissed: dismissed, actions: decoded)
         }
         return EngagementCounts()
+    }
+
+    /// An A/B test's counts by variant (its index in the push's split): the sum of each variant's
+    /// rows.
+    public func countsByVariant(pushID: UUID) async throws -> [Int: EngagementCounts] {
+        let rows = try await client.boundedQuery(
+            """
+            SELECT variant, sum(received)::bigint, sum(opened)::bigint, sum(dismissed)::bigint,
+                   herald_sum_counts(actions)::text
+            FROM push_engagement_counts WHERE push_id = \(pushID) AND variant >= 0 GROUP BY variant
+            """, logger: logger)
+        var counts: [Int: EngagementCounts] = [:]
+        for try await (variant, received, opened, dismissed, actions)
+            in rows.decode((Int16, Int64, Int64, Int64, String?).self)
+        {
+            let decoded = try actions.map { try JSONDecoder().decode([String: Int64].self, from: Data($0.utf8)) } ?? [:]
+            counts[Int(variant)] = EngagementCounts(
+                received: received, opened: opened, dismissed: dismissed, actions: decoded)
+        }
+        return counts
     }
 
     /// Rows a push's counts are spread over, so that batches reporting one broadcast at once do

@@ -206,16 +206,41 @@ public struct PushRepository: Sendable {
         return nil
     }
 
+    /// An A/B test's counters by variant (migration 0035), in variant order; a variant nothing
+    /// was cut for yet has no row.
+    public func variantCounters(pushID: UUID) async throws -> [VariantCounters] {
+        let rows = try await client.boundedQuery(
+            """
+            SELECT variant, targeted, accepted, delivered_online, rejected, expired, canceled, skipped
+            FROM push_variant_counters WHERE push_id = \(pushID) ORDER BY variant
+            """, logger: logger)
+        var counters: [VariantCounters] = []
+        for try await (variant, targeted, accepted, online, rejected, expired, canceled, skipped)
+            in rows.decode((Int16, Int64, Int64, Int64, Int64, Int64, Int64, Int64).self)
+        {
+            var row = VariantCounters(variant: Int(variant))
+            row.targeted = targeted
+            row.accepted = accepted
+            row.deliveredOnline = online
+            row.rejected = rejected
+            row.expired = expired
+            row.canceled = canceled
+            row.skipped = skipped
+            counters.append(row)
+        }
+        return counters
+    }
+
     // MARK: Helpers
 
     static let pushColumns = """
         id, app_id, state, audience::text, notification::text, options::text, payload, push_type, priority, \
         expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second, finish_within_s, recall_of, \
         fanout_cursor, batches_emitted, created_at, completed_at, canceled_at, traceparent, created_by_key, template, \
-        priority_class, schedule_id, occurrence_at, timing::text, wave, waves
+        priority_class, schedule_id, occurrence_at, timing::text, wave, waves, split::text, variant_payloads
         """
     /// How many columns ``pushColumns`` names: a query's own columns come after them.
-    static let pushColumnCount = 30
+    static let pushColumnCount = 32
 
     static func pushes(from rows: ReadRows) async throws -> [Push] {
         var pushes: [Push] = []
@@ -229,14 +254,14 @@ public struct PushRepository: Sendable {
             id, appID, state, audience, notification, options, payload, pushType, priority, expiresAt,
             collapseID, idempotencyKey, scheduledAt, throttle, finishWithin, recallOf, cursor, batches,
             createdAt, completedAt, canceledAt, traceparent, createdByKey, template, priorityClass, scheduleID,
-            occurrenceAt, timing, wave, waves
+            occurrenceAt, timing, wave, waves, split, variantPayloads
         ) = try row.decode(
             (
                 UUID, UUID, String, String, String, String, ByteBuffer, String, Int16, Date?, String,
                 String?, Date?, Int32?, Int32?, UUID?, Int64, Int32, Date, Date?, Date?, String?, UUID?, ByteBuffer?,
-                String, UUID?, Date?, String?, Int32, Int32?
+                String, UUID?, Date?, String?, Int32, Int32?, String?, [ByteBuffer]?
             ).self)
-        let definition = NewPush(
+        var definition = NewPush(
             id: id, appID: appID, state: PushState(rawValue: state) ?? .accepted, audienceJSON: audience,
             notificationJSON: notification, optionsJSON: options, payload: payload.bytes, template: template?.bytes,
             pushType: pushType,
@@ -245,6 +270,8 @@ public struct PushRepository: Sendable {
             scheduledAt: scheduledAt, throttlePerSecond: throttle.map(Int.init),
             finishWithinSeconds: finishWithin.map(Int.init), recallOf: recallOf, timing: PushTiming(json: timing),
             traceparent: traceparent)
+        definition.split = PushSplit(json: split)
+        definition.variantPayloads = variantPayloads?.map(\.bytes) ?? []
         return Push(
             definition: definition, fanoutCursor: cursor, batchesEmitted: Int(batches),
             createdAt: createdAt, completedAt: completedAt, canceledAt: canceledAt, createdByKey: createdByKey,
@@ -261,9 +288,9 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
             INSERT INTO pushes (id, app_id, state, audience, notification, options, payload, push_type, priority,
                                 expires_at, collapse_id, idempotency_key, scheduled_at, throttle_per_second,
                                 finish_within_s, recall_of, traceparent, created_by_key, template, priority_class,
-                                timing)
+                                timing, split, variant_payloads)
             VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $20,
-                    $21, $25, $26, $27::text::jsonb)
+                    $21, $25, $26, $27::text::jsonb, $28::text::jsonb, $29::bytea[])
             ON CONFLICT (app_id, idempotency_key) DO NOTHING
             RETURNING id, created_at
         ), counters AS (
@@ -284,7 +311,7 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
     let record: PushRepository.OutboxDraft
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 27)
+        var bindings = PostgresBindings(capacity: 29)
         bindings.append(push.id)
         bindings.append(push.appID)
         bindings.append(push.state.rawValue)
@@ -314,6 +341,9 @@ struct InsertPushWithAnnouncement: PostgresPreparedStatement {
         // Bound as text and cast: a NULL first on a connection must not leave the prepared
         // statement expecting jsonb's binary form for every later value.
         bindings.append(push.timing.map(\.json))
+        bindings.append(push.split?.json)
+        // Empty for a push without variants: stored as NULL.
+        bindings.append(push.variantPayloads.isEmpty ? nil : push.variantPayloads.map { ByteBuffer(bytes: $0) })
         return bindings
     }
 
@@ -470,7 +500,7 @@ struct InsertPushesWithAnnouncements: PostgresPreparedStatement {
         let pushes = entries.map(\.push)
         let records = entries.map(\.announcement)
         let never = Date(timeIntervalSince1970: 0)
-        var bindings = PostgresBindings(capacity: 27)
+        var bindings = PostgresBindings(capacity: 29)
         bindings.append(pushes.map(\.id))
         bindings.append(pushes.map(\.appID))
         bindings.append(pushes.map(\.state.rawValue))

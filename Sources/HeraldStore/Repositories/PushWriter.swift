@@ -95,6 +95,11 @@ public final class PushWriter: Sendable {
     public func create(_ push: NewPush, announcement: PushRepository.OutboxDraft) async throws -> (
         push: Push, created: Bool
     ) {
+        if push.split != nil {
+            // An A/B test is rare and carries its variants' payloads, which the statement for many
+            // pushes does not: written on its own.
+            return try await repository.answer(push, createdAt: repository.insert(push, announcement: announcement))
+        }
         let entry = Entry(push: push, announcement: announcement)
         let caller = Caller()
         let turn: Turn = await withTaskCancellationHandler {

@@ -41,7 +41,7 @@ public struct FanoutProgressRepository: Sendable {
     ///     cap and for rebuilding a batch (``targets(pushID:from:through:)``).
     public func recordPage(
         pushID: UUID, by center: String, cursor: Int64, batches: [RecordedBatch],
-        skipped: [SkipReason: Int64] = [:], targets: TargetBitmap? = nil
+        skipped: [SkipReason: Int64] = [:], targets: TargetBitmap? = nil, variantsSkipped: [Int: Int64] = [:]
     ) async throws
         -> PageRecording
     {
@@ -55,17 +55,43 @@ public struct FanoutProgressRepository: Sendable {
             if control.state == PushState.canceled.rawValue { return .canceled }
             guard control.state == PushState.fanningOut.rawValue, control.claimedBy == center else { return .claimLost }
             var added: Int64 = 0
+            // An A/B test's variants: devices targeted (in batches, or left out by the policy) and
+            // skipped, by variant.
+            var variants: [Int: VariantCounters] = [:]
+            for (variant, count) in variantsSkipped {
+                variants[variant, default: VariantCounters(variant: variant)].targeted += count
+                variants[variant, default: VariantCounters(variant: variant)].skipped += count
+            }
             if !batches.isEmpty {
                 let inserted = try await connection.run(
                     """
-                    INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, environment, topic)
-                    SELECT \(pushID), * FROM unnest(\(batches.map { Int32($0.sequence) })::integer[],
+                    INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, environment, topic,
+                                              variant)
+                    SELECT \(pushID), s, f, l, c, e, t, NULLIF(v, -1)
+                    FROM unnest(\(batches.map { Int32($0.sequence) })::integer[],
                         \(batches.map(\.firstDevice))::bigint[], \(batches.map(\.lastDevice))::bigint[],
                         \(batches.map { Int32($0.targetCount) })::integer[], \(batches.map(\.environment.rawValue))::text[],
-                        \(batches.map(\.topic))::text[])
-                    ON CONFLICT DO NOTHING RETURNING target_count
+                        \(batches.map(\.topic))::text[], \(batches.map { Int16($0.variant ?? -1) })::int2[])
+                        AS u(s, f, l, c, e, t, v)
+                    ON CONFLICT DO NOTHING RETURNING target_count, variant
                     """, logger: logger)
-                for try await count in inserted.decode(Int32.self) { added += Int64(count) }
+                for try await (count, variant) in inserted.decode((Int32, Int16?).self) {
+                    added += Int64(count)
+                    if let variant {
+                        variants[Int(variant), default: VariantCounters(variant: Int(variant))].targeted += Int64(count)
+                    }
+                }
+            }
+            if !variants.isEmpty {
+                let rows = variants.values.sorted { $0.variant < $1.variant }
+                try await connection.run(
+                    """
+                    INSERT INTO push_variant_counters AS v (push_id, variant, targeted, skipped)
+                    SELECT \(pushID), * FROM unnest(\(rows.map { Int16($0.variant) })::int2[],
+                                                    \(rows.map(\.targeted))::int8[], \(rows.map(\.skipped))::int8[])
+                    ON CONFLICT (push_id, variant) DO UPDATE SET targeted = v.targeted + excluded.targeted,
+                                                                 skipped = v.skipped + excluded.skipped
+                    """, logger: logger)
             }
             let emitted = Int32((batches.map(\.sequence).max() ?? -1) + 1)
             try await connection.run(
@@ -279,7 +305,12 @@ public struct FanoutProgressRepository: Sendable {
                     WITH ended AS (
                         UPDATE push_batches SET completed_at = now()
                         WHERE push_id = \(pushID) AND produced_at IS NULL AND completed_at IS NULL
-                        RETURNING target_count
+                        RETURNING target_count, variant
+                    ), per_variant AS (
+                        SELECT variant, sum(target_count) AS n FROM ended WHERE variant IS NOT NULL GROUP BY variant
+                    ), variants AS (
+                        UPDATE push_variant_counters v SET canceled = v.canceled + per_variant.n
+                        FROM per_variant WHERE v.push_id = \(pushID) AND v.variant = per_variant.variant
                     )
                     SELECT COALESCE(sum(target_count), 0)::int8 FROM ended
                     """, logger: logger)
@@ -323,18 +354,19 @@ public struct FanoutProgressRepository: Sendable {
     }
 
     static let batchColumns =
-        "push_id, sequence, first_device, last_device, target_count, environment, topic, redriven"
+        "push_id, sequence, first_device, last_device, target_count, environment, topic, redriven, variant"
 
     static func batches(from rows: ReadRows) async throws -> [RecordedBatch] {
         var batches: [RecordedBatch] = []
-        for try await (pushID, sequence, first, last, count, environment, topic, redriven)
-            in rows.decode((UUID, Int32, Int64, Int64, Int32, String, String, Int32).self)
+        for try await (pushID, sequence, first, last, count, environment, topic, redriven, variant)
+            in rows.decode((UUID, Int32, Int64, Int64, Int32, String, String, Int32, Int16?).self)
         {
-            batches.append(
-                RecordedBatch(
-                    pushID: pushID, sequence: Int(sequence), firstDevice: first, lastDevice: last,
-                    targetCount: Int(count), environment: APNsEnvironment(rawValue: environment) ?? .production,
-                    topic: topic, redriven: Int(redriven)))
+            var batch = RecordedBatch(
+                pushID: pushID, sequence: Int(sequence), firstDevice: first, lastDevice: last,
+                targetCount: Int(count), environment: APNsEnvironment(rawValue: environment) ?? .production,
+                topic: topic, redriven: Int(redriven))
+            batch.variant = variant.map(Int.init)
+            batches.append(batch)
         }
         return batches
     }

@@ -39,6 +39,7 @@ public struct OutcomeLedger: Sendable {
             for try await _ in locked.decode(UUID.self) {}
             var applied = AppliedOutcomes()
             var deltas: [UUID: PushCounters] = [:]
+            var variantDeltas: [VariantKey: VariantCounters] = [:]
             var failed: [FailedTarget] = []
             var counted: [(pushID: UUID, sequence: Int32)] = []
             let batches = try await Self.completeBatches(outcomes, on: connection, logger: logger)
@@ -52,6 +53,7 @@ public struct OutcomeLedger: Sendable {
                 applied.batchesCounted += 1
                 counted.append((outcome.pushID, sequence))
                 var delta = deltas[outcome.pushID] ?? PushCounters()
+                let before = delta
                 let reported =
                     outcome.acceptedDeviceIDs.count + outcome.deliveredOnlineDeviceIDs.count
                     + outcome.offlineDeviceIDs.count + outcome.failures.count
@@ -80,6 +82,10 @@ public struct OutcomeLedger: Sendable {
                             failure: failure))
                 }
                 deltas[outcome.pushID] = delta
+                if let variant = batch.variant {
+                    let key = VariantKey(pushID: outcome.pushID, variant: variant)
+                    variantDeltas[key, default: VariantCounters(variant: variant)].add(delta, minus: before)
+                }
                 applied.notificationsCounted += reported
             }
             if !failed.isEmpty {
@@ -102,6 +108,7 @@ public struct OutcomeLedger: Sendable {
             for (pushID, delta) in deltas {
                 try await PushRepository.addToCounters(pushID: pushID, delta, on: connection, logger: logger)
             }
+            try await Self.addToVariantCounters(variantDeltas, on: connection, logger: logger)
             applied.pushesCompleted = try await Self.completeIfDone(Array(deltas.keys), on: connection, logger: logger)
             return applied
         }
@@ -158,10 +165,41 @@ public struct OutcomeLedger: Sendable {
                 lasts: lasts, online: online, onlineFirsts: onlineFirsts, onlineLasts: onlineLasts), logger: logger)
         // When one batch has two outcomes here, PostgreSQL completes it once, from one of them:
         // the one it names is counted, the other ignored.
-        for try await (position, targetCount, first, last, appID) in rows {
-            batches[Int(position)] = CompletedBatch(targetCount: targetCount, first: first, last: last, appID: appID)
+        for try await (position, targetCount, first, last, appID, variant) in rows {
+            batches[Int(position)] = CompletedBatch(
+                targetCount: targetCount, first: first, last: last, appID: appID, variant: variant.map(Int.init))
         }
         return batches
+    }
+
+    /// A variant of an A/B test's push.
+    struct VariantKey: Hashable {
+        var pushID: UUID
+        var variant: Int
+    }
+
+    /// Adds the outcomes of A/B tests' batches to their variants' counters (migration 0035), in
+    /// key order so that two transactions never wait on each other in a circle.
+    static func addToVariantCounters(
+        _ deltas: [VariantKey: VariantCounters], on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        guard !deltas.isEmpty else { return }
+        let rows = deltas.sorted {
+            ($0.key.pushID.uuidString, $0.key.variant) < ($1.key.pushID.uuidString, $1.key.variant)
+        }
+        try await connection.run(
+            """
+            UPDATE push_variant_counters v SET targeted = v.targeted + d.targeted, accepted = v.accepted + d.accepted,
+                delivered_online = v.delivered_online + d.delivered_online, rejected = v.rejected + d.rejected,
+                expired = v.expired + d.expired, canceled = v.canceled + d.canceled, skipped = v.skipped + d.skipped
+            FROM unnest(\(rows.map(\.key.pushID))::uuid[], \(rows.map { Int16($0.key.variant) })::int2[],
+                        \(rows.map(\.value.targeted))::int8[], \(rows.map(\.value.accepted))::int8[],
+                        \(rows.map(\.value.deliveredOnline))::int8[], \(rows.map(\.value.rejected))::int8[],
+                        \(rows.map(\.value.expired))::int8[], \(rows.map(\.value.canceled))::int8[],
+                        \(rows.map(\.value.skipped))::int8[])
+                 AS d(push_id, variant, targeted, accepted, delivered_online, rejected, expired, canceled, skipped)
+            WHERE v.push_id = d.push_id AND v.variant = d.variant
+            """, logger: logger)
     }
 
     /// What a batch completed by ``completeBatches(_:on:logger:)`` was recorded with.
@@ -170,6 +208,8 @@ public struct OutcomeLedger: Sendable {
         var first: Int64
         var last: Int64
         var appID: UUID
+        /// An A/B test's batch: its variant.
+        var variant: Int?
     }
 
     /// Invalidates the tokens the failures prove dead — only of devices of the push's own app that
@@ -273,7 +313,7 @@ public struct OutcomeLedger: Sendable {
 /// outcome (its position in the caller's list, push, sequence, and the slice of `accepted` that
 /// holds its accepted devices). Prepared, so a connection plans it once.
 struct CompleteBatchesStatement: PostgresPreparedStatement {
-    typealias Row = (Int32, Int32, Int64, Int64, UUID)
+    typealias Row = (Int32, Int32, Int64, Int64, UUID, Int16?)
     static let sql = """
         UPDATE push_batches b SET completed_at = now(), accepted_device_ids = ($4::bigint[])[o.first_accepted:o.last_accepted],
             delivered_online_device_ids = ($7::bigint[])[o.first_online:o.last_online]
@@ -281,7 +321,7 @@ struct CompleteBatchesStatement: PostgresPreparedStatement {
                  AS o(position, push_id, sequence, first_accepted, last_accepted, first_online, last_online),
              pushes p
         WHERE b.push_id = o.push_id AND b.sequence = o.sequence AND b.completed_at IS NULL AND p.id = b.push_id
-        RETURNING o.position, b.target_count, b.first_device, b.last_device, p.app_id
+        RETURNING o.position, b.target_count, b.first_device, b.last_device, p.app_id, b.variant
         """
 
     let positions: [Int32]

@@ -1,0 +1,121 @@
+import Foundation
+
+/// An A/B test's split of a push's audience (docs/engagement.md#ab-tests): named variants with
+/// weights, and an optional holdout share that is targeted but never sent.
+///
+/// Every device's place is a pure function of (push id, device id): a fan-out resumed after a
+/// crash, a batch rebuilt, and herald-api counting a reported open all find the same variant
+/// without storing one per device.
+public struct PushSplit: Sendable, Equatable, Codable {
+    public struct Variant: Sendable, Equatable, Codable {
+        /// 1 to 32 of `A-Z a-z 0-9 . _ -`.
+        public var name: String
+        /// 1 to 100; a variant's share of the sent devices is its weight over the weights' sum.
+        public var weight: Int
+
+        public init(name: String, weight: Int) {
+            self.name = name
+            self.weight = weight
+        }
+    }
+
+    public var variants: [Variant]
+    /// The share of the audience held out (0 to 0.5): targeted, never sent, counted `skipped`
+    /// with the reason `holdout`.
+    public var holdout: Double
+
+    /// At most this many variants a push.
+    public static let maximumVariants = 10
+    /// At most this share held out.
+    public static let maximumHoldout = 0.5
+
+    public init(variants: [Variant], holdout: Double = 0) {
+        self.variants = variants
+        self.holdout = holdout
+    }
+
+    /// The variant (its index) device `deviceID` gets of push `pushID`; nil when it is held out.
+    ///
+    /// One uniform draw per (push, device): below `holdout` it is held out; the rest of the unit
+    /// interval is cut in proportion to the weights.
+    public func variant(pushID: UUID, deviceID: Int64) -> Int? {
+        let draw = Self.draw(pushID: pushID, deviceID: deviceID)
+        if draw < holdout { return nil }
+        let total = variants.reduce(0) { $0 + max(0, $1.weight) }
+        guard total > 0 else { return 0 }
+        let position = (draw - holdout) / (1 - holdout) * Double(total)
+        var end = 0.0
+        for (index, variant) in variants.enumerated() {
+            end += Double(max(0, variant.weight))
+            if position < end { return index }
+        }
+        return variants.count - 1
+    }
+
+    /// A uniform number in [0, 1) from (push, device): SplitMix64's finalizer over the push id's
+    /// two halves and the device id — stable across processes and releases (Swift's `Hasher` is
+    /// seeded per process, so it cannot be used).
+    static func draw(pushID: UUID, deviceID: Int64) -> Double {
+        let bytes = pushID.uuid
+        let high = withUnsafeBytes(of: (bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5, bytes.6, bytes.7)) {
+            $0.loadUnaligned(as: UInt64.self)
+        }
+        let low = withUnsafeBytes(of: (bytes.8, bytes.9, bytes.10, bytes.11, bytes.12, bytes.13, bytes.14, bytes.15)) {
+            $0.loadUnaligned(as: UInt64.self)
+        }
+        let mixed = mix(high ^ mix(low ^ mix(UInt64(bitPattern: deviceID))))
+        // The top 53 bits: every double in [0, 1) this can give is equally likely.
+        return Double(mixed >> 11) * 0x1.0p-53
+    }
+
+    private static func mix(_ value: UInt64) -> UInt64 {
+        var z = value &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// The split as stored (`pushes.split`).
+    public var json: String {
+        (try? String(decoding: JSONEncoder().encode(self), as: UTF8.self)) ?? "{}"
+    }
+
+    /// A stored split; nil when `json` is none (a push without variants).
+    public init?(json: String?) {
+        guard let json, let split = try? JSONDecoder().decode(PushSplit.self, from: Data(json.utf8)) else {
+            return nil
+        }
+        self = split
+    }
+}
+
+/// One variant's counters (or the holdout's), kept beside the push's: the variants' sums and the
+/// holdout add up to the push's counters.
+public struct VariantCounters: Sendable, Equatable {
+    public var variant: Int
+    public var targeted: Int64 = 0
+    public var accepted: Int64 = 0
+    public var deliveredOnline: Int64 = 0
+    public var rejected: Int64 = 0
+    public var expired: Int64 = 0
+    public var canceled: Int64 = 0
+    public var skipped: Int64 = 0
+
+    public init(variant: Int) {
+        self.variant = variant
+    }
+}
+
+extension VariantCounters {
+    /// Adds what `after` holds over `before` (a push's counters as one batch's outcome changed
+    /// them) — the batch's outcome, for the variant it was cut for.
+    public mutating func add(_ after: PushCounters, minus before: PushCounters) {
+        targeted += after.targeted - before.targeted
+        accepted += after.accepted - before.accepted
+        deliveredOnline += after.deliveredOnline - before.deliveredOnline
+        rejected += after.rejected - before.rejected
+        expired += after.expired - before.expired
+        canceled += after.canceled - before.canceled
+        skipped += after.skipped - before.skipped
+    }
+}
