@@ -62,6 +62,10 @@ public enum APIErrorCode: String, CaseIterable, Sendable {
     case pushFinished = "push_finished"
     case pushNotRunning = "push_not_running"
     case recallOfRecall = "recall_of_recall"
+    /// An A/B test's winner was asked for of a push without winner mode.
+    case notWinnerMode = "not_winner_mode"
+    /// An A/B test's winner was picked already (by the operator, or by open rate).
+    case winnerPicked = "winner_picked"
 
     // Engagement events (POST /v1/events).
     case eventTooOld = "event_too_old"

@@ -106,4 +106,46 @@ struct ABTestAPITests {
             #expect((status["engagement"] as? [String: Any])?["opened"] as? Int == opened[0] + opened[1])
         }
     }
+
+    @Test("winner mode: the operator picks the winner once; a push without winner mode cannot be picked for")
+    func pickingTheWinner() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let other = try await api.createApp(name: "other app")
+            let winnerTest = Self.abTest.replacingOccurrences(
+                of: #""options":"#, with: #""winner":{"sample":0.25,"wait_seconds":3600},"options":"#)
+            let created = try await api.call(.post, "/v1/pushes", key: app.serverKey, json: winnerTest)
+            let id = try #require(created["id"] as? String, "\(created.text)")
+            var status = try await api.call(.get, "/v1/pushes/\(id)", key: app.serverKey)
+            #expect(status["ab_phase"] as? String == "sample" && status["sample"] as? Double == 0.25, "\(status.text)")
+            #expect(status["winner"] == nil)
+
+            let foreign = try await api.call(
+                .post, "/v1/pushes/\(id)/winner", key: other.serverKey, json: #"{"variant":"long"}"#)
+            #expect(foreign.status == .notFound)
+            let unknown = try await api.call(
+                .post, "/v1/pushes/\(id)/winner", key: app.serverKey, json: #"{"variant":"medium"}"#)
+            #expect(unknown.status == .unprocessableContent && unknown.errorField == "variant", "\(unknown.text)")
+            let picked = try await api.call(
+                .post, "/v1/pushes/\(id)/winner", key: app.serverKey, json: #"{"variant":"long"}"#)
+            #expect(picked.status == .ok && picked["winner"] as? String == "long", "\(picked.text)")
+            let again = try await api.call(
+                .post, "/v1/pushes/\(id)/winner", key: app.serverKey, json: #"{"variant":"short"}"#)
+            #expect(again.status == .conflict && again.errorCode == "winner_picked")
+            status = try await api.call(.get, "/v1/pushes/\(id)", key: app.serverKey)
+            #expect(status["winner"] as? String == "long")
+
+            let plain = try #require(
+                try await api.call(.post, "/v1/pushes", key: app.serverKey, json: Self.abTest)["id"] as? String)
+            let notWinner = try await api.call(
+                .post, "/v1/pushes/\(plain)/winner", key: app.serverKey, json: #"{"variant":"long"}"#)
+            #expect(notWinner.status == .conflict && notWinner.errorCode == "not_winner_mode")
+            let withoutVariants = try await api.call(
+                .post, "/v1/pushes", key: app.serverKey,
+                json:
+                    #"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"winner":{"sample":0.1,"wait_seconds":60}}"#
+            )
+            #expect(withoutVariants.status == .unprocessableContent && withoutVariants.errorField == "winner")
+        }
+    }
 }

@@ -20,7 +20,9 @@ struct ABTestFanoutTests {
     static let payloads = ["short", "a longer text", "🎉"].map { Array(#"{"aps":{"alert":"\#($0)"}}"#.utf8) }
 
     /// Stores an A/B test push of `split` to everyone.
-    static func createABTest(_ env: CenterEnvironment, throttlePerSecond: Int? = nil) async throws -> Push {
+    static func createABTest(_ env: CenterEnvironment, throttlePerSecond: Int? = nil, split: PushSplit = split)
+        async throws -> Push
+    {
         let id = UUID()
         var definition = NewPush(
             id: id, appID: env.app.id, audienceJSON: PushAudience.everyone.json, notificationJSON: "{}",
@@ -156,6 +158,75 @@ struct ABTestFanoutTests {
                 variants.reduce(0) { $0 + $1.targeted } + (counters.skippedByReason["holdout"] ?? 0) == 1500)
             #expect(variants.reduce(0) { $0 + $1.accepted } == counters.accepted)
             await second.stop()
+            await reader.stop()
+        }
+    }
+
+    @Test("winner mode: the sample gets the variants, the rest gets the variant with the best open rate")
+    func winnerMode() async throws {
+        try await withCenterEnvironment { env in
+            let ids = try await env.registerMany(2000)
+            let reader = try env.startFakeSender()
+            let center = try env.startCenter(env.settings(name: "center-ab-winner", pageSize: 400, batchSize: 100))
+            var split = Self.split
+            split.sample = 0.3
+            split.waitSeconds = 3600
+            let push = try await Self.createABTest(env, split: split)
+            // The sample is sent; the push waits for its pick.
+            #expect(
+                try await env.eventually {
+                    try await env.pushes.push(id: push.id, appID: env.app.id).map {
+                        $0.state == .scheduled && $0.wave == 1
+                    }
+                        ?? false
+                })
+            let sample = Set(ids.filter { split.phase(pushID: push.id, deviceID: $0) == 0 })
+            let sampleSent = sample.filter { split.variant(pushID: push.id, deviceID: $0) != nil }
+            // Its outcomes are counted (the pick reads the variants' devices reached).
+            #expect(
+                try await env.eventually {
+                    try await env.pushes.variantCounters(pushID: push.id).reduce(0) { $0 + $1.accepted }
+                        == Int64(sampleSent.count)
+                })
+            #expect(Set(reader.deviceCounts(push: push).keys) == sampleSent)
+            #expect(abs(Double(sample.count) / 2000 - 0.3) < 0.05)
+            // Phones open the third variant most (as POST /v1/events would count them), and the
+            // wait is over.
+            try await env.database.query(
+                """
+                INSERT INTO push_engagement_counts (push_id, variant, shard, opened) VALUES
+                    (\(push.id), 0, 0, 10), (\(push.id), 1, 0, 12), (\(push.id), 2, 3, 30)
+                """, logger: env.logger)
+            try await env.database.query(
+                "UPDATE pushes SET scheduled_at = now() WHERE id = \(push.id)", logger: env.logger)
+            #expect(try await env.eventually { try await env.state(of: push) == .completed })
+
+            let stored = try #require(try await env.pushes.push(id: push.id, appID: env.app.id)?.definition.split)
+            #expect(stored.winner == 2 && stored.secondPhaseFrom != nil)
+            var sent: [Int64: Int] = [:]
+            var seen = Set<Data>()
+            for batch in reader.read(push: push) where seen.insert(batch.batchID).inserted {
+                let variant = try #require(Self.variant(of: batch))
+                for target in batch.targets {
+                    #expect(sent.updateValue(variant, forKey: Int64(target.deviceID)) == nil)
+                }
+            }
+            var heldOut: Int64 = 0
+            for device in ids {
+                // The sample's devices their own variant, the rest the winner; the held out nothing.
+                let expected = stored.variant(pushID: push.id, deviceID: device)
+                #expect(sent[device] == expected)
+                if expected == nil { heldOut += 1 }
+                if !sample.contains(device), expected != nil { #expect(expected == 2) }
+            }
+            let counters = try #require(try await env.pushes.counters(pushID: push.id))
+            #expect(counters.targeted == 2000 && counters.isComplete)
+            #expect(counters.skippedByReason == ["holdout": heldOut])
+            let variants = try await env.pushes.variantCounters(pushID: push.id)
+            #expect(variants.reduce(0) { $0 + $1.targeted } + heldOut == 2000)
+            #expect(variants.reduce(0) { $0 + $1.accepted } == counters.accepted)
+            #expect(variants.first { $0.variant == 2 }?.targeted == Int64(sent.values.filter { $0 == 2 }.count))
+            await center.stop()
             await reader.stop()
         }
     }

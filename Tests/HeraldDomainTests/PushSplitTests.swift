@@ -48,4 +48,35 @@ struct PushSplitTests {
         #expect(PushSplit(json: split.json) == split)
         #expect(PushSplit(json: nil) == nil && PushSplit(json: "not json") == nil)
     }
+
+    @Test("winner mode: a sample of the share asked for gets the variants, the rest the winner once picked")
+    func winnerMode() {
+        var split = PushSplit(variants: [.init(name: "a", weight: 1), .init(name: "b", weight: 1)], holdout: 0.1)
+        split.sample = 0.2
+        let push = UUID()
+        let devices = Int64(1)...Int64(50_000)
+        let sample = devices.filter { split.phase(pushID: push, deviceID: $0) == 0 }
+        #expect(abs(Double(sample.count) / 50_000 - 0.2) < 0.01)
+        // The sample holds both variants in their proportion, and the holdout's share.
+        let inSample = sample.map { split.variant(pushID: push, deviceID: $0) }
+        #expect(abs(Double(inSample.filter { $0 == nil }.count) / Double(sample.count) - 0.1) < 0.02)
+        #expect(abs(Double(inSample.filter { $0 == 0 }.count) / Double(sample.count) - 0.45) < 0.02)
+        // Before the pick the rest gets nothing; after it, the winner (the held out still nothing).
+        let rest = devices.filter { split.phase(pushID: push, deviceID: $0) == 1 }
+        #expect(rest.allSatisfy { split.variant(pushID: push, deviceID: $0) == nil })
+        split.winner = 1
+        let picked = rest.map { split.variant(pushID: push, deviceID: $0) }
+        #expect(Set(picked) == [nil, 1])
+        #expect(abs(Double(picked.filter { $0 == nil }.count) / Double(rest.count) - 0.1) < 0.01)
+        split.secondPhaseFrom = 7
+        #expect(split.phase(ofBatch: 6) == 0 && split.phase(ofBatch: 7) == 1)
+    }
+
+    @Test("the winner is the best open rate; ties and nothing reached go to the earliest variant")
+    func bestVariant() {
+        #expect(PushSplit.bestVariant(reached: [100, 100, 50], opened: [10, 12, 7]) == 2)
+        #expect(PushSplit.bestVariant(reached: [100, 100], opened: [10, 10]) == 0)
+        #expect(PushSplit.bestVariant(reached: [0, 0, 0], opened: [0, 0, 0]) == 0)
+        #expect(PushSplit.bestVariant(reached: [0, 10], opened: [0, 1]) == 1)
+    }
 }

@@ -204,6 +204,8 @@ def request_for(operation, world):
         "validatePush": ("POST", "/v1/pushes/validate", PUSH),
         "getPush": ("GET", f"/v1/pushes/{push}", None),
         "cancelPush": ("DELETE", f"/v1/pushes/{push}", None),
+        # T's push is no A/B test in winner mode: the callers allowed get as far as saying so (409).
+        "pickWinner": ("POST", f"/v1/pushes/{push}/winner", {"variant": "a"}),
         "pausePush": ("POST", f"/v1/pushes/{push}/pause", None),
         "resumePush": ("POST", f"/v1/pushes/{world.paused_push}/resume", None),
         "recallPush": ("POST", f"/v1/pushes/{push}/recall", None),

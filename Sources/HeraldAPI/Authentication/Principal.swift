@@ -72,7 +72,8 @@ enum Permission: Equatable {
         case "reportEvents": .serverOrClient(.devicesWrite)
         case "importDevices", "deleteDevice": .server(.devicesWrite)
         case "listDevices", "getDevice": .server(.devicesRead)
-        case "createPush", "validatePush", "cancelPush", "pausePush", "resumePush", "recallPush", "createSegment",
+        case "createPush", "validatePush", "cancelPush", "pickWinner", "pausePush", "resumePush", "recallPush",
+            "createSegment",
             "updateSegment", "deleteSegment", "createTemplate", "updateTemplate", "deleteTemplate", "createSchedule",
             "updateSchedule", "deleteSchedule", "pauseSchedule", "resumeSchedule":
             .server(.pushesWrite)

@@ -137,7 +137,6 @@ extension APIHandler {
             try await engagement.counts(pushID: id),
             reached: status.counters.accepted + status.counters.deliveredOnline)
         if let split = progress.push.definition.split {
-            status.holdout = split.holdout
             let counters = try await pushes.variantCounters(pushID: id)
             let engaged = try await engagement.countsByVariant(pushID: id)
             status.variants = split.variants.enumerated().map { index, variant in
@@ -310,6 +309,35 @@ extension APIHandler {
             throw APIError.notFound("push \(text)")
         }
         return (id, progress)
+    }
+
+    func pickWinner(_ input: Operations.PickWinner.Input) async throws -> Operations.PickWinner.Output {
+        let appID = try Principal.requireApp()
+        guard case .json(let request) = input.body else { throw APIError.badRequest("send the pick as JSON") }
+        let current = try await pushProgress(input.path.pushId)
+        guard let split = current.progress.push.definition.split, split.picksWinner else {
+            throw APIError.conflict(
+                "this push is no A/B test in winner mode; only such a push's winner can be picked",
+                code: .notWinnerMode)
+        }
+        guard let variant = split.variants.firstIndex(where: { $0.name == request.variant }) else {
+            throw APIError.invalid(
+                "variant",
+                "the push has no variant \(request.variant); it has \(split.variants.map(\.name).joined(separator: ", "))"
+            )
+        }
+        if try await !claims.pickWinner(
+            variant, pushID: current.id, appID: appID,
+            audit: auditEntry(
+                "push.winner_picked", appID: appID, target: current.id.lowercased, details: ["variant": request.variant]
+            ))
+        {
+            throw APIError.conflict(
+                "the push's winner is picked already, or the push is over; a winner is picked once",
+                code: .winnerPicked)
+        }
+        logger.info("A/B test winner picked", metadata: ["push": "\(current.id)", "variant": "\(request.variant)"])
+        return .ok(.init(body: .json(try await progress(input.path.pushId))))
     }
 
     private func setPaused(_ paused: Bool, _ text: String) async throws -> Components.Schemas.PushStatus {

@@ -209,6 +209,18 @@ extension Components.Schemas.PushStatus {
             },
             quietHours: definition.timing?.quietHours.map { $0 == .hold ? .hold : .skip },
             waves: progress.waves.isEmpty ? nil : progress.waves.map(Components.Schemas.PushWave.init))
+        if let split = definition.split {
+            // An A/B test: the holdout and, in winner mode, the sample, the phase and the winner
+            // (the variants' counters are read for the one push's status only).
+            holdout = split.holdout
+            sample = split.sample
+            winner = split.winner.flatMap { split.variants.indices.contains($0) ? split.variants[$0].name : nil }
+            if split.picksWinner, push.state != .canceled {
+                abPhase =
+                    split.secondPhaseFrom != nil
+                    ? .rest : push.wave == 1 && push.state == .scheduled ? .waiting : .sample
+            }
+        }
     }
 }
 

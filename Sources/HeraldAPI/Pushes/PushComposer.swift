@@ -61,6 +61,7 @@ struct PushComposer {
         }
         var first = request
         first.variants = nil
+        first.winner = nil
         first.notification = variants[0].notification
         var composed = try prefixingErrors(with: "variants[0].") { () throws(APIError) in try composeOne(first) }
         try Self.checkABTest(priorityClass: composed.priorityClass, timing: composed.timing)
@@ -100,8 +101,18 @@ struct PushComposer {
             }
             composed.variantPayloads.append(each.payload)
         }
+        if let winner = request.winner {
+            guard (0.01...0.9).contains(winner.sample) else {
+                throw .invalid("winner.sample", "the sample is a share of the audience from 0.01 to 0.9")
+            }
+            guard (1...604_800).contains(winner.waitSeconds) else {
+                throw .invalid("winner.wait_seconds", "the wait before the pick is 1 to 604800 seconds (a week)")
+            }
+            split.sample = winner.sample
+            split.waitSeconds = winner.waitSeconds
+        }
         composed.split = split
-        composed.notificationJSON = Self.json(StoredVariants(variants: variants))
+        composed.notificationJSON = Self.json(StoredVariants(variants: variants, winner: request.winner))
         return composed
     }
 
@@ -122,6 +133,7 @@ struct PushComposer {
     /// What an A/B test's `notification` is stored as (and shown in its status): its variants.
     struct StoredVariants: Encodable {
         var variants: [Components.Schemas.PushVariant]
+        var winner: Components.Schemas.WinnerMode?
     }
 
     /// The bytes of a variant's name.
@@ -141,6 +153,10 @@ struct PushComposer {
 
     /// A push with one notification (or a raw aps): checked and composed.
     private func composeOne(_ request: Components.Schemas.PushRequest) throws(APIError) -> Composed {
+        if request.winner != nil {
+            throw .invalid(
+                "winner", "winner mode picks among variants: give 2 to \(PushSplit.maximumVariants) variants")
+        }
         if request.templateId != nil {
             // The handler puts the stored template's notification in its place.
             throw .invalid("template_id", "name a template or give a notification (or a raw aps), not both")

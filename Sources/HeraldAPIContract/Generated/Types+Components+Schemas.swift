@@ -3432,6 +3432,8 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/PushRequest/variants`.
             public var variants: [Components.Schemas.PushVariant]?
+            /// - Remark: Generated from `#/components/schemas/PushRequest/winner`.
+            public var winner: Components.Schemas.WinnerMode?
             /// - Remark: Generated from `#/components/schemas/PushRequest/options`.
             public var options: Components.Schemas.PushOptions?
             /// Creates a new `PushRequest`.
@@ -3443,6 +3445,7 @@ extension Components {
             ///   - aps: The raw `aps` dictionary, sent as given.
             ///   - data: Custom top-level keys to send with a raw `aps` (not `herald`, which carries the push id to the app).
             ///   - variants: An A/B test (docs/engagement.md#ab-tests): instead of one `notification`, 2 to 10 named notifications, each device getting one by a hash of (push, device) in proportion to the weights. Without placeholders or localizations.
+            ///   - winner:
             ///   - options:
             public init(
                 audience: Components.Schemas.Audience,
@@ -3451,6 +3454,7 @@ extension Components {
                 aps: OpenAPIRuntime.OpenAPIObjectContainer? = nil,
                 data: OpenAPIRuntime.OpenAPIObjectContainer? = nil,
                 variants: [Components.Schemas.PushVariant]? = nil,
+                winner: Components.Schemas.WinnerMode? = nil,
                 options: Components.Schemas.PushOptions? = nil
             ) {
                 self.audience = audience
@@ -3459,6 +3463,7 @@ extension Components {
                 self.aps = aps
                 self.data = data
                 self.variants = variants
+                self.winner = winner
                 self.options = options
             }
             public enum CodingKeys: String, CodingKey {
@@ -3468,6 +3473,7 @@ extension Components {
                 case aps
                 case data
                 case variants
+                case winner
                 case options
             }
             public init(from decoder: any Swift.Decoder) throws {
@@ -3496,6 +3502,10 @@ extension Components {
                     [Components.Schemas.PushVariant].self,
                     forKey: .variants
                 )
+                self.winner = try container.decodeIfPresent(
+                    Components.Schemas.WinnerMode.self,
+                    forKey: .winner
+                )
                 self.options = try container.decodeIfPresent(
                     Components.Schemas.PushOptions.self,
                     forKey: .options
@@ -3507,7 +3517,52 @@ extension Components {
                     "aps",
                     "data",
                     "variants",
+                    "winner",
                     "options"
+                ])
+            }
+        }
+        /// An A/B test that picks its winner (docs/engagement.md#winner-mode): the variants go to a sample of the audience first; `wait_seconds` after the sample's fan-out ends, the variant with the best open rate (or the one picked with `POST /v1/pushes/{pushId}/winner` before) goes to the rest, as the same push's second phase.
+        ///
+        /// - Remark: Generated from `#/components/schemas/WinnerMode`.
+        public struct WinnerMode: Codable, Hashable, Sendable {
+            /// The sample's share of the audience (each device by a hash of push and device).
+            ///
+            /// - Remark: Generated from `#/components/schemas/WinnerMode/sample`.
+            public var sample: Swift.Double
+            /// How long phones have to open the sample's notifications before the pick (at most a week).
+            ///
+            /// - Remark: Generated from `#/components/schemas/WinnerMode/wait_seconds`.
+            public var waitSeconds: Swift.Int
+            /// Creates a new `WinnerMode`.
+            ///
+            /// - Parameters:
+            ///   - sample: The sample's share of the audience (each device by a hash of push and device).
+            ///   - waitSeconds: How long phones have to open the sample's notifications before the pick (at most a week).
+            public init(
+                sample: Swift.Double,
+                waitSeconds: Swift.Int
+            ) {
+                self.sample = sample
+                self.waitSeconds = waitSeconds
+            }
+            public enum CodingKeys: String, CodingKey {
+                case sample
+                case waitSeconds = "wait_seconds"
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.sample = try container.decode(
+                    Swift.Double.self,
+                    forKey: .sample
+                )
+                self.waitSeconds = try container.decode(
+                    Swift.Int.self,
+                    forKey: .waitSeconds
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "sample",
+                    "wait_seconds"
                 ])
             }
         }
@@ -3756,6 +3811,26 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/PushStatus/holdout`.
             public var holdout: Swift.Double?
+            /// Winner mode: `sample` while the variants go to the sample, `waiting` until the pick (at `scheduled_at`), `rest` once the winner goes to the rest of the audience.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushStatus/ab_phase`.
+            @frozen public enum AbPhasePayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case sample = "sample"
+                case waiting = "waiting"
+                case rest = "rest"
+            }
+            /// Winner mode: `sample` while the variants go to the sample, `waiting` until the pick (at `scheduled_at`), `rest` once the winner goes to the rest of the audience.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushStatus/ab_phase`.
+            public var abPhase: Components.Schemas.PushStatus.AbPhasePayload?
+            /// Winner mode, once picked - the variant the rest of the audience gets.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushStatus/winner`.
+            public var winner: Swift.String?
+            /// Winner mode: the sample's share.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushStatus/sample`.
+            public var sample: Swift.Double?
             /// What the push said, as it was accepted: its `notification` (a template's copied in, placeholders and localized variants included), or `aps` and `data` for a raw push; a recall's is `{"recall_of": "<push id>"}`. In `GET /v1/pushes/{pushId}` only, like `engagement` (not in lists or live progress events).
             ///
             /// - Remark: Generated from `#/components/schemas/PushStatus/notification`.
@@ -3818,6 +3893,9 @@ extension Components {
             ///   - engagement:
             ///   - variants: An A/B test's variants with their counters and engagement, in the order given; with the holdout (`counters.skipped_by_reason.holdout`) they add up to the push's counters. In `GET /v1/pushes/{pushId}` only.
             ///   - holdout: An A/B test's holdout share, as asked for.
+            ///   - abPhase: Winner mode: `sample` while the variants go to the sample, `waiting` until the pick (at `scheduled_at`), `rest` once the winner goes to the rest of the audience.
+            ///   - winner: Winner mode, once picked - the variant the rest of the audience gets.
+            ///   - sample: Winner mode: the sample's share.
             ///   - notification: What the push said, as it was accepted: its `notification` (a template's copied in, placeholders and localized variants included), or `aps` and `data` for a raw push; a recall's is `{"recall_of": "<push id>"}`. In `GET /v1/pushes/{pushId}` only, like `engagement` (not in lists or live progress events).
             ///   - recallOf:
             ///   - scheduleId: The schedule whose occurrence this push is.
@@ -3847,6 +3925,9 @@ extension Components {
                 engagement: Components.Schemas.Engagement? = nil,
                 variants: [Components.Schemas.VariantStatus]? = nil,
                 holdout: Swift.Double? = nil,
+                abPhase: Components.Schemas.PushStatus.AbPhasePayload? = nil,
+                winner: Swift.String? = nil,
+                sample: Swift.Double? = nil,
                 notification: OpenAPIRuntime.OpenAPIObjectContainer? = nil,
                 recallOf: Swift.String? = nil,
                 scheduleId: Swift.String? = nil,
@@ -3876,6 +3957,9 @@ extension Components {
                 self.engagement = engagement
                 self.variants = variants
                 self.holdout = holdout
+                self.abPhase = abPhase
+                self.winner = winner
+                self.sample = sample
                 self.notification = notification
                 self.recallOf = recallOf
                 self.scheduleId = scheduleId
@@ -3906,6 +3990,9 @@ extension Components {
                 case engagement
                 case variants
                 case holdout
+                case abPhase = "ab_phase"
+                case winner
+                case sample
                 case notification
                 case recallOf = "recall_of"
                 case scheduleId = "schedule_id"

@@ -17627,6 +17627,386 @@ public enum Operations {
             }
         }
     }
+    /// Pick an A/B test's winner now (winner mode) - its second phase starts at once.
+    ///
+    /// Before the automatic pick (while the sample is sent, or during the wait), the operator names the variant the rest of the audience gets. A push without winner mode, or whose winner is picked already, answers 409.
+    ///
+    /// - Remark: HTTP `POST /v1/pushes/{pushId}/winner`.
+    /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/winner/post(pickWinner)`.
+    public enum PickWinner {
+        public static let id: Swift.String = "pickWinner"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/winner/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/winner/POST/path/pushId`.
+                public var pushId: Components.Parameters.PushID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - pushId:
+                public init(pushId: Components.Parameters.PushID) {
+                    self.pushId = pushId
+                }
+            }
+            public var path: Operations.PickWinner.Input.Path
+            /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/winner/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.PickWinner.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.PickWinner.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.PickWinner.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/winner/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/winner/POST/requestBody/json`.
+                public struct JsonPayload: Codable, Hashable, Sendable {
+                    /// The variant's name.
+                    ///
+                    /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/winner/POST/requestBody/json/variant`.
+                    public var variant: Swift.String
+                    /// Creates a new `JsonPayload`.
+                    ///
+                    /// - Parameters:
+                    ///   - variant: The variant's name.
+                    public init(variant: Swift.String) {
+                        self.variant = variant
+                    }
+                    public enum CodingKeys: String, CodingKey {
+                        case variant
+                    }
+                    public init(from decoder: any Swift.Decoder) throws {
+                        let container = try decoder.container(keyedBy: CodingKeys.self)
+                        self.variant = try container.decode(
+                            Swift.String.self,
+                            forKey: .variant
+                        )
+                        try decoder.ensureNoAdditionalProperties(knownKeys: [
+                            "variant"
+                        ])
+                    }
+                }
+                /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/winner/POST/requestBody/content/application\/json`.
+                case json(Operations.PickWinner.Input.Body.JsonPayload)
+            }
+            public var body: Operations.PickWinner.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.PickWinner.Input.Path,
+                headers: Operations.PickWinner.Input.Headers = .init(),
+                body: Operations.PickWinner.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/winner/POST/responses/200/headers`.
+                public struct Headers: Sendable, Hashable {
+                    /// Requests per second this app may make.
+                    ///
+                    /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/winner/POST/responses/200/headers/RateLimit-Limit`.
+                    public var rateLimitLimit: Components.Headers.RateLimitLimit?
+                    /// Requests left in the current burst.
+                    ///
+                    /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/winner/POST/responses/200/headers/RateLimit-Remaining`.
+                    public var rateLimitRemaining: Components.Headers.RateLimitRemaining?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - rateLimitLimit: Requests per second this app may make.
+                    ///   - rateLimitRemaining: Requests left in the current burst.
+                    public init(
+                        rateLimitLimit: Components.Headers.RateLimitLimit? = nil,
+                        rateLimitRemaining: Components.Headers.RateLimitRemaining? = nil
+                    ) {
+                        self.rateLimitLimit = rateLimitLimit
+                        self.rateLimitRemaining = rateLimitRemaining
+                    }
+                }
+                /// Received HTTP response headers
+                public var headers: Operations.PickWinner.Output.Ok.Headers
+                /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/winner/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/winner/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.PushStatus)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.PushStatus {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.PickWinner.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                public init(
+                    headers: Operations.PickWinner.Output.Ok.Headers = .init(),
+                    body: Operations.PickWinner.Output.Ok.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// Picked.
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/winner/post(pickWinner)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.PickWinner.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.PickWinner.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request is malformed (JSON, types, unknown fields, parameters).
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/winner/post(pickWinner)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/winner/post(pickWinner)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The key may not do this: a client key on a server operation, a server key without the operation's scope, an app key on the admin's operations, another app's admin key, or a client key's alias without a valid signature or a tag outside the app's client tags.
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/winner/post(pickWinner)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Components.Responses.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such thing for this app.
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/winner/post(pickWinner)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request contradicts the current state (for example, canceling a completed push).
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/winner/post(pickWinner)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Components.Responses.Conflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            public var conflict: Components.Responses.Conflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Well-formed, but its values are not acceptable (the `field` says which).
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/winner/post(pickWinner)/responses/422`.
+            ///
+            /// HTTP response code: `422 unprocessableContent`.
+            case unprocessableContent(Components.Responses.Unprocessable)
+            /// The associated value of the enum case if `self` is `.unprocessableContent`.
+            ///
+            /// - Throws: An error if `self` is not `.unprocessableContent`.
+            /// - SeeAlso: `.unprocessableContent`.
+            public var unprocessableContent: Components.Responses.Unprocessable {
+                get throws {
+                    switch self {
+                    case let .unprocessableContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unprocessableContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/winner/post(pickWinner)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// A dependency (PostgreSQL) is down; retry later.
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/winner/post(pickWinner)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.Unavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Components.Responses.Unavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// Resume a paused push.
     ///
     /// - Remark: HTTP `POST /v1/pushes/{pushId}/resume`.

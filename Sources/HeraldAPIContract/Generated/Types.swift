@@ -396,6 +396,13 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/pushes/{pushId}/pause`.
     /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/pause/post(pausePush)`.
     func pausePush(_ input: Operations.PausePush.Input) async throws -> Operations.PausePush.Output
+    /// Pick an A/B test's winner now (winner mode) - its second phase starts at once.
+    ///
+    /// Before the automatic pick (while the sample is sent, or during the wait), the operator names the variant the rest of the audience gets. A push without winner mode, or whose winner is picked already, answers 409.
+    ///
+    /// - Remark: HTTP `POST /v1/pushes/{pushId}/winner`.
+    /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/winner/post(pickWinner)`.
+    func pickWinner(_ input: Operations.PickWinner.Input) async throws -> Operations.PickWinner.Output
     /// Resume a paused push.
     ///
     /// - Remark: HTTP `POST /v1/pushes/{pushId}/resume`.
@@ -1293,6 +1300,23 @@ extension APIProtocol {
         try await pausePush(Operations.PausePush.Input(
             path: path,
             headers: headers
+        ))
+    }
+    /// Pick an A/B test's winner now (winner mode) - its second phase starts at once.
+    ///
+    /// Before the automatic pick (while the sample is sent, or during the wait), the operator names the variant the rest of the audience gets. A push without winner mode, or whose winner is picked already, answers 409.
+    ///
+    /// - Remark: HTTP `POST /v1/pushes/{pushId}/winner`.
+    /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/winner/post(pickWinner)`.
+    public func pickWinner(
+        path: Operations.PickWinner.Input.Path,
+        headers: Operations.PickWinner.Input.Headers = .init(),
+        body: Operations.PickWinner.Input.Body
+    ) async throws -> Operations.PickWinner.Output {
+        try await pickWinner(Operations.PickWinner.Input(
+            path: path,
+            headers: headers,
+            body: body
         ))
     }
     /// Resume a paused push.

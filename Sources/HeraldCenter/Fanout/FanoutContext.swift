@@ -25,7 +25,7 @@ struct FanoutContext: Sendable {
     private(set) var waves: [PushWave] = []
     /// An A/B test (docs/engagement.md#ab-tests): which variant each device gets, and who is held
     /// out; nil for every other push (a recall never has one).
-    let split: PushSplit?
+    private(set) var split: PushSplit?
 
     /// - Parameters:
     ///   - policy: the app's delivery policy (``FanoutProgressRepository/deliveryPolicy(appID:)``).
@@ -127,12 +127,25 @@ struct FanoutContext: Sendable {
             }
         }
         if let split, let variant = batch.variant {
-            // The range holds every variant's devices (and the held out): this batch's only.
-            page = page.keeping { split.variant(pushID: push.id, deviceID: page.devices.deviceIDs[$0]) == variant }
+            // The range holds every variant's devices (and the held out, and in winner mode the
+            // other phase's): this batch's only.
+            let phase = split.phase(ofBatch: batch.sequence)
+            page = page.keeping {
+                let device = page.devices.deviceIDs[$0]
+                return split.phase(pushID: push.id, deviceID: device) == phase
+                    && split.variant(pushID: push.id, deviceID: device) == variant
+            }
         }
         var record = batch
         record.targetCount = page.count
         return BatchCutter.Cut(record: record, targets: page.devices)
+    }
+
+    /// This context with `split` as stored now (winner mode's second phase: the winner picked).
+    func with(_ split: PushSplit) -> FanoutContext {
+        var context = self
+        context.split = split
+        return context
     }
 
     /// What a page of the audience becomes: its batches, and what was left out.
@@ -162,9 +175,15 @@ struct FanoutContext: Sendable {
         func variant(_ candidates: AudiencePage, _ index: Int) -> Int? {
             split.variant(pushID: pushID, deviceID: candidates.devices.deviceIDs[index])
         }
-        let candidates = page.keeping { variant(page, $0) != nil }
+        // Winner mode: the sample first (phase 0), the rest once the winner is picked (phase 1);
+        // the other phase's devices are not this fan-out's.
+        let phase = push.wave
+        let inPhase =
+            split.picksWinner
+            ? page.keeping { split.phase(pushID: pushID, deviceID: page.devices.deviceIDs[$0]) == phase } : page
+        let candidates = inPhase.keeping { variant(inPhase, $0) != nil }
         var sent = try await applyingPolicy(to: candidates, now: now, progress: progress)
-        let heldOut = Int64(page.count - candidates.count)
+        let heldOut = Int64(inPhase.count - candidates.count)
         if heldOut > 0 { sent.skipped[.holdout, default: 0] += heldOut }
         var result = PageCuts(cuts: [], skipped: sent.skipped, targets: sent.targets, variantsSkipped: [:])
         var candidatesPerVariant = [Int](repeating: 0, count: split.variants.count)

@@ -48,7 +48,19 @@ struct FanoutRunner: Sendable {
             _ = try await progress.finishFanout(pushID: push.id, by: center)
             return
         }
-        guard let context = try await inWaves(whole, policy: policy, logger: logger) else { return }
+        guard var prepared = try await inWaves(whole, policy: policy, logger: logger) else { return }
+        if let split = prepared.split, split.picksWinner, push.wave == 1 {
+            // Winner mode's second phase: the winner picked now (unless the operator did).
+            guard let picked = try await progress.startSecondPhase(pushID: push.id, by: center) else {
+                logger.warning("another center took this fan-out over; stopping")
+                return
+            }
+            prepared = prepared.with(picked)
+            logger.info(
+                "A/B test: the winner goes to the rest of the audience",
+                metadata: ["winner": "\(picked.winner.map { picked.variants[$0].name } ?? "-")"])
+        }
+        let context = prepared
         var pacer = try await makePacer(context, after: push.fanoutCursor)
         let resumed = try await progress.unproducedBatches(pushID: push.id)
         if !resumed.isEmpty {
@@ -146,6 +158,16 @@ struct FanoutRunner: Sendable {
         switch ending {
         case .finish:
             try await producing.waitForAll()
+            if let split = context.split, split.picksWinner, context.push.wave == 0 {
+                // Winner mode: the sample is sent; the rest waits for the winner.
+                let dueAt = clock().addingTimeInterval(TimeInterval(split.waitSeconds ?? 0))
+                if try await progress.awaitWave(1, dueAt: dueAt, pushID: pushID, by: center) {
+                    logger.info(
+                        "A/B test: the sample is sent; the winner is picked, and sent to the rest, at its time",
+                        metadata: ["batches": "\(steps.nextSequence)", "winner-at": "\(dueAt)"])
+                }
+                return
+            }
             if try await progress.finishFanout(pushID: pushID, by: center) {
                 metrics.fanoutsFinished.add(1, ordering: .relaxed)
                 logger.info("fan-out finished", metadata: ["batches": "\(steps.nextSequence)"])

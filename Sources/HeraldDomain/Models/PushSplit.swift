@@ -23,6 +23,25 @@ public struct PushSplit: Sendable, Equatable, Codable {
     /// The share of the audience held out (0 to 0.5): targeted, never sent, counted `skipped`
     /// with the reason `holdout`.
     public var holdout: Double
+    /// Winner mode: the share of the audience (its sample) the variants go to first; the rest
+    /// gets the winner in the push's second phase. Nil: every device gets its variant at once.
+    public var sample: Double? = nil
+    /// Winner mode: how long after the sample's fan-out ends the winner is picked (unless the
+    /// operator picked one before).
+    public var waitSeconds: Int? = nil
+    /// Winner mode: the variant the rest gets, once picked (by open rate, or by the operator).
+    public var winner: Int? = nil
+    /// Winner mode: the first batch of the second phase (batches before it are the sample's).
+    public var secondPhaseFrom: Int? = nil
+
+    enum CodingKeys: String, CodingKey {
+        case variants, holdout, sample, winner
+        case waitSeconds = "wait_seconds"
+        case secondPhaseFrom = "second_phase_from"
+    }
+
+    /// Whether the push picks a winner from a sample.
+    public var picksWinner: Bool { sample != nil }
 
     /// At most this many variants a push.
     public static let maximumVariants = 10
@@ -34,13 +53,16 @@ public struct PushSplit: Sendable, Equatable, Codable {
         self.holdout = holdout
     }
 
-    /// The variant (its index) device `deviceID` gets of push `pushID`; nil when it is held out.
+    /// The variant (its index) device `deviceID` gets of push `pushID`; nil when it is held out
+    /// (or, in winner mode, outside the sample before the winner is picked).
     ///
     /// One uniform draw per (push, device): below `holdout` it is held out; the rest of the unit
-    /// interval is cut in proportion to the weights.
+    /// interval is cut in proportion to the weights. In winner mode a second, independent draw
+    /// puts the device in the sample (its variant as above) or in the rest (the winner).
     public func variant(pushID: UUID, deviceID: Int64) -> Int? {
         let draw = Self.draw(pushID: pushID, deviceID: deviceID)
         if draw < holdout { return nil }
+        if phase(pushID: pushID, deviceID: deviceID) == 1 { return winner }
         let total = variants.reduce(0) { $0 + max(0, $1.weight) }
         guard total > 0 else { return 0 }
         let position = (draw - holdout) / (1 - holdout) * Double(total)
@@ -50,6 +72,38 @@ public struct PushSplit: Sendable, Equatable, Codable {
             if position < end { return index }
         }
         return variants.count - 1
+    }
+
+    /// The phase that sends to device `deviceID`: 0 (the sample, or everyone without winner mode)
+    /// or 1 (the rest, in winner mode).
+    public func phase(pushID: UUID, deviceID: Int64) -> Int {
+        guard let sample else { return 0 }
+        // Another draw than the variant's: the sample holds every variant in its proportion.
+        return Self.draw(pushID: pushID, deviceID: deviceID ^ Self.sampleSalt) < sample ? 0 : 1
+    }
+
+    /// The phase a batch belongs to, by its sequence.
+    public func phase(ofBatch sequence: Int) -> Int {
+        guard let secondPhaseFrom else { return 0 }
+        return sequence >= secondPhaseFrom ? 1 : 0
+    }
+
+    private static let sampleSalt: Int64 = 0x5A17_C0DE_5A17_C0DE
+
+    /// The winner by open rate: the variant with the most opens per device reached (ties, and a
+    /// test nothing was reached by, go to the earliest variant).
+    public static func bestVariant(reached: [Int64], opened: [Int64]) -> Int {
+        var best = 0
+        var bestRate = -1.0
+        for index in reached.indices {
+            let rate =
+                reached[index] > 0 ? Double(index < opened.count ? opened[index] : 0) / Double(reached[index]) : 0
+            if rate > bestRate {
+                best = index
+                bestRate = rate
+            }
+        }
+        return best
     }
 
     /// A uniform number in [0, 1) from (push, device): SplitMix64's finalizer over the push id's

@@ -158,6 +158,23 @@ public struct FanoutClaimRepository: Sendable {
     /// Pauses (`true`) or resumes a push's fan-out, with `audit` appended. Returns whether the push
     /// exists and is not finished.
     @discardableResult
+    /// Picks variant `variant` as the winner of push `pushID`, an A/B test in winner mode whose
+    /// winner is not picked yet; a push waiting for the pick falls due now. Returns false when the
+    /// push is not the app's, not in winner mode, finished, or its winner was picked already.
+    public func pickWinner(_ variant: Int, pushID: UUID, appID: UUID, audit: AuditEntry? = nil) async throws -> Bool {
+        let rows = try await client.audited(
+            """
+            UPDATE pushes SET split = jsonb_set(split, '{winner}', to_jsonb(\(variant))),
+                scheduled_at = CASE WHEN state = 'scheduled' AND wave = 1 THEN LEAST(scheduled_at, now())
+                                    ELSE scheduled_at END
+            WHERE id = \(pushID) AND app_id = \(appID) AND state IN ('scheduled', 'accepted', 'fanning_out')
+              AND split ? 'sample' AND NOT split ? 'winner'
+            RETURNING id
+            """, audit, logger: logger)
+        for try await _ in rows.decode(UUID.self) { return true }
+        return false
+    }
+
     public func setPaused(_ paused: Bool, pushID: UUID, appID: UUID, audit: AuditEntry? = nil) async throws -> Bool {
         let rows = try await client.audited(
             """

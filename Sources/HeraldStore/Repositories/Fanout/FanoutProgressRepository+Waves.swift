@@ -82,3 +82,52 @@ extension FanoutProgressRepository {
         return false
     }
 }
+
+// MARK: A/B tests in winner mode
+
+extension FanoutProgressRepository {
+    /// Starts the second phase of push `pushID`, an A/B test in winner mode claimed by `center`:
+    /// the winner is the operator's pick, else the variant with the best open rate among the
+    /// sample's devices reached (``PushSplit/bestVariant(reached:opened:)``); the second phase's
+    /// batches start after those recorded so far. Returns the split as stored now, or nil when
+    /// `center` no longer holds the push.
+    public func startSecondPhase(pushID: UUID, by center: String) async throws -> PushSplit? {
+        try await client.transaction(logger: logger) { connection in
+            let rows = try await connection.run(
+                """
+                SELECT split::text, batches_emitted FROM pushes
+                WHERE id = \(pushID) AND state = 'fanning_out' AND claimed_by = \(center) FOR UPDATE
+                """, logger: logger)
+            var found: (split: String?, emitted: Int32)?
+            for try await row in rows.decode((String?, Int32).self) { found = row }
+            guard let found, var split = PushSplit(json: found.split) else { return nil }
+            if split.secondPhaseFrom != nil, split.winner != nil { return split }
+            if split.winner == nil {
+                var reached = [Int64](repeating: 0, count: split.variants.count)
+                var opened = [Int64](repeating: 0, count: split.variants.count)
+                let counters = try await connection.run(
+                    """
+                    SELECT variant, accepted + delivered_online FROM push_variant_counters WHERE push_id = \(pushID)
+                    """, logger: logger)
+                for try await (variant, count) in counters.decode((Int16, Int64).self)
+                where reached.indices.contains(Int(variant)) {
+                    reached[Int(variant)] = count
+                }
+                let opens = try await connection.run(
+                    """
+                    SELECT variant, sum(opened)::int8 FROM push_engagement_counts
+                    WHERE push_id = \(pushID) AND variant >= 0 GROUP BY variant
+                    """, logger: logger)
+                for try await (variant, count) in opens.decode((Int16, Int64).self)
+                where opened.indices.contains(Int(variant)) {
+                    opened[Int(variant)] = count
+                }
+                split.winner = PushSplit.bestVariant(reached: reached, opened: opened)
+            }
+            split.secondPhaseFrom = Int(found.emitted)
+            try await connection.run(
+                "UPDATE pushes SET split = \(split.json)::jsonb WHERE id = \(pushID)", logger: logger)
+            return split
+        }
+    }
+}
