@@ -6,7 +6,7 @@
 # 503. Every push is checked with `herald dev verify` (counters add up; apns-sim received
 # exactly the accepted devices). Run by `make test`.
 #
-#   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast online sender-kill center-kill
+#   scripts/test-end-to-end.sh BIN_DIR [TEST...]   # tests: broadcast online sender-kill center-kill ab-test
 #                                                   #        postgres-outage broker-restart apns-outage
 #                                                   #        device-counts segments templates delivery-policy local-time schedules webhooks
 #                                                   #        metrics prometheus
@@ -21,7 +21,7 @@ herald=$bin/herald
 export HERALD_DEV_DIR=$(pwd)/.local/e2e
 devices=${E2E_DEVICES:-100000}
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(broadcast online sender-kill center-kill postgres-outage broker-restart apns-outage device-counts segments templates delivery-policy local-time schedules webhooks metrics prometheus dashboard console secrets)
+[ ${#tests[@]} -gt 0 ] || tests=(broadcast online sender-kill center-kill ab-test postgres-outage broker-restart apns-outage device-counts segments templates delivery-policy local-time schedules webhooks metrics prometheus dashboard console secrets)
 
 # The stack's settings for these tests: a notification is tried up to 20 times with back-off
 # capped at 5 s (a 30 s APNs outage outlasts the default 8 attempts' back-off). `herald dev up`
@@ -276,6 +276,124 @@ test_center-kill() {
   sleep 2
   "$herald" dev start herald-center >/dev/null || { fail "herald-center did not start again"; return; }
   wait_completed "$push" 300 && verify "$push"
+}
+
+# An A/B test to the whole audience: three variants weighted 5:3:2, a 10 % holdout, winner mode
+# with a 30 % sample, throttled so that herald-center is SIGKILLed while it fans out the sample.
+# The operator picks the winner; it goes to the rest. Every device of apns-sim's record got the
+# variant its (push, device) hash gives (the hash computed again here, from docs/engagement.md),
+# exactly once; the split follows the weights within a point; every counter adds up.
+test_ab-test() {
+  reset_sim
+  local push
+  push=$("$herald" push --all --channel apns --title "Summer" --variant short:5='Sale today' \
+    --variant long:3='Our summer sale starts now' --variant sun:2='Sun, sea, sale' --holdout 0.1 \
+    --winner-sample 0.3 --winner-wait 3600 --rate 8000 --quiet) || { fail "the A/B test was refused"; return; }
+  local start=$SECONDS
+  until [ "$(field "$push" targeted)" -ge 10000 ] || [ $((SECONDS - start)) -gt 120 ]; do sleep 0.2; done
+  [ "$(field "$push" state)" = fanning_out ] || { fail "the sample's fan-out was not running when the center was to be killed"; return; }
+  "$herald" dev stop herald-center --kill
+  log "killed herald-center at $(field "$push" targeted) targets of the sample fanned out"
+  sleep 2
+  "$herald" dev start herald-center >/dev/null || { fail "herald-center did not start again"; return; }
+  start=$SECONDS
+  until [ "$(field "$push" state)" = scheduled ] || [ $((SECONDS - start)) -gt 180 ]; do sleep 0.5; done
+  [ "$(field "$push" state)" = scheduled ] || { fail "the A/B test did not wait for its winner after the sample"; return; }
+  "$herald" push winner "$push" sun >/dev/null || { fail "herald push winner was refused"; return; }
+  wait_completed "$push" 300 && verify "$push"
+  local devices_file=$HERALD_DEV_DIR/ab-devices.txt
+  # Each device, and whether this push's APNs answer rejected it ('r'), or it was no longer active
+  # when the push went out ('x': an earlier test's dead token) and so not in the audience.
+  stack_psql -F ' ' -c "
+    SELECT d.id, encode(d.token, 'hex'),
+           CASE WHEN f.device_id IS NOT NULL THEN 'r' WHEN d.invalidated_at < p.created_at THEN 'x' ELSE 'a' END
+    FROM pushes p JOIN devices d ON d.app_id = p.app_id
+    LEFT JOIN failed_deliveries f ON f.push_id = p.id AND f.device_id = d.id
+    WHERE p.id = '$push'" >"$devices_file"
+  local report
+  if report=$(python3 - "$push" "$sim_admin" "$devices_file" "$herald" <<'PY'
+import json, subprocess, sys, urllib.request, uuid
+push, sim, devices_file, herald = sys.argv[1:5]
+status = json.loads(subprocess.run([herald, "push", "status", push, "--json"],
+                                   check=True, capture_output=True, text=True).stdout)
+MASK = 2**64 - 1
+def mix(value):
+    z = (value + 0x9E3779B97F4A7C15) & MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+raw = uuid.UUID(push).bytes
+high, low = int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little")
+def draw(device):
+    return (mix(high ^ mix(low ^ mix(device & MASK))) >> 11) * 2.0**-53
+SALT = 0x5A17C0DE5A17C0DE
+names, weights, holdout, sample = ["short", "long", "sun"], [5, 3, 2], 0.1, 0.3
+winner = names.index(status["winner"])
+def expected(device):
+    d = draw(device)
+    if d < holdout: return None, None
+    if draw(device ^ SALT) >= sample: return winner, 1
+    position, end = (d - holdout) / (1 - holdout) * sum(weights), 0.0
+    for index, weight in enumerate(weights):
+        end += weight
+        if position < end: return index, 0
+    return len(weights) - 1, 0
+bodies = {"Sale today": 0, "Our summer sale starts now": 1, "Sun, sea, sale": 2}
+got = {}
+with urllib.request.urlopen(f"{sim}/notifications") as answer:
+    for line in answer:
+        note = json.loads(line)
+        payload = json.loads(note["payload"])
+        if payload.get("herald", {}).get("push_id") != push: continue
+        got.setdefault(note["token"], []).append(bodies[payload["aps"]["alert"]["body"]])
+wrong, twice, total, held, per_variant = 0, 0, 0, 0, [0, 0, 0]
+rejected = 0
+for line in open(devices_file):
+    device, token, state = line.split()
+    if state == "x": continue
+    total += 1
+    variant, phase = expected(int(device))
+    received = got.get(token, [])
+    if len(received) > 1: twice += 1
+    if variant is None:
+        held += 1
+        if received: wrong += 1
+    else:
+        # A token APNs rejected has no copy at apns-sim; it still counts toward its variant.
+        if received != ([] if state == "r" else [variant]): wrong += 1
+        rejected += state == "r"
+        if phase == 0: per_variant[variant] += 1
+problems = []
+if wrong: problems.append(f"{wrong} devices got another variant than their hash gives (or none)")
+if twice: problems.append(f"{twice} devices got it twice")
+counters, variants = status["counters"], status["variants"]
+if abs(held / total - holdout) > 0.01: problems.append(f"held out {held / total:.3f}, not 0.1 ± 0.01")
+if counters["skipped_by_reason"].get("holdout") != held: problems.append(f"holdout counted {counters['skipped_by_reason']} of {held}")
+in_sample = sum(per_variant)
+for index, weight in enumerate(weights):
+    share = per_variant[index] / in_sample
+    if abs(share - weight / 10) > 0.01: problems.append(f"{names[index]} {share:.3f} of the sample, not {weight / 10} ± 0.01")
+for key in ["targeted", "accepted", "rejected", "expired", "canceled"]:
+    summed = sum(v["counters"][key] for v in variants) + (held if key == "targeted" else 0)
+    if summed != counters[key]: problems.append(f"the variants' {key} sum to {summed}, the push's is {counters[key]}")
+for v in variants:
+    c = v["counters"]
+    if c["targeted"] != c["accepted"] + c["delivered_online"] + c["rejected"] + c["expired"] + c["canceled"] + c["skipped"]:
+        problems.append(f"variant {v['name']}'s counters do not add up: {c}")
+if status.get("ab_phase") != "rest": problems.append(f"phase {status.get('ab_phase')}, not rest")
+if problems:
+    print("; ".join(problems)); sys.exit(1)
+print(f"{total} devices: {held} held out ({held / total:.3f}), the sample split "
+      + ", ".join(f"{names[i]} {per_variant[i] / in_sample:.3f}" for i in range(3))
+      + f", the rest ({total - held - in_sample}) got the winner {names[winner]}; every device got its hash's variant once "
+      + f"({rejected} rejected by APNs) "
+      + "across the center's SIGKILL; the variants and the holdout add up to the push's counters")
+PY
+  ); then
+    log "✔ ab-test: $report"
+  else
+    fail "ab-test: $report"
+  fi
 }
 
 test_postgres-outage() {

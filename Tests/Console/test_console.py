@@ -10,6 +10,8 @@ against a running `herald dev` stack with simulated devices, as an operator woul
   recall       recall the tag push; the recall completes
   local-time   a push at 09:00 in each device's time zone: the dry run lists its waves, the push's
                page its local time and waves
+  ab-test      an A/B test with a holdout sent with the CLI: the push page's Variants card shows
+               each variant's counts as the status does, and they add up
   schedules    a schedule made with the CLI is listed, shown with its next occurrences, paused,
                resumed and deleted from the console
   csrf         a form posted without the session's CSRF token is refused, nothing changes
@@ -295,6 +297,31 @@ try:
           f"the push page lists the waves herald-center planned ({len(rows)})")
     screenshot(driver, "06b-push-local-time")
     subprocess.run([herald, "push", "cancel", local_push], check=True, capture_output=True)
+
+    # ── A/B test: two variants and a holdout, sent with the CLI, shown on the push's page
+    ab = subprocess.run([herald, "push", "--tag", "vip", "--channel", "apns", "--title", "Summer",
+                         "--variant", "short:3=Sale today", "--variant", "long=Our summer sale starts now",
+                         "--holdout", "0.1", "--quiet"], check=True, capture_output=True, text=True).stdout.strip()
+    deadline = time.time() + 180
+    while status(ab)["state"] != "completed" and time.time() < deadline:
+        time.sleep(1)
+    final = status(ab)
+    driver.get(f"{api}/console/pushes/{ab}")
+    rows = driver.find_elements(By.CSS_SELECTOR, "#variants tbody tr")
+    check(len(rows) == 3, f"the push page's Variants card has the two variants and the holdout ({len(rows)} rows)")
+    for row, variant in zip(rows, final.get("variants", [])):
+        cells = [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+        check(cells[0].startswith(variant["name"]) and number(cells[2]) == variant["counters"]["targeted"]
+              and number(cells[3]) == variant["engagement"]["reached"],
+              f"the Variants card shows {variant['name']} as the status does ({cells})")
+    held = final["counters"]["skipped_by_reason"].get("holdout", 0)
+    if len(rows) == 3:
+        cells = [cell.text for cell in rows[2].find_elements(By.TAG_NAME, "td")]
+        check(cells[0].startswith("Holdout (10%)") and number(cells[2]) == held,
+              f"the Variants card shows the holdout's {held} devices ({cells})")
+    check(sum(v["counters"]["targeted"] for v in final.get("variants", [])) + held == final["counters"]["targeted"],
+          "the variants and the holdout add up to the push's targeted")
+    screenshot(driver, "06e-ab-test")
 
     # ── schedules
     name = f"Weekly digest {int(time.time())}"

@@ -11,7 +11,7 @@ struct PushCommand: AsyncParsableCommand {
         subcommands: [
             PushSendCommand.self, PushValidateCommand.self, PushListCommand.self, PushStatusCommand.self,
             PushEventsCommand.self, PushFailuresCommand.self, PushPauseCommand.self, PushResumeCommand.self,
-            PushCancelCommand.self, PushRecallCommand.self,
+            PushCancelCommand.self, PushRecallCommand.self, PushWinnerCommand.self,
         ],
         defaultSubcommand: PushSendCommand.self
     )
@@ -69,8 +69,35 @@ struct PushRequestOptions: ParsableArguments {
             "auto (default: over the app's long connection when it is in the foreground, else APNs), apns (APNs only) or online (only devices connected now; the rest counted skipped, offline)."
     )
     var channel: Components.Schemas.PushOptions.ChannelPayload?
+    @Option(
+        help:
+            "An A/B test's variant, as NAME[:WEIGHT]=BODY (repeatable, 2 to 10): each device gets one, in proportion to the weights; the other notification flags go into every variant."
+    )
+    var variant: [String] = []
+    @Option(name: .customLong("variant-title"), help: "A variant's own title, as NAME=TITLE (repeatable).")
+    var variantTitles: [String] = []
+    @Option(help: "A share of the audience (0 to 0.5) held out to compare with: counted skipped, never sent.")
+    var holdout: Double?
+    @Option(
+        name: .customLong("winner-sample"),
+        help: "Winner mode: the share of the audience the variants go to first (0.01 to 0.9).")
+    var winnerSample: Double?
+    @Option(
+        name: .customLong("winner-wait"),
+        help: "Winner mode: seconds after the sample is sent until the best open rate goes to the rest.")
+    var winnerWait: Int?
     @Option(help: "A file with a whole POST /v1/pushes body; the audience and notification flags are ignored.")
     var request: String?
+
+    /// `NAME[:WEIGHT]=BODY`.
+    static func variantParts(_ entry: String) -> (name: String, weight: Int?, body: String)? {
+        guard let equals = entry.firstIndex(of: "="), equals != entry.startIndex else { return nil }
+        let head = entry[..<equals]
+        let body = String(entry[entry.index(after: equals)...])
+        guard let colon = head.firstIndex(of: ":") else { return (String(head), nil, body) }
+        guard let weight = Int(head[head.index(after: colon)...]) else { return nil }
+        return (String(head[..<colon]), weight, body)
+    }
 
     func validate() throws {
         if request != nil { return }
@@ -84,7 +111,17 @@ struct PushRequestOptions: ParsableArguments {
             throw ValidationError(
                 #"--filter must be a JSON object, e.g. '{"attribute":"country","op":"eq","value":"DE"}'"#)
         }
-        if notification.isEmpty, template == nil {
+        for entry in variant where Self.variantParts(entry) == nil {
+            throw ValidationError("--variant takes NAME[:WEIGHT]=BODY, e.g. --variant short:3='Sale today'")
+        }
+        for entry in variantTitles where !entry.contains("=") {
+            throw ValidationError("--variant-title takes NAME=TITLE")
+        }
+        if (winnerSample == nil) != (winnerWait == nil) {
+            throw ValidationError("winner mode takes both --winner-sample and --winner-wait")
+        }
+        if !variant.isEmpty, template != nil { throw ValidationError("give --template or --variant, not both") }
+        if notification.isEmpty, template == nil, variant.isEmpty {
             throw ValidationError("what does it say? give --title/--body, --badge, --silent, --data or --template")
         }
         if !notification.isEmpty, template != nil {
@@ -131,7 +168,30 @@ struct PushRequestOptions: ParsableArguments {
         if rate != nil || finishWithin != nil {
             options.throttle = .init(perSecond: rate, finishWithinSeconds: finishWithin)
         }
+        options.holdout = holdout
         let hasOptions = options != Components.Schemas.PushOptions()
+        if !variant.isEmpty {
+            let shared = try notification.notification()
+            var titles: [String: String] = [:]
+            for entry in variantTitles {
+                let equals = entry.firstIndex(of: "=")!
+                titles[String(entry[..<equals])] = String(entry[entry.index(after: equals)...])
+            }
+            let variants = try variant.map { entry in
+                guard let parts = Self.variantParts(entry) else { throw ValidationError("--variant \(entry)") }
+                var each = shared
+                each.alert = .init(
+                    title: titles[parts.name] ?? shared.alert?.title, subtitle: shared.alert?.subtitle, body: parts.body
+                )
+                return Components.Schemas.PushVariant(name: parts.name, weight: parts.weight, notification: each)
+            }
+            var request = Components.Schemas.PushRequest(audience: audience, options: hasOptions ? options : nil)
+            request.variants = variants
+            if let winnerSample, let winnerWait {
+                request.winner = .init(sample: winnerSample, waitSeconds: winnerWait)
+            }
+            return request
+        }
         return .init(
             audience: audience, notification: template == nil ? try notification.notification() : nil,
             templateId: template, options: hasOptions ? options : nil)
@@ -402,6 +462,23 @@ struct PushPauseCommand: AsyncParsableCommand {
         let client = try APIConnection.app(try ClientConfiguration.load()).client
         let status = try await client.pausePush(path: .init(pushId: push.id)).ok.body.json
         try output.print(status) { "push \($0.id) \($0.state.rawValue), paused" }
+    }
+}
+
+struct PushWinnerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "winner",
+        abstract: "Pick an A/B test's winner now (winner mode): the rest of the audience gets it at once.")
+
+    @OptionGroup var push: PushIDArgument
+    @Argument(help: "The variant's name.") var variant: String
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let client = try APIConnection.app(try ClientConfiguration.load()).client
+        let status = try await client.pickWinner(path: .init(pushId: push.id), body: .json(.init(variant: variant)))
+            .ok.body.json
+        try output.print(status) { "push \($0.id) \($0.state.rawValue), winner \($0.winner ?? variant)" }
     }
 }
 

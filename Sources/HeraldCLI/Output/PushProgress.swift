@@ -113,6 +113,7 @@ package enum PushProgress {
         }
         if counters.invalidated > 0 { text += "\n  tokens invalidated \(Output.count(counters.invalidated))" }
         if let engagement = status.engagement { text += "\n  " + engagementLine(engagement) }
+        text += abTestLines(status)
         if let notification = status.notification { text += "\n  notification " + notificationText(notification) }
         text += "\n  class \(status.priorityClass.rawValue)"
         if let local = status.localTime {
@@ -138,6 +139,41 @@ package enum PushProgress {
             + " (\(percent(engagement.openRate))), dismissed \(Output.count(engagement.dismissed))"
             + (engagement.actions.additionalProperties.isEmpty
                 ? "" : ", actions" + byReason(engagement.actions.additionalProperties))
+    }
+
+    /// An A/B test's lines: its phase and winner, then each variant's share of the counters and
+    /// open rate, and the holdout:
+    /// `variant short (weight 3)  targeted 1,350 = accepted 1,340 + rejected 10  opened 201 (15.0%)`.
+    package static func abTestLines(_ status: Components.Schemas.PushStatus) -> String {
+        var text = ""
+        if let sample = status.sample {
+            text += "\n  A/B test, winner mode: sample \(percent(sample)) of the audience"
+            switch status.abPhase {
+            case .sample: text += ", sending the sample"
+            case .waiting: text += ", the winner is picked at \(Output.time(status.scheduledAt))"
+            case .rest: text += ", the winner goes to the rest"
+            case nil: break
+            }
+            if let winner = status.winner { text += "; winner \(winner)" }
+        }
+        for variant in status.variants ?? [] {
+            let counters = variant.counters
+            text +=
+                "\n  variant \(variant.name) (weight \(variant.weight))  targeted \(Output.count(counters.targeted))"
+                + " = accepted \(Output.count(counters.accepted))"
+                + (counters.deliveredOnline > 0 ? " + online \(Output.count(counters.deliveredOnline))" : "")
+                + " + rejected \(Output.count(counters.rejected))"
+                + (counters.expired > 0 ? " + expired \(Output.count(counters.expired))" : "")
+                + (counters.canceled > 0 ? " + canceled \(Output.count(counters.canceled))" : "")
+                + (counters.skipped > 0 ? " + skipped \(Output.count(counters.skipped))" : "")
+                + "  opened \(Output.count(variant.engagement.opened)) (\(percent(variant.engagement.openRate)))"
+                + (variant.name == status.winner ? "  ← winner" : "")
+        }
+        if let holdout = status.holdout, holdout > 0 {
+            let held = status.counters.skippedByReason.additionalProperties["holdout"] ?? 0
+            text += "\n  holdout \(percent(holdout)): \(Output.count(held)) devices, never sent"
+        }
+        return text
     }
 
     /// What the push said, as compact JSON with sorted keys, cut at 240 characters.

@@ -170,19 +170,19 @@ enum ConsoleScript {
           }
 
           // Push detail: devices keep reporting opens long after the push ended; the engagement
-          // card is read again from the page every few seconds.
-          var engagement = $("#engagement[data-refresh]");
-          if (engagement && window.fetch && window.DOMParser) {
+          // and variants cards are read again from the page every few seconds.
+          Array.prototype.forEach.call(document.querySelectorAll("[data-refresh][id]"), function (card) {
+            if (!window.fetch || !window.DOMParser) { return; }
             setInterval(function () {
               fetch(window.location.pathname, { credentials: "same-origin" }).then(function (answer) {
                 return answer.ok ? answer.text() : null;
               }).then(function (html) {
                 if (!html) { return; }
-                var fresh = new DOMParser().parseFromString(html, "text/html").querySelector("#engagement");
-                if (fresh) { engagement.innerHTML = fresh.innerHTML; }
+                var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(card.id);
+                if (fresh) { card.innerHTML = fresh.innerHTML; }
               }).catch(function () {});
-            }, 1000 * Number(engagement.getAttribute("data-refresh")));
-          }
+            }, 1000 * Number(card.getAttribute("data-refresh")));
+          });
 
           // Push detail: live progress over Server-Sent Events until the push ends.
           var live = $("#live[data-events]");

@@ -56,6 +56,41 @@ struct PushView {
     var engagement: Engagement?
     /// What the push said, as accepted: indented JSON.
     var notification: String?
+    /// An A/B test's variants with their counts and open rates, its holdout, and in winner mode
+    /// its phase (docs/engagement.md#ab-tests).
+    var variants: [Variant]
+    var hasVariants: Bool
+    var holdout: Holdout?
+    var abPhase: String?
+
+    /// A variant's row.
+    struct Variant {
+        var name: String
+        var weight: String
+        var targeted: String
+        var reached: String
+        var notReached: String
+        var opened: String
+        var openRate: String
+        var winner: Bool
+
+        init(_ variant: Components.Schemas.VariantStatus, winner: String?) {
+            let counters = variant.counters
+            name = variant.name
+            weight = String(variant.weight)
+            targeted = PushView.number(counters.targeted)
+            reached = PushView.number(variant.engagement.reached)
+            notReached = PushView.number(counters.rejected + counters.expired + counters.canceled + counters.skipped)
+            opened = PushView.number(variant.engagement.opened)
+            openRate = String(format: "%.1f%%", variant.engagement.openRate * 100)
+            self.winner = variant.name == winner
+        }
+    }
+
+    struct Holdout {
+        var share: String
+        var devices: String
+    }
 
     /// A push's engagement as its page shows it: counts, their share of the devices reached,
     /// and each action's count.
@@ -211,6 +246,28 @@ struct PushView {
         }
         holdsQuietHours = push.quietHours == .hold
         engagement = push.engagement.map(Engagement.init)
+        variants = (push.variants ?? []).map { Variant($0, winner: push.winner) }
+        hasVariants = !variants.isEmpty
+        holdout = push.holdout.flatMap { share in
+            share > 0
+                ? Holdout(
+                    share: String(format: "%.0f%%", share * 100),
+                    devices: PushView.number(push.counters.skippedByReason.additionalProperties["holdout"] ?? 0))
+                : nil
+        }
+        if let sample = push.sample {
+            let share = String(format: "%.0f%%", sample * 100)
+            switch push.abPhase {
+            case .sample: abPhase = "Winner mode: sending the variants to a sample of \(share)."
+            case .waiting:
+                abPhase =
+                    "Winner mode: the sample (\(share)) is sent; the best open rate goes to the rest at \(push.scheduledAt.map(PushView.time) ?? "its time")."
+            case .rest:
+                abPhase =
+                    "Winner mode: the sample (\(share)) got the variants; the rest gets the winner, \(push.winner ?? "")."
+            case nil: abPhase = "Winner mode: a sample of \(share)."
+            }
+        }
         notification = push.notification.flatMap { notification in
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

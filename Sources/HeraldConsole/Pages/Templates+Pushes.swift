@@ -104,6 +104,18 @@ extension ConsoleTemplates {
               <p class="hint">What the devices reported (received: the notification service extension ran), each device once per push; the rates are of the devices reached through APNs or online.</p>
             </div>
             {{/push.engagement}}
+            {{#push.hasVariants}}
+            <div class="card" id="variants" data-refresh="15">
+              <h2>Variants</h2>
+              {{#push.abPhase}}<p id="ab-phase">{{push.abPhase}}</p>{{/push.abPhase}}
+              <table>
+                <thead><tr><th>Variant</th><th class="num">Weight</th><th class="num">Targeted</th><th class="num">Reached</th><th class="num hide-narrow">Not reached</th><th class="num">Opened</th><th class="num">Open rate</th></tr></thead>
+                <tbody>{{#push.variants}}<tr{{#winner}} class="winner"{{/winner}}><td>{{name}}{{#winner}} <strong>winner</strong>{{/winner}}</td><td class="num">{{weight}}</td><td class="num">{{targeted}}</td><td class="num">{{reached}}</td><td class="num hide-narrow">{{notReached}}</td><td class="num">{{opened}}</td><td class="num">{{openRate}}</td></tr>{{/push.variants}}
+                {{#push.holdout}}<tr><td class="muted">Holdout ({{share}})</td><td></td><td class="num">{{devices}}</td><td class="num">0</td><td class="num hide-narrow">{{devices}}</td><td></td><td></td></tr>{{/push.holdout}}</tbody>
+              </table>
+              <p class="hint">An A/B test: each device gets one variant by a hash of the push and the device; the holdout is targeted and never sent. Reached is accepted by APNs or delivered online; the variants and the holdout add up to the push's counters.</p>
+            </div>
+            {{/push.hasVariants}}
             {{#push.hasWaves}}
             <div class="card" id="waves">
               <h2>Waves by time zone</h2>

@@ -110,13 +110,14 @@ public struct PushSplit: Sendable, Equatable, Codable {
     /// two halves and the device id — stable across processes and releases (Swift's `Hasher` is
     /// seeded per process, so it cannot be used).
     static func draw(pushID: UUID, deviceID: Int64) -> Double {
-        let bytes = pushID.uuid
-        let high = withUnsafeBytes(of: (bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5, bytes.6, bytes.7)) {
-            $0.loadUnaligned(as: UInt64.self)
-        }
-        let low = withUnsafeBytes(of: (bytes.8, bytes.9, bytes.10, bytes.11, bytes.12, bytes.13, bytes.14, bytes.15)) {
-            $0.loadUnaligned(as: UInt64.self)
-        }
+        // The id's bytes as two little-endian halves, on every machine.
+        let u = pushID.uuid
+        let high =
+            UInt64(u.0) | UInt64(u.1) << 8 | UInt64(u.2) << 16 | UInt64(u.3) << 24 | UInt64(u.4) << 32
+            | UInt64(u.5) << 40 | UInt64(u.6) << 48 | UInt64(u.7) << 56
+        let low =
+            UInt64(u.8) | UInt64(u.9) << 8 | UInt64(u.10) << 16 | UInt64(u.11) << 24 | UInt64(u.12) << 32
+            | UInt64(u.13) << 40 | UInt64(u.14) << 48 | UInt64(u.15) << 56
         let mixed = mix(high ^ mix(low ^ mix(UInt64(bitPattern: deviceID))))
         // The top 53 bits: every double in [0, 1) this can give is equally likely.
         return Double(mixed >> 11) * 0x1.0p-53
