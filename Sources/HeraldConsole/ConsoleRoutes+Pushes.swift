@@ -122,6 +122,32 @@ extension ConsoleRoutes {
 
     static var sentNotice: String { "Accepted: Herald is sending it." }
 
+    /// A push's report as a CSV download: `GET /v1/pushes/{id}/report`, as the signed-in key.
+    func pushReport(_ request: Request, context: Context) async throws -> Response {
+        guard let signedIn = try await signedIn(request, context: context) else { return Self.signInAgain }
+        guard signedIn.identity.sendsPushes else { return Self.adminHome(signedIn) }
+        let id = context.parameters.get("id") ?? ""
+        do {
+            let text = try await gateway.perform(
+                "getPushReport", path: "/v1/pushes/\(id)/report", as: signedIn.identity, request: signedIn.origin
+            ) { api in
+                try await String(
+                    collecting: try await api.getPushReport(.init(path: .init(pushId: id))).ok.body.csv,
+                    upTo: 16 * 1024 * 1024)
+            }
+            // The id went through the API's check (a UUID): safe in the file name.
+            return Response(
+                status: .ok,
+                headers: [
+                    .contentType: "text/csv; charset=utf-8", .cacheControl: "no-store",
+                    .contentDisposition: "attachment; filename=\"push-\(id.prefix(36)).csv\"",
+                ],
+                body: .init(byteBuffer: ByteBuffer(string: text)))
+        } catch {
+            return Self.refusal(signedIn, error)
+        }
+    }
+
     /// A push's page, with `notice` or `error` above it.
     func pushPage(
         _ request: Request, context: Context, signedIn: SignedIn, notice: String? = nil, error: String? = nil,

@@ -68,6 +68,8 @@ public struct ConsoleRoutes<Context: ConsoleRequestContext>: Sendable {
         console.get("pushes") { request, context in try await self.pushesPage(request, context: context) }
         console.get("pushes/:id") { request, context in try await self.pushPage(request, context: context) }
         console.get("pushes/:id/events") { request, context in try await self.pushEvents(request, context: context) }
+        console.get("pushes/:id/report.csv") { request, context in try await self.pushReport(request, context: context)
+        }
         console.post("pushes/:id/:action") { request, context in
             try await self.pushAction(request, context: context)
         }

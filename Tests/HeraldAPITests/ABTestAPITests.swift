@@ -104,6 +104,20 @@ struct ABTestAPITests {
             let variants = try #require(status["variants"] as? [[String: Any]], "\(status.text)")
             #expect(variants.map { ($0["engagement"] as? [String: Any])?["opened"] as? Int } == opened)
             #expect((status["engagement"] as? [String: Any])?["opened"] as? Int == opened[0] + opened[1])
+
+            // The report as CSV says the same, a line a figure.
+            let report = try await api.call(.get, "/v1/pushes/\(id)/report", key: app.serverKey)
+            #expect(report.status == .ok && report.headers[.contentType]?.hasPrefix("text/csv") == true)
+            let lines = Set(report.text.split(separator: "\r\n").map(String.init))
+            #expect(report.text.hasPrefix("scope,metric,value\r\n"), "\(report.text)")
+            #expect(lines.contains("push,id,\(id)") && lines.contains("ab_test,holdout,0.2000"))
+            #expect(
+                lines.contains("variant short,opened,\(opened[0])")
+                    && lines.contains("variant long,opened,\(opened[1])"))
+            #expect(lines.contains("engagement,opened,\(opened[0] + opened[1])"), "\(report.text)")
+            let foreign = try await api.call(
+                .get, "/v1/pushes/\(id)/report", key: (try await api.createApp(name: "x")).serverKey)
+            #expect(foreign.status == .notFound)
         }
     }
 

@@ -211,6 +211,7 @@ def request_for(operation, world):
         "recallPush": ("POST", f"/v1/pushes/{push}/recall", None),
         "streamPushEvents": ("GET", f"/v1/pushes/{push}/events", None),
         "listPushFailures": ("GET", f"/v1/pushes/{push}/failures", None),
+        "getPushReport": ("GET", f"/v1/pushes/{push}/report", None),
         "getStatistics": ("GET", "/v1/stats", None),
         "listTagStatistics": ("GET", "/v1/stats/tags", None),
     }[operation]

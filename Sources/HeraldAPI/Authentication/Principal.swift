@@ -79,7 +79,7 @@ enum Permission: Equatable {
             .server(.pushesWrite)
         case "listSegments", "getSegment", "listTemplates", "getTemplate", "listSchedules", "getSchedule":
             .server(.pushesRead)
-        case "listPushes", "getPush", "streamPushEvents", "listPushFailures": .server(.pushesRead)
+        case "listPushes", "getPush", "getPushReport", "streamPushEvents", "listPushFailures": .server(.pushesRead)
         case "getStatistics", "listTagStatistics": .server(.statsRead)
         default: .globalAdmin
         }

@@ -150,6 +150,11 @@ extension APIHandler {
         return .ok(.init(body: .json(status)))
     }
 
+    func getPushReport(_ input: Operations.GetPushReport.Input) async throws -> Operations.GetPushReport.Output {
+        let status = try await getPush(.init(path: .init(pushId: input.path.pushId))).ok.body.json
+        return .ok(.init(body: .csv(.init(PushReport(status: status).csv))))
+    }
+
     func cancelPush(_ input: Operations.CancelPush.Input) async throws -> Operations.CancelPush.Output {
         let appID = try Principal.requireApp()
         let id = try Self.uuid(input.path.pushId, "pushId")

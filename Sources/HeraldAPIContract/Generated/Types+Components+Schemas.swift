@@ -27,7 +27,7 @@ extension Components {
                 /// - Who calls: `missing_key`, `unknown_key`, `too_many_failed_authentications`, `admin_only`, `app_key_required`, `server_key_required`, `client_key_not_allowed`, `other_app`, `scope_missing`, `rate_limited`, `signed_out`.
                 /// - What a client key may do: `address_by_token`, `tag_not_allowed`, `attribute_not_allowed`, `alias_signature_required`, `alias_signature_invalid`, `alias_signature_expired`.
                 /// - Limits of an app: `device_quota_reached`, `key_limit`, `segment_limit`, `template_limit`, `schedule_limit`, `webhook_limit`, `too_many_streams`.
-                /// - Conflicts with what exists: `conflict`, `idempotency_key_reused`, `segment_name_taken`, `template_name_taken`, `schedule_name_taken`, `webhook_name_taken`, `push_finished`, `push_not_running`, `recall_of_recall`.
+                /// - Conflicts with what exists: `conflict`, `idempotency_key_reused`, `segment_name_taken`, `template_name_taken`, `schedule_name_taken`, `webhook_name_taken`, `push_finished`, `push_not_running`, `recall_of_recall`, `not_winner_mode`, `winner_picked`.
                 /// - Engagement events: `event_too_old`, `not_sent_to_device`.
                 /// - Device imports: `import_too_large`, `import_too_slow`, `import_timed_out`, `import_in_progress`, `imports_busy`.
                 /// - The server: `no_master_key`, `database_unavailable`, `timed_out`, `internal_error`, `unexpected`.

@@ -18931,6 +18931,310 @@ public enum Operations {
             }
         }
     }
+    /// A push's report as CSV - its counters, reasons, engagement and each A/B variant's numbers.
+    ///
+    /// One line per figure, as `scope,metric,value` under a header line - `counters,accepted,9940`, `rejected_by_reason,Unregistered,12`, `engagement,open_rate,0.2061`, `variant short,opened,1005` - so that a spreadsheet filters and pivots it (docs/engagement.md#the-report). Read at the moment of the request, like `GET /v1/pushes/{pushId}`.
+    ///
+    /// - Remark: HTTP `GET /v1/pushes/{pushId}/report`.
+    /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/report/get(getPushReport)`.
+    public enum GetPushReport {
+        public static let id: Swift.String = "getPushReport"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/report/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/report/GET/path/pushId`.
+                public var pushId: Components.Parameters.PushID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - pushId:
+                public init(pushId: Components.Parameters.PushID) {
+                    self.pushId = pushId
+                }
+            }
+            public var path: Operations.GetPushReport.Input.Path
+            /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/report/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetPushReport.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetPushReport.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.GetPushReport.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.GetPushReport.Input.Path,
+                headers: Operations.GetPushReport.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/report/GET/responses/200/headers`.
+                public struct Headers: Sendable, Hashable {
+                    /// Requests per second this app may make.
+                    ///
+                    /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/report/GET/responses/200/headers/RateLimit-Limit`.
+                    public var rateLimitLimit: Components.Headers.RateLimitLimit?
+                    /// Requests left in the current burst.
+                    ///
+                    /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/report/GET/responses/200/headers/RateLimit-Remaining`.
+                    public var rateLimitRemaining: Components.Headers.RateLimitRemaining?
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - rateLimitLimit: Requests per second this app may make.
+                    ///   - rateLimitRemaining: Requests left in the current burst.
+                    public init(
+                        rateLimitLimit: Components.Headers.RateLimitLimit? = nil,
+                        rateLimitRemaining: Components.Headers.RateLimitRemaining? = nil
+                    ) {
+                        self.rateLimitLimit = rateLimitLimit
+                        self.rateLimitRemaining = rateLimitRemaining
+                    }
+                }
+                /// Received HTTP response headers
+                public var headers: Operations.GetPushReport.Output.Ok.Headers
+                /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/report/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/pushes/{pushId}/report/GET/responses/200/content/text\/csv`.
+                    case csv(OpenAPIRuntime.HTTPBody)
+                    /// The associated value of the enum case if `self` is `.csv`.
+                    ///
+                    /// - Throws: An error if `self` is not `.csv`.
+                    /// - SeeAlso: `.csv`.
+                    public var csv: OpenAPIRuntime.HTTPBody {
+                        get throws {
+                            switch self {
+                            case let .csv(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetPushReport.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                ///   - body: Received HTTP response body
+                public init(
+                    headers: Operations.GetPushReport.Output.Ok.Headers = .init(),
+                    body: Operations.GetPushReport.Output.Ok.Body
+                ) {
+                    self.headers = headers
+                    self.body = body
+                }
+            }
+            /// The report.
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/report/get(getPushReport)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetPushReport.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.GetPushReport.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request is malformed (JSON, types, unknown fields, parameters).
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/report/get(getPushReport)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No key (`missing_key`; without a key at most 4 KiB of body are read), or a key Herald does not know or revoked (`unknown_key`; answered before the body is read, the connection then closed).
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/report/get(getPushReport)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The key may not do this: a client key on a server operation, a server key without the operation's scope, an app key on the admin's operations, another app's admin key, or a client key's alias without a valid signature or a tag outside the app's client tags.
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/report/get(getPushReport)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Components.Responses.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such thing for this app.
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/report/get(getPushReport)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            public var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The app's rate limit is exhausted (`rate_limited`), or the caller's address presented unknown keys or a wrong admin token too often this minute (`too_many_failed_authentications`: its further failures are answered so until Retry-After; a valid key or the admin token is always served, whatever its address).
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/report/get(getPushReport)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            public var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// A dependency (PostgreSQL) is down; retry later.
+            ///
+            /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/report/get(getPushReport)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.Unavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Components.Responses.Unavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case csv
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "text/csv":
+                    self = .csv
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .csv:
+                    return "text/csv"
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .csv,
+                    .json
+                ]
+            }
+        }
+    }
     /// Devices the push did not reach, and why, in registration-id order.
     ///
     /// - Remark: HTTP `GET /v1/pushes/{pushId}/failures`.

@@ -432,6 +432,13 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /v1/pushes/{pushId}/events`.
     /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/events/get(streamPushEvents)`.
     func streamPushEvents(_ input: Operations.StreamPushEvents.Input) async throws -> Operations.StreamPushEvents.Output
+    /// A push's report as CSV - its counters, reasons, engagement and each A/B variant's numbers.
+    ///
+    /// One line per figure, as `scope,metric,value` under a header line - `counters,accepted,9940`, `rejected_by_reason,Unregistered,12`, `engagement,open_rate,0.2061`, `variant short,opened,1005` - so that a spreadsheet filters and pivots it (docs/engagement.md#the-report). Read at the moment of the request, like `GET /v1/pushes/{pushId}`.
+    ///
+    /// - Remark: HTTP `GET /v1/pushes/{pushId}/report`.
+    /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/report/get(getPushReport)`.
+    func getPushReport(_ input: Operations.GetPushReport.Input) async throws -> Operations.GetPushReport.Output
     /// Devices the push did not reach, and why, in registration-id order.
     ///
     /// - Remark: HTTP `GET /v1/pushes/{pushId}/failures`.
@@ -1368,6 +1375,21 @@ extension APIProtocol {
         headers: Operations.StreamPushEvents.Input.Headers = .init()
     ) async throws -> Operations.StreamPushEvents.Output {
         try await streamPushEvents(Operations.StreamPushEvents.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// A push's report as CSV - its counters, reasons, engagement and each A/B variant's numbers.
+    ///
+    /// One line per figure, as `scope,metric,value` under a header line - `counters,accepted,9940`, `rejected_by_reason,Unregistered,12`, `engagement,open_rate,0.2061`, `variant short,opened,1005` - so that a spreadsheet filters and pivots it (docs/engagement.md#the-report). Read at the moment of the request, like `GET /v1/pushes/{pushId}`.
+    ///
+    /// - Remark: HTTP `GET /v1/pushes/{pushId}/report`.
+    /// - Remark: Generated from `#/paths//v1/pushes/{pushId}/report/get(getPushReport)`.
+    public func getPushReport(
+        path: Operations.GetPushReport.Input.Path,
+        headers: Operations.GetPushReport.Input.Headers = .init()
+    ) async throws -> Operations.GetPushReport.Output {
+        try await getPushReport(Operations.GetPushReport.Input(
             path: path,
             headers: headers
         ))

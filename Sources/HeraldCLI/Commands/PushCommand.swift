@@ -11,7 +11,7 @@ struct PushCommand: AsyncParsableCommand {
         subcommands: [
             PushSendCommand.self, PushValidateCommand.self, PushListCommand.self, PushStatusCommand.self,
             PushEventsCommand.self, PushFailuresCommand.self, PushPauseCommand.self, PushResumeCommand.self,
-            PushCancelCommand.self, PushRecallCommand.self, PushWinnerCommand.self,
+            PushCancelCommand.self, PushRecallCommand.self, PushWinnerCommand.self, PushReportCommand.self,
         ],
         defaultSubcommand: PushSendCommand.self
     )
@@ -462,6 +462,36 @@ struct PushPauseCommand: AsyncParsableCommand {
         let client = try APIConnection.app(try ClientConfiguration.load()).client
         let status = try await client.pausePush(path: .init(pushId: push.id)).ok.body.json
         try output.print(status) { "push \($0.id) \($0.state.rawValue), paused" }
+    }
+}
+
+struct PushReportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "A push's report: counters, reasons, engagement and each A/B variant's numbers (CSV with --csv).")
+
+    @OptionGroup var push: PushIDArgument
+    @Flag(help: "The CSV as the API answers it (scope,metric,value), for a spreadsheet.") var csv = false
+
+    func run() async throws {
+        let client = try APIConnection.app(try ClientConfiguration.load()).client
+        let body = try await client.getPushReport(path: .init(pushId: push.id)).ok.body.csv
+        let text = try await String(collecting: body, upTo: 16 * 1024 * 1024)
+        if csv {
+            print(text, terminator: "")
+            return
+        }
+        // For people: the same lines in aligned columns.
+        let rows = text.split(whereSeparator: \.isNewline).dropFirst().map { line in
+            line.split(separator: ",", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+        }
+        let scopeWidth = rows.map { $0.first?.count ?? 0 }.max() ?? 0
+        let metricWidth = rows.map { $0.count > 1 ? $0[1].count : 0 }.max() ?? 0
+        for row in rows where row.count == 3 {
+            print(
+                row[0].padding(toLength: scopeWidth, withPad: " ", startingAt: 0) + "  "
+                    + row[1].padding(toLength: metricWidth, withPad: " ", startingAt: 0) + "  " + row[2])
+        }
     }
 }
 

@@ -101,7 +101,7 @@ extension ConsoleTemplates {
                 <div class="stat"><div class="label">Dismissed</div><div class="value" id="engagement-dismissed">{{dismissed}}</div></div>
               </div>
               {{#hasActions}}<dl class="facts">{{#actions}}<dt>Action {{label}}</dt><dd>{{value}}</dd>{{/actions}}</dl>{{/hasActions}}
-              <p class="hint">What the devices reported (received: the notification service extension ran), each device once per push; the rates are of the devices reached through APNs or online.</p>
+              <p class="hint">What the devices reported (received: the notification service extension ran), each device once per push; the rates are of the devices reached through APNs or online. <a id="report-csv" href="/console/pushes/{{push.id}}/report.csv">Download the report (CSV)</a></p>
             </div>
             {{/push.engagement}}
             {{#push.hasVariants}}
