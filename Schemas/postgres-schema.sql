@@ -596,6 +596,12 @@ CREATE TABLE public.push_engagement_events (
     CONSTRAINT push_engagement_events_type_check CHECK ((type = ANY (ARRAY['received'::text, 'opened'::text, 'action'::text, 'dismissed'::text])))
 );
 
+CREATE TABLE public.push_engagement_reports (
+    push_id uuid NOT NULL,
+    app_id uuid NOT NULL,
+    due_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.push_statistics_daily (
     app_id uuid NOT NULL,
     day date NOT NULL,
@@ -884,6 +890,9 @@ ALTER TABLE ONLY public.push_engagement_counts
 ALTER TABLE ONLY public.push_engagement_events
     ADD CONSTRAINT push_engagement_events_pkey PRIMARY KEY (push_id, device_id, type, action);
 
+ALTER TABLE ONLY public.push_engagement_reports
+    ADD CONSTRAINT push_engagement_reports_pkey PRIMARY KEY (push_id);
+
 ALTER TABLE ONLY public.push_statistics_daily
     ADD CONSTRAINT push_statistics_daily_pkey PRIMARY KEY (app_id, day, state);
 
@@ -967,6 +976,8 @@ CREATE INDEX outbox_unpublished ON public.outbox USING btree (id) WHERE (publish
 CREATE INDEX push_batches_by_device_range ON public.push_batches USING gist (box(point((first_device)::double precision, (uuid_hash(push_id))::double precision), point((last_device)::double precision, (uuid_hash(push_id))::double precision)));
 
 CREATE INDEX push_batches_open ON public.push_batches USING btree (emitted_at) WHERE (completed_at IS NULL);
+
+CREATE INDEX push_engagement_reports_due ON public.push_engagement_reports USING btree (due_at);
 
 CREATE INDEX push_targets_by_app ON public.push_targets USING btree (app_id, targeted_at, last_device);
 
@@ -1072,6 +1083,9 @@ ALTER TABLE ONLY public.push_engagement_counts
 
 ALTER TABLE ONLY public.push_engagement_events
     ADD CONSTRAINT push_engagement_events_push_id_fkey FOREIGN KEY (push_id) REFERENCES public.pushes(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.push_engagement_reports
+    ADD CONSTRAINT push_engagement_reports_push_id_fkey FOREIGN KEY (push_id) REFERENCES public.pushes(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.push_statistics_daily
     ADD CONSTRAINT push_statistics_daily_app_id_fkey FOREIGN KEY (app_id) REFERENCES public.apps(id) ON DELETE CASCADE;

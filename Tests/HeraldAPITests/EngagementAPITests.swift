@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldStore
 import PostgresNIO
 import Testing
 
@@ -259,6 +260,83 @@ struct EngagementAPITests {
                     #"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"skip_unauthorized":true}}"#
             )
             #expect(alert.status == .accepted, "\(alert.text)")
+        }
+    }
+}
+
+@Suite("Open API: engagement webhooks")
+struct EngagementWebhookTests {
+    @Test(
+        "engagement.batch carries the events counted now, a push each; push.engagement comes once a push when its mark is due, with the totals"
+    )
+    func engagementWebhooks() async throws {
+        try await withAPI { api in
+            let app = try await api.createApp()
+            let hook = try await api.call(
+                .post, "/v1/apps/\(app.id)/webhooks", key: APITest.adminToken,
+                json:
+                    #"{"url":"https://hooks.example.com/engagement","event_types":["push.engagement","engagement.batch"]}"#
+            )
+            #expect(hook.status == .created, "\(hook.text)")
+            let tokens = (0..<3).map { _ in APITest.randomToken() }
+            var ids: [Int64] = []
+            for token in tokens { ids.append(try await api.register(app, token: token)) }
+            let hello = #"{"audience":{"all":true},"notification":{"alert":{"body":"Hello"}}}"#
+            let push = try #require(
+                try await api.call(.post, "/v1/pushes", key: app.serverKey, json: hello)["id"] as? String)
+            let pushID = UUID(uuidString: push)!
+            try await api.database.query(
+                """
+                INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, completed_at,
+                                          accepted_device_ids)
+                VALUES (\(pushID), 0, \(ids[0]), \(ids[2]), 3, now(), ARRAY[\(ids[0]), \(ids[1]), \(ids[2])]::bigint[])
+                """, logger: api.logger)
+            try await api.database.query(
+                "UPDATE push_counters SET targeted = 3, accepted = 3 WHERE push_id = \(pushID)", logger: api.logger)
+            for (index, token) in tokens.enumerated() {
+                var events = [EngagementAPITests.event(push, token, "received")]
+                if index < 2 { events.append(EngagementAPITests.event(push, token, "opened")) }
+                if index == 0 {
+                    events.append(EngagementAPITests.event(push, token, "action", action: "reply", textInput: true))
+                }
+                let batch = #"{"events":[\#(events.joined(separator: ","))]}"#
+                let answer = try await api.call(.post, "/v1/events", key: app.clientKey, json: batch)
+                #expect(answer.status == .ok, "\(answer.text)")
+                // The same batch again counts nothing, and writes no webhook event.
+                _ = try await api.call(.post, "/v1/events", key: app.clientKey, json: batch)
+            }
+
+            func events(_ type: String) async throws -> [[String: Any]] {
+                let rows = try await api.database.query(
+                    "SELECT data::text FROM webhook_events WHERE app_id = \(UUID(uuidString: app.id)!) AND type = \(type) ORDER BY created_at",
+                    logger: api.logger)
+                var found: [[String: Any]] = []
+                for try await data in rows.decode(String.self) {
+                    found.append(
+                        try #require(try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any]))
+                }
+                return found
+            }
+            // One engagement.batch per batch that counted something: three, with 3, 2 and 1 events.
+            let batches = try await events("engagement.batch")
+            #expect(batches.map { ($0["events"] as? [Any])?.count } == [3, 2, 1])
+            let first = try #require(
+                (batches.first?["events"] as? [[String: Any]])?.first { $0["type"] as? String == "action" })
+            #expect(first["registration_id"] as? Int64 == ids[0] && first["action"] as? String == "reply")
+            #expect(first["text_input"] as? Bool == true && batches.first?["push_id"] as? String == push)
+
+            // push.engagement waits for its mark's minute: nothing yet, then one with the totals.
+            let repository = WebhookRepository(client: api.database, logger: api.logger)
+            #expect(try await repository.writeDueEngagementEvents() == 0)
+            #expect(try await events("push.engagement").isEmpty)
+            try await api.database.query(
+                "UPDATE push_engagement_reports SET due_at = now() WHERE push_id = \(pushID)", logger: api.logger)
+            #expect(try await repository.writeDueEngagementEvents() == 1)
+            #expect(try await repository.writeDueEngagementEvents() == 0)
+            let totals = try #require(try await events("push.engagement").first?["engagement"] as? [String: Any])
+            #expect(totals["reached"] as? Int == 3 && totals["received"] as? Int == 3 && totals["opened"] as? Int == 2)
+            #expect((totals["actions"] as? [String: Any])?["reply"] as? Int == 1)
+            #expect(totals["open_rate"] as? Double == 0.6667, "\(totals)")
         }
     }
 }

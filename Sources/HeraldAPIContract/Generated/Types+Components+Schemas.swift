@@ -4605,6 +4605,8 @@ extension Components {
             case push_failed = "push.failed"
             case device_invalidated = "device.invalidated"
             case delivery_batch = "delivery.batch"
+            case push_engagement = "push.engagement"
+            case engagement_batch = "engagement.batch"
         }
         /// - Remark: Generated from `#/components/schemas/WebhookCreate`.
         public struct WebhookCreate: Codable, Hashable, Sendable {

@@ -96,10 +96,15 @@ public final class WebhookDispatcher: Service, Sendable {
     public func run() async throws {
         await withDiscardingTaskGroup { group in
             var lastPurge = ContinuousClock.now - .seconds(3600)
+            var lastEngagementReport = ContinuousClock.now - .seconds(1)
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
                 if ContinuousClock.now - lastPurge >= .seconds(3600) {
                     lastPurge = .now
                     await purge()
+                }
+                if ContinuousClock.now - lastEngagementReport >= .seconds(1) {
+                    lastEngagementReport = .now
+                    await reportEngagement()
                 }
                 let free = settings.maxInFlight - metrics.webhookInFlight.load(ordering: .relaxed)
                 var claimed: [WebhookDelivery] = []
@@ -132,6 +137,18 @@ public final class WebhookDispatcher: Service, Sendable {
             }
         }
         try? await http.shutdown()
+    }
+
+    /// The `push.engagement` events whose time came (docs/webhooks.md): each push's totals, at
+    /// most one a push per `EngagementRepository.reportInterval`.
+    func reportEngagement() async {
+        do {
+            while try await webhooks.writeDueEngagementEvents(limit: 100) == 100, !Task.isShuttingDownGracefully {}
+        } catch {
+            logger.warning(
+                "cannot write push.engagement webhook events; trying again",
+                metadata: ["error": "\(HeraldDatabase.describe(error))"])
+        }
     }
 
     /// Old attempts and finished events go (10,000 rows a statement, up to 100 statements an hour).

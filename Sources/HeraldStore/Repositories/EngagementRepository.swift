@@ -99,7 +99,7 @@ public struct EngagementRepository: Sendable {
                     -- order, and never wait on each other in a circle.
                     ORDER BY 1, 2, 3, 4
                     ON CONFLICT DO NOTHING
-                    RETURNING push_id, device_id, type, action
+                    RETURNING push_id, device_id, type, action, text_input, occurred_at
                 ), variants AS (
                     SELECT DISTINCT * FROM unnest(\(pushIDs)::uuid[], \(deviceIDs)::bigint[], \(variants)::int2[])
                         AS v(push_id, device_id, variant)
@@ -132,10 +132,31 @@ public struct EngagementRepository: Sendable {
                         received = c.received + excluded.received, opened = c.opened + excluded.opened,
                         dismissed = c.dismissed + excluded.dismissed,
                         actions = herald_add_counts(c.actions, excluded.actions)
+                ), marked AS (
+                    -- push.engagement: a mark, due in a minute, for each push with new events, when
+                    -- the app has an endpoint for it (migration 0036; the dispatcher writes the event).
+                    INSERT INTO push_engagement_reports (push_id, app_id, due_at)
+                    SELECT DISTINCT push_id, \(appID)::uuid, now() + \(Self.reportInterval.wholeMilliseconds) * interval '1 millisecond'
+                    FROM new
+                    WHERE EXISTS (SELECT 1 FROM webhook_endpoints w
+                                  WHERE w.app_id = \(appID) AND w.enabled AND 'push.engagement' = ANY(w.event_types))
+                    ORDER BY 1
+                    ON CONFLICT (push_id) DO NOTHING
+                ), per_device AS (
+                    -- engagement.batch (opt-in): the events counted now, one webhook event a push;
+                    -- herald_webhook_event writes nothing when no endpoint of the app wants the type.
+                    -- A SELECT in a WITH runs only when read: the final SELECT counts its rows.
+                    SELECT herald_webhook_event(\(appID), 'engagement.batch', jsonb_build_object(
+                        'push_id', push_id,
+                        'events', jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
+                            'registration_id', device_id, 'type', type, 'action', NULLIF(action, ''),
+                            'text_input', CASE WHEN type = 'action' THEN text_input END,
+                            'occurred_at', occurred_at)) ORDER BY device_id, type, action)))
+                    FROM new GROUP BY push_id
                 )
-                SELECT count(*)::int FROM new
+                SELECT (SELECT count(*)::int FROM new), (SELECT count(*)::int FROM per_device)
                 """, logger: logger)
-            for try await counted in rows.decode(Int.self) { return .recorded(counted: counted) }
+            for try await (counted, _) in rows.decode((Int, Int).self) { return .recorded(counted: counted) }
             return .recorded(counted: 0)
         }
     }
@@ -174,6 +195,9 @@ public struct EngagementRepository: Sendable {
         }
         return counts
     }
+
+    /// A push's `push.engagement` webhook event comes at most this often while phones report.
+    public static let reportInterval: Duration = .seconds(60)
 
     /// Rows a push's counts are spread over, so that batches reporting one broadcast at once do
     /// not queue for one row's lock: each batch adds to one row of each push it names, picked at

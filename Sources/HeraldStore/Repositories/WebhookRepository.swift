@@ -405,6 +405,41 @@ public struct WebhookRepository: Sendable {
         return deliveries
     }
 
+    /// Writes the `push.engagement` webhook event of each push whose mark is due, at most `limit`:
+    /// its engagement totals as they stand now, and the devices reached. The marks are left by
+    /// ``EngagementRepository/record(_:appID:)``, at most one a push per
+    /// ``EngagementRepository/reportInterval`` (migration 0036); marks another center takes at the
+    /// same time are skipped. Returns how many were written.
+    public func writeDueEngagementEvents(limit: Int = 100) async throws -> Int {
+        let rows = try await client.boundedQuery(
+            """
+            WITH due AS (
+                DELETE FROM push_engagement_reports
+                WHERE push_id IN (SELECT push_id FROM push_engagement_reports WHERE due_at <= now()
+                                  ORDER BY due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                RETURNING push_id, app_id
+            ), totals AS (
+                SELECT d.push_id, d.app_id,
+                       COALESCE(pc.accepted + pc.delivered_online, 0) AS reached,
+                       COALESCE(sum(c.received), 0) AS received, COALESCE(sum(c.opened), 0) AS opened,
+                       COALESCE(sum(c.dismissed), 0) AS dismissed, COALESCE(herald_sum_counts(c.actions), '{}') AS actions
+                FROM due d
+                LEFT JOIN push_counters pc ON pc.push_id = d.push_id
+                LEFT JOIN push_engagement_counts c ON c.push_id = d.push_id
+                GROUP BY d.push_id, d.app_id, pc.accepted, pc.delivered_online
+            )
+            SELECT herald_webhook_event(app_id, 'push.engagement', jsonb_build_object(
+                'push_id', push_id, 'engagement', jsonb_build_object(
+                    'reached', reached, 'received', received, 'opened', opened, 'dismissed', dismissed,
+                    'actions', actions,
+                    'open_rate', CASE WHEN reached > 0 THEN round(opened::numeric / reached, 4) ELSE 0 END)))
+            FROM totals
+            """, logger: logger)
+        var written = 0
+        for try await _ in rows { written += 1 }
+        return written
+    }
+
     /// Deletes up to `limit` attempts older than `attempts`, and up to `limit` events older than
     /// `events` that no delivery is still pending for (their deliveries go with them).
     /// - Returns: how many rows went.
