@@ -260,6 +260,30 @@ struct EngagementAPITests {
                     #"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"options":{"skip_unauthorized":true}}"#
             )
             #expect(alert.status == .accepted, "\(alert.text)")
+
+            // An import carries it too, as NDJSON and as a CSV column; a line without it keeps it.
+            let imported = [APITest.randomToken(), APITest.randomToken()]
+            let ndjson = try await api.call(
+                .post, "/v1/devices/import", key: app.serverKey,
+                body: #"{"token":"\#(imported[0])","environment":"production","authorization_status":"denied"}"# + "\n"
+                    + #"{"token":"\#(token)","environment":"production"}"# + "\n",
+                contentType: "application/x-ndjson")
+            #expect(ndjson.status == .ok && ndjson["accepted"] as? Int == 2, "\(ndjson.text)")
+            let csv = try await api.call(
+                .post, "/v1/devices/import", key: app.serverKey,
+                body: "token,environment,authorization_status\n\(imported[1]),production,ephemeral\n",
+                contentType: "text/csv")
+            #expect(csv.status == .ok && csv["accepted"] as? Int == 1, "\(csv.text)")
+            for (device, expected) in [(imported[0], "denied"), (imported[1], "ephemeral"), (token, "denied")] {
+                let shown = try await api.call(.get, "/v1/devices/by-token/\(device)", key: app.serverKey)
+                #expect(shown["authorization_status"] as? String == expected, "\(shown.text)")
+            }
+            let badCSV = try await api.call(
+                .post, "/v1/devices/import", key: app.serverKey,
+                body: "token,environment,authorization_status\n\(APITest.randomToken()),production,sometimes\n",
+                contentType: "text/csv")
+            #expect(badCSV["accepted"] as? Int == 0 && badCSV["rejected"] as? Int == 1, "\(badCSV.text)")
+            #expect(badCSV.text.contains("authorization_status"), "\(badCSV.text)")
         }
     }
 }

@@ -122,7 +122,9 @@ struct DeviceImportParser: Sendable {
         if Self.isBlank(bytes) { return nil }
         if format == .csv && columns == nil {
             let names = CSV.fields(bytes).map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            let known: Set = ["token", "environment", "topic", "alias", "tags", "locale", "time_zone"]
+            let known: Set = [
+                "token", "environment", "topic", "alias", "tags", "locale", "time_zone", "authorization_status",
+            ]
             if let unknown = names.first(where: { !known.contains($0) }) {
                 reject(
                     line: 1,
@@ -198,11 +200,19 @@ struct DeviceImportParser: Sendable {
             throw .invalid("environment", "environment is production or sandbox")
         }
         let tags = values["tags"].map { $0.split(separator: "|").map(String.init) }
-        let registration = Components.Schemas.DeviceRegistration(
+        var registration = Components.Schemas.DeviceRegistration(
             token: values["token"] ?? "", environment: environment, topic: values["topic"], alias: values["alias"],
             tags: tags,
             locale: values["locale"], timeZone: values["time_zone"], country: values["country"],
             appVersion: values["app_version"], osVersion: values["os_version"])
+        if let status = values["authorization_status"] {
+            guard let known = Components.Schemas.AuthorizationStatus(rawValue: status) else {
+                throw .invalid(
+                    "authorization_status",
+                    "authorization_status is one of authorized, provisional, ephemeral, denied, not_determined")
+            }
+            registration.authorizationStatus = known
+        }
         return try DeviceInput.registration(registration, appID: appID, bundleID: bundleID)
     }
 }

@@ -299,7 +299,7 @@ public protocol APIProtocol: Sendable {
     ///
     /// One device per line. NDJSON lines are `DeviceRegistration` objects. CSV has a header line
     /// naming its columns out of `token`, `environment`, `topic`, `alias`, `tags` (separated by
-    /// `|`), `locale`, `time_zone`; `token` and `environment` are required. Good lines are
+    /// `|`), `locale`, `time_zone`, `authorization_status`; `token` and `environment` are required. Good lines are
     /// registered (or refreshed) through PostgreSQL COPY; bad lines (a line over 64 KiB among
     /// them) are counted and the first 100 are reported with their line number and what is
     /// wrong. Empty lines are skipped. An app runs one import at a time (409); a herald-api runs
@@ -1096,7 +1096,7 @@ extension APIProtocol {
     ///
     /// One device per line. NDJSON lines are `DeviceRegistration` objects. CSV has a header line
     /// naming its columns out of `token`, `environment`, `topic`, `alias`, `tags` (separated by
-    /// `|`), `locale`, `time_zone`; `token` and `environment` are required. Good lines are
+    /// `|`), `locale`, `time_zone`, `authorization_status`; `token` and `environment` are required. Good lines are
     /// registered (or refreshed) through PostgreSQL COPY; bad lines (a line over 64 KiB among
     /// them) are counted and the first 100 are reported with their line number and what is
     /// wrong. Empty lines are skipped. An app runs one import at a time (409); a herald-api runs

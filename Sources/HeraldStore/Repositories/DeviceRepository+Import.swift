@@ -88,14 +88,15 @@ extension DeviceRepository {
                 """
                 CREATE TEMPORARY TABLE device_import (
                     line bigint, token bytea, environment text, topic text, alias text, tags text[], locale text, time_zone text,
-                    country text, app_version text, os_version text, attributes jsonb, attributes_removed text[]
+                    country text, app_version text, os_version text, attributes jsonb, attributes_removed text[],
+                    authorization_status text
                 ) ON COMMIT DROP
                 """, logger: logger)
             try await connection.copyFrom(
                 table: "device_import",
                 columns: [
                     "line", "token", "environment", "topic", "alias", "tags", "locale", "time_zone", "country",
-                    "app_version", "os_version", "attributes", "attributes_removed",
+                    "app_version", "os_version", "attributes", "attributes_removed", "authorization_status",
                 ],
                 logger: logger
             ) { writer in
@@ -140,26 +141,28 @@ extension DeviceRepository {
             """
             WITH latest AS (
                 SELECT DISTINCT ON (token) token, environment, topic, alias, locale, time_zone, country, app_version,
-                       os_version, attributes, attributes_removed
+                       os_version, attributes, attributes_removed, authorization_status
                 FROM device_import ORDER BY token, line DESC
             ), updated AS (
                 UPDATE devices d SET
                     attributes = herald_merge_attributes(d.attributes, l.attributes, l.attributes_removed),
+                    authorization_status = COALESCE(l.authorization_status, d.authorization_status),
                     \(unescaped: Self.refreshSQL(existing: "d", incoming: "l"))
                 FROM latest l
                 WHERE d.app_id = \(appID) AND d.token = l.token
                 RETURNING d.id
             ), inserted AS (
                 INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone, country, app_version,
-                                     os_version, attributes)
+                                     os_version, attributes, authorization_status)
                 SELECT \(appID), token, environment, topic, alias, locale, time_zone, country, app_version, os_version,
-                       attributes
+                       attributes, authorization_status
                 FROM latest l
                 WHERE NOT EXISTS (SELECT 1 FROM devices d WHERE d.app_id = \(appID) AND d.token = l.token)
                 -- A device the app's SDK registered while the import ran: refreshed as a
                 -- registration would (its line's removed attributes are not applied then).
                 ON CONFLICT (app_id, token) DO UPDATE SET
                     attributes = herald_merge_attributes(devices.attributes, EXCLUDED.attributes, NULL),
+                    authorization_status = COALESCE(EXCLUDED.authorization_status, devices.authorization_status),
                     \(unescaped: Self.refreshSQL(existing: "devices", incoming: "EXCLUDED"))
                 RETURNING id
             )
@@ -311,6 +314,8 @@ enum CopyText {
         appendField(row.attributes.set.isEmpty ? nil : JSONValue.object(row.attributes.set).jsonText, to: &buffer)
         buffer.writeInteger(UInt8(ascii: "\t"))
         appendArray(row.attributes.removed, to: &buffer)
+        buffer.writeInteger(UInt8(ascii: "\t"))
+        appendField(row.authorizationStatus?.rawValue, to: &buffer)
         buffer.writeInteger(UInt8(ascii: "\n"))
     }
 
