@@ -160,6 +160,14 @@ struct ABTestAPITests {
                     #"{"audience":{"all":true},"notification":{"alert":{"body":"x"}},"winner":{"sample":0.1,"wait_seconds":60}}"#
             )
             #expect(withoutVariants.status == .unprocessableContent && withoutVariants.errorField == "winner")
+            let expiresFirst = try await api.call(
+                .post, "/v1/pushes", key: app.serverKey,
+                json: winnerTest.replacingOccurrences(
+                    of: #""holdout":0.2"#, with: #""holdout":0.2,"time_to_live_seconds":600"#))
+            #expect(
+                expiresFirst.status == .unprocessableContent
+                    && expiresFirst.errorField == "options.time_to_live_seconds",
+                "\(expiresFirst.text)")
         }
     }
 }

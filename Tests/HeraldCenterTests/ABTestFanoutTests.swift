@@ -230,4 +230,61 @@ struct ABTestFanoutTests {
             await reader.stop()
         }
     }
+
+    @Test("winner mode canceled while it waits for the pick: the rest counts as canceled, every device once")
+    func winnerModeCanceledWhileWaiting() async throws {
+        try await withCenterEnvironment { env in
+            _ = try await env.registerMany(1200)
+            let reader = try env.startFakeSender()
+            let center = try env.startCenter(env.settings(name: "center-ab-cancel", pageSize: 300, batchSize: 100))
+            var split = Self.split
+            split.sample = 0.25
+            split.waitSeconds = 3600
+            let push = try await Self.createABTest(env, split: split)
+            #expect(
+                try await env.eventually {
+                    try await env.pushes.push(id: push.id, appID: env.app.id).map {
+                        $0.state == .scheduled && $0.wave == 1
+                    }
+                        ?? false
+                })
+            #expect(try await env.cancel(push))
+            #expect(
+                try await env.eventually {
+                    try await env.pushes.counters(pushID: push.id).map { $0.targeted == 1200 && $0.isComplete } ?? false
+                })
+            let counters = try #require(try await env.pushes.counters(pushID: push.id))
+            let sample = (try await env.pushes.variantCounters(pushID: push.id)).reduce(0) { $0 + $1.targeted }
+            let heldOut = counters.skippedByReason["holdout"] ?? 0
+            // The sample's devices were counted once (sent, or held out); everyone else canceled.
+            #expect(counters.canceled == 1200 - sample - heldOut, "\(counters)")
+            await center.stop()
+            await reader.stop()
+        }
+    }
+
+    @Test("winner mode: a pick made while the sample goes out starts the rest as soon as the sample is sent")
+    func winnerPickedDuringTheSample() async throws {
+        try await withCenterEnvironment { env in
+            _ = try await env.registerMany(1200)
+            let reader = try env.startFakeSender()
+            let center = try env.startCenter(env.settings(name: "center-ab-pick", pageSize: 100, batchSize: 50))
+            var split = Self.split
+            split.sample = 0.5
+            split.waitSeconds = 3600
+            // Throttled: the sample (about 600 devices) takes seconds.
+            let push = try await Self.createABTest(env, throttlePerSecond: 300, split: split)
+            #expect(try await env.eventually { try await env.state(of: push) == .fanningOut })
+            #expect(try await env.claims.pickWinner(1, pushID: push.id, appID: env.app.id))
+            #expect(try await !env.claims.pickWinner(2, pushID: push.id, appID: env.app.id))
+            // Without waiting the hour.
+            #expect(try await env.eventually(timeout: .seconds(120)) { try await env.state(of: push) == .completed })
+            let stored = try #require(try await env.pushes.push(id: push.id, appID: env.app.id)?.definition.split)
+            #expect(stored.winner == 1 && stored.secondPhaseFrom != nil)
+            let counters = try #require(try await env.pushes.counters(pushID: push.id))
+            #expect(counters.targeted == 1200 && counters.isComplete)
+            await center.stop()
+            await reader.stop()
+        }
+    }
 }

@@ -40,7 +40,10 @@ struct PushComposer {
 
         /// The largest payload as APNs and the phone get it: the largest variant with its
         /// defaults, and the `herald` key herald-center adds.
-        var sentPayloadBytes: Int { personalization?.largestPayload ?? payload.count + HeraldPayloadKey.reservedBytes }
+        var sentPayloadBytes: Int {
+            personalization?.largestPayload
+                ?? (variantPayloads.map(\.count).max() ?? payload.count) + HeraldPayloadKey.reservedBytes
+        }
     }
 
     let now: Date
@@ -110,6 +113,15 @@ struct PushComposer {
             }
             split.sample = winner.sample
             split.waitSeconds = winner.waitSeconds
+            // The rest goes out after the wait, with the push's expiration: it must outlast it.
+            if let expiresAt = composed.expiresAt,
+                expiresAt <= (composed.scheduledAt ?? now).addingTimeInterval(TimeInterval(winner.waitSeconds))
+            {
+                throw .invalid(
+                    request.options?.timeToLiveSeconds != nil ? "options.time_to_live_seconds" : "options.expires_at",
+                    "the rest of the audience gets the winner after wait_seconds: give a time to live longer than the wait"
+                )
+            }
         }
         composed.split = split
         composed.notificationJSON = Self.json(StoredVariants(variants: variants, winner: request.winner))

@@ -120,6 +120,9 @@ struct PushRequestOptions: ParsableArguments {
         if (winnerSample == nil) != (winnerWait == nil) {
             throw ValidationError("winner mode takes both --winner-sample and --winner-wait")
         }
+        if winnerSample != nil, variant.isEmpty {
+            throw ValidationError("winner mode picks among variants: give two or more --variant")
+        }
         if !variant.isEmpty, template != nil { throw ValidationError("give --template or --variant, not both") }
         if notification.isEmpty, template == nil, variant.isEmpty {
             throw ValidationError("what does it say? give --title/--body, --badge, --silent, --data or --template")

@@ -124,6 +124,13 @@ public struct AudienceRepository: Sendable {
         return PostgresQuery(unsafeSQL: sql, binds: values.binds)
     }
 
+    /// The statement that lists the ids of the devices of `selection` above `cursor`.
+    static func idQuery(_ selection: AudienceSelection, after cursor: Int64) -> PostgresQuery {
+        var values = BoundValues()
+        let sql = Self.sql(selection, columns: "d.id", after: cursor, values: &values)
+        return PostgresQuery(unsafeSQL: sql, binds: values.binds)
+    }
+
     /// The devices of `selection` above `cursor`, in id order, as pages of `pageSize` read ahead
     /// from one `COPY … TO STDOUT (FORMAT binary)` on a libpq connection and thread of their own
     /// (at most two pages wait unread: memory stays flat whatever the audience's size).

@@ -155,9 +155,6 @@ public struct FanoutClaimRepository: Sendable {
         return false
     }
 
-    /// Pauses (`true`) or resumes a push's fan-out, with `audit` appended. Returns whether the push
-    /// exists and is not finished.
-    @discardableResult
     /// Picks variant `variant` as the winner of push `pushID`, an A/B test in winner mode whose
     /// winner is not picked yet; a push waiting for the pick falls due now. Returns false when the
     /// push is not the app's, not in winner mode, finished, or its winner was picked already.
@@ -175,6 +172,9 @@ public struct FanoutClaimRepository: Sendable {
         return false
     }
 
+    /// Pauses (`true`) or resumes a push's fan-out, with `audit` appended. Returns whether the push
+    /// exists and is not finished.
+    @discardableResult
     public func setPaused(_ paused: Bool, pushID: UUID, appID: UUID, audit: AuditEntry? = nil) async throws -> Bool {
         let rows = try await client.audited(
             """

@@ -72,7 +72,9 @@ extension FanoutProgressRepository {
     public func awaitWave(_ wave: Int, dueAt: Date, pushID: UUID, by center: String) async throws -> Bool {
         let rows = try await client.boundedQuery(
             """
-            UPDATE pushes SET state = 'scheduled', scheduled_at = \(dueAt), wave = \(Int32(wave)),
+            UPDATE pushes SET state = 'scheduled',
+                -- An A/B test whose winner the operator picked while its sample went out: due now.
+                scheduled_at = CASE WHEN split ? 'winner' THEN now() ELSE \(dueAt) END, wave = \(Int32(wave)),
                 fanout_cursor = CASE WHEN wave = \(Int32(wave)) THEN fanout_cursor ELSE 0 END,
                 claimed_by = NULL, claimed_at = NULL, eta_at = NULL
             WHERE id = \(pushID) AND state = 'fanning_out' AND claimed_by = \(center)

@@ -268,14 +268,14 @@ public struct FanoutProgressRepository: Sendable {
         try await client.transaction(logger: logger) { connection in
             let rows = try await connection.run(
                 """
-                SELECT app_id, audience::text, recall_of, fanout_cursor, wave FROM pushes
+                SELECT app_id, audience::text, recall_of, fanout_cursor, wave, split::text FROM pushes
                 WHERE id = \(pushID) AND state = 'canceled' AND fanout_finished_at IS NULL
                   AND (claimed_by IS NULL OR claimed_by = \(center)
                        OR claimed_at < now() - \(lease.wholeMilliseconds) * interval '1 millisecond')
                 FOR UPDATE
                 """, logger: logger)
-            var found: (appID: UUID, audience: String, recallOf: UUID?, cursor: Int64, wave: Int32)?
-            for try await row in rows.decode((UUID, String, UUID?, Int64, Int32).self) { found = row }
+            var found: (appID: UUID, audience: String, recallOf: UUID?, cursor: Int64, wave: Int32, split: String?)?
+            for try await row in rows.decode((UUID, String, UUID?, Int64, Int32, String?).self) { found = row }
             guard let found else { return nil }
             var selection = AudienceSelection(
                 appID: found.appID, audience: (try? PushAudience(json: found.audience)) ?? PushAudience(),
@@ -291,7 +291,19 @@ public struct FanoutProgressRepository: Sendable {
             }
             let parts = waves.isEmpty ? [(timeZones: nil, after: found.cursor)] : waves
             var remainder: Int64 = 0
-            for part in parts {
+            let winnerMode = PushSplit(json: found.split).flatMap { $0.picksWinner ? $0 : nil }
+            if let split = winnerMode {
+                // An A/B test in winner mode: what was never counted is the sample's devices past
+                // the cursor while the sample goes out, and the rest's devices (past the cursor, once
+                // the rest goes out) — told apart by the hash, device by device.
+                let ids = try await connection.run(AudienceRepository.idQuery(selection, after: 0), logger: logger)
+                for try await id in ids.decode(Int64.self) {
+                    let phase = split.phase(pushID: pushID, deviceID: id)
+                    let counted = found.wave == 0 ? phase == 0 && id <= found.cursor : phase == 0 || id <= found.cursor
+                    if !counted { remainder += 1 }
+                }
+            }
+            for part in winnerMode == nil ? parts : [] {
                 selection.timeZones = part.timeZones
                 let counted = try await connection.run(
                     AudienceRepository.countQuery(selection, after: part.after), logger: logger)
