@@ -48,6 +48,7 @@ extension ConsoleRoutes {
         var audienceIs: [String: Bool]
         var throttleIs: [String: Bool]
         var silent: Bool
+        var skipUnauthorized: Bool
         /// Problems by form field name.
         var invalid: [String: String]
         var check: Check?
@@ -91,6 +92,7 @@ extension ConsoleRoutes {
             audienceIs = [audience: true]
             throttleIs = [throttle: true]
             silent = form.silent == "on"
+            skipUnauthorized = form.skipUnauthorized == "on"
             self.invalid = invalid
             self.check = check
         }
@@ -240,7 +242,8 @@ extension PushForm {
             ("options.throttle.finish_within_seconds", "finish_within_minutes"),
             ("options.priority_class", "priority_class"), ("options.local_time.date", "local_date"),
             ("options.local_time", "local_time"), ("options.quiet_hours", "quiet_hours"),
-            ("options.channel", "channel"),
+            ("options.channel", "channel"), ("options.skip_unauthorized", "skip_unauthorized"),
+            ("options.holdout", "holdout_percent"),
         ]
         return table.first { field.hasPrefix($0.0) }?.1 ?? "audience"
     }

@@ -45,6 +45,17 @@ struct PushFormTests {
             try PushForm(fields: ["audience": "all", "body": "x", "channel": "pigeon"]).request()
         }
         #expect(PushForm.formField(forRequestField: "options.channel") == "channel")
+        let engaged = try PushForm(fields: [
+            "audience": "all", "body": "Sale", "skip_unauthorized": "on", "holdout_percent": "10",
+        ]).request()
+        #expect(engaged.options?.skipUnauthorized == true && engaged.options?.holdout == 0.1)
+        #expect(request.options?.skipUnauthorized == nil && request.options?.holdout == nil)
+        #expect(throws: PushForm.Problem(field: "holdout_percent", message: "A holdout is 0 to 50 % of the audience."))
+        {
+            try PushForm(fields: ["audience": "all", "body": "x", "holdout_percent": "60"]).request()
+        }
+        #expect(PushForm.formField(forRequestField: "options.holdout") == "holdout_percent")
+        #expect(PushForm.formField(forRequestField: "options.skip_unauthorized") == "skip_unauthorized")
         let scheduled = try #require(request.options?.scheduledAt)
         #expect(ISO8601DateFormatter().string(from: scheduled) == "2030-01-02T03:04:00Z")
     }

@@ -48,6 +48,10 @@ struct PushForm: Codable, Sendable, Equatable {
     var quietHours: String?
     /// `auto` (empty: the default), `apns` or `online` (docs/gateway.md).
     var channel: String?
+    /// `on`: leave out the devices whose notifications are off (docs/engagement.md).
+    var skipUnauthorized: String?
+    /// A holdout, in percent of the audience (0 to 50; docs/engagement.md#ab-tests).
+    var holdoutPercent: String?
 
     enum CodingKeys: String, CodingKey {
         case audience, environment, title, subtitle, body, badge, sound, category, silent, data, throttle, replaces
@@ -67,6 +71,8 @@ struct PushForm: Codable, Sendable, Equatable {
         case localTime = "local_time"
         case localDate = "local_date"
         case quietHours = "quiet_hours"
+        case skipUnauthorized = "skip_unauthorized"
+        case holdoutPercent = "holdout_percent"
     }
 
     /// A form field the browser got wrong, named as the form names it.
@@ -136,6 +142,13 @@ struct PushForm: Codable, Sendable, Equatable {
                 throw Problem(field: "channel", message: "The channel is automatic, APNs only or online only.")
             }
             options["channel"] = channel
+        }
+        if skipUnauthorized == "on" { options["skip_unauthorized"] = true }
+        if let text = Self.text(holdoutPercent) {
+            guard let percent = Double(text), (0...50).contains(percent) else {
+                throw Problem(field: "holdout_percent", message: "A holdout is 0 to 50 % of the audience.")
+            }
+            if percent > 0 { options["holdout"] = percent / 100 }
         }
         if !options.isEmpty { json["options"] = options }
         do {

@@ -111,6 +111,13 @@ extension ConsoleTemplates {
                   {{#invalid.channel}}<div class="field-error">{{invalid.channel}}</div>{{/invalid.channel}}</div>
               </div>
               <div class="row">
+                <div class="field{{#invalid.skip_unauthorized}} invalid{{/invalid.skip_unauthorized}}"><label class="check"><input type="checkbox" id="skip_unauthorized" name="skip_unauthorized"{{#skipUnauthorized}} checked{{/skipUnauthorized}}> Skip devices whose notifications are off (counted skipped, not_authorized)</label>
+                  {{#invalid.skip_unauthorized}}<div class="field-error">{{invalid.skip_unauthorized}}</div>{{/invalid.skip_unauthorized}}</div>
+                <div class="field{{#invalid.holdout_percent}} invalid{{/invalid.holdout_percent}}"><label for="holdout_percent">Holdout (% of the audience never sent, to compare with)</label>
+                  <input id="holdout_percent" name="holdout_percent" type="number" min="0" max="50" step="1" value="{{form.holdoutPercent}}">
+                  {{#invalid.holdout_percent}}<div class="field-error">{{invalid.holdout_percent}}</div>{{/invalid.holdout_percent}}</div>
+              </div>
+              <div class="row">
                 <div class="field{{#invalid.local_time}} invalid{{/invalid.local_time}}"><label for="local_time">At a local time (HH:MM, each device's own time zone)</label>
                   <input id="local_time" name="local_time" type="time" value="{{form.localTime}}">
                   {{#invalid.local_time}}<div class="field-error">{{invalid.local_time}}</div>{{/invalid.local_time}}</div>

@@ -143,16 +143,20 @@ public struct EngagementRepository: Sendable {
                     ORDER BY 1
                     ON CONFLICT (push_id) DO NOTHING
                 ), per_device AS (
-                    -- engagement.batch (opt-in): the events counted now, one webhook event a push;
-                    -- herald_webhook_event writes nothing when no endpoint of the app wants the type.
-                    -- A SELECT in a WITH runs only when read: the final SELECT counts its rows.
+                    -- engagement.batch (opt-in): the events counted now, one webhook event a push.
+                    -- Only when an endpoint of the app wants the type (checked once), so that an
+                    -- app without one builds no JSON. A SELECT in a WITH runs only when read: the
+                    -- final SELECT counts its rows.
                     SELECT herald_webhook_event(\(appID), 'engagement.batch', jsonb_build_object(
                         'push_id', push_id,
                         'events', jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
                             'registration_id', device_id, 'type', type, 'action', NULLIF(action, ''),
                             'text_input', CASE WHEN type = 'action' THEN text_input END,
                             'occurred_at', occurred_at)) ORDER BY device_id, type, action)))
-                    FROM new GROUP BY push_id
+                    FROM new
+                    WHERE EXISTS (SELECT 1 FROM webhook_endpoints w
+                                  WHERE w.app_id = \(appID) AND w.enabled AND 'engagement.batch' = ANY(w.event_types))
+                    GROUP BY push_id
                 )
                 SELECT (SELECT count(*)::int FROM new), (SELECT count(*)::int FROM per_device)
                 """, logger: logger)
