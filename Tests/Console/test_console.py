@@ -302,9 +302,7 @@ try:
     ab = subprocess.run([herald, "push", "--tag", "vip", "--channel", "apns", "--title", "Summer",
                          "--variant", "short:3=Sale today", "--variant", "long=Our summer sale starts now",
                          "--holdout", "0.1", "--quiet"], check=True, capture_output=True, text=True).stdout.strip()
-    deadline = time.time() + 180
-    while status(ab)["state"] != "completed" and time.time() < deadline:
-        time.sleep(1)
+    wait(driver, 180, lambda _: status(ab)["state"] == "completed", "the A/B test completes")
     final = status(ab)
     driver.get(f"{api}/console/pushes/{ab}")
     rows = driver.find_elements(By.CSS_SELECTOR, "#variants tbody tr")

@@ -91,7 +91,10 @@ struct PushComposer {
             split.variants.append(PushSplit.Variant(name: variant.name, weight: weight))
             var one = first
             one.notification = variant.notification
-            let each = try prefixingErrors(with: "\(field).") { () throws(APIError) in try composeOne(one) }
+            // The first variant was composed above.
+            let each =
+                index == 0
+                ? composed : try prefixingErrors(with: "\(field).") { () throws(APIError) in try composeOne(one) }
             guard each.personalization == nil else {
                 throw .invalid(
                     "\(field).notification", "a variant has no placeholders or localizations")

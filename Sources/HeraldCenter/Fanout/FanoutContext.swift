@@ -171,25 +171,30 @@ struct FanoutContext: Sendable {
                 cuts: cutter.cut(sent.page, firstSequence: firstSequence), skipped: sent.skipped,
                 targets: sent.targets, variantsSkipped: [:])
         }
+        // Each device's place worked out once: -2 the other phase's (winner mode: the sample first,
+        // phase 0, the rest once the winner is picked, phase 1), -1 held out, else its variant.
         let pushID = push.id
-        func variant(_ candidates: AudiencePage, _ index: Int) -> Int? {
-            split.variant(pushID: pushID, deviceID: candidates.devices.deviceIDs[index])
-        }
-        // Winner mode: the sample first (phase 0), the rest once the winner is picked (phase 1);
-        // the other phase's devices are not this fan-out's.
         let phase = push.wave
-        let inPhase =
-            split.picksWinner
-            ? page.keeping { split.phase(pushID: pushID, deviceID: page.devices.deviceIDs[$0]) == phase } : page
-        let candidates = inPhase.keeping { variant(inPhase, $0) != nil }
-        var sent = try await applyingPolicy(to: candidates, now: now, progress: progress)
-        let heldOut = Int64(inPhase.count - candidates.count)
-        if heldOut > 0 { sent.skipped[.holdout, default: 0] += heldOut }
-        var result = PageCuts(cuts: [], skipped: sent.skipped, targets: sent.targets, variantsSkipped: [:])
+        let places = page.devices.deviceIDs.map { device in
+            if split.picksWinner, split.phase(pushID: pushID, deviceID: device) != phase { return -2 }
+            return split.variant(pushID: pushID, deviceID: device) ?? -1
+        }
+        let candidates = page.keeping { places[$0] >= 0 }
         var candidatesPerVariant = [Int](repeating: 0, count: split.variants.count)
-        for index in 0..<candidates.count { candidatesPerVariant[variant(candidates, index) ?? 0] += 1 }
+        var heldOut: Int64 = 0
+        for place in places {
+            if place >= 0 { candidatesPerVariant[place] += 1 } else if place == -1 { heldOut += 1 }
+        }
+        var sent = try await applyingPolicy(to: candidates, now: now, progress: progress)
+        if heldOut > 0 { sent.skipped[.holdout, default: 0] += heldOut }
+        // The policy's page is a subset of the candidates: their variants by device id.
+        let sentVariants =
+            sent.page.count == candidates.count
+            ? places.filter { $0 >= 0 }
+            : sent.page.devices.deviceIDs.map { split.variant(pushID: pushID, deviceID: $0) ?? 0 }
+        var result = PageCuts(cuts: [], skipped: sent.skipped, targets: sent.targets, variantsSkipped: [:])
         for index in split.variants.indices {
-            let devices = sent.page.keeping { variant(sent.page, $0) == index }
+            let devices = sent.page.keeping { sentVariants[$0] == index }
             var cuts = cutter.cut(devices, firstSequence: firstSequence + result.cuts.count)
             for position in cuts.indices { cuts[position].record.variant = index }
             result.cuts += cuts

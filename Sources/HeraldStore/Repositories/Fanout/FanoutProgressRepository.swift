@@ -291,8 +291,7 @@ public struct FanoutProgressRepository: Sendable {
             }
             let parts = waves.isEmpty ? [(timeZones: nil, after: found.cursor)] : waves
             var remainder: Int64 = 0
-            let winnerMode = PushSplit(json: found.split).flatMap { $0.picksWinner ? $0 : nil }
-            if let split = winnerMode {
+            if let split = PushSplit(json: found.split), split.picksWinner {
                 // An A/B test in winner mode: what was never counted is the sample's devices past
                 // the cursor while the sample goes out, and the rest's devices (past the cursor, once
                 // the rest goes out) — told apart by the hash, device by device.
@@ -302,12 +301,13 @@ public struct FanoutProgressRepository: Sendable {
                     let counted = found.wave == 0 ? phase == 0 && id <= found.cursor : phase == 0 || id <= found.cursor
                     if !counted { remainder += 1 }
                 }
-            }
-            for part in winnerMode == nil ? parts : [] {
-                selection.timeZones = part.timeZones
-                let counted = try await connection.run(
-                    AudienceRepository.countQuery(selection, after: part.after), logger: logger)
-                for try await count in counted.decode(Int64.self) { remainder += count }
+            } else {
+                for part in parts {
+                    selection.timeZones = part.timeZones
+                    let counted = try await connection.run(
+                        AudienceRepository.countQuery(selection, after: part.after), logger: logger)
+                    for try await count in counted.decode(Int64.self) { remainder += count }
+                }
             }
             var unsent: Int64 = 0
             if unsentBatches {

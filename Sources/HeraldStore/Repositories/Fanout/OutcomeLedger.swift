@@ -53,7 +53,9 @@ public struct OutcomeLedger: Sendable {
                 applied.batchesCounted += 1
                 counted.append((outcome.pushID, sequence))
                 var delta = deltas[outcome.pushID] ?? PushCounters()
-                let before = delta
+                // An A/B test's batch: its share of the delta goes to its variant too (a copy only
+                // then: the copy's dictionaries would be copied again as the delta changes).
+                let before = batch.variant == nil ? nil : delta
                 let reported =
                     outcome.acceptedDeviceIDs.count + outcome.deliveredOnlineDeviceIDs.count
                     + outcome.offlineDeviceIDs.count + outcome.failures.count
@@ -82,7 +84,7 @@ public struct OutcomeLedger: Sendable {
                             failure: failure))
                 }
                 deltas[outcome.pushID] = delta
-                if let variant = batch.variant {
+                if let variant = batch.variant, let before {
                     let key = VariantKey(pushID: outcome.pushID, variant: variant)
                     variantDeltas[key, default: VariantCounters(variant: variant)].add(delta, minus: before)
                 }
