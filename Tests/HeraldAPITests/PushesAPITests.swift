@@ -247,7 +247,11 @@ struct PushesAPITests {
             #expect((payload?["aps"] as? [String: Any])?["content-available"] as? Int == 1)
             #expect(
                 (payload?["herald"] as? [String: String])
-                    == ["revoke": id, "push_id": recallID.uuidString.lowercased()])
+                    == [
+                        "revoke": id, "push_id": recallID.uuidString.lowercased(),
+                        "collapse_id": stored.definition.collapseID,
+                    ])
+            #expect(stored.definition.collapseID == "daily", "the original's collapse id")
             #expect(
                 try await api.call(.post, "/v1/pushes/\(recallID.uuidString)/recall", key: app.serverKey).status
                     == .conflict)

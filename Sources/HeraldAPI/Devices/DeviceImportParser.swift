@@ -185,6 +185,10 @@ struct DeviceImportParser: Sendable {
         } catch {
             throw .invalid("line", "not a JSON object")
         }
+        if registration.previousToken != nil {
+            throw .invalid(
+                "previous_token", "an import does not hand tokens over: register a rotated token with POST /v1/devices")
+        }
         return try DeviceInput.registration(registration, appID: appID, bundleID: bundleID)
     }
 

@@ -61,6 +61,12 @@ enum DeviceInput {
         throws(APIError) -> DeviceRegistration
     {
         let token = try token(body.token)
+        let previousToken = try body.previousToken.map { (text) throws(APIError) in
+            try Self.token(text, field: "previous_token")
+        }
+        if previousToken == token {
+            throw .invalid("previous_token", "previous_token is the token this device had before; it equals token")
+        }
         try alias(body.alias)
         try tags(body.tags)
         try text(body.topic, field: "topic", maximum: 255)
@@ -74,12 +80,14 @@ enum DeviceInput {
         try timeZone(body.timeZone)
         let described = try described(
             country: body.country, appVersion: body.appVersion, osVersion: body.osVersion, attributes: body.attributes)
-        return DeviceRegistration(
+        var registration = DeviceRegistration(
             appID: appID, token: token, environment: body.environment.store, topic: body.topic ?? bundleID,
             alias: body.alias, tags: body.tags ?? [], locale: body.locale, timeZone: body.timeZone,
             country: described.country, appVersion: body.appVersion, osVersion: body.osVersion,
             attributes: described.attributes,
             authorizationStatus: body.authorizationStatus.flatMap { AuthorizationStatus(rawValue: $0.rawValue) })
+        registration.previousToken = previousToken
+        return registration
     }
 
     /// What a device says about itself beyond its token, checked: the country (upper-cased), the

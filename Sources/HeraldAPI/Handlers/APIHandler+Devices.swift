@@ -15,12 +15,15 @@ extension APIHandler {
         let appID = try Principal.requireApp()
         guard case .json(let body) = input.body else { throw APIError.badRequest("send the device as JSON") }
         let app = try await callingApp(appID)
-        let registration = try DeviceInput.registration(body, appID: appID, bundleID: app.bundleID)
+        var registration = try DeviceInput.registration(body, appID: appID, bundleID: app.bundleID)
         try await checkClientRules(
             app: app, token: registration.token, alias: body.alias, signature: body.aliasSignature,
             tags: body.tags ?? [], attributes: body.attributes.map { Array($0.additionalProperties.value.keys) } ?? [])
+        // An alias bound under a signature for the old token needs one for the new token.
+        registration.carriesAlias = !(Principal.isClient && app.clientRules.identityVerification)
         if let active = try await deviceQuota.reached(appID: appID),
-            try await devices.device(token: registration.token, appID: appID) == nil
+            try await devices.device(token: registration.token, appID: appID) == nil,
+            try await !retiresActiveDevice(registration)
         {
             throw quotaReached(active: active)
         }
@@ -30,6 +33,13 @@ extension APIHandler {
         }
         let shown = shown(device, app: app)
         return registered.isNew ? .created(.init(body: .json(shown))) : .ok(.init(body: .json(shown)))
+    }
+
+    /// Whether `registration` names a previous token that is an active device: the rotation
+    /// retires it, so the app's count of active devices does not grow.
+    private func retiresActiveDevice(_ registration: DeviceRegistration) async throws -> Bool {
+        guard let previous = registration.previousToken else { return false }
+        return try await devices.device(token: previous, appID: registration.appID)?.status == .active
     }
 
     func listDevices(_ input: Operations.ListDevices.Input) async throws -> Operations.ListDevices.Output {

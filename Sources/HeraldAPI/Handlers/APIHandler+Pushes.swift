@@ -197,9 +197,11 @@ extension APIHandler {
         let recallID = UUID()
         var payload = APNsPayload()
         payload.contentAvailable = true
-        // Written whole here (herald-center stamps no recall): the recall's own id and the one it revokes.
+        // Written whole here (herald-center stamps no recall): the recall's own id, the one it
+        // revokes and that push's collapse id (the request identifier of its notification on iOS).
         payload.custom[HeraldPayloadKey.name] = .object([
             "push_id": .string(recallID.lowercased), "revoke": .string(id.lowercased),
+            "collapse_id": .string(original.definition.collapseID),
         ])
         let recall = NewPush(
             id: recallID, appID: appID, state: .accepted, audienceJSON: PushAudience.everyone.json,

@@ -1228,6 +1228,20 @@ extension Components {
             public var token: Swift.String
             /// - Remark: Generated from `#/components/schemas/DeviceRegistration/environment`.
             public var environment: Components.Schemas.Environment
+            /// The token this device had before, when APNs gave the app a new one (HeraldKit sends it
+            /// by itself). In the same transaction the old token's registration is retired (status
+            /// `invalid`, reason `token_rotated`, its alias released and its tags moved), and this one
+            /// takes the old one's alias, tags, custom attributes, locale, time zone, country, versions
+            /// and authorization status where it gives none - so the alias does not keep reaching a
+            /// dead token until APNs rejects it. With a client key, holding the old token is the proof,
+            /// as in `/v1/devices/by-token/{token}`; in an app that verifies identities the alias moves
+            /// only with an `alias_signature` for the new token (the v2 signature names the token).
+            /// An old token the app does not have (retired by an earlier try, say) is ignored; one
+            /// equal to `token` is refused (422).
+            ///
+            ///
+            /// - Remark: Generated from `#/components/schemas/DeviceRegistration/previous_token`.
+            public var previousToken: Swift.String?
             /// The APNs topic the token belongs to (default - the app's bundle id).
             ///
             /// - Remark: Generated from `#/components/schemas/DeviceRegistration/topic`.
@@ -1265,6 +1279,7 @@ extension Components {
             /// - Parameters:
             ///   - token: The APNs device token in hexadecimal (8 to 100 bytes; APNs' are 32).
             ///   - environment:
+            ///   - previousToken: The token this device had before, when APNs gave the app a new one (HeraldKit sends it
             ///   - topic: The APNs topic the token belongs to (default - the app's bundle id).
             ///   - alias:
             ///   - aliasSignature:
@@ -1279,6 +1294,7 @@ extension Components {
             public init(
                 token: Swift.String,
                 environment: Components.Schemas.Environment,
+                previousToken: Swift.String? = nil,
                 topic: Swift.String? = nil,
                 alias: Components.Schemas.Alias? = nil,
                 aliasSignature: Components.Schemas.AliasSignature? = nil,
@@ -1293,6 +1309,7 @@ extension Components {
             ) {
                 self.token = token
                 self.environment = environment
+                self.previousToken = previousToken
                 self.topic = topic
                 self.alias = alias
                 self.aliasSignature = aliasSignature
@@ -1308,6 +1325,7 @@ extension Components {
             public enum CodingKeys: String, CodingKey {
                 case token
                 case environment
+                case previousToken = "previous_token"
                 case topic
                 case alias
                 case aliasSignature = "alias_signature"
@@ -1329,6 +1347,10 @@ extension Components {
                 self.environment = try container.decode(
                     Components.Schemas.Environment.self,
                     forKey: .environment
+                )
+                self.previousToken = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .previousToken
                 )
                 self.topic = try container.decodeIfPresent(
                     Swift.String.self,
@@ -1377,6 +1399,7 @@ extension Components {
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "token",
                     "environment",
+                    "previous_token",
                     "topic",
                     "alias",
                     "alias_signature",

@@ -34,6 +34,12 @@ public struct DeviceRegistration: Sendable {
     public var attributes: (set: [String: JSONValue], removed: [String])
     /// Nil: the device's stays as it was.
     public var authorizationStatus: AuthorizationStatus?
+    /// The token APNs replaced with this one: its registration is retired in the same transaction
+    /// and its profile carried over where this registration gives none (docs/api.md).
+    public var previousToken: [UInt8]?
+    /// Whether the previous token's alias moves to this one (not for a client key of an app that
+    /// verifies identities without a signature for the new token).
+    public var carriesAlias = true
 
     public init(
         appID: UUID, token: [UInt8], environment: APNsEnvironment, topic: String, alias: String? = nil,

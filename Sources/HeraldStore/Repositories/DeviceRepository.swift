@@ -52,6 +52,8 @@ public struct DeviceRepository: Sendable {
     public func register(_ registration: DeviceRegistration) async throws -> Registered {
         try await DeviceLimits.enforced {
             try await client.transaction(logger: logger) { connection in
+                var registration = registration
+                let retired = try await Self.retirePrevious(of: &registration, on: connection, logger: logger)
                 let rows = try await connection.run(
                     """
                     INSERT INTO devices (app_id, token, environment, topic, alias, locale, time_zone, country, app_version,
@@ -59,7 +61,10 @@ public struct DeviceRepository: Sendable {
                     VALUES (\(registration.appID), \(registration.token.bytea), \(registration.environment.rawValue),
                             \(registration.topic), \(registration.alias), \(registration.locale), \(registration.timeZone),
                             \(registration.country), \(registration.appVersion), \(registration.osVersion),
-                            \(registration.attributes.set.isEmpty ? nil : JSONValue.object(registration.attributes.set).jsonText)::jsonb,
+                            herald_merge_attributes(
+                                \(retired?.attributes)::jsonb,
+                                \(registration.attributes.set.isEmpty ? nil : JSONValue.object(registration.attributes.set).jsonText)::jsonb,
+                                \(registration.attributes.removed)::text[]),
                             \(registration.authorizationStatus?.rawValue))
                     ON CONFLICT (app_id, token) DO UPDATE SET
                         authorization_status = COALESCE(EXCLUDED.authorization_status, devices.authorization_status),
@@ -73,6 +78,9 @@ public struct DeviceRepository: Sendable {
                     registered = Registered(id: id, isNew: inserted)
                 }
                 guard let registered else { throw StoreError(message: "device registration returned no row") }
+                if let retired {
+                    try await Self.moveTags(from: retired.id, to: registered.id, on: connection, logger: logger)
+                }
                 if !registration.tags.isEmpty {
                     try await Self.insertTags(
                         registration.tags, deviceID: registered.id, appID: registration.appID, on: connection,
@@ -81,6 +89,68 @@ public struct DeviceRepository: Sendable {
                 return registered
             }
         }
+    }
+
+    /// What a rotated token's registration carried, read as it was retired.
+    struct RetiredDevice {
+        var id: Int64
+        /// Its custom attributes as JSON text, merged under the new registration's.
+        var attributes: String?
+    }
+
+    /// Retires `registration.previousToken`'s device (status `invalid`, reason `token_rotated`,
+    /// alias released) and fills what `registration` leaves out from it: alias (when
+    /// ``DeviceRegistration/carriesAlias``), locale, time zone, country, versions, authorization
+    /// status. Nil when there is no previous token or the app has no device with it.
+    static func retirePrevious(
+        of registration: inout DeviceRegistration, on connection: PostgresConnection, logger: Logger
+    ) async throws -> RetiredDevice? {
+        guard let previous = registration.previousToken, previous != registration.token else { return nil }
+        // The old values are read (and the row locked) before the update releases the alias.
+        let rows = try await connection.run(
+            """
+            WITH old AS (
+                SELECT id, alias, locale, time_zone, country, app_version, os_version, attributes, authorization_status
+                FROM devices WHERE app_id = \(registration.appID) AND token = \(previous.bytea)
+                FOR UPDATE
+            ), retired AS (
+                UPDATE devices d SET status = 'invalid', invalid_reason = 'token_rotated', invalidated_at = now(),
+                                     alias = NULL, updated_at = now()
+                FROM old WHERE d.id = old.id
+                RETURNING d.id
+            )
+            SELECT old.id, old.alias, old.locale, old.time_zone, old.country, old.app_version, old.os_version,
+                   old.attributes::text, old.authorization_status
+            FROM old JOIN retired USING (id)
+            """, logger: logger)
+        var retired: RetiredDevice?
+        for try await row in rows.decode(
+            (Int64, String?, String?, String?, String?, String?, String?, String?, String?).self)
+        {
+            let (id, alias, locale, timeZone, country, appVersion, osVersion, attributes, authorization) = row
+            if registration.carriesAlias { registration.alias = registration.alias ?? alias }
+            registration.locale = registration.locale ?? locale
+            registration.timeZone = registration.timeZone ?? timeZone
+            registration.country = registration.country ?? country
+            registration.appVersion = registration.appVersion ?? appVersion
+            registration.osVersion = registration.osVersion ?? osVersion
+            registration.authorizationStatus =
+                registration.authorizationStatus ?? authorization.flatMap(AuthorizationStatus.init(rawValue:))
+            retired = RetiredDevice(id: id, attributes: attributes)
+        }
+        return retired
+    }
+
+    /// Moves a retired device's tags to the device that replaced it.
+    static func moveTags(from retired: Int64, to device: Int64, on connection: PostgresConnection, logger: Logger)
+        async throws
+    {
+        try await connection.run(
+            """
+            WITH moved AS (DELETE FROM device_tags WHERE device_id = \(retired) RETURNING app_id, tag)
+            INSERT INTO device_tags (app_id, tag, device_id) SELECT app_id, tag, \(device) FROM moved
+            ON CONFLICT DO NOTHING
+            """, logger: logger)
     }
 
     /// The device with registration id `id`, if it belongs to `appID`.
