@@ -60,7 +60,7 @@ format:
 test: deps
 	$(STEP) format scripts/format.sh --check
 	$(STEP) package-names scripts/check-package-names.sh
-	$(STEP) imports bash -c 'mkdir -p .local && $(SWIFT) package dump-package > .local/package.json && scripts/check-imports.py < .local/package.json && scripts/module-graph.py --check < .local/package.json'
+	$(STEP) imports bash -c 'mkdir -p .local && $(SWIFT) package dump-package > .local/package.json && scripts/check-imports.py < .local/package.json && scripts/module-graph.py --check < .local/package.json && cd Clients/HeraldKit && $(SWIFT) package dump-package | ../../scripts/check-imports.py'
 	$(STEP) openapi scripts/generate-openapi.sh --check
 	$(STEP) deploy scripts/test-deploy.sh
 	$(STEP) build $(SWIFT) build --build-tests
@@ -71,6 +71,7 @@ test: deps
 	$(STEP) external-clients scripts/test-external-clients.sh .build/debug
 	$(STEP) gateway scripts/with-infrastructure.sh .build/debug scripts/test-gateway.sh .build/debug
 	$(STEP) release $(RELEASE_BUILD)
+	$(STEP) heraldkit scripts/test-heraldkit.sh .build/release
 	$(STEP) end-to-end scripts/test-end-to-end.sh .build/release
 	$(STEP) scale-out scripts/test-scale-out.sh .build/release
 

@@ -57,6 +57,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // The client SDK (Clients/HeraldKit): the gateway's frames come from it, and `herald dev
+        // phones` runs its core.
+        .package(path: "Clients/HeraldKit"),
     ],
     targets: [
         // MARK: C libraries (system packages, installed by scripts/install-dependencies.sh)
@@ -95,10 +98,6 @@ let package = Package(
         ),
         // The long connection's frames (Schemas/gateway/gateway.proto) and its rules as a state
         // machine: no IO, so the gateway and its tests share one definition.
-        .target(
-            name: "HeraldGatewayProtocol",
-            dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")]
-        ),
         .target(
             name: "HeraldCore",
             dependencies: [
@@ -237,7 +236,8 @@ let package = Package(
         .target(
             name: "HeraldGateway",
             dependencies: [
-                "HeraldAccess", "HeraldAPNsVocabulary", "HeraldCore", "HeraldDomain", "HeraldGatewayProtocol",
+                "HeraldAccess", "HeraldAPNsVocabulary", "HeraldCore", "HeraldDomain",
+                .product(name: "HeraldGatewayProtocol", package: "HeraldKit"),
                 "HeraldMetrics", "HeraldStore", "HeraldTiming",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -278,7 +278,8 @@ let package = Package(
             name: "HeraldSender",
             dependencies: [
                 "HeraldAPNs", "HeraldAPNsVocabulary", "HeraldHTTP2", "HeraldRecords", "HeraldKafka", "HeraldMessaging",
-                "HeraldDomain", "HeraldStore", "HeraldAccess", "HeraldGatewayProtocol",
+                "HeraldDomain", "HeraldStore", "HeraldAccess",
+                .product(name: "HeraldGatewayProtocol", package: "HeraldKit"),
                 "HeraldCore", "HeraldMetrics", "HeraldTiming",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -489,11 +490,10 @@ let package = Package(
             dependencies: ["HeraldCore", "HeraldTiming", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "HeraldMetricsTests", dependencies: ["HeraldMetrics", "HeraldCore"]),
         .testTarget(name: "HeraldRecordsTests", dependencies: ["HeraldRecords"]),
-        .testTarget(name: "HeraldGatewayProtocolTests", dependencies: ["HeraldGatewayProtocol"]),
         .testTarget(
             name: "HeraldGatewayTests",
             dependencies: [
-                "HeraldGateway", "HeraldGatewayProtocol",
+                "HeraldGateway", .product(name: "HeraldGatewayProtocol", package: "HeraldKit"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]),
@@ -550,7 +550,8 @@ let package = Package(
                 "HeraldCore",
                 "HeraldKafka",
                 "HeraldMessaging", "HeraldTiming", "HeraldHTTP2", "APNsTestSupport",
-                "HeraldGateway", "HeraldGatewayProtocol", "HeraldAccess", "StoreTestSupport",
+                "HeraldGateway", .product(name: "HeraldGatewayProtocol", package: "HeraldKit"), "HeraldAccess",
+                "StoreTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),

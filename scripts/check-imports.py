@@ -16,7 +16,7 @@ import sys
 
 SYSTEM = {
     "Foundation", "FoundationEssentials", "FoundationNetworking", "Glibc", "Darwin", "Musl", "Dispatch",
-    "Synchronization", "Testing", "XCTest", "_Concurrency", "os", "CoreFoundation",
+    "Synchronization", "Testing", "XCTest", "_Concurrency", "os", "CoreFoundation", "Network", "UserNotifications",
 }
 
 # `import X`, `@testable import X`, `public import X`, `@preconcurrency import struct X.Y`, …

@@ -6,8 +6,8 @@
 # Generated code (Open API, protobuf) is left as its generator wrote it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(find Sources Tests Benchmarks -name '*.swift' \
-    -not -path '*/Generated/*' -not -path '*/.build/*' | sort; echo Package.swift)
+mapfile -t files < <(find Sources Tests Benchmarks Clients -name '*.swift' \
+    -not -path '*/Generated/*' -not -path '*/.build/*' | sort; echo Package.swift; echo Clients/HeraldKit/Package.swift)
 if [[ "${1:-}" == "--check" ]]; then
     if ! output=$(swift format lint --strict --configuration .swift-format --parallel "${files[@]}" 2>&1); then
         echo "$output" | head -40 >&2

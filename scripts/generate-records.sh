@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates Sources/HeraldRecords/Generated from Schemas/kafka/*.proto, and
-# Sources/HeraldGatewayProtocol/Generated from Schemas/gateway/*.proto.
+# Clients/HeraldKit/Sources/HeraldGatewayProtocol/Generated (the SDK's package, which the server
+# depends on for the gateway's frames) from Schemas/gateway/*.proto.
 #
 # The generated Swift is committed, so neither CI nor a newcomer needs this. It needs protoc
 # (apt: protobuf-compiler) and protoc-gen-swift 1.39.0, built once from the package mirror:
@@ -19,7 +20,7 @@ rm -f "$out"/*.pb.swift
 protoc --plugin=protoc-gen-swift="$plugin" --swift_out="$out" --swift_opt=Visibility=Public \
   -I Schemas/kafka Schemas/kafka/*.proto
 echo "generated: $(ls "$out")"
-gateway=Sources/HeraldGatewayProtocol/Generated
+gateway=Clients/HeraldKit/Sources/HeraldGatewayProtocol/Generated
 mkdir -p "$gateway"
 rm -f "$gateway"/*.pb.swift
 protoc --plugin=protoc-gen-swift="$plugin" --swift_out="$gateway" --swift_opt=Visibility=Public \

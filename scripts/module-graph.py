@@ -25,9 +25,6 @@ RULES = [
     ("HeraldDomain", forbidden, "the domain is what Herald knows without a database or a network")
     for forbidden in ("PostgresNIO", "CLibPQ", "NIOCore", "CNGHTTP2", "CRdKafka")
 ] + [
-    ("HeraldGatewayProtocol", forbidden, "the gateway's frames and rules are words, tested without IO")
-    for forbidden in ("NIOCore", "PostgresNIO", "CRdKafka", "CNGHTTP2")
-] + [
     ("HeraldAccess", forbidden, "who may come in is decided the same for HTTP and the gateway, apart from both")
     for forbidden in ("Hummingbird", "HeraldAPI", "HeraldGateway")
 ] + [

@@ -1,3 +1,5 @@
+import HeraldGatewayProtocol
+
 /// One connection's protocol (docs/gateway.md, "The conversation") as a state machine: the
 /// handler feeds it what arrived and the coarse clock's ticks, and does what the returned
 /// ``Action``s say — send a frame, look a hello up, close, hand pushes to APNs — outside of it.

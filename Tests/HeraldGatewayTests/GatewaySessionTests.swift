@@ -1,4 +1,5 @@
 import Foundation
+import HeraldGateway
 import HeraldGatewayProtocol
 import Testing
 

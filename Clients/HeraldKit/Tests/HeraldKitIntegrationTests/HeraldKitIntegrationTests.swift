@@ -1,0 +1,183 @@
+import Foundation
+import HeraldKit
+import Testing
+
+/// HeraldKit against a real herald-api and herald-gateway (`herald dev up`, started by
+/// scripts/test-heraldkit.sh): what an app does with the SDK, checked on the server's side.
+@Suite("HeraldKit against the running services", .enabled(if: Stack.isWanted), .serialized)
+struct HeraldKitIntegrationTests {
+    static func client(
+        _ stack: Stack, _ app: Stack.App, storage: any HeraldStorage, center: InMemoryNotificationCenter,
+        apiURL: URL? = nil, signer: HeraldClient.AliasSigner? = nil
+    ) -> HeraldClient {
+        HeraldClient(
+            configuration: HeraldConfiguration(
+                apiURL: apiURL ?? stack.apiURL, clientKey: app.clientKey, gateway: stack.gateway,
+                environment: "sandbox", agent: "HeraldKit integration test"),
+            notificationCenter: center, storage: storage, aliasSigner: signer)
+    }
+
+    static func devices(_ stack: Stack, _ app: Stack.App, alias: String) async throws -> [[String: Any]] {
+        let answer = try await stack.call("GET", "/v1/devices?alias=\(alias)", key: app.serverKey)
+        return answer["devices"] as? [[String: Any]] ?? []
+    }
+
+    @Test("register, bind a signed alias (a forged one fails), add tags, rotate the token")
+    func registration() async throws {
+        let stack = try #require(
+            Stack.current, "HERALD_API_URL, HERALD_ADMIN_TOKEN and HERALD_DEV_GATEWAY(_CA) name the stack")
+        let app = try await stack.createApp(clientTags: ["news"])
+        let storage = InMemoryStorage()
+        let secret = app.identitySecret
+        let client = Self.client(
+            stack, app, storage: storage, center: InMemoryNotificationCenter(),
+            signer: { token, alias in try BackEnd.sign(alias: alias, token: token, secret: secret) })
+        let first = randomToken()
+        let registered = try await client.register(deviceToken: first)
+        #expect(registered.tokenPrefix == String(hexadecimal(first).prefix(8)))
+        #expect(await client.deviceToken == hexadecimal(first))
+
+        try await client.bind(alias: "kit-user")
+        #expect(try await Self.devices(stack, app, alias: "kit-user").count == 1)
+
+        let forger = Self.client(
+            stack, app, storage: InMemoryStorage(), center: InMemoryNotificationCenter(),
+            signer: { token, alias in try BackEnd.sign(alias: alias, token: token, secret: "hid_guessed") })
+        try await forger.register(deviceToken: randomToken())
+        await #expect(throws: HeraldAPIError.self) { try await forger.bind(alias: "kit-user") }
+        do {
+            try await forger.bind(alias: "kit-user")
+        } catch let error as HeraldAPIError {
+            #expect(error.status == 403 && error.code == "alias_signature_invalid")
+        }
+        #expect(try await Self.devices(stack, app, alias: "kit-user").count == 1, "the forged bind changed nothing")
+
+        try await client.add(tags: ["news"])
+        do {
+            try await client.add(tags: ["staff"])
+            Issue.record("a tag outside client_tags was taken")
+        } catch let error as HeraldAPIError {
+            #expect(error.status == 403 && error.code == "tag_not_allowed")
+        }
+
+        // APNs hands the app a new token: the next launch's registration hands the old one over.
+        let second = randomToken()
+        try await client.register(deviceToken: second)
+        let bound = try await Self.devices(stack, app, alias: "kit-user")
+        #expect(bound.map { $0["token_prefix"] as? String } == [String(hexadecimal(second).prefix(8))])
+        #expect(bound.first?["tags"] as? [String] == ["news"], "the tags moved with the token")
+        let old = try await stack.call(
+            "GET", "/v1/devices/by-token/\(hexadecimal(first))", key: app.serverKey)
+        #expect(old["status"] as? String == "invalid" && old["invalid_reason"] as? String == "token_rotated")
+    }
+
+    @Test("a push over the long connection is shown once, acknowledged, and a recall removes its copies")
+    func onlinePushAndRecall() async throws {
+        let stack = try #require(Stack.current)
+        let app = try await stack.createApp()
+        let center = InMemoryNotificationCenter()
+        let secret = app.identitySecret
+        let client = Self.client(
+            stack, app, storage: InMemoryStorage(), center: center,
+            signer: { token, alias in try BackEnd.sign(alias: alias, token: token, secret: secret) })
+        try await client.register(deviceToken: randomToken())
+        try await client.bind(alias: "online-user")
+        await client.enterForeground()
+        try await Stack.eventually(30, "the connection is welcomed") { await client.live }
+
+        let sent = try await stack.call(
+            "POST", "/v1/pushes", key: app.serverKey,
+            json:
+                #"{"audience":{"aliases":["online-user"]},"notification":{"alert":{"title":"Sale","body":"20% off"},"data":{"sku":"42"}},"options":{"channel":"online","collapse_id":"kit-sale"}}"#
+        )
+        #expect(sent.status == 202, "\(sent.json)")
+        let pushID = try #require((sent["id"] as? String).flatMap(UUID.init(uuidString:)))
+        try await Stack.eventually(60, "the push is shown") {
+            await center.deliveredRecords.contains { $0.identifier == "kit-sale" }
+        }
+        let shown = try #require(await center.added.first)
+        #expect(shown.title == "Sale" && shown.body == "20% off")
+        #expect(shown.userInfo["herald"]?["push_id"]?.stringValue == pushID.uuidString.lowercased())
+        #expect(shown.userInfo["sku"]?.stringValue == "42")
+        try await Stack.eventually(60, "the push counts delivered_online") {
+            let status = try await stack.call("GET", "/v1/pushes/\(pushID)", key: app.serverKey)
+            return (status["counters"] as? [String: Any])?["delivered_online"] as? Int == 1
+        }
+
+        // The same push through APNs (its payload as the phone would get it): not shown again.
+        var userInfo: [AnyHashable: Any] = [:]
+        for (key, value) in shown.userInfo { userInfo[key] = value.foundationObject }
+        #expect(await client.handleRemoteNotification(userInfo: userInfo) == .duplicate)
+
+        // A reminder the app scheduled from that push, still pending: the recall takes it too.
+        try await client.schedule(
+            LocalNotification(
+                identifier: "kit-reminder", body: "Sale ends soon", userInfo: shown.userInfo,
+                trigger: LocalTrigger(fireDate: Date().addingTimeInterval(3600))))
+        let recall = try await stack.call("POST", "/v1/pushes/\(pushID)/recall", key: app.serverKey)
+        #expect(recall.status == 202, "\(recall.json)")
+        try await Stack.eventually(60, "the revoke removes the shown and the pending copy") {
+            let delivered = await center.removedDelivered
+            let pending = await center.removedPending
+            return delivered.contains("kit-sale") && pending.contains("kit-reminder")
+        }
+        let left = await center.deliveredRecords.count + center.pendingRecords.count
+        #expect(left == 0)
+        await client.enterBackground()
+    }
+
+    @Test("opens and actions reported while offline are queued on disk and counted once")
+    func engagementAcrossOffline() async throws {
+        let stack = try #require(Stack.current)
+        let app = try await stack.createApp()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("heraldkit-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let storage = try FileStorage(directory: folder)
+        let center = InMemoryNotificationCenter()
+        let secret = app.identitySecret
+        let online = Self.client(
+            stack, app, storage: storage, center: center,
+            signer: { token, alias in try BackEnd.sign(alias: alias, token: token, secret: secret) })
+        try await online.register(deviceToken: randomToken())
+        try await online.bind(alias: "engaged-user")
+        await online.enterForeground()
+        try await Stack.eventually(30, "the connection is welcomed") { await online.live }
+        let sent = try await stack.call(
+            "POST", "/v1/pushes", key: app.serverKey,
+            json:
+                #"{"audience":{"aliases":["engaged-user"]},"notification":{"alert":{"body":"Read me"}},"options":{"channel":"online"}}"#
+        )
+        let pushID = try #require((sent["id"] as? String).flatMap(UUID.init(uuidString:)))
+        try await Stack.eventually(60, "the push is shown") { await !center.deliveredRecords.isEmpty }
+        await online.enterBackground()
+
+        // The user opens it and taps "reply" with no network: herald-api cannot be reached.
+        let offline = Self.client(
+            stack, app, storage: storage, center: center, apiURL: URL(string: "http://127.0.0.1:9")!)
+        await offline.report(.opened, pushID: pushID)
+        await offline.report(.action, pushID: pushID, action: "reply", textInput: true)
+        #expect(await offline.pendingEvents == 2)
+
+        // The next launch, online again: the queue on disk is sent.
+        let relaunched = Self.client(stack, app, storage: storage, center: center)
+        #expect(await relaunched.pendingEvents == 2)
+        await relaunched.flushEvents(force: true)
+        #expect(await relaunched.pendingEvents == 0)
+        try await Stack.eventually(30, "the server counts the open and the action") {
+            let status = try await stack.call("GET", "/v1/pushes/\(pushID)", key: app.serverKey)
+            let engagement = status["engagement"] as? [String: Any]
+            return engagement?["opened"] as? Int == 1
+                && (engagement?["actions"] as? [String: Any])?["reply"] as? Int == 1
+        }
+
+        // The same batch again (an answer lost on the way back): counted nothing twice.
+        let token = try #require(await relaunched.deviceToken)
+        let api = HeraldAPIClient(baseURL: stack.apiURL, clientKey: app.clientKey)
+        let repeated = try await api.report([
+            EngagementEvent(pushID: pushID, token: token, type: .opened, occurredAt: Date())
+        ])
+        #expect(repeated.counted == 0 && repeated.duplicates == 1)
+        let status = try await stack.call("GET", "/v1/pushes/\(pushID)", key: app.serverKey)
+        #expect((status["engagement"] as? [String: Any])?["opened"] as? Int == 1)
+    }
+}
