@@ -18,7 +18,7 @@ struct TokenRotationTests {
             let first = try await api.call(
                 .post, "/v1/devices", key: app.serverKey,
                 json:
-                    #"{"token":"\#(old)","environment":"production","alias":"rot-1","tags":["news","sport"],"locale":"de_DE","time_zone":"Europe/Berlin","attributes":{"plan":"gold"},"authorization_status":"authorized"}"#
+                    #"{"token":"\#(old)","environment":"production","alias":"rot-1","tags":["news","sport"],"locale":"de_DE","time_zone":"Europe/Berlin","country":"DE","attributes":{"plan":"gold"},"authorization_status":"authorized"}"#
             )
             #expect(first.status == .created)
             let oldID = (first["registration_id"] as? NSNumber)?.int64Value ?? 0
@@ -48,11 +48,19 @@ struct TokenRotationTests {
             let tagged = try await api.call(.get, "/v1/devices?tag=news", key: app.serverKey)
             #expect((tagged["devices"] as? [[String: Any]])?.count == 1)
 
-            // Sent again (the answer was lost): the old token is retired already; nothing changes.
+            // Sent again (the answer was lost) after the new device changed: the old token is
+            // retired already, and its stale profile is not carried over a second time.
+            let newID = (rotated["registration_id"] as? NSNumber)?.int64Value ?? 0
+            let changed = try await api.call(
+                .patch, "/v1/devices/\(newID)", key: app.serverKey,
+                json: #"{"country":"FR","attributes":{"plan":"silver"}}"#)
+            #expect(changed.status == .ok, "\(changed.text)")
             let again = try await api.call(
                 .post, "/v1/devices", key: app.serverKey,
                 json: #"{"token":"\#(new)","environment":"production","previous_token":"\#(old)"}"#)
             #expect(again.status == .ok && again["alias"] as? String == "rot-1")
+            #expect(again["country"] as? String == "FR")
+            #expect((again["attributes"] as? [String: Any])?["plan"] as? String == "silver")
 
             let same = try await api.call(
                 .post, "/v1/devices", key: app.serverKey,

@@ -101,7 +101,8 @@ public struct DeviceRepository: Sendable {
     /// Retires `registration.previousToken`'s device (status `invalid`, reason `token_rotated`,
     /// alias released) and fills what `registration` leaves out from it: alias (when
     /// ``DeviceRegistration/carriesAlias``), locale, time zone, country, versions, authorization
-    /// status. Nil when there is no previous token or the app has no device with it.
+    /// status. Nil when there is no previous token, the app has no device with it, or it was
+    /// retired by a rotation already.
     static func retirePrevious(
         of registration: inout DeviceRegistration, on connection: PostgresConnection, logger: Logger
     ) async throws -> RetiredDevice? {
@@ -112,6 +113,8 @@ public struct DeviceRepository: Sendable {
             WITH old AS (
                 SELECT id, alias, locale, time_zone, country, app_version, os_version, attributes, authorization_status
                 FROM devices WHERE app_id = \(registration.appID) AND token = \(previous.bytea)
+                -- Retired by an earlier try (its answer lost): its stale profile is not carried again.
+                  AND invalid_reason IS DISTINCT FROM 'token_rotated'
                 FOR UPDATE
             ), retired AS (
                 UPDATE devices d SET status = 'invalid', invalid_reason = 'token_rotated', invalidated_at = now(),
