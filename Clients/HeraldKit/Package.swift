@@ -11,6 +11,10 @@ import PackageDescription
 ///   (SwiftNIO: NIOTransportServices on Apple platforms, NIOPosix and NIOSSL on Linux), the
 ///   de-duplication of pushes that came both ways, recall and replace as pure decisions over a
 ///   notification centre behind a protocol, and engagement events queued on disk. Tested on Linux.
+///   It reaches herald-api through a transport protocol and links no HTTP stack itself.
+/// - `HeraldKitURLSession`: that transport over URLSession, what an app uses (on Linux URLSession
+///   is FoundationNetworking's, which needs libcurl: a program that must not link it, such as
+///   herald-admin's simulated phones, brings its own transport).
 /// - `HeraldKitNotifications`: the thin adapter to Apple's `UNUserNotificationCenter`; compiled
 ///   only where UserNotifications exists (not on Linux, so not by this repository's tests).
 let package = Package(
@@ -18,6 +22,7 @@ let package = Package(
     platforms: [.iOS(.v15), .macOS(.v12)],
     products: [
         .library(name: "HeraldKit", targets: ["HeraldKit"]),
+        .library(name: "HeraldKitURLSession", targets: ["HeraldKitURLSession"]),
         .library(name: "HeraldKitNotifications", targets: ["HeraldKitNotifications"]),
         .library(name: "HeraldGatewayProtocol", targets: ["HeraldGatewayProtocol"]),
     ],
@@ -44,9 +49,10 @@ let package = Package(
                     condition: .when(platforms: [.iOS, .macOS, .tvOS, .watchOS, .visionOS])),
             ]
         ),
+        .target(name: "HeraldKitURLSession", dependencies: ["HeraldKit"]),
         .target(name: "HeraldKitNotifications", dependencies: ["HeraldKit"]),
         .testTarget(name: "HeraldKitTests", dependencies: ["HeraldKit", "HeraldGatewayProtocol"]),
         // Against a running herald-api and herald-gateway: scripts/test-heraldkit.sh starts them.
-        .testTarget(name: "HeraldKitIntegrationTests", dependencies: ["HeraldKit"]),
+        .testTarget(name: "HeraldKitIntegrationTests", dependencies: ["HeraldKit", "HeraldKitURLSession"]),
     ]
 )

@@ -29,7 +29,7 @@ public actor HeraldClient {
 
     public nonisolated let configuration: HeraldConfiguration
     private let api: HeraldAPIClient
-    private let center: any NotificationCenter
+    private let center: any HeraldNotificationCenter
     private let storage: any HeraldStorage
     private let aliasSigner: AliasSigner?
     private let now: @Sendable () -> Date
@@ -38,21 +38,29 @@ public actor HeraldClient {
     private var queue: EngagementQueue
     private var retryEventsAt: Date?
     private var connection: GatewayConnection?
+    private var connectionEvents: Task<Void, Never>?
+    private var inForeground = false
     private var aliasSignature: String?
+    private var registrationTail: Task<Void, Never>?
+    private var flushing = false
+    /// Push ids revoked lately: a push being shown while its revoke ran is removed once shown.
+    private var revoked = RecentlyRevoked()
     private var pushContinuations: [UUID: AsyncStream<OnlinePush>.Continuation] = [:]
 
     /// - Parameters:
     ///   - notificationCenter: the system's (HeraldKitNotifications' `SystemNotificationCenter`),
     ///     or a fake in tests.
     ///   - storage: where the registration, the shown push ids and the unsent events live.
+    ///   - transport: how to reach herald-api (HeraldKitURLSession's `URLSessionTransport` in an app).
     ///   - aliasSigner: how to get an alias signature from the app's back-end.
-    ///   - session: the URLSession for herald-api.
     public init(
-        configuration: HeraldConfiguration, notificationCenter: any NotificationCenter, storage: any HeraldStorage,
-        aliasSigner: AliasSigner? = nil, session: URLSession = .shared, now: @escaping @Sendable () -> Date = Date.init
+        configuration: HeraldConfiguration, notificationCenter: any HeraldNotificationCenter,
+        storage: any HeraldStorage,
+        transport: any HeraldHTTPTransport, aliasSigner: AliasSigner? = nil,
+        now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.configuration = configuration
-        api = HeraldAPIClient(baseURL: configuration.apiURL, clientKey: configuration.clientKey, session: session)
+        api = HeraldAPIClient(baseURL: configuration.apiURL, clientKey: configuration.clientKey, transport: transport)
         center = notificationCenter
         self.storage = storage
         self.aliasSigner = aliasSigner
@@ -78,28 +86,10 @@ public actor HeraldClient {
     /// - Throws: ``HeraldAPIError`` (a refused alias signature, a tag the app does not allow, …).
     @discardableResult
     public func register(
-        deviceToken: some Sequence<UInt8>, update: @Sendable (inout DeviceRegistration) -> Void = { _ in }
+        deviceToken: some Sequence<UInt8>, update: @escaping @Sendable (inout DeviceRegistration) -> Void = { _ in }
     ) async throws -> RegisteredDevice {
-        try await register(token: hexadecimal(deviceToken), update: update)
-    }
-
-    private func register(token: String, update: @Sendable (inout DeviceRegistration) -> Void) async throws
-        -> RegisteredDevice
-    {
-        var registration = record.registration(for: token, environment: configuration.environment)
-        update(&registration)
-        if registration.alias == nil, let alias = record.alias, registration.previousToken != nil {
-            // A new token needs its own signature: the v2 signature names the token.
-            registration.alias = alias
-        }
-        if let alias = registration.alias, registration.aliasSignature == nil, let aliasSigner {
-            registration.aliasSignature = try await aliasSigner(registration.token, alias)
-        }
-        let registered = try await api.register(registration)
-        record = record.after(registration, at: now())
-        if registration.alias != nil { aliasSignature = registration.aliasSignature }
-        try storage.save(record, named: Names.registration)
-        return registered
+        let token = hexadecimal(deviceToken)
+        return try await serialized { try await self.performRegistration(token: token, update: update) }
     }
 
     /// Binds the user's alias to this device (after sign-in), with the signature from the app's
@@ -108,24 +98,70 @@ public actor HeraldClient {
     ///   ``NotRegistered`` before the first registration.
     @discardableResult
     public func bind(alias: String) async throws -> RegisteredDevice {
-        guard let token = record.token else { throw NotRegistered() }
-        return try await register(token: token) { $0.alias = alias }
+        try await serialized { try await self.performRegistration(token: nil) { $0.alias = alias } }
     }
 
     /// Adds tags (among the app's `client_tags`).
     @discardableResult
     public func add(tags: [String]) async throws -> RegisteredDevice {
-        guard let token = record.token else { throw NotRegistered() }
-        return try await register(token: token) { $0.tags = tags }
+        try await serialized { try await self.performRegistration(token: nil) { $0.tags = tags } }
     }
 
     /// Reports whether the user lets the app show notifications (`authorized`, `denied`, …).
     @discardableResult
     public func report(authorizationStatus: String) async throws -> RegisteredDevice {
-        guard let token = record.token else { throw NotRegistered() }
-        return try await register(token: token) {
-            $0.authorizationStatus = authorizationStatus
+        try await serialized {
+            try await self.performRegistration(token: nil) { $0.authorizationStatus = authorizationStatus }
         }
+    }
+
+    /// Runs registrations one after another: each is built from the record the previous one left
+    /// (a tag added during a token rotation goes to the new token, never the retired one).
+    private func serialized<Value: Sendable>(_ work: @escaping @Sendable () async throws -> Value) async throws
+        -> Value
+    {
+        let previous = registrationTail
+        let task = Task { () async throws -> Value in
+            await previous?.value
+            return try await work()
+        }
+        registrationTail = Task { _ = try? await task.value }
+        return try await task.value
+    }
+
+    /// One registration: `token` (nil: the one registered already) with what `update` sets.
+    private func performRegistration(token: String?, update: @Sendable (inout DeviceRegistration) -> Void)
+        async throws -> RegisteredDevice
+    {
+        guard let token = token ?? record.token else { throw NotRegistered() }
+        var registration = record.registration(for: token, environment: configuration.environment)
+        update(&registration)
+        var carried = false
+        if registration.alias == nil, let alias = record.alias, registration.previousToken != nil {
+            // A new token needs its own signature: the v2 signature names the token.
+            registration.alias = alias
+            carried = true
+        }
+        if let alias = registration.alias, registration.aliasSignature == nil, let aliasSigner {
+            do {
+                registration.aliasSignature = try await aliasSigner(registration.token, alias)
+            } catch  where carried {
+                // The back-end cannot sign now: register the new token without the alias (the
+                // server releases it from the old one); the app binds it again later.
+                registration.alias = nil
+            }
+        }
+        let registered = try await api.register(registration)
+        let before = record
+        record = record.after(registration, at: now())
+        if registration.alias != nil { aliasSignature = registration.aliasSignature }
+        if carried, registration.alias == nil { record.alias = nil }
+        try storage.save(record, named: Names.registration)
+        if before.token != record.token || registration.alias != nil {
+            // The connection's hello names the token and the alias signature: say it again.
+            await reconnectIfForeground()
+        }
+        return registered
     }
 
     /// Thrown by calls that need a registered device before ``register(deviceToken:update:)``.
@@ -150,43 +186,95 @@ public actor HeraldClient {
     }
 
     /// The app came to the foreground: connect to herald-gateway (when configured and the device
-    /// is registered), and send the events waiting.
+    /// is registered), and send the events waiting. Call it again after the first registration
+    /// of a launch, or let ``register(deviceToken:update:)`` do it.
     public func enterForeground() async {
-        if connection == nil, let endpoint = configuration.gateway, let token = record.token,
-            let environment = record.environment
-        {
-            // An alias-bound device says hello with a signature for its token (docs/gateway.md);
-            // one from an earlier launch is not kept, so the back-end signs again.
-            if aliasSignature == nil, let alias = record.alias, let aliasSigner {
-                aliasSignature = try? await aliasSigner(token, alias)
-            }
-            let identity = GatewayClientSession.Identity(
-                clientKey: configuration.clientKey, deviceToken: token, environment: environment,
-                aliasSignature: aliasSignature, agent: configuration.agent)
-            connection = try? GatewayConnection(
-                endpoint: endpoint, identity: identity,
-                handlers: .init(
-                    push: { push in Task { await self.arrivedOnline(push) } },
-                    revoke: { revocation in Task { await self.revoke(revocation) } },
-                    live: { live in Task { await self.setLive(live) } }))
-        }
+        inForeground = true
+        resignedThisForeground = false
+        if connection == nil { await connect() }
         connection?.start()
         await flushEvents()
     }
 
     /// The app went to the background: close the connection (APNs reaches the app there).
     public func enterBackground() {
-        connection?.stop()
-        connection = nil
-        live = false
+        inForeground = false
+        disconnect()
     }
 
     /// Whether the long connection is welcomed now.
     public private(set) var live = false
 
-    private func setLive(_ value: Bool) {
-        live = value
+    /// What the connection reports, handled one at a time in the order it happened (a replace
+    /// after its original, a loss after its welcome).
+    private enum ConnectionEvent: Sendable {
+        case push(GatewayPush)
+        case revoke(Revocation)
+        case live(Bool)
+        case stopped(code: String)
     }
+
+    private func connect() async {
+        guard let endpoint = configuration.gateway, let token = record.token, let environment = record.environment
+        else { return }
+        // An alias-bound device says hello with a signature for its token (docs/gateway.md),
+        // signed afresh on each connection: signatures expire.
+        if let alias = record.alias, let aliasSigner {
+            aliasSignature = (try? await aliasSigner(token, alias)) ?? aliasSignature
+        }
+        let identity = GatewayClientSession.Identity(
+            clientKey: configuration.clientKey, deviceToken: token, environment: environment,
+            aliasSignature: aliasSignature, agent: configuration.agent)
+        let (events, sink) = AsyncStream<ConnectionEvent>.makeStream()
+        guard
+            let opened = try? GatewayConnection(
+                endpoint: endpoint, identity: identity,
+                handlers: .init(
+                    push: { sink.yield(.push($0)) }, revoke: { sink.yield(.revoke($0)) },
+                    live: { sink.yield(.live($0)) }, stopped: { code, _ in sink.yield(.stopped(code: code)) }))
+        else { return }
+        connection = opened
+        connectionEvents = Task {
+            for await event in events { await self.handle(event, from: opened) }
+        }
+    }
+
+    private func disconnect() {
+        connection?.stop()
+        connection = nil
+        connectionEvents?.cancel()
+        connectionEvents = nil
+        live = false
+    }
+
+    private func reconnectIfForeground() async {
+        guard inForeground else { return }
+        disconnect()
+        await connect()
+        connection?.start()
+    }
+
+    private func handle(_ event: ConnectionEvent, from source: GatewayConnection) async {
+        guard connection === source else { return }  // a connection replaced since
+        switch event {
+        case .push(let push):
+            await arrivedOnline(push)
+        case .revoke(let revocation):
+            await revoke(revocation)
+        case .live(let value):
+            live = value
+        case .stopped(let code):
+            live = false
+            // An expired or refused signature: sign again and reconnect, once per foreground.
+            if code.hasPrefix("alias_signature"), !resignedThisForeground {
+                resignedThisForeground = true
+                aliasSignature = nil
+                await reconnectIfForeground()
+            }
+        }
+    }
+
+    private var resignedThisForeground = false
 
     func arrivedOnline(_ frame: GatewayPush) async {
         guard let push = OnlinePush(frame) else { return }
@@ -198,6 +286,10 @@ public actor HeraldClient {
         try? storage.save(shown, named: Names.shown)
         if !push.isExpired(at: now()), let notification = push.localNotification {
             try? await center.add(notification)
+            if revoked.names(push.pushID) {
+                // Its revoke ran while it was being shown.
+                await center.removeDelivered(identifiers: [notification.identifier])
+            }
         }
         for continuation in pushContinuations.values { continuation.yield(push) }
     }
@@ -224,6 +316,7 @@ public actor HeraldClient {
             revoking: revocation, delivered: await center.delivered(), pending: await center.pending())
         if !plan.delivered.isEmpty { await center.removeDelivered(identifiers: plan.delivered) }
         if !plan.pending.isEmpty { await center.removePending(identifiers: plan.pending) }
+        revoked.add(revocation)
         if let pushID = revocation.pushID, shown.firstSight(of: pushID) {
             // A revoke that came before its push: the push, if it still arrives, is not shown.
             try? storage.save(shown, named: Names.shown)
@@ -252,7 +345,12 @@ public actor HeraldClient {
     /// Sends the waiting events in batches until none is left or the server cannot take them now
     /// (then the next call after the wait tries again). `force` ignores the wait.
     public func flushEvents(force: Bool = false) async {
+        // One flush at a time (batches are taken from the front of the queue); the running one
+        // goes on until the queue is empty, events added meanwhile included.
+        guard !flushing else { return }
         if !force, let retryEventsAt, now() < retryEventsAt { return }
+        flushing = true
+        defer { flushing = false }
         retryEventsAt = nil
         while true {
             let batch = queue.nextBatch(now: now())
@@ -288,4 +386,16 @@ public actor HeraldClient {
         static let shown = "shown-pushes"
         static let events = "engagement-events"
     }
+}
+
+/// The push ids revoked lately (the last 100): a push whose revoke ran while it was being shown
+/// is removed once shown. (Not collapse ids: an operator reuses one, "daily", for new pushes.)
+struct RecentlyRevoked: Sendable {
+    private var pushIDs: [UUID] = []
+
+    mutating func add(_ revocation: Revocation) {
+        if let pushID = revocation.pushID { pushIDs = Array((pushIDs + [pushID]).suffix(100)) }
+    }
+
+    func names(_ pushID: UUID) -> Bool { pushIDs.contains(pushID) }
 }

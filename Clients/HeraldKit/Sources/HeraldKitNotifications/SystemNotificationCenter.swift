@@ -3,12 +3,12 @@ import Foundation
 import HeraldKit
 import UserNotifications
 
-/// HeraldKit's ``HeraldKit/NotificationCenter`` over Apple's `UNUserNotificationCenter`: the
+/// HeraldKit's ``HeraldKit/HeraldNotificationCenter`` over Apple's `UNUserNotificationCenter`: the
 /// only code of the SDK that touches UserNotifications. Every decision is HeraldKit's (tested
 /// on Linux against a fake centre); this adapter only reads and writes the system's lists.
 ///
 /// Not compiled by this repository's tests, which run on Linux (docs/sdk.md).
-public struct SystemNotificationCenter: HeraldKit.NotificationCenter {
+public struct SystemNotificationCenter: HeraldNotificationCenter {
     public init() {}
 
     private var center: UNUserNotificationCenter { .current() }

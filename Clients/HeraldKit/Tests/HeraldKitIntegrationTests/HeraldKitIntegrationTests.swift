@@ -1,5 +1,6 @@
 import Foundation
 import HeraldKit
+import HeraldKitURLSession
 import Testing
 
 /// HeraldKit against a real herald-api and herald-gateway (`herald dev up`, started by
@@ -172,7 +173,7 @@ struct HeraldKitIntegrationTests {
 
         // The same batch again (an answer lost on the way back): counted nothing twice.
         let token = try #require(await relaunched.deviceToken)
-        let api = HeraldAPIClient(baseURL: stack.apiURL, clientKey: app.clientKey)
+        let api = HeraldAPIClient(baseURL: stack.apiURL, clientKey: app.clientKey, transport: URLSessionTransport())
         let repeated = try await api.report([
             EngagementEvent(pushID: pushID, token: token, type: .opened, occurredAt: Date())
         ])

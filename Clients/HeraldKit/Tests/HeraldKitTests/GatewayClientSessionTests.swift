@@ -252,4 +252,60 @@ struct GatewayClientSessionTests {
         var session = Self.live()
         #expect(session.received(Self.frame { $0.ack = GatewayAck.with { $0.delivery = 1 } }, now: 0) == [.close])
     }
+
+    @Test("started again before the socket closed: it connects once the close is in")
+    func restartWhileClosing() {
+        var session = Self.live()
+        #expect(session.stop(now: 0) == .close)
+        #expect(session.start(now: 1) == .nothing)
+        var random = SeededRandom()
+        guard case .reconnect(let wait) = session.closed(now: 2, random: &random) else {
+            Issue.record("a restart during the close was lost")
+            return
+        }
+        #expect(session.tick(now: 2 + wait) == .connect)
+    }
+
+    @Test("an error frame that arrives while closing does not change why it closes")
+    func errorWhileClosing() {
+        var session = Self.live()
+        #expect(session.stop(now: 0) == .close)
+        #expect(session.received(Self.error(.replaced), now: 1).isEmpty)
+        var random = SeededRandom()
+        #expect(session.closed(now: 2, random: &random) == .nothing, "the app's own stop, not replaced")
+        #expect(session.stopCode == nil)
+    }
+
+    @Test("a goaway before the welcome is honoured too")
+    func goawayBeforeWelcome() {
+        var session = GatewayClientSession(identity: Self.identity)
+        _ = session.start(now: 0)
+        _ = session.opened(now: 0)
+        let goaway = Self.frame {
+            $0.goaway = GatewayGoaway.with {
+                $0.reconnectAfterMinMilliseconds = 7_000
+                $0.reconnectAfterMaxMilliseconds = 8_000
+            }
+        }
+        #expect(session.received(goaway, now: 0) == [.close])
+        var random = SeededRandom()
+        guard case .reconnect(let wait) = session.closed(now: 0, random: &random) else {
+            Issue.record("no reconnect")
+            return
+        }
+        #expect((7_000...8_000).contains(wait))
+    }
+
+    @Test("a phone that does not acknowledge still hands the push on")
+    func silentPhone() {
+        var session = Self.live()
+        session.acknowledgesPushes = false
+        let push = Self.frame { $0.push = GatewayPush.with { $0.delivery = 3 } }
+        let actions = session.received(push, now: 0)
+        #expect(actions.count == 1)
+        guard case .received? = actions.first else {
+            Issue.record("not handed on")
+            return
+        }
+    }
 }

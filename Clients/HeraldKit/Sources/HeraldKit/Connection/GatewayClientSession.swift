@@ -76,11 +76,16 @@ public struct GatewayClientSession: Sendable {
         var message: String
     }
 
+    /// The stop reason of the app's own ``stop(now:)``: not reported, and a start undoes it.
+    static let stoppedByApp = "stopped"
+
     /// The longest wait for the welcome after connecting (docs/gateway.md: 30 s).
     public static let welcomeTimeoutMilliseconds: UInt64 = 30_000
 
     public let identity: Identity
     public private(set) var backoff: ReconnectBackoff
+    /// Whether pushes are acknowledged (always, in an app); false simulates a phone that stalls.
+    public var acknowledgesPushes = true
     private var state: State = .idle
     private var lastSent: UInt64 = 0
     private var lastHeard: UInt64 = 0
@@ -112,6 +117,10 @@ public struct GatewayClientSession: Sendable {
         case .idle, .stopped, .waiting:
             state = .greeting(since: now)
             return .connect
+        case .closing(_, let stop?) where stop.code == Self.stoppedByApp:
+            // Started again before the socket closed: connect again once it has.
+            state = .closing(retryAtLeast: nil, stop: nil)
+            return .nothing
         case .greeting, .live, .closing:
             return .nothing
         }
@@ -148,6 +157,7 @@ public struct GatewayClientSession: Sendable {
                     connectionID: welcome.connectionID))
             return []
         case (.live, .push(let push)?):
+            guard acknowledgesPushes else { return [.received(push)] }
             var ack = GatewayFrame()
             ack.ack = GatewayAck.with { $0.delivery = push.delivery }
             lastSent = now
@@ -164,7 +174,11 @@ public struct GatewayClientSession: Sendable {
             pong.pong = GatewayPong.with { $0.nonce = ping.nonce }
             lastSent = now
             return [.send(pong)]
-        case (.live, .goaway(let goaway)?):
+        case (.closing, _), (.idle, _), (.stopped, _), (.waiting, _):
+            // Closing already (the close waits for the peer's TLS close): what still arrives
+            // changes nothing, not even an error frame.
+            return []
+        case (.live, .goaway(let goaway)?), (.greeting, .goaway(let goaway)?):
             let low = UInt64(goaway.reconnectAfterMinMilliseconds)
             let high = max(low, UInt64(goaway.reconnectAfterMaxMilliseconds))
             state = .closing(retryAtLeast: low...high, stop: nil)
@@ -179,8 +193,6 @@ public struct GatewayClientSession: Sendable {
             }
             return [.close]
         case (.live, .pong?):
-            return []
-        case (.closing, _), (.idle, _), (.stopped, _), (.waiting, _):
             return []
         default:
             // A frame the server does not send in this state: the connection cannot be trusted.
@@ -226,7 +238,7 @@ public struct GatewayClientSession: Sendable {
             state = .idle
             return .nothing
         case .greeting, .live, .closing:
-            state = .closing(retryAtLeast: nil, stop: StopReason(code: "stopped", message: "the app closed it"))
+            state = .closing(retryAtLeast: nil, stop: StopReason(code: Self.stoppedByApp, message: "the app closed it"))
             return .close
         }
     }
@@ -236,8 +248,8 @@ public struct GatewayClientSession: Sendable {
     public mutating func closed(now: UInt64, random: inout some RandomNumberGenerator) -> Action {
         switch state {
         case .closing(_, let stop?):
-            state = stop.code == "stopped" ? .idle : .stopped(stop)
-            return stop.code == "stopped" ? .nothing : .stop(code: stop.code, message: stop.message)
+            state = stop.code == Self.stoppedByApp ? .idle : .stopped(stop)
+            return stop.code == Self.stoppedByApp ? .nothing : .stop(code: stop.code, message: stop.message)
         case .closing(let asked, nil):
             let atLeast = asked.map { UInt64.random(in: $0, using: &random) } ?? 0
             return wait(atLeast: atLeast, now: now, random: &random)

@@ -51,22 +51,27 @@ public final class GatewayConnection: @unchecked Sendable {
     private var channel: (any Channel)?
     private var ticker: RepeatedTask?
     private var random = SystemRandomNumberGenerator()
-    private let tls: TLS
+    private let tls: GatewayTLS
     private let started = ContinuousClock.now
 
     /// - Parameters:
+    ///   - tls: the TLS set-up to share among many connections to the same endpoint (a simulator
+    ///     of thousands of phones); made from `endpoint` when nil.
     ///   - group: the event loops to run on (HeraldKit's shared one by default).
+    ///   - acknowledges: false only to simulate a phone that stalls (docs/gateway.md's ack
+    ///     timeout then sends its pushes through APNs); an app always acknowledges.
     /// - Throws: when `endpoint`'s trusted certificates are not PEM.
     public init(
         endpoint: GatewayEndpoint, identity: GatewayClientSession.Identity, handlers: Handlers,
-        backoff: ReconnectBackoff = ReconnectBackoff(), group: (any EventLoopGroup)? = nil
+        backoff: ReconnectBackoff = ReconnectBackoff(), tls: GatewayTLS? = nil, group: (any EventLoopGroup)? = nil,
+        acknowledges: Bool = true
     ) throws {
         self.endpoint = endpoint
         self.handlers = handlers
         session = GatewayClientSession(identity: identity, backoff: backoff)
-        let group = group ?? Self.defaultGroup
-        eventLoop = group.next()
-        tls = try TLS(endpoint: endpoint)
+        session.acknowledgesPushes = acknowledges
+        eventLoop = (group ?? GatewayTLS.defaultGroup).next()
+        self.tls = try tls ?? GatewayTLS(endpoint: endpoint)
     }
 
     /// Connects (and keeps reconnecting after losses) until ``stop()``.
@@ -74,17 +79,17 @@ public final class GatewayConnection: @unchecked Sendable {
         eventLoop.execute {
             if self.ticker == nil {
                 self.ticker = self.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) {
-                    _ in self.perform(self.session.tick(now: self.now))
+                    _ in self.advance { session, now in [session.tick(now: now)] }
                 }
             }
-            self.perform(self.session.start(now: self.now))
+            self.advance { session, now in [session.start(now: now)] }
         }
     }
 
     /// Closes the connection and stops reconnecting.
     public func stop() {
         eventLoop.execute {
-            self.perform(self.session.stop(now: self.now))
+            self.advance { session, now in [session.stop(now: now)] }
             self.ticker?.cancel()
             self.ticker = nil
         }
@@ -139,25 +144,32 @@ public final class GatewayConnection: @unchecked Sendable {
             switch result {
             case .success(let channel):
                 self.channel = channel
-                self.perform(self.session.opened(now: self.now))
+                self.advance { session, now in [session.opened(now: now)] }
             case .failure:
-                self.perform(self.session.closed(now: self.now, random: &self.random))
+                self.advance { session, now in [session.closed(now: now, random: &self.random)] }
             }
         }
     }
 
     fileprivate func frameArrived(_ frame: GatewayFrame) {
-        let wasLive = session.isLive
-        for action in session.received(frame, now: now) { perform(action) }
-        if !wasLive && session.isLive { handlers.live(true) }
+        advance { session, now in session.received(frame, now: now) }
     }
 
     fileprivate func channelClosed(_ closed: any Channel) {
         guard channel === closed else { return }
         channel = nil
+        advance { session, now in [session.closed(now: now, random: &self.random)] }
+    }
+
+    /// Feeds the session one event and does what it says; tells the owner when the connection
+    /// became live or stopped being live, whichever side decided it.
+    private func advance(_ event: (inout GatewayClientSession, UInt64) -> [GatewayClientSession.Action]) {
+        eventLoop.preconditionInEventLoop()
         let wasLive = session.isLive
-        perform(session.closed(now: now, random: &random))
-        if wasLive { handlers.live(false) }
+        let actions = event(&session, now)
+        let isLive = session.isLive
+        if wasLive != isLive { handlers.live(isLive) }
+        for action in actions { perform(action) }
     }
 
     private final class Inbound: ChannelInboundHandler, @unchecked Sendable {
@@ -181,72 +193,73 @@ public final class GatewayConnection: @unchecked Sendable {
             context.close(promise: nil)
         }
     }
+}
 
-    // MARK: - Transport per platform
+#if canImport(Network)
+/// How connections to the gateway open and secure their sockets. Apple platforms:
+/// Network.framework's TLS through NIOTransportServices (not compiled by this repository's
+/// tests, which run on Linux). One serves many connections.
+public final class GatewayTLS: Sendable {
+    let options: NWProtocolTLS.Options
 
-    #if canImport(Network)
-    /// Apple platforms: Network.framework's TLS through NIOTransportServices.
-    /// (Not compiled by this repository's tests, which run on Linux.)
-    private struct TLS {
-        let options: NWProtocolTLS.Options
+    /// - Throws: never on Apple platforms (the system's roots are used).
+    public init(endpoint: GatewayEndpoint) throws {
+        options = NWProtocolTLS.Options()
+        sec_protocol_options_set_min_tls_protocol_version(options.securityProtocolOptions, .TLSv12)
+        // The system's roots only: `trustedCertificatesPEM` is a Linux (development) option;
+        // on a simulator, trust a development CA through the simulator's keychain (docs/sdk.md).
+    }
 
-        init(endpoint: GatewayEndpoint) throws {
-            options = NWProtocolTLS.Options()
-            sec_protocol_options_set_min_tls_protocol_version(
-                options.securityProtocolOptions, .TLSv12)
-            // The system's roots only: `trustedCertificatesPEM` is a Linux (development) option;
-            // on a simulator, trust a development CA through the simulator's keychain
-            // (docs/sdk.md).
-        }
-
-        func bootstrap(
-            eventLoop: any EventLoop, endpoint: GatewayEndpoint,
-            initializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Void>
-        ) -> EventLoopFuture<any Channel> {
-            NIOTSConnectionBootstrap(group: eventLoop)
-                .tlsOptions(options)
-                .channelInitializer(initializer)
-                .connect(host: endpoint.host, port: endpoint.port)
-        }
+    func bootstrap(
+        eventLoop: any EventLoop, endpoint: GatewayEndpoint,
+        initializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Void>
+    ) -> EventLoopFuture<any Channel> {
+        NIOTSConnectionBootstrap(group: eventLoop)
+            .tlsOptions(options)
+            .channelInitializer(initializer)
+            .connect(host: endpoint.host, port: endpoint.port)
     }
 
     /// The event loops every connection of the process shares.
     static let defaultGroup: any EventLoopGroup = NIOTSEventLoopGroup.singleton
-    #else
-    /// Linux: BoringSSL through NIOSSL, on NIOPosix's event loops.
-    private struct TLS {
-        let context: NIOSSLContext
-        let serverName: String
+}
+#else
+/// How connections to the gateway open and secure their sockets. Linux: BoringSSL through
+/// NIOSSL on NIOPosix's event loops; the context (the trusted roots, loaded once) is shared by
+/// every connection made with this object.
+public final class GatewayTLS: Sendable {
+    let context: NIOSSLContext
+    let serverName: String
 
-        init(endpoint: GatewayEndpoint) throws {
-            var configuration = TLSConfiguration.makeClientConfiguration()
-            configuration.minimumTLSVersion = .tlsv12
-            if let pem = endpoint.trustedCertificatesPEM {
-                configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8)))
+    /// - Throws: when `endpoint`'s trusted certificates are not PEM.
+    public init(endpoint: GatewayEndpoint) throws {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = .tlsv12
+        if let pem = endpoint.trustedCertificatesPEM {
+            configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8)))
+        }
+        context = try NIOSSLContext(configuration: configuration)
+        serverName = endpoint.serverName ?? endpoint.host
+    }
+
+    func bootstrap(
+        eventLoop: any EventLoop, endpoint: GatewayEndpoint,
+        initializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Void>
+    ) -> EventLoopFuture<any Channel> {
+        let context = context
+        let name = serverName
+        return ClientBootstrap(group: eventLoop)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let hostname = name.first?.isNumber == true ? nil : name
+                    try channel.pipeline.syncOperations.addHandler(
+                        NIOSSLClientHandler(context: context, serverHostname: hostname))
+                }.flatMap { initializer(channel) }
             }
-            context = try NIOSSLContext(configuration: configuration)
-            serverName = endpoint.serverName ?? endpoint.host
-        }
-
-        func bootstrap(
-            eventLoop: any EventLoop, endpoint: GatewayEndpoint,
-            initializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Void>
-        ) -> EventLoopFuture<any Channel> {
-            let context = context
-            let name = serverName
-            return ClientBootstrap(group: eventLoop)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        let hostname = name.first?.isNumber == true ? nil : name
-                        try channel.pipeline.syncOperations.addHandler(
-                            NIOSSLClientHandler(context: context, serverHostname: hostname))
-                    }.flatMap { initializer(channel) }
-                }
-                .connect(host: endpoint.host, port: endpoint.port)
-        }
+            .connect(host: endpoint.host, port: endpoint.port)
     }
 
     /// The event loops every connection of the process shares.
     static let defaultGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
-    #endif
 }
+#endif

@@ -90,7 +90,7 @@ public struct LocalTrigger: Sendable, Equatable {
 /// The system's notification centre, as HeraldKit uses it. HeraldKitNotifications implements it
 /// over `UNUserNotificationCenter`; tests implement it in memory. Everything HeraldKit decides
 /// (what to show, what a revoke removes) is decided outside it.
-public protocol NotificationCenter: Sendable {
+public protocol HeraldNotificationCenter: Sendable {
     /// The notifications shown now.
     func delivered() async -> [NotificationRecord]
     /// The notifications scheduled and not shown yet.

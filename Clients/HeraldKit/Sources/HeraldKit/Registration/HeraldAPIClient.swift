@@ -16,23 +16,54 @@ public struct HeraldAPIError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The `Retry-After` of a 429 or 503, in seconds.
     public var retryAfterSeconds: Int?
 
+    public init(status: Int, code: String, message: String, field: String? = nil, retryAfterSeconds: Int? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.retryAfterSeconds = retryAfterSeconds
+    }
+
     public var description: String { "herald-api \(status) \(code): \(message)" }
 
     /// Whether sending the same request later can succeed (no answer, 429, 5xx).
     public var isRetryable: Bool { status == 0 || status == 429 || status >= 500 }
 }
 
+/// One HTTP exchange, as HeraldKit needs it: how the SDK reaches herald-api. HeraldKitURLSession
+/// provides one over URLSession (what an app uses); a Linux program brings its own (herald-admin's
+/// simulated phones use AsyncHTTPClient), so the core links no HTTP stack.
+public protocol HeraldHTTPTransport: Sendable {
+    /// Sends a request and returns the answer, whatever its status.
+    /// - Throws: when no answer came (the network, a timeout).
+    func send(method: String, url: URL, headers: [String: String], body: Data) async throws -> HeraldHTTPAnswer
+}
+
+/// An HTTP answer.
+public struct HeraldHTTPAnswer: Sendable {
+    public var status: Int
+    /// The `Retry-After` header, if any.
+    public var retryAfter: String?
+    public var body: Data
+
+    public init(status: Int, retryAfter: String? = nil, body: Data) {
+        self.status = status
+        self.retryAfter = retryAfter
+        self.body = body
+    }
+}
+
 /// The few Open API calls an app makes with its client key: register the device, report
-/// engagement events. JSON over HTTPS with URLSession.
+/// engagement events. JSON over the transport given.
 public struct HeraldAPIClient: Sendable {
     public var baseURL: URL
     public var clientKey: String
-    private let session: URLSession
+    private let transport: any HeraldHTTPTransport
 
-    public init(baseURL: URL, clientKey: String, session: URLSession = .shared) {
+    public init(baseURL: URL, clientKey: String, transport: any HeraldHTTPTransport) {
         self.baseURL = baseURL
         self.clientKey = clientKey
-        self.session = session
+        self.transport = transport
     }
 
     /// `POST /v1/devices`: registers the device or refreshes it.
@@ -48,31 +79,26 @@ public struct HeraldAPIClient: Sendable {
     private func send<Body: Encodable, Answer: Decodable>(_ method: String, _ path: String, body: Body)
         async throws -> Answer
     {
-        var request = URLRequest(url: baseURL.appendingPathComponent(String(path.dropFirst())))
-        request.httpMethod = method
-        request.setValue("Bearer \(clientKey)", forHTTPHeaderField: "Authorization")
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        request.httpBody = try Self.encoder.encode(body)
-        let data: Data
-        let response: URLResponse
+        let answer: HeraldHTTPAnswer
         do {
-            (data, response) = try await session.data(for: request)
+            answer = try await transport.send(
+                method: method, url: baseURL.appendingPathComponent(String(path.dropFirst())),
+                headers: [
+                    "Authorization": "Bearer \(clientKey)", "Content-Type": "application/json",
+                    "Accept": "application/json",
+                ],
+                body: try Self.encoder.encode(body))
         } catch {
             throw HeraldAPIError(status: 0, code: "no_answer", message: "\(error)")
         }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        guard (200..<300).contains(status) else {
-            let answer = try? JSONDecoder().decode(ErrorAnswer.self, from: data)
-            let retryAfter = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Retry-After").flatMap {
-                Int($0)
-            }
+        guard (200..<300).contains(answer.status) else {
+            let refusal = try? JSONDecoder().decode(ErrorAnswer.self, from: answer.body)
             throw HeraldAPIError(
-                status: status, code: answer?.error.code ?? "http_\(status)",
-                message: answer?.error.message ?? String(decoding: data.prefix(200), as: UTF8.self),
-                field: answer?.error.field, retryAfterSeconds: retryAfter)
+                status: answer.status, code: refusal?.error.code ?? "http_\(answer.status)",
+                message: refusal?.error.message ?? String(decoding: answer.body.prefix(200), as: UTF8.self),
+                field: refusal?.error.field, retryAfterSeconds: answer.retryAfter.flatMap { Int($0) })
         }
-        return try Self.decoder.decode(Answer.self, from: data)
+        return try Self.decoder.decode(Answer.self, from: answer.body)
     }
 
     private struct ErrorAnswer: Decodable {

@@ -3,7 +3,7 @@ import Foundation
 /// A notification centre in memory: what a phone would show and hold, for simulated phones
 /// (`herald dev phones`), tests, and Linux programs that speak for a device. It keeps what was
 /// shown, scheduled and removed, so a caller can check what a user would have seen.
-public actor InMemoryNotificationCenter: NotificationCenter {
+public actor InMemoryNotificationCenter: HeraldNotificationCenter {
     /// Every notification added, in order (a replaced one stays in this history).
     public private(set) var added: [LocalNotification] = []
     public private(set) var deliveredRecords: [NotificationRecord] = []
