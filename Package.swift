@@ -333,6 +333,9 @@ let package = Package(
             dependencies: [
                 "HeraldCLI", "HeraldAPIContract", "HeraldCore", "HeraldKafka", "HeraldMessaging", "HeraldTiming",
                 "HeraldRecords", "HeraldDomain", "HeraldStore", "HeraldAPNs", "HeraldAPNsVocabulary", "APNsSimulator",
+                // `herald dev phones` runs HeraldKit's core (not HeraldKitURLSession: no libcurl here).
+                .product(name: "HeraldKit", package: "HeraldKit"),
+                .product(name: "HeraldGatewayProtocol", package: "HeraldKit"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),

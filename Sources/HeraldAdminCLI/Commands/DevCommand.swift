@@ -15,11 +15,12 @@ import PostgresNIO
 struct DevCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dev",
-        abstract: "The whole stack on one machine: up, down, status; simulated devices; checks against apns-sim.",
+        abstract:
+            "The whole stack on one machine: up, down, status; simulated devices and phones; checks against apns-sim.",
         subcommands: [
             DevUpCommand.self, DevDownCommand.self, DevStatusCommand.self, DevEnvCommand.self,
             DevStartCommand.self, DevStopCommand.self, DevDevicesCommand.self, DevVerifyCommand.self,
-            DevRoundTripCommand.self,
+            DevRoundTripCommand.self, DevPhonesCommand.self,
         ]
     )
 }
