@@ -60,7 +60,9 @@ format:
 test: deps
 	$(STEP) format scripts/format.sh --check
 	$(STEP) package-names scripts/check-package-names.sh
-	$(STEP) imports bash -c 'mkdir -p .local && $(SWIFT) package dump-package > .local/package.json && scripts/check-imports.py < .local/package.json && scripts/module-graph.py --check < .local/package.json && cd Clients/HeraldKit && $(SWIFT) package dump-package | ../../scripts/check-imports.py'
+	@# FoundationNetworking needs libcurl, which the static release build and the image do not have:
+	@# only HeraldKitURLSession (an app's, never linked by Herald's executables) may import it.
+	$(STEP) imports bash -c 'mkdir -p .local && $(SWIFT) package dump-package > .local/package.json && scripts/check-imports.py < .local/package.json && scripts/module-graph.py --check < .local/package.json && ! grep -rn "import FoundationNetworking" Sources Clients/HeraldKit/Sources/HeraldKit Clients/HeraldKit/Sources/HeraldGatewayProtocol && cd Clients/HeraldKit && $(SWIFT) package dump-package | ../../scripts/check-imports.py'
 	$(STEP) openapi scripts/generate-openapi.sh --check
 	$(STEP) deploy scripts/test-deploy.sh
 	$(STEP) build $(SWIFT) build --build-tests

@@ -1,10 +1,6 @@
 import Foundation
 import HeraldGatewayProtocol
 
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-
 /// HeraldKit's one object an app keeps (docs/sdk.md): it registers the device on every launch
 /// (handing a changed token over with `previous_token`), binds the user's alias with the
 /// signature the app's back-end makes, keeps the long connection while the app is in the

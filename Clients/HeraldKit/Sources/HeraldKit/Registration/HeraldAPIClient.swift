@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-
 /// An error herald-api answered (docs/api.md: `{"error": {"code", "message", "field"}}`), or a
 /// request that got no answer.
 public struct HeraldAPIError: Error, Sendable, Equatable, CustomStringConvertible {
