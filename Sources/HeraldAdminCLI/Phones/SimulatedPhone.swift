@@ -34,7 +34,7 @@ final class SimulatedPhone: Sendable {
 
     /// Keeps a push that arrived.
     func received(_ push: GatewayPush, at milliseconds: Double) -> String {
-        let pushID = push.pushID.count == 16 ? Self.uuid(Array(push.pushID)).uuidString.lowercased() : ""
+        let pushID = UUID(gatewayBytes: push.pushID)?.uuidString.lowercased() ?? ""
         let marked = HeraldPayload(payload: push.payload)?.pushID.uuidString.lowercased() ?? ""
         record.withLock { $0.pushes.append((pushID, marked, milliseconds)) }
         return pushID
@@ -51,14 +51,6 @@ final class SimulatedPhone: Sendable {
             if Double(digest[1]) / 256 < actionShare { chosen.append((.action, "reply")) }
         }
         return chosen
-    }
-
-    static func uuid(_ bytes: [UInt8]) -> UUID {
-        UUID(
-            uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
-                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-            ))
     }
 
     /// The phone's entry of report.json.

@@ -36,6 +36,8 @@ public actor HeraldClient {
     private var connection: GatewayConnection?
     private var connectionEvents: Task<Void, Never>?
     private var inForeground = false
+    /// Whether this foreground's connection was signed again after a refused signature (once).
+    private var resignedThisForeground = false
     private var aliasSignature: String?
     private var registrationTail: Task<Void, Never>?
     private var flushing = false
@@ -269,8 +271,6 @@ public actor HeraldClient {
             }
         }
     }
-
-    private var resignedThisForeground = false
 
     func arrivedOnline(_ frame: GatewayPush) async {
         guard let push = OnlinePush(frame) else { return }

@@ -166,7 +166,7 @@ public struct GatewayClientSession: Sendable {
             return [
                 .revoke(
                     Revocation(
-                        pushID: revoke.pushID.count == 16 ? UUID(bytes: Array(revoke.pushID)) : nil,
+                        pushID: UUID(gatewayBytes: revoke.pushID),
                         collapseID: revoke.collapseID))
             ]
         case (.live, .ping(let ping)?):
@@ -276,17 +276,5 @@ public struct GatewayClientSession: Sendable {
         default:
             false
         }
-    }
-}
-
-extension UUID {
-    /// The UUID of 16 bytes in RFC 4122 order.
-    init(bytes: [UInt8]) {
-        precondition(bytes.count == 16)
-        self.init(
-            uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
-                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-            ))
     }
 }

@@ -16,8 +16,9 @@ public struct OnlinePush: Sendable, Equatable {
 
     /// Reads a `Push` frame; nil when its push id is not 16 bytes or its payload not a JSON object.
     public init?(_ frame: GatewayPush) {
-        guard frame.pushID.count == 16, let payload = JSONValue.object(parsing: frame.payload) else { return nil }
-        pushID = UUID(bytes: Array(frame.pushID))
+        guard let pushID = UUID(gatewayBytes: frame.pushID), let payload = JSONValue.object(parsing: frame.payload)
+        else { return nil }
+        self.pushID = pushID
         collapseID = frame.collapseID.isEmpty ? pushID.uuidString.lowercased() : frame.collapseID
         self.payload = payload
         pushType = frame.pushType
