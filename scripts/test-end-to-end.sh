@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end and failure tests on real processes: `herald dev up` (PostgreSQL, the development
 # broker, apns-sim, herald-api, herald-center, two gateways behind HAProxy, two senders), 100,000
-# simulated devices (8,000 of them phones on the long connection in the online test), then
+# simulated devices (8,000 of them phones on the long connection in the online test, 2,000 in
+# the background on APNs), then
 # pushes while processes are killed, PostgreSQL and the broker are stopped and apns-sim answers
 # 503. Every push is checked with `herald dev verify` (counters add up; apns-sim received
 # exactly the accepted devices). Run by `make test`.
@@ -111,31 +112,37 @@ test_broadcast() {
 # too — through apns-sim, and `herald dev verify` adds it up. A second broadcast loses gateway-1
 # to SIGKILL halfway: its phones reconnect through the proxy with back-off, and every phone gets
 # the push by one road or the other, each copy carrying its push id. A recall of the first
-# reaches every connected phone as a revoke frame. The phones report received, opened and an action
-# for what they acknowledged, each batch twice, through POST /v1/events with the client key; the
-# first push's engagement counts exactly what they stored, once. (8,000, not more: a process here may hold
-# 20,000 descriptors, and HAProxy holds two a connection.)
+# reaches every connected phone as a revoke frame. 2,000 more phones are in the background: no
+# connection, they get what apns-sim accepted for them, and each shows the first push once; the
+# silent foreground phones show it once too, though it reached them by both roads. The phones report
+# received, opened and an action for what they acknowledged (in the background: opened and an action
+# for what APNs showed them), each batch twice, through POST /v1/events with the client key; the
+# first push's engagement counts exactly what they stored, once. (8,000, not more: a process here
+# may hold 20,000 descriptors, and HAProxy holds two a connection.)
 test_online() {
   reset_sim
-  local key state=$HERALD_DEV_DIR/phones online=8000 phones first second recall
+  local key state=$HERALD_DEV_DIR/phones online=8000 background=2000 phones first second recall
   key=$("$herald" app keys create --kind client --name phones --json |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["key"])') || { fail "online: no client key"; return; }
-  python3 - "$HERALD_DEV_DIR/devices.ndjson" "$online" >"$HERALD_DEV_DIR/online.ndjson" <<'PY'
+  python3 - "$HERALD_DEV_DIR/devices.ndjson" "$online" "$background" "$HERALD_DEV_DIR" <<'PY'
 import json, sys
-wanted, count = int(sys.argv[2]), 0
-for line in open(sys.argv[1]):
+source, online, background, folder = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+foreground, away = open(f"{folder}/online.ndjson", "w"), open(f"{folder}/background.ndjson", "w")
+count = 0
+for line in open(source):
     device = json.loads(line)
     if device["token"].startswith(("dead", "badd")) or "alias" in device:
         continue
-    print(line, end="")
+    (foreground if count < online else away).write(line)
     count += 1
-    if count == wanted:
+    if count == online + background:
         break
 PY
   rm -rf "$state"
   # The phones are HeraldKit's core (herald dev phones): the SDK's connection, acks, back-off and
   # engagement events, exercised here on every make test.
   "$herald" dev phones --devices "$HERALD_DEV_DIR/online.ndjson" --key "$key" \
+    --background "$HERALD_DEV_DIR/background.ndjson" --apns-sim "$sim_admin" \
     --address "$HERALD_DEV_GATEWAY" --ca "$HERALD_DEV_GATEWAY_CA" --state "$state" --silent-every 10 \
     --api "$HERALD_API_URL" --open-share 0.3 --action-share 0.25 \
     >"$HERALD_DEV_DIR/logs/phones.log" 2>&1 &
@@ -174,7 +181,9 @@ PY
   if report=$(python3 - "$state/report.json" "$sim_admin" "$first" "$second" "$recall" "$herald" 2>&1 <<'PY'
 import json, subprocess, sys, urllib.request
 report, sim, first, second, recall, herald = sys.argv[1:]
-phones = json.load(open(report))["phones"]
+everyone = json.load(open(report))["phones"]
+phones = {token: phone for token, phone in everyone.items() if phone["foreground"]}
+away = {token: phone for token, phone in everyone.items() if not phone["foreground"]}
 tokens = list(phones)
 silent = {token for token in tokens if not phones[token]["acknowledges"]}
 if len(silent) != (len(tokens) + 9) // 10:
@@ -218,24 +227,41 @@ both = sum(1 for token in tokens if over_connection(token, second) and token in 
 unrevoked = [token[:8] for token in tokens if first not in phones[token]["revokes"]]
 if unrevoked:
     sys.exit(f"{len(unrevoked)} connected phones got no revoke of the first push, e.g. {unrevoked[:3]}")
+# The phones in the background: the first push through APNs, as the phone read it, shown once;
+# the silent foreground phones got it by both roads and showed it once, the APNs copy a duplicate.
+if len(away) != 2000:
+    sys.exit(f"{len(away)} phones in the background; 2,000 were started")
+unseen = [token[:8] for token, phone in away.items() if [e for e in phone["apns"] if e[1] == first] == [] or first not in phone["shown"]]
+if unseen:
+    sys.exit(f"{len(unseen)} phones in the background never showed the first push from APNs, e.g. {unseen[:3]}")
+twice_shown = [token[:8] for token, phone in everyone.items() if phone["shown"].count(first) > 1]
+if twice_shown:
+    sys.exit(f"{len(twice_shown)} phones showed the first push twice, e.g. {twice_shown[:3]}")
+undeduplicated = [token[:8] for token in silent if first not in phones[token]["duplicates"] or first not in phones[token]["shown"]]
+if undeduplicated:
+    sys.exit(f"{len(undeduplicated)} silent phones did not show the first push once from two copies, e.g. {undeduplicated[:3]}")
 # Engagement (docs/engagement.md): the phones reported received, opened and replied for the first
 # push, each batch twice; the push counts exactly the distinct events they stored, the repeats nothing.
 def status(push):
     return json.loads(subprocess.run([herald, "push", "status", push, "--json"], capture_output=True, text=True).stdout)
-failed = [(token[:8], entry) for token in tokens for entry in phones[token]["event_failures"] if entry[0] == first]
+failed = [(token[:8], entry) for token in everyone for entry in everyone[token]["event_failures"] if entry[0] == first]
 if failed:
     sys.exit(f"{len(failed)} engagement reports about the first push were refused, e.g. {failed[:3]}")
 reported = {kind: 0 for kind in ("received", "opened", "reply")}
-for token in acknowledging:
-    for push, kind, action in phones[token]["events"]:
+opened_away = 0
+for token in acknowledging + list(away):
+    for push, kind, action in everyone[token]["events"]:
         if push == first:
             reported["reply" if kind == "action" else kind] += 1
+            opened_away += token in away and kind == "opened"
+if not opened_away:
+    sys.exit("no phone in the background reported opening the first push (--open-share 0.3 of 2,000)")
 engagement = status(first).get("engagement", {})
 counted = {"received": engagement.get("received"), "opened": engagement.get("opened"),
            "reply": engagement.get("actions", {}).get("reply", 0)}
 if counted != reported or reported["received"] != len(acknowledging):
     sys.exit(f"the first push's engagement counts {counted}; the phones stored {reported}")
-recounted = sum(phones[token]["recounted"] for token in tokens)
+recounted = sum(phone["recounted"] for phone in everyone.values())
 if recounted:
     sys.exit(f"repeated engagement batches counted {recounted} events again")
 second_counters, recall_counters = counters(second), counters(recall)
@@ -243,8 +269,9 @@ print(f"the first broadcast reached {online} phones over their connections once 
       f"through APNs); across gateway-1's SIGKILL all {len(tokens)} phones got the second one "
       f"({second_counters['delivered_online']} online, {both} by both roads, shown once by push id); "
       f"the recall revoked it on all {len(tokens)} over their connections ({recall_counters['delivered_online']} online); "
+      f"{len(away)} phones in the background showed it once from APNs, the silent ones once from two copies; "
       f"the phones reported {reported['received']} received, {reported['opened']} opened and {reported['reply']} replies "
-      f"for the first push (open rate {engagement.get('open_rate', 0):.3f}), each batch twice, counted once")
+      f"for the first push ({opened_away} opened in the background; open rate {engagement.get('open_rate', 0):.3f}), each batch twice, counted once")
 PY
   ); then
     log "✔ online: $report"

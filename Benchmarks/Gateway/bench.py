@@ -10,7 +10,9 @@
    PUBACK), three rounds each.
 2. Latency through the whole stack: single-device pushes from the Open API's 202 to the phone's
    receipt, for connected phones (the online road) and for devices that are not connected (APNs:
-   apns-sim's receipt), interleaved in one run.
+   apns-sim's receipt), interleaved in one run. The phones here are HeraldKit's (`herald dev
+   phones`): the N connected in the foreground, the others in the background reading what
+   apns-sim delivered to them, so each road's receipt is what the SDK saw.
 
 Prints a table of figures and, last, one JSON line.
 """
@@ -70,15 +72,19 @@ def percentile(values, share):
 
 
 class Phones:
-    """phones.py in the background: start, wait until live, stop and read the report."""
+    """A load tool in the background (phones.py, or HeraldKit's `herald dev phones` when given its
+    arguments): start, wait until live, stop and read the report (the two write the same files)."""
 
-    def __init__(self, python, devices, key, address, ca, state, mqtt=False):
+    def __init__(self, python, devices, key, address, ca, state, mqtt=False, herald_kit=None):
         self.state = state
         os.makedirs(state, exist_ok=True)
         for name in os.listdir(state):
             os.remove(os.path.join(state, name))
         arguments = [python, os.path.join(HERE, "phones.py"), "--devices", devices, "--key", key, "--address", address,
                      "--ca", ca, "--state", state]
+        if herald_kit:
+            arguments = herald_kit + ["--devices", devices, "--key", key, "--address", address, "--ca", ca,
+                                      "--state", state]
         if mqtt:
             arguments.append("--mqtt")
         self.log = open(os.path.join(state, "phones.log"), "w")
@@ -269,6 +275,7 @@ def main():
     parser.add_argument("--mqtt-port", type=int, required=True)
     parser.add_argument("--mqtt-publisher-port", type=int, required=True)
     parser.add_argument("--sim-admin", required=True)
+    parser.add_argument("--herald", required=True, help="the herald CLI, whose `dev phones` are HeraldKit's")
     parser.add_argument("--state", required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--latency-pushes", type=int, default=200)
@@ -290,27 +297,29 @@ def main():
     time.sleep(3)
     rss, _ = process(arguments.gateway_pid)
     gateway = gateway_rounds(arguments, arguments.gateway_pid, [device["id"] for device in devices], pb, payload)
-
-    # The whole stack's latency, online against APNs, with the phones still connected.
-    urllib.request.urlopen(urllib.request.Request(f"{arguments.sim_admin}/reset", method="POST"), timeout=10)
-    accepted = api_latencies(arguments, phones, [device["id"] for device in devices],
-                             [device["id"] for device in offline])
-    time.sleep(5)
     report = phones.stop()
     latencies = delivery_latencies(report, gateway, "push")
     figures["gateway"] = server_figures(idle_rss, rss, count, connect_seconds, gateway, latencies)
+
+    # The whole stack's latency, online against APNs, on HeraldKit's phones: the same devices
+    # connected in the foreground, the others in the background on what apns-sim delivers.
+    urllib.request.urlopen(urllib.request.Request(f"{arguments.sim_admin}/reset", method="POST"), timeout=10)
+    herald_kit = [arguments.herald, "dev", "phones", "--background", arguments.offline, "--apns-sim", arguments.sim_admin]
+    phones = Phones(arguments.python, arguments.devices, arguments.key, arguments.address, arguments.ca,
+                    os.path.join(arguments.state, "heraldkit"), herald_kit=herald_kit)
+    figures["heraldkit_connect_seconds"] = phones.wait(count, "live")
+    accepted = api_latencies(arguments, phones, [device["id"] for device in devices],
+                             [device["id"] for device in offline])
+    phones.wait(arguments.latency_pushes, "apns", limit=60)
+    report = phones.stop()
     road = {"online": [], "apns": []}
     for phone in report["phones"].values():
         for push_id, _, received in phone["pushes"]:
             if push_id in accepted and accepted[push_id][0] == "online":
                 road["online"].append(received - accepted[push_id][1])
-    with urllib.request.urlopen(f"{arguments.sim_admin}/notifications", timeout=60) as answer:
-        for line in answer:
-            if line.strip():
-                entry = json.loads(line)
-                push = json.loads(entry["payload"]).get("herald", {}).get("push_id")
-                if push in accepted and accepted[push][0] == "apns":
-                    road["apns"].append(entry["receivedAt"] - accepted[push][1])
+        for _, push_id, received in phone["apns"]:
+            if push_id in accepted and accepted[push_id][0] == "apns":
+                road["apns"].append(received - accepted[push_id][1])
     figures["latency"] = {name: {"count": len(values), "p50_ms": percentile(values, 0.5),
                                  "p99_ms": percentile(values, 0.99)} for name, values in road.items()}
 
@@ -357,8 +366,9 @@ def main():
         print(f"{f'round {index + 1}: CPU/message (µs)':28}{gr['cpu_us_per_message']:>18.1f}{mr['cpu_us_per_message']:>14.1f}")
         print(f"{f'round {index + 1}: broadcast (s)':28}{gr['seconds']:>18.2f}{mr['seconds']:>14.2f}")
         print(f"{f'round {index + 1}: receipt p50/p99 (ms)':28}{gr['p50_ms']:>10.0f}/{gr['p99_ms']:<7.0f}{mr['p50_ms']:>7.0f}/{mr['p99_ms']:<6.0f}")
+    print(f"HeraldKit's phones (herald dev phones): {count} connected in {figures['heraldkit_connect_seconds']:.1f} s")
     for name, values in figures["latency"].items():
-        print(f"single-device push, API 202 → receipt, {name}: p50 {values['p50_ms']:.1f} ms, p99 {values['p99_ms']:.1f} ms ({values['count']})")
+        print(f"single-device push, API 202 → receipt on a HeraldKit phone, {name}: p50 {values['p50_ms']:.1f} ms, p99 {values['p99_ms']:.1f} ms ({values['count']})")
     ratios = figures["ratios"]
     print(f"memory per connection, gateway ÷ mosquitto: {ratios['memory_per_connection_gateway_to_mosquitto']:.2f} (goal ≤ 1)")
     print(f"CPU per delivered message, gateway ÷ mosquitto (median of rounds): {ratios['cpu_per_message_gateway_to_mosquitto']:.2f} (goal ≤ 1)")

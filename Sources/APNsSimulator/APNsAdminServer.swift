@@ -99,7 +99,15 @@ private final class APNsAdminHandler: ChannelInboundHandler {
             return (.ok, "text/plain; version=0.0.4", state.ledger.prometheusText())
         case (.GET, "/notifications"):
             let token = query.first { $0.name == "token" }?.value
-            let lines = state.ledger.notifications(token: token).compactMap { try? encoder.encode($0) }
+            var after = 0
+            if let text = query.first(where: { $0.name == "after" })?.value {
+                guard let number = Int(text), number >= 0 else {
+                    return problem(
+                        .badRequest, "bad_after", "after must be a whole number ≥ 0 (how many notifications to skip)")
+                }
+                after = number
+            }
+            let lines = state.ledger.notifications(token: token, after: after).compactMap { try? encoder.encode($0) }
             return (.ok, "application/x-ndjson", lines.map { String(decoding: $0, as: UTF8.self) + "\n" }.joined())
         case (.POST, "/reset"):
             state.ledger.reset()

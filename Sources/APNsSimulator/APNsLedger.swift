@@ -128,10 +128,12 @@ public final class APNsLedger: Sendable {
     }
 
     /// Accepted notifications (full mode), oldest first, optionally only those for `token`.
-    public func notifications(token: String? = nil) -> [RecordedNotification] {
-        let all = state.withLock { $0.notifications }
-        guard let token else { return all }
-        return all.filter { $0.token == token.lowercased() }
+    /// - Parameter after: skip the first `after` notifications recorded (a reader that polls
+    ///   passes how many it has read, and gets only the new ones).
+    public func notifications(token: String? = nil, after: Int = 0) -> [RecordedNotification] {
+        let recent = state.withLock { Array($0.notifications.dropFirst(after)) }
+        guard let token else { return recent }
+        return recent.filter { $0.token == token.lowercased() }
     }
 
     /// Writes buffered NDJSON lines to the record file.

@@ -197,6 +197,20 @@ class ProviderAPIWithCurl(unittest.TestCase):
         recorded = [json.loads(l) for l in self.sim.admin("GET", f"/notifications?token={GOOD}").text.splitlines()]
         self.assertIn("curl-1", [n.get("collapseID") for n in recorded])
 
+    def test_notifications_after_a_count_are_the_new_ones(self):
+        everything = self.sim.admin("GET", "/notifications").text.splitlines()
+        for collapse in ("after-1", "after-2"):
+            status, _, _, _ = self.sim.curl(f"/3/device/{GOOD}", *self.auth(), "-H", f"apns-collapse-id: {collapse}")
+            self.assertEqual(status, 200)
+        newer = [json.loads(l) for l in self.sim.admin("GET", f"/notifications?after={len(everything)}").text.splitlines()]
+        self.assertEqual([n["collapseID"] for n in newer], ["after-1", "after-2"])
+        last = self.sim.admin("GET", f"/notifications?token={GOOD}&after={len(everything) + 1}").text.splitlines()
+        self.assertEqual([json.loads(l)["collapseID"] for l in last], ["after-2"])
+        self.assertEqual(self.sim.admin("GET", "/notifications?after=100000").text, "")
+        refused = self.sim.admin("GET", "/notifications?after=-1")
+        self.assertEqual(refused.status_code, 400)
+        self.assertEqual(refused.json()["error"]["code"], "bad_after")
+
     def test_rules(self):
         cases = [
             (["-X", "GET"], f"/3/device/{GOOD}", 405, "MethodNotAllowed"),

@@ -6,14 +6,18 @@ import NIOCore
 import NIOFoundationCompat
 import Synchronization
 
-/// Thousands of simulated phones in one process (`herald dev phones`), each one HeraldKit's long
-/// connection — its state machine, its reconnect back-off, its acknowledgements — and, with an
-/// API address, HeraldKit's engagement events for what its user does. Every second the state
-/// folder's status.json says how many are live and what they received; on SIGTERM report.json
-/// lists, per token, every push, revoke and event (docs/cli.md).
+/// Thousands of simulated phones in one process (`herald dev phones`). A phone in the foreground
+/// is HeraldKit's long connection — its state machine, its reconnect back-off, its
+/// acknowledgements; a phone in the background holds none and gets what APNs delivers, read from
+/// apns-sim's record as it grows. Every phone shows a push once whichever road brings it
+/// (HeraldKit's ShownPushes) and, with an API address, reports through HeraldKit's engagement
+/// events what its user does. Every second the state folder's status.json says how many are live
+/// and what they received; on SIGTERM report.json lists, per token, every push, APNs copy,
+/// revoke and event (docs/cli.md).
 final class PhoneFleet: Sendable {
     struct Settings: Sendable {
-        var endpoint: GatewayEndpoint
+        /// The gateway the phones in the foreground connect to (nil when every phone is in the background).
+        var endpoint: GatewayEndpoint?
         var clientKey: String
         var state: URL
         /// Every K-th phone (index % K == 0) never acknowledges: its pushes go through APNs too.
@@ -22,24 +26,48 @@ final class PhoneFleet: Sendable {
         var api: URL?
         var openShare: Double
         var actionShare: Double
+        /// apns-sim's admin URL: what APNs delivered to the phones is read there.
+        var apnsSim: URL?
         /// Connections started together, then a pause (the gateway caps handshakes in progress).
         var startBurst = 100
+        /// Engagement reports sent at a time; the rest wait their turn.
+        var reportsInFlight = 32
     }
 
     let settings: Settings
+    /// The phones in the foreground, in file order, then those in the background.
     let phones: [SimulatedPhone]
+    private let phonesByToken: [String: SimulatedPhone]
     private let counters = Mutex<[String: Int]>([:])
     private let reportsPending = Atomic<Int>(0)
-    private let reports: AsyncStream<(SimulatedPhone, String)>
-    private let reportQueue: AsyncStream<(SimulatedPhone, String)>.Continuation
+    /// How many of apns-sim's recorded notifications were read.
+    private let apnsRead = Atomic<Int>(0)
+    private let reports: AsyncStream<Engagement>
+    private let reportQueue: AsyncStream<Engagement>.Continuation
 
-    init(settings: Settings, devices: [(token: String, environment: String)]) {
+    /// What one phone's user did with one push, to report.
+    private struct Engagement: Sendable {
+        var phone: SimulatedPhone
+        var pushID: String
+        /// False for an alert APNs showed with no service extension running: nothing reports `received`.
+        var receivedReported: Bool
+    }
+
+    init(
+        settings: Settings, devices: [(token: String, environment: String)],
+        background: [(token: String, environment: String)] = []
+    ) {
         self.settings = settings
-        phones = devices.enumerated().map { index, device in
-            SimulatedPhone(
-                token: device.token, environment: device.environment,
-                acknowledges: !(settings.silentEvery > 0 && index % settings.silentEvery == 0))
-        }
+        phones =
+            devices.enumerated().map { index, device in
+                SimulatedPhone(
+                    token: device.token, environment: device.environment,
+                    acknowledges: !(settings.silentEvery > 0 && index % settings.silentEvery == 0))
+            }
+            + background.map {
+                SimulatedPhone(token: $0.token, environment: $0.environment, acknowledges: false, inForeground: false)
+            }
+        phonesByToken = Dictionary(phones.map { ($0.token, $0) }, uniquingKeysWith: { first, _ in first })
         (reports, reportQueue) = AsyncStream.makeStream()
     }
 
@@ -49,14 +77,20 @@ final class PhoneFleet: Sendable {
 
     /// Runs the phones until `stop` returns, then writes report.json.
     func run(until stop: @Sendable () async -> Void) async throws {
-        let tls = try GatewayTLS(endpoint: settings.endpoint)
-        let connections = try phones.map { phone in
-            let identity = GatewayClientSession.Identity(
-                clientKey: settings.clientKey, deviceToken: phone.token, environment: phone.environment,
-                agent: "herald dev phones")
-            return try GatewayConnection(
-                endpoint: settings.endpoint, identity: identity, handlers: handlers(for: phone), tls: tls,
-                acknowledges: phone.acknowledges)
+        let foreground = phones.filter(\.inForeground)
+        let connections: [GatewayConnection]
+        if let endpoint = settings.endpoint, !foreground.isEmpty {
+            let tls = try GatewayTLS(endpoint: endpoint)
+            connections = try foreground.map { phone in
+                let identity = GatewayClientSession.Identity(
+                    clientKey: settings.clientKey, deviceToken: phone.token, environment: phone.environment,
+                    agent: "herald dev phones")
+                return try GatewayConnection(
+                    endpoint: endpoint, identity: identity, handlers: handlers(for: phone), tls: tls,
+                    acknowledges: phone.acknowledges)
+            }
+        } else {
+            connections = []
         }
         let api = settings.api.map {
             HeraldAPIClient(baseURL: $0, clientKey: settings.clientKey, transport: AsyncHTTPClientTransport())
@@ -78,10 +112,27 @@ final class PhoneFleet: Sendable {
             }
             if let api {
                 group.addTask { [self] in
-                    await withDiscardingTaskGroup { reporting in
-                        for await (phone, pushID) in reports {
-                            reporting.addTask { await self.report(phone, pushID: pushID, api: api) }
+                    // A bounded number of reports at a time: thousands queued at once in the HTTP
+                    // client's pool time out there, and its queue (linear removal) then takes the
+                    // event loops the phones' connections run on.
+                    await withTaskGroup(of: Void.self) { reporting in
+                        var running = 0
+                        for await engagement in reports {
+                            if running == settings.reportsInFlight {
+                                await reporting.next()
+                                running -= 1
+                            }
+                            reporting.addTask { await self.report(engagement, api: api) }
+                            running += 1
                         }
+                    }
+                }
+            }
+            if let apnsSim = settings.apnsSim {
+                group.addTask { [self] in
+                    while !Task.isCancelled {
+                        await readAPNsDeliveries(from: apnsSim)
+                        try? await Task.sleep(for: .milliseconds(250))
                     }
                 }
             }
@@ -90,6 +141,8 @@ final class PhoneFleet: Sendable {
             reportQueue.finish()
             group.cancelAll()
         }
+        // What APNs delivered up to the stop is in the report, even if the last poll was missed.
+        if let apnsSim = settings.apnsSim { await readAPNsDeliveries(from: apnsSim) }
         writeReport()
         writeStatus()
     }
@@ -98,11 +151,8 @@ final class PhoneFleet: Sendable {
         GatewayConnection.Handlers(
             push: { [self] push in
                 let pushID = phone.received(push, at: Date().timeIntervalSince1970 * 1000)
-                if phone.acknowledges, settings.api != nil, !pushID.isEmpty {
-                    reportsPending.add(1, ordering: .relaxed)
-                    if case .terminated = reportQueue.yield((phone, pushID)) {
-                        reportsPending.subtract(1, ordering: .relaxed)  // stopping: not reported
-                    }
+                if phone.acknowledges, !pushID.isEmpty {
+                    queueReport(Engagement(phone: phone, pushID: pushID, receivedReported: true))
                 }
             },
             revoke: { revocation in
@@ -118,13 +168,74 @@ final class PhoneFleet: Sendable {
             stopped: { [self] code, _ in count("stopped:\(code)") })
     }
 
-    /// Reports what the phone's user did with a push it acknowledged, the way an SDK that did not
-    /// hear the first answer would: the batch is sent, and sent again; what the repeat counted is
-    /// kept (the server should count nothing twice). 429 and no answer are retried.
-    private func report(_ phone: SimulatedPhone, pushID: String, api: HeraldAPIClient) async {
+    private func queueReport(_ engagement: Engagement) {
+        guard settings.api != nil else { return }
+        reportsPending.add(1, ordering: .relaxed)
+        if case .terminated = reportQueue.yield(engagement) {
+            reportsPending.subtract(1, ordering: .relaxed)  // stopping: not reported
+        }
+    }
+
+    /// Reads the notifications apns-sim accepted since the last read and hands each to its phone
+    /// (a token no phone holds is skipped). A reset of apns-sim (its count falling below what was
+    /// read) starts the reading again from its first notification.
+    private func readAPNsDeliveries(from apnsSim: URL) async {
+        let read = apnsRead.load(ordering: .relaxed)
+        guard let lines = try? await fetchLines(apnsSim.appendingPathComponent("notifications"), query: "after=\(read)")
+        else {
+            count("apns_read_failures")
+            return
+        }
+        if lines.isEmpty {
+            if let stats = try? await fetchLines(apnsSim.appendingPathComponent("stats"), query: nil).first,
+                let object = try? JSONSerialization.jsonObject(with: Data(stats)) as? [String: Any],
+                let accepted = object["accepted"] as? Int, accepted < read
+            {
+                apnsRead.store(0, ordering: .relaxed)
+            }
+            return
+        }
+        apnsRead.store(read + lines.count, ordering: .relaxed)
+        for line in lines {
+            guard let entry = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+                let token = entry["token"] as? String, let phone = phonesByToken[token],
+                let text = entry["payload"] as? String,
+                let payload = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+            else { continue }
+            let arrival = phone.receivedThroughAPNs(
+                apnsID: entry["apnsID"] as? String ?? "", payload: payload,
+                at: (entry["receivedAt"] as? NSNumber)?.doubleValue ?? 0)
+            count("apns_copies")
+            // A phone in the background: its user may open what APNs showed. (One in the
+            // foreground reports what came over its connection; a silent one reports nothing.)
+            if case .shown(let pushID, let extensionRan) = arrival, !phone.inForeground {
+                queueReport(Engagement(phone: phone, pushID: pushID, receivedReported: extensionRan))
+            }
+        }
+    }
+
+    /// The lines of an HTTP GET's answer (apns-sim's admin port).
+    private func fetchLines(_ url: URL, query: String?) async throws -> [ArraySlice<UInt8>] {
+        var address = url.absoluteString
+        if let query { address += "?" + query }
+        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: address), timeout: .seconds(60))
+        guard response.status == .ok else { throw APNsSimAnswer(status: response.status.code) }
+        let body = try await response.body.collect(upTo: 1 << 30)
+        return body.readableBytesView.split(separator: UInt8(ascii: "\n"))
+    }
+
+    /// Reports what the phone's user did with a push it acknowledged (or, in the background, was
+    /// shown through APNs), the way an SDK that did not hear the first answer would: the batch is
+    /// sent, and sent again; what the repeat counted is kept (the server should count nothing
+    /// twice). 429 and no answer are retried.
+    private func report(_ engagement: Engagement, api: HeraldAPIClient) async {
         defer { reportsPending.subtract(1, ordering: .relaxed) }
+        let (phone, pushID) = (engagement.phone, engagement.pushID)
         guard let id = UUID(uuidString: pushID) else { return }
-        let chosen = phone.choices(for: pushID, openShare: settings.openShare, actionShare: settings.actionShare)
+        let chosen = phone.choices(
+            for: pushID, openShare: settings.openShare, actionShare: settings.actionShare,
+            receivedReported: engagement.receivedReported)
+        guard !chosen.isEmpty else { return }
         let events = chosen.map {
             EngagementEvent(pushID: id, token: phone.token, type: $0.0, action: $0.1, occurredAt: Date())
         }
@@ -187,11 +298,16 @@ final class PhoneFleet: Sendable {
     }
 
     private func writeStatus() {
-        let records = phones.map { $0.record.withLock { ($0.live, $0.pushes.count, $0.revokes.count) } }
+        let records = phones.map {
+            $0.record.withLock { ($0.live, $0.pushes.count, $0.revokes.count, $0.apns.count, $0.shown.count) }
+        }
         writeJSON(
             [
                 "live": records.filter(\.0).count, "phones": phones.count,
+                "background": phones.count(where: { !$0.inForeground }),
                 "pushes": records.reduce(0) { $0 + $1.1 }, "revokes": records.reduce(0) { $0 + $1.2 },
+                "apns": records.reduce(0) { $0 + $1.3 }, "shown": records.reduce(0) { $0 + $1.4 },
+                "apns_read": apnsRead.load(ordering: .relaxed),
                 "reports_pending": reportsPending.load(ordering: .relaxed), "counters": counters.withLock { $0 },
             ], to: "status.json")
     }
@@ -201,6 +317,11 @@ final class PhoneFleet: Sendable {
         guard let data = try? JSONSerialization.data(withJSONObject: value) else { return }
         try? data.write(to: settings.state.appendingPathComponent(name), options: .atomic)
     }
+}
+
+/// apns-sim's admin port answered something other than 200.
+private struct APNsSimAnswer: Error {
+    var status: UInt
 }
 
 /// HeraldKit's HTTP transport over AsyncHTTPClient: herald-admin links no FoundationNetworking
