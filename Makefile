@@ -19,7 +19,7 @@ RELEASE_BUILD := $(SWIFT) build --force-resolved-versions -c release --static-sw
 # Each step's time goes to .local/step-times.txt (scripts/step.sh); .ci/run prints them.
 STEP := scripts/step.sh
 
-.PHONY: help deps deps-demo build release schema test test-tsan format demo check-image bench-e2e bench-import bench-api bench-events bench-fanout bench-sender bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka bench-gateway infra-up infra-down clean
+.PHONY: help deps deps-demo build release schema test test-tsan format demo check-image bench-e2e bench-import bench-api bench-events bench-fanout bench-sender bench-sender-latency bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka bench-gateway infra-up infra-down clean
 
 help:
 	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
@@ -33,6 +33,7 @@ help:
 	@echo "make bench-apns-sim  # apns-sim against nghttpd under h2load (release build)"
 	@echo "make bench-apns-client  # Herald's APNs client against h2load, both to apns-sim"
 	@echo "make bench-sender  # a million notifications through Kafka and herald-sender to apns-sim"
+	@echo "make bench-sender-latency  # herald-sender at apns-sim latencies of 0 to 100 ms, each against h2load with the sender's connections and streams"
 	@echo "make bench-scale  # herald-sender ×1, ×2, ×4 against the same million-notification backlog"
 	@echo "make bench-api  # single-device pushes to herald-api under wrk, against /healthz"
 	@echo "make bench-events  # engagement events (POST /v1/events) in batches of 100 under wrk, against /healthz"
@@ -127,6 +128,9 @@ bench-apns-client: release
 
 bench-sender: release
 	HERALD_LOG_LEVEL=warning scripts/with-infrastructure.sh .build/release .build/release/sender-throughput
+
+bench-sender-latency: release
+	Benchmarks/SenderLatency/run.sh .build/release
 
 # Senders 1, 2 and 4 against the same backlog, each run on a fresh broker and PostgreSQL with its
 # own h2load reference (docs/benchmarks.md, docs/operations.md's capacity table).

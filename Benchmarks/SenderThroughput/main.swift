@@ -32,6 +32,9 @@ struct SenderThroughput: AsyncParsableCommand {
     @Option(help: "Requests for the h2load reference run.") var h2loadRequests = 200_000
     @Option(help: "Port for apns-sim.") var simPort = 22960
     @Option(help: "herald-sender processes sharing the backlog (make bench-scale runs 1, 2 and 4).") var senders = 1
+    @Option(help: "apns-sim's faults as JSON, e.g. its latency (make bench-sender-latency).") var faults: String?
+    @Option(help: "h2load's connections (match the sender's to compare like with like).") var h2loadConnections = 4
+    @Option(help: "h2load's streams per connection.") var h2loadStreams = 250
 
     func run() async throws {
         let binaries = ProcessInfo.processInfo.environment["HERALD_BIN_DIR"] ?? ".build/release"
@@ -56,11 +59,11 @@ struct SenderThroughput: AsyncParsableCommand {
                 "--streams-before-auth", "1000",
                 "--certificate", folder + "/cert.pem", "--private-key", folder + "/key.pem",
                 "--key", "BENCHKEY01:BENCHTEAM1:\(folder)/key.pub.pem:\(bundleID)", "--log-level", "warning",
-            ], log: folder + "/apns-sim.log")
+            ] + (faults.map { ["--faults", $0] } ?? []), log: folder + "/apns-sim.log")
         defer { BenchmarkProcesses.stop(simulator) }
         try await Task.sleep(for: .seconds(1))
 
-        // The reference: h2load, same server, 4 connections × 250 streams; two runs now and one
+        // The reference: h2load, same server, 4 connections × 250 streams (or as given); two runs now and one
         // after the sender's, the median taken (a single run moves with the machine: 137,000 and
         // 224,000 req/s within ten minutes, which made one sender run read 1.01 of h2load).
         let payload = #"{"aps":{"alert":{"title":"Herald","body":"A benchmark notification"},"sound":"default"}}"#
@@ -69,7 +72,7 @@ struct SenderThroughput: AsyncParsableCommand {
         let providerToken = key.providerToken(issuedAt: Int64(Date().timeIntervalSince1970))
         let reference = {
             try BenchmarkProcesses.h2loadRun(
-                requests: h2loadRequests, connections: 4, streams: 250,
+                requests: h2loadRequests, connections: h2loadConnections, streams: h2loadStreams,
                 headers: [
                     "authorization: bearer \(providerToken)", "apns-topic: \(bundleID)", "apns-push-type: alert",
                     "apns-priority: 10",
@@ -272,6 +275,7 @@ struct SenderThroughput: AsyncParsableCommand {
             "h2loadCPUMicrosecondsPerRequest": (h2load.cpuMicrosecondsPerRequest * 10).rounded() / 10,
             "cpuRatioToH2load": (cpuRatio * 100).rounded() / 100,
             "senderPeakRSSMegabytes": peakRSS / 1024,
+            "faults": faults ?? "", "h2loadConnections": h2loadConnections, "h2loadStreams": h2loadStreams,
         ]
         print(
             String(decoding: try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys]), as: UTF8.self))

@@ -144,7 +144,8 @@ public final class SenderWorker: Service, Sendable {
     public init(
         consumer: KafkaConsumer, transactionalConsumer: KafkaConsumer? = nil, producer: KafkaProducer,
         credentials: CredentialStore, gate: (any BatchGate)?, sender: JobBatchSender = .init(),
-        online: OnlineRouter? = nil, maxBatchesInFlight: Int = 8, maxTransactionalBatchesInFlight: Int = 8,
+        online: OnlineRouter? = nil, maxBatchesInFlight: Int = SenderSettings.defaultMaxBatchesInFlight,
+        maxTransactionalBatchesInFlight: Int = 8,
         outcomesTopic: String = HeraldTopic.outcomes.name, logger: Logger
     ) {
         self.online = online

@@ -23,8 +23,16 @@ public struct SenderSettings: Sendable {
     /// Notifications in flight per credential (`HERALD_SENDER_MAX_IN_FLIGHT`).
     public var maxInFlight: Int
     /// Job batches being sent at once; the worker pulls no more while they are
-    /// (`HERALD_SENDER_MAX_BATCHES_IN_FLIGHT`).
+    /// (`HERALD_SENDER_MAX_BATCHES_IN_FLIGHT`, default ``defaultMaxBatchesInFlight``).
     public var maxBatchesInFlight: Int
+    /// 32: a batch ends with its slowest answer, so at a real APNs round trip with a long tail the
+    /// batches, not the streams, are what runs out. With 8 (the default until 2026-11-30) and
+    /// apns-sim answering after an exponential 50 ms on average, a sender did 11,000/s where
+    /// h2load on the same connections did 36,000; with 32, 37,000 (docs/benchmarks.md,
+    /// `make bench-sender-latency`). 32 × 500 targets is 16,000 notifications held in memory
+    /// (2,000 of them on the wire at the default `maxInFlight`): a sender's peak RSS went from 73
+    /// to 77 MB.
+    public static let defaultMaxBatchesInFlight = 32
     /// Each APNs request's deadline (`HERALD_SENDER_REQUEST_TIMEOUT_MS`).
     public var requestTimeout: Duration
     /// Attempts per notification, the first included (`HERALD_SENDER_MAX_ATTEMPTS`).
@@ -83,7 +91,7 @@ public struct SenderSettings: Sendable {
             1, config.int(forKey: "sender.maxTransactionalBatchesInFlight", default: 8))
         connections = config.int(forKey: "sender.connections", default: 2)
         maxInFlight = config.int(forKey: "sender.maxInFlight", default: 2000)
-        maxBatchesInFlight = config.int(forKey: "sender.maxBatchesInFlight", default: 8)
+        maxBatchesInFlight = config.int(forKey: "sender.maxBatchesInFlight", default: Self.defaultMaxBatchesInFlight)
         requestTimeout = config.milliseconds(forKey: "sender.requestTimeoutMs", default: 10_000, minimum: 1)
         maxAttempts = config.int(forKey: "sender.maxAttempts", default: Self.defaultMaxAttempts)
         retryBackoff = Backoff(
