@@ -6,6 +6,12 @@
 # issue 22), and CPU seconds and peak RSS of every process; the last line is JSON.
 #
 #   Benchmarks/EndToEnd/run.sh BIN_DIR [DEVICES] [SENDERS]
+#
+# E2E_APNS_LATENCY_MS=50 runs it at an APNs round trip: apns-sim answers after that many
+# milliseconds (its fixed latency fault, set before the reference), and h2load then opens what
+# the senders open together — SENDERS × HERALD_SENDER_CONNECTIONS (2) connections of
+# min(1,000, HERALD_SENDER_MAX_IN_FLIGHT ÷ connections) streams — instead of 4 × 250, so the
+# reference is what those connections carry at that latency.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -36,15 +42,28 @@ echo "stack up in $HERALD_DEV_DIR ($senders senders)"
 # push, measured a few seconds later, reached 0.59 of them. Its CPU is measured from the
 # kernel's account of each exited child.
 eval "$("$herald" dev env)"
+latency=${E2E_APNS_LATENCY_MS:-0}
+h2_connections=4 h2_streams=250 h2_requests=200000
+if [ "$latency" -gt 0 ]; then
+  curl -sf -X PUT "$HERALD_DEV_APNS_SIM_ADMIN/faults" \
+    -d "{\"latency\":{\"distribution\":\"fixed\",\"milliseconds\":$latency}}" >/dev/null
+  per_sender=${HERALD_SENDER_CONNECTIONS:-2}
+  h2_connections=$((senders * per_sender))
+  h2_streams=$(( ${HERALD_SENDER_MAX_IN_FLIGHT:-2000} / per_sender ))
+  [ "$h2_streams" -le 1000 ] || h2_streams=1000
+  echo "apns-sim answers after $latency ms; h2load: $h2_connections connections × $h2_streams streams"
+fi
 token=$(head -1 "$HERALD_DEV_DIR/devices.ndjson" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
 printf '%s' '{"aps":{"alert":{"title":"Benchmark","body":"One million devices"}}}' >"$HERALD_DEV_DIR/payload.json"
 # One h2load run; prints its rate and its CPU in µs per request.
 h2load_once() {
-  python3 - "$HERALD_DEV_APNS_PROVIDER_TOKEN" "$HERALD_DEV_APNS_SIM_URL/3/device/$token" "$HERALD_DEV_DIR/payload.json" <<'PY'
+  python3 - "$HERALD_DEV_APNS_PROVIDER_TOKEN" "$HERALD_DEV_APNS_SIM_URL/3/device/$token" "$HERALD_DEV_DIR/payload.json" \
+    "$h2_connections" "$h2_streams" "$h2_requests" <<'PY'
 import resource, subprocess, sys
 token, url, payload = sys.argv[1:4]
+connections, streams, requests = (int(x) for x in sys.argv[4:7])
 before = resource.getrusage(resource.RUSAGE_CHILDREN)
-out = subprocess.run(["h2load", "-n", "200000", "-c", "4", "-m", "250", "-H", f"authorization: bearer {token}",
+out = subprocess.run(["h2load", "-n", str(requests), "-c", str(connections), "-m", str(streams), "-H", f"authorization: bearer {token}",
                       "-H", "apns-topic: com.example.bench", "-H", "apns-push-type: alert", "-H", "apns-priority: 10",
                       "-d", payload, url], capture_output=True, text=True).stdout
 after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -55,13 +74,13 @@ after = resource.getrusage(resource.RUSAGE_CHILDREN)
 counts = next(l for l in out.splitlines() if l.startswith("requests:"))
 succeeded = int(counts.split(" succeeded")[0].split(",")[-1])
 codes = next(l for l in out.splitlines() if l.startswith("status codes:"))
-if f"status codes: {succeeded} 2xx, 0 3xx, 0 4xx, 0 5xx" not in codes or succeeded < 200000 - 4 * 99:
-    sys.exit("h2load against apns-sim did not get 200,000 2xx answers (or 99 refused per connection at most):\n" + out)
-# h2load's req/s counts all 200,000 over the run's precise time; the succeeded ones' rate:
+if f"status codes: {succeeded} 2xx, 0 3xx, 0 4xx, 0 5xx" not in codes or succeeded < requests - connections * 99:
+    sys.exit(f"h2load against apns-sim did not get {requests:,} 2xx answers (or 99 refused per connection at most):\n" + out)
+# h2load's req/s counts all requests over the run's precise time; the succeeded ones' rate:
 rate = float(next(l for l in out.splitlines() if l.startswith("finished in")).split(",")[1].split()[0])
-rate *= succeeded / 200000
+rate *= succeeded / requests
 cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-print(f"{rate:.0f} {cpu / 200000 * 1e6:.2f}")
+print(f"{rate:.0f} {cpu / requests * 1e6:.2f}")
 PY
 }
 h2load_failed() {
@@ -152,8 +171,9 @@ echo "accepted so far, each second from the 202:"
 sed 's/^/  /' "$HERALD_DEV_DIR/progress.txt"
 echo "the status poller used $poller_cpu CPU s"
 
-python3 - "$before" "$after" "$status" "$start" "$accepted_at" "$finished" "$devices" "$h2load_rate" "$h2load_runs" "$h2load_cpu_us" <<'PY'
+python3 - "$before" "$after" "$status" "$start" "$accepted_at" "$finished" "$devices" "$h2load_rate" "$h2load_runs" "$h2load_cpu_us" "$latency" <<'PY'
 import json, sys
+latency = int(sys.argv[11])
 before, after, status = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
 start, accepted, finished, devices = float(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
 h2load = float(sys.argv[8])
@@ -174,7 +194,7 @@ for name in after:
     cpu = after[name][0] - before.get(name, [0, 0])[0]
     rows[name] = {"cpu_seconds": round(cpu, 2), "peak_rss_mb": round(after[name][1], 1)}
     print(f"{name:<16} {cpu:>12.2f} {after[name][1]:>12.1f}")
-print(json.dumps({"devices": devices, "accepted": c["accepted"], "seconds": round(seconds, 2),
+print(json.dumps({"devices": devices, "apns_latency_ms": latency, "accepted": c["accepted"], "seconds": round(seconds, 2),
                   "per_second": round(c["accepted"] / seconds), "h2load_per_second": round(h2load),
                   "h2load_runs": h2load_runs, "h2load_cpu_us_per_request": h2load_cpu,
                   "ratio_to_h2load": round(ratio, 3), "processes": rows}))

@@ -10,7 +10,7 @@ import NIOPosix
 /// | `GET /health` | `{"status":"ok"}` |
 /// | `GET /stats` | counters by status, reason and topic; connections |
 /// | `GET /metrics` | the same counters in Prometheus text format |
-/// | `GET /notifications[?token=HEX]` | accepted notifications as NDJSON, oldest first |
+/// | `GET /notifications[?token=HEX][&after=N][&limit=M]` | accepted notifications as NDJSON, oldest first (M of them after the first N) |
 /// | `POST /reset` | forget notifications and counters |
 /// | `GET /faults`, `PUT /faults` | read or replace the faults in force |
 /// | `POST /devices` | add devices: `{"devices":[{"token","topic","unregisteredAt"?}]}` |
@@ -100,6 +100,7 @@ private final class APNsAdminHandler: ChannelInboundHandler {
         case (.GET, "/notifications"):
             let token = query.first { $0.name == "token" }?.value
             var after = 0
+            var limit = Int.max
             if let text = query.first(where: { $0.name == "after" })?.value {
                 guard let number = Int(text), number >= 0 else {
                     return problem(
@@ -107,7 +108,16 @@ private final class APNsAdminHandler: ChannelInboundHandler {
                 }
                 after = number
             }
-            let lines = state.ledger.notifications(token: token, after: after).compactMap { try? encoder.encode($0) }
+            if let text = query.first(where: { $0.name == "limit" })?.value {
+                guard let number = Int(text), number > 0 else {
+                    return problem(
+                        .badRequest, "bad_limit", "limit must be a whole number ≥ 1 (how many notifications to read)")
+                }
+                limit = number
+            }
+            let lines = state.ledger.notifications(token: token, after: after, limit: limit).compactMap {
+                try? encoder.encode($0)
+            }
             return (.ok, "application/x-ndjson", lines.map { String(decoding: $0, as: UTF8.self) + "\n" }.joined())
         case (.POST, "/reset"):
             state.ledger.reset()

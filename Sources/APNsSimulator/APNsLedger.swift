@@ -128,10 +128,13 @@ public final class APNsLedger: Sendable {
     }
 
     /// Accepted notifications (full mode), oldest first, optionally only those for `token`.
-    /// - Parameter after: skip the first `after` notifications recorded (a reader that polls
-    ///   passes how many it has read, and gets only the new ones).
-    public func notifications(token: String? = nil, after: Int = 0) -> [RecordedNotification] {
-        let recent = state.withLock { Array($0.notifications.dropFirst(after)) }
+    /// - Parameters:
+    ///   - after: skip the first `after` notifications recorded (a reader that polls passes how
+    ///     many it has read, and gets only the new ones).
+    ///   - limit: look at no more than this many recorded notifications after those (before the
+    ///     token filter, so a reader's next `after` is `after + limit` when it got a full page).
+    public func notifications(token: String? = nil, after: Int = 0, limit: Int = .max) -> [RecordedNotification] {
+        let recent = state.withLock { Array($0.notifications.dropFirst(after).prefix(limit)) }
         guard let token else { return recent }
         return recent.filter { $0.token == token.lowercased() }
     }

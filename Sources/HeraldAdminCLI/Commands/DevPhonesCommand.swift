@@ -72,7 +72,9 @@ struct DevPhonesCommand: AsyncParsableCommand {
             endpoint = GatewayEndpoint(
                 host: String(address[..<colon]), port: port, trustedCertificatesPEM: pem, serverName: "localhost")
         }
-        let simulator = apnsSim ?? stack.map { "http://127.0.0.1:\($0.apnsSim.adminPort)" }
+        // The APNs copies are read when there are phones in the background or when asked.
+        let simulator =
+            apnsSim ?? (background == nil ? nil : stack.map { "http://127.0.0.1:\($0.apnsSim.adminPort)" })
         if background != nil, simulator == nil {
             throw ValidationError("give --apns-sim with apns-sim's admin URL: phones in the background read it")
         }

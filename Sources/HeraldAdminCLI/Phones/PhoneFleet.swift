@@ -95,6 +95,10 @@ final class PhoneFleet: Sendable {
         let api = settings.api.map {
             HeraldAPIClient(baseURL: $0, clientKey: settings.clientKey, transport: AsyncHTTPClientTransport())
         }
+        // APNs copies from now on: what apns-sim held before the phones started is not theirs.
+        if let apnsSim = settings.apnsSim, let accepted = await acceptedByAPNsSim(apnsSim) {
+            apnsRead.store(accepted, ordering: .relaxed)
+        }
         await withDiscardingTaskGroup { group in
             group.addTask { [self] in
                 for (index, connection) in connections.enumerated() where !Task.isCancelled {
@@ -176,29 +180,49 @@ final class PhoneFleet: Sendable {
         }
     }
 
-    /// Reads the notifications apns-sim accepted since the last read and hands each to its phone
-    /// (a token no phone holds is skipped). A reset of apns-sim (its count falling below what was
-    /// read) starts the reading again from its first notification.
+    /// How many notifications apns-sim has accepted (its `/stats`), nil when it does not answer.
+    private func acceptedByAPNsSim(_ apnsSim: URL) async -> Int? {
+        guard let stats = try? await fetchLines(apnsSim.appendingPathComponent("stats"), query: nil).first,
+            let object = try? JSONSerialization.jsonObject(with: Data(stats)) as? [String: Any]
+        else { return nil }
+        return object["accepted"] as? Int
+    }
+
+    /// Reads the notifications apns-sim accepted since the last read, a page at a time, and hands
+    /// each to its phone (a token no phone holds is skipped). A reset of apns-sim noticed (its
+    /// count below what was read, with nothing new) starts the reading again from its first.
     private func readAPNsDeliveries(from apnsSim: URL) async {
-        let read = apnsRead.load(ordering: .relaxed)
-        guard let lines = try? await fetchLines(apnsSim.appendingPathComponent("notifications"), query: "after=\(read)")
-        else {
-            count("apns_read_failures")
-            return
-        }
-        if lines.isEmpty {
-            if let stats = try? await fetchLines(apnsSim.appendingPathComponent("stats"), query: nil).first,
-                let object = try? JSONSerialization.jsonObject(with: Data(stats)) as? [String: Any],
-                let accepted = object["accepted"] as? Int, accepted < read
-            {
-                apnsRead.store(0, ordering: .relaxed)
+        let page = 10_000
+        while true {
+            let read = apnsRead.load(ordering: .relaxed)
+            guard
+                let lines = try? await fetchLines(
+                    apnsSim.appendingPathComponent("notifications"), query: "after=\(read)&limit=\(page)")
+            else {
+                count("apns_read_failures")
+                return
             }
-            return
+            if lines.isEmpty {
+                if let accepted = await acceptedByAPNsSim(apnsSim), accepted < read {
+                    apnsRead.store(0, ordering: .relaxed)
+                }
+                return
+            }
+            apnsRead.store(read + lines.count, ordering: .relaxed)
+            hand(lines)
+            if lines.count < page { return }
+            await Task.yield()
         }
-        apnsRead.store(read + lines.count, ordering: .relaxed)
+    }
+
+    /// Hands each line of apns-sim's `GET /notifications` to the phone whose token it names.
+    private func hand(_ lines: [ArraySlice<UInt8>]) {
         for line in lines {
-            guard let entry = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
-                let token = entry["token"] as? String, let phone = phonesByToken[token],
+            // Most lines of a broadcast are for devices no phone holds: their token is found by
+            // a byte search, and only a phone's lines are decoded (JSON decoding every line of a
+            // 100,000-device broadcast took the CPU the phones' acknowledgements needed).
+            guard let token = Self.token(in: line), let phone = phonesByToken[token],
+                let entry = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
                 let text = entry["payload"] as? String,
                 let payload = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
             else { continue }
@@ -212,6 +236,23 @@ final class PhoneFleet: Sendable {
                 queueReport(Engagement(phone: phone, pushID: pushID, receivedReported: extensionRan))
             }
         }
+    }
+
+    /// The value of a line's `"token":"…"` field (apns-sim writes tokens as lower-case hex, no
+    /// escapes), or nil.
+    static func token(in line: ArraySlice<UInt8>) -> String? {
+        let key = Array(#""token":""#.utf8)
+        guard line.count > key.count else { return nil }
+        var index = line.startIndex
+        while index <= line.endIndex - key.count {
+            if line[index] == key[0], line[index..<index + key.count].elementsEqual(key) {
+                let start = index + key.count
+                guard let end = line[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+                return String(decoding: line[start..<end], as: UTF8.self)
+            }
+            index += 1
+        }
+        return nil
     }
 
     /// The lines of an HTTP GET's answer (apns-sim's admin port).

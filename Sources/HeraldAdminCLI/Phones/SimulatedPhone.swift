@@ -46,10 +46,13 @@ final class SimulatedPhone: Sendable {
     /// Keeps a push that arrived over the connection.
     func received(_ push: GatewayPush, at milliseconds: Double) -> String {
         let pushID = UUID(gatewayBytes: push.pushID)?.uuidString.lowercased() ?? ""
-        let payload = HeraldPayload(payload: push.payload)
+        let object = (try? JSONSerialization.jsonObject(with: Data(push.payload))) as? [String: Any] ?? [:]
+        let payload = HeraldPayload(userInfo: object)
+        let alert = (object["aps"] as? [String: Any])?["alert"] != nil
         record.withLock { record in
             record.pushes.append((pushID, payload?.pushID.uuidString.lowercased() ?? "", milliseconds))
-            if let payload, payload.revocation == nil { record.show(payload.pushID) }
+            // Shown as an APNs copy would be: an alert that is not a recall.
+            if let payload, payload.revocation == nil, alert { record.show(payload.pushID) }
         }
         return pushID
     }
@@ -70,8 +73,10 @@ final class SimulatedPhone: Sendable {
             record.apns.append((apnsID, herald?.pushID.uuidString.lowercased() ?? "", milliseconds))
             guard let herald else { return .nothingToOpen }
             if let revocation = herald.revocation {
-                // The app, woken in the background, removes the notification (best effort on a real phone).
-                record.revokes.append(revocation.pushID?.uuidString.lowercased() ?? "")
+                // The app, woken in the background, removes the notification (best effort on a
+                // real phone); a revoke that came over the connection first is not counted again.
+                let revoked = revocation.pushID?.uuidString.lowercased() ?? ""
+                if !record.revokes.contains(revoked) { record.revokes.append(revoked) }
                 return .nothingToOpen
             }
             guard aps["alert"] != nil, record.show(herald.pushID) else { return .nothingToOpen }
