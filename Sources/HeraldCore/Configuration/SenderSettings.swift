@@ -29,9 +29,13 @@ public struct SenderSettings: Sendable {
     /// with its slowest answer, and with 8 batches and apns-sim answering after an exponential
     /// 50 ms a sender did 11,000/s where h2load on the same connections did 36,000 (with 32,
     /// 37,000: docs/benchmarks.md, `make bench-sender-latency`). But with 32 the end-to-end
-    /// online test's connected phones missed the gateways' 2 s acknowledgement timeout by the
-    /// thousands (4,048 of 7,200 went through APNs as well), so the default stays 8 until the
-    /// online road keeps up with that many batches at once; raise it where APNs is the only road.
+    /// online test's connected phones went through APNs as well by the thousands (4,048 of
+    /// 7,200). The likely cause, from reading the code and not yet confirmed: `OnlineRouter`'s
+    /// HTTP client keeps AsyncHTTPClient's default 8 connections per gateway, a delivery POST
+    /// holds one until its slowest push is acknowledged or times out (about 2 s when a phone is
+    /// silent), and the sender's online timeout counts the wait for a connection, so with 32
+    /// batches the later POSTs run out of time. The default stays 8 until that pool is sized
+    /// to the batches in flight; raise it where APNs is the only road.
     public static let defaultMaxBatchesInFlight = 8
     /// Each APNs request's deadline (`HERALD_SENDER_REQUEST_TIMEOUT_MS`).
     public var requestTimeout: Duration
