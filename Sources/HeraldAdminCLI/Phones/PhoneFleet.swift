@@ -241,18 +241,10 @@ final class PhoneFleet: Sendable {
     /// The value of a line's `"token":"…"` field (apns-sim writes tokens as lower-case hex, no
     /// escapes), or nil.
     static func token(in line: ArraySlice<UInt8>) -> String? {
-        let key = Array(#""token":""#.utf8)
-        guard line.count > key.count else { return nil }
-        var index = line.startIndex
-        while index <= line.endIndex - key.count {
-            if line[index] == key[0], line[index..<index + key.count].elementsEqual(key) {
-                let start = index + key.count
-                guard let end = line[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
-                return String(decoding: line[start..<end], as: UTF8.self)
-            }
-            index += 1
-        }
-        return nil
+        guard let key = line.firstRange(of: #""token":""#.utf8),
+            let end = line[key.upperBound...].firstIndex(of: UInt8(ascii: "\""))
+        else { return nil }
+        return String(decoding: line[key.upperBound..<end], as: UTF8.self)
     }
 
     /// The lines of an HTTP GET's answer (apns-sim's admin port).

@@ -48,11 +48,9 @@ final class SimulatedPhone: Sendable {
         let pushID = UUID(gatewayBytes: push.pushID)?.uuidString.lowercased() ?? ""
         let object = (try? JSONSerialization.jsonObject(with: Data(push.payload))) as? [String: Any] ?? [:]
         let payload = HeraldPayload(userInfo: object)
-        let alert = (object["aps"] as? [String: Any])?["alert"] != nil
         record.withLock { record in
             record.pushes.append((pushID, payload?.pushID.uuidString.lowercased() ?? "", milliseconds))
-            // Shown as an APNs copy would be: an alert that is not a recall.
-            if let payload, payload.revocation == nil, alert { record.show(payload.pushID) }
+            record.showIfAlert(payload, aps: object["aps"] as? [String: Any] ?? [:])
         }
         return pushID
     }
@@ -79,7 +77,7 @@ final class SimulatedPhone: Sendable {
                 if !record.revokes.contains(revoked) { record.revokes.append(revoked) }
                 return .nothingToOpen
             }
-            guard aps["alert"] != nil, record.show(herald.pushID) else { return .nothingToOpen }
+            guard record.showIfAlert(herald, aps: aps) else { return .nothingToOpen }
             let mutable = (aps["mutable-content"] as? Int) == 1
             return .shown(pushID: herald.pushID.uuidString.lowercased(), serviceExtensionRan: mutable)
         }
@@ -123,9 +121,11 @@ final class SimulatedPhone: Sendable {
 }
 
 extension SimulatedPhone.Record {
-    /// Shows `pushID` unless it was shown already (then counts a duplicate); whether it was shown now.
+    /// Shows a push that arrived by either road if it is an alert and not a recall, unless it was
+    /// shown already (then counts a duplicate); whether it was shown now.
     @discardableResult
-    mutating func show(_ pushID: UUID) -> Bool {
+    mutating func showIfAlert(_ payload: HeraldPayload?, aps: [String: Any]) -> Bool {
+        guard let pushID = payload?.pushID, payload?.revocation == nil, aps["alert"] != nil else { return false }
         let text = pushID.uuidString.lowercased()
         guard seen.firstSight(of: pushID) else {
             duplicates.append(text)
