@@ -7,6 +7,10 @@ import Synchronization
 /// the same device replaces the older, which is closed `replaced`) — and the presence changes not
 /// yet written to PostgreSQL (``PresenceWriter`` takes them in batches). Both change under one
 /// lock, so the order of a device's connects and leaves is the order presence is written in.
+///
+/// Changes are written in numbered batches. A connection is welcomed once the batch holding its
+/// claim is written (``whenWritten(_:_:)``), so a device its app sees connected is one a sender
+/// can already route to.
 final class DeviceDirectory: Sendable {
     /// A connection, reachable from any thread through its event loop.
     struct Entry: Sendable {
@@ -20,6 +24,12 @@ final class DeviceDirectory: Sendable {
         /// The latest change of each device not yet written: its app and when it connected, or
         /// nil when it left.
         var changes: [Int64: (appID: UUID, at: Date)?] = [:]
+        /// The batch the changes now waiting go into.
+        var batch: UInt64 = 1
+        /// Every batch up to this one is written (a failed batch's changes go into the next).
+        var written: UInt64 = 0
+        /// What waits for a batch to be written.
+        var waiters: [(batch: UInt64, action: @Sendable () -> Void)] = []
     }
 
     private let state = Mutex(State())
@@ -36,14 +46,24 @@ final class DeviceDirectory: Sendable {
     }
 
     /// Makes `entry` the connection of `deviceID`.
-    /// - Returns: the connection it replaces, to close.
-    func claim(_ deviceID: Int64, _ entry: Entry) -> Entry? {
+    /// - Returns: the connection it replaces, to close, and the batch the claim is written with.
+    func claim(_ deviceID: Int64, _ entry: Entry) -> (replaced: Entry?, batch: UInt64) {
         state.withLock { state in
             let previous = state.entries[deviceID]
             state.entries[deviceID] = entry
             state.changes[deviceID] = .some((entry.appID, Date()))
-            return previous
+            return (previous, state.batch)
         }
+    }
+
+    /// Runs `action` (at once, or on the writer's task) once `batch` is written.
+    func whenWritten(_ batch: UInt64, _ action: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state in
+            guard state.written < batch else { return true }
+            state.waiters.append((batch, action))
+            return false
+        }
+        if now { action() }
     }
 
     /// Forgets `deviceID`'s connection if it is still `connectionID`'s (a replaced connection's
@@ -56,17 +76,34 @@ final class DeviceDirectory: Sendable {
         }
     }
 
-    /// The changes not yet written, which are no longer kept here.
-    func takeChanges() -> [GatewayPresenceRepository.Change] {
+    /// The changes not yet written, which are no longer kept here, and their batch's number.
+    func takeChanges() -> (changes: [GatewayPresenceRepository.Change], batch: UInt64) {
         state.withLock { state in
-            defer { state.changes = [:] }
-            return state.changes.map { device, change in
+            defer {
+                state.changes = [:]
+                state.batch += 1
+            }
+            let changes = state.changes.map { device, change in
                 GatewayPresenceRepository.Change(deviceID: device, appID: change?.appID, at: change?.at ?? Date())
             }
+            return (changes, state.batch)
         }
     }
 
-    /// Puts back changes whose write failed, unless the device changed again since.
+    /// `batch` (and every one before it) is written: what waited for it runs.
+    func written(_ batch: UInt64) {
+        let ready = state.withLock { state in
+            state.written = max(state.written, batch)
+            let written = state.written
+            let ready = state.waiters.filter { $0.batch <= written }
+            state.waiters.removeAll { $0.batch <= written }
+            return ready
+        }
+        for waiter in ready { waiter.action() }
+    }
+
+    /// Puts back changes whose write failed (into the batch now waiting, whose write then stands
+    /// for theirs), unless the device changed again since.
     func restore(_ changes: [GatewayPresenceRepository.Change]) {
         state.withLock { state in
             for change in changes where state.changes[change.deviceID] == nil {

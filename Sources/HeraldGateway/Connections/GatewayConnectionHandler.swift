@@ -25,6 +25,12 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
     private var unwritableSince: UInt64?
     /// A delivery batch is writing: a push's frame waits for the batch's one flush.
     private var deferFlush = false
+    /// Authenticated, and waiting since then for its presence to be written before the welcome.
+    private var welcomeWaitingSince: UInt64?
+
+    /// How long a welcome waits for the connection's presence to be written (while PostgreSQL
+    /// does not answer, the connection is welcomed anyway and its pushes go through APNs).
+    static let presenceWaitMilliseconds: UInt64 = 5_000
 
     init(environment: ConnectionEnvironment, arrival: Arrival, number: UInt64) {
         self.environment = environment
@@ -79,6 +85,10 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
     // MARK: The sweep
 
     func tick(now: UInt64) {
+        if let since = welcomeWaitingSince, now >= since + Self.presenceWaitMilliseconds {
+            environment.metrics.welcomesBeforePresence.add(1, ordering: .relaxed)
+            welcome()
+        }
         if let since = unwritableSince, now >= since + UInt64(environment.rules.ackTimeoutMilliseconds) {
             unwritableSince = nil
             perform(
@@ -234,14 +244,28 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
             let entry = DeviceDirectory.Entry(
                 connectionID: number, appID: identity.appID,
                 connection: NIOLoopBound(self, eventLoop: context.eventLoop))
-            if let previous = environment.directory.claim(identity.deviceID, entry) {
+            let (previous, batch) = environment.directory.claim(identity.deviceID, entry)
+            if let previous {
                 previous.connection.eventLoop.execute { previous.connection.value.replace() }
             }
-            environment.metrics.welcomes.add(1, ordering: .relaxed)
-            perform(
-                session.authenticated(connectionID: "\(environment.name)-\(number)", now: EventLoopConnections.now()))
+            // The welcome waits for the presence write, so that once an app sees itself
+            // connected, a push sent to it is routed here (docs/gateway.md, "Presence").
+            welcomeWaitingSince = EventLoopConnections.now()
+            let connection = entry.connection
+            environment.directory.whenWritten(batch) {
+                connection.eventLoop.execute { connection.value.welcome() }
+            }
         case .refused(let code, let message, let wait):
             perform(session.refused(code, message: message, retryAfterMilliseconds: wait))
         }
+    }
+
+    /// The presence of this connection is written (or waited for long enough): it is live.
+    private func welcome() {
+        guard welcomeWaitingSince != nil else { return }
+        welcomeWaitingSince = nil
+        guard let context, context.channel.isActive, session.isAuthenticating else { return }
+        environment.metrics.welcomes.add(1, ordering: .relaxed)
+        perform(session.authenticated(connectionID: "\(environment.name)-\(number)", now: EventLoopConnections.now()))
     }
 }

@@ -17,6 +17,8 @@ final class GatewayMetrics: Sendable {
     /// Closed before their transport or upgrade was known, at the hello's deadline.
     let helloTimeouts = Atomic<Int>(0)
     let welcomes = Atomic<Int>(0)
+    /// Welcomed before their presence was written, after waiting the bound (PostgreSQL slow or away).
+    let welcomesBeforePresence = Atomic<Int>(0)
     let framesReceived = Atomic<Int>(0)
     let framesSent = Atomic<Int>(0)
     let pushesSent = Atomic<Int>(0)
@@ -72,7 +74,13 @@ final class GatewayMetrics: Sendable {
         counter(
             "herald_gateway_hello_timeouts_total",
             "Connections closed at the hello's deadline before their transport was set up.", helloTimeouts)
-        counter("herald_gateway_welcomes_total", "Hellos that authenticated.", welcomes)
+        counter(
+            "herald_gateway_welcomes_total", "Connections welcomed: authenticated, and their presence written.",
+            welcomes)
+        counter(
+            "herald_gateway_welcomes_before_presence_total",
+            "Connections welcomed before their presence was written, after waiting 5 s for it (PostgreSQL slow or away).",
+            welcomesBeforePresence)
         counter("herald_gateway_frames_received_total", "Frames read from clients.", framesReceived)
         counter("herald_gateway_frames_sent_total", "Frames written to clients.", framesSent)
         counter("herald_gateway_pushes_sent_total", "Pushes written to connections.", pushesSent)

@@ -73,13 +73,18 @@ final class PresenceWriter: Service, Sendable {
         }
     }
 
-    /// Writes the changes the directory holds, if any.
+    /// Writes the changes the directory holds, if any; the connections waiting for them are
+    /// welcomed.
     func flush() async {
-        let changes = directory.takeChanges()
-        guard !changes.isEmpty else { return }
+        let (changes, batch) = directory.takeChanges()
+        guard !changes.isEmpty else {
+            directory.written(batch)
+            return
+        }
         do {
             try await repository.record(changes, gatewayID: gatewayID)
             metrics.presenceBatches.add(1, ordering: .relaxed)
+            directory.written(batch)
         } catch {
             metrics.presenceWriteFailures.add(1, ordering: .relaxed)
             directory.restore(changes)
