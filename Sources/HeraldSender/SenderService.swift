@@ -62,7 +62,9 @@ public struct SenderService: Service {
             ? OnlineRouter(
                 presence: GatewayPresenceRepository(client: database, logger: logger),
                 token: DeliveryToken.derive(masterKey: configuration.security.masterKey ?? ""),
-                timeout: settings.onlineTimeout, cacheFor: settings.presenceCache, logger: logger) : nil
+                timeout: settings.onlineTimeout, cacheFor: settings.presenceCache,
+                connectionsPerGateway: settings.maxBatchesInFlight + settings.maxTransactionalBatchesInFlight,
+                logger: logger) : nil
         let worker = SenderWorker(
             consumer: consumer, transactionalConsumer: transactionalConsumer, producer: producer,
             credentials: store,

@@ -25,18 +25,13 @@ public struct SenderSettings: Sendable {
     /// Job batches being sent at once; the worker pulls no more while they are
     /// (`HERALD_SENDER_MAX_BATCHES_IN_FLIGHT`, default ``defaultMaxBatchesInFlight``).
     public var maxBatchesInFlight: Int
-    /// 8. At a real APNs round trip with a long tail more would serve APNs better: a batch ends
-    /// with its slowest answer, and with 8 batches and apns-sim answering after an exponential
-    /// 50 ms a sender did 11,000/s where h2load on the same connections did 36,000 (with 32,
-    /// 37,000: docs/benchmarks.md, `make bench-sender-latency`). But with 32 the end-to-end
-    /// online test's connected phones went through APNs as well by the thousands (4,048 of
-    /// 7,200). The likely cause, from reading the code and not yet confirmed: `OnlineRouter`'s
-    /// HTTP client keeps AsyncHTTPClient's default 8 connections per gateway, a delivery POST
-    /// holds one until its slowest push is acknowledged or times out (about 2 s when a phone is
-    /// silent), and the sender's online timeout counts the wait for a connection, so with 32
-    /// batches the later POSTs run out of time. The default stays 8 until that pool is sized
-    /// to the batches in flight; raise it where APNs is the only road.
-    public static let defaultMaxBatchesInFlight = 8
+    /// 32. A batch lasts as long as its slowest answer, so at a real APNs round trip with a long
+    /// tail few batches leave the connections idle: with 8 batches and apns-sim answering after
+    /// an exponential 50 ms a sender did 11,000/s where h2load on the same connections did
+    /// 36,000; with 32, 37,000 (docs/benchmarks.md, `make bench-sender-latency`). The sender keeps
+    /// as many HTTP connections to each gateway as batches in flight (``OnlineRouter``), so the
+    /// online road's requests never wait for one another's connection.
+    public static let defaultMaxBatchesInFlight = 32
     /// Each APNs request's deadline (`HERALD_SENDER_REQUEST_TIMEOUT_MS`).
     public var requestTimeout: Duration
     /// Attempts per notification, the first included (`HERALD_SENDER_MAX_ATTEMPTS`).

@@ -37,8 +37,13 @@ public final class OnlineRouter: Service, Sendable {
     ///   - token: the delivery ports' bearer token (`DeliveryToken.derive(masterKey:)`).
     ///   - timeout: how long a gateway's answer is waited for (longer than its ack timeout).
     ///   - cacheFor: how long "anyone of this app connected?" is remembered.
+    ///   - connectionsPerGateway: HTTP connections kept to each gateway: the job batches the
+    ///     sender sends at once, each of which holds one request to a gateway until its pushes are
+    ///     acknowledged or time out, so no batch waits for another's connection (a wait the
+    ///     timeout would count).
     public init(
-        presence: GatewayPresenceRepository, token: String, timeout: Duration, cacheFor: Duration, logger: Logger
+        presence: GatewayPresenceRepository, token: String, timeout: Duration, cacheFor: Duration,
+        connectionsPerGateway: Int, logger: Logger
     ) {
         self.presence = presence
         self.token = token
@@ -47,6 +52,8 @@ public final class OnlineRouter: Service, Sendable {
         self.logger = logger
         var configuration = HTTPClient.Configuration()
         configuration.timeout = .init(connect: .seconds(2), read: .milliseconds(Int64(timeout.wholeMilliseconds)))
+        configuration.connectionPool = .init(
+            idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connectionsPerGateway))
         http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
