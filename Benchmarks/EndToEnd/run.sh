@@ -2,8 +2,9 @@
 # The end-to-end benchmark (`make bench-e2e`): a 1,000,000-device broadcast on the `herald dev`
 # stack (PostgreSQL, the development broker, apns-sim, herald-api, herald-center, two senders,
 # all on this machine). Prints the time from the API's 202 to the last outcome accounted,
-# notifications/s and its ratio to h2load against the same apns-sim in the same run (target ≥ 0.5,
-# issue 22), and CPU seconds and peak RSS of every process; the last line is JSON.
+# notifications/s and its ratio to h2load against the same apns-sim in the same run (target ≥ 0.8,
+# issue 46; 0.5 before), CPU seconds and peak RSS of every process, and CPU per notification of
+# Herald's processes together beside apns-sim's; the last line is JSON.
 #
 #   Benchmarks/EndToEnd/run.sh BIN_DIR [DEVICES] [SENDERS]
 #
@@ -187,15 +188,24 @@ print(f"202 in {accepted - start:.2f} s; from the 202 to the last outcome accoun
       f"= {c['accepted'] / seconds:,.0f} notifications/s (target: {devices:,} in ≤ 30 s: {'met' if seconds <= 30 and c['accepted'] == devices else 'NOT met'})")
 ratio = c["accepted"] / seconds / h2load
 print(f"ratio to h2load's {h2load:,.0f} req/s against the same apns-sim: {ratio:.2f} "
-      f"(target ≥ 0.5: {'met' if ratio >= 0.5 else 'NOT met'})")
+      f"(issue 46's target ≥ 0.8: {'met' if ratio >= 0.8 else 'NOT met'})")
 print(f"{'process':<16} {'CPU s (push)':>12} {'peak RSS MB':>12}")
 rows = {}
 for name in after:
     cpu = after[name][0] - before.get(name, [0, 0])[0]
     rows[name] = {"cpu_seconds": round(cpu, 2), "peak_rss_mb": round(after[name][1], 1)}
     print(f"{name:<16} {cpu:>12.2f} {after[name][1]:>12.1f}")
+# Herald's own processes (API, center, senders, gateways) together against apns-sim, which plays
+# Apple: the part of the machine Herald takes per notification, beside the part the simulator takes.
+herald_cpu = sum(row["cpu_seconds"] for name, row in rows.items() if name.startswith("herald-"))
+apns_cpu = rows.get("apns-sim", {}).get("cpu_seconds", 0.0)
+herald_us = herald_cpu * 1e6 / max(c["accepted"], 1)
+apns_us = apns_cpu * 1e6 / max(c["accepted"], 1)
+print(f"CPU per notification: Herald's processes together {herald_us:.1f} µs, apns-sim {apns_us:.1f} µs "
+      f"(issue 46's target: Herald's the smaller: {'met' if herald_us < apns_us else 'NOT met'})")
 print(json.dumps({"devices": devices, "apns_latency_ms": latency, "accepted": c["accepted"], "seconds": round(seconds, 2),
                   "per_second": round(c["accepted"] / seconds), "h2load_per_second": round(h2load),
                   "h2load_runs": h2load_runs, "h2load_cpu_us_per_request": h2load_cpu,
-                  "ratio_to_h2load": round(ratio, 3), "processes": rows}))
+                  "ratio_to_h2load": round(ratio, 3), "herald_cpu_us_per_notification": round(herald_us, 2),
+                  "apns_sim_cpu_us_per_notification": round(apns_us, 2), "processes": rows}))
 PY
