@@ -867,10 +867,27 @@ class Operations(GatewayCase):
         token = self.register()
         present = f"SELECT count(*) FROM gateway_presence p JOIN devices d ON d.id = p.device_id JOIN gateways g ON g.id = p.gateway_id WHERE d.token = decode('{token}', 'hex') AND g.lease_expires_at > now()"
         connection, _ = self.welcomed(token=token)
-        # The welcome waits for the presence write: a push sent now is routed to this connection.
-        self.assertEqual(sql(present), "1")
+        eventually(lambda: sql(present) == "1")
         connection.close()
         eventually(lambda: sql(present) == "0")
+
+    def test_the_welcome_comes_once_presence_is_written(self):
+        # Presence written every 2 s here, so a welcome sent before the write would be seen.
+        gateway = Gateway(tempfile.mkdtemp(prefix="herald-gateway-presence-"), HERALD_GATEWAY_PRESENCE_FLUSH_MS="2000")
+        try:
+            for _ in range(3):
+                token = self.register()
+                present = f"SELECT count(*) FROM gateway_presence p JOIN devices d ON d.id = p.device_id JOIN gateways g ON g.id = p.gateway_id WHERE d.token = decode('{token}', 'hex') AND g.lease_expires_at > now()"
+                connection = Framed(gateway)
+                self.addCleanup(connection.close)
+                connection.send(hello(self.client_key, token))
+                self.assertEqual(connection.receive().WhichOneof("kind"), "welcome")
+                # A push sent now is routed to this connection.
+                self.assertEqual(sql(present), "1")
+            metrics = gateway.metrics()
+            self.assertIn("herald_gateway_welcomes_before_presence_total 0", metrics)
+        finally:
+            gateway.stop()
 
     def test_sigterm_sends_a_goaway_then_closes(self):
         gateway = Gateway(tempfile.mkdtemp(prefix="herald-gateway-drain-"), HERALD_GATEWAY_GOAWAY_MIN_MS="1500",

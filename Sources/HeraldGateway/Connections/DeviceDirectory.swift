@@ -28,8 +28,8 @@ final class DeviceDirectory: Sendable {
         var batch: UInt64 = 1
         /// Every batch up to this one is written (a failed batch's changes go into the next).
         var written: UInt64 = 0
-        /// What waits for a batch to be written.
-        var waiters: [(batch: UInt64, action: @Sendable () -> Void)] = []
+        /// What waits for a batch to be written, by connection number.
+        var waiters: [UInt64: (batch: UInt64, action: @Sendable () -> Void)] = [:]
     }
 
     private let state = Mutex(State())
@@ -56,15 +56,24 @@ final class DeviceDirectory: Sendable {
         }
     }
 
-    /// Runs `action` (at once, or on the writer's task) once `batch` is written.
-    func whenWritten(_ batch: UInt64, _ action: @escaping @Sendable () -> Void) {
+    /// Runs `action` (at once, or on the writer's task) once `batch` is written, unless
+    /// ``stopWaiting(_:)`` names `connectionID` first.
+    func whenWritten(_ batch: UInt64, connectionID: UInt64, _ action: @escaping @Sendable () -> Void) {
         let now = state.withLock { state in
             guard state.written < batch else { return true }
-            state.waiters.append((batch, action))
+            state.waiters[connectionID] = (batch, action)
             return false
         }
         if now { action() }
     }
+
+    /// Forgets what `connectionID` waited for (it closed, or stopped waiting).
+    func stopWaiting(_ connectionID: UInt64) {
+        _ = state.withLock { $0.waiters.removeValue(forKey: connectionID) }
+    }
+
+    /// Connections waiting for their presence to be written.
+    var waiting: Int { state.withLock { $0.waiters.count } }
 
     /// Forgets `deviceID`'s connection if it is still `connectionID`'s (a replaced connection's
     /// close changes nothing).
@@ -95,11 +104,11 @@ final class DeviceDirectory: Sendable {
         let ready = state.withLock { state in
             state.written = max(state.written, batch)
             let written = state.written
-            let ready = state.waiters.filter { $0.batch <= written }
-            state.waiters.removeAll { $0.batch <= written }
+            let ready = state.waiters.filter { $0.value.batch <= written }
+            for connection in ready.keys { state.waiters[connection] = nil }
             return ready
         }
-        for waiter in ready { waiter.action() }
+        for waiter in ready.values { waiter.action() }
     }
 
     /// Puts back changes whose write failed (into the batch now waiting, whose write then stands

@@ -73,7 +73,10 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
 
     func channelInactive(context: ChannelHandlerContext) {
         handBack(session.connectionClosed())
-        if let deviceID { environment.directory.release(deviceID, connectionID: number) }
+        if let deviceID {
+            environment.directory.stopWaiting(number)
+            environment.directory.release(deviceID, connectionID: number)
+        }
         context.fireChannelInactive()
     }
 
@@ -86,8 +89,8 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
 
     func tick(now: UInt64) {
         if let since = welcomeWaitingSince, now >= since + Self.presenceWaitMilliseconds {
-            environment.metrics.welcomesBeforePresence.add(1, ordering: .relaxed)
-            welcome()
+            environment.directory.stopWaiting(number)
+            welcome(presenceWritten: false)
         }
         if let since = unwritableSince, now >= since + UInt64(environment.rules.ackTimeoutMilliseconds) {
             unwritableSince = nil
@@ -252,20 +255,21 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
             // connected, a push sent to it is routed here (docs/gateway.md, "Presence").
             welcomeWaitingSince = EventLoopConnections.now()
             let connection = entry.connection
-            environment.directory.whenWritten(batch) {
-                connection.eventLoop.execute { connection.value.welcome() }
+            environment.directory.whenWritten(batch, connectionID: number) {
+                connection.eventLoop.execute { connection.value.welcome(presenceWritten: true) }
             }
         case .refused(let code, let message, let wait):
             perform(session.refused(code, message: message, retryAfterMilliseconds: wait))
         }
     }
 
-    /// The presence of this connection is written (or waited for long enough): it is live.
-    private func welcome() {
+    /// The presence of this connection is written (or was waited for long enough): it is live.
+    private func welcome(presenceWritten: Bool) {
         guard welcomeWaitingSince != nil else { return }
         welcomeWaitingSince = nil
         guard let context, context.channel.isActive, session.isAuthenticating else { return }
         environment.metrics.welcomes.add(1, ordering: .relaxed)
+        if !presenceWritten { environment.metrics.welcomesBeforePresence.add(1, ordering: .relaxed) }
         perform(session.authenticated(connectionID: "\(environment.name)-\(number)", now: EventLoopConnections.now()))
     }
 }

@@ -75,7 +75,8 @@ final class GatewayMetrics: Sendable {
             "herald_gateway_hello_timeouts_total",
             "Connections closed at the hello's deadline before their transport was set up.", helloTimeouts)
         counter(
-            "herald_gateway_welcomes_total", "Connections welcomed: authenticated, and their presence written.",
+            "herald_gateway_welcomes_total",
+            "Connections welcomed: authenticated, once their presence was written (or 5 s later without it).",
             welcomes)
         counter(
             "herald_gateway_welcomes_before_presence_total",

@@ -60,7 +60,9 @@ final class PresenceWriter: Service, Sendable {
                     nextRenewal = .now + .seconds(1)
                 }
             }
-            await flush()
+            // Rows written under a lease that ran out would not route (and would welcome
+            // connections no sender can reach): after an outage, the lease is renewed first.
+            if leaseHeld { await flush() }
             try? await Task.sleep(for: flushEvery)
         }
         await flush()
@@ -92,6 +94,12 @@ final class PresenceWriter: Service, Sendable {
                 "gateway presence not written; tried again with the next batch",
                 metadata: ["changes": "\(changes.count)", "error": "\(HeraldDatabase.describe(error))"])
         }
+    }
+
+    /// Whether the lease was renewed within its length.
+    private var leaseHeld: Bool {
+        guard let renewed = renewedAt.withLock({ $0 }) else { return false }
+        return ContinuousClock.now - renewed < lease
     }
 
     /// `/readyz`: the lease was renewed within its length.

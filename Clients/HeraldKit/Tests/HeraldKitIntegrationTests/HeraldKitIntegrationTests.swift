@@ -95,6 +95,7 @@ struct HeraldKitIntegrationTests {
         )
         #expect(sent.status == 202, "\(sent.json)")
         let pushID = try #require((sent["id"] as? String).flatMap(UUID.init(uuidString:)))
+        try await Self.expectDeliveredOnline(stack, app, pushID)
         try await Stack.eventually(60, "the push is shown") {
             await center.deliveredRecords.contains { $0.identifier == "kit-sale" }
         }
@@ -151,6 +152,7 @@ struct HeraldKitIntegrationTests {
                 #"{"audience":{"aliases":["engaged-user"]},"notification":{"alert":{"body":"Read me"}},"options":{"channel":"online"}}"#
         )
         let pushID = try #require((sent["id"] as? String).flatMap(UUID.init(uuidString:)))
+        try await Self.expectDeliveredOnline(stack, app, pushID)
         try await Stack.eventually(60, "the push is shown") { await !center.deliveredRecords.isEmpty }
         await online.enterBackground()
 
@@ -182,5 +184,21 @@ struct HeraldKitIntegrationTests {
         #expect(repeated.counted == 0 && repeated.duplicates == 1)
         let status = try await stack.call("GET", "/v1/pushes/\(pushID)", key: app.serverKey)
         #expect((status["engagement"] as? [String: Any])?["opened"] as? Int == 1)
+    }
+
+    /// Waits for an `online` push to one welcomed device to be accounted, and fails at once when
+    /// it was skipped as offline: the gateway welcomed the device before its presence was written
+    /// (after 5 s without it: herald_gateway_welcomes_before_presence_total).
+    static func expectDeliveredOnline(_ stack: Stack, _ app: Stack.App, _ pushID: UUID) async throws {
+        @Sendable func counters() async throws -> [String: Any] {
+            let status = try await stack.call("GET", "/v1/pushes/\(pushID)", key: app.serverKey)
+            return status["counters"] as? [String: Any] ?? [:]
+        }
+        try await Stack.eventually(60, "the push is delivered online or skipped") {
+            let counters = try await counters()
+            return counters["delivered_online"] as? Int == 1 || counters["skipped"] as? Int == 1
+        }
+        let counters = try await counters()
+        #expect(counters["delivered_online"] as? Int == 1, "a welcomed device's online push was skipped: \(counters)")
     }
 }
