@@ -92,8 +92,18 @@ final class PhoneFleet: Sendable {
         } else {
             connections = []
         }
+        // The reports' own HTTP client, with a connection for each report in flight (the shared
+        // client's 8 a host left three in four reports waiting for a connection, and the
+        // backlog of a broadcast's opens drained slower than the phones made it), and idle
+        // connections given up before herald-api's 60 s closes them.
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool = .init(
+            idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: settings.reportsInFlight)
+        let reportingClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let api = settings.api.map {
-            HeraldAPIClient(baseURL: $0, clientKey: settings.clientKey, transport: AsyncHTTPClientTransport())
+            HeraldAPIClient(
+                baseURL: $0, clientKey: settings.clientKey, transport: AsyncHTTPClientTransport(client: reportingClient)
+            )
         }
         // APNs copies from now on: what apns-sim held before the phones started is not theirs.
         if let apnsSim = settings.apnsSim, let accepted = await acceptedByAPNsSim(apnsSim) {
@@ -148,6 +158,7 @@ final class PhoneFleet: Sendable {
         // What APNs delivered up to the stop is in the report, even if the last poll was missed.
         if let apnsSim = settings.apnsSim { await readAPNsDeliveries(from: apnsSim) }
         writeReport()
+        try? await reportingClient.shutdown()
         writeStatus()
     }
 
@@ -292,6 +303,12 @@ final class PhoneFleet: Sendable {
     > {
         var last = HeraldAPIError(status: 0, code: "no_answer", message: "not sent")
         for _ in 0..<50 {
+            // The fleet is stopping: what is left is not reported (and not retried at once, 50
+            // times, as a cancelled request's error would be).
+            guard !Task.isCancelled else {
+                count("events_abandoned_at_stop")
+                return .failure(HeraldAPIError(status: 0, code: "stopped", message: "the fleet stopped first"))
+            }
             do {
                 let result = try await api.report(events)
                 count("events_200")
@@ -360,12 +377,14 @@ private struct APNsSimAnswer: Error {
 /// HeraldKit's HTTP transport over AsyncHTTPClient: herald-admin links no FoundationNetworking
 /// (which would need libcurl in the static build and the image).
 struct AsyncHTTPClientTransport: HeraldHTTPTransport {
+    var client: HTTPClient = .shared
+
     func send(method: String, url: URL, headers: [String: String], body: Data) async throws -> HeraldHTTPAnswer {
         var request = HTTPClientRequest(url: url.absoluteString)
         request.method = .init(rawValue: method)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.body = .bytes(ByteBuffer(data: body))
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        let response = try await client.execute(request, timeout: .seconds(60))
         let answer = try await response.body.collect(upTo: 1 << 20)
         return HeraldHTTPAnswer(
             status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
