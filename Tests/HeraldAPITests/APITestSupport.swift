@@ -70,10 +70,14 @@ struct APITest: Sendable {
     /// machine), and for any sent after such a wait. The test client keeps one connection, which
     /// herald-api rightly closes once it has been idle for the idle timeout; AsyncHTTPClient
     /// opens a new one.
+    /// `clientLogger` receives AsyncHTTPClient's own account of the request (its connection, its
+    /// writes, its errors) at its level.
     func callUnhurried(
-        _ method: HTTPRequest.Method, _ path: String, key: String, body: String? = nil, contentType: String? = nil
+        _ method: HTTPRequest.Method, _ path: String, key: String, body: String? = nil, contentType: String? = nil,
+        clientLogger: Logger? = nil
     ) async throws -> Answer {
-        let response = try await openUnhurried(method, path, key: key, body: body, contentType: contentType)
+        let response = try await openUnhurried(
+            method, path, key: key, body: body, contentType: contentType, clientLogger: clientLogger)
         let text = String(buffer: try await response.body.collect(upTo: 16 << 20))
         var headers = HTTPFields()
         for header in response.headers {
@@ -102,7 +106,8 @@ struct APITest: Sendable {
     /// The same request as ``callUnhurried(_:_:key:body:contentType:)``, answered as it streams in
     /// (an event stream read event by event).
     func openUnhurried(
-        _ method: HTTPRequest.Method, _ path: String, key: String, body: String? = nil, contentType: String? = nil
+        _ method: HTTPRequest.Method, _ path: String, key: String, body: String? = nil, contentType: String? = nil,
+        clientLogger: Logger? = nil
     ) async throws -> HTTPClientResponse {
         guard let port = client.port else { throw HTTPClientError.invalidURL }
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
@@ -111,6 +116,9 @@ struct APITest: Sendable {
         if let body {
             request.headers.add(name: "Content-Type", value: contentType ?? "application/octet-stream")
             request.body = .bytes(ByteBuffer(string: body))
+        }
+        if let clientLogger {
+            return try await HTTPClient.shared.execute(request, timeout: .minutes(5), logger: clientLogger)
         }
         return try await HTTPClient.shared.execute(request, timeout: .minutes(5))
     }

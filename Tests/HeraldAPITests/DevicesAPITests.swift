@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldStore
+import Logging
 import PostgresNIO
 import StoreTestSupport
 import Testing
@@ -217,9 +218,22 @@ struct DevicesAPITests {
                     lines.append(#"{"token":"\#(token)","environment":"production"\#(tags)}"#)
                 }
             }
-            let answer = try await api.callUnhurried(
-                .post, "/v1/devices/import", key: app.serverKey,
-                body: lines.joined(separator: "\n") + "\n", contentType: "application/x-ndjson")
+            // Steps logged: the test has once hung in a full `make test` run (not reproduced alone);
+            // these lines say which step it was in when it happens again.
+            api.logger.info("bulk import test: importing 100,000 lines")
+            var clientLogger = Logger(label: "test.api.bulk-import-client")
+            clientLogger.logLevel = .debug
+            let answer: APITest.Answer
+            do {
+                answer = try await api.callUnhurried(
+                    .post, "/v1/devices/import", key: app.serverKey,
+                    body: lines.joined(separator: "\n") + "\n", contentType: "application/x-ndjson",
+                    clientLogger: clientLogger)
+            } catch {
+                api.logger.error("bulk import test: the import failed: \(String(reflecting: error))")
+                throw error
+            }
+            api.logger.info("bulk import test: the import answered \(answer.status.code)")
             #expect(answer.status == .ok, "\(answer.text.prefix(300))")
             #expect(answer["lines"] as? Int == 100_000)
             #expect(answer["accepted"] as? Int == 100_000 - badLines.count)
@@ -256,6 +270,7 @@ struct DevicesAPITests {
             let dave = try await api.callUnhurried(.get, "/v1/devices?alias=dave", key: app.serverKey)
             let daves = dave["devices"] as? [[String: Any]] ?? []
             #expect(daves.count == 1 && daves.first?["environment"] as? String == "sandbox")
+            api.logger.info("bulk import test: every call answered; the server stops next")
         }
     }
 
