@@ -65,6 +65,15 @@ struct APITest: Sendable {
         return Answer(status: response.status, headers: response.headers, text: String(buffer: response.body))
     }
 
+    /// The client of ``callUnhurried(_:_:key:body:contentType:clientLogger:)``: five minutes for
+    /// an answer. `HTTPClient.shared` gives up after 90 s without a byte (its read timeout), which a
+    /// 100,000-line import outlasted while the whole suite ran on two cores: the client left, the
+    /// test threw, and cancelling its server mid-COPY crashed the process in postgres-nio (CI's
+    /// crash of 2026-11-30) or left it waiting. For the test process's life, never shut down.
+    static let unhurriedClient = HTTPClient(
+        eventLoopGroupProvider: .singleton,
+        configuration: .init(timeout: .init(connect: .seconds(10), read: .minutes(5))))
+
     /// A request sent to the same live server with AsyncHTTPClient and five minutes: for one that
     /// may outlast the test client's fixed 20 s deadline (a 100,000-line import on a loaded
     /// machine), and for any sent after such a wait. The test client keeps one connection, which
@@ -118,9 +127,9 @@ struct APITest: Sendable {
             request.body = .bytes(ByteBuffer(string: body))
         }
         if let clientLogger {
-            return try await HTTPClient.shared.execute(request, timeout: .minutes(5), logger: clientLogger)
+            return try await Self.unhurriedClient.execute(request, timeout: .minutes(5), logger: clientLogger)
         }
-        return try await HTTPClient.shared.execute(request, timeout: .minutes(5))
+        return try await Self.unhurriedClient.execute(request, timeout: .minutes(5))
     }
 
     func createApp(name: String = "test app") async throws -> CreatedApp {
