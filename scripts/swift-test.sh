@@ -78,7 +78,11 @@ for line in lines:
     if m:
         xctest_open = m.group(1) if m.group(2) == "started" else None
 
-failures = [l for l in lines if re.search(r"✘ Test .* failed|error: |XCTAssert|Fatal error|Precondition failed|Assertion failed", l)]
+failures = [
+    l for l in lines
+    if re.match(r"\s*(✘ Test |error: |.*: error: |Fatal error|.*XCTAssert)", l)
+    or re.search(r"(Precondition|Assertion) failed", l)
+]
 if failures:
     print("-- failures (first 25):")
     for l in failures[:25]:

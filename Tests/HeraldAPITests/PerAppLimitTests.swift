@@ -10,7 +10,10 @@ import Testing
 /// PerAppLimitStoreTests).
 @Suite("per-app limits through the API")
 struct PerAppLimitTests {
-    /// Sends `count` creates at once; returns their statuses and error codes.
+    /// Sends `count` creates at once; returns their statuses and error codes. The creates go through
+    /// ``APITest/callUnhurried(_:_:key:body:contentType:clientLogger:)``, whose client opens
+    /// connections side by side: the test client's one connection takes them one after another,
+    /// and its 20 s covered all twelve webhook creates (a `readTimeout` seen in a full run).
     static func burst(_ api: APITest, count: Int, _ request: @escaping @Sendable (Int) async throws -> APITest.Answer)
         async throws -> [(HTTPResponse.Status, String?)]
     {
@@ -30,9 +33,10 @@ struct PerAppLimitTests {
         try await withAPI { api in
             let app = try await api.createApp()
             let answers = try await Self.burst(api, count: 12) { index in
-                try await api.call(
+                try await api.callUnhurried(
                     .post, "/v1/apps/\(app.id)/webhooks", key: APITest.adminToken,
-                    json: #"{"url":"https://hooks.example.com/herald/\#(index)","event_types":["push.completed"]}"#)
+                    body: #"{"url":"https://hooks.example.com/herald/\#(index)","event_types":["push.completed"]}"#,
+                    contentType: "application/json")
             }
             #expect(answers.filter { $0.0 == .created }.count == APIHandler.webhooksPerApp)
             #expect(answers.filter { $0.0 == .conflict && $0.1 == "webhook_limit" }.count == 2, "\(answers)")
@@ -52,8 +56,9 @@ struct PerAppLimitTests {
                 #expect(made.status == .created)
             }
             let answers = try await Self.burst(api, count: 6) { index in
-                try await api.call(
-                    .post, "/v1/segments", key: app.serverKey, json: #"{"name":"last \#(index)","filter":\#(filter)}"#)
+                try await api.callUnhurried(
+                    .post, "/v1/segments", key: app.serverKey, body: #"{"name":"last \#(index)","filter":\#(filter)}"#,
+                    contentType: "application/json")
             }
             #expect(answers.filter { $0.0 == .created }.count == 1, "\(answers)")
             #expect(answers.filter { $0.0 == .conflict && $0.1 == "segment_limit" }.count == 5, "\(answers)")
