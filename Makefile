@@ -68,7 +68,7 @@ test: deps
 	$(STEP) deploy scripts/test-deploy.sh
 	$(STEP) build $(SWIFT) build --build-tests
 	$(STEP) schema scripts/with-infrastructure.sh .build/debug scripts/schema-snapshot.sh .build/debug --check
-	$(STEP) swift-tests scripts/with-infrastructure.sh .build/debug scripts/swift-test.sh --skip-build --skip HostileServerTests
+	$(STEP) swift-tests scripts/with-infrastructure.sh .build/debug env SWIFT='$(SWIFT)' scripts/swift-test.sh --skip-build --skip HostileServerTests
 	$(STEP) api-contract scripts/with-infrastructure.sh .build/debug scripts/test-api-contract.sh .build/debug
 	$(STEP) abuse scripts/with-infrastructure.sh .build/debug scripts/test-abuse.sh .build/debug
 	$(STEP) external-clients scripts/test-external-clients.sh .build/debug

@@ -112,7 +112,7 @@ struct APITest: Sendable {
         return text
     }
 
-    /// The same request as ``callUnhurried(_:_:key:body:contentType:)``, answered as it streams in
+    /// The same request as ``callUnhurried(_:_:key:body:contentType:clientLogger:)``, answered as it streams in
     /// (an event stream read event by event).
     func openUnhurried(
         _ method: HTTPRequest.Method, _ path: String, key: String, body: String? = nil, contentType: String? = nil,
@@ -126,10 +126,7 @@ struct APITest: Sendable {
             request.headers.add(name: "Content-Type", value: contentType ?? "application/octet-stream")
             request.body = .bytes(ByteBuffer(string: body))
         }
-        if let clientLogger {
-            return try await Self.unhurriedClient.execute(request, timeout: .minutes(5), logger: clientLogger)
-        }
-        return try await Self.unhurriedClient.execute(request, timeout: .minutes(5))
+        return try await Self.unhurriedClient.execute(request, timeout: .minutes(5), logger: clientLogger)
     }
 
     func createApp(name: String = "test app") async throws -> CreatedApp {
