@@ -196,15 +196,21 @@ struct DevicesAPITests {
         }
     }
 
-    /// Returns once herald-api has no import of the app running (at most ten minutes): a test
-    /// whose client gave up must not stop its server mid-COPY, which ends the process in
-    /// postgres-nio (docs/limits.md) and with it every other test.
-    static func importEnded(_ api: APITest, key: String) async {
-        for _ in 0..<600 {
-            let answer = try? await api.callUnhurried(
-                .post, "/v1/devices/import", key: key, body: "token,environment\n", contentType: "text/csv")
-            guard let code = answer?.errorCode, code == "import_in_progress" || code == "imports_busy" else { return }
-            try? await Task.sleep(for: .seconds(1))
+    /// Returns once herald-api has no import of the app running (PostgreSQL waits for it, at most
+    /// ten minutes): a test whose client gave up must not stop its server mid-COPY, which ends the
+    /// process in postgres-nio (docs/limits.md) and with it every other test. An import holds the
+    /// app's advisory lock for its whole transaction (DeviceRepository+Import); taking the same
+    /// lock waits for that transaction to end.
+    static func importEnded(_ api: APITest, appID: UUID) async {
+        try? await api.database.withConnection { connection in
+            try await connection.query("SET statement_timeout = 600000", logger: api.logger)
+            try await connection.query(
+                "SELECT pg_advisory_lock(hashtextextended('herald-device-import:' || \(appID)::text, 0))",
+                logger: api.logger)
+            try await connection.query(
+                "SELECT pg_advisory_unlock(hashtextextended('herald-device-import:' || \(appID)::text, 0))",
+                logger: api.logger)
+            try await connection.query("RESET statement_timeout", logger: api.logger)
         }
     }
 
@@ -243,7 +249,7 @@ struct DevicesAPITests {
                     clientLogger: clientLogger)
             } catch {
                 api.logger.error("bulk import test: the import failed: \(String(reflecting: error))")
-                await Self.importEnded(api, key: app.serverKey)
+                await Self.importEnded(api, appID: try #require(UUID(uuidString: app.id)))
                 throw error
             }
             api.logger.info("bulk import test: the import answered \(answer.status.code)")
