@@ -51,7 +51,7 @@ for line in lines:
     previous = (at, (kind, module))
 
 print(f"make demo from a new clone: {total / 60:.1f} min in all")
-print(f"  before the build (install, resolve): {build_start:.0f} s")
+print(f"  before the build (the install): {build_start:.0f} s")
 print(f"  release build (every product): {build_end - build_start:.0f} s")
 for name, at in links.items():
     print(f"    {name:<24} linked at {at - build_start:>5.0f} s")
