@@ -19,7 +19,7 @@ RELEASE_BUILD := $(SWIFT) build --force-resolved-versions -c release --static-sw
 # Each step's time goes to .local/step-times.txt (scripts/step.sh); .ci/run prints them.
 STEP := scripts/step.sh
 
-.PHONY: help deps deps-demo build release schema test test-tsan format demo check-image bench-e2e bench-import bench-api bench-events bench-fanout bench-sender bench-sender-latency bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka bench-gateway infra-up infra-down clean
+.PHONY: help deps deps-demo build release schema test test-tsan format demo check-image bench-e2e bench-scale-10m bench-import bench-api bench-events bench-fanout bench-sender bench-sender-latency bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka bench-gateway infra-up infra-down clean
 
 help:
 	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
@@ -28,6 +28,7 @@ help:
 	@echo "make release  # every product, built as the Containerfile builds them (what the demo, the end-to-end tests and the benchmarks run)"
 	@echo "make test-tsan  # the HTTP/2 (APNs client, apns-sim) and Kafka tests under ThreadSanitizer"
 	@echo "make bench-e2e  # a 1,000,000-device broadcast through the whole herald dev stack"
+	@echo "make bench-scale-10m  # the end-to-end benchmark at 1,000,000 and at 10,000,000 devices: is time per notification linear, is memory flat"
 	@echo "make bench-import  # herald-api's import of 1,000,000 devices (half updates) against psql COPY + merge, as a ratio"
 	@echo "make bench-kafka  # Kafka throughput benchmark (release build) against kcat"
 	@echo "make bench-apns-sim  # apns-sim against nghttpd under h2load (release build)"
@@ -116,6 +117,9 @@ bench-console: release
 
 bench-e2e: release
 	Benchmarks/EndToEnd/run.sh .build/release
+
+bench-scale-10m: release
+	Benchmarks/Scale10M/run.sh .build/release $${SCALE_DEVICES:-10000000}
 
 bench-import: release
 	Benchmarks/DeviceImport/run.sh .build/release $${IMPORT_DEVICES:-1000000}

@@ -8,9 +8,11 @@
 #   scripts/time-first-demo.sh --report LOG          # the figures of an earlier run's stamped log
 #
 # Each line of the commands' output is stamped with the seconds since the start, in
-# FOLDER/.local/first-demo.log (and first-test.log). A build line's time is credited to the line
-# it ends (SwiftPM prints a line as each job starts, two at a time on two cores), so the split by
-# module is an estimate; the totals are wall-clock.
+# FOLDER/.local/first-demo.log (and first-test.log). SwiftPM prints a job's line as the job
+# finishes, so the time since the line before is credited to it; with two jobs at once on two
+# cores the split by kind and module is an estimate, the totals are wall-clock. The Swift packages
+# come from the machine's package cache and the system packages may already be installed: a
+# newcomer's first download is not in these figures.
 set -euo pipefail
 repository=$(cd "$(dirname "$0")/.." && pwd)
 # Prints the figures of a stamped `make demo` log.
@@ -30,16 +32,12 @@ for l in lines:
 total = stamp(lines[-1]) if lines else 0.0
 
 kinds, modules = collections.Counter(), collections.Counter()
-previous = None
+previous_at = build_start
 for line in lines:
     m = re.match(r"\s*([\d.]+) \[\d+/\d+\] (.*)", line)
     if not m:
         continue
     at, job = float(m.group(1)), m.group(2)
-    if previous is not None:
-        spent, (kind, module) = at - previous[0], previous[1]
-        kinds[kind] += spent
-        modules[module] += spent
     if re.search(r"\.(c|cc|cpp|S)$", job):
         kind, module = "C and C++", "C and C++ sources (BoringSSL ×2 and other C libraries)"
     elif job.startswith(("Compiling", "Emitting module")):
@@ -48,7 +46,10 @@ for line in lines:
         kind, module = "linking", "linking " + job.split()[1]
     else:
         kind, module = "other", "other"
-    previous = (at, (kind, module))
+    # SwiftPM prints a job's line when it finishes: the time since the line before is this job's.
+    kinds[kind] += at - previous_at
+    modules[module] += at - previous_at
+    previous_at = at
 
 print(f"make demo from a new clone: {total / 60:.1f} min in all")
 print(f"  before the build (the install): {build_start:.0f} s")
@@ -66,7 +67,7 @@ PY
 }
 
 if [ "${1:-}" = --report ]; then
-  report "$2"
+  report "${2:?usage: scripts/time-first-demo.sh --report LOG}"
   exit 0
 fi
 with_test=0
@@ -105,11 +106,16 @@ run() {
   return "$status"
 }
 
+echo "make demo in $folder; its stamped output: $folder/.local/first-demo.log"
 run first-demo make demo || { tail -20 .local/first-demo.log; exit 1; }
 report .local/first-demo.log
 
+# make test after the demo reuses the demo's release build: not a fresh clone's figure for it.
 if [ "$with_test" = 1 ]; then
-  run first-test make test || true
-  echo "make test's steps (.local/step-times.txt):"
+  : >.local/step-times.txt
+  status=0
+  run first-test make test || status=$?
+  echo "make test's steps after the demo (.local/step-times.txt):"
   cat .local/step-times.txt
+  exit "$status"
 fi

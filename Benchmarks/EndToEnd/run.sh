@@ -32,7 +32,27 @@ echo "stack up in $HERALD_DEV_DIR ($senders senders)"
 "$herald" app create --name "e2e benchmark" --bundle-id com.example.bench --save >/dev/null
 "$herald" app credentials --dev-stack-key >/dev/null
 "$herald" dev devices --count "$devices" --unregistered-percent 0 --bad-percent 0 --out "$HERALD_DEV_DIR/devices.ndjson"
-"$herald" devices import "$HERALD_DEV_DIR/devices.ndjson"
+# One import is at most 1 GiB (HERALD_API_MAX_IMPORT_BYTES, docs/limits.md): a larger audience
+# (make bench-scale-10m) goes in imports of $part_lines lines, one after another. The import's
+# time (in the JSON) is the imports' alone, not the file's split.
+part_lines=2000000
+if [ "$devices" -gt "$part_lines" ]; then
+  rm -f "$HERALD_DEV_DIR"/devices.part-*
+  split -l "$part_lines" -d -a 3 "$HERALD_DEV_DIR/devices.ndjson" "$HERALD_DEV_DIR/devices.part-"
+  import_started=$(date +%s.%N)
+  for part in "$HERALD_DEV_DIR"/devices.part-*; do
+    "$herald" devices import "$part"
+  done
+  import_ended=$(date +%s.%N)
+  rm -f "$HERALD_DEV_DIR"/devices.part-*
+else
+  import_started=$(date +%s.%N)
+  "$herald" devices import "$HERALD_DEV_DIR/devices.ndjson"
+  import_ended=$(date +%s.%N)
+fi
+import_seconds=$(python3 -c "print(round($import_ended - $import_started, 1))")
+export E2E_IMPORT_SECONDS=$import_seconds
+echo "imported $devices devices through the API in $import_seconds s"
 "$herald" dev devices --register "$HERALD_DEV_DIR/devices.ndjson" --topic com.example.bench
 
 # The reference, on the same apns-sim: h2load sending 200,000 notifications to one of the devices
@@ -172,8 +192,34 @@ echo "accepted so far, each second from the 202:"
 sed 's/^/  /' "$HERALD_DEV_DIR/progress.txt"
 echo "the status poller used $poller_cpu CPU s"
 
-python3 - "$before" "$after" "$status" "$start" "$accepted_at" "$finished" "$devices" "$h2load_rate" "$h2load_runs" "$h2load_cpu_us" "$latency" <<'PY'
-import json, sys
+# With E2E_TABLE_SIZES=1 (make bench-scale-10m): PostgreSQL's tables and indexes that grow with
+# the devices, in bytes per device, after the push.
+if [ "${E2E_TABLE_SIZES:-0}" = 1 ]; then
+  python3 - "$HERALD_DEV_DIR/stack.json" "$devices" "$HERALD_DEV_DIR/table-sizes.json" <<'PY'
+import json, os, subprocess, sys
+stack, devices = json.load(open(sys.argv[1])), int(sys.argv[2])
+pg = stack["postgres"]
+query = """SELECT c.relname, c.relkind, pg_relation_size(c.oid), pg_total_relation_size(c.oid)
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i') AND pg_relation_size(c.oid) > 8 * 1024 * 1024
+           ORDER BY pg_relation_size(c.oid) DESC"""
+psql = os.path.join(pg["binDirectory"], "psql") if pg.get("binDirectory") else "psql"
+rows = subprocess.run([psql, "-h", "127.0.0.1", "-p", str(pg["port"]), "-U", pg["user"], "-d", pg["database"],
+                       "-At", "-F", "|", "-c", query], env={**os.environ, "PGPASSWORD": pg["password"]},
+                      capture_output=True, text=True, check=True).stdout.split()
+print(f"PostgreSQL relations over 8 MiB after the push ({devices:,} devices):")
+total = 0
+for row in rows:
+    name, kind, size, _ = row.split("|")
+    total += int(size)
+    print(f"  {'table' if kind == 'r' else 'index'} {name:<44} {int(size) / 2**20:>9.1f} MiB {int(size) / devices:>7.1f} B/device")
+print(f"  in all {total / 2**20:.1f} MiB, {total / devices:.1f} B/device")
+json.dump({"bytes_per_device": round(total / devices, 1)}, open(sys.argv[3], "w"))
+PY
+fi
+
+python3 - "$before" "$after" "$status" "$start" "$accepted_at" "$finished" "$devices" "$h2load_rate" "$h2load_runs" "$h2load_cpu_us" "$latency" "$HERALD_DEV_DIR/table-sizes.json" <<'PY'
+import json, os, sys
 latency = int(sys.argv[11])
 before, after, status = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
 start, accepted, finished, devices = float(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
@@ -203,7 +249,10 @@ herald_us = herald_cpu * 1e6 / max(c["accepted"], 1)
 apns_us = apns_cpu * 1e6 / max(c["accepted"], 1)
 print(f"CPU per notification: Herald's processes together (PostgreSQL and the broker apart) {herald_us:.1f} µs, apns-sim {apns_us:.1f} µs "
       f"(issue 46's target: Herald's the smaller: {'met' if herald_us < apns_us else 'NOT met'})")
-print(json.dumps({"devices": devices, "apns_latency_ms": latency, "accepted": c["accepted"], "seconds": round(seconds, 2),
+sizes = json.load(open(sys.argv[12])) if os.path.exists(sys.argv[12]) else {}
+print(json.dumps({"devices": devices, "apns_latency_ms": latency,
+                  "import_seconds": float(os.environ["E2E_IMPORT_SECONDS"]) if "E2E_IMPORT_SECONDS" in os.environ else None,
+                  "postgres_bytes_per_device": sizes.get("bytes_per_device"), "accepted": c["accepted"], "seconds": round(seconds, 2),
                   "per_second": round(c["accepted"] / seconds), "h2load_per_second": round(h2load),
                   "h2load_runs": h2load_runs, "h2load_cpu_us_per_request": h2load_cpu,
                   "ratio_to_h2load": round(ratio, 3), "herald_cpu_us_per_notification": round(herald_us, 2),

@@ -12,22 +12,30 @@ struct APIConnection: Sendable {
     let client: Client
     let baseURL: String
 
-    /// - Parameter timeout: how long one request may take (an import is paced by its upload).
-    init(baseURL: String, bearer: String, timeout: Duration = .seconds(60)) throws {
+    /// - Parameters:
+    ///   - timeout: how long one request may take (an import is paced by its upload).
+    ///   - httpClient: the HTTP client underneath. The shared one gives up on an answer after
+    ///     90 s of silence whatever `timeout` says; a request that may be answered later brings
+    ///     its own (``DevicesImportCommand``).
+    init(baseURL: String, bearer: String, timeout: Duration = .seconds(60), httpClient: HTTPClient = .shared) throws {
         guard let url = URL(string: baseURL), url.scheme == "http" || url.scheme == "https" else {
             throw CLIError("HERALD_API_URL \(baseURL) is not an http(s) URL", status: .usage)
         }
         self.baseURL = baseURL
         let transport = AsyncHTTPClientTransport(
-            configuration: .init(client: .shared, timeout: .nanoseconds(timeout.components.seconds * 1_000_000_000)))
+            configuration: .init(client: httpClient, timeout: .nanoseconds(timeout.components.seconds * 1_000_000_000)))
         client = Client(
             serverURL: url, configuration: .init(dateTranscoder: ISO8601Times()), transport: transport,
             middlewares: [Answers(baseURL: baseURL), Bearer(token: bearer)])
     }
 
     /// The connection for an app's own routes (a server key).
-    static func app(_ configuration: ClientConfiguration, timeout: Duration = .seconds(60)) throws -> APIConnection {
-        try APIConnection(baseURL: configuration.apiURL, bearer: try configuration.requireKey(), timeout: timeout)
+    static func app(
+        _ configuration: ClientConfiguration, timeout: Duration = .seconds(60), httpClient: HTTPClient = .shared
+    ) throws -> APIConnection {
+        try APIConnection(
+            baseURL: configuration.apiURL, bearer: try configuration.requireKey(), timeout: timeout,
+            httpClient: httpClient)
     }
 
     /// The connection for the admin routes (apps, keys, credentials).
@@ -81,9 +89,19 @@ struct APIConnection: Sendable {
             do {
                 (response, responseBody) = try await next(request, body, url)
             } catch {
+                let cause = error.unwrappedFromClient
+                if let timeout = cause as? HTTPClientError, timeout == .readTimeout || timeout == .deadlineExceeded {
+                    // Reached, but no answer in time: the request may still be done (an import merged).
+                    throw CLIError(
+                        """
+                        herald-api at \(baseURL) did not answer \(request.method) \(request.path ?? "") in the time this \
+                        command waits (\(cause)): it may still complete the request; look (for an import, \
+                        `herald devices list`) before sending it again
+                        """, status: .unavailable)
+                }
                 throw CLIError(
                     """
-                    cannot reach herald-api at \(baseURL) (\(error.unwrappedFromClient)): is it running? `herald dev up` \
+                    cannot reach herald-api at \(baseURL) (\(cause)): is it running? `herald dev up` \
                     starts a local stack; otherwise set HERALD_API_URL
                     """, status: .unavailable)
             }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AsyncHTTPClient
 import Foundation
 import HeraldAPIContract
 import HeraldTiming
@@ -39,9 +40,34 @@ struct DevicesImportCommand: AsyncParsableCommand {
         if let format, !["ndjson", "csv"].contains(format) { throw ValidationError("--format is ndjson or csv") }
     }
 
+    /// How long an import may take, upload and merge: herald-api answers only once the database
+    /// has merged the file, and bounds the upload and COPY at 30 minutes and each merge statement
+    /// at 10 (docs/limits.md), so an hour covers it with room.
+    static let importTimeout: Duration = .seconds(3600)
+
     func run() async throws {
-        // An import is paced by its upload: an hour, not the usual minute.
-        let client = try APIConnection.app(try ClientConfiguration.load(), timeout: .seconds(3600)).client
+        // A client of its own: the shared one's 90-second read timeout gave up on a 2,000,000-line
+        // import while herald-api was still merging it (make bench-scale-10m, 2026-11-30). The
+        // request's deadline (`importTimeout`) is the bound; the read timeout must only not be
+        // shorter.
+        let httpClient = HTTPClient(
+            eventLoopGroupProvider: .singleton,
+            configuration: .init(
+                timeout: .init(connect: .seconds(10), read: .seconds(Self.importTimeout.components.seconds))))
+        do {
+            try await upload(through: httpClient)
+        } catch {
+            try? await httpClient.shutdown()
+            throw error
+        }
+        // The import is done and reported; a client that fails to close changes nothing of it.
+        try? await httpClient.shutdown()
+    }
+
+    private func upload(through httpClient: HTTPClient) async throws {
+        let client = try APIConnection.app(
+            try ClientConfiguration.load(), timeout: Self.importTimeout, httpClient: httpClient
+        ).client
         let csv = (format ?? (file.lowercased().hasSuffix(".csv") ? "csv" : "ndjson")) == "csv"
         let body = try FileUpload.body(of: file)
         let started = ContinuousClock.now
