@@ -200,17 +200,14 @@ struct DevicesAPITests {
     /// ten minutes): a test whose client gave up must not stop its server mid-COPY, which ends the
     /// process in postgres-nio (docs/limits.md) and with it every other test. An import holds the
     /// app's advisory lock for its whole transaction (DeviceRepository+Import); taking the same
-    /// lock waits for that transaction to end.
+    /// lock (for a transaction of its own, with its own time limit, both gone at its end)
+    /// waits for that transaction to end.
     static func importEnded(_ api: APITest, appID: UUID) async {
-        try? await api.database.withConnection { connection in
-            try await connection.query("SET statement_timeout = 600000", logger: api.logger)
+        _ = try? await api.database.withTransaction(logger: api.logger) { connection in
+            try await connection.query("SET LOCAL statement_timeout = 600000", logger: api.logger)
             try await connection.query(
-                "SELECT pg_advisory_lock(hashtextextended('herald-device-import:' || \(appID)::text, 0))",
+                "SELECT pg_advisory_xact_lock(hashtextextended('herald-device-import:' || \(appID)::text, 0))",
                 logger: api.logger)
-            try await connection.query(
-                "SELECT pg_advisory_unlock(hashtextextended('herald-device-import:' || \(appID)::text, 0))",
-                logger: api.logger)
-            try await connection.query("RESET statement_timeout", logger: api.logger)
         }
     }
 
