@@ -22,6 +22,11 @@ senders=${3:-2}
 herald=$bin/herald
 export HERALD_DEV_DIR=$(pwd)/.local/bench-e2e
 export HERALD_LOG_LEVEL=${HERALD_LOG_LEVEL:-warning}
+if [ "${E2E_AT_SCALE:-0}" = 1 ]; then
+  # The console's pages are measured after the push: like the API, they count against the app's
+  # rate limit, which is lifted to measure rendering.
+  export HERALD_API_RATE_LIMIT_PER_SECOND=1000000 HERALD_API_RATE_LIMIT_BURST=1000000
+fi
 
 "$herald" dev down >/dev/null 2>&1 || true
 "$herald" dev up --senders "$senders" --api-port 0 --apns-sim-record counts --bin-dir "$bin" >/dev/null
@@ -177,6 +182,18 @@ print(json.dumps({"finished": finished, "poller_cpu": usage.ru_utime + usage.ru_
 PY
 )
 after=$(usage)
+# The center's own account of the push: batches produced again for lack of an outcome (a record
+# the development broker dropped comes back only so), and holds at the fan-out window.
+center_counts=$(python3 - "$HERALD_DEV_DIR/stack.json" <<'PY'
+import json, sys, urllib.request
+text = urllib.request.urlopen(json.load(open(sys.argv[1]))["metricsURLs"]["herald-center"], timeout=10).read().decode()
+values = {line.split()[0]: int(float(line.split()[1])) for line in text.splitlines()
+          if line.startswith(("herald_center_batches_redriven_total ", "herald_center_fanout_holds_total "))}
+print(values.get("herald_center_batches_redriven_total", 0), values.get("herald_center_fanout_holds_total", 0))
+PY
+)
+read -r batches_redriven fanout_holds <<< "$center_counts"
+echo "herald-center: $batches_redriven batches re-driven, $fanout_holds holds at the fan-out window"
 h2load_third=$(h2load_once) || h2load_failed
 read -r h2load_rate h2load_cpu_us h2load_runs < <(python3 - "$h2load_first" "$h2load_second" "$h2load_third" <<'PY'
 import sys
@@ -218,7 +235,21 @@ json.dump({"bytes_per_device": round(total / devices, 1)}, open(sys.argv[3], "w"
 PY
 fi
 
-python3 - "$before" "$after" "$status" "$start" "$accepted_at" "$finished" "$devices" "$h2load_rate" "$h2load_runs" "$h2load_cpu_us" "$latency" "$HERALD_DEV_DIR/table-sizes.json" <<'PY'
+# With E2E_AT_SCALE=1 (make bench-scale-10m): at this size, after the broadcast, the dry runs
+# and the local-time plan, a tag push and a segment push end to end, then the console's pages,
+# /v1/stats and a push's status (p99 target 50 ms).
+rm -f "$HERALD_DEV_DIR/at-scale.json" "$HERALD_DEV_DIR/pages.json"
+if [ "${E2E_AT_SCALE:-0}" = 1 ]; then
+  broadcast_us=$(python3 -c "print(($finished - $accepted_at) * 1e6 / $devices)")
+  Benchmarks/Scale10M/at-scale.py "$broadcast_us" | tee "$HERALD_DEV_DIR/at-scale.txt"
+  tail -1 "$HERALD_DEV_DIR/at-scale.txt" >"$HERALD_DEV_DIR/at-scale.json"
+  api_key=$(python3 -c 'import json, os; print(json.load(open(os.environ["HERALD_CLI_CONFIG"]))["api_key"])')
+  Benchmarks/Console/pages.sh "$HERALD_API_URL" "$api_key" "$HERALD_DEV_DIR/devices.ndjson" "$push" 5 \
+    | tee "$HERALD_DEV_DIR/pages.txt"
+  tail -1 "$HERALD_DEV_DIR/pages.txt" >"$HERALD_DEV_DIR/pages.json"
+fi
+
+python3 - "$before" "$after" "$status" "$start" "$accepted_at" "$finished" "$devices" "$h2load_rate" "$h2load_runs" "$h2load_cpu_us" "$latency" "$HERALD_DEV_DIR/table-sizes.json" "$batches_redriven" "$fanout_holds" <<'PY'
 import json, os, sys
 latency = int(sys.argv[11])
 before, after, status = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
@@ -250,11 +281,15 @@ apns_us = apns_cpu * 1e6 / max(c["accepted"], 1)
 print(f"CPU per notification: Herald's processes together (PostgreSQL and the broker apart) {herald_us:.1f} µs, apns-sim {apns_us:.1f} µs "
       f"(issue 46's target: Herald's the smaller: {'met' if herald_us < apns_us else 'NOT met'})")
 sizes = json.load(open(sys.argv[12])) if os.path.exists(sys.argv[12]) else {}
+folder = os.path.dirname(sys.argv[12])
+at_scale = {name: json.load(open(os.path.join(folder, f"{name}.json")))
+            for name in ("at-scale", "pages") if os.path.exists(os.path.join(folder, f"{name}.json"))}
 print(json.dumps({"devices": devices, "apns_latency_ms": latency,
                   "import_seconds": float(os.environ["E2E_IMPORT_SECONDS"]) if "E2E_IMPORT_SECONDS" in os.environ else None,
                   "postgres_bytes_per_device": sizes.get("bytes_per_device"), "accepted": c["accepted"], "seconds": round(seconds, 2),
                   "per_second": round(c["accepted"] / seconds), "h2load_per_second": round(h2load),
                   "h2load_runs": h2load_runs, "h2load_cpu_us_per_request": h2load_cpu,
                   "ratio_to_h2load": round(ratio, 3), "herald_cpu_us_per_notification": round(herald_us, 2),
-                  "apns_sim_cpu_us_per_notification": round(apns_us, 2), "processes": rows}))
+                  "apns_sim_cpu_us_per_notification": round(apns_us, 2),
+                  "batches_redriven": int(sys.argv[13]), "fanout_holds": int(sys.argv[14]), "processes": rows, **at_scale}))
 PY

@@ -13,6 +13,8 @@ public final class CenterMetrics: Sendable {
     let fanoutsStarted = Atomic<Int>(0)
     let fanoutsFinished = Atomic<Int>(0)
     let fanoutsRunning = Atomic<Int>(0)
+    /// Times a fan-out held for its outcomes (``CenterSettings/fanoutWindow``).
+    let fanoutHolds = Atomic<Int>(0)
     let outcomeBatchesCounted = Atomic<Int>(0)
     let outcomeBatchesIgnored = Atomic<Int>(0)
     let notificationsCounted = Atomic<Int>(0)
@@ -61,6 +63,10 @@ public final class CenterMetrics: Sendable {
         counter(
             "herald_center_fanouts_finished_total", "Fan-outs this center took to the end of the audience.",
             fanoutsFinished)
+        counter(
+            "herald_center_fanout_holds_total",
+            "Times a fan-out held before its next page: HERALD_CENTER_FANOUT_WINDOW notifications without an outcome yet.",
+            fanoutHolds)
         counter("herald_center_outcome_batches_total", "Outcome batches counted.", outcomeBatchesCounted)
         counter(
             "herald_center_outcome_batches_ignored_total",

@@ -75,8 +75,8 @@ public final class MsgCenter: Service, Sendable {
         FanoutRunner(
             center: settings.name, claims: claims, progress: progress, ledger: ledger, audience: audience,
             producer: producer,
-            pageSize: settings.pageSize, batchSize: settings.batchSize, topics: JobTopics(settings),
-            lease: lease, metrics: metrics, logger: logger, clock: clock)
+            pageSize: settings.pageSize, batchSize: settings.batchSize, window: settings.fanoutWindow,
+            topics: JobTopics(settings), lease: lease, metrics: metrics, logger: logger, clock: clock)
     }
 
     public func run() async throws {

@@ -94,6 +94,10 @@ public struct KafkaConsumerConfiguration: Sendable {
     public var autoOffsetReset: String = "earliest"
     /// Records handed from librdkafka to Swift per poll. The only buffer on the Swift side.
     public var maximumBatchSize: Int = 256
+    /// The most librdkafka fetches ahead of the records handed out, in KiB
+    /// (`queued.max.messages.kbytes`; librdkafka's default is 65,536): a consumer behind a long
+    /// backlog holds this much of it in memory.
+    public var fetchQueueKilobytes: Int = 16_384
     /// How long one poll blocks its thread when no record is there.
     public var pollTimeout: Duration = .milliseconds(100)
 
@@ -111,6 +115,7 @@ public struct KafkaConsumerConfiguration: Sendable {
         properties["fetch.wait.max.ms"] = String(fetchWaitMaximum.wholeMilliseconds)
         properties["auto.commit.interval.ms"] = String(commitInterval.wholeMilliseconds)
         properties["auto.offset.reset"] = autoOffsetReset
+        properties["queued.max.messages.kbytes"] = String(fetchQueueKilobytes)
         // At-least-once: an offset is stored only when the caller says its record is handled;
         // stored offsets are committed in the background and on every revoke and close.
         properties["enable.auto.commit"] = "true"

@@ -41,6 +41,7 @@ extension KafkaSettings {
         configuration.sessionTimeout = sessionTimeout
         configuration.heartbeatInterval = heartbeatInterval
         configuration.fetchWaitMaximum = fetchWaitMaximum
+        configuration.fetchQueueKilobytes = consumerQueueKilobytes
         return configuration
     }
 }

@@ -24,6 +24,37 @@ struct FanoutStepsTests {
         #expect(steps.cursor == 2000 && steps.nextSequence == 5)
     }
 
+    @Test("with a window: before each next page it holds for outcomes; a pause or a cancel found there ends the loop")
+    func windowed() {
+        var steps = FanoutSteps(cursor: 0, nextSequence: 0, paced: false, windowed: true)
+        #expect(steps.start() == .checkControl)
+        #expect(steps.controlChecked(.proceed) == .readPage(after: 0))
+        _ = steps.pageRead(lastDeviceID: 1000)
+        #expect(steps.pageRecorded(.recorded(paused: false), batches: 2) == .produce(afterOneFinishes: false))
+        #expect(steps.producing() == .holdForOutcomes)
+        #expect(steps.controlChecked(.proceed) == .readPage(after: 1000))
+        _ = steps.pageRead(lastDeviceID: 2000)
+        _ = steps.pageRecorded(.recorded(paused: false), batches: 2)
+        #expect(steps.producing() == .holdForOutcomes)
+        #expect(steps.controlChecked(.paused) == .end(.paused))
+
+        var canceled = FanoutSteps(cursor: 0, nextSequence: 0, paced: false, windowed: true)
+        _ = canceled.start()
+        _ = canceled.controlChecked(.proceed)
+        _ = canceled.pageRead(lastDeviceID: 10)
+        _ = canceled.pageRecorded(.recorded(paused: false), batches: 1)
+        #expect(canceled.producing() == .holdForOutcomes)
+        #expect(canceled.controlChecked(.canceled) == .end(.stopped))
+
+        // A throttled push has its pacer, not the window.
+        var paced = FanoutSteps(cursor: 0, nextSequence: 0, paced: true, windowed: true)
+        _ = paced.start()
+        _ = paced.controlChecked(.proceed)
+        _ = paced.pageRead(lastDeviceID: 10)
+        #expect(paced.pageRecorded(.recorded(paused: false), batches: 1) == .producePaced)
+        #expect(paced.pacedProduced(continuing: true) == .checkControl)
+    }
+
     @Test("a resumed fan-out starts at its cursor and its next batch number")
     func resumed() {
         var steps = FanoutSteps(cursor: 41_000, nextSequence: 17, paced: false)

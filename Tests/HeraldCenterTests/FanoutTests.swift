@@ -270,6 +270,36 @@ struct FanoutTests {
         }
     }
 
+    @Test("an unthrottled fan-out runs at most its window ahead of the outcomes, and goes on as they come back")
+    func fanoutHoldsAtItsWindow() async throws {
+        try await withCenterEnvironment { env in
+            let ids = try await env.registerMany(600)
+            // Reads the batches and answers none: no outcome comes back yet.
+            let reader = try env.startJobReader()
+            var settings = env.settings(name: "center-w", pageSize: 50, batchSize: 25)
+            settings.fanoutWindow = 100
+            let center = try env.startCenter(settings)
+            let push = try await env.createPush(audience: .everyone)
+            let metrics = center.center.metrics
+            #expect(try await env.eventually { metrics.fanoutHolds.load(ordering: .relaxed) >= 1 })
+            // Two pages recorded (100 without an outcome), the third held.
+            #expect(try await env.pushes.counters(pushID: push.id)?.targeted == 100)
+            #expect(try await env.eventually { reader.deviceCounts(push: push).count == 100 })
+            #expect(try await env.state(of: push) == .fanningOut)
+            // Outcomes come back: the fan-out goes on, a window at a time, to the end.
+            let sender = try env.startFakeSender()
+            #expect(try await env.eventually { try await env.state(of: push) == .completed })
+            let counts = sender.deviceCounts(push: push)
+            #expect(Set(counts.keys) == Set(ids) && counts.values.allSatisfy { $0 == 1 })
+            let counters = try #require(try await env.pushes.counters(pushID: push.id))
+            #expect(counters.targeted == 600 && counters.accepted == 600 && counters.isComplete)
+            #expect(metrics.fanoutHolds.load(ordering: .relaxed) >= 2)
+            await center.stop()
+            await sender.stop()
+            await reader.stop()
+        }
+    }
+
     @Test func pausedPushHoldsAndResumes() async throws {
         try await withCenterEnvironment { env in
             try await env.registerMany(4000)

@@ -22,6 +22,9 @@ struct FanoutRunner: Sendable {
     let producer: KafkaProducer
     let pageSize: Int
     let batchSize: Int
+    /// Notifications an unthrottled fan-out may have without an outcome before it holds
+    /// (``CenterSettings/fanoutWindow``; 0: no bound).
+    let window: Int
     let topics: JobTopics
     let lease: Duration
     let metrics: CenterMetrics
@@ -84,7 +87,7 @@ struct FanoutRunner: Sendable {
         }
         var steps = FanoutSteps(
             cursor: push.fanoutCursor, nextSequence: push.batchesEmitted, paced: pacer != nil, wave: push.wave,
-            waves: context.waves.count)
+            waves: context.waves.count, windowed: window > 0)
         logger.info(
             "fan-out started",
             metadata: [
@@ -109,6 +112,9 @@ struct FanoutRunner: Sendable {
                         try await waitUntilRunnable(
                             push.id, pacer: &pacer, logger: logger, releasingWhenPaused: true
                         ) { stream = nil })
+                case .holdForOutcomes:
+                    action = steps.controlChecked(
+                        try await holdForOutcomes(push.id, logger: logger) { stream = nil })
                 case .readPage(let cursor):
                     if pacer == nil, streaming {
                         if stream == nil {
@@ -374,6 +380,48 @@ struct FanoutRunner: Sendable {
             try await Task.sleep(for: min(delay, .milliseconds(200)))
             if delay <= .milliseconds(200) { return .proceed }
         }
+    }
+
+    /// Before an unthrottled fan-out's next page: holds while the push has `window` or more
+    /// notifications in batches without an outcome, so the fan-out runs at most a window ahead of
+    /// the senders — a broadcast to ten million devices does not put all of them on the broker
+    /// at once, where the development broker keeps only about 5 MiB a partition and drops the
+    /// oldest records past it (docs/operations.md). Looks the control up while it holds (a cancel
+    /// or a pause ends the hold as it ends a page) and renews the claim; a hold longer than a few
+    /// seconds closes the audience stream (`closeStream`), which opens again at the cursor.
+    private func holdForOutcomes(_ pushID: UUID, logger: Logger, closeStream: () -> Void) async throws
+        -> FanoutSteps.Control
+    {
+        let window = Int64(window)
+        var unanswered = try await progress.targetsWithoutOutcome(pushID: pushID)
+        guard unanswered >= window else { return .proceed }
+        metrics.fanoutHolds.add(1, ordering: .relaxed)
+        logger.debug(
+            "fan-out holds for outcomes", metadata: ["without-outcome": "\(unanswered)", "window": "\(window)"])
+        let started = ContinuousClock.now
+        var lastRenewal = started
+        var streamOpen = true
+        var noPacer: EmissionPacer?
+        while unanswered >= window {
+            let control = try await waitUntilRunnable(
+                pushID, pacer: &noPacer, logger: logger, releasingWhenPaused: true, pausing: closeStream)
+            guard control == .proceed else { return control }
+            if streamOpen, ContinuousClock.now - started > .seconds(5) {
+                // No COPY statement stays open while the senders are slow or away.
+                closeStream()
+                streamOpen = false
+                logger.info(
+                    "fan-out holds: its window of notifications without an outcome is full",
+                    metadata: ["without-outcome": "\(unanswered)", "window": "\(window)"])
+            }
+            if ContinuousClock.now - lastRenewal > lease / 4 {
+                _ = try await claims.renewClaim(pushID: pushID, by: center)
+                lastRenewal = .now
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            unanswered = try await progress.targetsWithoutOutcome(pushID: pushID)
+        }
+        return .proceed
     }
 
     /// Waits (renewing the claim) until push `original` is completed. Returns false when the

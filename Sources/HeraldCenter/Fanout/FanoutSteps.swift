@@ -8,12 +8,17 @@ import HeraldDomain
 /// A loop turn is: look the control up (when needed) → read a page → record it (its batches, the
 /// cursor and the claim in one transaction) → produce its batches → the next turn. It ends at the
 /// end of the audience (finish, or wait for the next wave), on a pause, a cancel or a lost claim.
+/// An unthrottled fan-out with a window holds before each next page while its notifications
+/// without an outcome fill the window, so it never runs further ahead of the senders than that.
 struct FanoutSteps: Sendable, Equatable {
     /// What the shell does next.
     enum Action: Equatable {
         /// Look the push's state, pause and claim up (and, paced, wait for the rate); answer with
         /// ``controlChecked(_:)``.
         case checkControl
+        /// Unthrottled with a window: wait while the push's targets without an outcome fill the
+        /// window, looking the control up meanwhile; answer with ``controlChecked(_:)``.
+        case holdForOutcomes
         /// Read the page after `cursor`; answer with ``pageRead(lastDeviceID:)``.
         case readPage(after: Int64)
         /// Cut the page just read into batches numbered from `firstSequence`, record them with
@@ -77,16 +82,19 @@ struct FanoutSteps: Sendable, Equatable {
     /// The wave being fanned out, and how many the push has (0 or 1 for a push not in waves).
     let wave: Int
     let waves: Int
+    /// Unthrottled: hold for outcomes before each next page (``Action/holdForOutcomes``).
+    let windowed: Bool
     private var controlNeeded = true
     private var readLastDeviceID: Int64?
     private var pagesInFlight = 0
 
-    init(cursor: Int64, nextSequence: Int, paced: Bool, wave: Int = 0, waves: Int = 0) {
+    init(cursor: Int64, nextSequence: Int, paced: Bool, wave: Int = 0, waves: Int = 0, windowed: Bool = false) {
         self.cursor = cursor
         self.nextSequence = nextSequence
         self.paced = paced
         self.wave = wave
         self.waves = waves
+        self.windowed = windowed && !paced
     }
 
     /// The first step.
@@ -138,6 +146,7 @@ struct FanoutSteps: Sendable, Equatable {
     }
 
     private mutating func nextTurn() -> Action {
-        controlNeeded || paced ? .checkControl : .readPage(after: cursor)
+        if controlNeeded || paced { return .checkControl }
+        return windowed ? .holdForOutcomes : .readPage(after: cursor)
     }
 }

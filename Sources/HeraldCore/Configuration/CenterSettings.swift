@@ -39,6 +39,10 @@ public struct CenterSettings: Sendable {
     /// A produced batch with no outcome after this long is produced again
     /// (`HERALD_CENTER_REDRIVE_AFTER_MS`).
     public var redriveAfter: Duration
+    /// An unthrottled fan-out runs at most this many notifications ahead of their outcomes: past
+    /// it, it holds before its next page until the senders catch up (`HERALD_CENTER_FANOUT_WINDOW`;
+    /// 0: no bound).
+    public var fanoutWindow: Int
     /// A batch re-driven this many times that still gets no outcome is ended: every target
     /// rejected with the reason `Undeliverable` (`HERALD_CENTER_MAX_REDRIVES`).
     public var maxRedrives: Int
@@ -111,6 +115,7 @@ public struct CenterSettings: Sendable {
         sweepInterval = config.milliseconds(forKey: "center.sweepIntervalMs", default: 500, minimum: 10)
         redriveAfter = config.milliseconds(forKey: "center.redriveAfterMs", default: 600_000, minimum: 1000)
         maxRedrives = max(0, config.int(forKey: "center.maxRedrives", default: 5))
+        fanoutWindow = max(0, config.int(forKey: "center.fanoutWindow", default: 1_000_000))
         purgeInvalidAfterDays = max(0, config.int(forKey: "center.purgeInvalidAfterDays", default: 30))
         outboxInterval = config.milliseconds(forKey: "center.outboxIntervalMs", default: 100)
         outboxRetention = config.milliseconds(forKey: "center.outboxRetentionMs", default: 3_600_000)

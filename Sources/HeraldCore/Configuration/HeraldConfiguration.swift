@@ -55,6 +55,7 @@ public struct HeraldConfiguration: Sendable {
             sessionTimeout: config.milliseconds(forKey: "kafka.sessionTimeoutMs", default: 6_000, minimum: 1),
             heartbeatInterval: config.milliseconds(forKey: "kafka.heartbeatIntervalMs", default: 1_000, minimum: 1),
             fetchWaitMaximum: config.milliseconds(forKey: "kafka.fetchWaitMaxMs", default: 10),
+            consumerQueueKilobytes: max(1, config.int(forKey: "kafka.consumerQueueKb", default: 16_384)),
             linger: config.milliseconds(forKey: "kafka.lingerMs", default: 5),
             compression: config.string(forKey: "kafka.compression", default: "none"),
             debugContexts: config.string(forKey: "kafka.debug", default: ""),
@@ -120,6 +121,8 @@ public struct KafkaSettings: Sendable {
     public var sessionTimeout: Duration
     public var heartbeatInterval: Duration
     public var fetchWaitMaximum: Duration
+    /// What a consumer fetches ahead of its handler at most, in KiB (`HERALD_KAFKA_CONSUMER_QUEUE_KB`).
+    public var consumerQueueKilobytes: Int
     public var linger: Duration
     public var compression: String
     /// librdkafka debug contexts, for example `cgrp,fetch` (`HERALD_KAFKA_DEBUG`); empty: none.
@@ -135,7 +138,8 @@ public struct KafkaSettings: Sendable {
     public init(
         brokers: String, clientID: String = "herald", sessionTimeout: Duration = .seconds(6),
         heartbeatInterval: Duration = .seconds(1), fetchWaitMaximum: Duration = .milliseconds(10),
-        linger: Duration = .milliseconds(5), compression: String = "none", debugContexts: String = "",
+        consumerQueueKilobytes: Int = 16_384, linger: Duration = .milliseconds(5), compression: String = "none",
+        debugContexts: String = "",
         statisticsInterval: Duration = .seconds(5), readyPollWithin: Duration = .seconds(60),
         security: KafkaSecuritySettings = KafkaSecuritySettings()
     ) {
@@ -144,6 +148,7 @@ public struct KafkaSettings: Sendable {
         self.sessionTimeout = sessionTimeout
         self.heartbeatInterval = heartbeatInterval
         self.fetchWaitMaximum = fetchWaitMaximum
+        self.consumerQueueKilobytes = consumerQueueKilobytes
         self.linger = linger
         self.compression = compression
         self.debugContexts = debugContexts

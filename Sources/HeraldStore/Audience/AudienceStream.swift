@@ -31,8 +31,15 @@ public struct AudienceStream: AsyncSequence, Sendable {
     /// Shared by the reading thread and the iterator.
     final class Control: Sendable {
         let stopped = Atomic<Bool>(false)
-        /// One permit per page the thread may hand over before the reader takes one.
-        let room = DispatchSemaphore(value: AudienceStream.pagesAhead)
+        /// One permit per page the thread may hand over before the reader takes one. Made with
+        /// no permit and given them after: libdispatch traps when a semaphore is freed holding
+        /// fewer permits than it was made with, which is how a stream closed early (a pause, a
+        /// fan-out holding for its outcomes) leaves it.
+        let room: DispatchSemaphore = {
+            let room = DispatchSemaphore(value: 0)
+            for _ in 0..<AudienceStream.pagesAhead { room.signal() }
+            return room
+        }()
         let connection = Mutex<PostgresCopyConnection?>(nil)
 
         func stop() {

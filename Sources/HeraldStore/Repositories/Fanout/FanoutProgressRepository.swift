@@ -216,6 +216,19 @@ public struct FanoutProgressRepository: Sendable {
         return false
     }
 
+    /// How many of push `pushID`'s targets are in batches but have no outcome counted yet: its
+    /// `targeted` less every outcome (the counter identity's other side). One row of
+    /// `push_counters`, so a fan-out can ask before every page (``CenterSettings/fanoutWindow``).
+    public func targetsWithoutOutcome(pushID: UUID) async throws -> Int64 {
+        let rows = try await client.boundedQuery(
+            """
+            SELECT targeted - (accepted + delivered_online + rejected + expired + canceled + skipped)
+            FROM push_counters WHERE push_id = \(pushID)
+            """, logger: logger)
+        for try await count in rows.decode(Int64.self) { return count }
+        return 0
+    }
+
     /// Ends a fan-out that reached the end of its audience: the push is `sending` (or
     /// `completed` when every batch already has its outcome, or it had none) and the claim is
     /// released. Returns false when `center` no longer holds it.
