@@ -12,12 +12,16 @@
 set -euo pipefail
 api=$1 key=$2 devices_file=$3 push=$4 seconds=$5
 
+# A device with an alias (one in ten of `herald dev devices`), its alias URL-encoded.
 read -r alias token < <(python3 -c '
-import json, sys
+import json, sys, urllib.parse
 for line in open(sys.argv[1]):
     device = json.loads(line)
     if device.get("alias"):
-        print(device["alias"], device["token"][:8]); break' "$devices_file")
+        print(urllib.parse.quote(device["alias"], safe=""), device["token"][:8]); break
+else:
+    sys.exit("no device of " + sys.argv[1] + " has an alias")' "$devices_file")
+[ -n "${alias:-}" ] || { echo "no device with an alias to look up"; exit 1; }
 jar=$(mktemp)
 csrf=$(curl -s -c "$jar" "$api/console/sign-in" | sed -n 's/.*name="csrf" value="\([^"]*\)".*/\1/p' | head -1)
 curl -s -b "$jar" -c "$jar" -o /dev/null --data-urlencode "csrf=$csrf" --data-urlencode "key=$key" "$api/console/sign-in"
@@ -63,6 +67,7 @@ worst=0
 for entry in "${pages[@]}"; do
   IFS='|' read -r name url header <<< "$entry"
   read -r p50 p99 rate bad <<< "$(measure "$url" "$header")"
+  [ -n "${p99:-}" ] || { echo "wrk could not measure $name ($url)"; exit 1; }
   [ -n "$reference" ] || reference=$p99
   ratio=$(python3 -c "print(f'{$p99 / max($reference, 0.001):.1f}')")
   printf "%-26s %9s %9s %9s %9s %10s\n" "$name" "$p50" "$p99" "$rate" "$ratio" "$bad"

@@ -36,5 +36,7 @@ push=$("$herald" push --tag vip --body "watched" --quiet)
 "$herald" push --all --body "a throttled broadcast" --rate 500 --quiet >/dev/null
 
 key=$(python3 -c 'import json, os; print(json.load(open(os.environ["HERALD_CLI_CONFIG"]))["api_key"])')
-result=$(Benchmarks/Console/pages.sh "$HERALD_API_URL" "$key" "$HERALD_DEV_DIR/devices.ndjson" "$push" "$seconds" | tee /dev/stderr)
-echo "$result" | tail -1 | python3 -c 'import json, sys; print(json.dumps({"devices": int(sys.argv[1]), **json.load(sys.stdin)}))' "$devices"
+Benchmarks/Console/pages.sh "$HERALD_API_URL" "$key" "$HERALD_DEV_DIR/devices.ndjson" "$push" "$seconds" \
+  | tee "$HERALD_DEV_DIR/pages.txt"
+tail -1 "$HERALD_DEV_DIR/pages.txt" \
+  | python3 -c 'import json, sys; print(json.dumps({"devices": int(sys.argv[1]), **json.load(sys.stdin)}))' "$devices"

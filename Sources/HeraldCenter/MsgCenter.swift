@@ -76,6 +76,7 @@ public final class MsgCenter: Service, Sendable {
             center: settings.name, claims: claims, progress: progress, ledger: ledger, audience: audience,
             producer: producer,
             pageSize: settings.pageSize, batchSize: settings.batchSize, window: settings.fanoutWindow,
+            holdCloseAfter: settings.fanoutHoldCloseAfter,
             topics: JobTopics(settings), lease: lease, metrics: metrics, logger: logger, clock: clock)
     }
 

@@ -7,6 +7,29 @@ import Testing
 
 @Suite("Audiences from PostgreSQL")
 struct AudienceTests {
+    @Test("a stream let go of after one page, with the thread waiting to hand over more, stops and frees cleanly")
+    func streamClosedEarly() async throws {
+        try await withCenterEnvironment { env in
+            try await env.registerMany(200)
+            let selection = AudienceSelection(appID: env.app.id, audience: .everyone)
+            for _ in 0..<3 {
+                var iterator: AudienceStream.AsyncIterator? = env.audience.stream(selection, after: 0, pageSize: 10)
+                    .makeAsyncIterator()
+                let first = try await iterator?.next()
+                #expect(first?.count == 10)
+                // The thread fills its pages ahead and waits for room; the reader goes away
+                // (what a pause or a fan-out held at its window does). A semaphore freed with
+                // fewer permits than it was made with traps in libdispatch and ends this process.
+                try await Task.sleep(for: .milliseconds(200))
+                iterator = nil
+            }
+            // The stream of a later fan-out still reads everything.
+            var count = 0
+            for try await page in env.audience.stream(selection, after: 0, pageSize: 10) { count += page.count }
+            #expect(count == 200)
+        }
+    }
+
     /// Devices 0..<40 of the app: tags by number (even → "even", multiple of 3 → "three",
     /// multiple of 5 → "five"), aliases "user-N/4"; plus devices of another app with the same
     /// tags and aliases, and two invalidated devices.

@@ -278,6 +278,8 @@ struct FanoutTests {
             let reader = try env.startJobReader()
             var settings = env.settings(name: "center-w", pageSize: 50, batchSize: 25)
             settings.fanoutWindow = 100
+            // Held at once closes the audience stream: going on reopens it at the cursor.
+            settings.fanoutHoldCloseAfter = .zero
             let center = try env.startCenter(settings)
             let push = try await env.createPush(audience: .everyone)
             let metrics = center.center.metrics
@@ -296,6 +298,30 @@ struct FanoutTests {
             #expect(metrics.fanoutHolds.load(ordering: .relaxed) >= 2)
             await center.stop()
             await sender.stop()
+            await reader.stop()
+        }
+    }
+
+    @Test("a fan-out held at its window sees a cancel at once: what it never sent is counted canceled")
+    func cancelWhileHeldAtTheWindow() async throws {
+        try await withCenterEnvironment { env in
+            try await env.registerMany(600)
+            let reader = try env.startJobReader()
+            var settings = env.settings(name: "center-wc", pageSize: 50, batchSize: 25)
+            settings.fanoutWindow = 100
+            let center = try env.startCenter(settings)
+            let push = try await env.createPush(audience: .everyone)
+            let metrics = center.center.metrics
+            #expect(try await env.eventually { metrics.fanoutHolds.load(ordering: .relaxed) >= 1 })
+            #expect(try await env.cancel(push))
+            #expect(try await env.eventually { metrics.fanoutsRunning.load(ordering: .relaxed) == 0 })
+            // The two pages in batches wait for their outcomes; the rest was never sent.
+            #expect(try await env.eventually { try await env.pushes.counters(pushID: push.id)?.canceled == 500 })
+            let counters = try #require(try await env.pushes.counters(pushID: push.id))
+            #expect(counters.targeted == 600 && counters.accepted == 0)
+            #expect(try await env.state(of: push) == .canceled)
+            #expect(try await env.eventually { reader.deviceCounts(push: push).count == 100 })
+            await center.stop()
             await reader.stop()
         }
     }

@@ -173,6 +173,9 @@ struct DevStackLauncher {
                     ]) { $1 },
                     [
                         "HERALD_CENTER_CLAIM_LEASE_MS": "5000", "HERALD_CENTER_REDRIVE_AFTER_MS": "60000",
+                        // The development broker keeps 5 MiB a partition, some 2,000,000
+                        // notifications of herald.jobs: four fan-outs at once fit (docs/operations.md).
+                        "HERALD_CENTER_FANOUT_WINDOW": "500000",
                         // Webhook receivers of the dev stack listen on loopback.
                         "HERALD_CENTER_WEBHOOK_PRIVATE_NETWORKS": "allow",
                     ]),

@@ -25,6 +25,8 @@ struct FanoutRunner: Sendable {
     /// Notifications an unthrottled fan-out may have without an outcome before it holds
     /// (``CenterSettings/fanoutWindow``; 0: no bound).
     let window: Int
+    /// A hold this long closes the audience stream (``CenterSettings/fanoutHoldCloseAfter``).
+    let holdCloseAfter: Duration
     let topics: JobTopics
     let lease: Duration
     let metrics: CenterMetrics
@@ -383,12 +385,14 @@ struct FanoutRunner: Sendable {
     }
 
     /// Before an unthrottled fan-out's next page: holds while the push has `window` or more
-    /// notifications in batches without an outcome, so the fan-out runs at most a window ahead of
-    /// the senders — a broadcast to ten million devices does not put all of them on the broker
-    /// at once, where the development broker keeps only about 5 MiB a partition and drops the
-    /// oldest records past it (docs/operations.md). Looks the control up while it holds (a cancel
-    /// or a pause ends the hold as it ends a page) and renews the claim; a hold longer than a few
-    /// seconds closes the audience stream (`closeStream`), which opens again at the cursor.
+    /// notifications in batches without an outcome, so the fan-out runs at most a window (and a
+    /// page) ahead of the senders — a broadcast to ten million devices does not put all of them
+    /// on the broker at once, where the development broker keeps only about 5 MiB a partition
+    /// and drops the oldest records past it (docs/operations.md). Looks the control up while it
+    /// holds (a cancel or a pause ends the hold as it ends a page) and renews the claim; a hold
+    /// longer than `holdCloseAfter` closes the audience stream (`closeStream`), which opens again
+    /// at the cursor. With no outcome coming back at all (every sender down), the hold lasts
+    /// until the re-drives end the batches in flight, and the fan-out keeps its slot meanwhile.
     private func holdForOutcomes(_ pushID: UUID, logger: Logger, closeStream: () -> Void) async throws
         -> FanoutSteps.Control
     {
@@ -406,7 +410,7 @@ struct FanoutRunner: Sendable {
             let control = try await waitUntilRunnable(
                 pushID, pacer: &noPacer, logger: logger, releasingWhenPaused: true, pausing: closeStream)
             guard control == .proceed else { return control }
-            if streamOpen, ContinuousClock.now - started > .seconds(5) {
+            if streamOpen, ContinuousClock.now - started >= holdCloseAfter {
                 // No COPY statement stays open while the senders are slow or away.
                 closeStream()
                 streamOpen = false
@@ -418,7 +422,7 @@ struct FanoutRunner: Sendable {
                 _ = try await claims.renewClaim(pushID: pushID, by: center)
                 lastRenewal = .now
             }
-            try await Task.sleep(for: .milliseconds(50))
+            try await Task.sleep(for: .milliseconds(200))
             unanswered = try await progress.targetsWithoutOutcome(pushID: pushID)
         }
         return .proceed

@@ -43,6 +43,9 @@ public struct CenterSettings: Sendable {
     /// it, it holds before its next page until the senders catch up (`HERALD_CENTER_FANOUT_WINDOW`;
     /// 0: no bound).
     public var fanoutWindow: Int
+    /// A fan-out held at its window this long closes its audience stream, so no COPY statement
+    /// stays open while the senders are slow or away (`HERALD_CENTER_FANOUT_HOLD_CLOSE_MS`).
+    public var fanoutHoldCloseAfter: Duration
     /// A batch re-driven this many times that still gets no outcome is ended: every target
     /// rejected with the reason `Undeliverable` (`HERALD_CENTER_MAX_REDRIVES`).
     public var maxRedrives: Int
@@ -116,6 +119,7 @@ public struct CenterSettings: Sendable {
         redriveAfter = config.milliseconds(forKey: "center.redriveAfterMs", default: 600_000, minimum: 1000)
         maxRedrives = max(0, config.int(forKey: "center.maxRedrives", default: 5))
         fanoutWindow = max(0, config.int(forKey: "center.fanoutWindow", default: 1_000_000))
+        fanoutHoldCloseAfter = config.milliseconds(forKey: "center.fanoutHoldCloseMs", default: 5_000)
         purgeInvalidAfterDays = max(0, config.int(forKey: "center.purgeInvalidAfterDays", default: 30))
         outboxInterval = config.milliseconds(forKey: "center.outboxIntervalMs", default: 100)
         outboxRetention = config.milliseconds(forKey: "center.outboxRetentionMs", default: 3_600_000)

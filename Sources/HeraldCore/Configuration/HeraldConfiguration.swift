@@ -55,7 +55,9 @@ public struct HeraldConfiguration: Sendable {
             sessionTimeout: config.milliseconds(forKey: "kafka.sessionTimeoutMs", default: 6_000, minimum: 1),
             heartbeatInterval: config.milliseconds(forKey: "kafka.heartbeatIntervalMs", default: 1_000, minimum: 1),
             fetchWaitMaximum: config.milliseconds(forKey: "kafka.fetchWaitMaxMs", default: 10),
-            consumerQueueKilobytes: max(1, config.int(forKey: "kafka.consumerQueueKb", default: 16_384)),
+            // librdkafka's range for queued.max.messages.kbytes.
+            consumerQueueKilobytes: min(
+                2_097_151, max(1, config.int(forKey: "kafka.consumerQueueKb", default: 16_384))),
             linger: config.milliseconds(forKey: "kafka.lingerMs", default: 5),
             compression: config.string(forKey: "kafka.compression", default: "none"),
             debugContexts: config.string(forKey: "kafka.debug", default: ""),
