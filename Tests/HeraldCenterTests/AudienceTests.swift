@@ -12,15 +12,17 @@ struct AudienceTests {
         try await withCenterEnvironment { env in
             try await env.registerMany(200)
             let selection = AudienceSelection(appID: env.app.id, audience: .everyone)
-            for _ in 0..<3 {
+            // The thread fills its pages ahead and waits for room; the reader goes away after a
+            // page or two (what a pause or a fan-out held at its window does), the thread caught
+            // at different points. A semaphore freed with fewer permits than it was made with
+            // traps in libdispatch and ends this process.
+            for attempt in 0..<20 {
                 var iterator: AudienceStream.AsyncIterator? = env.audience.stream(selection, after: 0, pageSize: 10)
                     .makeAsyncIterator()
-                let first = try await iterator?.next()
-                #expect(first?.count == 10)
-                // The thread fills its pages ahead and waits for room; the reader goes away
-                // (what a pause or a fan-out held at its window does). A semaphore freed with
-                // fewer permits than it was made with traps in libdispatch and ends this process.
-                try await Task.sleep(for: .milliseconds(200))
+                for _ in 0...(attempt % 2) {
+                    let page = try await iterator?.next()
+                    #expect(page?.count == 10)
+                }
                 iterator = nil
             }
             // The stream of a later fan-out still reads everything.
