@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAPIContract
+import Mustache
 import Testing
 
 @testable import HeraldConsole
@@ -205,5 +206,57 @@ struct SessionLookupGuardTests {
         #expect(lookups.mayLookUp("alice", from: "nat", now: start + .seconds(1)), "a live session behind it is not")
         #expect(lookups.mayLookUp("guess-4", from: "elsewhere", now: start + .seconds(1)))
         #expect(lookups.mayLookUp("guess-4", from: "nat", now: start + .seconds(61)), "its minute is over")
+    }
+}
+
+/// What templates read: page structs as dictionaries (ConsoleTemplates.lookupTree), with
+/// Mustache's rules for nil kept.
+@Suite("console: the templates' lookup tree")
+struct ConsoleLookupTreeTests {
+    struct Row {
+        var name: String
+        var reason: String?
+        var when: Date
+    }
+    struct Page {
+        var title: String
+        var reason: String?
+        var rows: [Row]
+        var tags: [String]
+        var nested: Row?
+    }
+
+    @Test("page structs become dictionaries, nil properties are left out, other values kept as they are")
+    func tree() throws {
+        let when = Date(timeIntervalSince1970: 1_800_000_000)
+        let page = Page(
+            title: "Devices", reason: "page reason",
+            rows: [Row(name: "a", reason: "gone", when: when), Row(name: "b", reason: nil, when: when)],
+            tags: ["vip", "news"], nested: Row(name: "c", reason: nil, when: when))
+        let tree = try #require(ConsoleTemplates.lookupTree(page, pageModule: "HeraldConsoleTests") as? [String: Any])
+        #expect(tree["title"] as? String == "Devices")
+        #expect(tree["tags"] as? [String] == ["vip", "news"])
+        let rows = try #require(tree["rows"] as? [[String: Any]])
+        #expect(rows.count == 2)
+        #expect(rows[0]["reason"] as? String == "gone")
+        #expect(rows[1].keys.sorted() == ["name", "when"])
+        #expect(rows[1]["when"] as? Date == when)
+        let nested = try #require(tree["nested"] as? [String: Any])
+        #expect(nested["name"] as? String == "c")
+    }
+
+    @Test("a row's nil value is looked up in the page, as Mustache does with the struct itself")
+    func renderedLikeMirror() throws {
+        var library = MustacheLibrary()
+        try library.register("{{title}}:{{#rows}}[{{name}} {{reason}}]{{/rows}}{{^nested}}!{{/nested}}", named: "t")
+        let page = Page(
+            title: "T", reason: "up",
+            rows: [Row(name: "a", reason: "own", when: Date()), Row(name: "b", reason: nil, when: Date())],
+            tags: [], nested: nil)
+        let direct = library.render(page, withTemplate: "t")
+        let tree = library.render(
+            ConsoleTemplates.lookupTree(page, pageModule: "HeraldConsoleTests"), withTemplate: "t")
+        #expect(direct == "T:[a own][b up]!")
+        #expect(tree == direct)
     }
 }
