@@ -485,16 +485,44 @@ struct PushesAPITests {
     func validateIsBounded() async throws {
         try await withAPI(configure: { $0.validateExactUpTo = 2 }) { api in
             let app = try await api.createApp()
-            let body = #"{"audience":{"all":true},"notification":{"alert":{"body":"hi"}}}"#
-            _ = try await api.register(app)
-            _ = try await api.register(app)
+            // Two tags: the kept counts cannot answer it (they would for everyone or one tag).
+            let body = #"{"audience":{"tags":{"any":["a","b"]}},"notification":{"alert":{"body":"hi"}}}"#
+            _ = try await api.register(app, tags: ["a"])
+            _ = try await api.register(app, tags: ["b"])
             let exact = try await api.call(.post, "/v1/pushes/validate", key: app.serverKey, json: body)
             #expect(exact["audience_size"] as? Int == 2 && exact["audience_size_estimated"] as? Bool == false)
-            _ = try await api.register(app)
+            _ = try await api.register(app, tags: ["a", "b"])
             let estimated = try await api.call(.post, "/v1/pushes/validate", key: app.serverKey, json: body)
             #expect(estimated.status == .ok && estimated["audience_size_estimated"] as? Bool == true)
             #expect((estimated["audience_size"] as? Int ?? 0) >= 3, "at least past the bound")
             #expect((estimated["warnings"] as? [String] ?? []).contains { $0.contains("more than 2 devices") })
+        }
+    }
+
+    @Test("validate answers everyone and one tag from the kept device counts: exact past the bound, by environment")
+    func validateReadsKeptCounts() async throws {
+        try await withAPI(configure: { $0.validateExactUpTo = 1 }) { api in
+            let app = try await api.createApp()
+            _ = try await api.register(app, tags: ["vip"])
+            _ = try await api.register(app, tags: ["vip", "news"])
+            _ = try await api.register(app, environment: "sandbox", tags: ["vip"])
+            let gone = try await api.register(app, tags: ["vip"])
+            #expect(try await api.call(.delete, "/v1/devices/\(gone)", key: app.serverKey).status == .noContent)
+            func dryRun(_ audience: String) async throws -> (size: Int?, estimated: Bool?) {
+                let answer = try await api.call(
+                    .post, "/v1/pushes/validate", key: app.serverKey,
+                    json: #"{"audience":\#(audience),"notification":{"alert":{"body":"hi"}}}"#)
+                #expect(answer.status == .ok, "\(answer.text)")
+                return (answer["audience_size"] as? Int, answer["audience_size_estimated"] as? Bool)
+            }
+            #expect(try await dryRun(#"{"all":true}"#) == (3, false))
+            #expect(try await dryRun(#"{"tags":{"any":["vip"]}}"#) == (3, false))
+            #expect(try await dryRun(#"{"tags":{"all":["vip"]},"environment":"production"}"#) == (2, false))
+            #expect(try await dryRun(#"{"all":true,"environment":"sandbox"}"#) == (1, false))
+            #expect(try await dryRun(#"{"tags":{"any":["news"]}}"#) == (1, false))
+            #expect(try await dryRun(#"{"tags":{"any":["nobody"]}}"#) == (0, false))
+            // Not from the counts: past the bound of 1, estimated.
+            #expect(try await dryRun(#"{"tags":{"any":["vip"],"none":["news"]}}"#).estimated == true)
         }
     }
 

@@ -58,14 +58,27 @@ extension APIHandler {
         return .accepted(.init(headers: .init(idempotentReplayed: created ? nil : "true"), body: .json(.init(push))))
     }
 
+    /// How many active devices `audience` holds now, for a dry run: everyone or one tag from the
+    /// kept device counts (exact at any size, no scan: a tag of 500,000 in ten million devices took
+    /// 3.4 s to count up to the bound and estimate), any other audience counted exactly up to
+    /// `api.validateExactUpTo` and estimated past it.
+    /// - Returns: the size, and whether it is an estimate.
+    private func dryRunSize(of audience: PushAudience, appID: UUID) async throws -> (Int64, Bool) {
+        guard let kept = audience.keptCount else {
+            return try await audiences.boundedCount(
+                AudienceSelection(appID: appID, audience: audience), exactUpTo: Int64(settings.validateExactUpTo))
+        }
+        let counts = try await deviceCounts.devices(appID: appID, carrying: kept.tag)
+        return (kept.environment.map { counts.activeByEnvironment[$0.rawValue] ?? 0 } ?? counts.active, false)
+    }
+
     func validatePush(_ input: Operations.ValidatePush.Input) async throws -> Operations.ValidatePush.Output {
         let appID = try Principal.requireApp()
         guard case .json(let request) = input.body else { throw APIError.badRequest("send the push as JSON") }
         let composed = try await composedPush(request, appID: appID)
         _ = try await collapseID(for: composed, appID: appID)
         var warnings = composed.warnings
-        let (size, estimated) = try await audiences.boundedCount(
-            AudienceSelection(appID: appID, audience: composed.audience), exactUpTo: Int64(settings.validateExactUpTo))
+        let (size, estimated) = try await dryRunSize(of: composed.audience, appID: appID)
         if size == 0 { warnings.append("the audience holds no active device right now") }
         if estimated {
             warnings.append(

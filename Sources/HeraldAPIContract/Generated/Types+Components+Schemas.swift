@@ -4393,7 +4393,7 @@ extension Components {
         }
         /// - Remark: Generated from `#/components/schemas/PushValidation`.
         public struct PushValidation: Codable, Hashable, Sendable {
-            /// Active devices the audience holds now: counted exactly up to a bound (100,000 by default), past it PostgreSQL's estimate.
+            /// Active devices the audience holds now. Everyone, or the devices carrying one tag (in one environment or both), come exactly from the kept device counts at any size; any other audience is counted exactly up to a bound (100,000 by default), past it PostgreSQL's estimate.
             ///
             /// - Remark: Generated from `#/components/schemas/PushValidation/audience_size`.
             public var audienceSize: Swift.Int64
@@ -4430,7 +4430,7 @@ extension Components {
             /// Creates a new `PushValidation`.
             ///
             /// - Parameters:
-            ///   - audienceSize: Active devices the audience holds now: counted exactly up to a bound (100,000 by default), past it PostgreSQL's estimate.
+            ///   - audienceSize: Active devices the audience holds now. Everyone, or the devices carrying one tag (in one environment or both), come exactly from the kept device counts at any size; any other audience is counted exactly up to a bound (100,000 by default), past it PostgreSQL's estimate.
             ///   - audienceSizeEstimated: True when `audience_size` is an estimate (the audience is past the bound).
             ///   - payloadBytes: The payload's size as sent, with the 60 bytes of the `herald` key that carries the push id; for a personalized or localized push, its largest variant's with each placeholder's default.
             ///   - payloadLimit:

@@ -66,6 +66,30 @@ public struct PushAudience: Sendable, Equatable, Codable {
     public var json: String { storedJSON }
 }
 
+extension PushAudience {
+    /// The devices of an audience that the kept device counts (counted as devices register,
+    /// change and go) hold exactly: everyone, or those carrying one tag, in one environment or both.
+    public struct KeptCount: Sendable, Equatable {
+        /// The tag, or nil for all the app's devices.
+        public var tag: String?
+        public var environment: APNsEnvironment?
+    }
+
+    /// What the kept counts answer for this audience, or nil when only a query over the devices
+    /// can (a list of ids or aliases, a filter or segment, several tags, a tag excluded).
+    public var keptCount: KeptCount? {
+        guard (registrationIDs ?? []).isEmpty, (aliases ?? []).isEmpty, filter == nil, (tags?.none ?? []).isEmpty
+        else { return nil }
+        // `any` of one tag and `all` of the same tag select the same devices.
+        let named = Set((tags?.any ?? []) + (tags?.all ?? []))
+        switch named.count {
+        case 0: return all == true || environment != nil ? KeptCount(tag: nil, environment: environment) : nil
+        case 1: return KeptCount(tag: named.first, environment: environment)
+        default: return nil
+        }
+    }
+}
+
 extension Encodable {
     /// The value as Herald stores it in a jsonb column: keys sorted, so equal values are equal text.
     var storedJSON: String {

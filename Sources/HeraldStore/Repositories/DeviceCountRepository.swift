@@ -47,12 +47,13 @@ public struct DeviceCountRepository: Sendable {
          SELECT app_id, tag, environment, status, devices FROM device_count_changes) kept
         """
 
-    /// The app's devices by environment and status.
-    public func devices(appID: UUID) async throws -> DeviceGroupCounts {
+    /// The app's devices by environment and status: all of them, or those carrying `tag`.
+    public func devices(appID: UUID, carrying tag: String? = nil) async throws -> DeviceGroupCounts {
+        // All devices are counted under the tag '' (a tag has at least one character).
         let rows = try await client.boundedQuery(
             """
             SELECT environment, status, sum(devices)::bigint FROM \(unescaped: Self.kept)
-            WHERE app_id = \(appID) AND tag = ''
+            WHERE app_id = \(appID) AND tag = \(tag ?? "")
             GROUP BY environment, status HAVING sum(devices) <> 0
             """, logger: logger)
         var counts = DeviceGroupCounts()
