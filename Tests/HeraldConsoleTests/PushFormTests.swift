@@ -259,4 +259,27 @@ struct ConsoleLookupTreeTests {
         #expect(direct == "T:[a own][b up]!")
         #expect(tree == direct)
     }
+
+    @Test("a nested page struct and a Bool render as sections, as through Mirror")
+    func sections() throws {
+        struct Flagged {
+            var on: Bool
+            var off: Bool
+            var nested: Row?
+        }
+        var library = MustacheLibrary()
+        try library.register("{{#on}}on{{/on}}{{^off}} not off{{/off}}{{#nested}} {{name}}{{/nested}}", named: "t")
+        let page = Flagged(on: true, off: false, nested: Row(name: "inner", reason: nil, when: Date()))
+        let tree = library.render(
+            ConsoleTemplates.lookupTree(page, pageModule: "HeraldConsoleTests"), withTemplate: "t")
+        #expect(tree == "on not off inner")
+        #expect(tree == library.render(page, withTemplate: "t"))
+    }
+
+    @Test("the console's own pages (the default module) become dictionaries")
+    func consolePages() throws {
+        let page = SignInPage(csrf: "token", error: nil, notice: "signed out")
+        let tree = try #require(ConsoleTemplates.lookupTree(page) as? [String: Any])
+        #expect(tree.keys.sorted() == ["csrf", "notice"])
+    }
 }

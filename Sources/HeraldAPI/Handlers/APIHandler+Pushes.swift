@@ -60,7 +60,7 @@ extension APIHandler {
 
     /// How many active devices `audience` holds now, for a dry run: everyone or one tag from the
     /// kept device counts (exact at any size, no scan: a tag of 500,000 in ten million devices took
-    /// 3.4 s to count up to the bound and estimate), any other audience counted exactly up to
+    /// 4.6 s to count up to the bound and estimate), any other audience counted exactly up to
     /// `api.validateExactUpTo` and estimated past it.
     /// - Returns: the size, and whether it is an estimate.
     private func dryRunSize(of audience: PushAudience, appID: UUID) async throws -> (Int64, Bool) {

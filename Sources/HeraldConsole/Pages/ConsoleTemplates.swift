@@ -34,8 +34,9 @@ enum ConsoleTemplates {
     /// climbs (a row's template looking up the page's `chrome` reflects the row first). A page of 50
     /// devices spent ~17 ms there (28 ms against 11.5 ms for the same page without the rows,
     /// measured on herald-api's release build); a dictionary answers a name at once. Leaving nil
-    /// properties out keeps Mustache's rules: a nil value, like a missing one, is looked up further
-    /// up the stack and is false in a section.
+    /// properties out keeps Mustache's rules for an optional: a nil value, like a missing one, is
+    /// looked up further up the stack and is false in a section. (An optional of an optional that
+    /// holds nil is left out too, where Mirror saw a value; no page has one.)
     /// - Parameter pageModule: the module whose structs are pages (tests name their own).
     static func lookupTree(_ value: Any, pageModule: String = "HeraldConsole") -> Any {
         var pageTypes = PageTypes(prefix: pageModule + ".")
@@ -46,12 +47,11 @@ enum ConsoleTemplates {
         if let array = value as? [Any] {
             // Only an array of page structs: any other keeps its element type (Mustache's
             // transforms such as `sorted` need comparable elements).
-            guard let first = array.first, pageTypes.contains(type(of: first)) else { return value }
+            guard let first = array.first, pageTypes.isPageStruct(first) else { return value }
             return array.map { lookupTree($0, pageTypes: &pageTypes) }
         }
-        guard pageTypes.contains(type(of: value)) else { return value }
+        guard pageTypes.isPageStruct(value) else { return value }
         let mirror = Mirror(reflecting: value)
-        guard mirror.displayStyle == .struct else { return value }
         var fields: [String: Any] = [:]
         for child in mirror.children {
             guard let label = child.label else { continue }
@@ -67,16 +67,18 @@ enum ConsoleTemplates {
         return fields
     }
 
-    /// The console's own page types (HeraldConsole's), which hold only what templates read.
+    /// The console's own page structs (HeraldConsole's), which hold only what templates read.
     /// Foundation's structs (a `Date`, a `URL`) render by their description, so they are left
-    /// alone. A type's name is read once a render.
+    /// alone, as are enums and classes. Each type is looked at once a render.
     private struct PageTypes {
         var prefix: String
         var known: [ObjectIdentifier: Bool] = [:]
 
-        mutating func contains(_ type: Any.Type) -> Bool {
+        mutating func isPageStruct(_ value: Any) -> Bool {
+            let type = type(of: value)
             if let answer = known[ObjectIdentifier(type)] { return answer }
-            let answer = String(reflecting: type).hasPrefix(prefix)
+            let answer =
+                String(reflecting: type).hasPrefix(prefix) && Mirror(reflecting: value).displayStyle == .struct
             known[ObjectIdentifier(type)] = answer
             return answer
         }

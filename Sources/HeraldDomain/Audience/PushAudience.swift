@@ -78,7 +78,8 @@ extension PushAudience {
     /// What the kept counts answer for this audience, or nil when only a query over the devices
     /// can (a list of ids or aliases, a filter or segment, several tags, a tag excluded).
     public var keptCount: KeptCount? {
-        guard (registrationIDs ?? []).isEmpty, (aliases ?? []).isEmpty, filter == nil, (tags?.none ?? []).isEmpty
+        guard (registrationIDs ?? []).isEmpty, (aliases ?? []).isEmpty, filter == nil, segment == nil,
+            (tags?.none ?? []).isEmpty
         else { return nil }
         // `any` of one tag and `all` of the same tag select the same devices.
         let named = Set((tags?.any ?? []) + (tags?.all ?? []))
