@@ -479,7 +479,9 @@ let package = Package(
         .testTarget(name: "HeraldTimingTests", dependencies: ["HeraldTiming"]),
         .testTarget(
             name: "HeraldConsoleTests",
-            dependencies: ["HeraldConsole", "HeraldAPIContract"]),
+            dependencies: [
+                "HeraldConsole", "HeraldAPIContract", .product(name: "Mustache", package: "swift-mustache"),
+            ]),
         .testTarget(
             name: "HeraldCLITests",
             dependencies: [
