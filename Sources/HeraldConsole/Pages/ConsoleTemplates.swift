@@ -35,8 +35,7 @@ enum ConsoleTemplates {
     /// devices spent ~17 ms there (28 ms against 11.5 ms for the same page without the rows,
     /// measured on herald-api's release build); a dictionary answers a name at once. Leaving nil
     /// properties out keeps Mustache's rules for an optional: a nil value, like a missing one, is
-    /// looked up further up the stack and is false in a section. (An optional of an optional that
-    /// holds nil is left out too, where Mirror saw a value; no page has one.)
+    /// looked up further up the stack and is false in a section.
     /// - Parameter pageModule: the module whose structs are pages (tests name their own).
     static func lookupTree(_ value: Any, pageModule: String = "HeraldConsole") -> Any {
         var pageTypes = PageTypes(prefix: pageModule + ".")
@@ -91,10 +90,6 @@ private protocol OptionalValue {
 }
 
 extension Optional: OptionalValue {
-    fileprivate var wrapped: Any? {
-        switch self {
-        case .some(let value): (value as? any OptionalValue).map(\.wrapped) ?? value
-        case .none: nil
-        }
-    }
+    /// One level, as Mirror unwraps it for Mustache.
+    fileprivate var wrapped: Any? { self.map { $0 } }
 }
