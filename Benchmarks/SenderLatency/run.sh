@@ -59,7 +59,7 @@ import json, os, sys
 folder, in_flight, connections, streams = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 rows = [json.load(open(os.path.join(folder, f"{label}.json"))) for label in sys.argv[5:]]
 zero_cpu = next((r["senderCPUMicrosecondsPerNotification"] for r in rows if r["label"] == "fixed-0"), float("nan"))
-batches_in_flight = int(os.environ.get("HERALD_SENDER_MAX_BATCHES_IN_FLIGHT", "8"))
+batches_in_flight = int(os.environ.get("HERALD_SENDER_MAX_BATCHES_IN_FLIGHT", "32"))
 print(f"\nherald-sender at APNs latency: {connections} connections, {in_flight} in flight, {batches_in_flight} batches in flight;"
       f" h2load {connections} × {streams} streams")
 print(f"{'latency':>16}{'sender/s':>11}{'h2load/s':>11}{'ratio':>8}{'bound/s':>10}{'of bound':>10}{'CPU µs':>9}{'× 0 ms':>8}"

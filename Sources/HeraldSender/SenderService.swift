@@ -63,7 +63,8 @@ public struct SenderService: Service {
                 presence: GatewayPresenceRepository(client: database, logger: logger),
                 token: DeliveryToken.derive(masterKey: configuration.security.masterKey ?? ""),
                 timeout: settings.onlineTimeout, cacheFor: settings.presenceCache,
-                connectionsPerGateway: settings.maxBatchesInFlight + settings.maxTransactionalBatchesInFlight,
+                connectionsPerGateway: min(settings.maxBatchesInFlight, settings.maxOnlineBatchesInFlight)
+                    + settings.maxTransactionalBatchesInFlight,
                 logger: logger) : nil
         let worker = SenderWorker(
             consumer: consumer, transactionalConsumer: transactionalConsumer, producer: producer,
@@ -74,6 +75,7 @@ public struct SenderService: Service {
             sender: JobBatchSender(
                 retryPolicy: RetryPolicy(maxAttempts: settings.maxAttempts, backoff: settings.retryBackoff)),
             online: online, maxBatchesInFlight: settings.maxBatchesInFlight,
+            maxOnlineBatchesInFlight: settings.maxOnlineBatchesInFlight,
             maxTransactionalBatchesInFlight: settings.maxTransactionalBatchesInFlight,
             outcomesTopic: settings.outcomesTopic, logger: logger)
         var services: [any Service] = [producer, consumer, transactionalConsumer, store]

@@ -114,6 +114,8 @@ struct JobSource: Sendable {
     let slots: BatchSlots
     /// Transactional pushes' batches: their notifications take APNs streams first.
     let urgent: Bool
+    /// How many of its batches may be at the gateways at once; nil: as many as are in flight.
+    var gatewaySlots: BatchSlots? = nil
 }
 
 /// Pulls job batches from Kafka and sends them to APNs: campaign batches from `herald.jobs` and,
@@ -138,20 +140,25 @@ public final class SenderWorker: Service, Sendable {
     public let metrics: SenderMetrics
 
     /// - Parameters:
-    ///   - consumer: campaign job batches (`herald.jobs`), at most `maxBatchesInFlight` at once.
+    ///   - consumer: campaign job batches (`herald.jobs`), at most `maxBatchesInFlight` at once,
+    ///     of which at most `maxOnlineBatchesInFlight` hand pushes to gateways at once.
     ///   - transactionalConsumer: transactional ones (`herald.jobs.transactional`), at most
     ///     `maxTransactionalBatchesInFlight` at once beside them; nil reads none.
     public init(
         consumer: KafkaConsumer, transactionalConsumer: KafkaConsumer? = nil, producer: KafkaProducer,
         credentials: CredentialStore, gate: (any BatchGate)?, sender: JobBatchSender = .init(),
         online: OnlineRouter? = nil, maxBatchesInFlight: Int = SenderSettings.defaultMaxBatchesInFlight,
+        maxOnlineBatchesInFlight: Int = SenderSettings.defaultMaxOnlineBatchesInFlight,
         maxTransactionalBatchesInFlight: Int = 8,
         outcomesTopic: String = HeraldTopic.outcomes.name, logger: Logger
     ) {
         self.online = online
         self.outcomesTopic = outcomesTopic
         var sources = [
-            JobSource(consumer: consumer, slots: BatchSlots(count: max(1, maxBatchesInFlight)), urgent: false)
+            JobSource(
+                consumer: consumer, slots: BatchSlots(count: max(1, maxBatchesInFlight)), urgent: false,
+                gatewaySlots: maxOnlineBatchesInFlight < maxBatchesInFlight
+                    ? BatchSlots(count: max(1, maxOnlineBatchesInFlight)) : nil)
         ]
         if let transactionalConsumer {
             sources.append(
@@ -210,7 +217,7 @@ public final class SenderWorker: Service, Sendable {
             logger[metadataKey: "push"] = "\(UUID(data: batch.header.pushID))"
             guard
                 let sent = try await send(
-                    batch, copy: "\(message.topic)/\(message.partition)/\(message.offset)", urgent: source.urgent,
+                    batch, copy: "\(message.topic)/\(message.partition)/\(message.offset)", from: source,
                     logger: logger)
             else {
                 finish(message, from: source)
@@ -247,9 +254,10 @@ public final class SenderWorker: Service, Sendable {
     /// - Throws: `RecordDecodingError` for a record no herald-center writes, ``UnknownPush`` for one
     ///   no push of its app stands behind (both dead-lettered, not sent); `CancellationError`
     ///   when stopped while waiting for the app's credential.
-    private func send(_ batch: PackedJobBatch, copy: String, urgent: Bool, logger: Logger) async throws
+    private func send(_ batch: PackedJobBatch, copy: String, from source: JobSource, logger: Logger) async throws
         -> Herald_V1_OutcomeBatch?
     {
+        let urgent = source.urgent
         let sequence = try batch.checkedSequence()
         let pushID = UUID(data: batch.header.pushID)
         let appID = UUID(data: batch.header.appID)
@@ -268,7 +276,7 @@ public final class SenderWorker: Service, Sendable {
             return nil
         }
         // An online-only push needs no APNs credential: nothing of it goes through APNs.
-        if batch.header.channel == .online { return await sendOnline(batch) }
+        if batch.header.channel == .online { return await sendOnline(batch, gatewaySlots: source.gatewaySlots) }
         guard let environment = APNsEnvironment(batch.header.environment) else {
             return counted(Self.everyTarget(of: batch, status: .rejected, reason: "NoEnvironment"))
         }
@@ -277,7 +285,8 @@ public final class SenderWorker: Service, Sendable {
             guard let online, batch.header.channel != .apns else {
                 return try await sender.send(batch, with: client, urgent: urgent)
             }
-            return try await send(batch, with: client, urgent: urgent, online: online)
+            return try await send(
+                batch, with: client, urgent: urgent, online: online, gatewaySlots: source.gatewaySlots)
         } catch is CancellationError {
             throw CancellationError()
         } catch let error as MissingCredential {
@@ -295,15 +304,17 @@ public final class SenderWorker: Service, Sendable {
     /// the other targets go through APNs at once; the connected ones that did not acknowledge in
     /// time go through APNs after, with the same apns-id, so the phone shows one copy whichever
     /// arrives. A recall's batch hands connected targets a revoke frame instead (reached once
-    /// written). One outcome for the whole batch, as always.
-    private func send(_ batch: PackedJobBatch, with client: APNsClient, urgent: Bool, online: OnlineRouter)
-        async throws -> Herald_V1_OutcomeBatch
-    {
+    /// written). One outcome for the whole batch, as always. With `gatewaySlots`, the handing over
+    /// waits for a slot (the APNs targets do not).
+    private func send(
+        _ batch: PackedJobBatch, with client: APNsClient, urgent: Bool, online: OnlineRouter, gatewaySlots: BatchSlots?
+    ) async throws -> Herald_V1_OutcomeBatch {
         let connected = await online.connected(batch)
         guard !connected.isEmpty else { return try await sender.send(batch, with: client, urgent: urgent) }
         let connectedDevices = Set(connected.keys)
-        async let reached = online.deliver(
-            JobBatchNotifications(batch), to: connected, revoking: batch.header.revokesPushID)
+        async let reached = Self.holding(gatewaySlots) {
+            await online.deliver(JobBatchNotifications(batch), to: connected, revoking: batch.header.revokesPushID)
+        }
         var outcome = try await sender.send(batch, with: client, urgent: urgent, skipping: connectedDevices)
         // Only devices of this batch that were offered count, whatever a gateway answers.
         let acknowledged = (await reached).intersection(connectedDevices)
@@ -327,7 +338,7 @@ public final class SenderWorker: Service, Sendable {
     /// (counted skipped, reason `offline`) — also when presence cannot be read or a gateway does
     /// not answer (an in-app message is not kept for later). A sender that does not take the
     /// online road (`HERALD_SENDER_ONLINE` off) reports them all offline.
-    private func sendOnline(_ batch: PackedJobBatch) async -> Herald_V1_OutcomeBatch {
+    private func sendOnline(_ batch: PackedJobBatch, gatewaySlots: BatchSlots?) async -> Herald_V1_OutcomeBatch {
         let notifications = JobBatchNotifications(batch)
         var outcome = Herald_V1_OutcomeBatch(of: batch.header)
         var failures: [Int64: Herald_V1_OutcomeBatch.Failure] = [:]
@@ -352,7 +363,9 @@ public final class SenderWorker: Service, Sendable {
         if let online, failures.count < notifications.count {
             let connected = await online.connected(batch).filter { failures[$0.key] == nil }
             if !connected.isEmpty {
-                acknowledged = await online.deliver(notifications, to: connected).intersection(connected.keys)
+                acknowledged = await Self.holding(gatewaySlots) {
+                    await online.deliver(notifications, to: connected)
+                }.intersection(connected.keys)
             }
         }
         for deviceID in batch.targets.deviceIDs.sorted() {
@@ -481,6 +494,18 @@ public final class SenderWorker: Service, Sendable {
         }
         outcome.completedAtMs = Int64(Date().timeIntervalSince1970 * 1000)
         return outcome
+    }
+}
+
+extension SenderWorker {
+    /// `body`'s result, run while holding one of `slots` (at once when nil).
+    static func holding<Result: Sendable>(
+        _ slots: BatchSlots?, _ body: @Sendable () async -> Result
+    ) async -> Result {
+        guard let slots else { return await body() }
+        await slots.acquire()
+        defer { slots.release() }
+        return await body()
     }
 }
 

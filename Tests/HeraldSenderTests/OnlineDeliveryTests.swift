@@ -81,8 +81,9 @@ struct OnlineDeliveryTests {
                     try await presence.connected(among: ids).count == 2
                 })
 
-            // The same three devices in three pushes, one per channel.
-            let (_, services) = try makeWorker(environment)
+            // The same three devices in three pushes, one per channel; the four batches are sent
+            // at once, one of them at the gateway at a time.
+            let (_, services) = try makeWorker(environment, maxOnlineBatchesInFlight: 1)
             var batches: [Herald_V1_JobBatch.Channel: Herald_V1_JobBatch] = [:]
             for (channel, name) in [(Herald_V1_JobBatch.Channel.auto, "auto"), (.apns, "apns"), (.online, "online")] {
                 let pushID = UUID()

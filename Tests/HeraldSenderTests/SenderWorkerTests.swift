@@ -356,9 +356,10 @@ private func craftedJobRecords(_ environment: WorkerEnvironment) async throws ->
 
 /// A sender worker on the environment's topics, composed as herald-sender composes it
 /// (``SenderService``), in a service group to run.
-func makeWorker(_ environment: WorkerEnvironment, logger: Logger? = nil, maxBatchesInFlight: Int = 4) throws
-    -> (SenderWorker, ServiceGroup)
-{
+func makeWorker(
+    _ environment: WorkerEnvironment, logger: Logger? = nil, maxBatchesInFlight: Int = 4,
+    maxOnlineBatchesInFlight: Int = SenderSettings.defaultMaxOnlineBatchesInFlight
+) throws -> (SenderWorker, ServiceGroup) {
     let logger = logger ?? environment.logger
     let configuration = environment.configuration
     var endpoints = SenderEndpoints()
@@ -374,6 +375,7 @@ func makeWorker(_ environment: WorkerEnvironment, logger: Logger? = nil, maxBatc
     settings.maxAttempts = 5
     settings.retryBackoff = Backoff(initial: .milliseconds(5), maximum: .milliseconds(50))
     settings.maxBatchesInFlight = maxBatchesInFlight
+    settings.maxOnlineBatchesInFlight = maxOnlineBatchesInFlight
     settings.maxTransactionalBatchesInFlight = 1
     settings.metricsPort = 0
     let sender = try SenderService(

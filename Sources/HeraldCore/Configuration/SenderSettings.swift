@@ -25,17 +25,22 @@ public struct SenderSettings: Sendable {
     /// Job batches being sent at once; the worker pulls no more while they are
     /// (`HERALD_SENDER_MAX_BATCHES_IN_FLIGHT`, default ``defaultMaxBatchesInFlight``).
     public var maxBatchesInFlight: Int
-    /// 8. A batch lasts as long as its slowest answer, so at a real APNs round trip with a long
+    /// 32. A batch lasts as long as its slowest answer, so at a real APNs round trip with a long
     /// tail few batches leave the connections idle: with 8 batches and apns-sim answering after
     /// an exponential 50 ms a sender did 11,000/s where h2load on the same connections did
-    /// 36,000; with 32, 37,000 (docs/benchmarks.md, `make bench-sender-latency`). The sender keeps
-    /// as many HTTP connections to each gateway as batches in flight (``OnlineRouter``), so the
-    /// online road's requests never wait for one another's connection; with that, 32 batches
-    /// gave the end-to-end online test 7,200 of 7,200 acknowledgements in time twice, but 6,982
-    /// once (their pushes arrive in larger bursts, and the test's 8,000 phones share this
-    /// machine's two cores with the whole stack). The default stays 8 until that is measured
-    /// where the phones do not share the cores; raise it where APNs is the only road.
-    public static let defaultMaxBatchesInFlight = 8
+    /// 36,000; with 32, 37,000 (docs/benchmarks.md, `make bench-sender-latency`). The
+    /// notifications in flight stay bounded by `maxInFlight` whatever the batches.
+    public static let defaultMaxBatchesInFlight = 32
+    /// Campaign job batches whose connected targets are at the gateways at once
+    /// (`HERALD_SENDER_MAX_ONLINE_BATCHES_IN_FLIGHT`, default ``defaultMaxOnlineBatchesInFlight``);
+    /// a batch over it sends its other targets through APNs and waits for its turn to hand the
+    /// connected ones over. Transactional batches do not count against it.
+    public var maxOnlineBatchesInFlight: Int
+    /// 8. Each batch at the gateways holds its pushes there until the phones acknowledge or the
+    /// gateways' ack timeout passes; with all 32 batches handed over at once, the end-to-end
+    /// online test's 8,000 phones (sharing this machine's two cores with the whole stack)
+    /// acknowledged 218 of 7,200 pushes too late (docs/benchmarks.md), with 8 none.
+    public static let defaultMaxOnlineBatchesInFlight = 8
     /// Each APNs request's deadline (`HERALD_SENDER_REQUEST_TIMEOUT_MS`).
     public var requestTimeout: Duration
     /// Attempts per notification, the first included (`HERALD_SENDER_MAX_ATTEMPTS`).
@@ -95,6 +100,8 @@ public struct SenderSettings: Sendable {
         connections = config.int(forKey: "sender.connections", default: 2)
         maxInFlight = config.int(forKey: "sender.maxInFlight", default: 2000)
         maxBatchesInFlight = config.int(forKey: "sender.maxBatchesInFlight", default: Self.defaultMaxBatchesInFlight)
+        maxOnlineBatchesInFlight = max(
+            1, config.int(forKey: "sender.maxOnlineBatchesInFlight", default: Self.defaultMaxOnlineBatchesInFlight))
         requestTimeout = config.milliseconds(forKey: "sender.requestTimeoutMs", default: 10_000, minimum: 1)
         maxAttempts = config.int(forKey: "sender.maxAttempts", default: Self.defaultMaxAttempts)
         retryBackoff = Backoff(

@@ -38,9 +38,9 @@ public final class OnlineRouter: Service, Sendable {
     ///   - timeout: how long a gateway's answer is waited for (longer than its ack timeout).
     ///   - cacheFor: how long "anyone of this app connected?" is remembered.
     ///   - connectionsPerGateway: HTTP connections kept to each gateway: the job batches the
-    ///     sender sends at once, each of which holds one request to a gateway until its pushes are
-    ///     acknowledged or time out, so no batch waits for another's connection (a wait the
-    ///     timeout would count).
+    ///     sender lets hand pushes to gateways at once (campaign and transactional), each of which
+    ///     holds one request to a gateway until its pushes are acknowledged or time out, so no
+    ///     batch waits for another's connection (a wait the timeout would count).
     public init(
         presence: GatewayPresenceRepository, token: String, timeout: Duration, cacheFor: Duration,
         connectionsPerGateway: Int, logger: Logger
