@@ -260,8 +260,8 @@ struct SenderThroughput: AsyncParsableCommand {
         print(
             String(
                 format:
-                    "  CPU per notification: sender %.1f µs, h2load %.1f µs per request: %.2f× h2load's (target ≤ 1.5: %@)",
-                microseconds, h2load.cpuMicrosecondsPerRequest, cpuRatio, cpuRatio <= 1.5 ? "met" : "NOT met"))
+                    "  CPU per notification: sender %.1f µs, h2load %.1f µs per request: %.2f× h2load's (target ≤ 1.1, issue 46: %@)",
+                microseconds, h2load.cpuMicrosecondsPerRequest, cpuRatio, cpuRatio <= 1.1 ? "met" : "NOT met"))
         let result: [String: Any] = [
             "benchmark": "sender-throughput", "senders": senderProcesses.count, "notifications": total,
             "batches": batches,
