@@ -35,7 +35,9 @@ SECRETS = {"HERALD_MASTER_KEY", "HERALD_MASTER_KEY_DECRYPT_ONLY", "HERALD_ADMIN_
 # The producer's flush on shutdown (docs/configuration.md: "A graceful shutdown waits up to 30 s").
 PRODUCER_FLUSH_SECONDS = 30
 SENDER_DEFAULTS = {"HERALD_SENDER_MAX_ATTEMPTS": 8, "HERALD_SENDER_RETRY_BASE_MS": 200,
-                   "HERALD_SENDER_RETRY_MAX_MS": 30000, "HERALD_SENDER_REQUEST_TIMEOUT_MS": 10000}
+                   "HERALD_SENDER_RETRY_MAX_MS": 30000, "HERALD_SENDER_REQUEST_TIMEOUT_MS": 10000,
+                   "HERALD_SENDER_ONLINE_TIMEOUT_MS": 5000, "HERALD_SENDER_MAX_BATCHES_IN_FLIGHT": 32,
+                   "HERALD_SENDER_MAX_ONLINE_BATCHES_IN_FLIGHT": 8}
 # What each Job carries so that Argo CD and Flux run it before the services (Deploy/README.md).
 JOB_ORDERING = {
     "argocd.argoproj.io/sync-wave": "1",
@@ -140,7 +142,17 @@ def sender_drain_seconds(environment):
     attempts = value["HERALD_SENDER_MAX_ATTEMPTS"]
     backoffs = sum(min(value["HERALD_SENDER_RETRY_BASE_MS"] * 2 ** n, value["HERALD_SENDER_RETRY_MAX_MS"])
                    for n in range(attempts - 1))
-    return (backoffs + attempts * value["HERALD_SENDER_REQUEST_TIMEOUT_MS"]) / 1000 + PRODUCER_FLUSH_SECONDS
+    apns = backoffs + attempts * value["HERALD_SENDER_REQUEST_TIMEOUT_MS"]
+    # A connected target first waits its batch's turn at the gateways (the batches ahead of it,
+    # HERALD_SENDER_MAX_ONLINE_BATCHES_IN_FLIGHT at a time, each up to the online timeout), then
+    # its own delivery, and only then, unacknowledged, goes through APNs.
+    online = 0
+    if (environment.get("HERALD_SENDER_ONLINE") or "true").lower() not in ("false", "0", "no"):
+        batches = max(1, value["HERALD_SENDER_MAX_BATCHES_IN_FLIGHT"])
+        at_gateways = max(1, min(batches, value["HERALD_SENDER_MAX_ONLINE_BATCHES_IN_FLIGHT"]))
+        rounds = -(-(batches - at_gateways) // at_gateways) + 1
+        online = rounds * value["HERALD_SENDER_ONLINE_TIMEOUT_MS"]
+    return (apns + online) / 1000 + PRODUCER_FLUSH_SECONDS
 
 
 def check_overlay(overlay, keda_schema, documented):

@@ -147,8 +147,8 @@ def gateway_rounds(arguments, pid, devices, pb, payload):
 
         _, cpu_before = process(pid)
         started = time.monotonic()
-        # 16 batches in flight: what two senders had in flight at their former default of 8 each
-        # (32 each since 2026-11-30; kept at 16 so the rounds compare with earlier runs).
+        # 16 batches in flight: what two senders hand the gateways at once (8 each,
+        # HERALD_SENDER_MAX_ONLINE_BATCHES_IN_FLIGHT, of their 32 batches in flight).
         with concurrent.futures.ThreadPoolExecutor(16) as pool:
             acknowledged = sum(pool.map(post, range(len(batches))))
         elapsed = time.monotonic() - started

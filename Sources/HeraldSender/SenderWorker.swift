@@ -179,6 +179,10 @@ public final class SenderWorker: Service, Sendable {
         self.logger = logger
     }
 
+    /// The most campaign batches that were at the gateways at once so far; nil when they are not
+    /// bounded apart from the batches in flight.
+    var mostBatchesAtGateways: Int? { sources.first?.gatewaySlots?.mostHeld }
+
     public func run() async throws {
         await producer.prepare(topics: [outcomesTopic])
         try await withThrowingDiscardingTaskGroup { group in
@@ -514,23 +518,34 @@ final class BatchSlots: Sendable {
     private struct State {
         var free: Int
         var waiters: [CheckedContinuation<Void, Never>] = []
+        /// The most slots held at once so far.
+        var mostHeld = 0
+        let count: Int
+
+        mutating func take() {
+            free -= 1
+            mostHeld = max(mostHeld, count - free)
+        }
     }
 
     private let state: Mutex<State>
 
-    init(count: Int) { state = Mutex(State(free: count)) }
+    init(count: Int) { state = Mutex(State(free: count, count: count)) }
+
+    /// The most slots held at once so far.
+    var mostHeld: Int { state.withLock { $0.mostHeld } }
 
     func acquire() async {
         let acquired = state.withLock { state -> Bool in
             guard state.free > 0 else { return false }
-            state.free -= 1
+            state.take()
             return true
         }
         if acquired { return }
         await withCheckedContinuation { continuation in
             let now = state.withLock { state -> Bool in
                 if state.free > 0 {
-                    state.free -= 1
+                    state.take()
                     return true
                 }
                 state.waiters.append(continuation)

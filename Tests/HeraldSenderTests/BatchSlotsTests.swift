@@ -30,6 +30,7 @@ struct BatchSlotsTests {
         let final = running.state.withLock { $0 }
         #expect(final.finished == 12 && final.now == 0)
         #expect(final.most <= 2)
+        #expect((1...2).contains(slots.mostHeld))
     }
 
     @Test("holding without slots runs the body at once")

@@ -15,6 +15,8 @@ import ServiceLifecycle
 import StoreTestSupport
 import Testing
 
+@testable import HeraldSender
+
 @Suite("herald-sender and herald-gateway: connected devices get their push over the long connection")
 struct OnlineDeliveryTests {
     @Test(
@@ -83,7 +85,7 @@ struct OnlineDeliveryTests {
 
             // The same three devices in three pushes, one per channel; the four batches are sent
             // at once, one of them at the gateway at a time.
-            let (_, services) = try makeWorker(environment, maxOnlineBatchesInFlight: 1)
+            let (worker, services) = try makeWorker(environment, maxOnlineBatchesInFlight: 1)
             var batches: [Herald_V1_JobBatch.Channel: Herald_V1_JobBatch] = [:]
             for (channel, name) in [(Herald_V1_JobBatch.Channel.auto, "auto"), (.apns, "apns"), (.online, "online")] {
                 let pushID = UUID()
@@ -187,6 +189,8 @@ struct OnlineDeliveryTests {
                 #expect(client.revokes.first?.collapseID == "sale-auto")
             }
             #expect(sentToAPNs("recalled") == [hex(deviceToken(3))])
+            // Three of the four batches had connected targets: they went to the gateway one at a time.
+            #expect(worker.mostBatchesAtGateways == 1)
             await acknowledging.close()
             await silent.close()
             await gatewayGroup.triggerGracefulShutdown()

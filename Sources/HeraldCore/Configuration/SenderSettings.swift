@@ -22,7 +22,7 @@ public struct SenderSettings: Sendable {
     public var connections: Int
     /// Notifications in flight per credential (`HERALD_SENDER_MAX_IN_FLIGHT`).
     public var maxInFlight: Int
-    /// Job batches being sent at once; the worker pulls no more while they are
+    /// Campaign job batches being sent at once; the worker pulls no more while they are
     /// (`HERALD_SENDER_MAX_BATCHES_IN_FLIGHT`, default ``defaultMaxBatchesInFlight``).
     public var maxBatchesInFlight: Int
     /// 32. A batch lasts as long as its slowest answer, so at a real APNs round trip with a long
@@ -31,10 +31,11 @@ public struct SenderSettings: Sendable {
     /// 36,000; with 32, 37,000 (docs/benchmarks.md, `make bench-sender-latency`). The
     /// notifications in flight stay bounded by `maxInFlight` whatever the batches.
     public static let defaultMaxBatchesInFlight = 32
-    /// Campaign job batches whose connected targets are at the gateways at once
-    /// (`HERALD_SENDER_MAX_ONLINE_BATCHES_IN_FLIGHT`, default ``defaultMaxOnlineBatchesInFlight``);
-    /// a batch over it sends its other targets through APNs and waits for its turn to hand the
-    /// connected ones over. Transactional batches do not count against it.
+    /// Campaign job batches whose connected targets are at the gateways at once, whatever their
+    /// channel (`auto` or `online`) (`HERALD_SENDER_MAX_ONLINE_BATCHES_IN_FLIGHT`, default
+    /// ``defaultMaxOnlineBatchesInFlight``); a batch over it sends its other targets through APNs
+    /// and waits for its turn to hand the connected ones over (and with them the APNs fallback of
+    /// those that do not acknowledge). Transactional batches do not count against it.
     public var maxOnlineBatchesInFlight: Int
     /// 8. Each batch at the gateways holds its pushes there until the phones acknowledge or the
     /// gateways' ack timeout passes; with all 32 batches handed over at once, the end-to-end
@@ -99,7 +100,8 @@ public struct SenderSettings: Sendable {
             1, config.int(forKey: "sender.maxTransactionalBatchesInFlight", default: 8))
         connections = config.int(forKey: "sender.connections", default: 2)
         maxInFlight = config.int(forKey: "sender.maxInFlight", default: 2000)
-        maxBatchesInFlight = config.int(forKey: "sender.maxBatchesInFlight", default: Self.defaultMaxBatchesInFlight)
+        maxBatchesInFlight = max(
+            1, config.int(forKey: "sender.maxBatchesInFlight", default: Self.defaultMaxBatchesInFlight))
         maxOnlineBatchesInFlight = max(
             1, config.int(forKey: "sender.maxOnlineBatchesInFlight", default: Self.defaultMaxOnlineBatchesInFlight))
         requestTimeout = config.milliseconds(forKey: "sender.requestTimeoutMs", default: 10_000, minimum: 1)
