@@ -25,6 +25,10 @@ public final class SenderMetrics: Sendable {
     /// Batches held because their app's credential cannot be opened with the configured master
     /// keys (alert on it: nothing of those apps is delivered until it is fixed).
     public let batchesWaitingForCredential = Atomic<Int>(0)
+    /// Campaign batches whose connected targets wait for a turn at the gateways
+    /// (`HERALD_SENDER_MAX_ONLINE_BATCHES_IN_FLIGHT` are there already); counted in
+    /// `batchesInFlight` as well.
+    let batchesWaitingForGateways = Atomic<Int>(0)
 
     public init() {}
 
@@ -77,6 +81,11 @@ public final class SenderMetrics: Sendable {
             help:
                 "Job batches held because their app's APNs credential cannot be decrypted with the configured master keys.",
             value: batchesWaitingForCredential.load(ordering: .relaxed))
+        text.single(
+            "herald_sender_batches_waiting_for_gateways", .gauge,
+            help:
+                "Campaign batches in flight whose connected targets wait for a turn at the gateways (the online road is the bottleneck when it stays up).",
+            value: batchesWaitingForGateways.load(ordering: .relaxed))
         text.single(
             "herald_sender_attempts_total", .counter, help: "APNs requests made (retries included).",
             value: state.attempts)

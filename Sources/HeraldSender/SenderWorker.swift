@@ -316,7 +316,7 @@ public final class SenderWorker: Service, Sendable {
         let connected = await online.connected(batch)
         guard !connected.isEmpty else { return try await sender.send(batch, with: client, urgent: urgent) }
         let connectedDevices = Set(connected.keys)
-        async let reached = Self.holding(gatewaySlots) {
+        async let reached = Self.holding(gatewaySlots, counting: metrics) {
             await online.deliver(JobBatchNotifications(batch), to: connected, revoking: batch.header.revokesPushID)
         }
         var outcome = try await sender.send(batch, with: client, urgent: urgent, skipping: connectedDevices)
@@ -367,7 +367,7 @@ public final class SenderWorker: Service, Sendable {
         if let online, failures.count < notifications.count {
             let connected = await online.connected(batch).filter { failures[$0.key] == nil }
             if !connected.isEmpty {
-                acknowledged = await Self.holding(gatewaySlots) {
+                acknowledged = await Self.holding(gatewaySlots, counting: metrics) {
                     await online.deliver(notifications, to: connected)
                 }.intersection(connected.keys)
             }
@@ -502,12 +502,15 @@ public final class SenderWorker: Service, Sendable {
 }
 
 extension SenderWorker {
-    /// `body`'s result, run while holding one of `slots` (at once when nil).
+    /// `body`'s result, run while holding one of `slots` (at once when nil); while it waits for
+    /// one, it is counted in `waiting`.
     static func holding<Result: Sendable>(
-        _ slots: BatchSlots?, _ body: @Sendable () async -> Result
+        _ slots: BatchSlots?, counting waiting: SenderMetrics? = nil, _ body: @Sendable () async -> Result
     ) async -> Result {
         guard let slots else { return await body() }
+        waiting?.batchesWaitingForGateways.add(1, ordering: .relaxed)
         await slots.acquire()
+        waiting?.batchesWaitingForGateways.subtract(1, ordering: .relaxed)
         defer { slots.release() }
         return await body()
     }

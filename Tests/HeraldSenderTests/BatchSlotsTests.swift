@@ -33,9 +33,57 @@ struct BatchSlotsTests {
         #expect((1...2).contains(slots.mostHeld))
     }
 
+    @Test("a body waiting for a slot is counted on /metrics until it gets one")
+    func waitingIsCounted() async {
+        let slots = BatchSlots(count: 1)
+        let metrics = SenderMetrics()
+        let gate = Gate()
+        async let first: Void = SenderWorker.holding(slots, counting: metrics) { await gate.wait() }
+        // The first body holds the only slot once the gate has its waiter.
+        while !gate.isWaiting { await Task.yield() }
+        async let second: Int = SenderWorker.holding(slots, counting: metrics) { 7 }
+        // Yields until the second body is held back (a bounded number, so a gauge never raised fails).
+        for _ in 0..<100_000 where metrics.batchesWaitingForGateways.load(ordering: .relaxed) == 0 {
+            await Task.yield()
+        }
+        #expect(metrics.prometheusText().contains("herald_sender_batches_waiting_for_gateways 1\n"))
+        gate.open()
+        _ = await first
+        #expect(await second == 7)
+        #expect(metrics.batchesWaitingForGateways.load(ordering: .relaxed) == 0)
+        #expect(metrics.prometheusText().contains("herald_sender_batches_waiting_for_gateways 0\n"))
+    }
+
     @Test("holding without slots runs the body at once")
     func holdingWithoutSlots() async {
         #expect(await SenderWorker.holding(nil) { 42 } == 42)
+    }
+
+    /// A body that waits until the test opens it.
+    final class Gate: Sendable {
+        private let state = Mutex<(opened: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+        var isWaiting: Bool { state.withLock { $0.waiter != nil } }
+
+        func wait() async {
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { state -> Bool in
+                    if state.opened { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        }
+
+        func open() {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                state.opened = true
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
     }
 
     /// The bodies running now, the most that ran at once, and those finished.
