@@ -306,6 +306,15 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.outbox_notify() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    PERFORM pg_notify('herald_outbox', '');
+    RETURN NULL;
+END
+$$;
+
 CREATE AGGREGATE public.herald_sum_counts(jsonb) (
     SFUNC = public.herald_add_counts,
     STYPE = jsonb,
@@ -1042,6 +1051,8 @@ CREATE TRIGGER devices_counted_on_update AFTER UPDATE ON public.devices REFERENC
 CREATE TRIGGER devices_version_keys_inserted BEFORE INSERT ON public.devices FOR EACH ROW WHEN (((new.app_version IS NOT NULL) OR (new.os_version IS NOT NULL))) EXECUTE FUNCTION public.herald_device_version_keys();
 
 CREATE TRIGGER devices_version_keys_updated BEFORE UPDATE OF app_version, os_version ON public.devices FOR EACH ROW WHEN (((new.app_version IS DISTINCT FROM old.app_version) OR (new.os_version IS DISTINCT FROM old.os_version))) EXECUTE FUNCTION public.herald_device_version_keys();
+
+CREATE TRIGGER outbox_notify AFTER INSERT ON public.outbox FOR EACH STATEMENT EXECUTE FUNCTION public.outbox_notify();
 
 CREATE TRIGGER pushes_finished_webhooks AFTER UPDATE OF state ON public.pushes FOR EACH ROW WHEN (((new.state = ANY (ARRAY['completed'::text, 'canceled'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.herald_webhook_push_finished();
 

@@ -5,11 +5,13 @@ import HeraldStore
 import Logging
 import ServiceLifecycle
 
-/// Publishes the transactional outbox to Kafka: every `interval`, the oldest unpublished records
+/// Publishes the transactional outbox to Kafka: as soon as PostgreSQL notifies that records
+/// were added (migration 0037), and every `interval` in any case, the oldest unpublished records
 /// (locked, so several relays share the work) are produced and, once the broker acknowledged
-/// them, marked published. A broker outage leaves them in PostgreSQL until it is back: an
-/// accepted push is delayed, never lost. Once a minute it deletes records published more than
-/// `retention` ago (zero keeps them), so the table does not grow with every push ever sent.
+/// them, marked published. While the relay cannot listen (its connection lost), the interval
+/// alone paces it. A broker outage leaves them in PostgreSQL until it is back: an accepted push
+/// is delayed, never lost. Once a minute it deletes records published more than `retention` ago
+/// (zero keeps them), so the table does not grow with every push ever sent.
 public final class OutboxRelay: Service, Sendable {
     private let outbox: OutboxRepository
     private let producer: KafkaProducer
@@ -31,6 +33,38 @@ public final class OutboxRelay: Service, Sendable {
     }
 
     public func run() async throws {
+        let wakeup = OutboxWakeup()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.listen(waking: wakeup) }
+            await publish(woken: wakeup)
+            group.cancelAll()
+        }
+    }
+
+    /// Signals `wakeup` at every commit that added records; when the listening connection fails,
+    /// listens again a second later (records added meanwhile are found by the interval's rounds).
+    private func listen(waking wakeup: OutboxWakeup) async {
+        var failing = false
+        while !Task.isCancelled {
+            let started = ContinuousClock.now
+            do {
+                try await outbox.listenForAddedRecords { wakeup.signal() }
+            } catch {
+                if Task.isCancelled { return }
+                // A connection that listened for a while and then broke starts a new story.
+                if ContinuousClock.now - started > .seconds(10) { failing = false }
+                if !failing {
+                    logger.warning(
+                        "cannot listen for new outbox records; publishing every interval until it can",
+                        metadata: ["error": "\(HeraldDatabase.describe(error))"])
+                }
+                failing = true
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    private func publish(woken wakeup: OutboxWakeup) async {
         var failing = false
         var lastCleanup = ContinuousClock.now
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
@@ -61,7 +95,7 @@ public final class OutboxRelay: Service, Sendable {
                 }
                 failing = true
             }
-            await sleepUntilGracefulShutdown(for: interval)
+            await wakeup.wait(upTo: interval)
         }
     }
 

@@ -33,6 +33,21 @@ public struct OutboxRepository: Sendable {
         }
     }
 
+    /// The channel a statement adding outbox records notifies when its transaction commits
+    /// (migration 0037).
+    public static let notificationChannel = "herald_outbox"
+
+    /// Calls `added` at every commit that added outbox records, until the task is cancelled or
+    /// the listening connection fails (it throws then). Holds one of the pool's connections while
+    /// it listens.
+    public func listenForAddedRecords(_ added: @escaping @Sendable () -> Void) async throws {
+        try await client.withConnection { connection in
+            try await connection.listen(on: Self.notificationChannel) { notifications in
+                for try await _ in notifications { added() }
+            }
+        }
+    }
+
     /// Deletes up to `limit` records published more than `retention` ago, oldest first: what the
     /// relay keeps for diagnosis is bounded by time, not by the number of pushes ever sent.
     /// - Returns: how many were deleted.
