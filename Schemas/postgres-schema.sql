@@ -233,6 +233,17 @@ CREATE FUNCTION public.herald_merge_attributes(current jsonb, added jsonb, remov
     SELECT NULLIF((COALESCE(current, '{}') || COALESCE(added, '{}')) - COALESCE(removed, '{}'), '{}')
 $$;
 
+CREATE FUNCTION public.herald_notify_outbox() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF EXISTS (SELECT FROM added) THEN
+        PERFORM pg_notify('herald_outbox', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
 CREATE FUNCTION public.herald_version_key(version text) RETURNS integer[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -302,15 +313,6 @@ BEGIN
                 'tokens_invalidated', COALESCE(c.tokens_invalidated, 0),
                 'rejected_by_reason', COALESCE(c.rejected_by_reason, '{}'::jsonb),
                 'skipped_by_reason', COALESCE(c.skipped_by_reason, '{}'::jsonb))));
-    RETURN NULL;
-END
-$$;
-
-CREATE FUNCTION public.outbox_notify() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-    PERFORM pg_notify('herald_outbox', '');
     RETURN NULL;
 END
 $$;
@@ -1052,7 +1054,7 @@ CREATE TRIGGER devices_version_keys_inserted BEFORE INSERT ON public.devices FOR
 
 CREATE TRIGGER devices_version_keys_updated BEFORE UPDATE OF app_version, os_version ON public.devices FOR EACH ROW WHEN (((new.app_version IS DISTINCT FROM old.app_version) OR (new.os_version IS DISTINCT FROM old.os_version))) EXECUTE FUNCTION public.herald_device_version_keys();
 
-CREATE TRIGGER outbox_notify AFTER INSERT ON public.outbox FOR EACH STATEMENT EXECUTE FUNCTION public.outbox_notify();
+CREATE TRIGGER herald_notify_outbox AFTER INSERT ON public.outbox REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.herald_notify_outbox();
 
 CREATE TRIGGER pushes_finished_webhooks AFTER UPDATE OF state ON public.pushes FOR EACH ROW WHEN (((new.state = ANY (ARRAY['completed'::text, 'canceled'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.herald_webhook_push_finished();
 

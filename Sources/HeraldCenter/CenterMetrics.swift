@@ -22,6 +22,9 @@ public final class CenterMetrics: Sendable {
     let tokensPurged = Atomic<Int>(0)
     let pushesCompleted = Atomic<Int>(0)
     let outboxPublished = Atomic<Int>(0)
+    /// 1 while the outbox relay listens for added records (`LISTEN herald_outbox`), 0 while it
+    /// publishes only every interval.
+    let outboxListening = Atomic<Int>(0)
     let outboxDeleted = Atomic<Int>(0)
     let pushesPurged = Atomic<Int>(0)
     let auditEventsDeleted = Atomic<Int>(0)
@@ -121,6 +124,11 @@ public final class CenterMetrics: Sendable {
         text.single(
             "herald_center_fanouts_running", .gauge, help: "Fan-outs running in this center.",
             value: fanoutsRunning.load(ordering: .relaxed))
+        text.single(
+            "herald_center_outbox_listening", .gauge,
+            help:
+                "1 while the outbox relay is woken by each commit that adds records (LISTEN herald_outbox); 0: it publishes only every HERALD_CENTER_OUTBOX_INTERVAL_MS.",
+            value: outboxListening.load(ordering: .relaxed))
         let system = systemGauges.withLock { $0 }
         text.single(
             "herald_center_system_reporter", .gauge,

@@ -4,6 +4,7 @@ import HeraldMessaging
 import HeraldStore
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// Publishes the transactional outbox to Kafka: as soon as PostgreSQL notifies that records
 /// were added (migration 0037), and every `interval` in any case, the oldest unpublished records
@@ -18,6 +19,8 @@ public final class OutboxRelay: Service, Sendable {
     private let interval: Duration
     private let retention: Duration
     private let metrics: CenterMetrics?
+    /// Whether the last attempt to listen failed (logged once until it listens again).
+    private let listenFailing = Atomic<Bool>(false)
     private let logger: Logger
 
     public init(
@@ -42,24 +45,32 @@ public final class OutboxRelay: Service, Sendable {
     }
 
     /// Signals `wakeup` at every commit that added records; when the listening connection fails,
-    /// listens again a second later (records added meanwhile are found by the interval's rounds).
+    /// listens again a second later (records added meanwhile are found by the interval's rounds,
+    /// and by one round as soon as it listens again). `herald_center_outbox_listening` says
+    /// whether it listens.
     private func listen(waking wakeup: OutboxWakeup) async {
-        var failing = false
         while !Task.isCancelled {
-            let started = ContinuousClock.now
             do {
-                try await outbox.listenForAddedRecords { wakeup.signal() }
+                try await outbox.listenForAddedRecords(
+                    listening: {
+                        self.metrics?.outboxListening.store(1, ordering: .relaxed)
+                        if self.listenFailing.exchange(false, ordering: .relaxed) {
+                            self.logger.info("listening for new outbox records again")
+                        }
+                        // What was added while nobody listened.
+                        wakeup.signal()
+                    },
+                    added: { wakeup.signal() })
             } catch {
+                metrics?.outboxListening.store(0, ordering: .relaxed)
                 if Task.isCancelled { return }
-                // A connection that listened for a while and then broke starts a new story.
-                if ContinuousClock.now - started > .seconds(10) { failing = false }
-                if !failing {
+                if !listenFailing.exchange(true, ordering: .relaxed) {
                     logger.warning(
                         "cannot listen for new outbox records; publishing every interval until it can",
                         metadata: ["error": "\(HeraldDatabase.describe(error))"])
                 }
-                failing = true
             }
+            metrics?.outboxListening.store(0, ordering: .relaxed)
             try? await Task.sleep(for: .seconds(1))
         }
     }

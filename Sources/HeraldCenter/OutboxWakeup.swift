@@ -18,6 +18,9 @@ final class OutboxWakeup: Sendable {
 
     init() {}
 
+    /// Whether a wait is under way and not signalled yet (for tests).
+    var isWaiting: Bool { state.withLock { $0.waiter != nil } }
+
     /// Ends the current wait, or the next one if none is waiting.
     func signal() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in

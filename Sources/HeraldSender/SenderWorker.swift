@@ -508,9 +508,11 @@ extension SenderWorker {
         _ slots: BatchSlots?, counting waiting: SenderMetrics? = nil, _ body: @Sendable () async -> Result
     ) async -> Result {
         guard let slots else { return await body() }
-        waiting?.batchesWaitingForGateways.add(1, ordering: .relaxed)
-        await slots.acquire()
-        waiting?.batchesWaitingForGateways.subtract(1, ordering: .relaxed)
+        if !slots.tryAcquire() {
+            waiting?.batchesWaitingForGateways.add(1, ordering: .relaxed)
+            await slots.acquire()
+            waiting?.batchesWaitingForGateways.subtract(1, ordering: .relaxed)
+        }
         defer { slots.release() }
         return await body()
     }
@@ -538,13 +540,18 @@ final class BatchSlots: Sendable {
     /// The most slots held at once so far.
     var mostHeld: Int { state.withLock { $0.mostHeld } }
 
-    func acquire() async {
-        let acquired = state.withLock { state -> Bool in
+    /// Takes a slot if one is free now (a waiter never is passed over: slots freed while others
+    /// wait go to them).
+    func tryAcquire() -> Bool {
+        state.withLock { state -> Bool in
             guard state.free > 0 else { return false }
             state.take()
             return true
         }
-        if acquired { return }
+    }
+
+    func acquire() async {
+        if tryAcquire() { return }
         await withCheckedContinuation { continuation in
             let now = state.withLock { state -> Bool in
                 if state.free > 0 {

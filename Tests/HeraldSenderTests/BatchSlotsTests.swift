@@ -40,7 +40,8 @@ struct BatchSlotsTests {
         let gate = Gate()
         async let first: Void = SenderWorker.holding(slots, counting: metrics) { await gate.wait() }
         // The first body holds the only slot once the gate has its waiter.
-        while !gate.isWaiting { await Task.yield() }
+        for _ in 0..<100_000 where !gate.isWaiting { await Task.yield() }
+        #expect(gate.isWaiting)
         async let second: Int = SenderWorker.holding(slots, counting: metrics) { 7 }
         // Yields until the second body is held back (a bounded number, so a gauge never raised fails).
         for _ in 0..<100_000 where metrics.batchesWaitingForGateways.load(ordering: .relaxed) == 0 {

@@ -37,13 +37,20 @@ public struct OutboxRepository: Sendable {
     /// (migration 0037).
     public static let notificationChannel = "herald_outbox"
 
-    /// Calls `added` at every commit that added outbox records, until the task is cancelled or
-    /// the listening connection fails (it throws then). Holds one of the pool's connections while
-    /// it listens.
-    public func listenForAddedRecords(_ added: @escaping @Sendable () -> Void) async throws {
-        try await client.withConnection { connection in
-            try await connection.listen(on: Self.notificationChannel) { notifications in
-                for try await _ in notifications { added() }
+    /// Calls `listening` once the connection listens, then `added` at every commit that added
+    /// outbox records, until the task is cancelled or the listening connection fails (it throws
+    /// then). Holds one of the pool's connections while it listens; gives up with
+    /// ``DeadlineExceeded`` when it has not listened within ``HeraldDatabase/answerWithin``.
+    public func listenForAddedRecords(
+        listening: @escaping @Sendable () -> Void, added: @escaping @Sendable () -> Void
+    ) async throws {
+        try await withStartDeadline(HeraldDatabase.answerWithin) { started in
+            try await client.withConnection { connection in
+                try await connection.listen(on: Self.notificationChannel) { notifications in
+                    guard started() else { return }
+                    listening()
+                    for try await _ in notifications { added() }
+                }
             }
         }
     }
