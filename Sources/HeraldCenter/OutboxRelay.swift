@@ -62,7 +62,6 @@ public final class OutboxRelay: Service, Sendable {
                     },
                     added: { wakeup.signal() })
             } catch {
-                metrics?.outboxListening.store(0, ordering: .relaxed)
                 if Task.isCancelled { return }
                 if !listenFailing.exchange(true, ordering: .relaxed) {
                     logger.warning(

@@ -18,7 +18,7 @@ struct OutboxWakeupTests {
     @Test("a signal given during the wait ends it")
     func signalDuringWait() async {
         let wakeup = OutboxWakeup()
-        async let ending = wakeup.wait(interval: { try? await Task.sleep(for: .seconds(3600)) })
+        async let ending = wakeup.wait(interval: Self.manyTurns)
         // Turns of the scheduler until the wait has begun (bounded: a wait that never begins fails).
         for _ in 0..<100_000 where !wakeup.isWaiting { await Task.yield() }
         #expect(wakeup.isWaiting)
