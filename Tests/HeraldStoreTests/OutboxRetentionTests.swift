@@ -64,7 +64,7 @@ struct OutboxNotificationTests {
                 try await connection.query(
                     "INSERT INTO outbox (topic, record_value) VALUES ('herald.pushes', '\\x02'::bytea)", logger: logger)
             }
-            // Notifications arrive in commit order: had the empty insert notified, its would be first.
+            // Notifications arrive in commit order: had the empty insert notified, its notification came first.
             #expect(try await StoreTestSupport.eventually { seen.count.withLock { $0.added } >= 1 })
             // A later commit's notification is the fence: everything before it has arrived.
             try await outbox.append(.init(topic: "herald.pushes", key: nil, value: [3]))
