@@ -1,4 +1,5 @@
 import Foundation
+import OpenAPIRuntime
 import ServiceLifecycle
 import Synchronization
 
@@ -53,11 +54,19 @@ final class RequestDeadlines: Service, Sendable {
                     let expired =
                         id.map { id in self.state.withLock { $0.entries.removeValue(forKey: id)?.expired ?? false } }
                         ?? false
-                    throw expired ? APIError.timedOut : error
+                    throw expired && !Self.isUnavailableAnswer(error) ? APIError.timedOut : error
                 }
             }
             return try await group.next()!
         }
+    }
+
+    /// Whether `error` already answers 503 on its own (the database found unreachable): a more
+    /// precise answer than "timed out", kept when the watchdog cancelled the operation late —
+    /// on a starved machine it can pass a nested deadline and this one in the same look.
+    private static func isUnavailableAnswer(_ error: any Error) -> Bool {
+        let cause = (error as? ServerError)?.underlyingError ?? error
+        return (cause as? APIError)?.status == .serviceUnavailable
     }
 
     /// The watchdog.
