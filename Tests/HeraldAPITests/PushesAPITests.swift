@@ -573,4 +573,34 @@ struct PushesAPITests {
             #expect((refused["error"] as? [String: Any])?["field"] as? String == "options.local_time.time")
         }
     }
+
+    @Test(
+        "past validate's bound, a local-time plan's waves come from a sample of the audience spread over the app's devices, scaled to its size, and say so"
+    )
+    func localTimePlanIsSampledPastTheBound() async throws {
+        try await withAPI(configure: { $0.validateExactUpTo = 4 }) { api in
+            let app = try await api.createApp()
+            let zones = ["Asia/Tokyo", "Europe/Berlin", nil, "Asia/Tokyo"]
+            for index in 0..<12 { _ = try await api.register(app, timeZone: zones[index % zones.count]) }
+            let body =
+                #"{"audience":{"all":true},"notification":{"alert":{"body":"Good morning"}},"options":{"local_time":{"time":"09:00"}}}"#
+            let validated = try await api.call(.post, "/v1/pushes/validate", key: app.serverKey, json: body)
+            #expect(validated.status == .ok, "\(validated.text)")
+            #expect(validated["audience_size"] as? Int == 12 && validated["audience_size_estimated"] as? Bool == false)
+            // The sample's 1,000 slices of the app's ids hold each of its twelve devices: the
+            // shares come out exact.
+            let waves = try #require(validated["waves"] as? [[String: Any]])
+            var byZone: [String: Int] = [:]
+            for wave in waves {
+                let zones = wave["time_zones"] as? [String] ?? []
+                #expect(zones.count == 1, "Tokyo, Berlin and no zone are apart at any hour: \(waves)")
+                byZone[zones.first ?? "?"] = wave["devices"] as? Int
+            }
+            #expect(byZone == ["Asia/Tokyo": 6, "Europe/Berlin": 3, "": 3])
+            #expect(
+                (validated["warnings"] as? [String] ?? []).contains {
+                    $0.contains("estimated from a sample of 12 of the audience's devices")
+                }, "\(validated.text)")
+        }
+    }
 }

@@ -72,6 +72,11 @@ extension APIHandler {
         return (kept.environment.map { counts.activeByEnvironment[$0.rawValue] ?? 0 } ?? counts.active, false)
     }
 
+    /// A dry run's local-time plan past `api.validateExactUpTo` devices reads at most this many
+    /// slices of the app's device ids, this many devices from each (docs/local-time.md).
+    static let timeZoneSampleProbes = 1_000
+    static let timeZoneSamplePerProbe = 10
+
     func validatePush(_ input: Operations.ValidatePush.Input) async throws -> Operations.ValidatePush.Output {
         let appID = try Principal.requireApp()
         guard case .json(let request) = input.body else { throw APIError.badRequest("send the push as JSON") }
@@ -101,9 +106,20 @@ extension APIHandler {
                 warnings.append("quiet_hours is hold, but the app has no quiet hours: nobody is held")
             }
             if timing.sendsInWaves(appHasQuietHours: policy?.quietHours != nil) {
-                // Counted exactly: one grouped count over the audience.
-                let groups = try await audiences.timeZoneGroups(
-                    AudienceSelection(appID: appID, audience: composed.audience))
+                let selection = AudienceSelection(appID: appID, audience: composed.audience)
+                var groups: [(timeZone: String, devices: Int64)] = []
+                if size > Int64(settings.validateExactUpTo) {
+                    // Too many to group within a request: each zone's share of a sample spread
+                    // over the app's devices, applied to the audience's size.
+                    let sampled = try await audiences.sampledTimeZoneGroups(
+                        selection, probes: Self.timeZoneSampleProbes, perProbe: Self.timeZoneSamplePerProbe)
+                    groups = TimeZoneSample.scaled(sampled, to: size)
+                    let taken = sampled.reduce(Int64(0)) { $0 + $1.devices }
+                    warnings.append(
+                        "the waves' device counts are estimated from a sample of \(taken) of the audience's devices")
+                } else {
+                    groups = try await audiences.timeZoneGroups(selection)
+                }
                 waves = WavePlanner(timing: timing, policy: policy).plan(
                     groups: groups, start: composed.scheduledAt ?? Date())
             }

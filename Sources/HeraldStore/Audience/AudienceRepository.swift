@@ -88,6 +88,42 @@ public struct AudienceRepository: Sendable {
         return groups
     }
 
+    /// A sample of `selection`'s devices by time zone, read at a cost that does not grow with the
+    /// audience: the app's span of device ids is cut into `probes` equal slices, and from each
+    /// slice the first `perProbe` devices of the audience are read through the `(app_id, id)`
+    /// index. Spread over the whole span, the sample does not favour early or late registrations.
+    /// Each slice reads until it has found its devices, so a sparse audience (a small share of the
+    /// app's devices) costs more: about `probes × perProbe × app devices ÷ audience` rows.
+    public func sampledTimeZoneGroups(_ selection: AudienceSelection, probes: Int, perProbe: Int) async throws -> [(
+        timeZone: String, devices: Int64
+    )] {
+        var values = BoundValues()
+        let app = values.value(selection.appID)
+        let slices = values.value(Int64(max(1, probes)))
+        // The slice's bounds come from the row of `slices`; the audience's own conditions, then
+        // the slice, close the statement Self.sql builds (its cursor 0 is below every id).
+        let inner = Self.sql(
+            selection, columns: "d.time_zone", after: 0,
+            tail: "AND d.id > slices.low AND d.id <= slices.high ORDER BY d.id", limit: max(1, perProbe),
+            values: &values)
+        let sql = """
+            WITH span AS (
+                SELECT (SELECT id FROM devices WHERE app_id = \(app) AND status = 'active' ORDER BY id LIMIT 1) AS low,
+                       (SELECT id FROM devices WHERE app_id = \(app) AND status = 'active' ORDER BY id DESC LIMIT 1)
+                           AS high),
+            slices AS (
+                SELECT span.low - 1 + (span.high - span.low + 1) * g / \(slices) AS low,
+                       span.low - 1 + (span.high - span.low + 1) * (g + 1) / \(slices) AS high
+                FROM span, generate_series(0, \(slices) - 1) AS g WHERE span.high IS NOT NULL)
+            SELECT COALESCE(sampled.time_zone, ''), count(*) FROM slices CROSS JOIN LATERAL (\(inner)) AS sampled
+            GROUP BY 1
+            """
+        let rows = try await client.boundedQuery(PostgresQuery(unsafeSQL: sql, binds: values.binds), logger: logger)
+        var groups: [(timeZone: String, devices: Int64)] = []
+        for try await (zone, devices) in rows.decode((String, Int64).self) { groups.append((zone, devices)) }
+        return groups
+    }
+
     /// How many devices `selection` holds, counted exactly up to `exactUpTo`; past it, PostgreSQL's
     /// planner's estimate (at least `exactUpTo + 1`), so the answer's cost is bounded whatever the
     /// audience's size.
