@@ -544,6 +544,7 @@ struct PushesAPITests {
                 #"{"audience":{"all":true},"notification":{"alert":{"body":"Good morning"}},"options":{"local_time":{"time":"09:00","date":"\#(date)"}}}"#
             let validated = try await api.call(.post, "/v1/pushes/validate", key: app.serverKey, json: body)
             #expect(validated.status == .ok, "\(validated.text)")
+            #expect(validated["waves_estimated"] as? Bool == false, "within the bound: counted")
             let waves = try #require(validated["waves"] as? [[String: Any]])
             #expect(
                 waves.map { $0["time_zones"] as? [String] ?? [] } == [
@@ -587,8 +588,9 @@ struct PushesAPITests {
             let validated = try await api.call(.post, "/v1/pushes/validate", key: app.serverKey, json: body)
             #expect(validated.status == .ok, "\(validated.text)")
             #expect(validated["audience_size"] as? Int == 12 && validated["audience_size_estimated"] as? Bool == false)
-            // The sample's 1,000 slices of the app's ids hold each of its twelve devices: the
-            // shares come out exact.
+            #expect(validated["waves_estimated"] as? Bool == true, "the size is exact (kept counts), the waves sampled")
+            // A sample of 10,000 asked of twelve devices reads the app's whole span: the shares
+            // come out exact.
             let waves = try #require(validated["waves"] as? [[String: Any]])
             var byZone: [String: Int] = [:]
             for wave in waves {

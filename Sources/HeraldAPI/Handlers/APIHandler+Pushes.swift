@@ -72,10 +72,11 @@ extension APIHandler {
         return (kept.environment.map { counts.activeByEnvironment[$0.rawValue] ?? 0 } ?? counts.active, false)
     }
 
-    /// A dry run's local-time plan past `api.validateExactUpTo` devices reads at most this many
-    /// slices of the app's device ids, this many devices from each (docs/local-time.md).
-    static let timeZoneSampleProbes = 1_000
-    static let timeZoneSamplePerProbe = 10
+    /// A dry run's local-time plan past `api.validateExactUpTo` devices is estimated from about
+    /// this many of the audience's devices, read from this many slices of the app's device ids
+    /// (docs/local-time.md).
+    static let timeZoneSampleSize = 10_000
+    static let timeZoneSampleSlices = 1_000
 
     func validatePush(_ input: Operations.ValidatePush.Input) async throws -> Operations.ValidatePush.Output {
         let appID = try Principal.requireApp()
@@ -100,6 +101,7 @@ extension APIHandler {
             warnings.append("at \(rate)/s the fan-out takes about \(max(1, size / Int64(rate))) s")
         }
         var waves: [PushWave]?
+        var wavesEstimated = false
         if let timing = composed.timing {
             let policy = try await apps.app(id: appID)?.deliveryPolicy
             if timing.quietHours == .hold, policy?.quietHours == nil {
@@ -107,18 +109,22 @@ extension APIHandler {
             }
             if timing.sendsInWaves(appHasQuietHours: policy?.quietHours != nil) {
                 let selection = AudienceSelection(appID: appID, audience: composed.audience)
-                var groups: [(timeZone: String, devices: Int64)] = []
-                if size > Int64(settings.validateExactUpTo) {
-                    // Too many to group within a request: each zone's share of a sample spread
-                    // over the app's devices, applied to the audience's size.
-                    let sampled = try await audiences.sampledTimeZoneGroups(
-                        selection, probes: Self.timeZoneSampleProbes, perProbe: Self.timeZoneSamplePerProbe)
-                    groups = TimeZoneSample.scaled(sampled, to: size)
-                    let taken = sampled.reduce(Int64(0)) { $0 + $1.devices }
+                // Too many to group within a request: each zone's share of a sample spread over
+                // the app's devices, applied to the audience's size. A sample that found nobody
+                // (the devices removed since they were counted) gives way to the exact count.
+                let sampled =
+                    size > Int64(settings.validateExactUpTo)
+                    ? try await audiences.sampledTimeZoneGroups(
+                        selection, audienceSize: size, sampleSize: Self.timeZoneSampleSize,
+                        slices: Self.timeZoneSampleSlices) : []
+                let taken = sampled.reduce(Int64(0)) { $0 + $1.devices }
+                var groups = TimeZoneSample.scaled(sampled, to: size)
+                if groups.isEmpty {
+                    groups = try await audiences.timeZoneGroups(selection)
+                } else {
+                    wavesEstimated = true
                     warnings.append(
                         "the waves' device counts are estimated from a sample of \(taken) of the audience's devices")
-                } else {
-                    groups = try await audiences.timeZoneGroups(selection)
                 }
                 waves = WavePlanner(timing: timing, policy: policy).plan(
                     groups: groups, start: composed.scheduledAt ?? Date())
@@ -135,7 +141,8 @@ extension APIHandler {
                         priorityClass: .init(composed.priorityClass),
                         placeholders: composed.personalization?.names,
                         localizations: composed.personalization?.localizations,
-                        waves: waves?.map(Components.Schemas.PushWave.init), warnings: warnings))
+                        waves: waves?.map(Components.Schemas.PushWave.init),
+                        wavesEstimated: waves == nil ? nil : wavesEstimated, warnings: warnings))
             ))
     }
 

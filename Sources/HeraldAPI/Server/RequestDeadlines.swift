@@ -61,12 +61,14 @@ final class RequestDeadlines: Service, Sendable {
         }
     }
 
-    /// Whether `error` already answers 503 on its own (the database found unreachable): a more
-    /// precise answer than "timed out", kept when the watchdog cancelled the operation late —
-    /// on a starved machine it can pass a nested deadline and this one in the same look.
+    /// Whether `error` is the operation's own answer that the database is unreachable (the
+    /// readiness probe's, when its shorter deadline passed): more precise than "timed out", and
+    /// kept when the watchdog cancelled the operation late — on a starved machine it can pass a
+    /// nested deadline and this one in the same look. Any other error past the deadline is a
+    /// timeout.
     private static func isUnavailableAnswer(_ error: any Error) -> Bool {
         let cause = (error as? ServerError)?.underlyingError ?? error
-        return (cause as? APIError)?.status == .serviceUnavailable
+        return (cause as? APIError)?.code == .databaseUnavailable
     }
 
     /// The watchdog.

@@ -4421,10 +4421,14 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/PushValidation/localizations`.
             public var localizations: [Swift.String]?
-            /// For a push at a local time or holding quiet hours - the waves it would be sent in if it started now (or at its scheduled_at), with each group of time zones' devices.
+            /// For a push at a local time or holding quiet hours - the waves it would be sent in if it started now (or at its scheduled_at), with each group of time zones' devices. Their devices add up to `audience_size`; past the bound (100,000 by default) they are each time zone's share of a sample of about 10,000 of the audience's devices (`waves_estimated`).
             ///
             /// - Remark: Generated from `#/components/schemas/PushValidation/waves`.
             public var waves: [Components.Schemas.PushWave]?
+            /// With `waves`: true when their devices are estimated from a sample (the audience is past the bound), false when counted exactly.
+            ///
+            /// - Remark: Generated from `#/components/schemas/PushValidation/waves_estimated`.
+            public var wavesEstimated: Swift.Bool?
             /// - Remark: Generated from `#/components/schemas/PushValidation/warnings`.
             public var warnings: [Swift.String]
             /// Creates a new `PushValidation`.
@@ -4439,7 +4443,8 @@ extension Components {
             ///   - priorityClass:
             ///   - placeholders: The device values the notification's placeholders name.
             ///   - localizations: The languages and locales with texts of their own (normalized).
-            ///   - waves: For a push at a local time or holding quiet hours - the waves it would be sent in if it started now (or at its scheduled_at), with each group of time zones' devices.
+            ///   - waves: For a push at a local time or holding quiet hours - the waves it would be sent in if it started now (or at its scheduled_at), with each group of time zones' devices. Their devices add up to `audience_size`; past the bound (100,000 by default) they are each time zone's share of a sample of about 10,000 of the audience's devices (`waves_estimated`).
+            ///   - wavesEstimated: With `waves`: true when their devices are estimated from a sample (the audience is past the bound), false when counted exactly.
             ///   - warnings:
             public init(
                 audienceSize: Swift.Int64,
@@ -4452,6 +4457,7 @@ extension Components {
                 placeholders: [Swift.String]? = nil,
                 localizations: [Swift.String]? = nil,
                 waves: [Components.Schemas.PushWave]? = nil,
+                wavesEstimated: Swift.Bool? = nil,
                 warnings: [Swift.String]
             ) {
                 self.audienceSize = audienceSize
@@ -4464,6 +4470,7 @@ extension Components {
                 self.placeholders = placeholders
                 self.localizations = localizations
                 self.waves = waves
+                self.wavesEstimated = wavesEstimated
                 self.warnings = warnings
             }
             public enum CodingKeys: String, CodingKey {
@@ -4477,6 +4484,7 @@ extension Components {
                 case placeholders
                 case localizations
                 case waves
+                case wavesEstimated = "waves_estimated"
                 case warnings
             }
         }

@@ -338,7 +338,10 @@ struct PushValidateCommand: AsyncParsableCommand {
             if let locales = validation.localizations, !locales.isEmpty {
                 lines.append("languages \(locales.joined(separator: " ")) (others get the default texts)")
             }
-            for wave in validation.waves ?? [] { lines.append("wave      " + PushProgress.waveLine(wave)) }
+            for wave in validation.waves ?? [] {
+                lines.append(
+                    "wave      " + (validation.wavesEstimated == true ? "about " : "") + PushProgress.waveLine(wave))
+            }
             lines += validation.warnings.map { "warning   \($0)" }
             return lines.joined(separator: "\n")
         }
