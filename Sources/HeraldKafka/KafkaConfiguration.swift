@@ -100,6 +100,11 @@ public struct KafkaConsumerConfiguration: Sendable {
     public var fetchQueueKilobytes: Int = 16_384
     /// How long one poll blocks its thread when no record is there.
     public var pollTimeout: Duration = .milliseconds(100)
+    /// How long a revoke waits for the records of its partitions already handed out to be stored
+    /// before it commits and gives them away (the group's rebalance waits meanwhile). Zero: it
+    /// does not wait, and a record still being handled comes again to the next owner, which
+    /// handles it a second time. Keep it well below `max.poll.interval.ms` (300 s).
+    public var revokeGrace: Duration = .zero
 
     public init(client: KafkaClientConfiguration, groupID: String, topics: [String]) {
         self.client = client

@@ -34,6 +34,7 @@ public final class KafkaConsumer: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         self.client = try RdKafkaClient.make(role: .consumer, properties: configuration.properties, logger: logger)
+        client.context.revokeGraceMilliseconds.store(configuration.revokeGrace.wholeMilliseconds, ordering: .relaxed)
         self.thread = BlockingCallThread(name: "herald-kafka-consumer")
         do {
             try client.subscribe(topics: configuration.topics)
@@ -108,6 +109,9 @@ public final class KafkaConsumer: Service, Sendable {
     /// Idempotent.
     public func close() async throws {
         guard case .close = lifecycle.withLock({ $0.close() }) else { return }
+        // A revoke waiting for records in hand now (on the consumer thread) stops waiting, so the
+        // close queued behind it runs.
+        client.context.closing.store(true, ordering: .sequentiallyConsistent)
         defer {
             lifecycle.withLock { $0.closeFinished() }
             thread.stop()
@@ -132,7 +136,13 @@ public final class KafkaConsumer: Service, Sendable {
     public func nextMessages() async throws -> [KafkaConsumerMessage]? {
         if Task.isShuttingDownGracefully { return nil }
         guard let (messages, revocationsBefore) = try await nextBatch() else { return nil }
-        return revocations == revocationsBefore ? messages : []
+        return handOut(messages, fetchedAfter: revocationsBefore) ? messages : []
+    }
+
+    /// Hands `messages` out unless a revoke came since they were fetched: then their partitions
+    /// belong to another member, and they come again to it.
+    func handOut(_ messages: some Collection<KafkaConsumerMessage>, fetchedAfter revocationsBefore: Int) -> Bool {
+        client.context.handOut(messages, fetchedAfter: revocationsBefore)
     }
 
     /// One pull: up to a batch of records, waiting up to the poll timeout for the first.
@@ -151,6 +161,9 @@ public final class KafkaConsumer: Service, Sendable {
             return nil
         }
     }
+
+    /// What each revoke found in hand and left unstored (only with a revoke grace).
+    var revokeWaits: [RevokeWait] { client.context.revokes.withLock { $0 } }
 
     /// Revocations seen so far (each one voids the records fetched before it).
     var revocations: Int {
@@ -183,7 +196,7 @@ public struct KafkaConsumerMessages: AsyncSequence, Sendable {
                 if index < batch.count {
                     // A revoke since this batch was fetched gave its partitions away: its records
                     // will come again from the committed offset, to whoever owns them now.
-                    if consumer.revocations == batchRevocations {
+                    if consumer.handOut(CollectionOfOne(batch[index]), fetchedAfter: batchRevocations) {
                         defer { index += 1 }
                         return batch[index]
                     }

@@ -2,6 +2,7 @@ import CRdKafka
 import CRdKafkaShim
 import Dispatch
 import Foundation
+import HeraldTiming
 import Logging
 import Synchronization
 
@@ -36,6 +37,19 @@ final class RdKafkaClient: @unchecked Sendable {
         let statistics = Mutex<KafkaStatistics?>(nil)
         /// When the consumer thread last returned from a poll.
         let lastPoll = Mutex<ContinuousClock.Instant?>(nil)
+        /// Records handed out and not stored yet. A revoke is counted (``revocations``) under
+        /// this lock too, so a record is either handed out before the revoke or not at all.
+        let handOuts = Mutex(HandOutLedger())
+        /// How long a revoke waits for the records of its partitions still being handled, in
+        /// milliseconds (``KafkaConsumerConfiguration/revokeGrace``); zero: it does not wait, and
+        /// hand-outs are not recorded.
+        let revokeGraceMilliseconds = Atomic<Int64>(0)
+        /// Set when the consumer starts closing: a revoke stops waiting (whatever is still being
+        /// handled was stopped, and comes again to the next owner).
+        let closing = Atomic<Bool>(false)
+        /// The last 16 revokes' records in hand when each began and still unstored when it
+        /// committed (for tests and diagnostics).
+        let revokes = Mutex<[RevokeWait]>([])
 
         init(logger: Logger, brokers: String) {
             self.logger = logger
@@ -408,6 +422,7 @@ final class RdKafkaClient: @unchecked Sendable {
                     "could not store offset \(nextOffset) of \(topic)/\(partition) (not assigned to this member any more?)"
             )
         }
+        context.stored(KafkaTopicPartition(topic: topic, partition: partition), nextOffset: nextOffset)
     }
 
     /// Commits stored offsets now and waits for the broker. Blocking.
@@ -472,6 +487,7 @@ final class RdKafkaClient: @unchecked Sendable {
     /// revoked here rather than inside the close.
     func closeConsumer() throws {
         guard !destroyed else { return }
+        context.closing.store(true, ordering: .sequentiallyConsistent)
         _ = rd_kafka_unsubscribe(handle)
         let clock = ContinuousClock()
         let started = clock.now
@@ -568,6 +584,75 @@ private let statisticsCallback:
         return 0
     }
 
+/// What one revoke found: the records of its partitions in hand when it began, and those still
+/// unstored when it committed (they come again to the next owner).
+struct RevokeWait: Sendable, Equatable {
+    var inHand: Int64
+    var leftUnstored: Int64
+}
+
+extension RdKafkaClient.CallbackContext {
+    /// Hands `messages` out unless a revoke came since they were fetched (`revocationsBefore`):
+    /// their partitions were taken away, and they come again to the next owner.
+    /// - Returns: whether they may be handed out.
+    func handOut(_ messages: some Collection<KafkaConsumerMessage>, fetchedAfter revocationsBefore: Int) -> Bool {
+        let recording = revokeGraceMilliseconds.load(ordering: .relaxed) > 0
+        return handOuts.withLock { ledger in
+            guard revocations.load(ordering: .sequentiallyConsistent) == revocationsBefore else { return false }
+            if recording {
+                for message in messages {
+                    ledger.handOut(
+                        KafkaTopicPartition(topic: message.topic, partition: message.partition), offset: message.offset)
+                }
+            }
+            return true
+        }
+    }
+
+    /// Notes a stored offset (only while hand-outs are recorded).
+    func stored(_ partition: KafkaTopicPartition, nextOffset: Int64) {
+        guard revokeGraceMilliseconds.load(ordering: .relaxed) > 0 else { return }
+        handOuts.withLock { $0.store(partition, nextOffset: nextOffset) }
+    }
+
+    /// Blocks the consumer thread (inside a revoke) until every record of `partitions` handed out
+    /// is stored, the grace is over, or the consumer closes; not at all for a lost assignment.
+    /// The group's rebalance waits meanwhile; what is still unstored afterwards comes again to the
+    /// next owner.
+    func awaitHandled(_ partitions: [KafkaTopicPartition], assignmentLost: Bool) {
+        let grace = Duration.milliseconds(revokeGraceMilliseconds.load(ordering: .relaxed))
+        guard grace > .zero else { return }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let inHand = handOuts.withLock { $0.unstored(in: partitions) }
+        var unstored = inHand
+        while unstored > 0, !assignmentLost, !closing.load(ordering: .sequentiallyConsistent),
+            clock.now - started < grace
+        {
+            Thread.sleep(forTimeInterval: 0.002)
+            unstored = handOuts.withLock { $0.unstored(in: partitions) }
+        }
+        revokes.withLock { revokes in
+            revokes.append(RevokeWait(inHand: inHand, leftUnstored: unstored))
+            if revokes.count > 16 { revokes.removeFirst() }
+        }
+        guard inHand > 0 else { return }
+        let waited = clock.now - started
+        if unstored > 0 {
+            logger.warning(
+                "records still being handled when their partitions were revoked; their next owner handles them again",
+                metadata: [
+                    "records": "\(unstored)", "waited-ms": "\(waited.wholeMilliseconds)",
+                    "grace-ms": "\(grace.wholeMilliseconds)", "assignment-lost": "\(assignmentLost)",
+                ])
+        } else {
+            logger.info(
+                "waited for the records in hand before giving their partitions back",
+                metadata: ["records": "\(inHand)", "waited-ms": "\(waited.wholeMilliseconds)"])
+        }
+    }
+}
+
 private let rebalanceCallback:
     @convention(c) (
         OpaquePointer?, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
@@ -588,12 +673,18 @@ private let rebalanceCallback:
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
             context.logger.info(
                 "Kafka partitions assigned", metadata: ["partitions": "\(described.map(\.description))"])
+            // Whatever this member stored of them before is history: counted afresh.
+            context.handOuts.withLock { $0.forget(described) }
             _ = rd_kafka_assign(handle, partitions)
             context.assignment.withLock { $0 = described }
         default:
-            // A revoke: commit what was handled so the next owner starts right after it, then drop
-            // the partitions. The consumer drops records it fetched but did not hand out yet.
-            context.revocations.add(1, ordering: .sequentiallyConsistent)
+            // A revoke: let the records of these partitions already handed out be handled (for at
+            // most the grace), commit what was handled so the next owner starts right after it,
+            // then drop the partitions. The consumer drops records it fetched but did not hand
+            // out yet.
+            context.handOuts.withLock { _ in context.revocations.add(1, ordering: .sequentiallyConsistent) }
+            // A lost assignment (session timed out, member fenced) belongs to others already.
+            context.awaitHandled(described, assignmentLost: rd_kafka_assignment_lost(handle) != 0)
             let commit = rd_kafka_commit(handle, nil, 0)
             if commit != RD_KAFKA_RESP_ERR_NO_ERROR && commit != RD_KAFKA_RESP_ERR__NO_OFFSET {
                 context.logger.warning(
@@ -602,6 +693,7 @@ private let rebalanceCallback:
             }
             context.logger.info("Kafka partitions revoked", metadata: ["partitions": "\(described.map(\.description))"])
             _ = rd_kafka_assign(handle, nil)
+            context.handOuts.withLock { $0.forget(described) }
             context.assignment.withLock { $0 = [] }
         }
         // Return from the batch poll now, so one batch never mixes records of two assignments.

@@ -47,15 +47,17 @@ public struct SenderService: Service {
             repository: CredentialRepository(client: database, logger: logger), cipher: cipher, endpoints: endpoints,
             clientConfiguration: clientConfiguration, idleTimeout: settings.apnsClientIdle,
             maximumClients: settings.maximumAPNsClients, logger: logger)
-        let consumer = try KafkaConsumer(
-            configuration: kafka.consumerConfiguration(
-                groupID: settings.groupID, topics: [settings.jobsTopic], clientID: clientID),
-            logger: logger)
-        let transactionalConsumer = try KafkaConsumer(
-            configuration: kafka.consumerConfiguration(
-                groupID: settings.transactionalGroupID, topics: [settings.transactionalJobsTopic],
-                clientID: "\(clientID)-transactional"),
-            logger: logger)
+        // A revoke waits for the batches in hand, so a sender joining or leaving mid-broadcast
+        // sends nothing twice.
+        var jobs = kafka.consumerConfiguration(
+            groupID: settings.groupID, topics: [settings.jobsTopic], clientID: clientID)
+        jobs.revokeGrace = settings.revokeGrace
+        var transactionalJobs = kafka.consumerConfiguration(
+            groupID: settings.transactionalGroupID, topics: [settings.transactionalJobsTopic],
+            clientID: "\(clientID)-transactional")
+        transactionalJobs.revokeGrace = settings.revokeGrace
+        let consumer = try KafkaConsumer(configuration: jobs, logger: logger)
+        let transactionalConsumer = try KafkaConsumer(configuration: transactionalJobs, logger: logger)
         let producer = try KafkaProducer(configuration: kafka.producerConfiguration(clientID: clientID), logger: logger)
         let online =
             settings.onlineDelivery

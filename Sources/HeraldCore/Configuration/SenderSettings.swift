@@ -57,6 +57,11 @@ public struct SenderSettings: Sendable {
     /// (`HERALD_SENDER_BATCH_TAKEOVER_MS`); a younger one is left to finish. Keep it below the
     /// center's re-drive time, so a batch whose outcome was lost is sent again when re-driven.
     public var batchTakeover: Duration
+    /// When the group takes partitions away (a sender joins or leaves), how long the sender
+    /// finishes the batches of those partitions it already holds before giving them back
+    /// (`HERALD_SENDER_REVOKE_GRACE_MS`, 15 s, at most 60 s; 0 gives them back at once, and the next owner
+    /// sends what was in flight a second time). The whole group's rebalance waits meanwhile.
+    public var revokeGrace: Duration
     /// APNs hosts (`HERALD_SENDER_APNS_PRODUCTION_HOST`/`_PORT`, `HERALD_SENDER_APNS_SANDBOX_HOST`/`_PORT`).
     public var productionHost: String
     public var productionPort: Int
@@ -114,6 +119,8 @@ public struct SenderSettings: Sendable {
                 forKey: "sender.retryMaxMs", default: Int(Self.defaultRetryBackoff.maximum.wholeMilliseconds),
                 minimum: 1))
         batchTakeover = config.milliseconds(forKey: "sender.batchTakeoverMs", default: 300_000)
+        // At most a minute: the whole group waits, and far below max.poll.interval.ms (300 s).
+        revokeGrace = min(.seconds(60), config.milliseconds(forKey: "sender.revokeGraceMs", default: 15_000))
         productionHost = config.string(
             forKey: "sender.apns.production.host", default: APNsEnvironment.production.appleHost)
         productionPort = config.int(forKey: "sender.apns.production.port", default: APNsEnvironment.applePort)
