@@ -566,6 +566,7 @@ CREATE TABLE public.push_batches (
     sending_since timestamp with time zone,
     delivered_online_device_ids bigint[],
     variant smallint,
+    sending_session integer,
     CONSTRAINT push_batches_environment_check CHECK ((environment = ANY (ARRAY['production'::text, 'sandbox'::text])))
 );
 ALTER TABLE ONLY public.push_batches ALTER COLUMN accepted_device_ids SET COMPRESSION lz4;

@@ -29,6 +29,9 @@ public final class SenderMetrics: Sendable {
     /// (`HERALD_SENDER_MAX_ONLINE_BATCHES_IN_FLIGHT` are there already); counted in
     /// `batchesInFlight` as well.
     let batchesWaitingForGateways = Atomic<Int>(0)
+    /// Batches whose very record another live sender (or an earlier hand-out) is sending: the
+    /// group moved its partition while that sender held it. They wait for its outcome.
+    let batchesWaitingForAnotherSender = Atomic<Int>(0)
 
     public init() {}
 
@@ -86,6 +89,11 @@ public final class SenderMetrics: Sendable {
             help:
                 "Campaign batches in flight whose connected targets wait for a turn at the gateways (the online road is the bottleneck when it stays up).",
             value: batchesWaitingForGateways.load(ordering: .relaxed))
+        text.single(
+            "herald_sender_batches_waiting_for_another_sender", .gauge,
+            help:
+                "Job batches whose Kafka record a live sender still holds (the group moved its partition meanwhile), waiting for that sender's outcome.",
+            value: batchesWaitingForAnotherSender.load(ordering: .relaxed))
         text.single(
             "herald_sender_attempts_total", .counter, help: "APNs requests made (retries included).",
             value: state.attempts)

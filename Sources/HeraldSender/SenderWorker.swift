@@ -26,6 +26,10 @@ public enum BatchVerdict: Sendable, Equatable {
     /// Another copy of it (another Kafka record with the same batch id) is being sent: that
     /// copy's outcome accounts for it; nothing is sent or published.
     case anotherCopySending
+    /// This very record is being sent by another sender, or an earlier hand-out of this one,
+    /// that is alive (the group moved its partition meanwhile): ask again until its outcome is
+    /// accounted, or its sender dies, or the takeover time passes.
+    case sameCopyInFlight
     /// No push of the record's app has the record's push id: nobody asked for it. It is not
     /// sent (whatever content, with whichever app's credential it names) but dead-lettered.
     case noSuchPush
@@ -90,6 +94,7 @@ public struct StoredBatchGate: BatchGate {
         guard let status else { return .noSuchPush }
         if status.accounted { return .accounted }
         if status.canceled { return .canceled }
+        if status.sameCopyInFlight { return .sameCopyInFlight }
         return status.anotherCopySending ? .anotherCopySending : .send
     }
 }
@@ -265,14 +270,29 @@ public final class SenderWorker: Service, Sendable {
         let sequence = try batch.checkedSequence()
         let pushID = UUID(data: batch.header.pushID)
         let appID = UUID(data: batch.header.appID)
-        switch await gate?.verdict(pushID: pushID, appID: appID, sequence: sequence, copy: copy) ?? .send {
+        var verdict = await gate?.verdict(pushID: pushID, appID: appID, sequence: sequence, copy: copy) ?? .send
+        if verdict == .sameCopyInFlight {
+            // Its sender finishes it and publishes the outcome; ask until that is accounted.
+            metrics.batchesWaitingForAnotherSender.add(1, ordering: .relaxed)
+            defer { metrics.batchesWaitingForAnotherSender.subtract(1, ordering: .relaxed) }
+            logger.info(
+                "this record is being sent by a live sender (its partition moved meanwhile); waiting for its outcome",
+                metadata: ["sequence": "\(batch.header.sequence)", "copy": "\(copy)"])
+            var pause = Duration.milliseconds(100)
+            while verdict == .sameCopyInFlight {
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(2))
+                verdict = await gate?.verdict(pushID: pushID, appID: appID, sequence: sequence, copy: copy) ?? .send
+            }
+        }
+        switch verdict {
         case .send:
             break
         case .canceled:
             return counted(Self.everyTarget(of: batch, status: .canceled, reason: "Canceled"))
         case .noSuchPush:
             throw UnknownPush(pushID: pushID, appID: appID)
-        case .accounted, .anotherCopySending:
+        case .accounted, .anotherCopySending, .sameCopyInFlight:
             metrics.duplicateBatches.add(1, ordering: .relaxed)
             logger.debug(
                 "a second copy of a batch already accounted or being sent; not sent",

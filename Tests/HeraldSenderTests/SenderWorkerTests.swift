@@ -11,6 +11,7 @@ import HeraldStore
 import HeraldTiming
 import Logging
 import ServiceLifecycle
+import StoreTestSupport
 import Testing
 
 @testable import HeraldKafka
@@ -270,7 +271,7 @@ struct SenderWorkerTests {
     }
 
     @Test(
-        "a second copy of a batch is not sent while the first copy's sending is young; the same record redelivered is; an old copy may be taken over"
+        "a second copy of a batch is not sent while the first copy's sending is young; the same record waits while the session that took it lives and is sent once it is gone; an old copy may be taken over"
     )
     func batchCopies() async throws {
         try await withWorkerEnvironment(deliverable: 10, unregistered: 0) { environment in
@@ -287,14 +288,30 @@ struct SenderWorkerTests {
                 VALUES (\(push), 0, 1, 100, 100, now())
                 """, logger: environment.logger)
             let gate = StoredBatchGate(pushes: pushes, takeoverAfter: .seconds(60))
-            func verdict(_ copy: String, gate: StoredBatchGate = gate) async -> BatchVerdict {
+            @Sendable func verdict(_ copy: String, gate: StoredBatchGate = gate) async -> BatchVerdict {
                 await gate.verdict(pushID: push, appID: environment.appID, sequence: 0, copy: copy)
             }
-            #expect(await verdict("herald.jobs/3/17") == .send)
-            // Produced again by a resumed fan-out while the first copy is on its way.
-            #expect(await verdict("herald.jobs/5/2") == .anotherCopySending)
-            // The first record again, after its sender died and the group rebalanced.
-            #expect(await verdict("herald.jobs/3/17") == .send)
+            // The first copy taken by a sender whose database session then ends (it died).
+            try await HeraldDatabase.withClient(
+                settings: environment.configuration.postgres, logger: environment.logger
+            ) { holderDatabase in
+                let holder = StoredBatchGate(
+                    pushes: PushRepository(client: holderDatabase, logger: environment.logger),
+                    takeoverAfter: .seconds(60))
+                #expect(await verdict("herald.jobs/3/17", gate: holder) == .send)
+                // Produced again by a resumed fan-out while the first copy is on its way.
+                #expect(await verdict("herald.jobs/5/2") == .anotherCopySending)
+                // The same record handed to another sender by a rebalance while the first one
+                // lives and holds it: wait for its outcome.
+                #expect(await verdict("herald.jobs/3/17") == .sameCopyInFlight)
+            }
+            // Its session is gone: the record is sent again by whoever has it now.
+            let gone = await StoreTestSupport.eventually(timeout: .seconds(30)) {
+                await verdict("herald.jobs/3/17") == .send
+            }
+            #expect(gone, "the same record is sent once the session that took it has ended")
+            // Taken through this session now, which lives: the record handed out again waits.
+            #expect(await verdict("herald.jobs/3/17") == .sameCopyInFlight)
             // A copy whose sending started longer ago than the takeover time gives way.
             let impatient = StoredBatchGate(pushes: pushes, takeoverAfter: .zero)
             try await Task.sleep(for: .milliseconds(20))

@@ -122,9 +122,12 @@ public struct PushRepository: Sendable {
     /// record `copy`, in one statement: whether the push was canceled (its remaining batches
     /// are dropped), whether the batch's outcome was already accounted, and whether another
     /// copy of it is being sent (a resumed fan-out produced it again while the first copy was on
-    /// its way). Unless another copy started less than `takeoverAfter` ago, the batch is noted
-    /// as being sent from `copy`; the same record redelivered after its sender died is always
-    /// sent again. Nil when `appID` has no such push.
+    /// its way), or this very record is (handed to two senders by a rebalance). Unless another
+    /// copy started less than `takeoverAfter` ago, the batch is noted as being sent from `copy`
+    /// through this connection's session; the same record again is taken only once the session
+    /// that took it is gone (its sender died), or past `takeoverAfter`. Behind a
+    /// transaction-pooling PgBouncer a session outlives its sender, so a dead sender's record
+    /// waits `takeoverAfter`. Nil when `appID` has no such push.
     /// - Throws: ``DeadlineExceeded`` without an answer within `answerWithin`.
     public func batchStatus(
         pushID: UUID, appID: UUID, sequence: Int32, copy: String, takeoverAfter: Duration,
@@ -134,9 +137,13 @@ public struct PushRepository: Sendable {
             pushID: pushID, appID: appID, sequence: sequence, copy: copy,
             takeoverAfterMilliseconds: takeoverAfter.wholeMilliseconds)
         return try await withDeadline(answerWithin) { [client, logger] in
-            for try await (canceled, accounted, elsewhere) in try await client.execute(statement, logger: logger) {
+            for try await (canceled, accounted, elsewhere, sameCopy) in try await client.execute(
+                statement, logger: logger)
+            {
+                let elsewhere = elsewhere ?? false
                 return BatchStatus(
-                    canceled: canceled, accounted: accounted ?? false, anotherCopySending: elsewhere ?? false)
+                    canceled: canceled, accounted: accounted ?? false,
+                    anotherCopySending: elsewhere && sameCopy != true, sameCopyInFlight: elsewhere && sameCopy == true)
             }
             return nil
         }
@@ -147,6 +154,16 @@ public struct PushRepository: Sendable {
         public var canceled: Bool
         public var accounted: Bool
         public var anotherCopySending: Bool
+        /// This very record is being sent by a sender whose database session lives (its
+        /// partition moved to the asker while it held the batch): wait for its outcome.
+        public var sameCopyInFlight: Bool
+
+        public init(canceled: Bool, accounted: Bool, anotherCopySending: Bool, sameCopyInFlight: Bool = false) {
+            self.canceled = canceled
+            self.accounted = accounted
+            self.anotherCopySending = anotherCopySending
+            self.sameCopyInFlight = sameCopyInFlight
+        }
     }
 
     /// The push `appID` created with `idempotencyKey`.
@@ -410,19 +427,26 @@ struct AddToCountersStatement: PostgresPreparedStatement {
 /// prepared statement: every sender asks it once per job batch, and parsing and planning it each
 /// time was half of what PostgreSQL spent on it (`make bench-e2e`, perf, 2026-11-26).
 struct BatchStatusStatement: PostgresPreparedStatement {
-    typealias Row = (Bool, Bool?, Bool?)
+    typealias Row = (Bool, Bool?, Bool?, Bool?)
+    /// A copy is taken (noted as the one being sent, through this session) when none is, when the
+    /// one noted started longer ago than the takeover time, or when it is this very record and the
+    /// session that took it is gone (its sender died). The outer SELECT reads the row as it was
+    /// before the UPDATE: its last column says whether a copy not taken is this record.
     static let sql = """
         WITH push AS (
             SELECT state = 'canceled' AS canceled FROM pushes WHERE id = $1 AND app_id = $2
         ), taken AS (
-            UPDATE push_batches SET sending_copy = $4, sending_since = now()
+            UPDATE push_batches SET sending_copy = $4, sending_since = now(), sending_session = pg_backend_pid()
             WHERE push_id = $1 AND sequence = $3 AND completed_at IS NULL AND EXISTS (SELECT 1 FROM push)
-              AND (sending_copy IS NULL OR sending_copy = $4
-                   OR sending_since < now() - $5::bigint * interval '1 millisecond')
+              AND (sending_copy IS NULL
+                   OR sending_since < now() - $5::bigint * interval '1 millisecond'
+                   OR sending_copy = $4
+                      AND NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = push_batches.sending_session))
             RETURNING sequence
         )
         SELECT p.canceled, b.completed_at IS NOT NULL,
-               b.sequence IS NOT NULL AND b.completed_at IS NULL AND NOT EXISTS (SELECT 1 FROM taken)
+               b.sequence IS NOT NULL AND b.completed_at IS NULL AND NOT EXISTS (SELECT 1 FROM taken),
+               b.sending_copy = $4
         FROM push p LEFT JOIN push_batches b ON b.push_id = $1 AND b.sequence = $3
         """
 
