@@ -132,6 +132,9 @@ struct FanoutThroughput: AsyncParsableCommand {
                             "HERALD_POSTGRES_DATABASE": database, "HERALD_CENTER_PAGE_SIZE": "\(pageSize)",
                             "HERALD_CENTER_METRICS_PORT": "0",
                             "HERALD_CENTER_NAME": "bench-center", "HERALD_LOG_LEVEL": "warning",
+                            // No sender answers here: a fan-out window would hold the last page
+                            // for outcomes that never come (the fan-out alone is measured).
+                            "HERALD_CENTER_FANOUT_WINDOW": "0",
                         ]) { $1 })
                     try await Task.sleep(for: .seconds(2))
                     let pushID = UUID()

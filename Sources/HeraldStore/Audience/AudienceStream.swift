@@ -139,7 +139,7 @@ struct PageAssembler {
                 "an audience row is not (id, token, environment, topic) and \(valuesPerDevice) personalization values")
         }
         let group: UInt16
-        if let lastGroup, environment.elementsEqual(lastEnvironment), topic.elementsEqual(lastTopic) {
+        if let lastGroup, Self.same(environment, lastEnvironment), Self.same(topic, lastTopic) {
             group = lastGroup
         } else {
             lastEnvironment = Array(environment)
@@ -154,6 +154,14 @@ struct PageAssembler {
         for field in 0..<valuesPerDevice { page.devices.appendValue(row.field(4 + field)) }
         guard page.count >= pageSize else { return nil }
         return finish()
+    }
+
+    /// Whether `field` holds the bytes of `last`, by one `memcmp` (the generic `elementsEqual`
+    /// walked both a byte at a time: 5 % of the center's CPU in a templated fan-out).
+    private static func same(_ field: UnsafeRawBufferPointer, _ last: [UInt8]) -> Bool {
+        guard field.count == last.count else { return false }
+        guard let start = field.baseAddress, !last.isEmpty else { return true }
+        return last.withUnsafeBytes { memcmp(start, $0.baseAddress!, field.count) == 0 }
     }
 
     /// The page being filled, if it holds any device; the next starts empty.
