@@ -3,8 +3,9 @@
 # tests of its pure logic, then its integration tests against a real herald-api and herald-gateway
 # — `herald dev up` from BUILD_DIR's binaries (PostgreSQL, the development broker, apns-sim,
 # herald-api, herald-center, one sender, one gateway) — which register, rotate, bind signed
-# aliases, receive and acknowledge pushes over the long connection, handle a recall and report
-# engagement across an offline period (Tests/HeraldKitIntegrationTests).
+# aliases, receive and acknowledge pushes over the long connection, handle a recall (over the
+# connection, and through APNs as apns-sim took it) and report engagement across an offline
+# period (Tests/HeraldKitIntegrationTests).
 # Usage: scripts/test-heraldkit.sh BUILD_DIR   (make test runs it with .build/release)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -13704,8 +13704,13 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
     /// Cancel a push, then tell every device that got it to remove it.
     ///
     /// The recall is a push of its own: a background notification (content-available,
-    /// priority 5) carrying `{"herald": {"revoke": "<push id>"}}`, sent to exactly the devices
-    /// that accepted the original once the original's last outcome is in. Recalling twice
+    /// priority 5) carrying `{"herald": {"push_id": "<the recall's id>", "revoke": "<push id>",
+    /// "collapse_id": "<the original's collapse id>"}}`, sent to exactly the devices that accepted
+    /// the original once the original's last outcome is in; a device connected to a gateway gets
+    /// a revoke frame naming the same two ids at once (docs/gateway.md). On iOS the notification's
+    /// request identifier is its collapse id, so the app removes by either (HeraldKit does).
+    /// Through APNs the removal is best effort: a content-available push wakes no notification
+    /// service extension, iOS may delay it, and a force-quit app gets none. Recalling twice
     /// answers the first recall.
     ///
     ///

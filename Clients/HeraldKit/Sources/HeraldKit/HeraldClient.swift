@@ -220,6 +220,9 @@ public actor HeraldClient {
         if let alias = record.alias, let aliasSigner {
             aliasSignature = (try? await aliasSigner(token, alias)) ?? aliasSignature
         }
+        // While the signer ran, another call may have connected, or the app left the foreground:
+        // one connection at most, and none in the background.
+        guard connection == nil, inForeground else { return }
         let identity = GatewayClientSession.Identity(
             clientKey: configuration.clientKey, deviceToken: token, environment: environment,
             aliasSignature: aliasSignature, agent: configuration.agent)

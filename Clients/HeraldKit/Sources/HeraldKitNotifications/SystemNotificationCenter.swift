@@ -56,12 +56,17 @@ public struct SystemNotificationCenter: HeraldNotificationCenter {
 
     /// The user's current choice as the API's `authorization_status`.
     public func authorizationStatus() async -> String {
-        switch await center.notificationSettings().authorizationStatus {
-        case .authorized: "authorized"
-        case .provisional: "provisional"
-        case .ephemeral: "ephemeral"
-        case .denied: "denied"
-        default: "not_determined"
+        let status = await center.notificationSettings().authorizationStatus
+        switch status {
+        case .authorized: return "authorized"
+        case .provisional: return "provisional"
+        case .denied: return "denied"
+        default:
+            #if os(iOS)
+            // An App Clip's temporary permission; the case exists only on iOS.
+            if status == .ephemeral { return "ephemeral" }
+            #endif
+            return "not_determined"
         }
     }
 
@@ -70,7 +75,10 @@ public struct SystemNotificationCenter: HeraldNotificationCenter {
         center.setNotificationCategories(categories)
     }
 
-    /// Sets the app icon's badge.
+    /// Sets the app icon's badge. Before iOS 16 and macOS 13 the system has no such call on the
+    /// notification centre: set `UIApplication.shared.applicationIconBadgeNumber` (or the dock
+    /// tile's badge) yourself there.
+    @available(iOS 16.0, macOS 13.0, *)
     public func setBadge(_ count: Int) async throws {
         try await center.setBadgeCount(count)
     }

@@ -130,6 +130,65 @@ struct HeraldKitIntegrationTests {
         await client.enterBackground()
     }
 
+    @Test(
+        "in the background, a push and its recall come through APNs as apns-sim took them; the recall removes by push id and by collapse id"
+    )
+    func backgroundPushAndRecallThroughAPNs() async throws {
+        let stack = try #require(Stack.current)
+        let app = try await stack.createApp()
+        let center = InMemoryNotificationCenter()
+        let secret = app.identitySecret
+        let client = Self.client(
+            stack, app, storage: InMemoryStorage(), center: center,
+            signer: { token, alias in try BackEnd.sign(alias: alias, token: token, secret: secret) })
+        try await client.register(deviceToken: randomToken())
+        try await client.bind(alias: "background-user")
+        let token = try #require(await client.deviceToken)
+        try await stack.registerWithAPNs(token: token, app: app)
+        // The app stays in the background: no long connection, so an `auto` push takes the APNs road.
+        let sent = try await stack.call(
+            "POST", "/v1/pushes", key: app.serverKey,
+            json:
+                #"{"audience":{"aliases":["background-user"]},"notification":{"alert":{"title":"News","body":"Read on"}},"options":{"collapse_id":"kit-news"}}"#
+        )
+        #expect(sent.status == 202, "\(sent.json)")
+        let pushID = try #require((sent["id"] as? String).flatMap(UUID.init(uuidString:)))
+        let copy = try await stack.apnsCopy(token: token, "the push reaches apns-sim") {
+            Self.herald(in: $0)?["push_id"] as? String == pushID.uuidString.lowercased()
+        }
+        #expect(copy.collapseID == "kit-news", "the APNs copy carries the push's collapse id")
+
+        // iOS shows the alert under its collapse id, without the app. Later, in the foreground,
+        // the same copy handed to HeraldKit (`willPresent`) is shown once, then never again.
+        await center.systemDelivered(NotificationRecord(identifier: "kit-news", pushID: pushID))
+        #expect(await client.handleRemoteNotification(userInfo: copy.userInfo) == .show)
+        #expect(await client.handleRemoteNotification(userInfo: copy.userInfo) == .duplicate)
+        // A follow-up the app scheduled to replace it tomorrow: same identifier, no push id of
+        // its own — only the recall's collapse id can find it.
+        try await client.schedule(
+            LocalNotification(
+                identifier: "kit-news", body: "Still reading?",
+                trigger: LocalTrigger(fireDate: Date().addingTimeInterval(86_400))))
+        #expect(await center.pendingRecords.map(\.pushID) == [nil])
+
+        let recall = try await stack.call("POST", "/v1/pushes/\(pushID)/recall", key: app.serverKey)
+        #expect(recall.status == 202, "\(recall.json)")
+        let revoke = try await stack.apnsCopy(token: token, "the recall reaches apns-sim") {
+            Self.herald(in: $0)?["revoke"] as? String == pushID.uuidString.lowercased()
+        }
+        #expect(revoke.pushType == "background" && revoke.priority == 5, "a recall is a background push")
+        #expect(Self.herald(in: revoke.payload)?["collapse_id"] as? String == "kit-news")
+        guard case .revoked(let plan) = await client.handleRemoteNotification(userInfo: revoke.userInfo) else {
+            Issue.record("the recall's payload was not taken as a revoke: \(revoke.payload)")
+            return
+        }
+        #expect(plan.delivered == ["kit-news"] && plan.pending == ["kit-news"])
+        let left = await center.deliveredRecords.count + center.pendingRecords.count
+        #expect(left == 0, "the recall left nothing shown or scheduled")
+    }
+
+    static func herald(in payload: [String: Any]) -> [String: Any]? { payload["herald"] as? [String: Any] }
+
     @Test("opens and actions reported while offline are queued on disk and counted once")
     func engagementAcrossOffline() async throws {
         let stack = try #require(Stack.current)

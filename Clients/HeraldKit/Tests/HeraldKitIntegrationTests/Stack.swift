@@ -61,6 +61,7 @@ struct Stack: Sendable {
         var serverKey: String
         var clientKey: String
         var identitySecret: String
+        var bundleID: String
     }
 
     func createApp(clientTags: [String] = []) async throws -> App {
@@ -72,7 +73,8 @@ struct Stack: Sendable {
             id: (created["app"] as? [String: Any])?["id"] as? String ?? "",
             serverKey: (created["server_key"] as? [String: Any])?["key"] as? String ?? "",
             clientKey: (created["client_key"] as? [String: Any])?["key"] as? String ?? "",
-            identitySecret: created["identity_secret"] as? String ?? "")
+            identitySecret: created["identity_secret"] as? String ?? "",
+            bundleID: bundle)
         try await storeDevelopmentCredential(appID: app.id)
         if !clientTags.isEmpty {
             let tags = clientTags.map { "\"\($0)\"" }.joined(separator: ",")
@@ -104,6 +106,64 @@ struct Stack: Sendable {
         )
         #expect(stored.status == 200, "\(stored.json)")
     }
+
+    /// A notification apns-sim accepted (a line of its admin port's `GET /notifications`).
+    struct APNsCopy: @unchecked Sendable {
+        var collapseID: String?
+        var pushType: String
+        var priority: Int
+        var payload: [String: Any]
+        /// The payload as an app's `userInfo` holds it.
+        var userInfo: [AnyHashable: Any] { payload }
+    }
+
+    /// apns-sim's admin address (`HERALD_DEV_APNS_SIM_ADMIN`).
+    static func apnsSimAdmin() throws -> String {
+        try #require(
+            ProcessInfo.processInfo.environment["HERALD_DEV_APNS_SIM_ADMIN"], "HERALD_DEV_APNS_SIM_ADMIN names apns-sim"
+        )
+    }
+
+    /// Tells apns-sim that `token` is a real device of the app (APNs answers BadDeviceToken for
+    /// any other), as a phone's APNs registration would.
+    func registerWithAPNs(token: String, app: App) async throws {
+        var request = URLRequest(url: try #require(URL(string: "\(try Self.apnsSimAdmin())/devices")))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try JSONSerialization.data(withJSONObject: [
+            "devices": [["token": token.lowercased(), "topic": app.bundleID]]
+        ])
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        #expect((200..<300).contains(status), "apns-sim refused the device: \(String(decoding: data, as: UTF8.self))")
+    }
+
+    /// Waits for apns-sim (`HERALD_DEV_APNS_SIM_ADMIN`) to hold a notification for `token`
+    /// whose payload `matches`, and returns it.
+    func apnsCopy(
+        token: String, _ what: String, matches: @escaping @Sendable ([String: Any]) -> Bool
+    ) async throws -> APNsCopy {
+        let url = try #require(URL(string: "\(try Self.apnsSimAdmin())/notifications?token=\(token.lowercased())"))
+        let found = Found()
+        try await Self.eventually(60, what) {
+            let (data, _) = try await URLSession.shared.data(from: url)
+            for line in data.split(separator: UInt8(ascii: "\n")) {
+                guard let entry = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+                    let text = entry["payload"] as? String,
+                    let payload = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                    matches(payload)
+                else { continue }
+                found.copy = APNsCopy(
+                    collapseID: entry["collapseID"] as? String, pushType: entry["pushType"] as? String ?? "",
+                    priority: (entry["priority"] as? NSNumber)?.intValue ?? 0, payload: payload)
+                return true
+            }
+            return false
+        }
+        return try #require(found.copy)
+    }
+
+    private final class Found: @unchecked Sendable { var copy: APNsCopy? }
 
     /// Waits until `condition` holds, checking every 100 ms, at most `seconds`.
     static func eventually(
