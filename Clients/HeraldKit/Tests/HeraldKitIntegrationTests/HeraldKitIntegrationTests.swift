@@ -189,6 +189,43 @@ struct HeraldKitIntegrationTests {
 
     static func herald(in payload: [String: Any]) -> [String: Any]? { payload["herald"] as? [String: Any] }
 
+    @Test("a new token while connected: the connection follows it, and the authorization state reaches the server")
+    func rotationWhileConnected() async throws {
+        let stack = try #require(Stack.current)
+        let app = try await stack.createApp()
+        let center = InMemoryNotificationCenter()
+        let secret = app.identitySecret
+        let client = Self.client(
+            stack, app, storage: InMemoryStorage(), center: center,
+            signer: { token, alias in try BackEnd.sign(alias: alias, token: token, secret: secret) })
+        let first = randomToken()
+        try await client.register(deviceToken: first)
+        try await client.bind(alias: "rotating-user")
+        try await client.report(authorizationStatus: "provisional")
+        let device = try await stack.call("GET", "/v1/devices/by-token/\(hexadecimal(first))", key: app.serverKey)
+        #expect(device["authorization_status"] as? String == "provisional", "\(device.json)")
+        await client.enterForeground()
+        try await Stack.eventually(30, "the connection is welcomed") { await client.live }
+
+        // APNs hands the running app a new token: the registration retires the old one and the
+        // long connection says hello again under the new one (under the old, an online push to
+        // the alias would find nobody connected and be skipped).
+        let second = randomToken()
+        try await client.register(deviceToken: second)
+        try await Stack.eventually(30, "the connection is welcomed under the new token") { await client.live }
+        let rotated = try await stack.call("GET", "/v1/devices/by-token/\(hexadecimal(second))", key: app.serverKey)
+        #expect(rotated["authorization_status"] as? String == "provisional", "the state moved with the token")
+        let sent = try await stack.call(
+            "POST", "/v1/pushes", key: app.serverKey,
+            json:
+                #"{"audience":{"aliases":["rotating-user"]},"notification":{"alert":{"body":"Still you"}},"options":{"channel":"online"}}"#
+        )
+        let pushID = try #require((sent["id"] as? String).flatMap(UUID.init(uuidString:)), "\(sent.json)")
+        try await Self.expectDeliveredOnline(stack, app, pushID)
+        try await Stack.eventually(60, "the push is shown") { await !center.deliveredRecords.isEmpty }
+        await client.enterBackground()
+    }
+
     @Test("opens and actions reported while offline are queued on disk and counted once")
     func engagementAcrossOffline() async throws {
         let stack = try #require(Stack.current)
