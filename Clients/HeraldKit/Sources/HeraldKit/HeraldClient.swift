@@ -217,15 +217,20 @@ public actor HeraldClient {
         else { return }
         // An alias-bound device says hello with a signature for its token (docs/gateway.md),
         // signed afresh on each connection: signatures expire.
-        if let alias = record.alias, let aliasSigner {
-            aliasSignature = (try? await aliasSigner(token, alias)) ?? aliasSignature
+        let alias = record.alias
+        var signature = aliasSignature
+        if let alias, let aliasSigner {
+            signature = (try? await aliasSigner(token, alias)) ?? aliasSignature
         }
-        // While the signer ran, another call may have connected, or the app left the foreground:
-        // one connection at most, and none in the background.
-        guard connection == nil, inForeground else { return }
+        // While the signer ran, another call may have connected, the app may have left the
+        // foreground, or a registration may have changed the token or the alias (and started a
+        // connection of its own for them): one connection at most, none in the background, and
+        // none under an identity that is no longer the device's.
+        guard connection == nil, inForeground, record.token == token, record.alias == alias else { return }
+        aliasSignature = signature
         let identity = GatewayClientSession.Identity(
             clientKey: configuration.clientKey, deviceToken: token, environment: environment,
-            aliasSignature: aliasSignature, agent: configuration.agent)
+            aliasSignature: signature, agent: configuration.agent)
         let (events, sink) = AsyncStream<ConnectionEvent>.makeStream()
         guard
             let opened = try? GatewayConnection(

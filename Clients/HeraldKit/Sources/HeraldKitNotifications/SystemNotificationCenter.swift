@@ -62,8 +62,8 @@ public struct SystemNotificationCenter: HeraldNotificationCenter {
         case .provisional: return "provisional"
         case .denied: return "denied"
         default:
-            #if os(iOS)
-            // An App Clip's temporary permission; the case exists only on iOS.
+            #if os(iOS) || os(visionOS)
+            // An App Clip's temporary permission; the case does not exist on macOS.
             if status == .ephemeral { return "ephemeral" }
             #endif
             return "not_determined"

@@ -184,6 +184,12 @@ struct Stack: Sendable {
 /// The app's back-end as the test plays it: signs (token, alias) under the app's identity secret
 /// (docs/security.md, v2) with the openssl command, as a back-end in any language would.
 enum BackEnd {
+    /// The app's alias signer when its back-end signs under the app's identity secret.
+    static func signer(for app: Stack.App) -> HeraldClient.AliasSigner {
+        let secret = app.identitySecret
+        return { token, alias in try sign(alias: alias, token: token, secret: secret) }
+    }
+
     static func sign(alias: String, token: String, secret: String, expiresIn: Int = 3600) throws -> String {
         let expires = Int(Date().timeIntervalSince1970) + expiresIn
         let message = "herald-alias-v2\n\(token.lowercased())\n\(alias)\n\(expires)"
