@@ -23,6 +23,19 @@ struct HeraldKitIntegrationTests {
         return answer["devices"] as? [[String: Any]] ?? []
     }
 
+    /// A phone of a new app, as an app sets itself up: registered with `token`, its alias bound
+    /// with the signature the app's back-end makes.
+    static func phone(
+        _ stack: Stack, alias: String, token: [UInt8] = randomToken(), storage: any HeraldStorage = InMemoryStorage()
+    ) async throws -> (app: Stack.App, center: InMemoryNotificationCenter, client: HeraldClient) {
+        let app = try await stack.createApp()
+        let center = InMemoryNotificationCenter()
+        let client = Self.client(stack, app, storage: storage, center: center, signer: BackEnd.signer(for: app))
+        try await client.register(deviceToken: token)
+        try await client.bind(alias: alias)
+        return (app, center, client)
+    }
+
     @Test("register, bind a signed alias (a forged one fails), add tags, rotate the token")
     func registration() async throws {
         let stack = try #require(
@@ -74,13 +87,7 @@ struct HeraldKitIntegrationTests {
     @Test("a push over the long connection is shown once, acknowledged, and a recall removes its copies")
     func onlinePushAndRecall() async throws {
         let stack = try #require(Stack.current)
-        let app = try await stack.createApp()
-        let center = InMemoryNotificationCenter()
-        let client = Self.client(
-            stack, app, storage: InMemoryStorage(), center: center,
-            signer: BackEnd.signer(for: app))
-        try await client.register(deviceToken: randomToken())
-        try await client.bind(alias: "online-user")
+        let (app, center, client) = try await Self.phone(stack, alias: "online-user")
         await client.enterForeground()
         try await Stack.eventually(30, "the connection is welcomed") { await client.live }
 
@@ -133,13 +140,7 @@ struct HeraldKitIntegrationTests {
     )
     func backgroundPushAndRecallThroughAPNs() async throws {
         let stack = try #require(Stack.current)
-        let app = try await stack.createApp()
-        let center = InMemoryNotificationCenter()
-        let client = Self.client(
-            stack, app, storage: InMemoryStorage(), center: center,
-            signer: BackEnd.signer(for: app))
-        try await client.register(deviceToken: randomToken())
-        try await client.bind(alias: "background-user")
+        let (app, center, client) = try await Self.phone(stack, alias: "background-user")
         let token = try #require(await client.deviceToken)
         try await stack.registerWithAPNs(token: token, app: app)
         // The app stays in the background: no long connection, so an `auto` push takes the APNs road.
@@ -193,14 +194,8 @@ struct HeraldKitIntegrationTests {
     @Test("a new token while connected: the connection follows it, and the authorization state reaches the server")
     func rotationWhileConnected() async throws {
         let stack = try #require(Stack.current)
-        let app = try await stack.createApp()
-        let center = InMemoryNotificationCenter()
-        let client = Self.client(
-            stack, app, storage: InMemoryStorage(), center: center,
-            signer: BackEnd.signer(for: app))
         let first = randomToken()
-        try await client.register(deviceToken: first)
-        try await client.bind(alias: "rotating-user")
+        let (app, center, client) = try await Self.phone(stack, alias: "rotating-user", token: first)
         try await client.report(authorizationStatus: "provisional")
         let device = try await stack.call("GET", "/v1/devices/by-token/\(hexadecimal(first))", key: app.serverKey)
         #expect(device["authorization_status"] as? String == "provisional", "\(device.json)")
@@ -229,16 +224,10 @@ struct HeraldKitIntegrationTests {
     @Test("opens and actions reported while offline are queued on disk and counted once")
     func engagementAcrossOffline() async throws {
         let stack = try #require(Stack.current)
-        let app = try await stack.createApp()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("heraldkit-\(UUID())")
         defer { try? FileManager.default.removeItem(at: folder) }
         let storage = try FileStorage(directory: folder)
-        let center = InMemoryNotificationCenter()
-        let online = Self.client(
-            stack, app, storage: storage, center: center,
-            signer: BackEnd.signer(for: app))
-        try await online.register(deviceToken: randomToken())
-        try await online.bind(alias: "engaged-user")
+        let (app, center, online) = try await Self.phone(stack, alias: "engaged-user", storage: storage)
         await online.enterForeground()
         try await Stack.eventually(30, "the connection is welcomed") { await online.live }
         let sent = try await stack.call(
