@@ -235,7 +235,7 @@ struct APIThroughput: AsyncParsableCommand {
 
     /// Runs wrk and reads requests/s, the p50 and p99 latency (ms) and non-2xx answers from its report.
     static func wrk(_ path: String, _ arguments: [String]) throws -> WrkResult {
-        let output = try run(path, arguments)
+        let output = try BenchmarkProcesses.output(path, arguments)
         func milliseconds(_ text: String) -> Double {
             let value = Double(text.filter { $0.isNumber || $0 == "." }) ?? 0
             if text.hasSuffix("us") { return value / 1000 }
@@ -255,19 +255,7 @@ struct APIThroughput: AsyncParsableCommand {
     }
 
     static func curl(_ arguments: [String]) throws -> [String: Any] {
-        let output = try run("/usr/bin/curl", ["-s"] + arguments)
+        let output = try BenchmarkProcesses.output("/usr/bin/curl", ["-s"] + arguments)
         return (try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? [String: Any] ?? [:]
-    }
-
-    static func run(_ path: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
     }
 }

@@ -2,7 +2,8 @@
 // broker by a herald-center process — a broadcast, a tag audience, a segment on device attributes
 // that hold every device, and a broadcast of a personalized, localized notification rendered per
 // device — each against psql's COPY of the same rows to /dev/null in the same run; prints
-// devices/s and the center's peak RSS, the segment's rate against the tag audience's
+// devices/s, the center's CPU per device, where its time went (its fan-out step counters on
+// /metrics) and its peak RSS, the segment's rate against the tag audience's
 // (docs/segments.md: at least 0.5) and what rendering costs a notification against the plain
 // broadcast (docs/templates.md), and a broadcast under the app's delivery policy — quiet hours
 // checked in each device's time zone and a frequency cap counted over the earlier rounds'
@@ -27,6 +28,8 @@ struct FanoutThroughput: AsyncParsableCommand {
     @Option(help: "Folder with herald-center (release build).") var binaries = ".build/release"
     @Option(help: "Devices per keyset page (HERALD_CENTER_PAGE_SIZE).") var pageSize = 10_000
     @Option(help: "Rounds; the median is reported.") var rounds = 3
+    @Option(help: "A free port for the center's /metrics (its fan-out step counters are read there).")
+    var metricsPort = 19_466
     @Option(help: "Only this case (broadcast, tag, segment, template, policy; repeatable); every one by default.")
     var only: [String] = []
 
@@ -89,6 +92,8 @@ struct FanoutThroughput: AsyncParsableCommand {
                 ("policy", .everyone, nil),
             ]
             var medians: [String: Double] = [:]
+            // The center's CPU per device, µs (median of the rounds).
+            var cpuMedians: [String: Double] = [:]
             for (name, audience, template) in cases where only.isEmpty || only.contains(name) {
                 if name == "policy" {
                     // Quiet hours nobody is in for the next hours (half a day from UTC's time now: 11
@@ -111,6 +116,7 @@ struct FanoutThroughput: AsyncParsableCommand {
                 var copySeconds: [Double] = []
                 var fanoutSeconds: [Double] = []
                 var peakRSS: [Int] = []
+                var cpuPerDevice: [Double] = []
                 for round in 1...rounds {
                     // Reference: the same rows, the same index, streamed by PostgreSQL's COPY to /dev/null.
                     let copy = try BenchmarkProcesses.launch(
@@ -130,13 +136,15 @@ struct FanoutThroughput: AsyncParsableCommand {
                         binaries + "/herald-center", [], log: "/tmp/fanout-bench-center.log",
                         environment: ProcessInfo.processInfo.environment.merging([
                             "HERALD_POSTGRES_DATABASE": database, "HERALD_CENTER_PAGE_SIZE": "\(pageSize)",
-                            "HERALD_CENTER_METRICS_PORT": "0",
+                            "HERALD_CENTER_METRICS_PORT": "\(metricsPort)",
                             "HERALD_CENTER_NAME": "bench-center", "HERALD_LOG_LEVEL": "warning",
                             // No sender answers here: a fan-out window would hold the last page
                             // for outcomes that never come (the fan-out alone is measured).
                             "HERALD_CENTER_FANOUT_WINDOW": "0",
                         ]) { $1 })
                     try await Task.sleep(for: .seconds(2))
+                    let stepsBefore = Self.fanoutSteps(metricsPort: metricsPort)
+                    let cpuBefore = BenchmarkProcesses.cpuSeconds(of: center.processIdentifier)
                     let pushID = UUID()
                     _ = try await PushRepository(client: client, logger: logger).create(
                         NewPush(
@@ -158,6 +166,10 @@ struct FanoutThroughput: AsyncParsableCommand {
                         try await Task.sleep(for: .milliseconds(100))
                     }
                     peak = max(peak, Self.peakRSS(of: center.processIdentifier))
+                    let cpu = BenchmarkProcesses.cpuSeconds(of: center.processIdentifier) - cpuBefore
+                    let steps = Self.fanoutSteps(metricsPort: metricsPort).map {
+                        ($0.0, $0.1 - (stepsBefore[$0.0] ?? 0))
+                    }
                     BenchmarkProcesses.stop(center)
                     guard let elapsed else {
                         throw ValidationError("the fan-out did not finish; see /tmp/fanout-bench-center.log")
@@ -178,21 +190,27 @@ struct FanoutThroughput: AsyncParsableCommand {
                     }
                     fanoutSeconds.append(elapsed)
                     peakRSS.append(peak)
+                    cpuPerDevice.append(cpu / Double(devices) * 1e6)
                     print(
                         String(
                             format:
-                                "round %d: center %.2f s (%.0f devices/s), peak RSS %d MB; psql COPY %.2f s (%.0f rows/s)",
-                            round, elapsed, Double(devices) / elapsed, peak / 1024, copySeconds.last!,
-                            Double(devices) / copySeconds.last!))
+                                "round %d: center %.2f s (%.0f devices/s), CPU %.2f s (%.2f µs a device), peak RSS %d MB; psql COPY %.2f s (%.0f rows/s)",
+                            round, elapsed, Double(devices) / elapsed, cpu, cpuPerDevice.last!, peak / 1024,
+                            copySeconds.last!, Double(devices) / copySeconds.last!))
+                    print(
+                        "  the center's fan-out steps (s): "
+                            + steps.sorted { $0.0 < $1.0 }.map { String(format: "%@ %.2f", $0.0, $0.1) }.joined(
+                                separator: ", "))
                 }
                 let center = BenchmarkProcesses.median(fanoutSeconds)
                 let copy = BenchmarkProcesses.median(copySeconds)
                 medians[name] = center
+                cpuMedians[name] = BenchmarkProcesses.median(cpuPerDevice)
                 print(
                     String(
                         format:
-                            "median %@: herald-center %.0f devices/s, psql COPY %.0f rows/s, ratio %.2f (target ≥ 0.50); peak RSS %d MB (target ≤ 150)",
-                        name, Double(devices) / center, Double(devices) / copy, copy / center,
+                            "median %@: herald-center %.0f devices/s, psql COPY %.0f rows/s, ratio %.2f (target ≥ 0.50); center CPU %.2f µs a device; peak RSS %d MB (target ≤ 150)",
+                        name, Double(devices) / center, Double(devices) / copy, copy / center, cpuMedians[name]!,
                         (peakRSS.max() ?? 0) / 1024))
             }
             if let tag = medians["tag"], let segment = medians["segment"] {
@@ -213,9 +231,10 @@ struct FanoutThroughput: AsyncParsableCommand {
                 print(
                     String(
                         format:
-                            "template against broadcast: %.0f vs %.0f devices/s, ratio %.2f; rendering costs %.2f µs a notification",
+                            "template against broadcast: %.0f vs %.0f devices/s, ratio %.2f; rendering costs %.2f µs a notification (wall clock), %.2f µs of the center's CPU",
                         Double(devices) / rendered, Double(devices) / broadcast, broadcast / rendered,
-                        (rendered - broadcast) / Double(devices) * 1e6))
+                        (rendered - broadcast) / Double(devices) * 1e6,
+                        cpuMedians["template"]! - cpuMedians["broadcast"]!))
             }
         }
         try await HeraldDatabase.withClient(settings: try await HeraldConfiguration.load().postgres, logger: logger) {
@@ -226,6 +245,22 @@ struct FanoutThroughput: AsyncParsableCommand {
 
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    /// The center's `herald_center_fanout_step_seconds_total` by step (empty when /metrics does not answer).
+    static func fanoutSteps(metricsPort: Int) -> [String: Double] {
+        let text =
+            (try? BenchmarkProcesses.output("/usr/bin/curl", ["-s", "http://127.0.0.1:\(metricsPort)/metrics"])) ?? ""
+        var steps: [String: Double] = [:]
+        let prefix = "herald_center_fanout_step_seconds_total{step=\""
+        for line in text.split(separator: "\n") where line.hasPrefix(prefix) {
+            let rest = line.dropFirst(prefix.count)
+            guard let quote = rest.firstIndex(of: "\""),
+                let value = Double(rest[quote...].split(separator: " ").last ?? "")
+            else { continue }
+            steps[String(rest[..<quote])] = value
+        }
+        return steps
     }
 
     /// VmHWM of a process in KiB (0 when it is gone).

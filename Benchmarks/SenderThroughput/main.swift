@@ -202,7 +202,7 @@ struct SenderThroughput: AsyncParsableCommand {
         for sender in senderProcesses {
             peakRSS = max(peakRSS, Self.residentKilobytes(sender.processIdentifier, field: "VmHWM:"))
         }
-        let cpuSeconds = senderProcesses.map { Self.cpuSeconds($0.processIdentifier) }.reduce(0, +)
+        let cpuSeconds = senderProcesses.map { BenchmarkProcesses.cpuSeconds(of: $0.processIdentifier) }.reduce(0, +)
         try await reader.close()
         // The third reference, the senders idle (still running: no child exits while h2load's CPU
         // is measured).
@@ -279,16 +279,6 @@ struct SenderThroughput: AsyncParsableCommand {
         ]
         print(
             String(decoding: try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys]), as: UTF8.self))
-    }
-
-    static func cpuSeconds(_ pid: Int32) -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return 0 }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // After the command name: state is field 3; utime and stime are fields 14 and 15.
-        let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
-        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     static func residentKilobytes(_ pid: Int32, field: String) -> Int {

@@ -72,6 +72,30 @@ public enum BenchmarkProcesses {
         return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
+    /// User and system CPU seconds of a running process (0 when it is gone).
+    public static func cpuSeconds(of pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command name: state is field 3; utime and stime are fields 14 and 15.
+        let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// What `path` with `arguments` writes to its standard output, once it has exited.
+    public static func output(_ path: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// Starts `path` with `arguments`; its output goes to `log` (or nowhere).
     public static func launch(
         _ path: String, _ arguments: [String], log: String? = nil, environment: [String: String]? = nil

@@ -15,6 +15,8 @@ public final class CenterMetrics: Sendable {
     let fanoutsRunning = Atomic<Int>(0)
     /// Times a fan-out held for its outcomes (``CenterSettings/fanoutWindow``).
     let fanoutHolds = Atomic<Int>(0)
+    /// Nanoseconds fan-outs spent in each step, by ``FanoutStep/rawValue``.
+    let fanoutStepNanoseconds = Mutex([Int](repeating: 0, count: FanoutStep.allCases.count))
     let outcomeBatchesCounted = Atomic<Int>(0)
     let outcomeBatchesIgnored = Atomic<Int>(0)
     let notificationsCounted = Atomic<Int>(0)
@@ -43,6 +45,13 @@ public final class CenterMetrics: Sendable {
 
     public init() {}
 
+    /// Adds the time since `start` to `step`'s.
+    func addFanoutTime(_ step: FanoutStep, since start: ContinuousClock.Instant) {
+        let elapsed = (ContinuousClock.now - start).components
+        let nanoseconds = Int(elapsed.seconds) * 1_000_000_000 + Int(elapsed.attoseconds / 1_000_000_000)
+        fanoutStepNanoseconds.withLock { $0[step.rawValue] += nanoseconds }
+    }
+
     /// Devices put into job batches so far (for benchmarks and tests).
     public var devicesEmittedCount: Int { devicesEmitted.load(ordering: .relaxed) }
     /// Notifications whose outcome was counted so far.
@@ -70,6 +79,17 @@ public final class CenterMetrics: Sendable {
             "herald_center_fanout_holds_total",
             "Times a fan-out held before its next page: HERALD_CENTER_FANOUT_WINDOW notifications without an outcome yet.",
             fanoutHolds)
+        text.family(
+            "herald_center_fanout_step_seconds_total", .counter,
+            help:
+                "Seconds fan-outs spent in each step: read, cut, record and slot follow one another in each fan-out's page loop; encode, broker and mark run in up to four pages' producing tasks at once."
+        )
+        let stepNanoseconds = fanoutStepNanoseconds.withLock { $0 }
+        for step in FanoutStep.allCases {
+            text.sample(
+                "herald_center_fanout_step_seconds_total", ["step": step.name],
+                value: Double(stepNanoseconds[step.rawValue]) / 1e9)
+        }
         counter("herald_center_outcome_batches_total", "Outcome batches counted.", outcomeBatchesCounted)
         counter(
             "herald_center_outcome_batches_ignored_total",
@@ -187,4 +207,25 @@ public final class CenterMetrics: Sendable {
         }
         return text.text + extra
     }
+}
+
+/// The steps of a fan-out whose time `/metrics` counts (`herald_center_fanout_step_seconds_total`):
+/// where a slow fan-out's time goes.
+enum FanoutStep: Int, CaseIterable, Sendable {
+    /// Waiting for the next page of the audience (the COPY stream, or a keyset page).
+    case read
+    /// Cutting a page into batches (the delivery policy and an A/B split applied).
+    case cut
+    /// Recording a page's batches in PostgreSQL.
+    case record
+    /// Waiting for one of the pages producing to finish (the fan-out is that far ahead of the broker).
+    case slot
+    /// Encoding a page's job records (a templated push's payloads rendered).
+    case encode
+    /// Waiting for the broker to acknowledge a page's records.
+    case broker
+    /// Noting a page's batches as produced in PostgreSQL.
+    case mark
+
+    var name: String { "\(self)" }
 }

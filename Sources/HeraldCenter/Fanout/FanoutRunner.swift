@@ -118,6 +118,8 @@ struct FanoutRunner: Sendable {
                     action = steps.controlChecked(
                         try await holdForOutcomes(push.id, logger: logger) { stream = nil })
                 case .readPage(let cursor):
+                    let started = ContinuousClock.now
+                    defer { metrics.addFanoutTime(.read, since: started) }
                     if pacer == nil, streaming {
                         if stream == nil {
                             stream = audience.stream(context.selection, after: cursor, pageSize: pageSize)
@@ -134,15 +136,23 @@ struct FanoutRunner: Sendable {
                 case .recordPage(let firstSequence, let cursor):
                     // The devices an A/B test holds out and the app's delivery policy leaves out
                     // are counted, not cut.
+                    var started = ContinuousClock.now
                     let page = try await context.cut(
                         page, firstSequence: firstSequence, now: clock(), progress: progress)
                     cuts = page.cuts
+                    metrics.addFanoutTime(.cut, since: started)
+                    started = .now
+                    defer { metrics.addFanoutTime(.record, since: started) }
                     let recording = try await progress.recordPage(
                         pushID: push.id, by: center, cursor: cursor, batches: cuts.map(\.record),
                         skipped: page.skipped, targets: page.targets, variantsSkipped: page.variantsSkipped)
                     action = steps.pageRecorded(recording, batches: cuts.count)
                 case .produce(let afterOneFinishes):
-                    if afterOneFinishes { try await producing.next() }
+                    if afterOneFinishes {
+                        let started = ContinuousClock.now
+                        try await producing.next()
+                        metrics.addFanoutTime(.slot, since: started)
+                    }
                     producing.addTask { [logger, cuts] in try await produce(cuts, context: context, logger: logger) }
                     action = steps.producing()
                 case .producePaced:
@@ -297,7 +307,10 @@ struct FanoutRunner: Sendable {
     /// fan-out (its claim renewed) until the broker takes them.
     private func produce(_ cuts: [BatchCutter.Cut], context: FanoutContext, logger: Logger) async throws {
         guard !cuts.isEmpty else { return }
+        var started = ContinuousClock.now
         let messages = try cuts.map(context.message)
+        metrics.addFanoutTime(.encode, since: started)
+        started = .now
         var waits = Backoff.outage.delays()
         while true {
             do {
@@ -312,7 +325,10 @@ struct FanoutRunner: Sendable {
                 try await Task.sleep(for: delay)
             }
         }
+        metrics.addFanoutTime(.broker, since: started)
+        started = .now
         try await progress.markProduced(pushID: context.push.id, sequences: cuts.map(\.record.sequence))
+        metrics.addFanoutTime(.mark, since: started)
         metrics.batchesProduced.add(cuts.count, ordering: .relaxed)
         metrics.devicesEmitted.add(cuts.reduce(0) { $0 + $1.targets.count }, ordering: .relaxed)
     }
