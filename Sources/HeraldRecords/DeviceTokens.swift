@@ -70,6 +70,23 @@ public struct DeviceTokens: Sendable, Equatable {
         valueEnds.append(Int32(valueBytes.count))
     }
 
+    /// ``append(deviceID:token:)`` for bytes in place (a COPY row's field). Not generic: a caller
+    /// in another module would otherwise run the generic code, its type metadata looked up for
+    /// each device.
+    public mutating func append(deviceID: Int64, token: UnsafeRawBufferPointer) {
+        deviceIDs.append(deviceID)
+        tokenBytes.append(contentsOf: token)
+        tokenEnds.append(Int32(tokenBytes.count))
+    }
+
+    /// ``appendValue(_:)`` for bytes in place (a COPY row's field), not generic for the same
+    /// reason: each value looked its types up once per device (12 % of the center's CPU in a
+    /// templated fan-out, docs/benchmarks.md).
+    public mutating func appendValue(_ value: UnsafeRawBufferPointer?) {
+        if let value { valueBytes.append(contentsOf: value) }
+        valueEnds.append(Int32(valueBytes.count))
+    }
+
     /// Copies device `index` of `other` (with its values) to the end.
     public mutating func append(_ index: Int, of other: DeviceTokens) {
         append(deviceID: other.deviceIDs[index], token: other.token(at: index))

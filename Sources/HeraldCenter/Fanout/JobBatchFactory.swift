@@ -118,25 +118,15 @@ struct JobBatchFactory: Sendable {
     func rendered(_ targets: DeviceTokens, with template: PayloadTemplate) -> (payloads: [Data], indexes: [UInt32]) {
         let limit = pushType.maximumPayloadBytes
         let firstName = template.isLocalized ? 1 : 0
-        var payloads: [Data] = []
-        var known: [[UInt8]: UInt32] = [:]
-        var indexes: [UInt32] = []
-        indexes.reserveCapacity(targets.count)
+        var payloads = RenderedPayloads(targets: targets.count)
         for device in 0..<targets.count {
             let variant = template.isLocalized ? template.variant(forLocale: targets.value(0, at: device)) : 0
             var bytes = template.render(variant: variant) { targets.value(firstName + $0, at: device) }
             if let stamp, bytes.count + HeraldPayloadKey.reservedBytes <= limit { stamp.apply(to: &bytes) }
             if bytes.count > limit { bytes = [] }
-            if let index = known[bytes] {
-                indexes.append(index)
-            } else {
-                let index = UInt32(payloads.count)
-                known[bytes] = index
-                payloads.append(Data(bytes))
-                indexes.append(index)
-            }
+            payloads.append(bytes)
         }
-        return (payloads, indexes)
+        return (payloads.distinct.map { Data($0) }, payloads.indexes)
     }
 
     /// `payload` with the push id under the `herald` key — unless it would then pass `limit`, or

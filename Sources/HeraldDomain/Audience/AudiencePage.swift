@@ -54,6 +54,12 @@ public struct AudiencePage: Sendable, Equatable {
         groupIndexes.append(group)
     }
 
+    /// The same for bytes in place (a COPY row's field), not generic: see `DeviceTokens`' overload.
+    public mutating func append(deviceID: Int64, token: UnsafeRawBufferPointer, group: UInt16) {
+        devices.append(deviceID: deviceID, token: token)
+        groupIndexes.append(group)
+    }
+
     /// Device `index` as a target.
     public func target(at index: Int) -> AudienceTarget {
         let group = groups[Int(groupIndexes[index])]
