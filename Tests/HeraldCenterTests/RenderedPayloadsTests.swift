@@ -1,3 +1,7 @@
+import Foundation
+import HeraldAPNsVocabulary
+import HeraldDomain
+import HeraldRecords
 import Testing
 
 @testable import HeraldCenter
@@ -43,7 +47,8 @@ struct RenderedPayloadsTests {
         var table = RenderedPayloads(targets: variants.count * 2)
         for payload in variants + variants { table.append(payload) }
         #expect(table.distinct == variants)
-        #expect(table.indexes == (0..<variants.count).map(UInt32.init) + (0..<variants.count).map(UInt32.init))
+        let once: [UInt32] = (0..<variants.count).map { UInt32($0) }
+        #expect(table.indexes == once + once)
     }
 
     @Test("the hash reads every byte: a change in the tail or in a full word changes it")
@@ -56,5 +61,52 @@ struct RenderedPayloadsTests {
             #expect(RenderedPayloads.hash(changed) != hash)
         }
         #expect(RenderedPayloads.hash([]) != RenderedPayloads.hash([0]))
+    }
+}
+
+/// A templated batch rendered by the job batch factory, without a database: each device's locale
+/// picks its variant, however often a locale recurs in the batch and however it is spelled.
+@Suite("Localized renders in a batch (pure logic)")
+struct LocalizedBatchTests {
+    @Test("repeated, mixed and differently spelled locales each get the variant their own look-up gives")
+    func repeatedLocales() throws {
+        var plain = APNsPayload(alert: .details(.init(title: "Hi {{plan | default: \"there\"}}", body: "")))
+        plain.sound = .named("default")
+        var german = plain
+        german.alert = .details(.init(title: "Hallo {{plan | default: \"du\"}}", body: ""))
+        var austrian = plain
+        austrian.alert = .details(.init(title: "Servus {{plan | default: \"du\"}}", body: ""))
+        let stored = PayloadTemplate.storedJSON(
+            default: plain.encoded(), localized: [("de", german.encoded()), ("de-at", austrian.encoded())])
+        let template = try PayloadTemplate(stored: stored)
+        let push = Push(
+            definition: NewPush(
+                id: UUID(), appID: UUID(), audienceJSON: PushAudience.everyone.json, notificationJSON: "{}",
+                payload: plain.encoded(), template: stored),
+            fanoutCursor: 0, batchesEmitted: 0, createdAt: Date())
+        let factory = try JobBatchFactory(push: push)
+        // More distinct locales than the batch remembers, each coming back later.
+        let distinct: [String?] =
+            ["de_AT", "fr", "de_DE", nil, "DE-at", "fr_FR", "de", "en_US", "", "de_CH"]
+            + (0..<12).map { "x\($0)_YY" }
+        let locales = (0..<3).flatMap { _ in distinct }
+        var targets = DeviceTokens(reservingCapacity: locales.count, valuesPerDevice: 2)
+        for (index, locale) in locales.enumerated() {
+            targets.append(deviceID: Int64(index + 1), token: [UInt8](repeating: UInt8(index), count: 32))
+            targets.appendValue(locale.map { Array($0.utf8) })
+            targets.appendValue(Array("gold".utf8))
+        }
+        func title(_ payload: Data) throws -> String? {
+            let object = try JSONSerialization.jsonObject(with: payload) as? [String: Any]
+            return ((object?["aps"] as? [String: Any])?["alert"] as? [String: Any])?["title"] as? String
+        }
+        let (payloads, indexes) = factory.rendered(targets, with: template)
+        for (device, locale) in locales.enumerated() {
+            let variant = template.variant(forLocale: Array((locale ?? "").utf8))
+            let expected = try title(Data(template.render(variant: variant) { _ in ArraySlice("gold".utf8) }))
+            #expect(
+                try title(payloads[Int(indexes[device])]) == expected, "device \(device), locale \(locale ?? "-")")
+        }
+        #expect(payloads.count == 3, "one payload per variant: every device has the same plan")
     }
 }
