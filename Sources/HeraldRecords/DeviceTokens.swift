@@ -57,6 +57,13 @@ public struct DeviceTokens: Sendable, Equatable {
         return valueBytes[(position == 0 ? 0 : Int(valueEnds[position - 1]))..<Int(valueEnds[position])]
     }
 
+    /// The length of ``value(_:at:)`` (0: none), without slicing the bytes.
+    @inlinable
+    public func valueLength(_ field: Int, at index: Int) -> Int {
+        let position = index * valuesPerDevice + field
+        return Int(valueEnds[position]) - (position == 0 ? 0 : Int(valueEnds[position - 1]))
+    }
+
     public mutating func append(deviceID: Int64, token: some Collection<UInt8>) {
         deviceIDs.append(deviceID)
         tokenBytes.append(contentsOf: token)

@@ -79,6 +79,33 @@ import Testing
         #expect(template.renderedWithDefaults().count == 3)
     }
 
+    @Test(
+        "the bound of a render holds for values of every kind and length, in every variant, and is close for plain text"
+    )
+    func renderBoundHolds() throws {
+        let template = try template()
+        var generator = SystemRandomNumberGenerator()
+        // Quotes, backslashes, control characters (escaped to six bytes), multi-byte UTF-8, plain.
+        let alphabet: [[UInt8]] = [[0x22], [0x5C], [0x0A], [0x01], [0x1F], Array("ë".utf8), Array("😀".utf8), [0x61]]
+        for _ in 0..<500 {
+            let values: [[UInt8]] = template.names.map { _ in
+                (0..<Int.random(in: 0...40, using: &generator)).flatMap { _ in
+                    alphabet.randomElement(using: &generator)!
+                }
+            }
+            let bound = template.maximumRenderedCount { values[$0].count }
+            for variant in 0...template.locales.count {
+                let rendered = template.render(variant: variant) { values[$0][...] }
+                #expect(rendered.count <= bound, "variant \(variant), values \(values)")
+            }
+        }
+        let plain = [Array("Anna".utf8), Array("gold".utf8)]
+        let longest = (0...template.locales.count).map { variant in
+            template.render(variant: variant) { plain[$0][...] }.count
+        }.max()!
+        #expect(template.maximumRenderedCount { plain[$0].count } < longest + 6 * 8 + 32)
+    }
+
     @Test func onlyAlertTextsAreTemplates() throws {
         var payload = APNsPayload(alert: .text("{{alias | default: \"you\"}}"))
         payload.sound = .named("{{not_a_placeholder")

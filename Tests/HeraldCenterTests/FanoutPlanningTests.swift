@@ -46,6 +46,47 @@ struct FanoutPlanningTests {
         #expect(cutter.cut(page, firstSequence: 7).map(\.record) == cuts.map(\.record))
     }
 
+    @Test(
+        "a templated push's batch closes at its size or before its renders' bound passes the budget, whichever comes first"
+    )
+    func renderBudgetClosesBatches() throws {
+        let plain = APNsPayload(alert: .details(.init(title: "{{note}}", body: "")))
+        let template = try PayloadTemplate(stored: PayloadTemplate.storedJSON(default: plain.encoded(), localized: []))
+        let empty = template.maximumRenderedCount { _ in 0 }
+        // A device with a 60- to 100-byte value takes most of the budget (six bytes a byte); empty ones little.
+        let budget = BatchCutter.RenderBudget(
+            bytes: 2 * empty + 650, template: template, firstName: 0, stamp: 10, limit: 4096)
+        let cutter = BatchCutter(pushID: UUID(), batchSize: 4, renderBudget: budget)
+        let lengths = [0, 0, 0, 0, 0, 0, 0, 100, 0, 3, 60, 5, 5, 5, 5, 5, 5, 5, 90, 0, 0]
+        var page = AudiencePage()
+        let group = page.group(AudienceGroup(environment: .production, topic: "com.example"))
+        page.devices = DeviceTokens(reservingCapacity: lengths.count, valuesPerDevice: 1)
+        for (index, length) in lengths.enumerated() {
+            page.append(deviceID: Int64(index + 1), token: [UInt8(index)], group: group)
+            page.devices.appendValue([UInt8](repeating: 0x61, count: length))
+        }
+        let bounds = budget.bounds(page.devices)
+        #expect(bounds[7] == 10 + empty + 600 && bounds[0] == 10 + empty, "six bytes a byte of value, the key's ten")
+        let cuts = cutter.cut(page, firstSequence: 0)
+        #expect(cuts.flatMap(\.targets.deviceIDs) == (1...Int64(lengths.count)).map { $0 })
+        var first = 0
+        for (number, cut) in cuts.enumerated() {
+            let taken = bounds[first..<(first + cut.targets.count)].reduce(0, +)
+            #expect(cut.targets.count <= 4 && taken <= budget.bytes, "batch \(number)")
+            first += cut.targets.count
+            if first < lengths.count {
+                #expect(
+                    cut.targets.count == 4 || taken + bounds[first] > budget.bytes,
+                    "batch \(number) closed with room for the next device")
+            }
+        }
+        let sizes = cuts.map(\.targets.count)
+        #expect(sizes.contains { $0 < 4 } && sizes.contains(4), "\(sizes)")
+        // Without a budget the same page is cut by size alone.
+        let bySize = BatchCutter(pushID: UUID(), batchSize: 4).cut(page, firstSequence: 0).map(\.targets.count)
+        #expect(bySize == [4, 4, 4, 4, 4, 1] && sizes != bySize)
+    }
+
     @Test func aJobRecordWithPackedTargetsDecodesToTheBatch() throws {
         let push = Push(
             definition: NewPush(

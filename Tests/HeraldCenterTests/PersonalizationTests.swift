@@ -48,7 +48,9 @@ struct PersonalizationTests {
             let context = try FanoutContext(
                 push: push, batchSize: 500, topics: JobTopics(campaign: "unused", transactional: "unused"))
             #expect(context.selection.personalization.first == .locale)
-            #expect(context.cutter.batchSize == 195, "4096-byte renders: at most 800,000 bytes a record")
+            #expect(
+                context.cutter.batchSize == 500 && context.cutter.renderBudget?.bytes == 800_000,
+                "up to 500 devices, while their renders could not pass 800,000 bytes a record")
 
             let page = try await env.audience.page(context.selection, after: 0, limit: 100)
             var streamed = AudiencePage()

@@ -109,4 +109,30 @@ struct LocalizedBatchTests {
         }
         #expect(payloads.count == 3, "one payload per variant: every device has the same plan")
     }
+
+    @Test(
+        "a batch whose values grew after it was cut (a re-drive) sends the renders that fit the record and the rest empty"
+    )
+    func grownValuesStayWithinTheRecord() throws {
+        let plain = APNsPayload(alert: .details(.init(title: "{{note}}", body: "")))
+        let stored = PayloadTemplate.storedJSON(default: plain.encoded(), localized: [])
+        let push = Push(
+            definition: NewPush(
+                id: UUID(), appID: UUID(), audienceJSON: PushAudience.everyone.json, notificationJSON: "{}",
+                payload: plain.encoded(), template: stored),
+            fanoutCursor: 0, batchesEmitted: 0, createdAt: Date())
+        let factory = try JobBatchFactory(push: push)
+        let template = try PayloadTemplate(stored: stored)
+        var targets = DeviceTokens(reservingCapacity: 500, valuesPerDevice: 1)
+        for index in 0..<500 {
+            targets.append(deviceID: Int64(index + 1), token: [UInt8](repeating: 1, count: 32))
+            targets.appendValue(Array(String(format: "%04d", index).utf8) + [UInt8](repeating: 0x61, count: 3_000))
+        }
+        let (payloads, indexes) = factory.rendered(targets, with: template)
+        #expect(payloads.count == 500 && indexes == (0..<500).map { UInt32($0) })
+        let sent = payloads.filter { !$0.isEmpty }
+        #expect(payloads.reduce(0) { $0 + $1.count } <= JobBatchFactory.renderedBytesPerRecord)
+        #expect(sent.count == JobBatchFactory.renderedBytesPerRecord / sent[0].count, "as many as fit, in order")
+        #expect(payloads.prefix(sent.count).allSatisfy { !$0.isEmpty })
+    }
 }

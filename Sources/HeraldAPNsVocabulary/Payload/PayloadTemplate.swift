@@ -20,6 +20,11 @@ public struct PayloadTemplate: Sendable {
     private let variants: [[Segment]]
     /// Normalized locale → variant (0 is the default).
     private let variantByLocale: [String: Int]
+    /// For ``maximumRenderedCount(valueLength:)``: the most literal bytes of any variant, and per
+    /// name the most slots and the longest fallback any variant gives it.
+    @usableFromInline let mostLiteralBytes: Int
+    @usableFromInline let mostSlots: [Int]
+    @usableFromInline let longestFallback: [Int]
 
     private enum Segment: Sendable {
         case bytes([UInt8])
@@ -46,6 +51,26 @@ public struct PayloadTemplate: Sendable {
         self.locales = locales
         self.variants = variants
         self.variantByLocale = variantByLocale
+        var mostLiteralBytes = 0
+        var mostSlots = [Int](repeating: 0, count: names.count)
+        var longestFallback = [Int](repeating: 0, count: names.count)
+        for variant in variants {
+            var literal = 0
+            var slots = [Int](repeating: 0, count: names.count)
+            for segment in variant {
+                switch segment {
+                case .bytes(let bytes): literal += bytes.count
+                case .slot(let index, let fallback):
+                    slots[index] += 1
+                    longestFallback[index] = max(longestFallback[index], fallback.count)
+                }
+            }
+            mostLiteralBytes = max(mostLiteralBytes, literal)
+            for index in slots.indices { mostSlots[index] = max(mostSlots[index], slots[index]) }
+        }
+        self.mostLiteralBytes = mostLiteralBytes
+        self.mostSlots = mostSlots
+        self.longestFallback = longestFallback
     }
 
     /// The stored form (``storedJSON(default:localized:)``) compiled.
@@ -125,6 +150,19 @@ public struct PayloadTemplate: Sendable {
             }
         }
         return output
+    }
+
+    /// At least the length of any variant's render for a device whose value of `names[i]` is
+    /// `valueLength(i)` bytes long (0: none), without rendering: each slot's value as if every
+    /// byte were escaped at its longest (`\u00XX`, six bytes), or its fallback.
+    /// Inlinable: the fan-out works it out for every device of a templated push as it cuts batches.
+    @inlinable
+    public func maximumRenderedCount(valueLength: (Int) -> Int) -> Int {
+        var count = mostLiteralBytes
+        for index in mostSlots.indices where mostSlots[index] > 0 {
+            count += mostSlots[index] * max(6 * valueLength(index), longestFallback[index])
+        }
+        return count
     }
 
     /// Every variant rendered for a device with no values (each placeholder's default): the sizes

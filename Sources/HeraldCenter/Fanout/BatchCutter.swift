@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPNsVocabulary
 import HeraldDomain
 import HeraldRecords
 import HeraldStore
@@ -10,6 +11,29 @@ import HeraldStore
 struct BatchCutter: Sendable {
     let pushID: UUID
     let batchSize: Int
+    /// A templated push's: a batch also closes before its targets' renders could pass the budget.
+    var renderBudget: RenderBudget?
+
+    /// The bytes a templated batch's rendered payloads may take in all, and how each target's
+    /// render is bounded (``JobBatchFactory/renderBudget``).
+    struct RenderBudget: Sendable {
+        let bytes: Int
+        let template: PayloadTemplate
+        /// Values each device has before the template's names' (its locale, for variants).
+        let firstName: Int
+        /// Bytes the `herald` key adds to a render.
+        let stamp: Int
+        /// APNs' limit: a longer render is sent empty.
+        let limit: Int
+
+        /// For each of `targets`: at least as long as its render; at most ``limit``. A page's at
+        /// once, so the template is not copied for each device.
+        func bounds(_ targets: DeviceTokens) -> [Int] {
+            (0..<targets.count).map { index in
+                min(limit, stamp + template.maximumRenderedCount { targets.valueLength(firstName + $0, at: index) })
+            }
+        }
+    }
 
     /// A batch: its record for PostgreSQL and its targets.
     struct Cut: Sendable {
@@ -19,8 +43,10 @@ struct BatchCutter: Sendable {
 
     /// The batches of `page`, numbered from `firstSequence`.
     func cut(_ page: AudiencePage, firstSequence: Int) -> [Cut] {
-        // A page reaches few groups (environment × topic): an open batch per group index.
+        // A page reaches few groups (environment × topic): an open batch per group index, with its
+        // count kept beside it (reading an optional batch's count copies the batch out).
         var open = [DeviceTokens?](repeating: nil, count: page.groups.count)
+        var counts = [Int](repeating: 0, count: page.groups.count)
         var order: [Int] = []
         var cuts: [Cut] = []
         cuts.reserveCapacity(page.count / batchSize + page.groups.count)
@@ -37,16 +63,27 @@ struct BatchCutter: Sendable {
                     targets: targets))
             sequence += 1
             open[group] = nil
+            counts[group] = 0
         }
         let devices = page.devices
+        // A templated push's: each device's render at its longest, each open batch's in all.
+        let bounds = renderBudget?.bounds(devices)
+        let budget = renderBudget?.bytes ?? 0
+        var bytes = [Int](repeating: 0, count: page.groups.count)
         for index in 0..<devices.count {
             let group = Int(page.groupIndexes[index])
-            if open[group] == nil {
+            if let bounds {
+                if counts[group] > 0, bytes[group] + bounds[index] > budget { close(group) }
+                if counts[group] == 0 { bytes[group] = 0 }
+                bytes[group] += bounds[index]
+            }
+            if counts[group] == 0 {
                 open[group] = DeviceTokens(reservingCapacity: min(batchSize, devices.count - index))
                 if !order.contains(group) { order.append(group) }
             }
             open[group]!.append(index, of: devices)
-            if open[group]!.count == batchSize { close(group) }
+            counts[group] += 1
+            if counts[group] == batchSize { close(group) }
         }
         for group in order { close(group) }
         return cuts

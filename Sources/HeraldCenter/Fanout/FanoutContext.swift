@@ -74,7 +74,7 @@ struct FanoutContext: Sendable {
         }
         self.selection = selection
         split = push.definition.recallOf == nil ? push.definition.split : nil
-        cutter = BatchCutter(pushID: push.id, batchSize: factory.maximumTargets(batchSize: batchSize))
+        cutter = BatchCutter(pushID: push.id, batchSize: batchSize, renderBudget: factory.renderBudget)
         jobsTopic = topics.name(for: push.definition.priorityClass)
         trace = push.definition.traceparent.flatMap { TraceContext(traceparent: $0) }
         self.waves = waves

@@ -39,7 +39,7 @@ struct JobBatchFactory: Sendable {
     let variantPayloads: [Data]
 
     /// A record's rendered payloads stay under this many bytes in all (Kafka's default largest
-    /// message is 1 MB): a templated push's batches hold at most ``maximumTargets(templated:)``.
+    /// message is 1 MB): see ``renderBudget``.
     static let renderedBytesPerRecord = 800_000
 
     /// - Throws: when the push's stored template cannot be compiled (the Open API compiled it
@@ -79,11 +79,15 @@ struct JobBatchFactory: Sendable {
         return factory
     }
 
-    /// The most targets a batch of this push holds: `batchSize`, or fewer for a templated push so
-    /// that its record stays under ``renderedBytesPerRecord`` even if every device's render differs.
-    func maximumTargets(batchSize: Int) -> Int {
-        guard template != nil else { return batchSize }
-        return max(1, min(batchSize, Self.renderedBytesPerRecord / pushType.maximumPayloadBytes))
+    /// A templated push's batches hold up to `batchSize` devices, but close before the longest
+    /// their renders could be passes ``renderedBytesPerRecord`` (nil for any other push): a bound
+    /// per device from its values' lengths (``PayloadTemplate/maximumRenderedCount(valueLength:)``
+    /// with the `herald` key, at most APNs' limit, as a longer render is sent empty).
+    var renderBudget: BatchCutter.RenderBudget? {
+        guard let template else { return nil }
+        return BatchCutter.RenderBudget(
+            bytes: Self.renderedBytesPerRecord, template: template, firstName: template.isLocalized ? 1 : 0,
+            stamp: stamp == nil ? 0 : HeraldPayloadKey.reservedBytes, limit: pushType.maximumPayloadBytes)
     }
 
     /// The encoded `herald.jobs` record of `cut`, stamped `now`, and its key (the batch id).
@@ -127,7 +131,16 @@ struct JobBatchFactory: Sendable {
             if bytes.count > limit { bytes = [] }
             payloads.append(bytes)
         }
-        return (payloads.distinct.map { Data($0) }, payloads.indexes)
+        // A batch's renders fit its record (its cut bounded them), unless it was rebuilt after its
+        // devices' values grew (a re-drive, a resumed fan-out): the renders past the budget are
+        // sent empty then, and their devices end rejected RenderedPayloadTooLarge.
+        var total = 0
+        let distinct = payloads.distinct.map { payload in
+            guard total + payload.count <= Self.renderedBytesPerRecord else { return Data() }
+            total += payload.count
+            return Data(payload)
+        }
+        return (distinct, payloads.indexes)
     }
 
     /// `payload` with the push id under the `herald` key — unless it would then pass `limit`, or
