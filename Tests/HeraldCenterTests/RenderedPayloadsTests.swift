@@ -68,6 +68,16 @@ struct RenderedPayloadsTests {
 /// picks its variant, however often a locale recurs in the batch and however it is spelled.
 @Suite("Localized renders in a batch (pure logic)")
 struct LocalizedBatchTests {
+    /// The job batch factory of a broadcast of `stored` (its default variant `plain`), and the template.
+    static func factory(_ plain: APNsPayload, _ stored: [UInt8]) throws -> (JobBatchFactory, PayloadTemplate) {
+        let push = Push(
+            definition: NewPush(
+                id: UUID(), appID: UUID(), audienceJSON: PushAudience.everyone.json, notificationJSON: "{}",
+                payload: plain.encoded(), template: stored),
+            fanoutCursor: 0, batchesEmitted: 0, createdAt: Date())
+        return (try JobBatchFactory(push: push), try PayloadTemplate(stored: stored))
+    }
+
     @Test("repeated, mixed and differently spelled locales each get the variant their own look-up gives")
     func repeatedLocales() throws {
         var plain = APNsPayload(alert: .details(.init(title: "Hi {{plan | default: \"there\"}}", body: "")))
@@ -78,13 +88,7 @@ struct LocalizedBatchTests {
         austrian.alert = .details(.init(title: "Servus {{plan | default: \"du\"}}", body: ""))
         let stored = PayloadTemplate.storedJSON(
             default: plain.encoded(), localized: [("de", german.encoded()), ("de-at", austrian.encoded())])
-        let template = try PayloadTemplate(stored: stored)
-        let push = Push(
-            definition: NewPush(
-                id: UUID(), appID: UUID(), audienceJSON: PushAudience.everyone.json, notificationJSON: "{}",
-                payload: plain.encoded(), template: stored),
-            fanoutCursor: 0, batchesEmitted: 0, createdAt: Date())
-        let factory = try JobBatchFactory(push: push)
+        let (factory, template) = try Self.factory(plain, stored)
         // More distinct locales than the batch remembers, each coming back later.
         let distinct: [String?] =
             ["de_AT", "fr", "de_DE", nil, "DE-at", "fr_FR", "de", "en_US", "", "de_CH"]
@@ -116,13 +120,7 @@ struct LocalizedBatchTests {
     func grownValuesStayWithinTheRecord() throws {
         let plain = APNsPayload(alert: .details(.init(title: "{{note}}", body: "")))
         let stored = PayloadTemplate.storedJSON(default: plain.encoded(), localized: [])
-        let push = Push(
-            definition: NewPush(
-                id: UUID(), appID: UUID(), audienceJSON: PushAudience.everyone.json, notificationJSON: "{}",
-                payload: plain.encoded(), template: stored),
-            fanoutCursor: 0, batchesEmitted: 0, createdAt: Date())
-        let factory = try JobBatchFactory(push: push)
-        let template = try PayloadTemplate(stored: stored)
+        let (factory, template) = try Self.factory(plain, stored)
         var targets = DeviceTokens(reservingCapacity: 500, valuesPerDevice: 1)
         for index in 0..<500 {
             targets.append(deviceID: Int64(index + 1), token: [UInt8](repeating: 1, count: 32))
