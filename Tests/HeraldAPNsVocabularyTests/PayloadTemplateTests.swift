@@ -83,7 +83,30 @@ import Testing
         "the bound of a render holds for values of every kind and length, in every variant, and is close for plain text"
     )
     func renderBoundHolds() throws {
+        // The fixture, and one whose localized variant repeats a placeholder and has the longer default.
+        var base = APNsPayload(alert: .details(.init(title: "{{first_name | default: \"x\"}}", body: "{{plan}}")))
+        base.sound = .named("default")
+        var french = base
+        french.alert = .details(
+            .init(
+                title:
+                    "{{first_name}} {{first_name}} {{first_name | default: \"une valeur par défaut bien plus longue\"}}",
+                body: ""))
+        let repeated = try PayloadTemplate(
+            stored: PayloadTemplate.storedJSON(default: base.encoded(), localized: [("fr", french.encoded())]))
+        for template in [try template(), repeated] {
+            try Self.checkBound(template)
+        }
+        // Close for short plain values: a few bytes over per slot, not a payload limit.
         let template = try template()
+        let plain = [Array("Anna".utf8), Array("gold".utf8)]
+        let longest = (0...template.locales.count).map { variant in
+            template.render(variant: variant) { plain[$0][...] }.count
+        }.max()!
+        #expect(template.maximumRenderedCount { plain[$0].count } < longest + 6 * 8 + 32)
+    }
+
+    static func checkBound(_ template: PayloadTemplate) throws {
         var generator = SystemRandomNumberGenerator()
         // Quotes, backslashes, control characters (escaped to six bytes), multi-byte UTF-8, plain.
         let alphabet: [[UInt8]] = [[0x22], [0x5C], [0x0A], [0x01], [0x1F], Array("ë".utf8), Array("😀".utf8), [0x61]]
@@ -99,11 +122,6 @@ import Testing
                 #expect(rendered.count <= bound, "variant \(variant), values \(values)")
             }
         }
-        let plain = [Array("Anna".utf8), Array("gold".utf8)]
-        let longest = (0...template.locales.count).map { variant in
-            template.render(variant: variant) { plain[$0][...] }.count
-        }.max()!
-        #expect(template.maximumRenderedCount { plain[$0].count } < longest + 6 * 8 + 32)
     }
 
     @Test func onlyAlertTextsAreTemplates() throws {

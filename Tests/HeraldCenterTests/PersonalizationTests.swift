@@ -48,9 +48,11 @@ struct PersonalizationTests {
             let context = try FanoutContext(
                 push: push, batchSize: 500, topics: JobTopics(campaign: "unused", transactional: "unused"))
             #expect(context.selection.personalization.first == .locale)
+            let budget = try #require(context.cutter.renderBudget, "a templated push's batches are cut by bytes too")
             #expect(
-                context.cutter.batchSize == 500 && context.cutter.renderBudget?.bytes == 800_000,
-                "up to 500 devices, while their renders could not pass 800,000 bytes a record")
+                budget.bytes == 800_000 && budget.firstName == 1 && budget.limit == 4096
+                    && budget.stamp == HeraldPayloadKey.reservedBytes,
+                "up to 500 devices, while their renders, the herald key included, could not pass 800,000 bytes")
 
             let page = try await env.audience.page(context.selection, after: 0, limit: 100)
             var streamed = AudiencePage()

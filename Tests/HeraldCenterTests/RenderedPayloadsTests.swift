@@ -11,15 +11,23 @@ import Testing
 /// first seen.
 @Suite("Rendered payloads of a batch (pure logic)")
 struct RenderedPayloadsTests {
-    @Test("repeats, the empty payload, lengths around the eight-byte steps and a full table agree with a dictionary")
+    @Test(
+        "repeats, the empty payload, lengths around the eight-byte steps and a table half full agree with a dictionary")
     func agreesWithADictionary() {
         var generator = SystemRandomNumberGenerator()
-        // Lengths 0…40 cover every tail length; few distinct values make repeats common; 500
-        // targets fill the table's probe chains.
-        let pool: [[UInt8]] = (0..<180).map { index in
+        // Lengths 0…40 cover every tail length; the first pool's few values make repeats common;
+        // the second fills half the table's 1,024 slots with distinct payloads (long probe chains,
+        // some wrapping past the table's end).
+        let few: [[UInt8]] = (0..<180).map { index in
             (0..<(index % 41)).map { _ in UInt8.random(in: 0...3, using: &generator) }
         }
-        let payloads = (0..<500).map { _ in pool.randomElement(using: &generator)! }
+        let distinct: [[UInt8]] = (0..<512).map { index in Array("payload \(index)".utf8) }
+        for payloads in [(0..<500).map { _ in few.randomElement(using: &generator)! }, distinct] {
+            Self.check(payloads)
+        }
+    }
+
+    static func check(_ payloads: [[UInt8]]) {
         var table = RenderedPayloads(targets: payloads.count)
         var known: [[UInt8]: UInt32] = [:]
         var expected: [[UInt8]] = []
@@ -115,7 +123,57 @@ struct LocalizedBatchTests {
     }
 
     @Test(
-        "a batch whose values grew after it was cut (a re-drive) sends the renders that fit the record and the rest empty"
+        "batches cut by a push's own budget, stamp included, render in full: nothing sent empty, each record within its bytes"
+    )
+    func cutBatchesRenderInFull() throws {
+        var plain = APNsPayload(
+            alert: .details(.init(title: "{{note}} {{note}}", body: "{{plan | default: \"a long default text\"}}")))
+        plain.sound = .named("default")
+        var german = plain
+        german.alert = .details(
+            .init(title: "{{note}}", body: "{{plan | default: \"ein noch viel längerer Standardtext\"}}"))
+        let stored = PayloadTemplate.storedJSON(default: plain.encoded(), localized: [("de", german.encoded())])
+        let push = Push(
+            definition: NewPush(
+                id: UUID(), appID: UUID(), audienceJSON: PushAudience.everyone.json, notificationJSON: "{}",
+                payload: plain.encoded(), template: stored),
+            fanoutCursor: 0, batchesEmitted: 0, createdAt: Date())
+        let context = try FanoutContext(
+            push: push, batchSize: 500, topics: JobTopics(campaign: "unused", transactional: "unused"))
+        let template = try #require(context.factory.template)
+        #expect(template.names.count == 2 && context.cutter.renderBudget?.firstName == 1)
+        var generator = SystemRandomNumberGenerator()
+        var page = AudiencePage()
+        let group = page.group(AudienceGroup(environment: .production, topic: "com.example"))
+        page.devices = DeviceTokens(reservingCapacity: 2_000, valuesPerDevice: 3)
+        for index in 0..<2_000 {
+            page.append(deviceID: Int64(index + 1), token: [UInt8](repeating: 1, count: 32), group: group)
+            page.devices.appendValue(Array((index % 3 == 0 ? "de_DE" : "fr").utf8))
+            // Values from empty to some that escape to six bytes a byte, near the payload limit.
+            let length = index % 2 == 0 ? 300 : Int.random(in: 0...40, using: &generator)
+            let value = (0..<length).map { _ in
+                index % 2 == 0 ? UInt8(1) : UInt8.random(in: 0x61...0x7A, using: &generator)
+            }
+            let (first, second) = template.names[0] == "note" ? (value, [UInt8]()) : ([UInt8](), value)
+            page.devices.appendValue(first)
+            page.devices.appendValue(second)
+        }
+        let cuts = context.cutter.cut(page, firstSequence: 0)
+        // Half the devices' bounds near 3,800 bytes: the budget, not the 500, closes the batches.
+        #expect(cuts.reduce(0) { $0 + $1.targets.count } == 2_000 && cuts.count > 4)
+        for cut in cuts {
+            let (payloads, indexes) = context.factory.rendered(cut.targets, with: template)
+            #expect(payloads.allSatisfy { !$0.isEmpty } && indexes.count == cut.targets.count)
+            #expect(payloads.reduce(0) { $0 + $1.count } <= JobBatchFactory.renderedBytesPerRecord)
+            let bounds = context.cutter.renderBudget!.bounds(cut.targets)
+            for device in 0..<cut.targets.count {
+                #expect(payloads[Int(indexes[device])].count <= bounds[device], "device \(device)")
+            }
+        }
+    }
+
+    @Test(
+        "rendered again after its values grew, a batch sends the renders that still fit its record, in order, and the rest empty"
     )
     func grownValuesStayWithinTheRecord() throws {
         let plain = APNsPayload(alert: .details(.init(title: "{{note}}", body: "")))
@@ -123,14 +181,17 @@ struct LocalizedBatchTests {
         let (factory, template) = try Self.factory(plain, stored)
         var targets = DeviceTokens(reservingCapacity: 500, valuesPerDevice: 1)
         for index in 0..<500 {
+            // The last device's value is short: its render fits after the long ones that did not.
             targets.append(deviceID: Int64(index + 1), token: [UInt8](repeating: 1, count: 32))
-            targets.appendValue(Array(String(format: "%04d", index).utf8) + [UInt8](repeating: 0x61, count: 3_000))
+            targets.appendValue(
+                Array(String(format: "%04d", index).utf8) + [UInt8](repeating: 0x61, count: index == 499 ? 10 : 3_000))
         }
         let (payloads, indexes) = factory.rendered(targets, with: template)
         #expect(payloads.count == 500 && indexes == (0..<500).map { UInt32($0) })
-        let sent = payloads.filter { !$0.isEmpty }
+        let long = payloads.dropLast().filter { !$0.isEmpty }
         #expect(payloads.reduce(0) { $0 + $1.count } <= JobBatchFactory.renderedBytesPerRecord)
-        #expect(sent.count == JobBatchFactory.renderedBytesPerRecord / sent[0].count, "as many as fit, in order")
-        #expect(payloads.prefix(sent.count).allSatisfy { !$0.isEmpty })
+        #expect(long.count == JobBatchFactory.renderedBytesPerRecord / long[0].count, "as many as fit, in order")
+        #expect(payloads.prefix(long.count).allSatisfy { !$0.isEmpty })
+        #expect(payloads.last?.isEmpty == false, "a short render after them still fits")
     }
 }

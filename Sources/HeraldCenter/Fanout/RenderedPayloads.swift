@@ -27,8 +27,10 @@ struct RenderedPayloads {
         indexes.reserveCapacity(targets)
     }
 
-    /// Adds the next target's payload.
+    /// Adds the next target's payload (at most the `targets` the table was made for).
     mutating func append(_ payload: [UInt8]) {
+        // An empty slot is left (the probe below ends) while fewer payloads than slots are kept.
+        precondition(distinct.count < slots.count, "more payloads than the batch's table was made for")
         let hash = Self.hash(payload)
         var slot = Int(truncatingIfNeeded: hash) & mask
         while true {
