@@ -46,6 +46,14 @@ struct UnknownPush: Error, CustomStringConvertible {
 public protocol BatchGate: Sendable {
     /// - Parameter copy: the Kafka record the batch came from (topic/partition/offset).
     func verdict(pushID: UUID, appID: UUID, sequence: Int32, copy: String) async -> BatchVerdict
+
+    /// Keeps `copy` of the batch taken while its sender holds it (sending, retrying, publishing
+    /// its outcome), so that no other copy is sent beside it: returns when the task is cancelled.
+    func holding(pushID: UUID, sequence: Int32, copy: String) async
+}
+
+extension BatchGate {
+    public func holding(pushID: UUID, sequence: Int32, copy: String) async {}
 }
 
 /// Verdicts from PostgreSQL: one statement per batch
@@ -96,6 +104,33 @@ public struct StoredBatchGate: BatchGate {
         if status.canceled { return .canceled }
         if status.sameCopyInFlight { return .sameCopyInFlight }
         return status.anotherCopySending ? .anotherCopySending : .send
+    }
+
+    /// Notes `copy` as still being sent every third of the takeover time
+    /// (``PushRepository/stillSending(pushID:sequence:copy:within:)``), so a copy whose sender
+    /// lives is never taken over, however long APNs or the broker keep it: a re-drive produced
+    /// meanwhile, or this record handed to another sender, is not sent a second time. Only a
+    /// sender that died (or stopped noting) leaves its copy to be taken over. A note the database
+    /// cannot take is skipped; the next one comes a third of the takeover time later.
+    public func holding(pushID: UUID, sequence: Int32, copy: String) async {
+        let every = takeoverAfter / 3
+        guard every > .zero else { return }
+        while true {
+            do { try await Task.sleep(for: every) } catch { return }
+            do {
+                try await pushes.stillSending(pushID: pushID, sequence: sequence, copy: copy, within: every)
+            } catch {
+                if Task.isCancelled { return }
+                if lastWarning.due(every: .seconds(10)) {
+                    logger?.warning(
+                        "cannot note a batch as still being sent; another copy may be sent after the takeover time",
+                        metadata: [
+                            "push": "\(pushID)", "sequence": "\(sequence)",
+                            "error": "\(HeraldDatabase.describe(error))",
+                        ])
+                }
+            }
+        }
     }
 }
 
@@ -221,14 +256,19 @@ public final class SenderWorker: Service, Sendable {
         let trace = message.trace
         var logger = self.logger
         if let trace { logger[metadataKey: "trace"] = "\(trace.traceID)" }
+        // While this worker holds the batch — until its outcome is published — its copy stays
+        // taken (``BatchGate/holding(pushID:sequence:copy:)``).
+        var holding: Task<Void, Never>?
+        defer { holding?.cancel() }
         do {
             let batch = try PackedJobBatch.decodeRecord(message.value)
             logger[metadataKey: "push"] = "\(UUID(data: batch.header.pushID))"
-            guard
-                let sent = try await send(
-                    batch, copy: "\(message.topic)/\(message.partition)/\(message.offset)", from: source,
-                    logger: logger)
-            else {
+            let copy = "\(message.topic)/\(message.partition)/\(message.offset)"
+            if let gate, let sequence = try? batch.checkedSequence() {
+                let pushID = UUID(data: batch.header.pushID)
+                holding = Task { await gate.holding(pushID: pushID, sequence: sequence, copy: copy) }
+            }
+            guard let sent = try await send(batch, copy: copy, from: source, logger: logger) else {
                 finish(message, from: source)
                 return
             }

@@ -335,6 +335,61 @@ struct SenderWorkerTests {
     }
 }
 
+extension SenderWorkerTests {
+    @Test(
+        "a sender keeps the batch it holds taken: while APNs takes longer to answer than the takeover time, another copy of the batch is not sent beside it, and the batch is delivered once"
+    )
+    func heldBatchStaysTaken() async throws {
+        // Every answer takes 4 s; the takeover time is 1 s. Without the sender noting its copy
+        // again, another copy asked about 2.5 s after the first was taken would be sent.
+        var faults = APNsFaults()
+        faults.latency = .init(milliseconds: 4000)
+        try await withWorkerEnvironment(deliverable: 10, faults: faults) { environment in
+            let push = UUID()
+            try await environment.store(pushID: push)
+            try await environment.database.query(
+                """
+                INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, produced_at)
+                VALUES (\(push), 0, 1, 10, 10, now())
+                """, logger: environment.logger)
+            let batchIDs = try await environment.produceJobs(batches: 1, targets: 10, pushID: push, storePush: false)
+            let (_, services) = try makeWorker(environment, batchTakeover: .seconds(1))
+            let other = StoredBatchGate(
+                pushes: PushRepository(client: environment.database, logger: environment.logger),
+                takeoverAfter: .seconds(1))
+            let database = environment.database
+            let logger = environment.logger
+            let verdict = try await withThrowingTaskGroup(of: BatchVerdict?.self) { tasks in
+                tasks.addTask {
+                    try await services.run()
+                    return nil
+                }
+                tasks.addTask {
+                    let taken = try await eventually(timeout: .seconds(60), poll: .milliseconds(20)) {
+                        let rows = try await database.query(
+                            "SELECT sending_copy IS NOT NULL FROM push_batches WHERE push_id = \(push)", logger: logger)
+                        for try await taken in rows.decode(Bool.self) { return taken }
+                        return false
+                    }
+                    #expect(taken, "the worker took the batch")
+                    try await Task.sleep(for: .milliseconds(2500))
+                    // A re-driven copy arriving now, while the worker still waits for APNs.
+                    let verdict = await other.verdict(
+                        pushID: push, appID: environment.appID, sequence: 0, copy: "herald.jobs/999/1")
+                    _ = try await environment.collectOutcomes(batchIDs)
+                    await services.triggerGracefulShutdown()
+                    return verdict
+                }
+                var verdict: BatchVerdict?
+                for try await result in tasks { if let result { verdict = result } }
+                return verdict
+            }
+            #expect(verdict == .anotherCopySending)
+            #expect(environment.simulator.ledger.notifications().count == 10, "each device got it once")
+        }
+    }
+}
+
 /// Job records a herald-center never writes, each with what its dead letter must say: numbers
 /// out of range, an unknown schema version, truncated bytes, ids that do not fit together, and
 /// a stored push named with another app's id. None may reach a phone.
@@ -375,7 +430,7 @@ private func craftedJobRecords(_ environment: WorkerEnvironment) async throws ->
 /// (``SenderService``), in a service group to run.
 func makeWorker(
     _ environment: WorkerEnvironment, logger: Logger? = nil, maxBatchesInFlight: Int = 4,
-    maxOnlineBatchesInFlight: Int = SenderSettings.defaultMaxOnlineBatchesInFlight
+    maxOnlineBatchesInFlight: Int = SenderSettings.defaultMaxOnlineBatchesInFlight, batchTakeover: Duration? = nil
 ) throws -> (SenderWorker, ServiceGroup) {
     let logger = logger ?? environment.logger
     let configuration = environment.configuration
@@ -395,6 +450,7 @@ func makeWorker(
     settings.maxOnlineBatchesInFlight = maxOnlineBatchesInFlight
     settings.maxTransactionalBatchesInFlight = 1
     settings.metricsPort = 0
+    if let batchTakeover { settings.batchTakeover = batchTakeover }
     let sender = try SenderService(
         settings: settings, configuration: configuration, database: environment.database, cipher: environment.cipher,
         endpoints: endpoints, logger: logger, clientID: "test-sender")

@@ -149,6 +149,20 @@ public struct PushRepository: Sendable {
         }
     }
 
+    /// Notes again that batch `sequence` of `pushID` is being sent from the Kafka record `copy`, as
+    /// of now: its sender still holds it (retrying through an APNs outage, or waiting for the
+    /// broker to take its outcome), so a copy produced meanwhile — a re-drive, or this record
+    /// handed to another sender — is not taken over while it does
+    /// (``batchStatus(pushID:appID:sequence:copy:takeoverAfter:answerWithin:)``'s takeover time
+    /// counts from here). Nothing changes once another copy was taken or the outcome is accounted.
+    public func stillSending(pushID: UUID, sequence: Int32, copy: String, within: Duration) async throws {
+        try await client.boundedQuery(
+            """
+            UPDATE push_batches SET sending_since = now()
+            WHERE push_id = \(pushID) AND sequence = \(sequence) AND sending_copy = \(copy) AND completed_at IS NULL
+            """, logger: logger, within: within)
+    }
+
     /// See ``batchStatus(pushID:appID:sequence:copy:takeoverAfter:)``.
     public struct BatchStatus: Sendable, Equatable {
         public var canceled: Bool
