@@ -87,6 +87,51 @@ struct FanoutPlanningTests {
         #expect(bySize == [4, 4, 4, 4, 4, 1] && sizes != bySize)
     }
 
+    @Test(
+        "a templated push's budget is kept per environment and topic: with two groups' devices interleaved, each group's batches fit the budget and close only when full or when its next device would not fit"
+    )
+    func renderBudgetPerGroup() throws {
+        let plain = APNsPayload(alert: .details(.init(title: "{{note}}", body: "")))
+        let template = try PayloadTemplate(stored: PayloadTemplate.storedJSON(default: plain.encoded(), localized: []))
+        let empty = template.maximumRenderedCount { _ in 0 }
+        let budget = BatchCutter.RenderBudget(
+            bytes: 2 * empty + 650, template: template, firstName: 0, stamp: 10, limit: 4096)
+        let cutter = BatchCutter(pushID: UUID(), batchSize: 4, renderBudget: budget)
+        var page = AudiencePage()
+        let groups = [
+            page.group(AudienceGroup(environment: .production, topic: "com.example")),
+            page.group(AudienceGroup(environment: .sandbox, topic: "com.example")),
+        ]
+        // Long values mostly in the first group, short ones in the second: a budget shared between
+        // the groups, or one group's bytes reset by the other's batch closing, cuts differently.
+        let long: [Int] = [0, 100, 5, 60, 0, 90]
+        let lengths: [Int] = (0..<60).map { (index: Int) -> Int in index % 2 == 0 ? long[index / 2 % 6] : index % 7 }
+        page.devices = DeviceTokens(reservingCapacity: lengths.count, valuesPerDevice: 1)
+        for (index, length) in lengths.enumerated() {
+            page.append(deviceID: Int64(index + 1), token: [UInt8(index)], group: groups[index % 2])
+            page.devices.appendValue([UInt8](repeating: 0x61, count: length))
+        }
+        let bounds = budget.bounds(page.devices)
+        let cuts = cutter.cut(page, firstSequence: 0)
+        #expect(cuts.flatMap(\.targets.deviceIDs).sorted() == (1...Int64(lengths.count)).map { $0 })
+        for (groupIndex, environment) in [APNsEnvironment.production, .sandbox].enumerated() {
+            let mine = cuts.filter { $0.record.environment == environment }
+            let devices = mine.flatMap(\.targets.deviceIDs)
+            #expect(devices == (1...Int64(lengths.count)).filter { Int($0 - 1) % 2 == groupIndex }, "\(environment)")
+            for (number, cut) in mine.enumerated() {
+                let taken = cut.targets.deviceIDs.map { bounds[Int($0 - 1)] }.reduce(0, +)
+                #expect(cut.targets.count <= 4 && taken <= budget.bytes, "\(environment) batch \(number)")
+                if number + 1 < mine.count, let next = mine[number + 1].targets.deviceIDs.first {
+                    #expect(
+                        cut.targets.count == 4 || taken + bounds[Int(next - 1)] > budget.bytes,
+                        "\(environment) batch \(number) closed with room for the group's next device")
+                }
+            }
+        }
+        let sizes = cuts.map(\.targets.count)
+        #expect(sizes.contains { $0 < 4 } && sizes.contains(4), "\(sizes)")
+    }
+
     @Test func aJobRecordWithPackedTargetsDecodesToTheBatch() throws {
         let push = Push(
             definition: NewPush(

@@ -51,6 +51,8 @@ struct BatchCutter: Sendable {
         var cuts: [Cut] = []
         cuts.reserveCapacity(page.count / batchSize + page.groups.count)
         var sequence = firstSequence
+        // A templated push's: the bound of each open batch's renders in all.
+        var bytes = [Int](repeating: 0, count: page.groups.count)
         func close(_ group: Int) {
             guard let targets = open[group], let first = targets.deviceIDs.first, let last = targets.deviceIDs.last
             else { return }
@@ -64,17 +66,16 @@ struct BatchCutter: Sendable {
             sequence += 1
             open[group] = nil
             counts[group] = 0
+            bytes[group] = 0
         }
         let devices = page.devices
-        // A templated push's: each device's render at its longest, each open batch's in all.
+        // A templated push's: each device's render at its longest.
         let bounds = renderBudget?.bounds(devices)
         let budget = renderBudget?.bytes ?? 0
-        var bytes = [Int](repeating: 0, count: page.groups.count)
         for index in 0..<devices.count {
             let group = Int(page.groupIndexes[index])
             if let bounds {
                 if counts[group] > 0, bytes[group] + bounds[index] > budget { close(group) }
-                if counts[group] == 0 { bytes[group] = 0 }
                 bytes[group] += bounds[index]
             }
             if counts[group] == 0 {
