@@ -27,8 +27,8 @@ tests=("$@")
 # The stack's settings for these tests: a notification is tried up to 20 times with back-off
 # capped at 5 s (a 30 s APNs outage outlasts the default 8 attempts' back-off). `herald dev up`
 # re-drives a batch without an outcome after 60 s (the broker restart loses what it held); a
-# batch a live sender still holds then (retrying through the outage) stays taken by it — the
-# sender notes it every 10 s, a third of the stack's 30 s takeover — so the copy is not sent twice.
+# batch a live sender still holds then (retrying through the outage) is not re-driven: the sender
+# notes it every 10 s (a third of the stack's 30 s takeover), and no other copy is sent beside it.
 export HERALD_SENDER_MAX_ATTEMPTS=20
 export HERALD_SENDER_RETRY_MAX_MS=5000
 # Webhook retries in seconds, not minutes: the webhooks test sees a delivery die and replays it.

@@ -47,8 +47,10 @@ public protocol BatchGate: Sendable {
     /// - Parameter copy: the Kafka record the batch came from (topic/partition/offset).
     func verdict(pushID: UUID, appID: UUID, sequence: Int32, copy: String) async -> BatchVerdict
 
-    /// Keeps `copy` of the batch taken while its sender holds it (sending, retrying, publishing
-    /// its outcome), so that no other copy is sent beside it: returns when the task is cancelled.
+    /// Keeps `copy` of the batch — taken by this sender's verdict ``BatchVerdict/send`` — taken
+    /// while the sender holds it (sending, retrying, publishing its outcome), so that no other
+    /// copy is sent beside it; runs until its task is cancelled. A gate that keeps nothing taken
+    /// returns at once (the default).
     func holding(pushID: UUID, sequence: Int32, copy: String) async
 }
 
@@ -67,6 +69,8 @@ public struct StoredBatchGate: BatchGate {
     private let logger: Logger?
     /// When the last warning was logged (at most one every 10 s while the database is away).
     private let lastWarning = LastWarning()
+    /// The same, for notes that a batch is still being sent.
+    private let lastHoldingWarning = LastWarning()
 
     /// - Parameters:
     ///   - takeoverAfter: another copy whose sending started longer ago than this may be sent
@@ -106,22 +110,26 @@ public struct StoredBatchGate: BatchGate {
         return status.anotherCopySending ? .anotherCopySending : .send
     }
 
-    /// Notes `copy` as still being sent every third of the takeover time
+    /// Notes `copy` as still being sent every third of the takeover time (at least every 100 ms)
     /// (``PushRepository/stillSending(pushID:sequence:copy:within:)``), so a copy whose sender
-    /// lives is never taken over, however long APNs or the broker keep it: a re-drive produced
-    /// meanwhile, or this record handed to another sender, is not sent a second time. Only a
-    /// sender that died (or stopped noting) leaves its copy to be taken over. A note the database
-    /// cannot take is skipped; the next one comes a third of the takeover time later.
+    /// lives and reaches the database is not taken over, however long APNs or the broker keep
+    /// it: a re-drive produced meanwhile, or this record handed to another sender, is not sent a
+    /// second time. A note the database does not take within `answerWithin` is tried again a
+    /// second later, so one slow answer does not let the takeover time pass. Only a sender that
+    /// died, or lost the database for about the takeover time, leaves its copy to be taken over.
     public func holding(pushID: UUID, sequence: Int32, copy: String) async {
-        let every = takeoverAfter / 3
-        guard every > .zero else { return }
+        guard takeoverAfter > .zero else { return }
+        let every = max(takeoverAfter / 3, .milliseconds(100))
+        var wait = every
         while true {
-            do { try await Task.sleep(for: every) } catch { return }
+            do { try await Task.sleep(for: wait) } catch { return }
             do {
-                try await pushes.stillSending(pushID: pushID, sequence: sequence, copy: copy, within: every)
+                try await pushes.stillSending(pushID: pushID, sequence: sequence, copy: copy, within: answerWithin)
+                wait = every
             } catch {
                 if Task.isCancelled { return }
-                if lastWarning.due(every: .seconds(10)) {
+                wait = min(every, .seconds(1))
+                if lastHoldingWarning.due(every: .seconds(10)) {
                     logger?.warning(
                         "cannot note a batch as still being sent; another copy may be sent after the takeover time",
                         metadata: [
@@ -256,19 +264,18 @@ public final class SenderWorker: Service, Sendable {
         let trace = message.trace
         var logger = self.logger
         if let trace { logger[metadataKey: "trace"] = "\(trace.traceID)" }
-        // While this worker holds the batch — until its outcome is published — its copy stays
-        // taken (``BatchGate/holding(pushID:sequence:copy:)``).
+        // Once the gate let this worker send the batch, until its outcome is published, its copy
+        // stays taken (``BatchGate/holding(pushID:sequence:copy:)``).
         var holding: Task<Void, Never>?
         defer { holding?.cancel() }
         do {
             let batch = try PackedJobBatch.decodeRecord(message.value)
             logger[metadataKey: "push"] = "\(UUID(data: batch.header.pushID))"
-            let copy = "\(message.topic)/\(message.partition)/\(message.offset)"
-            if let gate, let sequence = try? batch.checkedSequence() {
-                let pushID = UUID(data: batch.header.pushID)
-                holding = Task { await gate.holding(pushID: pushID, sequence: sequence, copy: copy) }
-            }
-            guard let sent = try await send(batch, copy: copy, from: source, logger: logger) else {
+            guard
+                let sent = try await send(
+                    batch, copy: "\(message.topic)/\(message.partition)/\(message.offset)", from: source,
+                    holding: &holding, logger: logger)
+            else {
                 finish(message, from: source)
                 return
             }
@@ -300,12 +307,14 @@ public final class SenderWorker: Service, Sendable {
     }
 
     /// The batch's outcome, or nil for a second copy of a batch already accounted or being sent.
+    /// - Parameter holding: set to the task that keeps `copy` taken, once the gate let it be sent.
     /// - Throws: `RecordDecodingError` for a record no herald-center writes, ``UnknownPush`` for one
     ///   no push of its app stands behind (both dead-lettered, not sent); `CancellationError`
     ///   when stopped while waiting for the app's credential.
-    private func send(_ batch: PackedJobBatch, copy: String, from source: JobSource, logger: Logger) async throws
-        -> Herald_V1_OutcomeBatch?
-    {
+    private func send(
+        _ batch: PackedJobBatch, copy: String, from source: JobSource, holding: inout Task<Void, Never>?,
+        logger: Logger
+    ) async throws -> Herald_V1_OutcomeBatch? {
         let urgent = source.urgent
         let sequence = try batch.checkedSequence()
         let pushID = UUID(data: batch.header.pushID)
@@ -327,7 +336,7 @@ public final class SenderWorker: Service, Sendable {
         }
         switch verdict {
         case .send:
-            break
+            if let gate { holding = Task { await gate.holding(pushID: pushID, sequence: sequence, copy: copy) } }
         case .canceled:
             return counted(Self.everyTarget(of: batch, status: .canceled, reason: "Canceled"))
         case .noSuchPush:

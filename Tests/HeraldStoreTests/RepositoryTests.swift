@@ -514,6 +514,38 @@ import Testing
         }
     }
 
+    @Test(
+        "a produced batch without an outcome is due for a re-drive after the re-drive time, unless a sender noted it as being sent within that time"
+    )
+    func batchesDueForRedrive() async throws {
+        try await withMigratedStore { client, logger in
+            let app = try await AppRepository(client: client, logger: logger).create(
+                name: "Re-drives", bundleID: "com.example.redrives")
+            let push = UUID()
+            _ = try await PushRepository(client: client, logger: logger).create(
+                NewPush(
+                    id: push, appID: app.id, audienceJSON: "{}", notificationJSON: "{}",
+                    payload: Array(#"{"aps":{}}"#.utf8)),
+                announcement: .init(topic: "herald.test.pushes", key: nil, value: []))
+            // 0: never taken; 1: held, noted a second ago; 2: its sender's last note 5 minutes
+            // old (it died); 3: produced a second ago; 4: accounted.
+            try await client.query(
+                """
+                INSERT INTO push_batches (push_id, sequence, first_device, last_device, target_count, produced_at,
+                                          emitted_at, sending_copy, sending_since, completed_at)
+                VALUES (\(push), 0, 1, 10, 10, now(), now() - interval '10 minutes', NULL, NULL, NULL),
+                       (\(push), 1, 11, 20, 10, now(), now() - interval '10 minutes', 'herald.jobs/0/1', now() - interval '1 second', NULL),
+                       (\(push), 2, 21, 30, 10, now(), now() - interval '10 minutes', 'herald.jobs/0/2', now() - interval '5 minutes', NULL),
+                       (\(push), 3, 31, 40, 10, now(), now() - interval '1 second', NULL, NULL, NULL),
+                       (\(push), 4, 41, 50, 10, now(), now() - interval '10 minutes', NULL, NULL, now())
+                """, logger: logger)
+            let due = try await FanoutProgressRepository(client: client, logger: logger)
+                .batchesWithoutOutcome(after: .seconds(60), limit: 10_000)
+                .filter { $0.pushID == push }.map(\.sequence)
+            #expect(due.sorted() == [0, 2])
+        }
+    }
+
     @Test("the outbox publishes in order and keeps records whose publishing failed")
     func outbox() async throws {
         try await withMigratedStore { client, logger in

@@ -192,13 +192,16 @@ public struct FanoutProgressRepository: Sendable {
         return try await Self.batches(from: rows)
     }
 
-    /// Produced batches still without an outcome `after` they were last produced, oldest first.
+    /// Produced batches still without an outcome `after` they were last produced, oldest first —
+    /// leaving out those a sender noted as being sent within `after` (it holds the batch and
+    /// notes it every third of its takeover time: re-driven, its copy would only be refused).
     public func batchesWithoutOutcome(after: Duration, limit: Int) async throws -> [RecordedBatch] {
         let rows = try await client.boundedQuery(
             """
             SELECT \(unescaped: Self.batchColumns) FROM push_batches
             WHERE completed_at IS NULL AND produced_at IS NOT NULL
               AND emitted_at < now() - \(after.wholeMilliseconds) * interval '1 millisecond'
+              AND (sending_since IS NULL OR sending_since < now() - \(after.wholeMilliseconds) * interval '1 millisecond')
             ORDER BY emitted_at LIMIT \(limit)
             """, logger: logger)
         return try await Self.batches(from: rows)
