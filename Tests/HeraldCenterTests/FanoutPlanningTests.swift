@@ -46,17 +46,22 @@ struct FanoutPlanningTests {
         #expect(cutter.cut(page, firstSequence: 7).map(\.record) == cuts.map(\.record))
     }
 
+    /// A cutter of batches of 4 whose budget a device with a 60- to 100-byte value (six bytes a
+    /// byte) takes most of, and an empty one little; and the render of an empty value.
+    func noteCutter() throws -> (cutter: BatchCutter, budget: BatchCutter.RenderBudget, empty: Int) {
+        let plain = APNsPayload(alert: .details(.init(title: "{{note}}", body: "")))
+        let template = try PayloadTemplate(stored: PayloadTemplate.storedJSON(default: plain.encoded(), localized: []))
+        let empty = template.maximumRenderedCount { _ in 0 }
+        let budget = BatchCutter.RenderBudget(
+            bytes: 2 * empty + 650, template: template, firstName: 0, stamp: 10, limit: 4096)
+        return (BatchCutter(pushID: UUID(), batchSize: 4, renderBudget: budget), budget, empty)
+    }
+
     @Test(
         "a templated push's batch closes at its size or before its renders' bound passes the budget, whichever comes first"
     )
     func renderBudgetClosesBatches() throws {
-        let plain = APNsPayload(alert: .details(.init(title: "{{note}}", body: "")))
-        let template = try PayloadTemplate(stored: PayloadTemplate.storedJSON(default: plain.encoded(), localized: []))
-        let empty = template.maximumRenderedCount { _ in 0 }
-        // A device with a 60- to 100-byte value takes most of the budget (six bytes a byte); empty ones little.
-        let budget = BatchCutter.RenderBudget(
-            bytes: 2 * empty + 650, template: template, firstName: 0, stamp: 10, limit: 4096)
-        let cutter = BatchCutter(pushID: UUID(), batchSize: 4, renderBudget: budget)
+        let (cutter, budget, empty) = try noteCutter()
         let lengths = [0, 0, 0, 0, 0, 0, 0, 100, 0, 3, 60, 5, 5, 5, 5, 5, 5, 5, 90, 0, 0]
         var page = AudiencePage()
         let group = page.group(AudienceGroup(environment: .production, topic: "com.example"))
@@ -91,12 +96,7 @@ struct FanoutPlanningTests {
         "a templated push's budget is kept per environment and topic: with two groups' devices interleaved, each group's batches fit the budget and close only when full or when its next device would not fit"
     )
     func renderBudgetPerGroup() throws {
-        let plain = APNsPayload(alert: .details(.init(title: "{{note}}", body: "")))
-        let template = try PayloadTemplate(stored: PayloadTemplate.storedJSON(default: plain.encoded(), localized: []))
-        let empty = template.maximumRenderedCount { _ in 0 }
-        let budget = BatchCutter.RenderBudget(
-            bytes: 2 * empty + 650, template: template, firstName: 0, stamp: 10, limit: 4096)
-        let cutter = BatchCutter(pushID: UUID(), batchSize: 4, renderBudget: budget)
+        let (cutter, budget, _) = try noteCutter()
         var page = AudiencePage()
         let groups = [
             page.group(AudienceGroup(environment: .production, topic: "com.example")),
