@@ -138,6 +138,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
             streams[streamID] = pending
             shared.openStreams.store(streams.count, ordering: .relaxed)
             if pending.deadline < earliestDeadline { earliestDeadline = pending.deadline }
+            if deadlineTimer == nil, let context { armDeadlineTimer(context: context) }
             scheduleFlush()
         } catch {
             pending.finish(.failure(HTTP2Error(.protocolError("\(error)"), requestWasNotProcessed: true)))
@@ -231,16 +232,17 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        armDeadlineTimer(context: context)
     }
 
-    /// Checks deadlines every 20 ms while the connection lives: one timer per connection
-    /// instead of one per request.
+    /// Checks deadlines every 20 ms while requests are open: one timer per connection instead
+    /// of one per request, and none while the connection is idle (a sender keeps two
+    /// connections per app and environment open for half an hour unused).
     private func armDeadlineTimer(context: ChannelHandlerContext) {
         deadlineTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(20)) {
+            self.deadlineTimer = nil
             guard !self.closed else { return }
             self.expireDeadlines()
-            self.armDeadlineTimer(context: context)
+            if !self.streams.isEmpty { self.armDeadlineTimer(context: context) }
         }
     }
 
