@@ -219,13 +219,13 @@ public final class APNsClient: Service, Sendable {
     }
 
     private func lease() async -> APNsLease? {
-        if let lease = state.withLock({ $0.tryLease() }) { return lease }
+        if let leased = state.withLock({ $0.leaseJoiningLine(upTo: 1, urgent: false) }) { return leased.lease }
         return await withCheckedContinuation { continuation in
             let (immediate, watchers) = state.withLock {
                 state -> (APNsLease??, [CheckedContinuation<Void, Never>]) in
                 if state.stopped { return (.some(nil), []) }
-                if let lease = state.tryLease() { return (.some(lease), []) }
-                state.wait({ continuation.resume(returning: $0) }, urgent: false)
+                if let leased = state.leaseJoiningLine(upTo: 1, urgent: false) { return (.some(leased.lease), []) }
+                state.wait({ continuation.resume(returning: $0?.lease) }, urgent: false)
                 return (nil, state.satisfiedLineWatchers())
             }
             for watcher in watchers { watcher.resume() }
@@ -235,7 +235,7 @@ public final class APNsClient: Service, Sendable {
 
     func release(_ lease: APNsLease, authenticated: Bool) {
         let woken = state.withLock { $0.release(lease, authenticated: authenticated) }
-        for (waiter, lease) in woken { waiter(lease) }
+        for (waiter, grant) in woken { waiter(grant) }
     }
 
     /// What ``lease(upTo:urgent:orWait:)`` came to.
@@ -246,15 +246,15 @@ public final class APNsClient: Service, Sendable {
         case waiting(UInt64)
     }
 
-    /// Up to `count` streams, or the id of `waiter`, registered to be called with one stream
-    /// (or nil: no connection) when there is room.
+    /// Up to `count` streams, or the id of `waiter`, registered to be called with up to `count`
+    /// streams (or nil: no connection) when there is room (``APNsPoolState/wakeWaiters()``).
     func lease(upTo count: Int, urgent: Bool, orWait waiter: @escaping APNsPoolState.Waiter) -> LeaseAnswer {
         let (answer, watchers) = state.withLock { state -> (LeaseAnswer, [CheckedContinuation<Void, Never>]) in
             if state.stopped { return (.noConnection, []) }
-            if let leased = state.tryLease(upTo: count, urgent: urgent) {
+            if let leased = state.leaseJoiningLine(upTo: count, urgent: urgent) {
                 return (.leased(leased.lease, streams: leased.streams), [])
             }
-            let id = state.wait(waiter, urgent: urgent)
+            let id = state.wait(waiter, wanted: count, urgent: urgent)
             return (.waiting(id), state.satisfiedLineWatchers())
         }
         for watcher in watchers { watcher.resume() }
@@ -265,7 +265,7 @@ public final class APNsClient: Service, Sendable {
     @discardableResult
     func cancelWait(_ id: UInt64) -> Bool {
         let (withdrawn, woken) = state.withLock { $0.cancelWait(id) }
-        for (waiter, lease) in woken { waiter(lease) }
+        for (waiter, grant) in woken { waiter(grant) }
         return withdrawn
     }
 
@@ -355,7 +355,7 @@ public final class APNsClient: Service, Sendable {
             state.stopped = true
             return (state.failWaiters(), state.slots.compactMap(\.connection))
         }
-        for (waiter, lease) in failed { waiter(lease) }
+        for (waiter, grant) in failed { waiter(grant) }
         for connection in connections {
             Task { await connection.close() }
         }
@@ -369,11 +369,11 @@ public final class APNsClient: Service, Sendable {
                 let connection = try await HTTP2ClientConnection.connect(
                     host: endpoint.host, port: endpoint.port, tls: tls, group: group,
                     timeout: TimeAmount(configuration.connectTimeout))
-                let woken = state.withLock { state -> [(APNsPoolState.Waiter, APNsLease?)] in
+                let woken = state.withLock { state -> [(APNsPoolState.Waiter, APNsGrant?)] in
                     state.slots[slot] = APNsPoolState.Slot(connection: connection)
                     return state.wakeWaiters()
                 }
-                for (waiter, lease) in woken { waiter(lease) }
+                for (waiter, grant) in woken { waiter(grant) }
                 if isStopped { await connection.close() }
                 let opened = ContinuousClock.now
                 logger.debug(
@@ -409,7 +409,7 @@ public final class APNsClient: Service, Sendable {
                         "endpoint": "\(endpoint.host):\(endpoint.port)", "error": "\(error)", "retry-in": "\(delay)",
                     ])
                 let failed = state.withLock { state in state.hasLiveConnection ? [] : state.failWaiters() }
-                for (waiter, lease) in failed { waiter(lease) }
+                for (waiter, grant) in failed { waiter(grant) }
                 try? await Task.sleep(for: delay)
             }
         }

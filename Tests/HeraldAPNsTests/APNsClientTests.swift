@@ -2,13 +2,14 @@ import APNsSimulator
 import APNsTestSupport
 import Crypto
 import Foundation
-import HeraldAPNs
 import HeraldHTTP2
 import NIOCore
 import NIOSSL
 import ServiceLifecycle
 import Synchronization
 import Testing
+
+@testable import HeraldAPNs
 
 enum ClientFixture {
     static let bundleID = "com.herald.client"
@@ -337,6 +338,24 @@ struct APNsClientTests {
             #expect(outcomes.allSatisfy { if case .accepted = $0 { true } else { false } })
             #expect(highest.load(ordering: .relaxed) <= 25)
             #expect(highest.load(ordering: .relaxed) > 1)
+        }
+    }
+
+    @Test(
+        "a server allowing fewer streams than a refill group still gets every notification: waiters are woken with what is free",
+        .timeLimit(.minutes(1)), arguments: SendPath.allCases)
+    func fewerStreamsThanRefillGroup(path: SendPath) async throws {
+        var faults = APNsFaults()
+        faults.latency = .init(distribution: .uniform, milliseconds: 1, maxMilliseconds: 5)
+        let configuration = ClientFixture.simulator {
+            $0.faults = faults
+            $0.maxConcurrentStreams = 4
+        }
+        try await withClient(simulator: configuration, client: { $0.connections = 1 }) { simulator, client in
+            #expect(APNsPoolState.refillGroup(maxInFlight: APNsClientConfiguration().maxInFlight) > 4)
+            let outcomes = await sendAll(client, (0..<300).map { ClientFixture.notification($0) }, path, batches: 3)
+            #expect(outcomes.allSatisfy { if case .accepted = $0 { true } else { false } })
+            #expect(client.status.streamLimits == [4])
         }
     }
 

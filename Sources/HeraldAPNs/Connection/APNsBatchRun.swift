@@ -15,8 +15,9 @@ public struct APNsBatchResult: Sendable {
 /// client's connections as streams free up, and collects the answers.
 ///
 /// Everything after ``start(_:)`` happens on the connections' event loops: an answer is read
-/// there, gives its stream back, and (once per event-loop turn) sends the next notifications
-/// on whatever streams are free. A notification APNs' answer asks to send again (the
+/// there and gives its stream back; a run waiting for streams is handed them in a group
+/// (``APNsPoolState/refillGroup``) and sends that group's notifications at once, once per
+/// event-loop turn. A notification APNs' answer asks to send again (the
 /// connection's token was renewed; APNs did not process it) goes back in the queue, within the
 /// client's limits. The state is under one lock, never held while the pool's waiters are called
 /// (one of them may be this run).
@@ -43,8 +44,8 @@ final class APNsBatchRun: Sendable {
         var resends: [APNsResendRule]
         var continuation: CheckedContinuation<Void, Never>?
         var phase = Phase.sending
-        /// Streams the pool handed over, one per lease, to be used by the next `pump()`.
-        var handedOver: [APNsLease] = []
+        /// Streams the pool handed over, to be used by the next `pump()`.
+        var handedOver: [APNsGrant] = []
         /// A `pump()` is due on an event loop.
         var pumpScheduled = false
         /// The run's waiter in the pool, while it waits for a stream.
@@ -167,16 +168,16 @@ final class APNsBatchRun: Sendable {
         }
     }
 
-    /// Single-stream leases gathered per connection.
-    private static func grouped(_ leases: [APNsLease]) -> [(lease: APNsLease, streams: Int)] {
+    /// Grants gathered per connection.
+    private static func grouped(_ grants: [APNsGrant]) -> [(lease: APNsLease, streams: Int)] {
         var groups: [(lease: APNsLease, streams: Int)] = []
-        for lease in leases {
+        for grant in grants {
             if let index = groups.firstIndex(where: {
-                $0.lease.slot == lease.slot && $0.lease.connection === lease.connection
+                $0.lease.slot == grant.lease.slot && $0.lease.connection === grant.lease.connection
             }) {
-                groups[index].streams += 1
+                groups[index].streams += grant.streams
             } else {
-                groups.append((lease, 1))
+                groups.append((grant.lease, grant.streams))
             }
         }
         return groups
@@ -228,10 +229,10 @@ final class APNsBatchRun: Sendable {
         }
     }
 
-    /// The pool handed over a stream (kept for the next pump, so that a burst of freed streams
-    /// goes out in one group), or said there is none to be had.
-    private func woken(_ lease: APNsLease?) {
-        guard let lease else {
+    /// The pool handed over streams (kept for the next pump, so that a burst of freed streams
+    /// goes out in one group), or said there are none to be had.
+    private func woken(_ grant: APNsGrant?) {
+        guard let grant else {
             state.withLock { $0.streamHandedOver() }
             finishUnsent(with: client.isStopped ? .clientStopped : .noConnection)
             return
@@ -243,14 +244,15 @@ final class APNsBatchRun: Sendable {
             // now, not on a later pump — the caller may already have every outcome and count
             // the client's streams in flight.
             if state.phase == .stopped || state.unsent == 0 { return .giveBack }
-            state.handedOver.append(lease)
+            state.handedOver.append(grant)
             guard !state.pumpScheduled else { return .keep }
             state.pumpScheduled = true
             return .pump
         }
         switch use {
-        case .giveBack: client.release(lease, authenticated: false)
-        case .pump: schedulePump(on: lease.connection.eventLoop)
+        case .giveBack:
+            for _ in 0..<grant.streams { client.release(grant.lease, authenticated: false) }
+        case .pump: schedulePump(on: grant.lease.connection.eventLoop)
         case .keep: break
         }
     }
@@ -263,7 +265,7 @@ final class APNsBatchRun: Sendable {
     /// every other send's streams back until one was handed to it.
     private func finishUnsent(with failure: APNsTransportFailure) {
         let (finished, unused, waiter) = state.withLock {
-            state -> (CheckedContinuation<Void, Never>?, [APNsLease], UInt64?) in
+            state -> (CheckedContinuation<Void, Never>?, [APNsGrant], UInt64?) in
             state.phase = .stopped
             let unused = state.handedOver
             state.handedOver.removeAll()
@@ -277,7 +279,9 @@ final class APNsBatchRun: Sendable {
         }
         // Withdrawn, it is never called; already called, `woken` gives its stream back.
         if let waiter { client.cancelWait(waiter) }
-        for lease in unused { client.release(lease, authenticated: false) }
+        for grant in unused {
+            for _ in 0..<grant.streams { client.release(grant.lease, authenticated: false) }
+        }
         finished?.resume()
     }
 }
