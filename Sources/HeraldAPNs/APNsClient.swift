@@ -218,13 +218,15 @@ public final class APNsClient: Service, Sendable {
         }
     }
 
+    /// One stream for ``send(_:)``: a free one even while batches wait for their refill group
+    /// (a single notification does not wait behind them), else in line.
     private func lease() async -> APNsLease? {
-        if let leased = state.withLock({ $0.leaseJoiningLine(upTo: 1, urgent: false) }) { return leased.lease }
+        if let lease = state.withLock({ $0.tryLease() }) { return lease }
         return await withCheckedContinuation { continuation in
             let (immediate, watchers) = state.withLock {
                 state -> (APNsLease??, [CheckedContinuation<Void, Never>]) in
                 if state.stopped { return (.some(nil), []) }
-                if let leased = state.leaseJoiningLine(upTo: 1, urgent: false) { return (.some(leased.lease), []) }
+                if let lease = state.tryLease() { return (.some(lease), []) }
                 state.wait({ continuation.resume(returning: $0?.lease) }, urgent: false)
                 return (nil, state.satisfiedLineWatchers())
             }

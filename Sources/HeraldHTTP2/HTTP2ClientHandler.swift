@@ -242,7 +242,8 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
             self.deadlineTimer = nil
             guard !self.closed else { return }
             self.expireDeadlines()
-            if !self.streams.isEmpty { self.armDeadlineTimer(context: context) }
+            // A response handler may have submitted a request (and armed the timer) meanwhile.
+            if !self.streams.isEmpty, self.deadlineTimer == nil { self.armDeadlineTimer(context: context) }
         }
     }
 

@@ -77,24 +77,38 @@ struct APNsPoolState {
     }
 
     /// A 256th of the in-flight bound, at least 1 (7 at the default 2,000). A 64th (31) cut
-    /// as much CPU but cost 5–10 % of the rate at a fixed 50 ms round trip: streams freed
-    /// short of a group sit idle until it fills, and the two connections each fill their own.
+    /// more CPU but cost 5–14 % of the rate at a fixed 50 ms round trip: streams freed short
+    /// of a group sit idle until it fills, and each connection fills its own.
     static func refillGroup(maxInFlight: Int) -> Int { max(1, maxInFlight / 256) }
 
-    /// Whether a waiter that is not urgent and could use `wanted` streams is woken now, when
-    /// `free` streams could be leased to it: once they reach the refill group (or what it
-    /// wants), or at once while fewer than a group are in flight — answers to come could not
-    /// free a whole group then (a server allowing fewer streams, a pool draining), and waiting
-    /// for one could stall it.
-    static func wakes(free: Int, inFlight: Int, wanted: Int, refillGroup: Int) -> Bool {
-        guard free > 0 else { return false }
-        return free >= min(wanted, refillGroup) || inFlight < refillGroup
+    /// The connection a waiter that is not urgent and could use `wanted` streams is woken for
+    /// now, of `count` connections with `room(i)` free streams of the `limit(i)` each may carry
+    /// (the most room wins): one whose free streams reach the refill group, or all the waiter
+    /// wants, or a 128th of what the connection may carry (7 of APNs' 1,000; one until a request
+    /// on it authenticated, or on a server allowing few streams) — or any with room while fewer
+    /// than a group are in flight in all, since answers to come could not free a group then.
+    /// Nil: none yet.
+    static func connectionToWake(
+        count: Int, room: (Int) -> Int, limit: (Int) -> Int, inFlight: Int, maxInFlight: Int, wanted: Int,
+        refillGroup: Int
+    ) -> Int? {
+        var best: (index: Int, room: Int)?
+        for index in 0..<count {
+            let free = min(room(index), maxInFlight - inFlight)
+            guard free > 0, free > (best?.room ?? 0) else { continue }
+            let group = min(wanted, refillGroup, max(1, limit(index) / 128))
+            if free >= group || inFlight < refillGroup { best = (index, free) }
+        }
+        return best?.index
     }
 
-    /// Streams a send that is not urgent could lease now (on the connection with the most room).
-    var free: Int {
-        guard !stopped, urgentWaiters.isEmpty, let roomiest = roomiestSlot() else { return 0 }
-        return max(0, min(roomiest.room, maxInFlight - inFlight))
+    /// The connection ``connectionToWake(count:room:limit:inFlight:maxInFlight:wanted:refillGroup:)``
+    /// names for a waiter that is not urgent, if any; none while an urgent one waits.
+    func connectionToWake(wanted: Int) -> Int? {
+        guard !stopped, urgentWaiters.isEmpty else { return nil }
+        return Self.connectionToWake(
+            count: slots.count, room: { room(slots[$0]) }, limit: { limit(slots[$0]) }, inFlight: inFlight,
+            maxInFlight: maxInFlight, wanted: wanted, refillGroup: refillGroup)
     }
 
     /// Up to `count` streams for a send that is not in line yet: none while others wait ahead
@@ -104,11 +118,16 @@ struct APNsPoolState {
         return tryLease(upTo: count, urgent: urgent)
     }
 
+    /// Streams `slot`'s connection may carry at once: the server's limit once a request on it
+    /// authenticated, one before; 0 without a connection taking requests.
+    func limit(_ slot: Slot) -> Int {
+        guard let connection = slot.connection, connection.isAcceptingRequests else { return 0 }
+        return slot.authenticated ? connection.maxConcurrentStreams : min(1, connection.maxConcurrentStreams)
+    }
+
     /// Streams `slot` may still take.
     func room(_ slot: Slot) -> Int {
-        guard let connection = slot.connection, connection.isAcceptingRequests else { return 0 }
-        let limit = slot.authenticated ? connection.maxConcurrentStreams : min(1, connection.maxConcurrentStreams)
-        return limit - slot.inUse
+        limit(slot) - slot.inUse
     }
 
     /// The slot whose connection may take the most streams, and how many; nil when none may take one.
@@ -130,13 +149,20 @@ struct APNsPoolState {
     /// allows: one lease, and how many streams it stands for (each is released on its own).
     /// A send that is not `urgent` gets none while an urgent one waits.
     mutating func tryLease(upTo count: Int, urgent: Bool = false) -> (lease: APNsLease, streams: Int)? {
+        guard let (best, _) = roomiestSlot() else { return nil }
+        return tryLease(upTo: count, on: best, urgent: urgent)
+    }
+
+    /// Up to `count` streams on the connection of `slot`, if it has room and in-flight allows.
+    mutating func tryLease(upTo count: Int, on slot: Int, urgent: Bool) -> (lease: APNsLease, streams: Int)? {
         guard count > 0, !stopped, inFlight < maxInFlight, urgent || urgentWaiters.isEmpty,
-            let (best, bestRoom) = roomiestSlot(), let connection = slots[best].connection
+            let connection = slots[slot].connection
         else { return nil }
-        let streams = min(count, bestRoom, maxInFlight - inFlight)
-        slots[best].inUse += streams
+        let streams = min(count, room(slots[slot]), maxInFlight - inFlight)
+        guard streams > 0 else { return nil }
+        slots[slot].inUse += streams
         inFlight += streams
-        return (APNsLease(slot: best, connection: connection), streams)
+        return (APNsLease(slot: slot, connection: connection), streams)
     }
 
     /// Gives a stream back; `authenticated` when the answer showed the credential was accepted.
@@ -151,16 +177,15 @@ struct APNsPoolState {
 
     /// Grants for as many waiters as there is room for: urgent ones first and at once, each
     /// queue oldest first, each waiter given up to what it wants; one that is not urgent only
-    /// when ``wakes(free:inFlight:wanted:refillGroup:)`` says so.
+    /// when ``connectionToWake(wanted:)`` names a connection, on that connection.
     mutating func wakeWaiters() -> [(Waiter, APNsGrant?)] {
         var woken: [(Waiter, APNsGrant?)] = []
         while let first = urgentWaiters.first, let leased = tryLease(upTo: first.wanted, urgent: true) {
             urgentWaiters.removeFirst()
             woken.append((first.waiter, APNsGrant(lease: leased.lease, streams: leased.streams)))
         }
-        while let first = waiters.first,
-            Self.wakes(free: free, inFlight: inFlight, wanted: first.wanted, refillGroup: refillGroup),
-            let leased = tryLease(upTo: first.wanted)
+        while let first = waiters.first, let slot = connectionToWake(wanted: first.wanted),
+            let leased = tryLease(upTo: first.wanted, on: slot, urgent: false)
         {
             waiters.removeFirst()
             woken.append((first.waiter, APNsGrant(lease: leased.lease, streams: leased.streams)))
