@@ -6,7 +6,9 @@
 # mosquitto holding the same number of MQTT-over-TLS connections from the same tool, with the same
 # certificate, in the same run; then single-device pushes through the whole stack, from the Open
 # API's 202 to the phone's receipt, online against APNs (apns-sim), on HeraldKit's phones
-# (`herald dev phones`: the same devices connected, others in the background on APNs).
+# (`herald dev phones`: the same devices connected, others in the background on APNs), once with
+# apns-sim answering at once and once per Apple round trip in GATEWAY_APPLE_ROUND_TRIPS (fixed
+# milliseconds, comma-separated; default 0,20) set as apns-sim's latency fault.
 # Benchmarks/Gateway/bench.py prints the figures; the last line is JSON.
 #
 #   Benchmarks/Gateway/run.sh BIN_DIR [CONNECTIONS]
@@ -101,4 +103,5 @@ token=$(python3 -c 'import hashlib, hmac, json, sys; print(hmac.new(json.load(op
   --address "$HERALD_DEV_GATEWAY" --ca "$HERALD_DEV_GATEWAY_CA" \
   --delivery "$delivery" --delivery-token "$token" --gateway-pid "$gateway_pid" \
   --mosquitto "$HERALD_DEV_DIR/mosquitto.conf" --mqtt-port "$mqtt_port" --mqtt-publisher-port "$publisher_port" \
-  --sim-admin "$HERALD_DEV_APNS_SIM_ADMIN" --herald "$herald" --state "$HERALD_DEV_DIR/bench"
+  --sim-admin "$HERALD_DEV_APNS_SIM_ADMIN" --herald "$herald" --state "$HERALD_DEV_DIR/bench" \
+  --apple-round-trips "${GATEWAY_APPLE_ROUND_TRIPS:-0,20}"

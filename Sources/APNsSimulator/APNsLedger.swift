@@ -16,6 +16,10 @@ public struct RecordedNotification: Codable, Sendable, Hashable {
     public var payload: String
     /// When the simulator accepted it, milliseconds since 1970.
     public var receivedAt: Int64
+    /// With the latency fault set: when its answer was due (`receivedAt` plus the fault's delay,
+    /// rounded up to the millisecond) — Apple's round trip, before which no phone could have it.
+    /// Nil without the fault (a phone could have it at `receivedAt`).
+    public var deliverableAt: Int64?
 }
 
 /// How much the simulator keeps of what it accepts.

@@ -94,16 +94,18 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
         }
 
         let apnsID: String
+        let delay: Int64
         switch final {
         case .accept(let id):
             apnsID = id
-            record(request, headers, apnsID: id, topic: topicForCounts ?? "")
+            delay = faults.latencyNanoseconds { random.unitInterval() }
+            record(request, headers, apnsID: id, topic: topicForCounts ?? "", answeredAfter: delay)
         case .reject(let reason, _):
             apnsID = headers.apnsID.flatMap { APNsRequestRules.isUUID($0) ? $0 : nil } ?? random.uuidString()
             state.ledger.rejected(reason, topic: topicForCounts)
+            delay = faults.latencyNanoseconds { random.unitInterval() }
         }
 
-        let delay = faults.latencyNanoseconds { random.unitInterval() }
         if delay > 0 {
             let streamID = request.streamID
             delayedAnswers[streamID] = connection.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(delay)) {
@@ -262,12 +264,17 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
         }
     }
 
-    private func record(_ request: HTTP2ServerRequest, _ headers: APNsRequestHeaders, apnsID: String, topic: Substring)
-    {
+    /// Keeps an accepted notification; `delay` is the latency fault's wait before its answer, in
+    /// nanoseconds (0 without the fault).
+    private func record(
+        _ request: HTTP2ServerRequest, _ headers: APNsRequestHeaders, apnsID: String, topic: Substring,
+        answeredAfter delay: Int64
+    ) {
         guard state.ledger.mode == .full else {
             state.ledger.accepted(topic: topic, notification: nil)
             return
         }
+        let now = Self.nowMilliseconds()
         let notification = RecordedNotification(
             token: APNsRequestHeaders.deviceToken(in: request.headers),
             topic: headers.topic ?? String(topic),
@@ -277,7 +284,8 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
             priority: headers.priority.flatMap(Int.init) ?? 10,
             expiration: headers.expiration.flatMap { Int64($0) },
             payload: String(buffer: request.body),
-            receivedAt: Self.nowMilliseconds())
+            receivedAt: now,
+            deliverableAt: delay > 0 ? now + (delay + 999_999) / 1_000_000 : nil)
         state.ledger.accepted(topic: topic, notification: notification)
     }
 

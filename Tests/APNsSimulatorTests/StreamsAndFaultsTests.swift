@@ -174,18 +174,29 @@ struct StreamsAndFaultsTests {
         }
     }
 
-    @Test("added latency delays answers by at least the configured time")
+    @Test("added latency delays answers by at least the configured time; the record says when the answer was due")
     func latency() async throws {
         var faults = APNsFaults()
         faults.latency = .init(distribution: .fixed, milliseconds: 150)
         try await withSimulator(Fixture.configuration { $0.faults = faults }) { simulator in
             let connection = try await connect(to: simulator)
+            let authorization = try providerToken()
             let clock = ContinuousClock()
             let start = clock.now
             #expect(
-                try await connection.send(notification(authorization: try providerToken()), timeout: .seconds(5)).status
+                try await connection.send(notification(authorization: authorization), timeout: .seconds(5)).status
                     == 200)
             #expect(clock.now - start >= .milliseconds(150))
+            // A phone could not have had it before Apple's round trip: 150 ms after it arrived.
+            let recorded = try #require(simulator.ledger.notifications().first)
+            #expect(recorded.deliverableAt == recorded.receivedAt + 150)
+
+            // Without the fault a notification is a phone's as it arrives: no second time.
+            simulator.faults = APNsFaults()
+            #expect(
+                try await connection.send(notification(authorization: authorization), timeout: .seconds(5)).status
+                    == 200)
+            #expect(simulator.ledger.notifications().last?.deliverableAt == nil)
             await connection.close()
         }
     }

@@ -237,9 +237,11 @@ final class PhoneFleet: Sendable {
                 let text = entry["payload"] as? String,
                 let payload = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
             else { continue }
+            // Under apns-sim's latency fault (Apple's round trip) a copy is the phone's once its
+            // answer was due, not when apns-sim took it.
+            let at = (entry["deliverableAt"] as? NSNumber) ?? (entry["receivedAt"] as? NSNumber)
             let arrival = phone.receivedThroughAPNs(
-                apnsID: entry["apnsID"] as? String ?? "", payload: payload,
-                at: (entry["receivedAt"] as? NSNumber)?.doubleValue ?? 0)
+                apnsID: entry["apnsID"] as? String ?? "", payload: payload, at: at?.doubleValue ?? 0)
             count("apns_copies")
             // A phone in the background: its user may open what APNs showed. (One in the
             // foreground reports what came over its connection; a silent one reports nothing.)
