@@ -94,16 +94,16 @@ final class APNsSimulatorConnection: HTTP2ServerConnectionDelegate {
         }
 
         let apnsID: String
-        let delay: Int64
         switch final {
         case .accept(let id):
             apnsID = id
-            delay = faults.latencyNanoseconds { random.unitInterval() }
-            record(request, headers, apnsID: id, topic: topicForCounts ?? "", answeredAfter: delay)
         case .reject(let reason, _):
             apnsID = headers.apnsID.flatMap { APNsRequestRules.isUUID($0) ? $0 : nil } ?? random.uuidString()
             state.ledger.rejected(reason, topic: topicForCounts)
-            delay = faults.latencyNanoseconds { random.unitInterval() }
+        }
+        let delay = faults.latencyNanoseconds { random.unitInterval() }
+        if case .accept = final {
+            record(request, headers, apnsID: apnsID, topic: topicForCounts ?? "", answeredAfter: delay)
         }
 
         if delay > 0 {
