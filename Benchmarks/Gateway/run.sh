@@ -8,7 +8,8 @@
 # API's 202 to the phone's receipt, online against APNs (apns-sim), on HeraldKit's phones
 # (`herald dev phones`: the same devices connected, others in the background on APNs), once with
 # apns-sim answering at once and once per Apple round trip in GATEWAY_APPLE_ROUND_TRIPS (fixed
-# milliseconds, comma-separated; default 0,20) set as apns-sim's latency fault.
+# milliseconds, comma-separated; default 0,20) set as apns-sim's latency fault. GATEWAY_ROUNDS
+# (default 3) is how many broadcast rounds each server gets (more, to profile a server under them).
 # Benchmarks/Gateway/bench.py prints the figures; the last line is JSON.
 #
 #   Benchmarks/Gateway/run.sh BIN_DIR [CONNECTIONS]
@@ -104,4 +105,4 @@ token=$(python3 -c 'import hashlib, hmac, json, sys; print(hmac.new(json.load(op
   --delivery "$delivery" --delivery-token "$token" --gateway-pid "$gateway_pid" \
   --mosquitto "$HERALD_DEV_DIR/mosquitto.conf" --mqtt-port "$mqtt_port" --mqtt-publisher-port "$publisher_port" \
   --sim-admin "$HERALD_DEV_APNS_SIM_ADMIN" --herald "$herald" --state "$HERALD_DEV_DIR/bench" \
-  --apple-round-trips "${GATEWAY_APPLE_ROUND_TRIPS:-0,20}"
+  --apple-round-trips "${GATEWAY_APPLE_ROUND_TRIPS:-0,20}" --rounds "${GATEWAY_ROUNDS:-3}"

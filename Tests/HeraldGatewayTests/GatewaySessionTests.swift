@@ -214,6 +214,27 @@ struct GatewaySessionTests {
         #expect(Self.closed(session.tick(now: 250_000))?.code == "idle_timeout")
     }
 
+    @Test("the next deadline is the hello's, then none while the hello is looked up, then the idle timeout or the first ack's")
+    func nextDeadline() {
+        var session = Session(rules: .init(), now: 1_000)
+        #expect(session.nextDeadline == 11_000)
+        _ = session.received(Self.hello(), now: 2_000)
+        #expect(session.nextDeadline == nil)
+        _ = session.authenticated(connectionID: "c1", now: 3_000)
+        #expect(session.nextDeadline == 153_000)
+        _ = session.push(Self.push(1), ticket: "first", now: 4_000)
+        _ = session.push(Self.push(2), ticket: "second", now: 5_000)
+        #expect(session.nextDeadline == 6_000)
+        // A tick before the next deadline has nothing to do: the sweep need not visit earlier.
+        if case .none = session.tick(now: 5_999) {} else { Issue.record("nothing due before 6 s") }
+        _ = session.received(Self.frame { $0.ack = GatewayAck.with { $0.delivery = 1 } }, now: 5_500)
+        #expect(session.nextDeadline == 7_000)
+        _ = session.received(Self.frame { $0.ack = GatewayAck.with { $0.delivery = 2 } }, now: 5_600)
+        #expect(session.nextDeadline == 155_600)
+        _ = session.connectionClosed()
+        #expect(session.nextDeadline == nil)
+    }
+
     @Test("a connection that drops hands its unacknowledged pushes to APNs")
     func dropped() {
         var session = Self.live()

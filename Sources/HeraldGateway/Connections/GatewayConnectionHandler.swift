@@ -16,6 +16,8 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
     private let number: UInt64
     private var session: GatewaySession<DeliveryTicket>
     private var context: ChannelHandlerContext?
+    /// The sweep of this connection's event loop.
+    private var loop: EventLoopConnections?
     /// The device, once welcomed.
     private var deviceID: Int64?
     /// A goaway was sent: no more pushes; the connection closes once nothing awaits an ack.
@@ -41,7 +43,9 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        environment.loop(of: context.channel).track(self, of: context.channel)
+        let loop = environment.loop(of: context.channel)
+        self.loop = loop
+        loop.track(self, of: context.channel, due: session.nextDeadline)
         if let wait = arrival.refusedForRate {
             perform(
                 session.refused(
@@ -67,7 +71,9 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        unwritableSince = context.channel.isWritable ? nil : EventLoopConnections.now()
+        let now = EventLoopConnections.now()
+        unwritableSince = context.channel.isWritable ? nil : now
+        reschedule(now: now)
         context.fireChannelWritabilityChanged()
     }
 
@@ -87,7 +93,23 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
 
     // MARK: The sweep
 
+    /// Names this connection's earliest deadline to its loop's sweep. Called after whatever may
+    /// bring one closer — a push sent (its ack deadline), the welcome awaited, the socket turned
+    /// unwritable, a drain, a visit of the sweep; a frame heard only moves deadlines later, and
+    /// the visit at the earlier one finds nothing due and names the later one.
+    private func reschedule(now: UInt64) {
+        guard let context, let loop else { return }
+        var due = session.nextDeadline
+        func earliest(_ deadline: UInt64) { due = min(due ?? deadline, deadline) }
+        if let since = welcomeWaitingSince { earliest(since + Self.presenceWaitMilliseconds) }
+        if let since = unwritableSince { earliest(since + UInt64(environment.rules.ackTimeoutMilliseconds)) }
+        // A drain closes the connection at the first visit with nothing left to acknowledge.
+        if draining { earliest(now + 1) }
+        loop.schedule(context.channel, due: due)
+    }
+
     func tick(now: UInt64) {
+        defer { reschedule(now: now) }
         if let since = welcomeWaitingSince, now >= since + Self.presenceWaitMilliseconds {
             environment.directory.stopWaiting(number)
             welcome(presenceWritten: false)
@@ -112,6 +134,7 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
         environment.metrics.goaways.add(1, ordering: .relaxed)
         write(frame, context)
         context.flush()
+        reschedule(now: EventLoopConnections.now())
     }
 
     /// Writes `push` to this connection; `acknowledged` gets whether the device acknowledged it
@@ -130,12 +153,13 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
         }
         deferFlush = !flush
         defer { deferFlush = false }
+        let now = EventLoopConnections.now()
         let action = session.push(
-            push, ticket: DeliveryTicket(deviceID: deviceID, acknowledged: acknowledged),
-            now: EventLoopConnections.now())
+            push, ticket: DeliveryTicket(deviceID: deviceID, acknowledged: acknowledged), now: now)
         perform(action)
-        if case .send = action { return !flush }
-        return false
+        guard case .send = action else { return false }
+        reschedule(now: now)
+        return !flush
     }
 
     /// Flushes frames written without a flush.
@@ -254,6 +278,7 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
             // The welcome waits for the presence write, so that once an app sees itself
             // connected, a push sent to it is routed here (docs/gateway.md, "Presence").
             welcomeWaitingSince = EventLoopConnections.now()
+            reschedule(now: welcomeWaitingSince!)
             let connection = entry.connection
             environment.directory.whenWritten(batch, connectionID: number) {
                 connection.eventLoop.execute { connection.value.welcome(presenceWritten: true) }
@@ -270,6 +295,8 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
         guard let context, context.channel.isActive, session.isAuthenticating else { return }
         environment.metrics.welcomes.add(1, ordering: .relaxed)
         if !presenceWritten { environment.metrics.welcomesBeforePresence.add(1, ordering: .relaxed) }
-        perform(session.authenticated(connectionID: "\(environment.name)-\(number)", now: EventLoopConnections.now()))
+        let now = EventLoopConnections.now()
+        perform(session.authenticated(connectionID: "\(environment.name)-\(number)", now: now))
+        reschedule(now: now)
     }
 }

@@ -199,6 +199,23 @@ public struct GatewaySession<Ticket: Sendable>: Sendable {
         return frame
     }
 
+    /// The earliest time (milliseconds of the monotonic clock) at which ``tick(now:)`` may have
+    /// something to do — the hello's deadline, the idle timeout, the first push's ack deadline —
+    /// or nil while nothing can fall due (a hello being looked up, the connection closed). Ticks
+    /// before it change nothing; the shell need not tick the session earlier.
+    public var nextDeadline: UInt64? {
+        switch state {
+        case .awaitingHello(let deadline):
+            return deadline
+        case .authenticating, .closed:
+            return nil
+        case .live:
+            var due = lastHeard + UInt64(rules.idleTimeoutSeconds) * 1000
+            for entry in pending.values where entry.deadline < due { due = entry.deadline }
+            return due
+        }
+    }
+
     /// The coarse clock ticked: the hello and idle timeouts, and the pushes whose ack is late.
     public mutating func tick(now: UInt64) -> Action {
         switch state {

@@ -36,7 +36,8 @@ public final class GatewayServer: Service, Sendable {
         group = MultiThreadedEventLoopGroup(
             numberOfThreads: settings.threads > 0 ? settings.threads : System.coreCount)
         let loops = group.makeIterator().map {
-            EventLoopConnections(eventLoop: $0, maximumHandshakes: settings.maximumHandshakesPerThread)
+            EventLoopConnections(
+                eventLoop: $0, maximumHandshakes: settings.maximumHandshakesPerThread, tick: settings.tick)
         }
         self.metrics = metrics
         environment = ConnectionEnvironment(
@@ -130,7 +131,8 @@ public final class GatewayServer: Service, Sendable {
                     }
                     let sniffer = TransportSniffer(
                         environment: environment, loop: loop, arrival: arrival, channel: channel)
-                    loop.track(sniffer, of: channel)
+                    loop.track(
+                        sniffer, of: channel, due: arrival.accepted + environment.rules.helloTimeoutMilliseconds)
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
                     try channel.pipeline.syncOperations.addHandler(sniffer)
                 }

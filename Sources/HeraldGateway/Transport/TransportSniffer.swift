@@ -78,10 +78,10 @@ final class TransportSniffer: ChannelInboundHandler, RemovableChannelHandler, Sw
     /// Closes a connection still without its transport (or, over WebSocket, without its upgrade)
     /// at the hello's deadline.
     func tick(now: UInt64) {
-        if now >= arrival.accepted + environment.rules.helloTimeoutMilliseconds {
-            environment.metrics.helloTimeouts.add(1, ordering: .relaxed)
-            channel.close(promise: nil)
-        }
+        let deadline = arrival.accepted + environment.rules.helloTimeoutMilliseconds
+        guard now >= deadline else { return loop.schedule(channel, due: deadline) }
+        environment.metrics.helloTimeouts.add(1, ordering: .relaxed)
+        channel.close(promise: nil)
     }
 
     /// A sniffer is never sent a goaway: the drain closes it with the rest.
