@@ -7,7 +7,8 @@
    message for a broadcast of one message to every connection (pushes handed to the gateway's
    delivery port in batches of 500, as herald-sender does; QoS 1 publishes to one topic per client
    on mosquitto, as a per-device channel is used), each message acknowledged by its client (Ack,
-   PUBACK), three rounds each.
+   PUBACK), three rounds each; and the CPU each spends a second holding the connections with
+   nothing to send (the clients' heartbeats, the server's own timers), over 10 s.
 2. Latency through the whole stack: single-device pushes from the Open API's 202 to the phone's
    receipt, for connected phones (the online road) and for devices that are not connected (APNs:
    apns-sim's receipt), interleaved in one run. The phones here are HeraldKit's (`herald dev
@@ -230,11 +231,21 @@ def delivery_latencies(report, rounds, key):
     return per_round
 
 
-def server_figures(idle_rss, rss, count, connect_seconds, rounds, latencies):
-    """One server's memory, connect time, and each round's CPU per message and receipt times."""
+def holding_cpu(pid, seconds=10):
+    """CPU milliseconds a second a server spends holding its connections with nothing to send
+    (the clients' heartbeats, the server's timeouts), over `seconds`."""
+    _, before = process(pid)
+    time.sleep(seconds)
+    _, after = process(pid)
+    return (after - before) * 1000 / seconds
+
+
+def server_figures(idle_rss, rss, count, connect_seconds, holding, rounds, latencies):
+    """One server's memory, connect time, CPU while only holding the connections, and each
+    round's CPU per message and receipt times."""
     return {
         "idle_rss_bytes": idle_rss, "rss_bytes": rss, "rss_per_connection": (rss - idle_rss) / count,
-        "connect_seconds": connect_seconds,
+        "connect_seconds": connect_seconds, "holding_cpu_ms_per_second": holding,
         "rounds": [{"acknowledged": r["acknowledged"], "seconds": round(r["seconds"], 3),
                     "cpu_us_per_message": r["cpu"] / max(1, r["acknowledged"]) * 1e6,
                     "p50_ms": percentile(l, 0.5), "p99_ms": percentile(l, 0.99)}
@@ -306,10 +317,11 @@ def main():
     _, cpu_connected = process(arguments.gateway_pid)
     time.sleep(3)
     rss, _ = process(arguments.gateway_pid)
+    holding = holding_cpu(arguments.gateway_pid)
     gateway = gateway_rounds(arguments, arguments.gateway_pid, [device["id"] for device in devices], pb, payload)
     report = phones.stop()
     latencies = delivery_latencies(report, gateway, "push")
-    figures["gateway"] = server_figures(idle_rss, rss, count, connect_seconds, gateway, latencies)
+    figures["gateway"] = server_figures(idle_rss, rss, count, connect_seconds, holding, gateway, latencies)
 
     # The whole stack's latency, online against APNs, on HeraldKit's phones: the same devices
     # connected in the foreground, the others in the background on what apns-sim delivers. Once
@@ -358,13 +370,14 @@ def main():
         connect_seconds = phones.wait(count, "live")
         time.sleep(3)
         rss, _ = process(mosquitto.pid)
+        holding = holding_cpu(mosquitto.pid)
         rounds = mqtt_rounds(arguments, mosquitto.pid, [device["token"] for device in devices], payload, phones)
         report = phones.stop()
     finally:
         mosquitto.terminate()
         mosquitto.wait(timeout=30)
     latencies = delivery_latencies(report, rounds, "marker")
-    figures["mosquitto"] = server_figures(idle_rss, rss, count, connect_seconds, rounds, latencies)
+    figures["mosquitto"] = server_figures(idle_rss, rss, count, connect_seconds, holding, rounds, latencies)
 
     g, m = figures["gateway"], figures["mosquitto"]
     g_cpu = statistics.median(r["cpu_us_per_message"] for r in g["rounds"])
@@ -381,6 +394,7 @@ def main():
     print(f"{'RSS connected (MiB)':28}{g['rss_bytes'] / 2**20:>18.1f}{m['rss_bytes'] / 2**20:>14.1f}")
     print(f"{'RSS per connection (KiB)':28}{g['rss_per_connection'] / 1024:>18.2f}{m['rss_per_connection'] / 1024:>14.2f}")
     print(f"{'connect all (s)':28}{g['connect_seconds']:>18.1f}{m['connect_seconds']:>14.1f}")
+    print(f"{'CPU holding them (ms/s)':28}{g['holding_cpu_ms_per_second']:>18.1f}{m['holding_cpu_ms_per_second']:>14.1f}")
     for index in range(arguments.rounds):
         gr, mr = g["rounds"][index], m["rounds"][index]
         print(f"{f'round {index + 1}: CPU/message (µs)':28}{gr['cpu_us_per_message']:>18.1f}{mr['cpu_us_per_message']:>14.1f}")

@@ -54,7 +54,7 @@ public struct GatewayService: Service {
             settings: settings, tls: tls, authenticator: authenticator, metrics: metrics, name: name, logger: logger)
         let deliveries = DeliveryServer(
             host: settings.deliveryHost, port: settings.deliveryPort, tokens: deliveryTokens,
-            environment: server.environment)
+            environment: server.environment, group: server.group)
         let presence = PresenceWriter(
             gatewayID: UUID(), name: name, deliveryAddress: deliveryAddress,
             repository: GatewayPresenceRepository(client: database, logger: logger),

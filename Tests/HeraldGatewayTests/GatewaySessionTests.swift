@@ -214,7 +214,7 @@ struct GatewaySessionTests {
         #expect(Self.closed(session.tick(now: 250_000))?.code == "idle_timeout")
     }
 
-    @Test("the next deadline is the hello's, then none while the hello is looked up, then the idle timeout or the first ack's")
+    @Test("the next deadline: the hello's, none while it is looked up, then the idle timeout or the first ack's")
     func nextDeadline() {
         var session = Session(rules: .init(), now: 1_000)
         #expect(session.nextDeadline == 11_000)

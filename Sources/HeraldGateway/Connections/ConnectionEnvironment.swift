@@ -62,24 +62,20 @@ final class ConnectionEnvironment: Sendable {
         for (loop, items) in byLoop.values {
             waits.append(
                 loop.flatSubmit {
-                    var reached: [EventLoopFuture<Int64?>] = []
-                    reached.reserveCapacity(items.count)
+                    let done = loop.makePromise(of: [Int64].self)
+                    let batch = DeliveryBatch(count: items.count, done: done)
                     var touched: [GatewayConnectionHandler] = []
                     for (entry, delivery) in items {
                         let connection = entry.connection.value
-                        let promise = loop.makePromise(of: Bool.self)
+                        let ticket = DeliveryTicket(deviceID: delivery.deviceID, batch: batch)
                         if delivery.hasRevoke {
-                            connection.revoke(delivery.revoke, written: promise)
-                        } else {
-                            if connection.deliver(delivery.push, acknowledged: promise, flush: false) {
-                                touched.append(connection)
-                            }
+                            connection.revoke(delivery.revoke, ticket: ticket)
+                        } else if connection.deliver(delivery.push, ticket: ticket, flush: false) {
+                            touched.append(connection)
                         }
-                        let deviceID = delivery.deviceID
-                        reached.append(promise.futureResult.map { $0 ? deviceID : nil })
                     }
                     for connection in touched { connection.flush() }
-                    return EventLoopFuture.whenAllSucceed(reached, on: loop).map { $0.compactMap { $0 } }
+                    return done.futureResult
                 })
         }
         return EventLoopFuture.whenAllSucceed(waits, on: eventLoop).map { $0.flatMap { $0 } }

@@ -137,25 +137,24 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
         reschedule(now: EventLoopConnections.now())
     }
 
-    /// Writes `push` to this connection; `acknowledged` gets whether the device acknowledged it
+    /// Writes `push` to this connection; `ticket` is answered whether the device acknowledged it
     /// in time. A connection not live (or draining) answers false at once. Without `flush`, the
     /// frame waits in the channel for ``flush()`` (a delivery batch flushes each connection once).
     /// - Returns: whether a frame was written and waits for a flush.
     @discardableResult
-    func deliver(_ push: GatewayPush, acknowledged: EventLoopPromise<Bool>, flush: Bool = true) -> Bool {
+    func deliver(_ push: GatewayPush, ticket: DeliveryTicket, flush: Bool = true) -> Bool {
         // A connection not reading what it is sent, or a push too large for a frame, goes
         // through APNs instead.
-        guard !draining, let context, context.channel.isWritable, let deviceID,
+        guard !draining, let context, context.channel.isWritable, deviceID != nil,
             push.payload.count + Self.pushFrameOverhead <= environment.rules.maximumFrameBytes
         else {
-            acknowledged.succeed(false)
+            ticket.answer(false)
             return false
         }
         deferFlush = !flush
         defer { deferFlush = false }
         let now = EventLoopConnections.now()
-        let action = session.push(
-            push, ticket: DeliveryTicket(deviceID: deviceID, acknowledged: acknowledged), now: now)
+        let action = session.push(push, ticket: ticket, now: now)
         perform(action)
         guard case .send = action else { return false }
         reschedule(now: now)
@@ -167,19 +166,19 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
         context?.flush()
     }
 
-    /// Writes a recall's `revoke` to this connection; `written` gets whether it was written to the
-    /// socket (a revoke is not acknowledged). A connection not live, draining or not reading
-    /// answers false at once: the recall then goes through APNs.
-    func revoke(_ revoke: GatewayRevoke, written: EventLoopPromise<Bool>) {
+    /// Writes a recall's `revoke` to this connection; `ticket` is answered whether it was written
+    /// to the socket (a revoke is not acknowledged). A connection not live, draining or not
+    /// reading answers false at once: the recall then goes through APNs.
+    func revoke(_ revoke: GatewayRevoke, ticket: DeliveryTicket) {
         guard !draining, let context, context.channel.isWritable, let frame = session.revoke(revoke) else {
-            written.succeed(false)
+            ticket.answer(false)
             return
         }
         environment.metrics.revokesSent.add(1, ordering: .relaxed)
         environment.metrics.framesSent.add(1, ordering: .relaxed)
         let done = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(wrapOutboundOut(frame), promise: done)
-        done.futureResult.whenComplete { written.succeed((try? $0.get()) != nil) }
+        done.futureResult.whenComplete { ticket.answer((try? $0.get()) != nil) }
     }
 
     /// What a push frame holds besides its payload, at most (push id, collapse id, push type,
@@ -199,7 +198,7 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
         switch action {
         case .acknowledged(let ticket):
             environment.metrics.acknowledged.add(1, ordering: .relaxed)
-            ticket.acknowledged.succeed(true)
+            ticket.answer(true)
             return
         case .fallBack(let tickets):
             handBack(tickets)
@@ -247,7 +246,7 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
     private func handBack(_ tickets: [DeliveryTicket]) {
         guard !tickets.isEmpty else { return }
         environment.metrics.fallbacks.add(tickets.count, ordering: .relaxed)
-        for ticket in tickets { ticket.acknowledged.succeed(false) }
+        for ticket in tickets { ticket.answer(false) }
     }
 
     private func authenticate(_ hello: GatewayHello, _ context: ChannelHandlerContext) {

@@ -25,13 +25,21 @@ final class DeliveryServer: Service, Sendable {
     private let port: Int
     private let tokens: [String]
     private let environment: ConnectionEnvironment
+    private let group: MultiThreadedEventLoopGroup
     private let boundPort = Atomic<Int>(0)
 
-    init(host: String, port: Int, tokens: [String], environment: ConnectionEnvironment) {
+    /// - Parameter group: the gateway's own event loops, so that a delivery request's pushes for
+    ///   connections on the loop it arrived on are written without a hop to another thread (and
+    ///   the process runs no second set of loop threads to wake).
+    init(
+        host: String, port: Int, tokens: [String], environment: ConnectionEnvironment,
+        group: MultiThreadedEventLoopGroup
+    ) {
         self.host = host
         self.port = port
         self.tokens = tokens
         self.environment = environment
+        self.group = group
     }
 
     /// The port it listens on, once it does.
@@ -40,7 +48,7 @@ final class DeliveryServer: Service, Sendable {
     func run() async throws {
         let tokens = self.tokens
         let environment = self.environment
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

@@ -18,7 +18,8 @@ import Synchronization
 public final class GatewayServer: Service, Sendable {
     private let settings: GatewaySettings
     private let tls: NIOSSLContext
-    private let group: MultiThreadedEventLoopGroup
+    /// The event loops serving connections (the delivery port's too).
+    let group: MultiThreadedEventLoopGroup
     let environment: ConnectionEnvironment
     private let connectionLimiter: RateLimiter?
     private let logger: Logger
@@ -150,8 +151,9 @@ public final class GatewayServer: Service, Sendable {
             $0.reconnectAfterMaxMilliseconds = UInt32(settings.goawayMaximum.wholeMilliseconds)
             $0.reason = "draining"
         }
+        let frame = goaway
         for loop in environment.loops.values {
-            loop.eventLoop.execute { loop.goaway(goaway) }
+            loop.eventLoop.execute { loop.goaway(frame) }
         }
         let deadline = ContinuousClock.now + settings.drain
         while metrics.openConnections.load(ordering: .relaxed) > 0, ContinuousClock.now < deadline, !Task.isCancelled {
