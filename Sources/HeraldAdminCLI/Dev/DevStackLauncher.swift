@@ -445,10 +445,13 @@ struct DevStackLauncher {
     }
 
     /// This shell's environment without settings that would point the stack elsewhere, plus the
-    /// stack's database; the stack's own settings are merged over it.
+    /// stack's database; the stack's own settings are merged over it. Of the Kafka settings only
+    /// the clients' tuning passes (``kafkaTuning``): brokers, security and librdkafka properties
+    /// belong to another cluster.
     private func baseEnvironment(_ stack: DevStack) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment.filter { key, _ in
-            !(key.hasPrefix("HERALD_POSTGRES_") || key.hasPrefix("HERALD_KAFKA_") || key == "HERALD_CONFIG_FILE"
+            !(key.hasPrefix("HERALD_POSTGRES_") || key.hasPrefix("HERALD_KAFKA_") && !Self.kafkaTuning.contains(key)
+                || key == "HERALD_CONFIG_FILE"
                 || key.hasPrefix("HERALD_API_") && !key.hasPrefix("HERALD_API_RATE") || key == "HERALD_CLI_CONFIG")
         }
         environment["HERALD_POSTGRES_HOST"] = "127.0.0.1"
@@ -458,6 +461,14 @@ struct DevStackLauncher {
         environment["HERALD_POSTGRES_DATABASE"] = stack.postgres.database
         return environment
     }
+
+    /// Kafka settings of the shell that reach the stack's processes: how the clients batch, wait,
+    /// compress and log, not where they connect.
+    static let kafkaTuning: Set<String> = [
+        "HERALD_KAFKA_LINGER_MS", "HERALD_KAFKA_FETCH_WAIT_MAX_MS", "HERALD_KAFKA_COMPRESSION",
+        "HERALD_KAFKA_CONSUMER_QUEUE_KB", "HERALD_KAFKA_DEBUG", "HERALD_KAFKA_SESSION_TIMEOUT_MS",
+        "HERALD_KAFKA_HEARTBEAT_INTERVAL_MS", "HERALD_KAFKA_READY_POLL_WITHIN_MS",
+    ]
 
     /// `values` only where the environment does not already set them (the user's overrides win).
     private func defaults(_ environment: [String: String], _ values: [String: String]) -> [String: String] {
