@@ -19,7 +19,7 @@ RELEASE_BUILD := $(SWIFT) build --force-resolved-versions -c release --static-sw
 # Each step's time goes to .local/step-times.txt (scripts/step.sh); .ci/run prints them.
 STEP := scripts/step.sh
 
-.PHONY: help deps deps-demo build release schema test test-tsan format demo check-image bench-e2e bench-scale-10m bench-import bench-api bench-events bench-fanout bench-sender bench-sender-latency bench-scale bench-soak bench-priority bench-console bench-apns-client bench-apns-sim bench-kafka bench-gateway infra-up infra-down clean
+.PHONY: help deps deps-demo build release schema test test-tsan format demo check-image bench-e2e bench-scale-10m bench-import bench-api bench-events bench-fanout bench-sender bench-sender-latency bench-scale bench-soak bench-priority bench-one-device bench-console bench-apns-client bench-apns-sim bench-kafka bench-gateway infra-up infra-down clean
 
 help:
 	@echo "make demo     # the whole stack, 100,000 simulated devices, a broadcast and a tag push, checked (KEEP=1 leaves it up)"
@@ -40,6 +40,7 @@ help:
 	@echo "make bench-events  # engagement events (POST /v1/events) in batches of 100 under wrk, against /healthz"
 	@echo "make bench-soak  # 30 minutes of mixed pushes on the dev stack: RSS and table sizes at start and end (SOAK_MINUTES=…)"
 	@echo "make bench-priority  # one-device pushes' latency, quiet and while another app's broadcasts run (ratio of p99s)"
+	@echo "make bench-one-device  # where an idle stack's one-device push spends its time, stage by stage (kcat's hop beside it)"
 	@echo "make bench-console  # console pages rendered with 1,000,000 devices in the app, against /healthz (p99 target 50 ms)"
 	@echo "make bench-fanout  # a 1,000,000-device broadcast fanned out by herald-center, against psql COPY"
 	@echo "make bench-gateway  # herald-gateway holding 18,000 TLS connections against mosquitto; online against APNs latency"
@@ -111,6 +112,9 @@ bench-soak: release
 
 bench-priority: release
 	Benchmarks/PriorityLatency/run.sh .build/release $${PRIORITY_DEVICES:-1000000} $${PRIORITY_PHASE_SECONDS:-40}
+
+bench-one-device: release
+	Benchmarks/OneDevice/run.sh .build/release $${ONE_DEVICE_PUSHES:-300}
 
 bench-console: release
 	Benchmarks/Console/run.sh .build/release $${CONSOLE_DEVICES:-1000000}

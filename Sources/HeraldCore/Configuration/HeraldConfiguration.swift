@@ -58,7 +58,9 @@ public struct HeraldConfiguration: Sendable {
             // librdkafka's range for queued.max.messages.kbytes.
             consumerQueueKilobytes: min(
                 2_097_151, max(1, config.int(forKey: "kafka.consumerQueueKb", default: 16_384))),
-            linger: config.milliseconds(forKey: "kafka.lingerMs", default: 5),
+            // Herald's records are batches already (a job batch, a batch's outcomes, a push), so
+            // waiting to fill a produce request buys little and costs every hop its wait.
+            linger: config.milliseconds(forKey: "kafka.lingerMs", default: 0),
             compression: config.string(forKey: "kafka.compression", default: "none"),
             debugContexts: config.string(forKey: "kafka.debug", default: ""),
             statisticsInterval: config.milliseconds(forKey: "kafka.statisticsIntervalMs", default: 5_000, minimum: 100),
@@ -125,6 +127,8 @@ public struct KafkaSettings: Sendable {
     public var fetchWaitMaximum: Duration
     /// What a consumer fetches ahead of its handler at most, in KiB (`HERALD_KAFKA_CONSUMER_QUEUE_KB`).
     public var consumerQueueKilobytes: Int
+    /// How long a producer waits to fill a batch (`linger.ms`; 0: it sends what is queued at once,
+    /// and what queues while a request is out goes in the next).
     public var linger: Duration
     public var compression: String
     /// librdkafka debug contexts, for example `cgrp,fetch` (`HERALD_KAFKA_DEBUG`); empty: none.
@@ -140,7 +144,7 @@ public struct KafkaSettings: Sendable {
     public init(
         brokers: String, clientID: String = "herald", sessionTimeout: Duration = .seconds(6),
         heartbeatInterval: Duration = .seconds(1), fetchWaitMaximum: Duration = .milliseconds(10),
-        consumerQueueKilobytes: Int = 16_384, linger: Duration = .milliseconds(5), compression: String = "none",
+        consumerQueueKilobytes: Int = 16_384, linger: Duration = .zero, compression: String = "none",
         debugContexts: String = "",
         statisticsInterval: Duration = .seconds(5), readyPollWithin: Duration = .seconds(60),
         security: KafkaSecuritySettings = KafkaSecuritySettings()
