@@ -85,7 +85,15 @@ public struct GatewayService: Service {
         self.logger = logger
     }
 
+    /// Runs the parts; the event loops the server and the delivery port share stop after both have
+    /// returned, whether the group ended gracefully or on an error (a port that could not be bound).
     public func run() async throws {
-        try await ServiceGroup(configuration: .init(services: services, logger: logger)).run()
+        do {
+            try await ServiceGroup(configuration: .init(services: services, logger: logger)).run()
+        } catch {
+            await server.shutdown()
+            throw error
+        }
+        await server.shutdown()
     }
 }

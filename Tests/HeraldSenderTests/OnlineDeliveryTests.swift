@@ -13,6 +13,7 @@ import NIOPosix
 import NIOSSL
 import ServiceLifecycle
 import StoreTestSupport
+import Synchronization
 import Testing
 
 @testable import HeraldSender
@@ -40,27 +41,7 @@ struct OnlineDeliveryTests {
                 appID: environment.appID, kind: .client, key: clientKey)
 
             // A gateway, in this process, on ports of its own.
-            let (identity, keyPEM) = try SimulatorIdentity.selfSigned()
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "gateway-\(environment.suffix)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let certificateFile = directory.appendingPathComponent("tls.crt").path
-            let keyFile = directory.appendingPathComponent("tls.key").path
-            try identity.certificatePEM.write(toFile: certificateFile, atomically: true, encoding: .utf8)
-            try keyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8)
-            var settings = environment.configuration.gateway
-            settings.host = "127.0.0.1"
-            settings.port = try await Self.freePort()
-            settings.tlsCertificateFile = certificateFile
-            settings.tlsKeyFile = keyFile
-            settings.deliveryHost = "127.0.0.1"
-            settings.deliveryPort = try await Self.freePort()
-            settings.deliveryAddress = "127.0.0.1:\(settings.deliveryPort)"
-            settings.metricsPort = 0
-            settings.ackTimeout = .seconds(1)
-            settings.tick = .milliseconds(50)
-            settings.presenceFlush = .milliseconds(50)
-            settings.name = "gateway-\(environment.suffix)"
+            let (settings, identity) = try await Self.gatewaySettings(environment)
             let gateway = try GatewayService(
                 settings: settings, database: environment.database, cipher: environment.cipher,
                 deliveryTokens: [DeliveryToken.derive(masterKey: environment.masterKey)], logger: environment.logger)
@@ -196,6 +177,70 @@ struct OnlineDeliveryTests {
             await gatewayGroup.triggerGracefulShutdown()
             _ = try? await gatewayTask.value
         }
+    }
+
+    @Test("a gateway whose port is taken stops with the reason, its delivery port closed, instead of hanging")
+    func portTaken() async throws {
+        try await withWorkerEnvironment(deliverable: 1) { environment in
+            var (settings, _) = try await Self.gatewaySettings(environment)
+            let taken = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .bind(host: "127.0.0.1", port: 0).get()
+            settings.port = taken.localAddress?.port ?? 0
+            let gateway = try GatewayService(
+                settings: settings, database: environment.database, cipher: environment.cipher,
+                deliveryTokens: [DeliveryToken.derive(masterKey: environment.masterKey)], logger: environment.logger)
+            let group = ServiceGroup(configuration: .init(services: [gateway], logger: environment.logger))
+            // The server and the delivery port share event loops: the loops stop only after both
+            // returned (a channel closed on a stopped loop would wait for ever). A minute stands
+            // for "for ever" here; the group returns within a second.
+            final class Outcome: Sendable { let reason = Mutex<String?>(nil) }
+            let outcome = Outcome()
+            let run = Task {
+                do {
+                    try await group.run()
+                    outcome.reason.withLock { $0 = "returned without an error" }
+                } catch {
+                    outcome.reason.withLock { $0 = "\(error)" }
+                }
+            }
+            let stopped = try await eventually(timeout: .seconds(60)) { outcome.reason.withLock { $0 != nil } }
+            if !stopped { run.cancel() }
+            let reason = outcome.reason.withLock { $0 }
+            #expect(reason?.contains("cannot listen on 127.0.0.1:\(settings.port)") == true, "\(reason ?? "hung")")
+            await #expect(throws: (any Error).self) {
+                try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .connect(host: "127.0.0.1", port: settings.deliveryPort).get().close()
+            }
+            try await taken.close()
+        }
+    }
+
+    /// A gateway's settings for a test: loopback ports of its own, a self-signed certificate, a
+    /// one-second ack timeout and a fast sweep.
+    static func gatewaySettings(_ environment: WorkerEnvironment) async throws
+        -> (GatewaySettings, SimulatorIdentity)
+    {
+        let (identity, keyPEM) = try SimulatorIdentity.selfSigned()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-\(environment.suffix)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let certificateFile = directory.appendingPathComponent("tls.crt").path
+        let keyFile = directory.appendingPathComponent("tls.key").path
+        try identity.certificatePEM.write(toFile: certificateFile, atomically: true, encoding: .utf8)
+        try keyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        var settings = environment.configuration.gateway
+        settings.host = "127.0.0.1"
+        settings.port = try await freePort()
+        settings.tlsCertificateFile = certificateFile
+        settings.tlsKeyFile = keyFile
+        settings.deliveryHost = "127.0.0.1"
+        settings.deliveryPort = try await freePort()
+        settings.deliveryAddress = "127.0.0.1:\(settings.deliveryPort)"
+        settings.metricsPort = 0
+        settings.ackTimeout = .seconds(1)
+        settings.tick = .milliseconds(50)
+        settings.presenceFlush = .milliseconds(50)
+        settings.name = "gateway-\(environment.suffix)"
+        return (settings, identity)
     }
 
     /// A port nothing listens on now.

@@ -80,7 +80,6 @@ public final class GatewayServer: Service, Sendable {
             channel = try await bootstrap().bind(host: settings.host, port: settings.port).get()
         } catch {
             for sweep in sweeps { sweep.cancel() }
-            try? await group.shutdownGracefully()
             throw GatewayStartError("herald-gateway cannot listen on \(settings.host):\(settings.port): \(error)")
         }
         boundPort.store(channel.localAddress?.port ?? 0, ordering: .relaxed)
@@ -88,8 +87,15 @@ public final class GatewayServer: Service, Sendable {
         try? await gracefulShutdown()
         try? await channel.close()
         await drain()
-        // Before the loops go: cancelling a task on a loop that has shut down is an error.
+        // Before the loops go (``shutdown()``): cancelling a task on a loop that has shut down is
+        // an error.
         for sweep in sweeps { sweep.cancel() }
+    }
+
+    /// Stops the event loops, once nothing runs on them any more: the server and the delivery
+    /// port have returned from `run()` (a channel closed on a loop already shut down would wait
+    /// for ever).
+    func shutdown() async {
         try? await group.shutdownGracefully()
     }
 
