@@ -30,7 +30,7 @@ final class EventLoopConnections: @unchecked Sendable {
         var channel: Channel
         var connection: SweptConnection
         /// The tick whose bucket holds this connection, if any.
-        var bucket: UInt64?
+        var bucket: UInt64? = nil
     }
     private var connections: [ObjectIdentifier: Tracked] = [:]
     /// Connections by the tick that visits them (a tick's number is its time ÷ the tick); an
@@ -74,12 +74,8 @@ final class EventLoopConnections: @unchecked Sendable {
     /// the connection that replaces it, which keeps the sniffer's bucket), visiting it at `due`.
     func track(_ connection: SweptConnection, of channel: Channel, due: UInt64?) {
         eventLoop.assertInEventLoop()
-        let id = ObjectIdentifier(channel)
-        if connections[id] != nil {
-            connections[id]!.connection = connection
-        } else {
-            connections[id] = Tracked(channel: channel, connection: connection, bucket: nil)
-        }
+        connections[ObjectIdentifier(channel), default: Tracked(channel: channel, connection: connection)]
+            .connection = connection
         schedule(channel, due: due)
     }
 

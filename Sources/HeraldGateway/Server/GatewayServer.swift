@@ -138,8 +138,7 @@ public final class GatewayServer: Service, Sendable {
                     }
                     let sniffer = TransportSniffer(
                         environment: environment, loop: loop, arrival: arrival, channel: channel)
-                    loop.track(
-                        sniffer, of: channel, due: arrival.accepted + environment.rules.helloTimeoutMilliseconds)
+                    loop.track(sniffer, of: channel, due: sniffer.helloDeadline)
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
                     try channel.pipeline.syncOperations.addHandler(sniffer)
                 }

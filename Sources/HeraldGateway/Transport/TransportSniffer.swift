@@ -77,9 +77,11 @@ final class TransportSniffer: ChannelInboundHandler, RemovableChannelHandler, Sw
 
     /// Closes a connection still without its transport (or, over WebSocket, without its upgrade)
     /// at the hello's deadline.
+    /// When a connection without its transport (or upgrade) is closed: the hello's deadline.
+    var helloDeadline: UInt64 { arrival.accepted + environment.rules.helloTimeoutMilliseconds }
+
     func tick(now: UInt64) {
-        let deadline = arrival.accepted + environment.rules.helloTimeoutMilliseconds
-        guard now >= deadline else { return loop.schedule(channel, due: deadline) }
+        guard now >= helloDeadline else { return loop.schedule(channel, due: helloDeadline) }
         environment.metrics.helloTimeouts.add(1, ordering: .relaxed)
         channel.close(promise: nil)
     }
