@@ -498,7 +498,9 @@ let package = Package(
         .testTarget(
             name: "HeraldGatewayTests",
             dependencies: [
-                "HeraldGateway", .product(name: "HeraldGatewayProtocol", package: "HeraldKit"),
+                "HeraldAccess", "HeraldCore", "HeraldGateway", "HeraldStore",
+                .product(name: "HeraldGatewayProtocol", package: "HeraldKit"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]),

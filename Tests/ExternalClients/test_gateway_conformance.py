@@ -828,6 +828,51 @@ class Deliveries(GatewayCase):
                 self.assertError(frame, "slow_reader")
         self.assertEqual(kinds, ["push"] * MAX_UNACKNOWLEDGED + ["error"])
 
+    def test_a_client_that_reads_nothing_is_not_read_and_is_closed(self):
+        # A client that sends pings and reads no pongs, with a small receive window: the server's
+        # pongs pile up until it cannot write and it stops reading (the client's sends block; the
+        # unit tests show the reads held back), and past the ack timeout it closes the connection
+        # (slow_reader) — without waiting for ever on its error frame, which nobody reads.
+        token, device_id = self.register_device()
+        raw = socket.socket()
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        raw.bind((next(_sources), 0))
+        raw.settimeout(15)
+        raw.connect(("127.0.0.1", self.gateway.port))
+        connection = self.gateway.tls().wrap_socket(raw, server_hostname="127.0.0.1")
+        self.addCleanup(connection.close)
+        body = hello(self.client_key, token).SerializeToString()
+        connection.sendall(struct.pack(">I", len(body)) + body)
+        (length,) = struct.unpack(">I", connection.recv(4))
+        welcome = pb.Frame()
+        welcome.ParseFromString(connection.recv(length))
+        self.assertEqual(welcome.WhichOneof("kind"), "welcome")
+        closed_unwritten = self.counter("herald_gateway_closed_unwritten_total")
+        slow_readers = self.counter('herald_gateway_errors_total{code="slow_reader"}')
+        one = ping(7).SerializeToString()
+        batch = (struct.pack(">I", len(one)) + one) * 1000
+        connection.settimeout(0.5)
+        sent = 0
+        blocked = False
+        while not blocked and sent < 100_000_000:
+            try:
+                connection.sendall(batch)
+                sent += len(batch)
+            except TimeoutError:
+                blocked = True
+        self.assertTrue(blocked, f"the gateway read {sent} bytes of pings from a client that read no pong")
+        present = f"SELECT count(*) FROM gateway_presence WHERE device_id = {device_id}"
+        eventually(lambda: sql(present) == "0", timeout=20)
+        self.assertEqual(self.counter("herald_gateway_closed_unwritten_total"), closed_unwritten + 1)
+        self.assertEqual(self.counter('herald_gateway_errors_total{code="slow_reader"}'), slow_readers + 1)
+
+    def counter(self, sample):
+        for line in self.gateway.metrics().splitlines():
+            name, _, value = line.rpartition(" ")
+            if name == sample:
+                return float(value)
+        raise AssertionError(f"{sample} is not in the gateway's metrics")
+
     def test_the_wrong_token_and_a_malformed_body_are_refused(self):
         status, body = deliver(self.gateway, [], token="0" * 64)
         self.assertEqual((status, body["error"]["code"]), (401, "unknown_key"))

@@ -7,8 +7,13 @@ import NIOCore
 ///
 /// The transport below it (``GatewayFrameDecoder`` and ``GatewayFrameEncoder``, or the
 /// ``WebSocketFrameAdapter``) turns bytes into ``GatewayInbound`` and frames into bytes.
-final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
+///
+/// While the socket takes nothing more (the client does not read what it is sent), the handler
+/// reads nothing either: a client that sends pings and reads no pongs fills its own buffers, not
+/// the gateway's memory.
+final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
     typealias InboundIn = GatewayInbound
+    typealias OutboundIn = GatewayFrame
     typealias OutboundOut = GatewayFrame
 
     private let environment: ConnectionEnvironment
@@ -29,6 +34,12 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
     private var deferFlush = false
     /// Authenticated, and waiting since then for its presence to be written before the welcome.
     private var welcomeWaitingSince: UInt64?
+    /// The session closed: its error frame is being written since then, and the socket closes
+    /// once it is. Past the ack timeout the socket is closed without waiting any longer (a peer
+    /// that reads nothing would otherwise keep it open for ever).
+    private var closingSince: UInt64?
+    /// A read was asked for while the socket was unwritable: it is passed on once it is writable.
+    private var readWaiting = false
 
     /// How long a welcome waits for the connection's presence to be written (while PostgreSQL
     /// does not answer, the connection is welcomed anyway and its pushes go through APNs).
@@ -72,9 +83,22 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         let now = EventLoopConnections.now()
-        unwritableSince = context.channel.isWritable ? nil : now
+        let writable = context.channel.isWritable
+        unwritableSince = writable ? nil : now
         reschedule(now: now)
         context.fireChannelWritabilityChanged()
+        if writable, readWaiting {
+            readWaiting = false
+            context.read()
+        }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        guard context.channel.isWritable else {
+            readWaiting = true
+            return
+        }
+        context.read()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -103,12 +127,23 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
         func earliest(_ deadline: UInt64) { due = min(due ?? deadline, deadline) }
         if let since = welcomeWaitingSince { earliest(since + Self.presenceWaitMilliseconds) }
         if let since = unwritableSince { earliest(since + UInt64(environment.rules.ackTimeoutMilliseconds)) }
+        if let since = closingSince { earliest(since + UInt64(environment.rules.ackTimeoutMilliseconds)) }
         // A drain closes the connection at the first visit with nothing left to acknowledge.
         if draining { earliest(now + 1) }
         loop.schedule(context.channel, due: due)
     }
 
     func tick(now: UInt64) {
+        if let since = closingSince {
+            // Closing: only the bound on writing the error frame is left.
+            if now >= since + UInt64(environment.rules.ackTimeoutMilliseconds) {
+                environment.metrics.closedUnwritten.add(1, ordering: .relaxed)
+                context?.close(promise: nil)
+            } else {
+                reschedule(now: now)
+            }
+            return
+        }
         defer { reschedule(now: now) }
         if let since = welcomeWaitingSince, now >= since + Self.presenceWaitMilliseconds {
             environment.directory.stopWaiting(number)
@@ -234,6 +269,9 @@ final class GatewayConnectionHandler: ChannelInboundHandler, SweptConnection {
             let channel = context.channel
             environment.metrics.framesSent.add(1, ordering: .relaxed)
             context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in channel.close(promise: nil) }
+            let now = EventLoopConnections.now()
+            closingSince = now
+            reschedule(now: now)
         }
     }
 

@@ -27,6 +27,8 @@ final class GatewayMetrics: Sendable {
     let fallbacks = Atomic<Int>(0)
     let goaways = Atomic<Int>(0)
     let replaced = Atomic<Int>(0)
+    /// Closed before their last error frame was written: the peer took nothing for the ack timeout.
+    let closedUnwritten = Atomic<Int>(0)
     /// Hellos naming unknown keys or devices, those throttled, and key look-ups (the key cache's
     /// misses), counted by the shared admission pieces.
     let access = AccessCounters()
@@ -94,6 +96,10 @@ final class GatewayMetrics: Sendable {
         counter(
             "herald_gateway_replaced_total", "Connections closed because a newer one of the same device took over.",
             replaced)
+        counter(
+            "herald_gateway_closed_unwritten_total",
+            "Connections closed without their last error frame: the client read nothing for the ack timeout.",
+            closedUnwritten)
         counter(
             "herald_gateway_authentication_failures_total",
             "Hellos that named an unknown key or device, or a wrong alias signature.", access.authenticationFailures)
