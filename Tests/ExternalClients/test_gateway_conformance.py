@@ -861,9 +861,9 @@ class Deliveries(GatewayCase):
             except TimeoutError:
                 blocked = True
         self.assertTrue(blocked, f"the gateway read {sent} bytes of pings from a client that read no pong")
+        eventually(lambda: self.counter("herald_gateway_closed_unwritten_total") == closed_unwritten + 1, timeout=20)
         present = f"SELECT count(*) FROM gateway_presence WHERE device_id = {device_id}"
         eventually(lambda: sql(present) == "0", timeout=20)
-        self.assertEqual(self.counter("herald_gateway_closed_unwritten_total"), closed_unwritten + 1)
         self.assertEqual(self.counter('herald_gateway_errors_total{code="slow_reader"}'), slow_readers + 1)
 
     def counter(self, sample):

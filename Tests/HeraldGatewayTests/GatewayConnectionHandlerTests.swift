@@ -15,10 +15,11 @@ import Testing
 @Suite("gateway connection: a client that reads nothing")
 struct GatewayConnectionHandlerTests {
     /// Sits below the connection as the socket would: counts the reads asked for, and holds every
-    /// write unfinished (the peer takes nothing) until the channel closes.
+    /// write unfinished (the peer takes nothing) until the channel closes — unless `takes`.
     final class StuckSocket: ChannelOutboundHandler {
         typealias OutboundIn = GatewayFrame
         var reads = 0
+        var takes = false
         var held: [EventLoopPromise<Void>] = []
 
         func read(context: ChannelHandlerContext) {
@@ -27,7 +28,8 @@ struct GatewayConnectionHandlerTests {
         }
 
         func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-            if let promise { held.append(promise) }
+            guard let promise else { return }
+            if takes { promise.succeed() } else { held.append(promise) }
         }
 
         func flush(context: ChannelHandlerContext) {}
@@ -109,6 +111,37 @@ struct GatewayConnectionHandlerTests {
         connection.handler.tick(now: EventLoopConnections.now() + grace)
         #expect(!connection.channel.isActive)
         #expect(connection.metrics.closedUnwritten.load(ordering: .relaxed) == 1)
+        // Visits after the forced close change nothing.
+        connection.handler.tick(now: EventLoopConnections.now() + 2 * grace)
+        #expect(connection.metrics.closedUnwritten.load(ordering: .relaxed) == 1)
+        _ = try? connection.channel.finish()
+    }
+
+    @Test("a second close writes no second frame and does not move the bound")
+    func secondClose() throws {
+        let connection = try Self.connection()
+        let start = EventLoopConnections.now()
+        let grace = UInt64(GatewaySession<DeliveryTicket>.Rules().ackTimeoutMilliseconds)
+        connection.handler.replace()
+        connection.handler.replace()  // the device came back again while the first close waits
+        #expect(connection.socket.held.count == 1)
+        #expect(connection.metrics.replaced.load(ordering: .relaxed) == 1)
+        // The bound counts from the first close: a visit past it closes.
+        connection.handler.tick(now: start + grace + 500)
+        #expect(!connection.channel.isActive)
+        #expect(connection.metrics.closedUnwritten.load(ordering: .relaxed) == 1)
+        _ = try? connection.channel.finish()
+    }
+
+    @Test("a close whose frame was written is not counted unwritten")
+    func writtenClose() throws {
+        let connection = try Self.connection()
+        connection.socket.takes = true
+        let grace = UInt64(GatewaySession<DeliveryTicket>.Rules().ackTimeoutMilliseconds)
+        connection.handler.replace()
+        #expect(!connection.channel.isActive)  // written, then closed
+        connection.handler.tick(now: EventLoopConnections.now() + grace)
+        #expect(connection.metrics.closedUnwritten.load(ordering: .relaxed) == 0)
         _ = try? connection.channel.finish()
     }
 }

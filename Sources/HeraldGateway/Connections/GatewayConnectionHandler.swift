@@ -34,12 +34,21 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
     private var deferFlush = false
     /// Authenticated, and waiting since then for its presence to be written before the welcome.
     private var welcomeWaitingSince: UInt64?
-    /// The session closed: its error frame is being written since then, and the socket closes
-    /// once it is. Past the ack timeout the socket is closed without waiting any longer (a peer
-    /// that reads nothing would otherwise keep it open for ever).
-    private var closingSince: UInt64?
+    /// The session closed the connection: its last (error) frame is written, then the socket
+    /// closes (TLS waits at most ``GatewayTLS/shutdownTimeout`` for the client's close_notify).
+    private var closing: Closing?
     /// A read was asked for while the socket was unwritable: it is passed on once it is writable.
     private var readWaiting = false
+
+    private enum Closing {
+        /// The frame is being written since then; past the ack timeout the socket is closed
+        /// without it (a peer that reads nothing would otherwise keep it open for ever).
+        case writing(since: UInt64)
+        /// The frame was written (or failed): the socket's close is under way.
+        case written
+        /// Closed at the ack timeout without the frame.
+        case forced
+    }
 
     /// How long a welcome waits for the connection's presence to be written (while PostgreSQL
     /// does not answer, the connection is welcomed anyway and its pushes go through APNs).
@@ -57,6 +66,9 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
         let loop = environment.loop(of: context.channel)
         self.loop = loop
         loop.track(self, of: context.channel, due: session.nextDeadline)
+        // Only the TLS handshake or the upgrade's answer was written before: under the watermark,
+        // but checked all the same, so that reads held back always have a deadline.
+        if !context.channel.isWritable { unwritableSince = arrival.accepted }
         if let wait = arrival.refusedForRate {
             perform(
                 session.refused(
@@ -127,21 +139,24 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
         func earliest(_ deadline: UInt64) { due = min(due ?? deadline, deadline) }
         if let since = welcomeWaitingSince { earliest(since + Self.presenceWaitMilliseconds) }
         if let since = unwritableSince { earliest(since + UInt64(environment.rules.ackTimeoutMilliseconds)) }
-        if let since = closingSince { earliest(since + UInt64(environment.rules.ackTimeoutMilliseconds)) }
+        if case .writing(let since) = closing { earliest(since + UInt64(environment.rules.ackTimeoutMilliseconds)) }
         // A drain closes the connection at the first visit with nothing left to acknowledge.
         if draining { earliest(now + 1) }
         loop.schedule(context.channel, due: due)
     }
 
     func tick(now: UInt64) {
-        if let since = closingSince {
-            // Closing: only the bound on writing the error frame is left.
-            if now >= since + UInt64(environment.rules.ackTimeoutMilliseconds) {
-                environment.metrics.closedUnwritten.add(1, ordering: .relaxed)
-                context?.close(promise: nil)
-            } else {
+        if let closing {
+            // Closing: only the bound on writing the last frame is left.
+            guard case .writing(let since) = closing else { return }
+            guard now >= since + UInt64(environment.rules.ackTimeoutMilliseconds) else {
                 reschedule(now: now)
+                return
             }
+            self.closing = .forced
+            guard let context, context.channel.isActive else { return }
+            environment.metrics.closedUnwritten.add(1, ordering: .relaxed)
+            context.close(promise: nil)
             return
         }
         defer { reschedule(now: now) }
@@ -222,6 +237,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
 
     /// A newer connection of the same device took over.
     func replace() {
+        guard closing == nil else { return }
         environment.metrics.replaced.add(1, ordering: .relaxed)
         perform(session.close(.replaced, "A newer connection of this device took over; this one is closed."))
     }
@@ -255,6 +271,10 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
                 if let code = GatewayErrorCode(rawValue: error.code) { environment.metrics.sent(code) }
             case .push?:
                 environment.metrics.pushesSent.add(1, ordering: .relaxed)
+            case .pong? where !context.channel.isWritable:
+                // A ping heard while the client reads nothing is not answered: the pongs would
+                // only pile up here (the ping still counts as heard).
+                return
             default:
                 break
             }
@@ -263,14 +283,20 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
         case .acknowledged, .fallBack:
             break
         case .close(let frame, _):
+            // One last frame: a second close (a replace while closing) writes nothing more.
+            guard closing == nil else { return }
             if case .error(let error)? = frame.kind, let code = GatewayErrorCode(rawValue: error.code) {
                 environment.metrics.sent(code)
             }
+            let now = EventLoopConnections.now()
+            closing = .writing(since: now)
+            let connection = NIOLoopBound(self, eventLoop: context.eventLoop)
             let channel = context.channel
             environment.metrics.framesSent.add(1, ordering: .relaxed)
-            context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in channel.close(promise: nil) }
-            let now = EventLoopConnections.now()
-            closingSince = now
+            context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in
+                if case .writing = connection.value.closing { connection.value.closing = .written }
+                channel.close(promise: nil)
+            }
             reschedule(now: now)
         }
     }
