@@ -50,7 +50,7 @@ struct GatewayConnectionHandlerTests {
 
     /// A connection accepted now on an embedded channel. Its authenticator's database is never
     /// run: nothing here sends a hello.
-    static func connection() throws -> Connection {
+    static func connection(writable: Bool = true) throws -> Connection {
         let logger = Logger(label: "gateway-connection-test")
         let database = try HeraldDatabase.makeClient(
             settings: PostgresSettings(host: "127.0.0.1", port: 1, user: "nobody", password: "", database: "none"),
@@ -72,6 +72,7 @@ struct GatewayConnectionHandlerTests {
             rules: .init(), authenticator: authenticator, metrics: metrics, loops: [loop], name: "test",
             logger: logger)
         let socket = StuckSocket()
+        channel.isWritable = writable
         let handler = environment.makeConnection(
             channel: channel, arrival: Arrival(accepted: EventLoopConnections.now(), source: "127.0.0.1"))
         try channel.pipeline.syncOperations.addHandlers([socket, handler])
@@ -114,6 +115,22 @@ struct GatewayConnectionHandlerTests {
         // Visits after the forced close change nothing.
         connection.handler.tick(now: EventLoopConnections.now() + 2 * grace)
         #expect(connection.metrics.closedUnwritten.load(ordering: .relaxed) == 1)
+        _ = try? connection.channel.finish()
+    }
+
+    @Test("a connection unwritable from its start is not read, and is closed slow_reader at the ack timeout")
+    func unwritableFromTheStart() throws {
+        let connection = try Self.connection(writable: false)
+        let start = EventLoopConnections.now()
+        let grace = UInt64(GatewaySession<DeliveryTicket>.Rules().ackTimeoutMilliseconds)
+        let before = connection.socket.reads
+        connection.channel.read()
+        #expect(connection.socket.reads == before)
+        connection.handler.tick(now: start + grace / 2)
+        #expect(connection.socket.held.isEmpty)
+        connection.handler.tick(now: EventLoopConnections.now() + grace)
+        #expect(connection.socket.held.count == 1)  // the slow_reader error frame
+        #expect(connection.metrics.errorCount(.slowReader) == 1)
         _ = try? connection.channel.finish()
     }
 

@@ -68,7 +68,11 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
         loop.track(self, of: context.channel, due: session.nextDeadline)
         // Only the TLS handshake or the upgrade's answer was written before: under the watermark,
         // but checked all the same, so that reads held back always have a deadline.
-        if !context.channel.isWritable { unwritableSince = arrival.accepted }
+        if !context.channel.isWritable {
+            let now = EventLoopConnections.now()
+            unwritableSince = now
+            reschedule(now: now)
+        }
         if let wait = arrival.refusedForRate {
             perform(
                 session.refused(
@@ -176,6 +180,9 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
     }
 
     func goaway(_ frame: GatewayFrame) {
+        // A connection closing already is left to its close (and its bound): a close now would
+        // drop its last frame unwritten.
+        guard closing == nil else { return }
         guard session.isLive, let context else {
             context?.close(promise: nil)
             return
