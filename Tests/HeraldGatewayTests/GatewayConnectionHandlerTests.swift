@@ -48,6 +48,9 @@ struct GatewayConnectionHandlerTests {
         let metrics: GatewayMetrics
     }
 
+    /// The default ack timeout: the bound on an unwritable socket and on a close's last frame.
+    static let grace = UInt64(GatewaySession<DeliveryTicket>.Rules().ackTimeoutMilliseconds)
+
     /// A connection accepted now on an embedded channel. Its authenticator's database is never
     /// run: nothing here sends a hello.
     static func connection(writable: Bool = true) throws -> Connection {
@@ -104,16 +107,15 @@ struct GatewayConnectionHandlerTests {
     func closeNotWaitingForEver() throws {
         let connection = try Self.connection()
         let start = EventLoopConnections.now()
-        let grace = UInt64(GatewaySession<DeliveryTicket>.Rules().ackTimeoutMilliseconds)
         connection.handler.replace()
         #expect(connection.socket.held.count == 1)  // the `replaced` error frame, never taken
-        connection.handler.tick(now: start + grace / 2)
+        connection.handler.tick(now: start + Self.grace / 2)
         #expect(connection.channel.isActive)
-        connection.handler.tick(now: EventLoopConnections.now() + grace)
+        connection.handler.tick(now: EventLoopConnections.now() + Self.grace)
         #expect(!connection.channel.isActive)
         #expect(connection.metrics.closedUnwritten.load(ordering: .relaxed) == 1)
         // Visits after the forced close change nothing.
-        connection.handler.tick(now: EventLoopConnections.now() + 2 * grace)
+        connection.handler.tick(now: EventLoopConnections.now() + 2 * Self.grace)
         #expect(connection.metrics.closedUnwritten.load(ordering: .relaxed) == 1)
         _ = try? connection.channel.finish()
     }
@@ -122,13 +124,12 @@ struct GatewayConnectionHandlerTests {
     func unwritableFromTheStart() throws {
         let connection = try Self.connection(writable: false)
         let start = EventLoopConnections.now()
-        let grace = UInt64(GatewaySession<DeliveryTicket>.Rules().ackTimeoutMilliseconds)
         let before = connection.socket.reads
         connection.channel.read()
         #expect(connection.socket.reads == before)
-        connection.handler.tick(now: start + grace / 2)
+        connection.handler.tick(now: start + Self.grace / 2)
         #expect(connection.socket.held.isEmpty)
-        connection.handler.tick(now: EventLoopConnections.now() + grace)
+        connection.handler.tick(now: EventLoopConnections.now() + Self.grace)
         #expect(connection.socket.held.count == 1)  // the slow_reader error frame
         #expect(connection.metrics.errorCount(.slowReader) == 1)
         _ = try? connection.channel.finish()
@@ -138,13 +139,12 @@ struct GatewayConnectionHandlerTests {
     func secondClose() throws {
         let connection = try Self.connection()
         let start = EventLoopConnections.now()
-        let grace = UInt64(GatewaySession<DeliveryTicket>.Rules().ackTimeoutMilliseconds)
         connection.handler.replace()
         connection.handler.replace()  // the device came back again while the first close waits
         #expect(connection.socket.held.count == 1)
         #expect(connection.metrics.replaced.load(ordering: .relaxed) == 1)
         // The bound counts from the first close: a visit past it closes.
-        connection.handler.tick(now: start + grace + 500)
+        connection.handler.tick(now: start + Self.grace + 500)
         #expect(!connection.channel.isActive)
         #expect(connection.metrics.closedUnwritten.load(ordering: .relaxed) == 1)
         _ = try? connection.channel.finish()
@@ -154,10 +154,9 @@ struct GatewayConnectionHandlerTests {
     func writtenClose() throws {
         let connection = try Self.connection()
         connection.socket.takes = true
-        let grace = UInt64(GatewaySession<DeliveryTicket>.Rules().ackTimeoutMilliseconds)
         connection.handler.replace()
         #expect(!connection.channel.isActive)  // written, then closed
-        connection.handler.tick(now: EventLoopConnections.now() + grace)
+        connection.handler.tick(now: EventLoopConnections.now() + Self.grace)
         #expect(connection.metrics.closedUnwritten.load(ordering: .relaxed) == 0)
         _ = try? connection.channel.finish()
     }

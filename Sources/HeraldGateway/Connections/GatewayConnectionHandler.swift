@@ -50,6 +50,10 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
         case forced
     }
 
+    /// The ack timeout (milliseconds): also the bound on a socket that takes nothing, and on a
+    /// closing connection's last frame.
+    private var ackTimeout: UInt64 { UInt64(environment.rules.ackTimeoutMilliseconds) }
+
     /// How long a welcome waits for the connection's presence to be written (while PostgreSQL
     /// does not answer, the connection is welcomed anyway and its pushes go through APNs).
     static let presenceWaitMilliseconds: UInt64 = 5_000
@@ -142,8 +146,8 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
         var due = session.nextDeadline
         func earliest(_ deadline: UInt64) { due = min(due ?? deadline, deadline) }
         if let since = welcomeWaitingSince { earliest(since + Self.presenceWaitMilliseconds) }
-        if let since = unwritableSince { earliest(since + UInt64(environment.rules.ackTimeoutMilliseconds)) }
-        if case .writing(let since) = closing { earliest(since + UInt64(environment.rules.ackTimeoutMilliseconds)) }
+        if let since = unwritableSince { earliest(since + ackTimeout) }
+        if case .writing(let since) = closing { earliest(since + ackTimeout) }
         // A drain closes the connection at the first visit with nothing left to acknowledge.
         if draining { earliest(now + 1) }
         loop.schedule(context.channel, due: due)
@@ -153,7 +157,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
         if let closing {
             // Closing: only the bound on writing the last frame is left.
             guard case .writing(let since) = closing else { return }
-            guard now >= since + UInt64(environment.rules.ackTimeoutMilliseconds) else {
+            guard now >= since + ackTimeout else {
                 reschedule(now: now)
                 return
             }
@@ -168,7 +172,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
             environment.directory.stopWaiting(number)
             welcome(presenceWritten: false)
         }
-        if let since = unwritableSince, now >= since + UInt64(environment.rules.ackTimeoutMilliseconds) {
+        if let since = unwritableSince, now >= since + ackTimeout {
             unwritableSince = nil
             perform(
                 session.close(
