@@ -205,9 +205,15 @@ class Gateway:
 class Framed:
     """One framed TLS connection, from a source address of its own unless one is given."""
 
-    def __init__(self, gateway, source=None):
+    def __init__(self, gateway, source=None, receive_buffer=None):
         self.source = source or next(_sources)
-        raw = socket.create_connection(("127.0.0.1", gateway.port), timeout=15, source_address=(self.source, 0))
+        raw = socket.socket()
+        if receive_buffer:
+            # Set before connecting: the window the client offers is fixed at the handshake.
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        raw.bind((self.source, 0))
+        raw.settimeout(15)
+        raw.connect(("127.0.0.1", gateway.port))
         self.sock = gateway.tls().wrap_socket(raw, server_hostname="127.0.0.1")
         self.buffer = b""
 
@@ -280,6 +286,15 @@ def ping(nonce):
 
 def new_token():
     return os.urandom(32).hex()
+
+
+def metric(gateway, sample):
+    """One sample's value in the gateway's metrics."""
+    for line in gateway.metrics().splitlines():
+        name, _, value = line.rpartition(" ")
+        if name == sample:
+            return float(value)
+    raise AssertionError(f"{sample} is not in the gateway's metrics")
 
 
 def delivery_token():
@@ -834,19 +849,11 @@ class Deliveries(GatewayCase):
         # unit tests show the reads held back), and past the ack timeout it closes the connection
         # (slow_reader) — without waiting for ever on its error frame, which nobody reads.
         token, device_id = self.register_device()
-        raw = socket.socket()
-        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        raw.bind((next(_sources), 0))
-        raw.settimeout(15)
-        raw.connect(("127.0.0.1", self.gateway.port))
-        connection = self.gateway.tls().wrap_socket(raw, server_hostname="127.0.0.1")
-        self.addCleanup(connection.close)
-        body = hello(self.client_key, token).SerializeToString()
-        connection.sendall(struct.pack(">I", len(body)) + body)
-        (length,) = struct.unpack(">I", connection.recv(4))
-        welcome = pb.Frame()
-        welcome.ParseFromString(connection.recv(length))
-        self.assertEqual(welcome.WhichOneof("kind"), "welcome")
+        framed = Framed(self.gateway, receive_buffer=4096)
+        self.addCleanup(framed.close)
+        framed.send(hello(self.client_key, token))
+        self.assertEqual(framed.receive().WhichOneof("kind"), "welcome")
+        connection = framed.sock
         closed_unwritten = self.counter("herald_gateway_closed_unwritten_total")
         slow_readers = self.counter('herald_gateway_errors_total{code="slow_reader"}')
         one = ping(7).SerializeToString()
@@ -867,11 +874,7 @@ class Deliveries(GatewayCase):
         self.assertEqual(self.counter('herald_gateway_errors_total{code="slow_reader"}'), slow_readers + 1)
 
     def counter(self, sample):
-        for line in self.gateway.metrics().splitlines():
-            name, _, value = line.rpartition(" ")
-            if name == sample:
-                return float(value)
-        raise AssertionError(f"{sample} is not in the gateway's metrics")
+        return metric(self.gateway, sample)
 
     def test_the_wrong_token_and_a_malformed_body_are_refused(self):
         status, body = deliver(self.gateway, [], token="0" * 64)
@@ -954,6 +957,63 @@ class Operations(GatewayCase):
         finally:
             gateway.stop()
 
+    def test_a_client_far_behind_still_gets_the_goaway(self):
+        # A client that reads, but slowly: when the gateway drains, its goaway waits behind
+        # everything the client has not read yet. The gateway closes the connection once the
+        # goaway is written, not at the first sweep with nothing to acknowledge (a close then
+        # dropped the goaway with the bytes still unsent: the client reconnected on its own
+        # back-off instead of the goaway's spread).
+        gateway = Gateway(tempfile.mkdtemp(prefix="herald-gateway-drain-behind-"),
+                          HERALD_GATEWAY_ACK_TIMEOUT_MS="10000", HERALD_GATEWAY_DRAIN_MS="15000",
+                          HERALD_GATEWAY_IDLE_TIMEOUT_SECONDS="60")
+        try:
+            token, device_id = self.register_device()
+            connection = Framed(gateway, receive_buffer=4096)
+            self.addCleanup(connection.close)
+            connection.send(hello(self.client_key, token))
+            self.assertEqual(connection.receive().WhichOneof("kind"), "welcome")
+            # A recall storm (revokes are written, never acknowledged) to a client that reads
+            # nothing for now: ~9 MB, more than the kernel's send buffer (4 MB at most here) and
+            # the gateway's 64 KiB take; the rest are refused as unwritable. Two requests, each
+            # under the delivery port's 8 MB.
+            count = 80_000
+            revokes = []
+            for number in range(count):
+                revoke = pb.Revoke()
+                revoke.push_id = uuid.uuid4().bytes
+                revoke.collapse_id = f"storm-{number:05}-".ljust(64, "x")  # APNs' longest collapse id
+                revokes.append((device_id, revoke))
+            # Each request is answered once its revokes are written or refused: when the client reads.
+            pool = concurrent.futures.ThreadPoolExecutor(2)
+            self.addCleanup(pool.shutdown)
+            answers = [pool.submit(deliver, gateway, revokes[:count // 2]),
+                       pool.submit(deliver, gateway, revokes[count // 2:])]
+            written = [-1]
+
+            def settled():
+                # The storm is one batch on the connection's event loop: done once the count stops.
+                now = metric(gateway, "herald_gateway_revokes_sent_total")
+                done, written[0] = now > 0 and now == written[0], now
+                return done
+            eventually(lambda: settled() or time.sleep(0.2))
+            self.assertLess(written[0], count, "the gateway never stopped writing to a client that reads nothing")
+            gateway.process.send_signal(signal.SIGTERM)
+            # Longer than many sweeps (50 ms here) and than TLS's 1 s wait for a close_notify: the
+            # drain closed the connection at the first sweep before, and its unsent bytes went at
+            # the end of that wait.
+            time.sleep(3)
+            connection.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+            kinds = []
+            while (frame := connection.receive(timeout=15)) is not None:
+                kinds.append(frame.WhichOneof("kind"))
+            self.assertEqual(kinds[-1:], ["goaway"], f"{len(kinds)} frames read, then the connection closed")
+            self.assertEqual(kinds.count("revoke"), written[0])
+            results = [answer.result(timeout=30) for answer in answers]
+            self.assertEqual([status for status, _ in results], [200, 200])
+            self.assertEqual(sum(len(answer.acknowledged_device_ids) for _, answer in results), written[0])
+            self.assertEqual(gateway.process.wait(timeout=30), 0)
+        finally:
+            gateway.stop()
 
 if __name__ == "__main__":
     unittest.main()

@@ -25,8 +25,9 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
     private var loop: EventLoopConnections?
     /// The device, once welcomed.
     private var deviceID: Int64?
-    /// A goaway was sent: no more pushes; the connection closes once nothing awaits an ack.
-    private var draining = false
+    /// A goaway was sent: no more pushes; the connection closes once the goaway is written and
+    /// nothing awaits an ack.
+    private var draining: Draining?
     /// Since when the connection takes nothing more (the client does not read what is written):
     /// no push is written meanwhile, and past the ack timeout it is closed `slow_reader`.
     private var unwritableSince: UInt64?
@@ -39,6 +40,14 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
     private var closing: Closing?
     /// A read was asked for while the socket was unwritable: it is passed on once it is writable.
     private var readWaiting = false
+
+    private enum Draining {
+        /// The goaway is being written since then (a client far behind reads it after all it
+        /// had not read); past the ack timeout the connection is closed without it.
+        case writing(since: UInt64)
+        /// The goaway was written (or failed).
+        case written
+    }
 
     private enum Closing {
         /// The frame is being written since then; past the ack timeout the socket is closed
@@ -148,8 +157,13 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
         if let since = welcomeWaitingSince { earliest(since + Self.presenceWaitMilliseconds) }
         if let since = unwritableSince { earliest(since + ackTimeout) }
         if case .writing(let since) = closing { earliest(since + ackTimeout) }
-        // A drain closes the connection at the first visit with nothing left to acknowledge.
-        if draining { earliest(now + 1) }
+        // A drain closes the connection at the first visit with its goaway written and nothing
+        // left to acknowledge.
+        switch draining {
+        case .written?: earliest(now + 1)
+        case .writing(let since)?: earliest(since + ackTimeout)
+        case nil: break
+        }
         loop.schedule(context.channel, due: due)
     }
 
@@ -180,7 +194,22 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
             return
         }
         perform(session.tick(now: now))
-        if draining, session.unacknowledged == 0 { context?.close(promise: nil) }
+        if let draining, session.unacknowledged == 0 { leave(draining, now: now) }
+    }
+
+    /// The end of a drain: the connection closes once its goaway is written, or without it past
+    /// the ack timeout (a close before it is written would drop it with the bytes still unsent).
+    private func leave(_ draining: Draining, now: UInt64) {
+        guard let context, context.channel.isActive else { return }
+        switch draining {
+        case .written:
+            context.close(promise: nil)
+        case .writing(let since) where now >= since + ackTimeout:
+            environment.metrics.closedUnwritten.add(1, ordering: .relaxed)
+            context.close(promise: nil)
+        case .writing:
+            break
+        }
     }
 
     func goaway(_ frame: GatewayFrame) {
@@ -191,11 +220,17 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
             context?.close(promise: nil)
             return
         }
-        draining = true
+        let now = EventLoopConnections.now()
+        draining = .writing(since: now)
         environment.metrics.goaways.add(1, ordering: .relaxed)
-        write(frame, context)
-        context.flush()
-        reschedule(now: EventLoopConnections.now())
+        environment.metrics.framesSent.add(1, ordering: .relaxed)
+        let connection = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in
+            guard case .writing = connection.value.draining else { return }
+            connection.value.draining = .written
+            connection.value.reschedule(now: EventLoopConnections.now())
+        }
+        reschedule(now: now)
     }
 
     /// Writes `push` to this connection; `ticket` is answered whether the device acknowledged it
@@ -206,7 +241,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
     func deliver(_ push: GatewayPush, ticket: DeliveryTicket, flush: Bool = true) -> Bool {
         // A connection not reading what it is sent, or a push too large for a frame, goes
         // through APNs instead.
-        guard !draining, let context, context.channel.isWritable, deviceID != nil,
+        guard draining == nil, let context, context.channel.isWritable, deviceID != nil,
             push.payload.count + Self.pushFrameOverhead <= environment.rules.maximumFrameBytes
         else {
             ticket.answer(false)
@@ -231,7 +266,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
     /// to the socket (a revoke is not acknowledged). A connection not live, draining or not
     /// reading answers false at once: the recall then goes through APNs.
     func revoke(_ revoke: GatewayRevoke, ticket: DeliveryTicket) {
-        guard !draining, let context, context.channel.isWritable, let frame = session.revoke(revoke) else {
+        guard draining == nil, let context, context.channel.isWritable, let frame = session.revoke(revoke) else {
             ticket.answer(false)
             return
         }
