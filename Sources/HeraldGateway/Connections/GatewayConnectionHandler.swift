@@ -47,6 +47,8 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
         case writing(since: UInt64)
         /// The goaway was written (or failed).
         case written
+        /// The connection's close is under way (the TLS close may take a while).
+        case left
     }
 
     private enum Closing {
@@ -162,7 +164,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
         switch draining {
         case .written?: earliest(now + 1)
         case .writing(let since)?: earliest(since + ackTimeout)
-        case nil: break
+        case .left?, nil: break
         }
         loop.schedule(context.channel, due: due)
     }
@@ -194,7 +196,8 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
             return
         }
         perform(session.tick(now: now))
-        if let draining, session.unacknowledged == 0 { leave(draining, now: now) }
+        // A close the session decided in this visit (an idle timeout) goes its own way.
+        if let draining, closing == nil, session.unacknowledged == 0 { leave(draining, now: now) }
     }
 
     /// The end of a drain: the connection closes once its goaway is written, or without it past
@@ -203,19 +206,21 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, SweptConnection {
         guard let context, context.channel.isActive else { return }
         switch draining {
         case .written:
+            self.draining = .left
             context.close(promise: nil)
         case .writing(let since) where now >= since + ackTimeout:
+            self.draining = .left
             environment.metrics.closedUnwritten.add(1, ordering: .relaxed)
             context.close(promise: nil)
-        case .writing:
+        case .writing, .left:
             break
         }
     }
 
     func goaway(_ frame: GatewayFrame) {
         // A connection closing already is left to its close (and its bound): a close now would
-        // drop its last frame unwritten.
-        guard closing == nil else { return }
+        // drop its last frame unwritten. One goaway a connection.
+        guard closing == nil, draining == nil else { return }
         guard session.isLive, let context else {
             context?.close(promise: nil)
             return

@@ -98,7 +98,7 @@ final class GatewayMetrics: Sendable {
             replaced)
         counter(
             "herald_gateway_closed_unwritten_total",
-            "Connections closed without their last frame (an error, a drain's goaway): the client read nothing for the ack timeout.",
+            "Connections closed without their last frame (an error, a drain's goaway): the client did not take it within the ack timeout.",
             closedUnwritten)
         counter(
             "herald_gateway_authentication_failures_total",
