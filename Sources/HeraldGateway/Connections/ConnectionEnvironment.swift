@@ -18,7 +18,7 @@ struct Arrival: Sendable {
 /// devices, the counters, and each event loop's sweep.
 final class ConnectionEnvironment: Sendable {
     let rules: GatewaySession<DeliveryTicket>.Rules
-    let authenticator: GatewayAuthenticator
+    let authenticator: any HelloAuthenticating
     let directory: DeviceDirectory
     let metrics: GatewayMetrics
     /// Each event loop's connections, by the loop's identity.
@@ -29,7 +29,7 @@ final class ConnectionEnvironment: Sendable {
     private let connectionNumbers = Atomic<UInt64>(0)
 
     init(
-        rules: GatewaySession<DeliveryTicket>.Rules, authenticator: GatewayAuthenticator, metrics: GatewayMetrics,
+        rules: GatewaySession<DeliveryTicket>.Rules, authenticator: any HelloAuthenticating, metrics: GatewayMetrics,
         loops: [EventLoopConnections], name: String, logger: Logger
     ) {
         self.rules = rules
